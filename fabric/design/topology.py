@@ -1,0 +1,361 @@
+"""Expand the inventory into switches, links and hosts: rail-optimized generation plus explicit parts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from fabric.errors import Problem
+from fabric.model.inventory import HostSettings, Inventory, NicDef
+from fabric.model.platforms import PLATFORMS, Platform
+from fabric.model.source import SourceMap
+
+HOST_DEFAULTS: dict[str, Any] = {
+    "gpus": 8, "management_interface": "eth0", "mtu": 9000, "roce_mtu": 4096, "roce_tos": None,
+    "dcqcn": None, "gid": None, "sysctls": {}, "nccl_env": {},
+}
+
+
+@dataclass
+class Switch:
+    name: str
+    role: str
+    platform: Platform
+    target: str
+    ways: int  # breakout sub-ports per physical port
+    port_speed: int  # Gb/s of one logical port
+    su: int | None = None
+    rail: int | None = None
+    pod: int | None = None
+    plane: int | None = None
+    asn: int | None = None
+    adaptive_routing: bool | None = None
+    loc: tuple[Any, ...] = ()
+    used: dict[str, str] = field(default_factory=dict)  # port → "peer:port"
+    next_port: int = 0
+
+    @property
+    def capacity(self) -> int:
+        return self.platform.ports * self.ways
+
+    def port_name(self, index: int) -> str:
+        """Logical port `index` (0-based) named the way the target's NOS names it."""
+        n, k = divmod(index, self.ways)
+        n += 1
+        lanes_per = self.platform.lanes // self.ways
+        if self.target == "sonic":
+            return f"Ethernet{(n - 1) * self.platform.lanes + k * lanes_per}"
+        if self.target == "eos":
+            return f"Ethernet{n}/{k * lanes_per + 1}"
+        return f"swp{n}s{k}" if self.ways > 1 else f"swp{n}"
+
+    def lanes_of(self) -> int:
+        return self.platform.lanes // self.ways
+
+
+@dataclass
+class Link:
+    a: str
+    a_port: str
+    b: str
+    b_port: str
+    speed: int
+    cable_m: int
+    kind: str  # host-leaf | leaf-spine | spine-super-spine | explicit
+    loc: tuple[Any, ...] = ()
+
+
+@dataclass
+class Nic:
+    rail: int
+    rdma: str
+    netdev: str
+    vlan: int | None
+    vfs: int
+    leaf: str = ""
+    leaf_port: str = ""
+
+
+@dataclass
+class Host:
+    name: str
+    su: int
+    h: int  # index in its SU, 1-based
+    settings: dict[str, Any]
+    nics: list[Nic]
+    management: str | None = None
+    loc: tuple[Any, ...] = ()
+
+
+@dataclass
+class Topo:
+    switches: dict[str, Switch] = field(default_factory=dict)
+    links: list[Link] = field(default_factory=list)
+    hosts: dict[str, Host] = field(default_factory=dict)
+    leaf_of: dict[tuple[int, int], str] = field(default_factory=dict)  # (su, rail) → leaf
+    problems: list[Problem] = field(default_factory=list)
+
+
+def _ways_speed(platform: Platform, breakout: str | None) -> tuple[int, int]:
+    if not breakout:
+        return 1, platform.max_speed
+    ways, speed = breakout.lower().rstrip("g").split("x")
+    return int(ways), int(speed)
+
+
+def _merged_settings(*layers: HostSettings | None) -> dict[str, Any]:
+    out = dict(HOST_DEFAULTS)
+    for layer in layers:
+        if layer is not None:
+            out.update({k: v for k, v in layer.model_dump(exclude_none=True, exclude={"name", "su",
+                                                                                      "management"}).items()})
+            if layer.nics is not None:
+                out["nics"] = layer.nics
+            for key in ("dcqcn", "gid"):
+                if getattr(layer, key) is not None:
+                    out[key] = getattr(layer, key)
+    return out
+
+
+class _Builder:
+    def __init__(self, inv: Inventory, smap: SourceMap, target: str | None = None):
+        self.inv, self.smap, self.t, self.force_target = inv, smap, Topo(), target
+        self.overrides = {s.name: (i, s) for i, s in enumerate(inv.switches)}
+
+    def problem(self, loc: tuple[Any, ...], expected: str, found: str = "") -> None:
+        self.t.problems.append(self.smap.problem(loc, expected, found))
+
+    def add_switch(self, name: str, role: str, **kw: Any) -> Switch | None:
+        loc: tuple[Any, ...] = ("topology",)
+        settings = self.inv.roles.get(role)  # type: ignore[call-overload]
+        over = self.overrides.get(name)
+        platform = target = breakout = None
+        if settings:
+            platform, target, breakout = settings.platform, settings.target, settings.breakout
+        asn = ar = None
+        if over:
+            i, o = over
+            loc = ("switches", i)
+            platform, target = o.platform or platform, o.target or target
+            breakout = o.breakout or breakout
+            asn, ar = o.asn, o.adaptive_routing
+            for key in ("su", "rail", "pod"):
+                if getattr(o, key) is not None:
+                    kw[key] = getattr(o, key)
+        target = self.force_target or target
+        if platform is None or target is None:
+            self.problem(loc, f"roles.{role} (platform and target) or both on the switch", f"none for {name}")
+            return None
+        if platform not in PLATFORMS:
+            self.problem((*loc, "platform"), f"one of {', '.join(sorted(PLATFORMS))}", repr(platform))
+            return None
+        if name in self.t.switches:
+            self.problem(loc, "each switch name once", f"{name} twice")
+            return None
+        plat = PLATFORMS[platform]
+        ways, speed = _ways_speed(plat, breakout)
+        sw = Switch(name, role, plat, target, ways, speed, asn=asn, adaptive_routing=ar, loc=loc, **kw)
+        self.t.switches[name] = sw
+        return sw
+
+    def take(self, sw: Switch, peer: str, speed: int, loc: tuple[Any, ...]) -> str | None:
+        """Allocate the next free logical port of `sw` for a link to `peer`."""
+        while sw.next_port < sw.capacity and sw.port_name(sw.next_port) in sw.used:
+            sw.next_port += 1
+        if sw.next_port >= sw.capacity:
+            self.problem(loc, f"at most {sw.capacity} ports on {sw.name} ({sw.platform.name}: "
+                              f"{sw.platform.ports} × {sw.ways} sub-ports)", f"a link to {peer} beyond that")
+            return None
+        if speed > sw.port_speed:
+            self.problem(loc, f"links at most {sw.port_speed}G on {sw.name}", f"{speed}G")
+        port = sw.port_name(sw.next_port)
+        sw.next_port += 1
+        return port
+
+    def link(self, a: Switch | str, b: Switch, speed: int, cable: int, kind: str, loc: tuple[Any, ...],
+             a_port: str | None = None) -> Link | None:
+        a_name = a if isinstance(a, str) else a.name
+        pa = a_port if a_port is not None else self.take(a, b.name, speed, loc)  # type: ignore[arg-type]
+        pb = self.take(b, a_name, speed, loc)
+        if pa is None or pb is None:
+            return None
+        if not isinstance(a, str):
+            a.used[pa] = f"{b.name}:{pb}"
+        b.used[pb] = f"{a_name}:{pa}"
+        ln = Link(a_name, pa, b.name, pb, speed, cable, kind, loc)
+        self.t.links.append(ln)
+        return ln
+
+    def generate(self) -> None:
+        top, names = self.inv.topology, self.inv.topology.names
+        cab = self.inv.cabling
+        if top.scalable_units == 0:
+            return
+        loc = ("topology",)
+        if top.scalable_units % top.pods:
+            self.problem(("topology", "pods"), f"a divisor of scalable_units ({top.scalable_units})",
+                         str(top.pods))
+            return
+        sus_per_pod = top.scalable_units // top.pods
+        if not self.fits(sus_per_pod):
+            return
+        supers: dict[int, list[Switch]] = {}
+        if top.super_spines:
+            for plane in range(1, top.spines + 1):
+                for n in range(1, top.super_spines + 1):
+                    sw = self.add_switch(names.super_spine.format(plane=plane, n=n), "super-spine", plane=plane)
+                    if sw:
+                        supers.setdefault(plane, []).append(sw)
+        spines: dict[int, list[Switch]] = {}
+        for pod in range(1, top.pods + 1):
+            for k in range(1, top.spines + 1):
+                n = (pod - 1) * top.spines + k
+                sw = self.add_switch(names.spine.format(n=n, pod=pod, plane=k), "spine", pod=pod, plane=k)
+                if sw:
+                    spines.setdefault(pod, []).append(sw)
+        for su in range(1, top.scalable_units + 1):
+            pod = (su - 1) // sus_per_pod + 1
+            for rail in range(1, top.rails + 1):
+                leaf = self.add_switch(names.leaf.format(su=su, rail=rail, pod=pod), "leaf", su=su, rail=rail,
+                                       pod=pod)
+                if leaf:
+                    self.t.leaf_of[(su, rail)] = leaf.name
+                    leaf.next_port = 0
+        # Hosts first on every leaf (ports 1..H), then uplinks.
+        self.generate_hosts()
+        for (su, _rail), leaf_name in sorted(self.t.leaf_of.items()):
+            leaf = self.t.switches[leaf_name]
+            pod = (su - 1) // sus_per_pod + 1
+            for spine in spines.get(pod, []):
+                for _ in range(top.uplinks_per_spine):
+                    self.link(leaf, spine, cab.leaf_spine.speed, cab.leaf_spine.cable, "leaf-spine", loc)
+        for pod_spines in spines.values():
+            for spine in pod_spines:
+                for sup in supers.get(spine.plane or 0, []):
+                    for _ in range(top.uplinks_per_super_spine):
+                        self.link(spine, sup, cab.spine_super_spine.speed, cab.spine_super_spine.cable,
+                                  "spine-super-spine", loc)
+
+    def fits(self, sus_per_pod: int) -> bool:
+        """Refuse, with the arithmetic, a Clos the port counts cannot build."""
+        top, roles = self.inv.topology, self.inv.roles
+        need = {
+            "leaf": (top.hosts_per_su + top.spines * top.uplinks_per_spine,
+                     f"{top.hosts_per_su} hosts + {top.spines} spines × {top.uplinks_per_spine} uplinks"),
+            "spine": (sus_per_pod * top.rails * top.uplinks_per_spine + top.super_spines * top.uplinks_per_super_spine,
+                      f"{sus_per_pod} SUs × {top.rails} rails × {top.uplinks_per_spine} uplinks"
+                      + (f" + {top.super_spines} super-spines × {top.uplinks_per_super_spine}" if top.super_spines
+                         else "")),
+            "super-spine": (top.pods * top.uplinks_per_super_spine,
+                            f"{top.pods} pods × {top.uplinks_per_super_spine} uplinks"),
+        }
+        ok = True
+        for role, (ports, why) in need.items():
+            rs = roles.get(role)  # type: ignore[call-overload]
+            if rs is None or (role == "super-spine" and not top.super_spines) or (role == "spine" and not top.spines):
+                continue
+            ways, _ = _ways_speed(PLATFORMS[rs.platform], rs.breakout)
+            have = PLATFORMS[rs.platform].ports * ways
+            if ports > have:
+                hint = ("; add a tier (pods and super_spines) or use higher-radix switches or a breakout"
+                        if role != "super-spine" else "; use more super-spines per plane or fewer pods")
+                self.problem(("roles", role, "platform"), f"at most {have} ports per {role} "
+                             f"({rs.platform} {PLATFORMS[rs.platform].ports} ports × {ways})",
+                             f"{ports} needed = {why}{hint}")
+                ok = False
+        return ok
+
+    def generate_hosts(self) -> None:
+        top, names = self.inv.topology, self.inv.topology.names
+        explicit = {h.name: (i, h) for i, h in enumerate(self.inv.hosts.entries)}
+        for su in range(1, top.scalable_units + 1):
+            for h in range(1, top.hosts_per_su + 1):
+                name = names.host.format(su=su, h=h)
+                self.add_host(name, su, h, explicit.pop(name, None))
+        for name, (i, hd) in explicit.items():
+            if hd.su is None:
+                self.problem(("hosts", "list", i), "su: the scalable unit of a host not generated", "none")
+                continue
+            count = sum(1 for x in self.t.hosts.values() if x.su == hd.su)
+            self.add_host(name, hd.su, count + 1, (i, hd))
+
+    def add_host(self, name: str, su: int, h: int, explicit: tuple[int, Any] | None) -> None:
+        loc: tuple[Any, ...] = ("hosts", "list", explicit[0]) if explicit else ("topology",)
+        if name in self.t.hosts or name in self.t.switches:
+            self.problem(loc, "each device name once", f"{name} twice")
+            return
+        settings = _merged_settings(self.inv.hosts.defaults, explicit[1] if explicit else None)
+        nic_defs: list[NicDef] = settings.pop("nics", None) or [
+            NicDef(rail=r, rdma=f"mlx5_{r - 1}", netdev=f"rail{r}") for r in range(1, self.inv.topology.rails + 1)]
+        host = Host(name, su, h, settings, [], loc=loc)
+        if explicit and explicit[1].management is not None:
+            host.management = str(explicit[1].management)
+        seen: set[str] = set()
+        for j, nd in enumerate(nic_defs):
+            nic_loc = (*loc, "nics", j) if explicit and explicit[1].nics else ("hosts", "defaults", "nics", j)
+            if nd.netdev in seen:
+                self.problem((*nic_loc, "netdev"), "each netdev once per host", f"{nd.netdev} twice")
+            seen.add(nd.netdev)
+            leaf_name = self.t.leaf_of.get((su, nd.rail))
+            if leaf_name is None:
+                self.problem((*nic_loc, "rail"), f"a rail with a leaf in SU {su} (rails 1-{self.inv.topology.rails})",
+                             f"rail {nd.rail} on {name}")
+                continue
+            nic = Nic(nd.rail, nd.rdma, nd.netdev, nd.vlan, nd.vfs)
+            leaf = self.t.switches[leaf_name]
+            ln = self.link(name, leaf, self.inv.cabling.host_leaf.speed, self.inv.cabling.host_leaf.cable,
+                           "host-leaf", nic_loc, a_port=nd.netdev)
+            if ln:
+                nic.leaf, nic.leaf_port = leaf.name, ln.b_port
+            host.nics.append(nic)
+        self.t.hosts[name] = host
+
+    def explicit(self) -> None:
+        for i, sd in enumerate(self.inv.switches):
+            if sd.name not in self.t.switches:
+                if sd.role is None:
+                    self.problem(("switches", i, "role"), "a role for a switch the topology does not generate",
+                                 "none")
+                    continue
+                sw = self.add_switch(sd.name, sd.role, su=sd.su, rail=sd.rail, pod=sd.pod)
+                if sw and sw.role == "leaf" and sw.su and sw.rail:
+                    self.t.leaf_of.setdefault((sw.su, sw.rail), sw.name)
+        by_ends = {frozenset({(ln.a, ln.a_port), (ln.b, ln.b_port)}): ln for ln in self.t.links}
+        for i, ld in enumerate(self.inv.links):
+            loc = ("links", i)
+            (a, pa), (b, pb) = ld.a.split(":", 1), ld.b.split(":", 1)
+            existing = by_ends.get(frozenset({(a, pa), (b, pb)}))
+            if existing:
+                existing.speed = ld.speed or existing.speed
+                existing.cable_m = ld.cable or existing.cable_m
+                existing.loc = loc
+                continue
+            ends = []
+            for dev, port, key in ((a, pa, "a"), (b, pb, "b")):
+                sw = self.t.switches.get(dev)
+                if sw is None:
+                    self.problem((*loc, key), "a switch of this fabric", repr(dev))
+                elif port in sw.used:
+                    self.problem((*loc, key), f"a free port ({port} is cabled to {sw.used[port]})",
+                                 f"{dev}:{port} used twice")
+                else:
+                    ends.append(sw)
+            if len(ends) != 2:
+                continue
+            kinds = {frozenset({"leaf", "spine"}): "leaf-spine", frozenset({"spine", "super-spine"}): "spine-super-spine"}
+            kind = kinds.get(frozenset({ends[0].role, ends[1].role}), "explicit")
+            cls = self.inv.cabling.leaf_spine if kind != "spine-super-spine" else self.inv.cabling.spine_super_spine
+            ends[0].used[pa], ends[1].used[pb] = f"{b}:{pb}", f"{a}:{pa}"
+            self.t.links.append(Link(a, pa, b, pb, ld.speed or cls.speed, ld.cable or cls.cable, kind, loc))
+
+
+def build(inv: Inventory, smap: SourceMap, target: str | None = None) -> Topo:
+    """Generate the rail-optimized part, then add or override explicit switches and links.
+
+    `target` forces one NOS on every switch (the lab realizes every switch as Linux/FRR)."""
+    b = _Builder(inv, smap, target)
+    b.generate()
+    b.explicit()
+    if inv.topology.scalable_units == 0:
+        b.generate_hosts()
+    return b.t

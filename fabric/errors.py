@@ -1,0 +1,42 @@
+"""Errors for people: one line per problem, `file:line: field.path: expected …, found …`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One problem in user input, located as precisely as we can."""
+
+    file: str
+    line: int | None
+    path: str
+    expected: str
+    found: str = ""
+
+    def __str__(self) -> str:
+        where = f"{self.file}:{self.line}" if self.line else self.file
+        field = f" {self.path}:" if self.path else ""
+        found = f", found {self.found}" if self.found else ""
+        return f"{where}:{field} expected {self.expected}{found}"
+
+
+class InputError(Exception):
+    """Bad user input: carries every problem found, printed one per line, exit code 2."""
+
+    exit_code = 2
+
+    def __init__(self, problems: list[Problem] | Problem | str):
+        if isinstance(problems, str):
+            problems = [Problem(file="", line=None, path="", expected=problems)]
+        elif isinstance(problems, Problem):
+            problems = [problems]
+        self.problems = problems
+        super().__init__("\n".join(str(p) for p in problems))
+
+
+class UsageError(Exception):
+    """A command used in a way it cannot work (not root, missing state, …): one line, exit code 2."""
+
+    exit_code = 2

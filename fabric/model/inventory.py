@@ -1,0 +1,238 @@
+"""The inventory: what users write in `inventories/<name>/*.yaml`, validated with unknown keys forbidden."""
+
+from __future__ import annotations
+
+from ipaddress import IPv4Interface, IPv4Network
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from fabric.model.units import Bytes, Gbps, Metres, Seconds
+
+Target = Literal["sonic", "nvue", "eos", "frr"]
+Role = Literal["super-spine", "spine", "leaf"]
+NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class FabricInfo(Strict):
+    name: str = Field(pattern=NAME)
+    description: str = ""
+
+
+class NamePatterns(Strict):
+    """Python format strings; fields: su, rail, n (1-based), h (host in SU, 1-based), pod, plane."""
+
+    super_spine: str = "super{plane}-{n}"
+    spine: str = "spine{n}"
+    leaf: str = "leaf-su{su}-r{rail}"
+    host: str = "gpu-su{su}-{h:02d}"
+
+
+class Topology(Strict):
+    """Rail-optimized generation. Leave `scalable_units` at 0 to describe everything explicitly."""
+
+    rails: int = Field(ge=1, le=16)
+    scalable_units: int = Field(0, ge=0)
+    hosts_per_su: int = Field(0, ge=0)
+    spines: int = Field(0, ge=0, description="spines (per pod when super_spines > 0)")
+    uplinks_per_spine: int = Field(1, ge=1, description="parallel links from each leaf to each spine")
+    pods: int = Field(1, ge=1, description="pods of scalable units, each with its own spines (3-tier)")
+    super_spines: int = Field(0, ge=0, description="super-spines per plane; plane k joins spine k of every pod")
+    uplinks_per_super_spine: int = Field(1, ge=1)
+    names: NamePatterns = NamePatterns()
+
+
+class RoleSettings(Strict):
+    platform: str
+    target: Target
+    breakout: str | None = Field(None, pattern=r"^[1-8]x\d+G$", description="e.g. 2x400G")
+
+    @field_validator("platform")
+    @classmethod
+    def _known_platform(cls, v: str) -> str:
+        from fabric.model.platforms import PLATFORMS
+
+        if v not in PLATFORMS:
+            raise ValueError(f"one of {', '.join(sorted(PLATFORMS))}")
+        return v
+
+
+class SwitchDef(Strict):
+    """An explicit switch (irregular fabrics) or per-switch overrides of a generated one."""
+
+    name: str = Field(pattern=NAME)
+    role: Role | None = None
+    platform: str | None = None
+    target: Target | None = None
+    breakout: str | None = Field(None, pattern=r"^[1-8]x\d+G$")
+    su: int | None = Field(None, ge=1)
+    rail: int | None = Field(None, ge=1)
+    pod: int | None = Field(None, ge=1)
+    asn: int | None = None
+    adaptive_routing: bool | None = None
+
+
+class LinkClass(Strict):
+    speed: Gbps
+    cable: Metres
+
+
+class Cabling(Strict):
+    host_leaf: LinkClass = LinkClass(speed="400G", cable="5m")
+    leaf_spine: LinkClass = LinkClass(speed="400G", cable="40m")
+    spine_super_spine: LinkClass = LinkClass(speed="400G", cable="100m")
+
+
+class LinkDef(Strict):
+    """`a`/`b` as `device:port`. Matching a generated link overrides its speed/cable; otherwise adds one."""
+
+    a: str = Field(pattern=r"^[^:\s]+:\S+$")
+    b: str = Field(pattern=r"^[^:\s]+:\S+$")
+    speed: Gbps | None = None
+    cable: Metres | None = None
+
+
+class AsnPlan(Strict):
+    """RFC 7938: one ASN for all spines (per pod in 3 tiers), one per leaf, one for super-spines."""
+
+    super_spines: int = 64900
+    spines: int = 65000
+    leaves: int = Field(65100, description="ASN of the first leaf; each next leaf takes the next number")
+
+
+class Addressing(Strict):
+    mode: Literal["svi", "p2p31"] = "svi"
+    loopbacks: IPv4Network
+    rails: IPv4Network
+    rail_prefix_length: int = Field(24, ge=8, le=30, description="block per (scalable unit, rail)")
+    management: IPv4Network = IPv4Network("198.18.0.0/16")
+    vlan_base: int = Field(1000, ge=2, le=4000, description="svi: VLAN id = vlan_base + rail")
+    table_base: int = Field(100, ge=1, le=250, description="host routing table = table_base + rail")
+    rule_priority_base: int = Field(1000, ge=1, le=30000)
+    asn: AsnPlan = AsnPlan()
+
+
+class AdaptiveRouting(Strict):
+    enabled: bool = False
+    link_utilization_threshold: int | None = Field(None, ge=1, le=100)
+
+
+class Neighbor(Strict):
+    """ARP/ND: containers reuse addresses fast, so stale entries must age out quickly."""
+
+    aging: Seconds = Field(300, description="ARP base reachable time / aging")
+    table_size: int | None = Field(None, ge=128, description="gc_thresh3; default sized from hosts × (1+VFs)")
+
+
+class BgpOptions(Strict):
+    keepalive: int = Field(3, ge=1, le=60)
+    hold: int = Field(9, ge=3, le=180)
+    max_paths: int = Field(64, ge=1, le=512)
+    graceful_shutdown: bool = True  # honour GRACEFUL_SHUTDOWN (65535:0) for maintenance drains
+    bfd: bool = False
+
+
+class Switching(Strict):
+    mtu: int = Field(9216, ge=1500, le=9216)
+    adaptive_routing: AdaptiveRouting = AdaptiveRouting()
+    neighbor: Neighbor = Neighbor()
+    bgp: BgpOptions = BgpOptions()
+
+
+class NicDef(Strict):
+    rail: int = Field(ge=1)
+    rdma: str = Field(pattern=r"^[A-Za-z0-9_]+$", description="RDMA device, e.g. mlx5_0")
+    netdev: str = Field(pattern=r"^[A-Za-z0-9_.-]{1,15}$")
+    vlan: int | None = Field(None, ge=1, le=4094, description="tag on the host side")
+    vfs: int = Field(0, ge=0, le=127, description="SR-IOV virtual functions")
+
+
+class Dcqcn(Strict):
+    enabled: bool = True
+    priorities: list[int] | None = Field(None, description="default: the lossless priorities")
+    cc_params: dict[str, int] = Field(default_factory=dict, description="mlx5 cc_params, e.g. rp_ai_rate")
+
+
+class Gid(Strict):
+    """`roce-v2-ipv4`: NCCL is told `index` and the host agent checks it is the RoCE v2 IPv4 GID;
+    `auto`: NCCL picks by address family and RoCE version (no NCCL_IB_GID_INDEX)."""
+
+    policy: Literal["roce-v2-ipv4", "auto"] = "roce-v2-ipv4"
+    index: int = Field(3, ge=0, le=255)
+
+
+class HostSettings(Strict):
+    gpus: int | None = Field(None, ge=0, le=64)
+    management_interface: str | None = None
+    nics: list[NicDef] | None = None
+    mtu: int | None = Field(None, ge=1280, le=9216)
+    roce_mtu: Literal[256, 512, 1024, 2048, 4096] | None = None
+    roce_tos: int | None = Field(None, ge=0, le=255)
+    dcqcn: Dcqcn | None = None
+    gid: Gid | None = None
+    sysctls: dict[str, str | int] | None = None
+    nccl_env: dict[str, str | int] | None = None
+
+
+class HostDef(HostSettings):
+    name: str = Field(pattern=NAME)
+    su: int | None = Field(None, ge=1)
+    management: IPv4Interface | None = None
+
+
+class Hosts(Strict):
+    defaults: HostSettings = HostSettings()
+    entries: list[HostDef] = Field(default_factory=list, alias="list")
+
+
+class Waiver(Strict):
+    rule: str = Field(pattern=r"^RF\d+$")
+    objects: list[str] = Field(min_length=1)
+    reason: str = Field(min_length=3)
+
+
+class LintSettings(Strict):
+    waive: list[Waiver] = Field(default_factory=list)
+    oversubscription_warn: float = Field(1.0, gt=0)
+
+
+class LabSettings(Strict):
+    management: IPv4Network = IPv4Network("198.18.0.0/16")
+    prefix: str = Field("rf", pattern=r"^[a-z]{1,4}$", description="prefix of every lab namespace and link")
+
+
+class Access(Strict):
+    """How to reach devices. Only names of variables and files, never secrets."""
+
+    username: str | None = None
+    username_env: str = "FABRIC_USERNAME"
+    password_env: str = "FABRIC_PASSWORD"
+    key_file: str | None = None
+    known_hosts: str = "~/.ssh/known_hosts"
+    port: int = Field(22, ge=1, le=65535)
+
+
+class Inventory(Strict):
+    """All sections, merged from every YAML file of the inventory directory."""
+
+    fabric: FabricInfo
+    topology: Topology
+    roles: dict[Role, RoleSettings]
+    switches: list[SwitchDef] = Field(default_factory=list)
+    cabling: Cabling = Cabling()
+    links: list[LinkDef] = Field(default_factory=list)
+    addressing: Addressing
+    qos: dict[str, Any] = Field(default_factory=lambda: {"preset": "nvidia-roce"},
+                                description="preset plus any single-value override of QosPolicy")
+    switching: Switching = Switching()
+    hosts: Hosts = Hosts()
+    lint: LintSettings = LintSettings()
+    lab: LabSettings = LabSettings()
+    access: Access = Access()
+
+
+__all__ = ["Bytes", "Inventory"]

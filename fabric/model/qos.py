@@ -1,0 +1,153 @@
+"""The lossless QoS policy: presets expanded to concrete values, then single-value overrides."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from fabric.model.units import Bytes, Millis
+
+Priority = int  # 0..7, an 802.1p / switch priority
+TC = int  # 0..7, a traffic class (== egress queue here)
+
+
+class EcnProfile(BaseModel):
+    """ECN/WRED marking of one egress queue (thresholds in bytes, probability in percent)."""
+
+    model_config = ConfigDict(extra="forbid")
+    enabled: bool = True
+    min_bytes: Bytes
+    max_bytes: Bytes
+    probability: int = Field(ge=0, le=100)
+
+
+class PfcWatchdog(BaseModel):
+    """PFC watchdog on lossless ports: SONiC detect/restore/action, NVUE poll/robustness, EOS timers."""
+
+    model_config = ConfigDict(extra="forbid")
+    enabled: bool = True
+    detection: Millis
+    restoration: Millis
+    action: Literal["drop", "forward", "alert"] = "drop"
+    poll_interval: Millis
+    robustness: int = Field(3, ge=1, le=1000)
+
+
+class HeadroomPolicy(BaseModel):
+    """`static`: render xon/xoff/size from the formula; `dynamic`: let the NOS compute from cable length."""
+
+    model_config = ConfigDict(extra="forbid")
+    mode: Literal["static", "dynamic"]
+    small_packet_percentage: int = Field(ge=0, le=100)
+    lossless_mtu: int = Field(1024, ge=64, le=9216)
+    shared_headroom_pool: bool = False
+
+
+class QosPolicy(BaseModel):
+    """Every number of the lossless policy, as rendered on switches and hosts."""
+
+    model_config = ConfigDict(extra="forbid")
+    trust: Literal["dscp", "pcp"]
+    dscp_to_priority: dict[int, int]
+    default_priority: int = Field(ge=0, le=7)
+    priority_to_tc: dict[int, int]
+    lossless_priorities: list[int]
+    roce_dscp: int = Field(ge=0, le=63)
+    cnp_dscp: int = Field(ge=0, le=63)
+    cnp_priority: int = Field(ge=0, le=7)
+    ets_strict: list[int]  # TCs served strict priority
+    ets_dwrr: dict[int, int]  # TC → DWRR weight in percent
+    ecn: dict[int, EcnProfile]  # TC → marking profile
+    pfc_watchdog: PfcWatchdog
+    headroom: HeadroomPolicy
+
+    @model_validator(mode="after")
+    def _ranges(self) -> QosPolicy:
+        for d, p in self.dscp_to_priority.items():
+            if not (0 <= d <= 63 and 0 <= p <= 7):
+                raise ValueError(f"DSCP 0-63 mapped to priority 0-7, found {d}: {p}")
+        for p, t in self.priority_to_tc.items():
+            if not (0 <= p <= 7 and 0 <= t <= 7):
+                raise ValueError(f"priority 0-7 mapped to traffic class 0-7, found {p}: {t}")
+        for x in [*self.lossless_priorities, *self.ets_strict, *self.ets_dwrr, *self.ecn]:
+            if not 0 <= x <= 7:
+                raise ValueError(f"priorities and traffic classes 0-7, found {x}")
+        return self
+
+    def priority_of_dscp(self, dscp: int) -> int:
+        return self.dscp_to_priority.get(dscp, self.default_priority)
+
+    def tc_of_priority(self, prio: int) -> int:
+        return self.priority_to_tc.get(prio, 0)
+
+    def tc_of_dscp(self, dscp: int) -> int:
+        return self.tc_of_priority(self.priority_of_dscp(dscp))
+
+    @property
+    def lossless_tcs(self) -> list[int]:
+        return sorted({self.tc_of_priority(p) for p in self.lossless_priorities})
+
+
+PRESETS: dict[str, dict[str, Any]] = {
+    # NVIDIA RoCE defaults (Cumulus `nv set qos roce`, reference switch-qos.md §2.1).
+    "nvidia-roce": {
+        "trust": "dscp",
+        "dscp_to_priority": {26: 3, 48: 6},
+        "default_priority": 0,
+        "priority_to_tc": {0: 0, 1: 0, 2: 0, 3: 3, 4: 0, 5: 0, 6: 6, 7: 0},
+        "lossless_priorities": [3],
+        "roce_dscp": 26,
+        "cnp_dscp": 48,
+        "cnp_priority": 6,
+        "ets_strict": [6],
+        "ets_dwrr": {0: 50, 3: 50},
+        "ecn": {0: {"min_bytes": 150000, "max_bytes": 1500000, "probability": 100},
+                3: {"min_bytes": 150000, "max_bytes": 1500000, "probability": 100}},
+        "pfc_watchdog": {"detection": "200ms", "restoration": "200ms", "action": "drop",
+                         "poll_interval": "100ms", "robustness": 3},
+        "headroom": {"mode": "static", "small_packet_percentage": 100, "lossless_mtu": 1024},
+    },
+    # SONiC's own default (files/build_templates/qos_config.j2, reference switch-qos.md §1.1).
+    "sonic-azure": {
+        "trust": "dscp",
+        "dscp_to_priority": {3: 3, 4: 4, 5: 2, 8: 0, 46: 5, 48: 6},
+        "default_priority": 1,
+        "priority_to_tc": {i: i for i in range(8)},
+        "lossless_priorities": [3, 4],
+        "roce_dscp": 3,
+        "cnp_dscp": 48,
+        "cnp_priority": 6,
+        "ets_strict": [],
+        "ets_dwrr": {0: 14, 1: 14, 2: 14, 3: 15, 4: 15, 5: 14, 6: 14},
+        "ecn": {3: {"min_bytes": 1048576, "max_bytes": 2097152, "probability": 5},
+                4: {"min_bytes": 1048576, "max_bytes": 2097152, "probability": 5}},
+        "pfc_watchdog": {"detection": "200ms", "restoration": "200ms", "action": "drop",
+                         "poll_interval": "200ms", "robustness": 3},
+        "headroom": {"mode": "dynamic", "small_packet_percentage": 50, "lossless_mtu": 1024},
+    },
+    "custom": {},
+}
+
+
+def merge(base: dict[Any, Any], over: dict[Any, Any]) -> dict[Any, Any]:
+    """Deep-merge `over` onto a copy of `base`: mappings merge key by key, anything else replaces."""
+    out = copy.deepcopy(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def override_paths(over: dict[Any, Any], prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Leaf paths the user set explicitly (used by `explain` to say 'override')."""
+    paths: list[tuple[Any, ...]] = []
+    for key, value in over.items():
+        if isinstance(value, dict) and value:
+            paths += override_paths(value, (*prefix, key))
+        else:
+            paths.append((*prefix, key))
+    return paths
