@@ -100,7 +100,7 @@ class Deriver:
         vfs_on: dict[tuple[int, int], int] = {}
         lossless = bool(qos.lossless_priorities)
         for port, peer, peer_port, speed, cable, kind in sorted(self.ports[sw.name], key=lambda p: natural(p[0])):
-            lanes = sw.lanes_of()
+            lanes = max(1, sw.lanes_of() * speed // sw.port_speed)  # a slower link uses fewer lanes
             hr = _headroom(sw.platform.asic, speed, cable, mtu, lanes, hr_policy.lossless_mtu,
                            hr_policy.small_packet_percentage, hr_policy.shared_headroom_pool) if lossless else None
             if kind == "host-leaf":

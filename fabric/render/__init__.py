@@ -54,6 +54,11 @@ def render_fabric(fabric: FabricIntent, only: set[str] | None = None) -> dict[st
     for name, host in fabric.hosts.items():
         if not only or name in only:
             out[f"hosts/{name}"] = render_host(host, fabric)
+    if not only:
+        from fabric.render.host import network_attachments
+
+        if k8s := network_attachments(fabric):
+            out["k8s"] = k8s
     return out
 
 
