@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import json
-from enum import Enum
+from enum import StrEnum
 
 import typer
 
 from fabric.accept.parsers import parse_file
 
-app = typer.Typer(add_completion=False, pretty_exceptions_enable=False,
-                  help="Parse perftest, nccl-tests, iperf3, mlnx_qos, show_gids and ethtool -S outputs to JSON.")
+app = typer.Typer(
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    help="Parse perftest, nccl-tests, iperf3, mlnx_qos, show_gids and ethtool -S outputs to JSON.",
+)
 
 
-class Kind(str, Enum):
+class Kind(StrEnum):
     """Output formats `fabric parse` understands."""
 
     perftest = "perftest"
@@ -26,8 +29,11 @@ class Kind(str, Enum):
 
 @app.command("parse")
 def parse(
-    kind: Kind = typer.Argument(..., help="perftest (text or --out_json), nccl, iperf3 (-J), mlnx_qos, "
-                                "show_gids (or ibv_devinfo -v), ethtool (-S)."),
+    kind: Kind = typer.Argument(
+        ...,
+        help="perftest (text or --out_json), nccl, iperf3 (-J), mlnx_qos, "
+        "show_gids (or ibv_devinfo -v), ethtool (-S).",
+    ),
     file: str = typer.Argument(..., help="Output file to read, or '-' for stdin."),
 ) -> None:
     """Parse FILE as KIND and print the result as JSON (sorted keys); bad input exits 2 with file:line."""

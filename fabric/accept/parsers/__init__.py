@@ -13,10 +13,24 @@ from pathlib import Path
 
 from fabric.accept.parsers._common import Model, Skipped, fail
 from fabric.accept.parsers.ethtool import EthtoolStats, ethtool_delta, parse_ethtool_stats
-from fabric.accept.parsers.gids import GidRow, GidTable, gid_index_for, parse_ibv_devinfo_gids, parse_show_gids
+from fabric.accept.parsers.gids import (
+    GidRow,
+    GidTable,
+    gid_index_for,
+    parse_ibv_devinfo_gids,
+    parse_show_gids,
+)
 from fabric.accept.parsers.iperf3 import Iperf3Interval, Iperf3Result, Iperf3Sum, parse_iperf3
 from fabric.accept.parsers.mlnx_qos import MlnxQos, TcConfig, parse_mlnx_qos
-from fabric.accept.parsers.nccl import NcclOp, NcclRank, NcclResult, NcclRow, busbw_at_largest, parse_nccl, peak_busbw
+from fabric.accept.parsers.nccl import (
+    NcclOp,
+    NcclRank,
+    NcclResult,
+    NcclRow,
+    busbw_at_largest,
+    parse_nccl,
+    peak_busbw,
+)
 from fabric.accept.parsers.perftest import (
     BwRow,
     LatRow,
@@ -55,10 +69,38 @@ def parse_file(kind: str, path: str) -> Model:
 
 
 __all__ = [
-    "PARSERS", "BwRow", "EthtoolStats", "GidRow", "GidTable", "Iperf3Interval", "Iperf3Result", "Iperf3Sum",
-    "LatRow", "MlnxQos", "Model", "NcclOp", "NcclRank", "NcclResult", "NcclRow", "PerftestResult", "Skipped",
-    "TcConfig", "busbw_at_largest", "ethtool_delta", "gid_index_for", "parse_ethtool_stats", "parse_file",
-    "parse_ibv_devinfo_gids", "parse_iperf3", "parse_mlnx_qos", "parse_nccl", "parse_perftest",
-    "parse_perftest_json", "parse_perftest_text", "parse_show_gids", "peak_busbw", "perftest_bw_gbps",
+    "PARSERS",
+    "BwRow",
+    "EthtoolStats",
+    "GidRow",
+    "GidTable",
+    "Iperf3Interval",
+    "Iperf3Result",
+    "Iperf3Sum",
+    "LatRow",
+    "MlnxQos",
+    "Model",
+    "NcclOp",
+    "NcclRank",
+    "NcclResult",
+    "NcclRow",
+    "PerftestResult",
+    "Skipped",
+    "TcConfig",
+    "busbw_at_largest",
+    "ethtool_delta",
+    "gid_index_for",
+    "parse_ethtool_stats",
+    "parse_file",
+    "parse_ibv_devinfo_gids",
+    "parse_iperf3",
+    "parse_mlnx_qos",
+    "parse_nccl",
+    "parse_perftest",
+    "parse_perftest_json",
+    "parse_perftest_text",
+    "parse_show_gids",
+    "peak_busbw",
+    "perftest_bw_gbps",
     "read_input",
 ]

@@ -58,6 +58,15 @@ def require_text(text: str, file: str, what: str) -> list[str]:
     return text.splitlines()
 
 
+CUT = "no newline at end of input (truncated?)"
+
+
+def unterminated(text: str, lines: list[str]) -> int:
+    """Line number of a last line without its newline (it may be cut short, so its numbers are not
+    used: '9182' could be the start of '918273645'), or 0 if the input ends with a newline."""
+    return 0 if text.endswith(("\n", "\r")) else len(lines)
+
+
 def load_json(text: str, file: str) -> Any:
     """json.loads; on failure retry without trailing commas and with bare words quoted (perftest
     quirks), else raise an InputError at the line of the original syntax error."""
@@ -66,14 +75,24 @@ def load_json(text: str, file: str) -> Any:
     except json.JSONDecodeError as exc:
         error = exc
     repaired = re.sub(r",(\s*[}\]])", r"\1", text)
-    repaired = re.sub(r'(:\s*)(?!true\b|false\b|null\b)([A-Za-z_][\w.\-/]*)(\s*[,}\n])', r'\1"\2"\3', repaired)
+    repaired = re.sub(
+        r"(:\s*)(?!true\b|false\b|null\b)([A-Za-z_][\w.\-/]*)(\s*[,}\n])", r'\1"\2"\3', repaired
+    )
     try:
         return json.loads(repaired)
     except json.JSONDecodeError:
         lines = text.splitlines()
         bad = lines[error.lineno - 1] if error.lineno <= len(lines) else ""
-        raise fail(file, error.lineno, "json", f"valid JSON ({error.msg} at column {error.colno})",
-                   show(bad) if bad.strip() else "end of input") from None
+        found = show(bad) if bad.strip() else "nothing"
+        if error.pos >= len(text.rstrip()):
+            found = f"end of input after {found} (truncated?)"
+        raise fail(
+            file,
+            error.lineno,
+            "json",
+            f"valid JSON ({error.msg} at column {error.colno})",
+            found,
+        ) from None
 
 
 def json_line(text: str, key: str) -> int | None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from fabric.accept.parsers._common import Model, Skipped, fail, require_text, show
+from fabric.accept.parsers._common import CUT, Model, Skipped, fail, require_text, show, unterminated
 
 _COUNTER = re.compile(r"^\s+(\S.*?):\s*(\d+)\s*$")
 
@@ -18,8 +18,11 @@ class EthtoolStats(Model):
 
 def ethtool_delta(before: EthtoolStats, after: EthtoolStats) -> dict[str, int]:
     """after - before for every counter present in both (negative means a reset or a wrap)."""
-    return {name: value - before.counters[name] for name, value in after.counters.items()
-            if name in before.counters}
+    return {
+        name: value - before.counters[name]
+        for name, value in after.counters.items()
+        if name in before.counters
+    }
 
 
 def parse_ethtool_stats(text: str, file: str = "-") -> EthtoolStats:
@@ -32,20 +35,29 @@ def parse_ethtool_stats(text: str, file: str = "-") -> EthtoolStats:
         raise fail(file, 1, "ethtool", "'NIC statistics:' then '     name: value' lines", show(found))
     counters: dict[str, int] = {}
     skipped: list[Skipped] = []
-    for lineno, line in enumerate(lines[start + 1:], start + 2):
+    for lineno, line in enumerate(lines[start + 1 :], start + 2):
         if not line.strip():
             continue
         if not line[0].isspace():
             break
         m = _COUNTER.match(line)
-        if m is None:
-            skipped.append(Skipped(line=lineno, text=line.strip(), reason="expected 'name: integer'"))
+        if lineno == unterminated(text, lines):
+            skipped.append(Skipped(line=lineno, text=line.strip(), reason=CUT))
+        elif m is None:
+            skipped.append(Skipped(line=lineno, text=line.strip(), reason="not 'name: integer'"))
         elif m[1] in counters:
-            skipped.append(Skipped(line=lineno, text=line.strip(), reason="duplicate counter, first value kept"))
+            skipped.append(
+                Skipped(line=lineno, text=line.strip(), reason="duplicate counter (first value kept)")
+            )
         else:
             counters[m[1]] = int(m[2])
     if not counters:
         first = skipped[0] if skipped else None
-        raise fail(file, first.line if first else start + 1, "ethtool.counters", "'     name: integer' lines",
-                   show(first.text) if first else "no counters after 'NIC statistics:'")
+        raise fail(
+            file,
+            first.line if first else start + 1,
+            "ethtool.counters",
+            "'     name: integer' lines",
+            show(first.text) if first else "no counters after 'NIC statistics:'",
+        )
     return EthtoolStats(counters=counters, skipped=skipped)

@@ -6,7 +6,7 @@ import ipaddress
 import re
 from typing import Literal
 
-from fabric.accept.parsers._common import Model, Skipped, fail, require_text
+from fabric.accept.parsers._common import CUT, Model, Skipped, fail, require_text, show, unterminated
 
 _ROWLIKE = re.compile(r"^\S+\s+\d+\s+\d+\s+\S")
 _GID_FULL = re.compile(r"^[0-9a-fA-F]{4}(?::[0-9a-fA-F]{4}){7}$")
@@ -36,12 +36,17 @@ class GidTable(Model):
     skipped: list[Skipped] = []
 
 
-def gid_index_for(table: GidTable, ipv4: str, version: str = "v2", dev: str | None = None,
-                  port: int | None = None) -> int | None:
+def gid_index_for(
+    table: GidTable, ipv4: str, version: str = "v2", dev: str | None = None, port: int | None = None
+) -> int | None:
     """The GID index carrying `ipv4` with RoCE `version` (optionally on `dev`/`port`), or None."""
     for row in table.rows:
-        if (row.ipv4 == ipv4 and (row.version or "").lower() == version.lower()
-                and dev in (None, row.dev) and port in (None, row.port)):
+        if (
+            row.ipv4 == ipv4
+            and (row.version or "").lower() == version.lower()
+            and dev in (None, row.dev)
+            and port in (None, row.port)
+        ):
             return row.index
     return None
 
@@ -67,27 +72,39 @@ def parse_show_gids(text: str, file: str = "-") -> GidTable:
     count = None
     for lineno, raw in enumerate(lines, 1):
         line = raw.strip()
-        if m := re.match(r"^n_gids_found=(\d+)$", line):
+        if (m := re.match(r"^n_gids_found=(\d+)$", line)) and lineno != unterminated(text, lines):
             count = int(m[1])
             continue
         if not _ROWLIKE.match(line):
             continue
+        if lineno == unterminated(text, lines):
+            skipped.append(Skipped(line=lineno, text=line, reason=CUT))
+            continue
         tokens = line.split()
         dev, port, index, gid, rest = tokens[0], int(tokens[1]), int(tokens[2]), tokens[3], tokens[4:]
         if not _GID_FULL.match(gid):
-            skipped.append(Skipped(line=lineno, text=line, reason=f"GID: expected 8 groups of 4 hex digits, found {gid!r}"))
+            skipped.append(
+                Skipped(line=lineno, text=line, reason=f"GID {gid!r} is not 8 groups of 4 hex digits")
+            )
             continue
         ipv4 = rest.pop(0) if rest and _IPV4.match(rest[0]) else None
         version = rest.pop(0) if rest and _VER.match(rest[0]) else None
         ndev = rest.pop(0) if rest else None
         if rest:
-            skipped.append(Skipped(line=lineno, text=line, reason=f"unexpected extra fields {rest}"))
+            skipped.append(Skipped(line=lineno, text=line, reason=f"extra fields {rest}"))
             continue
         rows.append(GidRow(dev=dev, port=port, index=index, gid=gid, ipv4=ipv4, version=version, ndev=ndev))
     if not rows and count is None:
         first = skipped[0].line if skipped else None
-        raise fail(file, first, "show_gids", "show_gids rows 'DEV PORT INDEX GID [IPv4] VER DEV' or "
-                   "'n_gids_found=N'", skipped[0].reason if skipped else f"neither in {len(lines)} lines")
+        raise fail(
+            file,
+            first,
+            "show_gids",
+            "show_gids rows 'DEV PORT INDEX GID [IPv4] VER DEV' or 'n_gids_found=N'",
+            f"{skipped[0].reason} in {show(skipped[0].text)}"
+            if skipped
+            else f"neither in {len(lines)} lines",
+        )
     return GidTable(source="show_gids", rows=rows, n_gids_found=count, skipped=skipped)
 
 
@@ -105,17 +122,34 @@ def parse_ibv_devinfo_gids(text: str, file: str = "-") -> GidTable:
             port = int(m[1])
         elif m := _DEVINFO_GID.match(raw):
             gid, kind = m[2], m[3] or ""
+            if lineno == unterminated(text, lines):
+                skipped.append(Skipped(line=lineno, text=raw.strip(), reason=CUT))
+                continue
             try:
                 ipaddress.IPv6Address(gid)
             except ValueError:
-                skipped.append(Skipped(line=lineno, text=raw.strip(), reason=f"GID: not an IPv6-form GID: {gid!r}"))
+                skipped.append(
+                    Skipped(line=lineno, text=raw.strip(), reason=f"GID {gid!r} is not in IPv6 form")
+                )
                 continue
             version = re.search(r"v(\d)\s*$", kind)
-            rows.append(GidRow(dev=dev, port=port, index=int(m[1]), gid=gid, ipv4=_mapped_ipv4(gid),
-                               version=f"v{version[1]}" if version else None))
+            rows.append(
+                GidRow(
+                    dev=dev,
+                    port=port,
+                    index=int(m[1]),
+                    gid=gid,
+                    ipv4=_mapped_ipv4(gid),
+                    version=f"v{version[1]}" if version else None,
+                )
+            )
     if not rows:
         first = skipped[0] if skipped else None
-        raise fail(file, first.line if first else None, "ibv_devinfo.gid", "'GID[ n]: <gid>[, RoCE vN]' lines",
-                   first.reason if first else f"none in {len(lines)} lines")
+        raise fail(
+            file,
+            first.line if first else None,
+            "ibv_devinfo.gid",
+            "'GID[ n]: <gid>[, RoCE vN]' lines",
+            f"{first.reason} in {show(first.text)}" if first else f"none in {len(lines)} lines",
+        )
     return GidTable(source="ibv_devinfo", rows=rows, skipped=skipped)
-

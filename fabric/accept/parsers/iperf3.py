@@ -67,13 +67,19 @@ def parse_iperf3(text: str, file: str = "-") -> Iperf3Result:
     lines = require_text(text, file, "iperf3 -J output")
     first = next((i for i, line in enumerate(lines) if line.startswith("{")), None)
     if first is None:
-        raise fail(file, 1, "json", "iperf3 -J output (a JSON object starting with '{')",
-                   "no line starting with '{'")
+        raise fail(
+            file, 1, "json", "iperf3 -J output (a JSON object starting with '{')", "no line starting with '{'"
+        )
     body = "\n" * first + "\n".join(lines[first:])
     doc = load_json(body, file)
     if not isinstance(doc, dict) or not any(k in doc for k in ("start", "end", "intervals")):
-        raise fail(file, first + 1, "json", "an iperf3 -J object with start/intervals/end",
-                   f"keys {sorted(doc)}" if isinstance(doc, dict) else type(doc).__name__)
+        raise fail(
+            file,
+            first + 1,
+            "json",
+            "an iperf3 -J object with start/intervals/end",
+            f"keys {sorted(doc)}" if isinstance(doc, dict) else type(doc).__name__,
+        )
     start, end = _obj(doc.get("start")), _obj(doc.get("end"))
     test_start = _obj(start.get("test_start"))
     intervals = doc.get("intervals") if isinstance(doc.get("intervals"), list) else []
@@ -83,17 +89,30 @@ def parse_iperf3(text: str, file: str = "-") -> Iperf3Result:
         "num_streams": test_start.get("num_streams"),
         "reverse": bool(test_start.get("reverse", 0)),
         "error": doc.get("error"),
-        "intervals": [_model(Iperf3Interval, _obj(iv).get("sum"), f"intervals[{n}].sum", body, file)
-                      for n, iv in enumerate(intervals) if "sum" in _obj(iv)],
+        "intervals": [
+            _model(Iperf3Interval, _obj(iv).get("sum"), f"intervals[{n}].sum", body, file)
+            for n, iv in enumerate(intervals)
+            if "sum" in _obj(iv)
+        ],
     }
     for field, key in (("sent", "sum_sent"), ("received", "sum_received"), ("udp", "sum")):
         if key in end:
             res[field] = _model(Iperf3Sum, end[key], f"end.{key}", body, file)
     if res["error"] is None and not any(k in res for k in ("sent", "received", "udp")):
-        raise fail(file, json_line(body, "end") or first + 1, "end", "an end summary (sum_sent/sum_received)",
-                   "none (truncated output?)")
+        raise fail(
+            file,
+            json_line(body, "end") or first + 1,
+            "end",
+            "an end summary (sum_sent/sum_received)",
+            "none (truncated output?)",
+        )
     try:
         return Iperf3Result(**res)
     except ValueError as exc:
-        raise fail(file, json_line(body, "start") or first + 1, "start", "iperf3 start fields (version, "
-                   "test_start.protocol/num_streams)", str(exc).splitlines()[-1].strip()) from None
+        raise fail(
+            file,
+            json_line(body, "start") or first + 1,
+            "start",
+            "iperf3 start fields (version, test_start.protocol/num_streams)",
+            str(exc).splitlines()[-1].strip(),
+        ) from None

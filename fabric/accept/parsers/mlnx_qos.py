@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from fabric.accept.parsers._common import Model, fail, integer, num, require_text, show
+from fabric.accept.parsers._common import CUT, Model, fail, integer, num, require_text, show, unterminated
 
 _TC = re.compile(r"^tc:\s*(\d+)\s+ratelimit:\s*([^,]+),\s*tsa:\s*(\w+)(?:,\s*bw:\s*(\d+)\s*%)?\s*$")
 _PRIO = re.compile(r"^priority:\s*(\d+)\s*$")
@@ -43,10 +43,15 @@ class MlnxQos(Model):
 
 def _eight(line: str, label: str, file: str, lineno: int, allowed: set[int]) -> list[int]:
     """The 8 per-priority values after `label` (e.g. 'enabled     0   0   0   1 …')."""
-    values = [integer(t) for t in line[len(label):].split()]
+    values = [integer(t) for t in line[len(label) :].split()]
     if len(values) != 8 or any(v is None or v not in allowed for v in values):
-        raise fail(file, lineno, f"pfc.{label}", f"8 values in {sorted(allowed)[0]}..{sorted(allowed)[-1]} "
-                   "(priorities 0-7)", show(line))
+        raise fail(
+            file,
+            lineno,
+            f"pfc.{label}",
+            f"8 values in {sorted(allowed)[0]}..{sorted(allowed)[-1]} (priorities 0-7)",
+            show(line),
+        )
     return [v for v in values if v is not None]
 
 
@@ -61,8 +66,12 @@ def parse_mlnx_qos(text: str, file: str = "-") -> MlnxQos:
         line = raw.strip()
         if not line:
             continue
+        if lineno == unterminated(text, lines):
+            warnings.append(f"line {lineno} ignored: {CUT}")
+            continue
         if line.startswith(("DCBX mode:", "Priority trust state:")) and (
-                "pfc_enabled" in cur or line.startswith("DCBX") or "trust" in cur):
+            "pfc_enabled" in cur or line.startswith("DCBX") or "trust" in cur
+        ):
             if cur:
                 blocks.append(cur)
             cur, section = {}, ""
@@ -84,7 +93,9 @@ def parse_mlnx_qos(text: str, file: str = "-") -> MlnxQos:
             sizes = [integer(t) for t in items if "=" not in t]
             total = [integer(t.split("=", 1)[1]) for t in items if "=" in t]
             if len(sizes) != 8 or None in sizes or None in total:
-                raise fail(file, lineno, "buffer_sizes", "8 buffer sizes in bytes[,max_buffer_size=N]", show(raw))
+                raise fail(
+                    file, lineno, "buffer_sizes", "8 buffer sizes in bytes[,max_buffer_size=N]", show(raw)
+                )
             cur["buffer_sizes"] = sizes
             cur["max_buffer_size"] = total[0] if total else None
         elif line.startswith("Cable len:"):
@@ -104,11 +115,17 @@ def parse_mlnx_qos(text: str, file: str = "-") -> MlnxQos:
             m = _TC.match(line)
             rate = num(m[2].strip().removesuffix("Gbps").strip()) if m else None
             if m is None or (rate is None and m[2].strip() != "unlimited"):
-                raise fail(file, lineno, "tc", "'tc: N ratelimit: unlimited|X Gbps, tsa: ets, bw: N%|strict|vendor'",
-                           show(raw))
+                raise fail(
+                    file,
+                    lineno,
+                    "tc",
+                    "'tc: N ratelimit: unlimited|X Gbps, tsa: ets, bw: N%|strict|vendor'",
+                    show(raw),
+                )
             section = "tc"
-            cur.setdefault("tcs", []).append(TcConfig(tc=int(m[1]), ratelimit_gbps=rate, tsa=m[3],
-                                                      bw_percent=integer(m[4] or "")))
+            cur.setdefault("tcs", []).append(
+                TcConfig(tc=int(m[1]), ratelimit_gbps=rate, tsa=m[3], bw_percent=integer(m[4] or ""))
+            )
         elif (m := _PRIO.match(line)) and section == "tc":
             cur["tcs"][-1].priorities.append(int(m[1]))
         elif "not supported" in line or line.startswith("*"):
@@ -117,8 +134,13 @@ def parse_mlnx_qos(text: str, file: str = "-") -> MlnxQos:
         blocks.append(cur)
     complete = [b for b in blocks if "pfc_enabled" in b]
     if not complete:
-        raise fail(file, None, "pfc", "mlnx_qos output with a 'PFC configuration:' section and an 'enabled' line",
-                   f"none in {len(lines)} lines")
+        raise fail(
+            file,
+            None,
+            "pfc",
+            "mlnx_qos output with a 'PFC configuration:' section and an 'enabled' line",
+            f"none in {len(lines)} lines",
+        )
     last = complete[-1]
     last["dscp2prio"] = dict(sorted(last.get("dscp2prio", {}).items()))
     return MlnxQos(**last, warnings=warnings, blocks=len(blocks))

@@ -6,6 +6,7 @@ import re
 from typing import Any, Literal
 
 from fabric.accept.parsers._common import (
+    CUT,
     Model,
     Skipped,
     fail,
@@ -15,6 +16,7 @@ from fabric.accept.parsers._common import (
     num,
     require_text,
     show,
+    unterminated,
 )
 
 _RESULT_LINE = re.compile(r"^\s*-{20,}\s*$")
@@ -35,19 +37,45 @@ _MULTIWORD = [
     (re.compile(r"tps average"), "tps_average"),
 ]
 _COLUMNS = {
-    "#bytes": "bytes", "#iterations": "iterations", "#sl": "sl", "bw_peak": "bw_peak",
-    "bw_average": "bw_average", "MsgRate": "msg_rate_mpps", "bw_port1": "bw_port1",
-    "msg_rate_port1": "msg_rate_port1", "bw_port2": "bw_port2", "msg_rate_port2": "msg_rate_port2",
-    "t_min": "t_min", "t_max": "t_max", "t_typical": "t_typical", "t_avg": "t_avg", "t_stdev": "t_stdev",
-    "t_p99": "t_p99", "t_p99_9": "t_p99_9", "tps_average": "tps_average", "CPU_Util": "cpu_util",
+    "#bytes": "bytes",
+    "#iterations": "iterations",
+    "#sl": "sl",
+    "bw_peak": "bw_peak",
+    "bw_average": "bw_average",
+    "MsgRate": "msg_rate_mpps",
+    "bw_port1": "bw_port1",
+    "msg_rate_port1": "msg_rate_port1",
+    "bw_port2": "bw_port2",
+    "msg_rate_port2": "msg_rate_port2",
+    "t_min": "t_min",
+    "t_max": "t_max",
+    "t_typical": "t_typical",
+    "t_avg": "t_avg",
+    "t_stdev": "t_stdev",
+    "t_p99": "t_p99",
+    "t_p99_9": "t_p99_9",
+    "tps_average": "tps_average",
+    "CPU_Util": "cpu_util",
 }
 _INT_FIELDS = {"bytes", "iterations", "sl"}
+_BW_NEEDED = {"bw_peak", "bw_average", "msg_rate_mpps"}
+_LAT_ANY = {"t_min", "t_max", "t_typical", "t_avg", "tps_average"}
 # --out_json result keys (perftest_parameters.c write_*_to_file) → row fields.
 _JSON_KEYS = {
-    "MsgSize": "bytes", "n_iterations": "iterations", "BW_peak": "bw_peak", "BW_average": "bw_average",
-    "MsgRate": "msg_rate_mpps", "CPU_util": "cpu_util", "t_min": "t_min", "t_max": "t_max",
-    "t_typical": "t_typical", "t_avg": "t_avg", "t_stdev": "t_stdev", "percentile_99": "t_p99",
-    "percentile_99.9": "t_p99_9", "tps_average": "tps_average",
+    "MsgSize": "bytes",
+    "n_iterations": "iterations",
+    "BW_peak": "bw_peak",
+    "BW_average": "bw_average",
+    "MsgRate": "msg_rate_mpps",
+    "CPU_util": "cpu_util",
+    "t_min": "t_min",
+    "t_max": "t_max",
+    "t_typical": "t_typical",
+    "t_avg": "t_avg",
+    "t_stdev": "t_stdev",
+    "percentile_99": "t_p99",
+    "percentile_99.9": "t_p99_9",
+    "tps_average": "tps_average",
 }
 _BW_UNITS = {"Gb/sec": 1.0, "MB/sec": 1048576 * 8 / 1e9, "MiB/sec": 1048576 * 8 / 1e9}
 
@@ -145,11 +173,12 @@ def _ip_from_decimal_gid(gid: str) -> str | None:
 
 def _columns(line: str, file: str, lineno: int) -> tuple[list[str | None], str | None, str | None]:
     """Header row → field name per column (None = unknown column, values ignored), BW unit, LAT unit."""
+    normalized = line
     for pattern, repl in _MULTIWORD:
-        line = pattern.sub(repl, line)
+        normalized = pattern.sub(repl, normalized)
     fields: list[str | None] = []
     bw_unit = lat_unit = None
-    for token in line.split():
+    for token in normalized.split():
         name, _, unit = token.partition("[")
         unit = unit.rstrip("]")
         field = _COLUMNS.get(name)
@@ -158,23 +187,34 @@ def _columns(line: str, file: str, lineno: int) -> tuple[list[str | None], str |
         elif field == "t_avg" or (field == "t_min" and lat_unit is None):
             lat_unit = unit
         fields.append(field)
-    if fields[:2] != ["bytes", "iterations"] and fields[:3] != ["bytes", "sl", "iterations"]:
-        raise fail(file, lineno, "perftest.header", "'#bytes #iterations …' column header", show(line))
+    starts_ok = fields[:2] == ["bytes", "iterations"] or fields[:3] == ["bytes", "sl", "iterations"]
+    is_bw = "bw_average" in fields
+    if (
+        not starts_ok
+        or (is_bw and not set(fields) >= _BW_NEEDED)
+        or (not is_bw and not _LAT_ANY & set(fields))
+    ):
+        raise fail(
+            file,
+            lineno,
+            "perftest.header",
+            "'#bytes #iterations' then BW peak/BW average/MsgRate or t_* latency columns",
+            show(line),
+        )
     return fields, bw_unit, lat_unit
 
 
 def _row(fields: list[str | None], line: str, lineno: int) -> dict[str, Any] | Skipped:
     tokens = line.split()
     if len(tokens) != len(fields):
-        return Skipped(line=lineno, text=line.strip(),
-                       reason=f"expected {len(fields)} columns, found {len(tokens)}")
+        return Skipped(line=lineno, text=line.strip(), reason=f"{len(tokens)} of {len(fields)} columns")
     values: dict[str, Any] = {}
     for field, token in zip(fields, tokens, strict=True):
         if field is None:
             continue
         value = integer(token) if field in _INT_FIELDS else num(token)
         if value is None:
-            return Skipped(line=lineno, text=line.strip(), reason=f"{field}: not a number: {token!r}")
+            return Skipped(line=lineno, text=line.strip(), reason=f"{field} is not a number: {token!r}")
         values[field] = value
     return values
 
@@ -182,16 +222,27 @@ def _row(fields: list[str | None], line: str, lineno: int) -> dict[str, Any] | S
 def parse_perftest_text(text: str, file: str = "-") -> PerftestResult:
     """Parse the text report of an ib_*_bw / ib_*_lat run (client or server side)."""
     lines = require_text(text, file, "perftest output")
-    res: dict[str, Any] = {"source": "text", "info": {}, "warnings": [], "bw_rows": [], "lat_rows": [],
-                           "skipped": []}
+    res: dict[str, Any] = {
+        "source": "text",
+        "info": {},
+        "warnings": [],
+        "bw_rows": [],
+        "lat_rows": [],
+        "skipped": [],
+    }
     in_info = False
     side = "local"
     fields: list[str | None] | None = None
     seen_header = seen_title = False
+    cut = unterminated(text, lines)
     for lineno, raw in enumerate(lines, 1):
         line = raw.rstrip()
         stripped = line.strip()
         if not stripped:
+            continue
+        if lineno == cut:
+            if _ROW.match(line):
+                res["skipped"].append(Skipped(line=lineno, text=stripped, reason=CUT))
             continue
         if "Waiting for client" in stripped:
             res["server"] = True
@@ -232,7 +283,9 @@ def parse_perftest_text(text: str, file: str = "-") -> PerftestResult:
             continue
         if _ROW.match(line):
             if fields is None:
-                res["skipped"].append(Skipped(line=lineno, text=stripped, reason="row outside a '#bytes' table"))
+                res["skipped"].append(
+                    Skipped(line=lineno, text=stripped, reason="row outside a '#bytes' table")
+                )
                 continue
             row = _row(fields, line, lineno)
             if isinstance(row, Skipped):
@@ -242,15 +295,31 @@ def parse_perftest_text(text: str, file: str = "-") -> PerftestResult:
             else:
                 res["lat_rows"].append(LatRow(**row))
     if not seen_title and not seen_header:
-        raise fail(file, None, "perftest", "perftest output (a '… BW Test' / '… Latency Test' title or a "
-                   "'#bytes' table)", f"neither in {len(lines)} lines")
+        raise fail(
+            file,
+            None,
+            "perftest",
+            "perftest output (a '… BW Test' / '… Latency Test' title or a '#bytes' table)",
+            f"neither in {len(lines)} lines",
+        )
     if not res["bw_rows"] and not res["lat_rows"]:
         if res["skipped"]:
             first = res["skipped"][0]
-            raise fail(file, first.line, "perftest.row", f"a result row ({first.reason})", show(first.text))
+            raise fail(
+                file,
+                first.line,
+                "perftest.row",
+                "a complete result row",
+                f"{first.reason} in {show(first.text)}",
+            )
         if not res.get("server"):
-            raise fail(file, len(lines), "perftest", "a '#bytes' result table (only a server may have none)",
-                       "end of input" if not seen_header else "a table header with no rows")
+            raise fail(
+                file,
+                len(lines),
+                "perftest",
+                "a '#bytes' result table (only a server may have none)",
+                "end of input" if not seen_header else "a table header with no rows",
+            )
     if res.get("kind") is None and (res["bw_rows"] or res["lat_rows"]):
         res["kind"] = "bw" if res["bw_rows"] else "lat"
     _typed_info(res)
@@ -271,8 +340,13 @@ def parse_perftest_json(text: str, file: str = "-", bw_unit: str | None = None) 
     require_text(text, file, "perftest --out_json output")
     doc = load_json(text, file)
     if not isinstance(doc, dict) or not isinstance(doc.get("results"), dict):
-        raise fail(file, 1, "results", "a perftest --out_json object with a \"results\" object",
-                   type(doc).__name__ if not isinstance(doc, dict) else f"keys {sorted(doc)}")
+        raise fail(
+            file,
+            1,
+            "results",
+            'a perftest --out_json object with a "results" object',
+            type(doc).__name__ if not isinstance(doc, dict) else f"keys {sorted(doc)}",
+        )
     test_info = doc.get("test_info") if isinstance(doc.get("test_info"), dict) else {}
     row: dict[str, Any] = {}
     for key, value in doc["results"].items():
@@ -292,20 +366,36 @@ def parse_perftest_json(text: str, file: str = "-", bw_unit: str | None = None) 
     test = str(test_info.get("test", "")) or None
     is_bw = "bw_average" in row
     if not is_bw and not any(k.startswith("t_") for k in row):
-        raise fail(file, json_line(text, "results"), "results", "BW_average or t_* latency values",
-                   f"keys {sorted(doc['results'])}")
+        raise fail(
+            file,
+            json_line(text, "results"),
+            "results",
+            "BW_average or t_* latency values",
+            f"keys {sorted(doc['results'])}",
+        )
     info = {str(k): str(v) for k, v in test_info.items() if k != "test"}
     res: dict[str, Any] = {
-        "source": "json", "test": test, "kind": "bw" if is_bw else "lat", "info": info,
-        "bidirectional": "Bidirectional" in (test or ""), "bw_unit": bw_unit if is_bw else None,
+        "source": "json",
+        "test": test,
+        "kind": "bw" if is_bw else "lat",
+        "info": info,
+        "bidirectional": "Bidirectional" in (test or ""),
+        "bw_unit": bw_unit if is_bw else None,
         "lat_unit": None if is_bw else "usec",
-        "device": info.get("Device"), "link_type": info.get("Link_type"),
-        "mtu": integer(info.get("Mtu", "")), "gid_index": integer(info.get("GID_index", "")),
+        "device": info.get("Device"),
+        "link_type": info.get("Link_type"),
+        "mtu": integer(info.get("Mtu", "")),
+        "gid_index": integer(info.get("GID_index", "")),
         "num_qps": integer(info.get("Number_of_qps", "")),
     }
     try:
         res["bw_rows" if is_bw else "lat_rows"] = [BwRow(**row) if is_bw else LatRow(**row)]
     except ValueError as exc:
-        raise fail(file, json_line(text, "results"), "results", "BW_peak, BW_average and MsgRate",
-                   str(exc).splitlines()[0]) from None
+        raise fail(
+            file,
+            json_line(text, "results"),
+            "results",
+            "BW_peak, BW_average and MsgRate",
+            str(exc).splitlines()[0],
+        ) from None
     return PerftestResult(**res)
