@@ -1,0 +1,189 @@
+"""`fabric host plan|apply` (one GPU host) and `fabric hosts inventory|plan|apply` (the fleet)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from enum import StrEnum
+from pathlib import Path
+
+import typer
+from pydantic import ValidationError
+
+from fabric.design.intent import HostIntent
+from fabric.errors import InputError, Problem, UsageError
+
+host_app = typer.Typer(
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    help="Provision this GPU host: rails, routes, sysctls, NIC QoS, DCQCN, GID check.",
+)
+
+
+class Format(StrEnum):
+    text = "text"
+    json = "json"
+
+
+def load_intent(intent_file: Path | None, inventory: Path | None, host: str | None) -> HostIntent:
+    """The host intent from `--intent host.json`, or derived from INVENTORY for `--host NAME`."""
+    if intent_file is not None:
+        if inventory is not None:
+            raise UsageError("give either --intent FILE or INVENTORY --host NAME, not both")
+        try:
+            text = intent_file.read_text()
+        except OSError as exc:
+            raise InputError(
+                Problem(str(intent_file), None, "", "a readable host.json", exc.strerror or "")
+            ) from None
+        try:
+            return HostIntent.model_validate_json(text)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            where = ".".join(str(p) for p in err["loc"])
+            raise InputError(
+                Problem(str(intent_file), None, where, "a host intent (hosts/<name>/host.json)", err["msg"])
+            ) from None
+    if inventory is None:
+        raise UsageError("give --intent host.json or INVENTORY --host NAME")
+    if not host:
+        raise UsageError("INVENTORY needs --host NAME (the GPU host to provision)")
+    from fabric.design.derive import derive
+    from fabric.model.load import load
+
+    hosts = derive(load(inventory)).hosts
+    if host not in hosts:
+        known = ", ".join(list(hosts)[:5]) + (", …" if len(hosts) > 5 else "")
+        raise InputError(
+            Problem(str(inventory), None, "hosts", f"a host of the inventory ({known})", repr(host))
+        )
+    return hosts[host]
+
+
+def _run(
+    apply: bool,
+    inventory: Path | None,
+    host: str | None,
+    intent: Path | None,
+    netns: str | None,
+    sysfs_root: Path,
+    procfs_root: Path,
+    mlnx_qos: str | None,
+    strict: bool,
+    fmt: Format,
+    verbose: bool,
+    persist_root: Path | None,
+) -> None:
+    from fabric.host import agent
+    from fabric.host.report import render
+
+    hi = load_intent(intent, inventory, host)
+    if mlnx_qos is not None and not Path(mlnx_qos).is_file():
+        raise UsageError(f"--mlnx-qos {mlnx_qos}: no such file")
+    fn = agent.apply if apply else agent.plan
+    result = fn(
+        hi,
+        netns=netns,
+        sysfs_root=sysfs_root,
+        procfs_root=procfs_root,
+        mlnx_qos=mlnx_qos,
+        persist_root=persist_root,
+    )
+    ok = result.ok(strict)
+    if fmt is Format.json:
+        data = {
+            **result.model_dump(mode="json"),
+            "counts": result.counts.model_dump(),
+            "ok": ok,
+            "strict": strict,
+        }
+        typer.echo(json.dumps(data, indent=2))
+    else:
+        typer.echo(render(result, verbose))
+        if strict and not ok and result.ok():
+            typer.echo("strict: skipped items count as failures", err=True)
+    sys.exit(0 if ok else 1)  # not typer.Exit: main() runs click with standalone_mode=False
+
+
+_INV = typer.Argument(None, help="Inventory directory (with --host); or use --intent.", show_default=False)
+_HOST = typer.Option(None, "--host", help="Host name in INVENTORY.")
+_INTENT = typer.Option(None, "--intent", help="Rendered host intent (hosts/<name>/host.json).")
+_NETNS = typer.Option(None, "--netns", help="Act inside this network namespace.")
+_SYSFS = typer.Option(Path("/sys"), "--sysfs-root", help="Root of sysfs (a prepared tree in tests).")
+_PROCFS = typer.Option(Path("/proc"), "--procfs-root", help="Root of procfs (sysctls under sys/).")
+_MLNX = typer.Option(None, "--mlnx-qos", help="mlnx_qos executable (default: the one on PATH).")
+_STRICT = typer.Option(False, "--strict", help="Items skipped on this host count as failures.")
+_FORMAT = typer.Option(Format.text, "--format", help="text or json.")
+_VERBOSE = typer.Option(False, "--verbose", "-v", help="Also list unchanged items.")
+
+
+@host_app.command("plan")
+def plan_cmd(
+    inventory: Path | None = _INV,
+    host: str | None = _HOST,
+    intent: Path | None = _INTENT,
+    netns: str | None = _NETNS,
+    sysfs_root: Path = _SYSFS,
+    procfs_root: Path = _PROCFS,
+    mlnx_qos: str | None = _MLNX,
+    strict: bool = _STRICT,
+    fmt: Format = _FORMAT,
+    verbose: bool = _VERBOSE,
+    persist_root: Path | None = typer.Option(
+        None, "--persist-root", help="Also diff the boot-time files below DIR."
+    ),
+) -> None:
+    """Show what apply would change on this host; changes nothing. Exit 1 if an item cannot be done."""
+    _run(
+        False,
+        inventory,
+        host,
+        intent,
+        netns,
+        sysfs_root,
+        procfs_root,
+        mlnx_qos,
+        strict,
+        fmt,
+        verbose,
+        persist_root,
+    )
+
+
+@host_app.command("apply")
+def apply_cmd(
+    inventory: Path | None = _INV,
+    host: str | None = _HOST,
+    intent: Path | None = _INTENT,
+    netns: str | None = _NETNS,
+    sysfs_root: Path = _SYSFS,
+    procfs_root: Path = _PROCFS,
+    mlnx_qos: str | None = _MLNX,
+    strict: bool = _STRICT,
+    fmt: Format = _FORMAT,
+    verbose: bool = _VERBOSE,
+    persist: bool = typer.Option(
+        False, "--persist", help="Install netplan, sysctl.d and the roce-qos unit too."
+    ),
+    persist_root: Path = typer.Option(Path("/"), "--persist-root", help="Root for --persist files."),
+) -> None:
+    """Apply only the differences; skipped items are reported with the reason. Exit 1 on any failure."""
+    _run(
+        True,
+        inventory,
+        host,
+        intent,
+        netns,
+        sysfs_root,
+        procfs_root,
+        mlnx_qos,
+        strict,
+        fmt,
+        verbose,
+        persist_root if persist else None,
+    )
+
+
+hosts_app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
+                        help="Provision the GPU host fleet through ansible-runner (playbooks/host.yml).")
