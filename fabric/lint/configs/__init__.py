@@ -1,0 +1,76 @@
+"""Parse device configs (SONiC config_db.json, NVUE YAML, EOS CLI, frr.conf) for `fabric lint --configs`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from fabric.errors import InputError, Problem
+from fabric.lint.configs import eos, frr, nvue, sonic
+from fabric.lint.configs.model import ConfigSet, DeviceConfig
+from fabric.model.qos import PRESETS, QosPolicy
+
+if TYPE_CHECKING:
+    from fabric.lint.context import Context
+
+GENERIC = {"config_db", "frr", "nvue", "startup", "running-config", "config", "nv-config"}
+
+
+def device_name(path: Path, root: Path) -> str:
+    """`switches/leaf1/config_db.json` → leaf1; `leaf1.cfg` → leaf1."""
+    return path.parent.name if path.stem in GENERIC and path.parent != root.parent else path.stem
+
+
+def kind_of(path: Path, text: str) -> str | None:
+    name = path.name
+    if name.endswith(".json"):
+        return "sonic"
+    if name.endswith((".yaml", ".yml")):
+        return "nvue"
+    if name == "frr.conf" or name.endswith(".frr") or text.lstrip().startswith(("frr ", "frr version")):
+        return "frr"
+    if name.endswith((".cfg", ".eos")) or name == "running-config":
+        return "eos"
+    return None
+
+
+def parse_file(path: Path, root: Path) -> DeviceConfig | None:
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(Problem(str(path), None, "", "a readable UTF-8 config file", str(exc))) from None
+    kind = kind_of(path, text)
+    if kind is None:
+        return None
+    name = device_name(path, root)
+    try:
+        return {"sonic": sonic.parse, "nvue": nvue.parse, "eos": eos.parse, "frr": frr.parse}[kind](
+            path, name, text
+        )
+    except ValueError as exc:
+        line = str(exc).split(":")[0].removeprefix("line ")
+        raise InputError(
+            Problem(
+                str(path),
+                int(line) if line.isdigit() else None,
+                "",
+                f"a valid {kind} config",
+                str(exc).partition(": ")[2] or str(exc),
+            )
+        ) from None
+
+
+def load_configs(root: Path, ctx: Context | None = None) -> ConfigSet:
+    """Every recognised file below `root`, judged against the inventory's policy or the nvidia-roce preset."""
+    if not root.is_dir():
+        raise InputError(Problem(str(root), None, "", "a directory of device configs", "no such directory"))
+    devices = [d for p in sorted(root.rglob("*")) if p.is_file() and (d := parse_file(p, root))]
+    if not devices:
+        raise InputError(
+            Problem(
+                str(root), None, "", "config_db.json, *.yaml (NVUE), *.cfg (EOS) or frr.conf files", "none"
+            )
+        )
+    policy = ctx.qos if ctx else QosPolicy.model_validate(PRESETS["nvidia-roce"])
+    host_mtu = min((r.mtu for h in ctx.hosts for r in h.rails), default=None) if ctx else None
+    return ConfigSet(devices=devices, policy=policy, host_mtu=host_mtu, intent=ctx.intent if ctx else None)

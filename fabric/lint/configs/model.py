@@ -1,0 +1,66 @@
+"""The small common model that parsed device configs are reduced to: only what lint rules read."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from fabric.design.intent import FabricIntent
+from fabric.lint.view import QosView, Where
+from fabric.model.qos import QosPolicy
+
+Kind = Literal["sonic", "nvue", "eos", "frr"]
+
+
+@dataclass
+class PortConfig:
+    name: str
+    line: int | None = None
+    mtu: int | None = None
+    speed: int | None = None  # Gb/s
+    pfc: list[int] | None = None  # lossless priorities on this port; None when not configured
+    watchdog: bool = False
+    adaptive_routing: bool | None = None
+
+
+@dataclass
+class BgpNeighborConfig:
+    peer: str  # interface (unnumbered) or address
+    remote_as: str  # ASN, "external" or "internal"
+    interface: bool
+    line: int | None = None
+
+
+@dataclass
+class DeviceConfig:
+    """What one config file says. `qos is None` when the file carries no QoS (a plain frr.conf)."""
+
+    name: str
+    file: str
+    kind: Kind
+    qos: QosView | None = None
+    lines: dict[str, int] = field(default_factory=dict)  # 'dscp_map', 'pfc', 'ecn.3', 'arp_aging', 'bgp' …
+    ports: dict[str, PortConfig] = field(default_factory=dict)
+    asn: int | None = None
+    neighbors: list[BgpNeighborConfig] = field(default_factory=list)
+    arp_aging: int | None = None
+    graceful_shutdown: bool | None = None  # None: the format cannot say
+    default_dscp_map: str = ""  # sonic: why the file relies on the NOS default DSCP map, if it does
+
+    def at(self, key: str = "") -> Where:
+        """File and line of `key`, falling back to the key's prefix ('ecn.3' → 'ecn') or the file."""
+        while key:
+            if key in self.lines:
+                return (self.file, self.lines[key])
+            key = key.rpartition(".")[0]
+        return (self.file, None)
+
+
+@dataclass
+class ConfigSet:
+    """Every parsed config, with what they are judged against: the inventory's policy, or the preset."""
+
+    devices: list[DeviceConfig]
+    policy: QosPolicy
+    host_mtu: int | None = None  # from the inventory; None: only the RoCE minimum is enforced
+    intent: FabricIntent | None = None

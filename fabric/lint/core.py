@@ -1,0 +1,122 @@
+"""Lint building blocks: severities, the Finding boundary model, the Rule base class and its registry."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from enum import StrEnum
+from typing import TYPE_CHECKING, ClassVar
+
+from pydantic import BaseModel, ConfigDict
+
+if TYPE_CHECKING:
+    from fabric.lint.configs.model import ConfigSet
+    from fabric.lint.context import Context
+
+
+class Severity(StrEnum):
+    error = "error"
+    warning = "warning"
+    info = "info"
+
+    @property
+    def rank(self) -> int:
+        return {"error": 3, "warning": 2, "info": 1}[self.value]
+
+
+class Finding(BaseModel):
+    """One rule violated by one object, located in the inventory or a config file."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    rule: str
+    severity: Severity
+    title: str
+    object: str  # device or host name, or "fabric"
+    item: str = ""  # port, queue, key or environment variable
+    message: str  # "<what>: expected …, found …"
+    file: str = ""
+    line: int | None = None
+    waived: str | None = None  # the waiver's reason
+
+    @property
+    def where(self) -> str:
+        return f"{self.file}:{self.line}" if self.line else self.file
+
+    @property
+    def target(self) -> str:
+        return f"{self.object}:{self.item}" if self.item else self.object
+
+    def sort_key(self) -> tuple[object, ...]:
+        from fabric.design.derive import natural
+
+        return (-self.severity.rank, self.rule, natural(self.object), natural(self.item), self.message)
+
+
+class Rule:
+    """A rule: a stable id, a severity, a one-line title, an explanation with the fix, and checks.
+
+    `check` runs over the derived intent of an inventory; `check_configs` over parsed device configs.
+    A rule that does not apply to one of the two simply yields nothing there.
+    """
+
+    id: ClassVar[str]
+    severity: ClassVar[Severity]
+    title: ClassVar[str]
+    explanation: ClassVar[str]
+    fix: ClassVar[str]
+    configs: ClassVar[bool] = False  # also runs on `--configs`
+
+    def check(self, ctx: Context) -> Iterator[Finding]:
+        return iter(())
+
+    def check_configs(self, cs: ConfigSet) -> Iterator[Finding]:
+        return iter(())
+
+    def finding(
+        self,
+        obj: str,
+        message: str,
+        where: tuple[str, int | None] = ("", None),
+        item: str = "",
+        severity: Severity | None = None,
+    ) -> Finding:
+        return Finding(
+            rule=self.id,
+            severity=severity or self.severity,
+            title=self.title,
+            object=obj,
+            item=item,
+            message=message,
+            file=where[0],
+            line=where[1],
+        )
+
+    def grouped(
+        self, hits: list[tuple[str, str, tuple[str, int | None], str]], section: str, kind: str
+    ) -> Iterator[Finding]:
+        """One finding per distinct (message, location, item); a cause shared by many objects (one line of
+        the inventory) is reported once, named after its inventory section, listing a few of them."""
+        groups: dict[tuple[str, tuple[str, int | None], str], list[str]] = {}
+        for obj, message, where, item in hits:
+            groups.setdefault((message, where, item), []).append(obj)
+        for (message, where, item), objs in groups.items():
+            if len(objs) == 1:
+                yield self.finding(objs[0], message, where, item)
+            else:
+                shown = ", ".join(objs[:3]) + (", …" if len(objs) > 3 else "")
+                yield self.finding(section, f"{message} (on {len(objs)} {kind}: {shown})", where, item)
+
+
+RULES: dict[str, Rule] = {}
+
+
+def rule(cls: type[Rule]) -> type[Rule]:
+    """Class decorator: register one instance under its id (ids are unique)."""
+    assert cls.id not in RULES, f"duplicate rule id {cls.id}"
+    RULES[cls.id] = cls()
+    return cls
+
+
+def all_rules() -> list[Rule]:
+    import fabric.lint.rules  # noqa: F401  (registers every rule)
+
+    return [RULES[k] for k in sorted(RULES)]

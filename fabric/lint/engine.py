@@ -1,0 +1,94 @@
+"""Run the catalog: select/ignore by id or prefix, apply waivers, sort deterministically."""
+
+from __future__ import annotations
+
+from fnmatch import fnmatchcase
+
+from pydantic import BaseModel, ConfigDict
+
+from fabric.errors import InputError, Problem
+from fabric.lint.configs.model import ConfigSet
+from fabric.lint.context import Context
+from fabric.lint.core import Finding, Rule, Severity, all_rules
+from fabric.model.inventory import Waiver
+
+
+class Result(BaseModel):
+    """Findings of one lint run, waived ones included (and marked), in a stable order."""
+
+    model_config = ConfigDict(extra="forbid")
+    findings: list[Finding]
+    rules: list[str]  # ids of the rules that ran
+
+    def active(self) -> list[Finding]:
+        return [f for f in self.findings if f.waived is None]
+
+    def failed(self, fail_on: Severity) -> bool:
+        return any(f.severity.rank >= fail_on.rank for f in self.active())
+
+    def counts(self) -> dict[str, int]:
+        out = {s.value: 0 for s in Severity}
+        for f in self.active():
+            out[f.severity.value] += 1
+        out["waived"] = len(self.findings) - len(self.active())
+        return out
+
+
+def _matches(rule_id: str, patterns: list[str]) -> bool:
+    return any(rule_id.upper().startswith(p.upper()) for p in patterns)
+
+
+def selected(select: list[str] | None = None, ignore: list[str] | None = None) -> list[Rule]:
+    """The rules to run: `select` and `ignore` take ids or prefixes (RF1, RF20, RF301)."""
+    rules = all_rules()
+    for p in [*(select or []), *(ignore or [])]:
+        if not any(r.id.upper().startswith(p.upper()) for r in rules):
+            raise InputError(
+                Problem(
+                    "--select/--ignore",
+                    None,
+                    "",
+                    "a rule id or prefix such as RF1 or RF101 (see fabric lint --list)",
+                    repr(p),
+                )
+            )
+    if select:
+        rules = [r for r in rules if _matches(r.id, select)]
+    return [r for r in rules if not _matches(r.id, ignore or [])]
+
+
+def waive(findings: list[Finding], waivers: list[Waiver]) -> list[Finding]:
+    """Mark findings whose rule and object (or object:item; shell patterns allowed) a waiver names."""
+    out = []
+    for f in findings:
+        reason = next(
+            (
+                w.reason
+                for w in waivers
+                if w.rule == f.rule
+                and any(fnmatchcase(f.object, o) or fnmatchcase(f.target, o) for o in w.objects)
+            ),
+            None,
+        )
+        out.append(f.model_copy(update={"waived": reason}) if reason else f)
+    return out
+
+
+def run(
+    ctx: Context | None = None,
+    configs: ConfigSet | None = None,
+    select: list[str] | None = None,
+    ignore: list[str] | None = None,
+) -> Result:
+    """Lint the inventory's intent, the parsed configs, or both."""
+    rules = selected(select, ignore)
+    findings: list[Finding] = []
+    for r in rules:
+        if ctx is not None:
+            findings += r.check(ctx)
+        if configs is not None and r.configs:
+            findings += r.check_configs(configs)
+    if ctx is not None:
+        findings = waive(findings, ctx.inv.lint.waive)
+    findings = sorted(set(findings), key=Finding.sort_key)
+    return Result(findings=findings, rules=[r.id for r in rules])

@@ -1,0 +1,218 @@
+"""RF2xx: what each GPU host and its NCCL environment are told."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from fabric.design.intent import HostIntent
+from fabric.lint.context import Context, Where
+from fabric.lint.core import Finding, Rule, Severity, rule
+
+
+def _env_at(ctx: Context, h: HostIntent, var: str, fallback: str) -> Where:
+    if ctx.host_sets(h.name, "nccl_env", var):
+        return ctx.host_at(h.name, "nccl_env", var)
+    return ctx.host_at(h.name, fallback)
+
+
+def _entries(value: str) -> tuple[str, list[str]]:
+    """An NCCL interface/HCA list → (mode, names): mode '=' exact, '^' exclude, '' prefix match."""
+    mode = value[:1] if value[:1] in "=^" else ""
+    names = [e.strip().split(":")[0] for e in value[len(mode) :].split(",") if e.strip()]
+    return mode, names
+
+
+@rule
+class NcclTc(Rule):
+    id = "RF201"
+    severity = Severity.error
+    title = "NCCL_IB_TC equals the RoCE ToS"
+    explanation = (
+        "NCCL sets the GRH traffic class of its queue pairs from NCCL_IB_TC (the full ToS byte); "
+        "unset it is 0, i.e. DSCP 0, which every switch carries lossy. It must equal the ToS the "
+        "switches classify as lossless."
+    )
+    fix = "Leave NCCL_IB_TC to the tool (it renders the RoCE ToS) or set it to the hosts' roce_tos (106)."
+
+    def check(self, ctx: Context) -> Iterator[Finding]:
+        hits = []
+        for h in ctx.hosts:
+            got = h.nccl_env.get("NCCL_IB_TC")
+            if got != str(h.nic_qos.roce_tos):
+                hits.append(
+                    (
+                        h.name,
+                        f"NCCL_IB_TC: expected {h.nic_qos.roce_tos} (the RoCE ToS), found "
+                        f"{got if got is not None else 'unset (0)'}",
+                        _env_at(ctx, h, "NCCL_IB_TC", "roce_tos"),
+                        "NCCL_IB_TC",
+                    )
+                )
+        yield from self.grouped(hits, "hosts", "hosts")
+
+
+@rule
+class NcclHca(Rule):
+    id = "RF202"
+    severity = Severity.error
+    title = "NCCL_IB_HCA lists exactly the rail NICs"
+    explanation = (
+        "NCCL_IB_HCA selects the RDMA devices NCCL uses. Without a leading `=` every entry is a "
+        "prefix: `mlx5_1` also selects mlx5_10 … mlx5_19 (storage or management NICs), and a `^` "
+        "list excludes instead of selects. A missing rail NIC loses that rail's bandwidth; an extra "
+        "device sends collective traffic off the rail-optimized fabric."
+    )
+    fix = (
+        "Set NCCL_IB_HCA to `=` followed by every rail NIC, e.g. `=mlx5_0:1,mlx5_1:1,…` (the tool's default)."
+    )
+
+    def check(self, ctx: Context) -> Iterator[Finding]:
+        hits = []
+        for h in ctx.hosts:
+            value = h.nccl_env.get("NCCL_IB_HCA", "")
+            rails = sorted(r.rdma for r in h.rails)
+            mode, names = _entries(value)
+            where = _env_at(ctx, h, "NCCL_IB_HCA", "nics")
+            if mode == "^" or not names:
+                hits.append(
+                    (
+                        h.name,
+                        f"NCCL_IB_HCA: expected ={','.join(f'{n}:1' for n in rails)}, found "
+                        f"{value or 'unset (every RDMA device)'}",
+                        where,
+                        "NCCL_IB_HCA",
+                    )
+                )
+                continue
+            if sorted(set(names)) != rails:
+                extra = sorted(set(names) - set(rails))
+                missing = sorted(set(rails) - set(names))
+                detail = "; ".join(
+                    x
+                    for x in (
+                        f"not rail NICs: {', '.join(extra)}" if extra else "",
+                        f"missing: {', '.join(missing)}" if missing else "",
+                    )
+                    if x
+                )
+                hits.append(
+                    (
+                        h.name,
+                        f"NCCL_IB_HCA: expected exactly the rail NICs {', '.join(rails)}, found "
+                        f"{value} ({detail})",
+                        where,
+                        "NCCL_IB_HCA",
+                    )
+                )
+            elif mode != "=":
+                shadow = sorted(
+                    {f"{a} matches {b}" for a in names for b in rails if a != b and b.startswith(a)}
+                )
+                detail = f" ({'; '.join(shadow)})" if shadow else " (mlx5_1 would also select mlx5_10 …)"
+                hits.append(
+                    (
+                        h.name,
+                        f"NCCL_IB_HCA: expected an exact list starting with '=', found the prefix "
+                        f"list {value}{detail}",
+                        where,
+                        "NCCL_IB_HCA",
+                    )
+                )
+        yield from self.grouped(hits, "hosts", "hosts")
+
+
+@rule
+class NcclSocket(Rule):
+    id = "RF203"
+    severity = Severity.error
+    title = "NCCL_SOCKET_IFNAME is not a rail NIC"
+    explanation = (
+        "NCCL bootstraps over TCP on NCCL_SOCKET_IFNAME. On a rail NIC that traffic lands in the "
+        "RoCE rail's queues (and in its routing table); it belongs on the management network. "
+        "Without `=` the name is a prefix: `rail` matches every rail NIC."
+    )
+    fix = "Set NCCL_SOCKET_IFNAME to `=<management interface>` (the tool's default, e.g. =eth0)."
+
+    def check(self, ctx: Context) -> Iterator[Finding]:
+        hits = []
+        for h in ctx.hosts:
+            value = h.nccl_env.get("NCCL_SOCKET_IFNAME", "")
+            mode, names = _entries(value)
+            if mode == "^":
+                continue
+            rails = {r.netdev for r in h.rails} | {r.ifname for r in h.rails}
+            bad = sorted({r for n in names for r in rails if r == n or (mode == "" and r.startswith(n))})
+            if bad:
+                hits.append(
+                    (
+                        h.name,
+                        f"NCCL_SOCKET_IFNAME: expected the management interface "
+                        f"={h.management_interface}, found {value} (selects rail NIC {', '.join(bad)})",
+                        _env_at(ctx, h, "NCCL_SOCKET_IFNAME", "management_interface"),
+                        "NCCL_SOCKET_IFNAME",
+                    )
+                )
+            elif not names:
+                hits.append(
+                    (
+                        h.name,
+                        f"NCCL_SOCKET_IFNAME: expected ={h.management_interface}, found unset "
+                        "(NCCL may pick a rail NIC)",
+                        _env_at(ctx, h, "NCCL_SOCKET_IFNAME", "management_interface"),
+                        "NCCL_SOCKET_IFNAME",
+                    )
+                )
+        yield from self.grouped(hits, "hosts", "hosts")
+
+
+@rule
+class GidPolicy(Rule):
+    id = "RF204"
+    severity = Severity.error
+    title = "The GID index policy selects RoCE v2"
+    explanation = (
+        "Each RDMA port has several GIDs: RoCE v1 and v2, link-local and IPv4. Only a RoCE v2 "
+        "(UDP/IP, routable, DSCP-classified) IPv4 GID works across a routed rail fabric; RoCE v1 "
+        "is L2-only and link-local GIDs time out (ibv_modify_qp … Connection timed out)."
+    )
+    fix = (
+        "Use gid.policy roce-v2-ipv4 with the index the host agent verifies, or auto with "
+        "NCCL_IB_ROCE_VERSION_NUM=2 and no NCCL_IB_GID_INDEX."
+    )
+
+    def check(self, ctx: Context) -> Iterator[Finding]:
+        hits = []
+        for h in ctx.hosts:
+            env = h.nccl_env
+            where = ctx.host_at(h.name, "gid")
+            idx, ver = env.get("NCCL_IB_GID_INDEX"), env.get("NCCL_IB_ROCE_VERSION_NUM", "2")
+            if ver != "2":
+                hits.append(
+                    (
+                        h.name,
+                        f"NCCL_IB_ROCE_VERSION_NUM: expected 2, found {ver}",
+                        _env_at(ctx, h, "NCCL_IB_ROCE_VERSION_NUM", "gid"),
+                        "NCCL_IB_ROCE_VERSION_NUM",
+                    )
+                )
+            if h.gid.policy == "roce-v2-ipv4" and idx != str(h.gid.index):
+                hits.append(
+                    (
+                        h.name,
+                        f"NCCL_IB_GID_INDEX: expected {h.gid.index} (the verified RoCE v2 IPv4 GID), "
+                        f"found {idx if idx is not None else 'unset'}",
+                        _env_at(ctx, h, "NCCL_IB_GID_INDEX", "gid"),
+                        "NCCL_IB_GID_INDEX",
+                    )
+                )
+            if h.gid.policy == "auto" and idx is not None:
+                hits.append(
+                    (
+                        h.name,
+                        f"NCCL_IB_GID_INDEX: expected unset with gid.policy auto, found {idx} (not "
+                        "verified to be RoCE v2)",
+                        where,
+                        "NCCL_IB_GID_INDEX",
+                    )
+                )
+        yield from self.grouped(hits, "hosts", "hosts")

@@ -1,0 +1,525 @@
+"""RF3xx: layers 1 to 3 — speeds, MTUs, rail cabling, addressing, ASNs and BGP sessions."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from ipaddress import IPv4Interface, IPv4Network
+
+from fabric.lint.configs.model import ConfigSet
+from fabric.lint.context import Context
+from fabric.lint.core import Finding, Rule, Severity, rule
+from fabric.model.checks import private_asn
+
+#: netdev MTU a RoCE path MTU needs (payload plus RoCE v2 headers; 4096 → 4200)
+ROCE_HEADERS = 104
+#: a pool or rail subnet this full is warned about
+POOL_WARN = 0.9
+
+
+@rule
+class LinkSpeed(Rule):
+    id = "RF301"
+    severity = Severity.error
+    title = "Both ends of a link run the same speed"
+    explanation = (
+        "A link whose ends are set to different speeds does not come up (or comes up at the lower "
+        "speed with FEC mismatches); a host NIC faster than its leaf port silently loses bandwidth."
+    )
+    fix = "Set one speed per link class in cabling.* or links[].speed, and the matching breakout."
+    configs = True
+
+    def check(self, ctx: Context) -> Iterator[Finding]:
+        rails = {(h.name, r.netdev): r.speed for h in ctx.hosts for r in h.rails}
+        for ln in ctx.intent.links:
+            ends = []
+            for dev, port in ((ln.a, ln.a_port), (ln.b, ln.b_port)):
+                p = ctx.port.get((dev, port))
+                speed = p.speed if p else rails.get((dev, port))
+                if speed is not None:
+                    ends.append((dev, port, speed))
+            if len({s for _, _, s in ends}) > 1:
+                (d1, p1, s1), (d2, p2, s2) = ends[0], ends[1]
+                yield self.finding(
+                    d2,
+                    f"speed of {d2}:{p2}: expected {s1}G as at {d1}:{p1}, found {s2}G",
+                    ctx.link_at(d2, p2),
+                    p2,
+                )
+
+    def check_configs(self, cs: ConfigSet) -> Iterator[Finding]:
+        if cs.intent is None:
+            return
+        by_dev = {d.name: d for d in cs.devices}
+        for ln in cs.intent.links:
+            a, b = by_dev.get(ln.a), by_dev.get(ln.b)
+            for dev, port in ((a, ln.a_port), (b, ln.b_port)):
+                pc = dev.ports.get(port) if dev else None
+                if dev and pc and pc.speed and pc.speed != ln.speed:
+                    yield self.finding(
+                        dev.name,
+                        f"speed of {port}: expected {ln.speed}G (the link's), found {pc.speed}G",
+                        (dev.file, pc.line),
+                        port,
+                    )
+
+
+@rule
+class MtuChain(Rule):
+    id = "RF302"
+    severity = Severity.error
+    title = "MTU chain: host ≤ leaf port ≤ fabric, RoCE MTU fits"
+    explanation = (
+        "A frame larger than the next hop's MTU is dropped silently (RoCE never fragments). The host "
+        "netdev MTU must not exceed its leaf port's, host ports must not exceed fabric ports, and a "
+        f"RoCE path MTU of 4096 needs a netdev MTU of at least {4096 + ROCE_HEADERS} for the RoCE "
+        "v2 headers — otherwise the NIC falls back to 2048 and loses bandwidth."
+    )
+    fix = "Use switching.mtu 9216 and host mtu 9000 with roce_mtu 4096 (the defaults)."
+    configs = True
+
+    def check(self, ctx: Context) -> Iterator[Finding]:
+        hits = []
+        for h in ctx.hosts:
+            need = h.roce_mtu + ROCE_HEADERS
+            for r in h.rails:
+                if r.mtu < need:
+                    hits.append(
+                        (
+                            h.name,
+                            f"MTU of {r.ifname}: expected at least {need} for RoCE MTU {h.roce_mtu}, "
+                            f"found {r.mtu}",
+                            ctx.host_at(h.name, "mtu"),
+                            r.ifname,
+                        )
+                    )
+                p = ctx.port.get((r.leaf, r.leaf_port))
+                if p and r.mtu > p.mtu:
+                    hits.append(
+                        (
+                            h.name,
+                            f"MTU of {r.ifname}: expected at most {p.mtu} ({r.leaf}:{p.name}), found {r.mtu}",
+                            ctx.host_at(h.name, "mtu"),
+                            r.ifname,
+                        )
+                    )
+        yield from self.grouped(hits, "hosts", "hosts")
+        for sw in ctx.switches:
+            host_max = max((p.mtu for p in sw.ports if p.kind == "host"), default=0)
+            for p in sw.ports:
+                if p.kind != "fabric":
+                    continue
+                peer = ctx.port.get((p.peer, p.peer_port))
+                if p.mtu < host_max:
+                    yield self.finding(
+                        sw.name,
+                        f"MTU of {p.name}: expected at least {host_max} (host ports), found {p.mtu}",
+                        ctx.switch_at(sw.name),
+                        p.name,
+                    )
+                elif peer and peer.mtu != p.mtu and sw.name < p.peer:
+                    yield self.finding(
+                        sw.name,
+                        f"MTU of {p.name}: expected {peer.mtu} as at {p.peer}:{peer.name}, found {p.mtu}",
+                        ctx.switch_at(sw.name),
+                        p.name,
+                    )
+
+    def check_configs(self, cs: ConfigSet) -> Iterator[Finding]:
+        need = cs.host_mtu or 4096 + ROCE_HEADERS
+        why = "the hosts' MTU" if cs.host_mtu else f"RoCE MTU 4096 + {ROCE_HEADERS}"
+        for dev in cs.devices:
+            for p in dev.ports.values():
+                if p.mtu is not None and p.mtu < need:
+                    yield self.finding(
+                        dev.name,
+                        f"MTU of {p.name}: expected at least {need} ({why}), found {p.mtu}",
+                        (dev.file, p.line),
+                        p.name,
+                    )
+
+
+@rule
+class RailCabling(Rule):
+    id = "RF303"
+    severity = Severity.error
+    title = "NIC k is cabled to the rail-k leaf of its scalable unit"
+    explanation = (
+        "Rail-optimized fabrics rely on GPU/NIC k of every host reaching every other host's NIC k "
+        "through one leaf. A NIC on the wrong leaf sends every collective across the spines, "
+        "halving bandwidth for the whole job, and its subnet and gateway are wrong."
+    )
+    fix = "Re-cable the NIC to the rail-k leaf of its SU, or fix hosts.*.nics[].rail."
+
+    def check(self, ctx: Context) -> Iterator[Finding]:
+        for h in ctx.hosts:
+            for r in h.rails:
+                leaf = ctx.intent.switches.get(r.leaf)
+                p = ctx.port.get((r.leaf, r.leaf_port))
+                if leaf is None or (leaf.su, leaf.rail) != (h.su, r.rail):
+                    got = f"{r.leaf} (SU {leaf.su}, rail {leaf.rail})" if leaf else f"{r.leaf or 'no leaf'}"
+                    yield self.finding(
+                        h.name,
+                        f"{r.netdev} (rail {r.rail}): expected the rail-{r.rail} leaf of SU "
+                        f"{h.su}, found {got}",
+                        ctx.host_at(h.name, "nics"),
+                        r.netdev,
+                    )
+                elif p is None or (p.peer, p.peer_port) != (h.name, r.netdev):
+                    got = f"{p.peer}:{p.peer_port}" if p else "no such port"
+                    yield self.finding(
+                        h.name,
+                        f"{r.leaf}:{r.leaf_port}: expected cabled to {h.name}:{r.netdev}, found {got}",
+                        ctx.host_at(h.name, "nics"),
+                        r.netdev,
+                    )
+
+
+def _addresses(ctx: Context) -> list[tuple[str, str, str, tuple[str, int | None]]]:
+    """(address/prefix, owner, item, where) of every address the fabric assigns."""
+    out = []
+    for sw in ctx.switches:
+        at = ctx.switch_at(sw.name)
+        out.append((sw.loopback, sw.name, "loopback", ctx.at("addressing", "loopbacks")))
+        out.append((sw.management, sw.name, "management", ctx.at("addressing", "management")))
+        out += [(s.address, sw.name, s.name, ctx.at("addressing", "rails")) for s in sw.svis]
+        out += [(p.address, sw.name, p.name, at) for p in sw.ports if p.address]
+    for h in ctx.hosts:
+        out.append((h.management_address, h.name, "management", ctx.host_at(h.name, "management")))
+        out += [(r.address, h.name, r.ifname, ctx.at("addressing", "rails")) for r in h.rails]
+    return out
+
+
+@rule
+class DuplicateAddress(Rule):
+    id = "RF304"
+    severity = Severity.error
+    title = "No address is assigned twice"
+    explanation = (
+        "Two devices with one address answer each other's ARP and BGP; RDMA connections reach the "
+        "wrong host and GID tables collide."
+    )
+    fix = "Give the explicit address (hosts.list[].management, switches) a free one, or widen the pool."
+
+    def check(self, ctx: Context) -> Iterator[Finding]:
+        seen: dict[str, tuple[str, str]] = {}
+        for addr, owner, item, where in _addresses(ctx):
+            ip = addr.split("/")[0]
+            if ip in seen and seen[ip] != (owner, item):
+                o, i = seen[ip]
+                yield self.finding(
+                    owner,
+                    f"address {ip} on {owner} {item}: expected unique, found it also on {o} {i}",
+                    where,
+                    item,
+                )
+            else:
+                seen.setdefault(ip, (owner, item))
+
+
+@rule
+class OverlappingSubnets(Rule):
+    id = "RF305"
+    severity = Severity.error
+    title = "Subnets do not overlap"
+    explanation = (
+        "Overlapping subnets make routing ambiguous: a host's rail route or a leaf's connected "
+        "subnet captures traffic meant for another rail, SU or the management network."
+    )
+    fix = (
+        "Choose disjoint addressing.loopbacks, rails and management pools and a rail_prefix_length that fits."
+    )
+
+    def check(self, ctx: Context) -> Iterator[Finding]:
+        nets: dict[IPv4Network, tuple[str, str, tuple[str, int | None]]] = {}
+        for addr, owner, item, where in _addresses(ctx):
+            net = IPv4Interface(addr).network
+            domain = "management" if item == "management" else f"{owner} {item}"
+            if item != "management" and not item.startswith("loopback"):
+                domain = f"rail {net}"  # a rail subnet is shared by its gateway and its hosts
+            prev = nets.get(net)
+            if prev is None:
+                nets[net] = (domain, f"{owner} {item}", where)
+            elif prev[0] != domain:
+                yield self.finding(
+                    owner,
+                    f"subnet {net} of {owner} {item}: expected disjoint, found it also used by {prev[1]}",
+                    where,
+                    item,
+                )
+        ordered = sorted(nets, key=lambda n: (int(n.network_address), n.prefixlen))
+        cur: IPv4Network | None = None
+        for net in ordered:
+            if cur is not None and int(net.network_address) <= int(cur.broadcast_address):
+                domain, label, where = nets[net]
+                yield self.finding(
+                    label.split(" ")[0],
+                    f"subnet {net} of {label}: expected disjoint, found it inside {cur} of {nets[cur][1]}",
+                    where,
+                    label.partition(" ")[2],
+                )
+                if int(net.broadcast_address) <= int(cur.broadcast_address):
+                    continue
+            cur = net
+
+
+@rule
+class PoolCapacity(Rule):
+    id = "RF306"
+    severity = Severity.error
+    title = "Address pools and rail subnets are not exhausted"
+    explanation = (
+        "Every host NIC and every VF needs an address in its rail subnet besides the network, "
+        "gateway and broadcast addresses; loopbacks and management need one per device. A pool "
+        f"that is full blocks the next host or VF (error); above {POOL_WARN:.0%} the next scalable "
+        "unit will not fit (warning)."
+    )
+    fix = (
+        "Lower addressing.rail_prefix_length (bigger blocks) or widen addressing.rails/loopbacks/management."
+    )
+
+    def check(self, ctx: Context) -> Iterator[Finding]:
+        a = ctx.inv.addressing
+        use: dict[str, int] = {}
+        for h in ctx.hosts:
+            for r in h.rails:
+                use[r.subnet] = use.get(r.subnet, 0) + 1 + r.vfs
+        hits = []
+        if ctx.intent.addressing_mode == "svi":
+            for subnet, n in sorted(use.items()):
+                cap = IPv4Network(subnet).num_addresses - 3
+                if n > cap or n >= POOL_WARN * cap:
+                    sev = "error" if n > cap else "warning"
+                    hits.append(
+                        (
+                            "rails",
+                            f"{sev}\0rail subnet {subnet}: expected room for {n} addresses "
+                            f"(hosts × (1+VFs)), found {cap} usable",
+                            ctx.at("addressing", "rail_prefix_length"),
+                            subnet,
+                        )
+                    )
+        nsw, nh = len(ctx.switches), len(ctx.hosts)
+        blocks = len({(h.su, r.rail) for h in ctx.hosts for r in h.rails})
+        for key, need, cap in (
+            ("loopbacks", nsw, a.loopbacks.num_addresses - 2),
+            ("management", nsw + nh, a.management.num_addresses - 2),
+            ("rails", blocks, 2 ** (a.rail_prefix_length - a.rails.prefixlen)),
+        ):
+            if need > cap or need >= POOL_WARN * cap:
+                sev = "error" if need > cap else "warning"
+                hits.append(
+                    (
+                        key,
+                        f"{sev}\0addressing.{key}: {need} of {cap} used, expected below {POOL_WARN:.0%}",
+                        ctx.at("addressing", key),
+                        key,
+                    )
+                )
+        for f in self.grouped(hits, "rails", "rail subnets"):
+            sev, msg = f.message.split("\0", 1)
+            yield f.model_copy(update={"severity": Severity(sev), "message": msg})
+
+
+@rule
+class AsnPlan(Rule):
+    id = "RF307"
+    severity = Severity.error
+    title = "ASN plan: spines share one, leaves unique, all private"
+    explanation = (
+        "RFC 7938 eBGP fabrics give all spines of a pod one ASN (so a path never crosses two "
+        "spines: loop prevention does the rest) and each leaf its own; all from the private "
+        "ranges 64512-65534 / 4200000000-4294967294 so they never leak."
+    )
+    fix = "Use addressing.asn (spines, leaves) and remove conflicting switches[].asn overrides."
+    configs = True
+
+    def check(self, ctx: Context) -> Iterator[Finding]:
+        by_asn: dict[int, list[str]] = {}
+        spine_asn: dict[int | None, dict[int, list[str]]] = {}
+        for sw in ctx.switches:
+            by_asn.setdefault(sw.bgp.asn, []).append(sw.name)
+            if not private_asn(sw.bgp.asn):
+                yield self.finding(
+                    sw.name,
+                    f"ASN {sw.bgp.asn}: expected a private ASN, found a public one",
+                    ctx.switch_at(sw.name, "asn"),
+                    "asn",
+                )
+            if sw.role in ("spine", "super-spine"):
+                key = sw.pod if sw.role == "spine" else -1
+                spine_asn.setdefault(key, {}).setdefault(sw.bgp.asn, []).append(sw.name)
+        for pod, asns in sorted(spine_asn.items(), key=lambda kv: kv[0] or 0):
+            if len(asns) > 1:
+                common = max(asns, key=lambda x: len(asns[x]))
+                for asn, names in sorted(asns.items()):
+                    if asn != common:
+                        what = "super-spines" if pod == -1 else f"spines of pod {pod}"
+                        for n in names:
+                            yield self.finding(
+                                n,
+                                f"ASN: expected {common} shared by the {what}, found {asn}",
+                                ctx.switch_at(n, "asn"),
+                                "asn",
+                            )
+        for sw in ctx.switches:
+            others = [n for n in by_asn[sw.bgp.asn] if n != sw.name]
+            if sw.role == "leaf" and others:
+                yield self.finding(
+                    sw.name,
+                    f"ASN {sw.bgp.asn}: expected unique to this leaf, found it also on "
+                    f"{', '.join(others[:3])}",
+                    ctx.switch_at(sw.name, "asn"),
+                    "asn",
+                )
+
+    def check_configs(self, cs: ConfigSet) -> Iterator[Finding]:
+        for dev in cs.devices:
+            if dev.asn is not None and not private_asn(dev.asn):
+                yield self.finding(
+                    dev.name,
+                    f"ASN {dev.asn}: expected a private ASN, found a public one",
+                    dev.at("bgp"),
+                    "asn",
+                )
+            if cs.intent and dev.asn is not None and dev.name in cs.intent.switches:
+                want = cs.intent.switches[dev.name].bgp.asn
+                if want != dev.asn:
+                    yield self.finding(
+                        dev.name,
+                        f"ASN: expected {want} (the inventory's plan), found {dev.asn}",
+                        dev.at("bgp"),
+                        "asn",
+                    )
+
+
+@rule
+class Oversubscription(Rule):
+    id = "RF308"
+    severity = Severity.warning
+    title = "Leaf oversubscription within lint.oversubscription_warn"
+    explanation = (
+        "Host-facing bandwidth divided by uplink bandwidth. Above 1:1 all-to-all collectives that "
+        "cross the spines cannot run at line rate and PFC pauses start at the leaf uplinks. The "
+        "ratio of every leaf is reported (info); above lint.oversubscription_warn it is a warning."
+    )
+    fix = "Add spines or uplinks_per_spine, or raise lint.oversubscription_warn if the design accepts it."
+
+    def check(self, ctx: Context) -> Iterator[Finding]:
+        limit = ctx.inv.lint.oversubscription_warn
+        hits = []
+        for sw in ctx.switches:
+            if sw.role != "leaf":
+                continue
+            down = sum(p.speed for p in sw.ports if p.kind == "host")
+            up = sum(p.speed for p in sw.ports if p.kind == "fabric")
+            if not down:
+                continue
+            ratio = down / up if up else float("inf")
+            sev = "warning" if ratio > limit else "info"
+            tail = f"expected at most {limit:g}:1" if sev == "warning" else f"limit {limit:g}:1"
+            hits.append(
+                (
+                    sw.name,
+                    f"{sev}\0oversubscription {ratio:.2f}:1 ({down}G to hosts / {up}G up): {tail}",
+                    ctx.at("lint", "oversubscription_warn") if sev == "warning" else ctx.switch_at(sw.name),
+                    "uplinks",
+                )
+            )
+        for f in self.grouped(hits, "leaves", "leaves"):
+            sev, msg = f.message.split("\0", 1)
+            yield f.model_copy(update={"severity": Severity(sev), "message": msg})
+
+
+@rule
+class UnnumberedBothEnds(Rule):
+    id = "RF309"
+    severity = Severity.error
+    title = "BGP unnumbered is configured on both ends"
+    explanation = (
+        "An unnumbered (RFC 5549) session comes up only if both ends configure the interface "
+        "neighbor, with each other's ASN; one missing end leaves the link carrying no routes and "
+        "the ECMP group one member short."
+    )
+    fix = "Regenerate both switches' configs; check explicit links[] and switches[].asn."
+    configs = True
+
+    def check(self, ctx: Context) -> Iterator[Finding]:
+        nbr = {(sw.name, n.port): n for sw in ctx.switches for n in sw.bgp.neighbors}
+        for sw in ctx.switches:
+            for n in sw.bgp.neighbors:
+                peer_sw = ctx.intent.switches.get(n.peer)
+                back = nbr.get((n.peer, n.peer_port))
+                p, pp = ctx.port.get((sw.name, n.port)), ctx.port.get((n.peer, n.peer_port))
+                where = ctx.link_at(sw.name, n.port)
+                if peer_sw is None or back is None or back.peer != sw.name:
+                    yield self.finding(
+                        sw.name,
+                        f"BGP on {n.port}: expected a session back from {n.peer}:{n.peer_port}, found none",
+                        where,
+                        n.port,
+                    )
+                elif not (p and p.unnumbered and pp and pp.unnumbered):
+                    yield self.finding(
+                        sw.name,
+                        f"BGP on {n.port}: expected unnumbered on both ends, found "
+                        f"{'numbered' if not (p and p.unnumbered) else 'numbered at ' + n.peer}",
+                        where,
+                        n.port,
+                    )
+                elif n.remote_asn != peer_sw.bgp.asn:
+                    yield self.finding(
+                        sw.name,
+                        f"BGP on {n.port}: expected remote-as {peer_sw.bgp.asn} "
+                        f"({n.peer}), found {n.remote_asn}",
+                        where,
+                        n.port,
+                    )
+
+    def check_configs(self, cs: ConfigSet) -> Iterator[Finding]:
+        if cs.intent is None:
+            return
+        for dev in cs.devices:
+            sw = cs.intent.switches.get(dev.name)
+            if sw is None or dev.asn is None:
+                continue
+            have = {n.peer for n in dev.neighbors if n.interface}
+            for n in sw.bgp.neighbors:
+                if n.port not in have:
+                    yield self.finding(
+                        dev.name,
+                        f"BGP on {n.port}: expected an unnumbered session to {n.peer}, found none",
+                        dev.at("bgp"),
+                        n.port,
+                    )
+
+
+@rule
+class LeafReachesSpines(Rule):
+    id = "RF310"
+    severity = Severity.error
+    title = "Every leaf peers with every spine of its pod"
+    explanation = (
+        "In a two-tier Clos every leaf needs a path through every spine; a leaf missing a spine "
+        "loses that share of its uplink bandwidth and every flow hashed to that spine from other "
+        "leaves takes a longer path or is black-holed."
+    )
+    fix = "Cable and configure the missing leaf-spine links (topology.spines, links[])."
+
+    def check(self, ctx: Context) -> Iterator[Finding]:
+        spines: dict[int | None, list[str]] = {}
+        for sw in ctx.switches:
+            if sw.role == "spine":
+                spines.setdefault(sw.pod, []).append(sw.name)
+        for sw in ctx.switches:
+            if sw.role != "leaf":
+                continue
+            peers = {n.peer for n in sw.bgp.neighbors}
+            missing = [s for s in spines.get(sw.pod, []) if s not in peers]
+            if missing:
+                yield self.finding(
+                    sw.name,
+                    f"BGP peers: expected every spine of pod {sw.pod or 1}, found none to "
+                    f"{', '.join(missing)}",
+                    ctx.switch_at(sw.name),
+                    "uplinks",
+                )
