@@ -227,3 +227,4 @@ def generate_gpu_rail(
               f"{sum(s.role == 'super-spine' for s in fabric.switches.values())} super-spines)")
 from fabric.host.cli import host_app as _host_app, hosts_app as _hosts_app  # noqa: E402, I001
 app.add_typer(_host_app, name="host"); app.add_typer(_hosts_app, name="hosts")  # noqa: E702
+from fabric.lint.cli import lint as _lint; app.command("lint")(_lint)  # noqa: E402, E702, I001
