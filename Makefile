@@ -2,7 +2,7 @@
 VENV ?= .venv
 PY := $(VENV)/bin/python
 FABRIC := $(VENV)/bin/fabric
-APT_PACKAGES := frr frr-pythontools openssh-server openssh-client iperf3 iproute2 ethtool procps
+APT_PACKAGES := frr frr-pythontools openssh-server openssh-client iperf3 iproute2 iputils-ping ethtool procps
 
 .PHONY: demo test lint bench deps venv clean
 
@@ -25,6 +25,8 @@ demo: deps venv
 	$(FABRIC) validate inventories/example
 	$(FABRIC) plan --offline inventories/example
 	$(FABRIC) render inventories/example -o build/example
+	$(FABRIC) lab up inventories/example
+	$(FABRIC) lab status inventories/example; rc=$$?; $(FABRIC) lab down inventories/example; exit $$rc
 
 test: deps venv
 	$(VENV)/bin/ruff check fabric tests bench

@@ -228,3 +228,4 @@ def generate_gpu_rail(
 from fabric.host.cli import host_app as _host_app, hosts_app as _hosts_app  # noqa: E402, I001
 app.add_typer(_host_app, name="host"); app.add_typer(_hosts_app, name="hosts")  # noqa: E702
 from fabric.lint.cli import lint as _lint; app.command("lint")(_lint)  # noqa: E402, E702, I001
+from fabric.lab.cli import lab_app as _lab_app; app.add_typer(_lab_app, name="lab")  # noqa: E402, E702, I001

@@ -1,0 +1,100 @@
+"""Real FRR and OpenSSH per node, each instance with its own config, sockets, pid files and logs.
+
+FRR: zebra, bgpd and staticd run inside the switch's namespace with `--vty_socket`, `-z` (zserv
+socket), `-i` (pid file) and `--log` pointing into `<state>/frr/<node>/`; then `vtysh -b
+--config_dir <that dir>` loads the rendered integrated `frr.conf` into them, as frrinit.sh does.
+Nothing under /etc/frr or /var/run/frr is touched.
+
+OpenSSH: one sshd per node, listening on the node's management address only, with a config,
+host key, pid file and authorized_keys in `<state>/ssh/`; root login by key only.
+"""
+
+from __future__ import annotations
+
+import grp
+import os
+import pwd
+import shutil
+from pathlib import Path
+
+from fabric.lab.sh import FRR_DIR, SSHD, StepError, run, wait_file
+from fabric.lab.state import LabState
+
+FRR_DAEMONS = ("zebra", "bgpd", "staticd")
+
+
+def _chown_frr(path: Path) -> None:
+    try:
+        uid, gid = pwd.getpwnam("frr").pw_uid, grp.getgrnam("frr").gr_gid
+    except KeyError as exc:
+        raise StepError("frr", "no user/group 'frr' (install the Debian frr package)") from exc
+    os.chown(path, uid, gid)
+
+
+def start_frr(st: LabState, node: str, frr_conf: str) -> dict[str, int]:
+    """Start zebra, bgpd, staticd in the node's namespace and load `frr_conf`; returns their pids."""
+    d = st.frr_dir(node)
+    if d.exists():
+        shutil.rmtree(d)
+    d.mkdir(parents=True)
+    d.chmod(0o755)
+    _chown_frr(d)
+    (d / "frr.conf").write_text(frr_conf)
+    (d / "vtysh.conf").write_text("")
+    (d / "empty.conf").write_text("")  # daemons read nothing themselves; vtysh -b pushes frr.conf
+    pids: dict[str, int] = {}
+    for daemon in FRR_DAEMONS:
+        argv = [str(FRR_DIR / daemon), "-d", "-A", "127.0.0.1", "-P", "0", "--vty_socket", str(d),
+                "-z", str(d / "zserv.api"), "-i", str(d / f"{daemon}.pid"), "-f", str(d / "empty.conf"),
+                "--log", f"file:{d / f'{daemon}.log'}", "--log-level", "notifications"]
+        run(st.ns_argv(node, argv), f"frr {node} {daemon}", timeout=30)
+        pidfile = d / f"{daemon}.pid"
+        if not wait_file(pidfile, 10):
+            raise StepError(f"frr {node} {daemon}", f"no pid file {pidfile}; see {d / f'{daemon}.log'}")
+        pids[daemon] = int(pidfile.read_text().strip())
+    run(st.ns_argv(node, ["vtysh", "--vty_socket", str(d), "--config_dir", str(d), "-b"]),
+        f"frr {node} load frr.conf", timeout=60)
+    return pids
+
+
+def ensure_keys(st: LabState) -> None:
+    """The lab's client key (ed25519), the sshd host key and authorized_keys, all in the state dir."""
+    d = st.ssh_dir()
+    d.mkdir(parents=True, exist_ok=True)
+    d.chmod(0o700)
+    for name in ("id_ed25519", "host_ed25519"):
+        if not (d / name).exists():
+            run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", f"fabric-lab-{st.fabric}-{name}",
+                 "-f", str(d / name)], "ssh keys")
+    (d / "authorized_keys").write_text((d / "id_ed25519.pub").read_text())
+    (d / "authorized_keys").chmod(0o600)
+    host_pub = (d / "host_ed25519.pub").read_text().split()
+    (d / "known_hosts").write_text(
+        "".join(f"{n.address} {host_pub[0]} {host_pub[1]}\n" for n in st.nodes.values()))
+    st.ssh_key = str(d / "id_ed25519")
+    st.known_hosts = str(d / "known_hosts")
+
+
+def start_sshd(st: LabState, node: str) -> int:
+    """Start sshd in the node's namespace on its management address; returns its pid."""
+    d = st.ssh_dir()
+    n = st.node(node)
+    cfg = d / f"sshd_{node}.conf"
+    pidfile = d / f"sshd_{node}.pid"
+    pidfile.unlink(missing_ok=True)
+    sftp = next((p for p in ("/usr/lib/openssh/sftp-server", "/usr/libexec/openssh/sftp-server")
+                 if Path(p).exists()), None)
+    cfg.write_text("\n".join([
+        f"# sshd of lab node {node} (fabric lab); not the system sshd",
+        "Port 22", f"ListenAddress {n.address}", f"HostKey {d / 'host_ed25519'}", f"PidFile {pidfile}",
+        f"AuthorizedKeysFile {d / 'authorized_keys'}", "PermitRootLogin prohibit-password",
+        "PubkeyAuthentication yes", "PasswordAuthentication no", "KbdInteractiveAuthentication no",
+        "UsePAM no", "StrictModes no", "PrintMotd no", "UseDNS no", "MaxStartups 64:30:128",
+        "MaxSessions 32", "LogLevel ERROR", "AcceptEnv LANG LC_*",
+        *([f"Subsystem sftp {sftp}"] if sftp else []), "",
+    ]))
+    Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # privilege separation dir sshd insists on
+    run(st.ns_argv(node, [str(SSHD), "-f", str(cfg), "-E", str(d / f"sshd_{node}.log")]), f"sshd {node}")
+    if not wait_file(pidfile, 10):
+        raise StepError(f"sshd {node}", f"no pid file {pidfile}; see {d / f'sshd_{node}.log'}")
+    return int(pidfile.read_text().strip())

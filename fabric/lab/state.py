@@ -1,0 +1,142 @@
+"""The lab's state file: everything `lab up` created, so `lab down` removes exactly that.
+
+`state.json` lives in the state dir, `/run/roce-fabric/lab/<fabric>/` by default; the environment
+variable `FABRIC_LAB_STATE` replaces the base `/run/roce-fabric/lab`.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from fabric.errors import UsageError
+
+DEFAULT_BASE = Path("/run/roce-fabric/lab")
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class NodeState(_Model):
+    """One switch or host: its namespace, management address and the processes running in it."""
+
+    name: str
+    kind: Literal["switch", "host"]
+    netns: str
+    management_address: str  # with prefix length, 198.18.0.3/24
+    management_ifname: str  # inside the namespace, eth0
+    management_veth: str  # root-namespace end, on the management bridge
+    ifnames: dict[str, str] = {}  # port name → Linux ifname (differ only when the port name does not fit)
+    pids: dict[str, int] = {}  # zebra/bgpd/staticd/sshd → pid
+
+    @property
+    def address(self) -> str:
+        """Management address without prefix length (what ssh, netmiko and Ansible connect to)."""
+        return self.management_address.split("/")[0]
+
+
+class LinkState(_Model):
+    a: str
+    a_port: str
+    a_ifname: str
+    b: str
+    b_port: str
+    b_ifname: str
+
+
+class Fault(_Model):
+    kind: Literal["link", "throttle"]
+    node: str
+    port: str
+    ifname: str
+    rate: str | None = None  # throttle: tc rate, e.g. 100mbit
+
+
+class LabState(_Model):
+    """The whole lab. `phase` is `creating` until `lab up` has finished, then `up`."""
+
+    fabric: str
+    inventory: str
+    prefix: str
+    state_dir: str
+    phase: Literal["creating", "up"] = "creating"
+    bridge: str | None = None
+    bridge_address: str | None = None  # root namespace's address on the management bridge
+    namespaces: list[str] = []
+    root_links: list[str] = []  # root-namespace veth ends and the bridge
+    nodes: dict[str, NodeState] = {}
+    links: list[LinkState] = []
+    faults: list[Fault] = []
+    ssh_user: str = "root"
+    ssh_key: str = ""  # private key path; the public key is next to it with .pub
+    known_hosts: str = ""
+    up_seconds: float | None = None  # lab up → converged
+
+    # -- paths ------------------------------------------------------------------------------------
+    @property
+    def dir(self) -> Path:
+        return Path(self.state_dir)
+
+    def frr_dir(self, node: str) -> Path:
+        return self.dir / "frr" / node
+
+    def ssh_dir(self) -> Path:
+        return self.dir / "ssh"
+
+    # -- helpers for other capabilities -----------------------------------------------------------
+    def node(self, name: str) -> NodeState:
+        if name not in self.nodes:
+            raise UsageError(f"no node {name!r} in lab {self.fabric}; nodes: {', '.join(self.nodes)}")
+        return self.nodes[name]
+
+    def ns_argv(self, node: str, argv: list[str]) -> list[str]:
+        """argv that runs `argv` inside the node's namespace."""
+        return ["ip", "netns", "exec", self.node(node).netns, *argv]
+
+    def run(self, node: str, argv: list[str], *, timeout: float = 30,
+            check: bool = False) -> subprocess.CompletedProcess[str]:
+        """Run a command in a node's namespace and capture its output (text)."""
+        return subprocess.run(self.ns_argv(node, argv), capture_output=True, text=True, timeout=timeout,
+                              check=check)
+
+    def ssh_argv(self, node: str, command: list[str] | None = None) -> list[str]:
+        """argv of a real ssh to the node's management address with the lab key and known_hosts."""
+        n = self.node(node)
+        argv = ["ssh", "-i", self.ssh_key, "-o", "IdentitiesOnly=yes", "-o", "BatchMode=yes",
+                "-o", f"UserKnownHostsFile={self.known_hosts}", "-o", "StrictHostKeyChecking=yes",
+                "-o", "ConnectTimeout=5", "-l", self.ssh_user, n.address]
+        return argv + (command or [])
+
+    def vtysh(self, node: str, *commands: str, timeout: float = 15) -> str:
+        """Run vtysh commands in a switch's FRR instance; returns stdout."""
+        argv = ["vtysh", "--vty_socket", str(self.frr_dir(node))]
+        for c in commands:
+            argv += ["-c", c]
+        return self.run(node, argv, timeout=timeout).stdout
+
+    def save(self) -> None:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        tmp = self.dir / "state.json.tmp"
+        tmp.write_text(self.model_dump_json(indent=2) + "\n")
+        tmp.replace(self.dir / "state.json")
+
+
+def state_dir(fabric_name: str) -> Path:
+    """`$FABRIC_LAB_STATE/<fabric>` or `/run/roce-fabric/lab/<fabric>`."""
+    base = os.environ.get("FABRIC_LAB_STATE")
+    return (Path(base) if base else DEFAULT_BASE) / fabric_name
+
+
+def load_state(fabric_name: str, *, required: bool = True) -> LabState | None:
+    """The state of the fabric's lab, or UsageError (None when `required` is false) if there is none."""
+    path = state_dir(fabric_name) / "state.json"
+    if not path.exists():
+        if required:
+            raise UsageError(f"no lab for fabric {fabric_name!r} (no {path}); run `fabric lab up` first")
+        return None
+    return LabState.model_validate_json(path.read_text())
