@@ -7,6 +7,11 @@ import sys
 import typer
 from rich.console import Console
 
+try:  # typer ≥ 0.20 vendors click
+    from typer._click.exceptions import ClickException
+except ImportError:  # pragma: no cover
+    from click import ClickException
+
 from fabric.errors import InputError, UsageError
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
@@ -27,13 +32,9 @@ def main() -> None:
     except typer.Abort:
         err.print("aborted")
         sys.exit(1)
-    except Exception as exc:  # click usage errors
-        import click
-
-        if isinstance(exc, click.ClickException):
-            exc.show()
-            sys.exit(2)
-        raise
+    except ClickException as exc:  # usage errors: bad option, missing argument
+        exc.show()
+        sys.exit(2)
 
 
 from fabric.accept.parse_cli import app as _parse_app; app.add_typer(_parse_app)  # noqa: E402, E702, I001
@@ -51,7 +52,7 @@ InventoryArg = Annotated[Path, typer.Argument(help="inventory directory of YAML 
 FormatOpt = Annotated[str, typer.Option("--format", help="table or json")]
 
 
-def _load(inventory: Path):  # noqa: ANN202
+def _load(inventory: Path):
     from fabric.design.derive import derive
     from fabric.model.load import load
 
@@ -90,7 +91,7 @@ def render(inventory: InventoryArg,
               f"devices into {root}")
 
 
-def offline_plan(fabric) -> list[dict]:  # noqa: ANN001
+def offline_plan(fabric) -> list[dict]:
     """One summary row per device of what would be configured."""
     rows = []
     for sw in fabric.switches.values():
@@ -227,5 +228,6 @@ def generate_gpu_rail(
               f"{sum(s.role == 'super-spine' for s in fabric.switches.values())} super-spines)")
 from fabric.host.cli import host_app as _host_app, hosts_app as _hosts_app  # noqa: E402, I001
 app.add_typer(_host_app, name="host"); app.add_typer(_hosts_app, name="hosts")  # noqa: E702
-from fabric.lint.cli import lint as _lint; app.command("lint")(_lint)  # noqa: E402, E702, I001
 from fabric.lab.cli import lab_app as _lab_app; app.add_typer(_lab_app, name="lab")  # noqa: E402, E702, I001
+from fabric.lint.cli import lint as _lint; app.command("lint")(_lint)  # noqa: E402, E702, I001
+from fabric.diagnose.cli import diagnose as _diagnose; app.command("diagnose")(_diagnose)  # noqa: E402, E702, I001

@@ -8,8 +8,19 @@ from ipaddress import IPv4Address, IPv4Network
 
 from fabric.design.headroom import Headroom, headroom
 from fabric.design.intent import (
-    BgpIntent, BgpNeighbor, DcqcnIntent, FabricIntent, GidIntent, HostIntent, LinkIntent, NeighborIntent,
-    NicQos, PortIntent, RailIntent, Svi, SwitchIntent,
+    BgpIntent,
+    BgpNeighbor,
+    DcqcnIntent,
+    FabricIntent,
+    GidIntent,
+    HostIntent,
+    LinkIntent,
+    NeighborIntent,
+    NicQos,
+    PortIntent,
+    RailIntent,
+    Svi,
+    SwitchIntent,
 )
 from fabric.design.topology import Host, Switch, Topo, build
 from fabric.errors import InputError
@@ -20,6 +31,7 @@ from fabric.model.qos import QosPolicy
 _DIGITS = re.compile(r"(\d+)")
 
 
+@lru_cache(maxsize=65536)
 def natural(name: str) -> tuple[object, ...]:
     """Sort key: swp2 before swp10, Ethernet8 before Ethernet64."""
     return tuple(int(p) if p.isdigit() else p for p in _DIGITS.split(name))
@@ -41,7 +53,7 @@ class Deriver:
 
     def __init__(self, loaded: Loaded, target: str | None = None):
         self.l, self.inv, self.qos = loaded, loaded.inv, loaded.qos
-        self.topo: Topo = build(self.inv, loaded.smap, target)
+        self.topo: Topo = loaded.topo if target is None and loaded.topo else build(self.inv, loaded.smap, target)
         if self.topo.problems:
             raise InputError(self.topo.problems)
         self.addr = self.inv.addressing
@@ -67,10 +79,12 @@ class Deriver:
                 self.ports[ln.b].append((ln.b_port, ln.a, ln.a_port, ln.speed, ln.cable_m, ln.kind))
 
     # -- addressing -------------------------------------------------------------------------------
-    def block(self, su: int, rail: int) -> IPv4Network:
+    def block_base(self, su: int, rail: int) -> int:
         idx = (su - 1) * self.inv.topology.rails + (rail - 1)
-        base = int(self.addr.rails.network_address) + idx * self.block_size
-        return IPv4Network((base, self.addr.rail_prefix_length))
+        return int(self.addr.rails.network_address) + idx * self.block_size
+
+    def block(self, su: int, rail: int) -> IPv4Network:
+        return IPv4Network((self.block_base(su, rail), self.addr.rail_prefix_length))
 
     def loopback(self, name: str) -> IPv4Address:
         return self.addr.loopbacks.network_address + 1 + self.index[name]
@@ -80,11 +94,11 @@ class Deriver:
 
     def host_address(self, host: Host, rail: int) -> tuple[str, str]:
         """(address/prefix, gateway) of `host` on `rail`."""
-        net = self.block(host.su, rail)
+        base = self.block_base(host.su, rail)
         if self.addr.mode == "svi":
-            return f"{net.network_address + 1 + host.h}/{net.prefixlen}", str(net.network_address + 1)
-        leaf = net.network_address + 2 * (host.h - 1)
-        return f"{leaf + 1}/31", str(leaf)
+            return f"{IPv4Address(base + 1 + host.h)}/{self.addr.rail_prefix_length}", str(IPv4Address(base + 1))
+        leaf = base + 2 * (host.h - 1)
+        return f"{IPv4Address(leaf + 1)}/31", str(IPv4Address(leaf))
 
     # -- switches ---------------------------------------------------------------------------------
     def switch(self, sw: Switch) -> SwitchIntent:
@@ -115,18 +129,18 @@ class Deriver:
                     address = f"{self.host_address(host, nic.rail)[1]}/31"
                 hosts_on[key] = hosts_on.get(key, 0) + 1
                 vfs_on[key] = vfs_on.get(key, 0) + nic.vfs
-                ports.append(PortIntent(
+                ports.append(PortIntent.model_construct(
                     name=port, speed=speed, lanes=lanes, mtu=mtu, cable_m=cable, kind="host", peer=peer,
                     peer_port=peer_port, description=f"{peer}:{peer_port} rail{nic.rail}", vlan=vlan,
-                    address=address, headroom=hr))
+                    address=address, unnumbered=False, adaptive_routing=False, lossless=lossless, headroom=hr))
             else:
                 ar = ar_on and speed in sw.platform.adaptive_routing_speeds
-                ports.append(PortIntent(
+                ports.append(PortIntent.model_construct(
                     name=port, speed=speed, lanes=lanes, mtu=mtu, cable_m=cable, kind="fabric", peer=peer,
-                    peer_port=peer_port, description=f"{peer}:{peer_port}", unnumbered=True,
-                    adaptive_routing=ar, headroom=hr))
-                neighbors.append(BgpNeighbor(port=port, peer=peer, peer_port=peer_port,
-                                             remote_asn=self.asn[peer]))
+                    peer_port=peer_port, description=f"{peer}:{peer_port}", vlan=None, address=None,
+                    unnumbered=True, adaptive_routing=ar, lossless=lossless, headroom=hr))
+                neighbors.append(BgpNeighbor.model_construct(port=port, peer=peer, peer_port=peer_port,
+                                                             remote_asn=self.asn[peer]))
         svis, networks, blackholes = [], [f"{lo}/32"], []
         for (su, rail), names in sorted(members.items()):
             net = self.block(su, rail)

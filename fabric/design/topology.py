@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from fabric.errors import Problem
@@ -40,17 +41,22 @@ class Switch:
 
     def port_name(self, index: int) -> str:
         """Logical port `index` (0-based) named the way the target's NOS names it."""
-        n, k = divmod(index, self.ways)
-        n += 1
-        lanes_per = self.platform.lanes // self.ways
-        if self.target == "sonic":
-            return f"Ethernet{(n - 1) * self.platform.lanes + k * lanes_per}"
-        if self.target == "eos":
-            return f"Ethernet{n}/{k * lanes_per + 1}"
-        return f"swp{n}s{k}" if self.ways > 1 else f"swp{n}"
+        return _port_name(self.target, self.ways, self.platform.lanes, index)
 
     def lanes_of(self) -> int:
         return self.platform.lanes // self.ways
+
+
+@lru_cache(maxsize=8192)
+def _port_name(target: str, ways: int, lanes: int, index: int) -> str:
+    n, k = divmod(index, ways)
+    n += 1
+    lanes_per = lanes // ways
+    if target == "sonic":
+        return f"Ethernet{(n - 1) * lanes + k * lanes_per}"
+    if target == "eos":
+        return f"Ethernet{n}/{k * lanes_per + 1}"
+    return f"swp{n}s{k}" if ways > 1 else f"swp{n}"
 
 
 @dataclass

@@ -45,6 +45,7 @@ def semantic_problems(loaded: Loaded) -> list[Problem]:
                                 f"a block no larger than the rails pool /{a.rails.prefixlen}",
                                 f"/{a.rail_prefix_length}"))
     topo = build(inv, smap)
+    loaded.topo = topo
     out += topo.problems
     if out:
         return out

@@ -7,6 +7,7 @@ from typing import Any, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 
+from fabric.design.topology import Topo
 from fabric.errors import InputError, Problem
 from fabric.model.inventory import Inventory
 from fabric.model.qos import PRESETS, QosPolicy, merge
@@ -22,6 +23,7 @@ class Loaded:
         self.qos = qos
         self.qos_overrides = qos_overrides
         self.root = Path(smap.files[0]).parent if smap.files else Path(".")
+        self.topo: Topo | None = None  # the expanded topology, kept by the semantic checks
 
     def where(self, *loc: str | int) -> str:
         file, line = self.smap.where(loc)

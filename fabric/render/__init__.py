@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import re
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,54 @@ def env() -> jinja2.Environment:
 
 def template(name: str, **context: Any) -> str:
     return env().get_template(name).render(**context)
+
+
+_PLAIN = re.compile(r"^[A-Za-z_][A-Za-z0-9_./-]*$")
+_RESERVED = {"y", "n", "yes", "no", "on", "off", "true", "false", "null", "~"}
+
+
+def _scalar(v: Any) -> str:
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return repr(v)
+    s = str(v)
+    return s if _PLAIN.match(s) and s.lower() not in _RESERVED else json.dumps(s)
+
+
+def _emit(data: Any, indent: str, out: list[str]) -> None:
+    if isinstance(data, dict):
+        for key in sorted(data, key=str):
+            value = data[key]
+            if isinstance(value, (dict, list)) and value:
+                out.append(f"{indent}{_scalar(key)}:\n")
+                _emit(value, indent + "  ", out)
+            else:
+                out.append(f"{indent}{_scalar(key)}: {_scalar(value) if value != {} and value != [] else value}\n")
+    else:
+        for item in data:
+            if isinstance(item, (dict, list)) and item:
+                inner: list[str] = []
+                _emit(item, indent + "  ", inner)
+                first = inner[0][len(indent) + 2:]
+                out.append(f"{indent}- {first}")
+                out.extend(inner[1:])
+            else:
+                out.append(f"{indent}- {_scalar(item)}\n")
+
+
+def dumps_yaml(data: Any) -> str:
+    """Block-style YAML with sorted keys for trees of dicts, lists and scalars.
+
+    PyYAML's representer is pure Python and takes ~45 ms for one 128-port NVUE switch, minutes for
+    a 32k-GPU fabric; this emitter quotes every string that YAML 1.1 could read as anything but a
+    string (JSON double quotes are valid YAML), and tests load its output back with PyYAML.
+    """
+    out: list[str] = []
+    _emit(data, "", out)
+    return "".join(out)
 
 
 def dumps_json(data: Any) -> str:

@@ -5,10 +5,8 @@ from __future__ import annotations
 import json
 from ipaddress import IPv4Address, IPv4Network
 
-import yaml
-
 from fabric.design.intent import FabricIntent, HostIntent
-from fabric.render import Files, template
+from fabric.render import Files, dumps_yaml, template
 
 
 def netplan(h: HostIntent) -> str:
@@ -33,7 +31,7 @@ def netplan(h: HostIntent) -> str:
     if vlans:
         network["vlans"] = vlans
     head = f"# Rails of {h.name}, rendered by fabric. The management interface is not managed here.\n"
-    return head + yaml.safe_dump({"network": network}, sort_keys=True, default_flow_style=False)
+    return head + dumps_yaml({"network": network})
 
 
 def nccl_env(h: HostIntent) -> str:
@@ -80,5 +78,5 @@ def network_attachments(fabric: FabricIntent) -> Files:
                 "k8s.v1.cni.cncf.io/resourceName": f"nvidia.com/rail{rail}"}},
             "spec": {"config": json.dumps(config, sort_keys=True)},
         })
-    text = "".join("---\n" + yaml.safe_dump(d, sort_keys=True) for d in docs)
+    text = "".join("---\n" + dumps_yaml(d) for d in docs)
     return {"network-attachments.yaml": text} if docs else {}

@@ -10,12 +10,10 @@ import re
 import shlex
 from typing import Any
 
-import yaml
-
 from fabric.design.intent import FabricIntent, PortIntent, SwitchIntent
 from fabric.model.platforms import PLATFORMS
 from fabric.model.qos import PRESETS, QosPolicy
-from fabric.render import Files
+from fabric.render import Files, dumps_yaml
 
 BRIDGE = "br_default"
 VRF = "default"
@@ -159,7 +157,7 @@ def set_lines(tree: Tree) -> str:
 
 
 def patch_yaml(tree: Tree) -> str:
-    return yaml.safe_dump([{"set": tree}], sort_keys=True, default_flow_style=False, width=1000)
+    return dumps_yaml([{"set": tree}])
 
 
 def render(sw: SwitchIntent, fabric: FabricIntent) -> Files:
