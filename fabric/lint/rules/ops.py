@@ -35,9 +35,7 @@ class AdaptiveRoutingGroup(Rule):
             groups: dict[str, list[tuple[str, bool]]] = {}
             for p in sw.ports:
                 if p.kind == "fabric":
-                    peer = ctx.port.get((p.peer, p.peer_port))
-                    on = p.adaptive_routing and (peer is None or peer.adaptive_routing)
-                    groups.setdefault(role.get(p.peer, "?"), []).append((p.name, on))
+                    groups.setdefault(role.get(p.peer, "?"), []).append((p.name, p.adaptive_routing))
             for peer_role, members in sorted(groups.items()):
                 on = [n for n, x in members if x]
                 if on and len(on) < len(members):

@@ -1,0 +1,319 @@
+"""fabric lint: every rule fires on a minimal broken fabric and stays quiet on a good one."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from fabric.cli import app
+from fabric.design.derive import Deriver
+from fabric.lint.configs import load_configs
+from fabric.lint.context import Context
+from fabric.lint.core import Severity, all_rules
+from fabric.lint.engine import run
+from fabric.model.load import load
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "inventories" / "example"
+
+
+def inventory(tmp: Path, **sections: Any) -> Path:
+    """The example inventory with top-level sections deep-merged from `sections`."""
+    from fabric.model.qos import merge
+
+    out = tmp / "inv"
+    shutil.copytree(EXAMPLE, out)
+    for f in sorted(out.glob("*.yaml")):
+        doc = yaml.safe_load(f.read_text()) or {}
+        for key in list(sections):
+            if key in doc:
+                doc[key] = merge(doc[key], sections.pop(key)) if isinstance(doc[key], dict) else sections.pop(key)
+        f.write_text(yaml.safe_dump(doc, sort_keys=False))
+    if sections:
+        (out / "extra.yaml").write_text(yaml.safe_dump(sections, sort_keys=False))
+    return out
+
+
+def ids(ctx: Context, rule: str, min_sev: Severity = Severity.warning) -> list[str]:
+    return [f.rule for f in run(ctx, select=[rule]).findings if f.severity.rank >= min_sev.rank]
+
+
+@pytest.fixture()
+def good() -> Context:
+    return Context(load(EXAMPLE))
+
+
+def test_example_is_clean(good: Context) -> None:
+    result = run(good)
+    assert not result.failed(Severity.warning), [f.message for f in result.findings]
+
+
+# -- rules triggered through the inventory -----------------------------------------------------------
+INVENTORY_CASES: list[tuple[str, dict[str, Any]]] = [
+    ("RF101", {"qos": {"dscp_to_priority": {26: 0}}}),
+    ("RF103", {"qos": {"ets_strict": [], "ets_dwrr": {0: 50, 3: 50}}}),
+    ("RF104", {"qos": {"ecn": {3: {"enabled": False}}}}),
+    ("RF105", {"qos": {"ets_dwrr": {0: 40}}}),
+    ("RF106", {"qos": {"pfc_watchdog": {"enabled": False}}}),
+    ("RF108", {"hosts": {"defaults": {"dcqcn": {"enabled": False}}}}),
+    ("RF110", {"hosts": {"defaults": {"roce_tos": 104}}}),
+    ("RF201", {"hosts": {"defaults": {"nccl_env": {"NCCL_IB_TC": 0}}}}),
+    ("RF202", {"hosts": {"defaults": {"nccl_env": {"NCCL_IB_HCA": "mlx5_0,mlx5_1,mlx5_2,mlx5_3"}}}}),
+    ("RF203", {"hosts": {"defaults": {"nccl_env": {"NCCL_SOCKET_IFNAME": "rail"}}}}),
+    ("RF204", {"hosts": {"defaults": {"nccl_env": {"NCCL_IB_ROCE_VERSION_NUM": 1}}}}),
+    ("RF302", {"hosts": {"defaults": {"mtu": 4000}}}),
+    ("RF304", {"hosts": {"list": [{"name": "gpu-su1-01", "management": "198.18.0.1/24"}]}}),
+    ("RF306", {"topology": {"hosts_per_su": 5}, "addressing": {"rail_prefix_length": 29}}),
+    ("RF308", {"lint": {"oversubscription_warn": 0.25}}),
+    ("RF402", {"switching": {"adaptive_routing": {"enabled": True}}}),
+    ("RF404", {"switching": {"neighbor": {"aging": "1200s"}}}),
+    ("RF405", {"switching": {"bgp": {"graceful_shutdown": False}}}),
+]
+
+
+@pytest.mark.parametrize(("rule", "sections"), INVENTORY_CASES, ids=[c[0] for c in INVENTORY_CASES])
+def test_rule_fires_on_inventory(tmp_path: Path, good: Context, rule: str, sections: dict[str, Any]) -> None:
+    assert ids(good, rule) == []
+    bad = Context(load(inventory(tmp_path, **sections)))
+    found = run(bad, select=[rule]).findings
+    assert found and all(f.rule == rule for f in found)
+    assert all(f.file.endswith(".yaml") and f.line for f in found), found
+    assert any(f.severity.rank >= Severity.warning.rank for f in found)
+
+
+def test_rf101_names_the_line_and_the_dscp(tmp_path: Path) -> None:
+    inv = inventory(tmp_path, qos={"dscp_to_priority": {26: 0}})
+    fs = run(Context(load(inv)), select=["RF101"]).findings
+    assert len(fs) == 4  # one per rail leaf, each naming the 4 hosts behind it
+    f = fs[0]
+    assert f.object == "hosts" and f.item == "DSCP 26"
+    assert "RoCE ToS 106 → DSCP 26" in f.message and "PFC on 3" in f.message
+    assert f.file.endswith("qos.yaml") and f.line == 3  # dscp_to_priority under qos:
+
+
+def test_rf202_exact_list_is_clean_prefix_list_is_not(tmp_path: Path) -> None:
+    inv = inventory(tmp_path, hosts={"defaults": {"nccl_env": {"NCCL_IB_HCA": "mlx5_1"}}})
+    (f,) = run(Context(load(inv)), select=["RF202"]).findings
+    assert "missing: mlx5_0, mlx5_2, mlx5_3" in f.message
+
+
+# -- rules whose inputs the loader already guards: mutate the derived intent -------------------------
+def _speed(ctx: Context) -> None:
+    ctx.intent.switches["spine1"].ports[0].speed = 100
+
+
+def _pfc(ctx: Context) -> None:
+    ctx.intent.hosts["gpu-su1-01"].nic_qos.pfc = [0, 0, 0, 0, 1, 0, 0, 0]
+
+
+def _buffer(ctx: Context) -> None:
+    for sw in ctx.intent.switches.values():
+        sw.buffer_bytes = 1_000_000
+
+
+def _rail(ctx: Context) -> None:
+    r = ctx.intent.hosts["gpu-su1-02"].rails
+    r[0].leaf, r[1].leaf = r[1].leaf, r[0].leaf
+
+
+def _loopback(ctx: Context) -> None:
+    ctx.intent.switches["spine1"].loopback = "10.100.0.77/32"
+
+
+def _dup(ctx: Context) -> None:
+    ctx.intent.switches["spine1"].loopback = ctx.intent.hosts["gpu-su1-01"].rails[0].address
+
+
+def _asn(ctx: Context) -> None:
+    ctx.intent.switches["spine2"].bgp.asn = 65001
+
+
+def _drop_session(ctx: Context) -> None:
+    ctx.intent.switches["leaf-su1-r1"].bgp.neighbors.pop()
+
+
+def _ar(ctx: Context) -> None:
+    ctx.intent.switches["leaf-su1-r1"].ports[-1].adaptive_routing = True
+
+
+def _neigh(ctx: Context) -> None:
+    ctx.intent.switches["leaf-su1-r1"].neighbor.needed = 5000
+
+
+INTENT_CASES: list[tuple[str, Callable[[Context], None]]] = [
+    ("RF102", _pfc), ("RF107", _buffer), ("RF301", _speed), ("RF303", _rail), ("RF305", _loopback),
+    ("RF307", _asn), ("RF309", _drop_session), ("RF310", _drop_session), ("RF401", _ar), ("RF402", _ar),
+    ("RF403", _neigh), ("RF304", _dup),
+]
+
+
+@pytest.mark.parametrize(("rule", "mutate"), INTENT_CASES, ids=[c[0] for c in INTENT_CASES])
+def test_rule_fires_on_intent(good: Context, rule: str, mutate: Callable[[Context], None]) -> None:
+    assert ids(good, rule) == []
+    good.__dict__.pop("port", None)
+    mutate(good)
+    found = run(good, select=[rule]).findings
+    assert found and all(f.rule == rule for f in found)
+
+
+def test_rf109_sonic_without_explicit_map(good: Context) -> None:
+    loaded = load(EXAMPLE)
+    loaded.qos = loaded.qos.model_copy(update={"dscp_to_priority": {48: 6}})
+    ctx = Context(loaded, deriver=Deriver(loaded, "sonic"))
+    assert [f.rule for f in run(ctx, select=["RF109"]).findings] == ["RF109"]
+    assert run(Context(load(EXAMPLE), deriver=Deriver(load(EXAMPLE), "sonic")), select=["RF109"]).findings == []
+
+
+def test_every_rule_has_metadata() -> None:
+    rules = all_rules()
+    assert len({r.id for r in rules}) == len(rules) >= 25
+    for r in rules:
+        assert r.id[:2] == "RF" and r.id[2] in "1234" and r.title and r.explanation and r.fix
+
+
+# -- select / ignore / waivers / exit codes ----------------------------------------------------------
+def test_select_ignore_prefixes(good: Context) -> None:
+    assert run(good, select=["RF2"]).rules == ["RF201", "RF202", "RF203", "RF204"]
+    assert "RF308" not in run(good, ignore=["RF30"]).rules
+
+
+def test_waiver_marks_finding(tmp_path: Path) -> None:
+    inv = inventory(tmp_path, switching={"neighbor": {"aging": "1200s"}},
+                    lint={"waive": [{"rule": "RF404", "objects": ["switching"], "reason": "vendor ticket 42"}]})
+    result = run(Context(load(inv)), select=["RF404"])
+    assert result.findings and all(f.waived == "vendor ticket 42" for f in result.findings)
+    assert not result.failed(Severity.info)
+
+
+def test_cli_exit_codes_and_formats(tmp_path: Path) -> None:
+    r = CliRunner()
+    assert r.invoke(app, ["lint", str(EXAMPLE)]).exit_code == 0
+    bad = inventory(tmp_path, qos={"pfc_watchdog": {"enabled": False}})
+    res = r.invoke(app, ["lint", str(bad), "--format", "github"])
+    assert res.exit_code == 1
+    assert res.output.startswith("::error file=") and "title=RF106 " in res.output
+    assert r.invoke(app, ["lint", str(bad), "--ignore", "RF106"]).exit_code == 0
+    fabric = str(Path(sys.executable).parent / "fabric")  # the real entry point maps InputError to 2
+    assert subprocess.run([fabric, "lint", str(tmp_path / "nope")], capture_output=True).returncode == 2
+    bad_sel = subprocess.run([fabric, "lint", str(EXAMPLE), "--select", "XX9"], capture_output=True, text=True)
+    assert bad_sel.returncode == 2 and "XX9" in bad_sel.stderr
+    assert subprocess.run([fabric, "lint", str(bad)], capture_output=True).returncode == 1
+    data = json.loads(r.invoke(app, ["lint", str(bad), "--format", "json"]).output)
+    assert data["summary"]["error"] >= 1 and data["findings"][0]["rule"] == "RF106"
+    assert "RF101" in r.invoke(app, ["lint", "--list"]).output
+    assert "Fix:" in r.invoke(app, ["lint", "--explain", "rf101"]).output
+
+
+def test_junit_and_sarif_shape(tmp_path: Path) -> None:
+    from lxml import etree
+
+    from fabric.lint import output
+
+    bad = inventory(tmp_path, qos={"pfc_watchdog": {"enabled": False}}, switching={"neighbor": {"aging": "1200s"}},
+                    lint={"waive": [{"rule": "RF404", "objects": ["*"], "reason": "lab only"}]})
+    result = run(Context(load(bad)))
+    tree = etree.fromstring(output.to_junit(result, Severity.error).encode())
+    names = [(c.get("classname"), c.get("name")) for c in tree.iter("testcase")]
+    assert len(names) == len(set(names))
+    assert tree.get("failures") == "1" and tree.get("skipped") == "1"
+    sarif = json.loads(output.to_sarif(result))
+    run0 = sarif["runs"][0]
+    assert sarif["version"] == "2.1.0"
+    assert {r["id"] for r in run0["tool"]["driver"]["rules"]} == set(result.rules)
+    loc = run0["results"][0]["locations"][0]["physicalLocation"]
+    assert loc["artifactLocation"]["uri"].endswith("qos.yaml") or loc["region"]["startLine"] >= 1
+    assert any(r.get("suppressions") for r in run0["results"])
+
+
+# -- --configs ----------------------------------------------------------------------------------------
+def _render(tmp: Path, target: str) -> tuple[Path, Context]:
+    from fabric.render import render_switch, write_tree
+
+    loaded = load(EXAMPLE)
+    ctx = Context(loaded, deriver=Deriver(loaded, target))
+    write_tree(tmp / target, {f"switches/{n}": render_switch(sw, ctx.intent) for n, sw in ctx.intent.switches.items()})
+    return tmp / target, ctx
+
+
+@pytest.mark.parametrize("target", ["frr", "sonic"])
+def test_rendered_configs_lint_clean(tmp_path: Path, target: str) -> None:
+    pytest.importorskip(f"fabric.render.{target}")
+    root, ctx = _render(tmp_path, target)
+    result = run(None, load_configs(root, ctx))
+    assert not result.failed(Severity.warning), [(f.rule, f.message) for f in result.findings]
+    assert not run(None, load_configs(root)).failed(Severity.warning)
+
+
+def test_configs_hand_edited_sonic(tmp_path: Path) -> None:
+    pytest.importorskip("fabric.render.sonic")
+    root, _ = _render(tmp_path, "sonic")
+    path = root / "switches" / "leaf-su1-r1" / "config_db.json"
+    db = json.loads(path.read_text())
+    db["DSCP_TO_TC_MAP"]["ROCE"]["26"] = "0"
+    del db["PFC_WD"]["Ethernet0"]
+    path.write_text(json.dumps(db, indent=2, sort_keys=True))
+    lines = path.read_text().splitlines()
+    found = {(f.rule, f.item): f for f in run(None, load_configs(root)).findings}
+    f101 = found[("RF101", "DSCP 26")]
+    assert f101.object == "leaf-su1-r1" and lines[f101.line - 1].strip().startswith('"ROCE"')
+    f106 = found[("RF106", "Ethernet0")]
+    assert lines[f106.line - 1].strip().startswith('"Ethernet0"')
+
+
+def test_configs_eos_nvue_frr_broken(tmp_path: Path) -> None:
+    d = tmp_path / "cfg"
+    d.mkdir()
+    (d / "leaf1.cfg").write_text(
+        "hostname leaf1\n"                                       # 1
+        "qos map dscp 26 to traffic-class 3\n"                   # 2
+        "qos map dscp 48 to traffic-class 6\n"                   # 3
+        "arp aging timeout default 14400\n"                      # 4
+        "interface Ethernet1/1\n"                                # 5
+        "   mtu 1500\n"                                          # 6
+        "   priority-flow-control on\n"                          # 7
+        "   priority-flow-control priority 3 no-drop\n"          # 8
+        "   tx-queue 3\n"                                        # 9
+        "      bandwidth percent 50\n"                           # 10
+        "      random-detect ecn minimum-threshold 1500 kbytes maximum-threshold 150 kbytes "
+        "max-mark-probability 100\n"                             # 11
+        "   tx-queue 0\n"                                        # 12
+        "      bandwidth percent 50\n"                           # 13
+        "   tx-queue 6\n"                                        # 14
+        "      priority strict\n"                                # 15
+        "router bgp 65101\n"                                     # 16
+        "   neighbor interface Ethernet1/1 peer-group F remote-as 65000\n")
+    (d / "leaf2.yaml").write_text(
+        "- set:\n"                                               # 1
+        "    qos:\n"                                             # 2
+        "      roce: {enable: on}\n"                             # 3
+        "      congestion-control:\n"                            # 4
+        "        default-global:\n"                              # 5
+        "          traffic-class:\n"                             # 6
+        "            3: {ecn: disable}\n"                        # 7
+        "    interface:\n"                                       # 8
+        "      swp1:\n"                                          # 9
+        "        link: {mtu: 9216}\n"                            # 10
+        "        qos: {pfc-watchdog: {}}\n"                      # 11
+        "      swp2:\n"                                          # 12
+        "        link: {mtu: 9216}\n")                           # 13
+    frr = "frr defaults datacenter\nrouter bgp 15169\n neighbor swp1 interface remote-as external\n"
+    (d / "frr.conf").write_text(frr)
+    result = run(None, load_configs(d))
+    got = {(f.rule, f.object, f.item, f.line) for f in result.findings}
+    assert ("RF104", "leaf1", "TC3", 11) in got  # min > max
+    assert ("RF302", "leaf1", "Ethernet1/1", 5) in got
+    assert ("RF404", "leaf1", "arp aging", 4) in got
+    assert ("RF106", "leaf1", "Ethernet1/1", 5) in got
+    assert ("RF104", "leaf2", "TC3", 7) in got
+    assert ("RF106", "leaf2", "swp2", 12) in got
+    assert ("RF106", "leaf2", "swp1", 9) not in got
+    assert ("RF307", "cfg", "asn", 2) in got  # frr.conf takes its directory's name
+    assert ("RF405", "cfg", "bgp", 2) in got
