@@ -1,0 +1,353 @@
+"""`fabric diagnose`: every catalog signature against a real-looking line, cross-line rules, the CLI."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from fabric.cli import main
+from fabric.diagnose.engine import (
+    RULE_IDS,
+    Report,
+    diagnose,
+    load_catalog,
+    read_lines,
+    required_literals,
+)
+
+LOGS = Path(__file__).parent / "fixtures" / "logs"
+SIGNATURES = LOGS / "signatures"
+CATALOG = load_catalog()
+
+
+def run_logs(*paths: Path, expected_tos: int = 106, catalog: Path | None = None) -> Report:
+    sigs = load_catalog(catalog) if catalog else CATALOG
+    return diagnose([(str(p), read_lines(p)) for p in paths], sigs, expected_tos)
+
+
+def ids(report: Report) -> set[str]:
+    return {f.id for f in report.findings}
+
+
+def cli(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, *args: object,
+        stdin: str | None = None) -> tuple[int, str, str]:
+    """Run `fabric diagnose ...` through the real entry point; return exit code, stdout, stderr."""
+    monkeypatch.setattr(sys, "argv", ["fabric", "diagnose", *map(str, args)])
+    if stdin is not None:
+        monkeypatch.setattr(sys, "stdin", io.StringIO(stdin))
+    try:
+        main()
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else int(exc.code is not None)
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def expectations(path: Path) -> dict[str, str]:
+    """`# expect: key=value key=value ...` from a fixture's header (values may contain spaces)."""
+    for line in path.read_text().splitlines():
+        if line.startswith("# expect:"):
+            return dict(re.findall(r"(\w+)=(.*?)(?=\s+\w+=|$)", line.removeprefix("# expect:").strip()))
+    return {}
+
+
+# ------------------------------------------------------------------------------------------ catalog
+
+def test_catalog_ids_are_stable_and_unique() -> None:
+    seen = [s.id for s in CATALOG]
+    assert len(seen) == len(set(seen))
+    assert all(re.fullmatch(r"DG[1-5]\d\d", i) for i in seen)
+    assert not RULE_IDS & set(seen)
+    families = {"1": "nccl", "3": "perftest", "4": "nccl-tests"}
+    for sig in CATALOG:
+        if sig.id[2] in families:
+            assert families[sig.id[2]] in sig.sources, sig.id
+
+
+@pytest.mark.parametrize("sig", CATALOG, ids=[s.id for s in CATALOG])
+def test_every_signature_matches_its_fixture(sig) -> None:
+    path = SIGNATURES / f"{sig.id}.log"
+    assert path.exists(), f"add a real-looking log line for {sig.id} in {path}"
+    assert path.read_text().startswith("# source:"), "say where the line comes from"
+    report = run_logs(path)
+    hit = [f for f in report.findings if f.id == sig.id]
+    assert len(hit) == 1, f"{sig.id} did not match {path.name}: {ids(report)}"
+    finding = hit[0]
+    assert finding.severity == sig.severity and finding.rule == "catalog"
+    assert finding.cause == sig.cause and finding.next_step == sig.next_step
+    want = expectations(path)
+    if want:
+        seen = [{**s, **{k: v[0] for k, v in finding.details.items()}} for s in finding.subjects] or [
+            {k: v[0] for k, v in finding.details.items()}]
+        assert any(all(s.get(k) == v for k, v in want.items()) for s in seen), (want, seen)
+
+
+def test_no_orphan_signature_fixtures() -> None:
+    assert {p.stem for p in SIGNATURES.glob("*.log")} == {s.id for s in CATALOG}
+
+
+def test_needles_are_required_literals() -> None:
+    assert required_literals(r"NET/IB\s?: Got completion (?:from peer \S+ )?with") == (": Got completion ",)
+    assert required_literals(r"(?:a)?\bfoo_bar\b") == ("foo_bar",)
+    needles = required_literals(r"Connect to x|Call to connect")  # re factors out the common "C"
+    assert all(any(n in text for n in needles) for text in ("Connect to x", "Call to connect"))
+    assert not any(n in "Connect to y" for n in needles[1:]) and len(needles) == 2
+    assert required_literals(r"(?i)link down") == ()  # case-insensitive: no needle, always searched
+    assert required_literals(r"^\s*\d+\s+\d+") == ()
+
+
+# ------------------------------------------------------------------------------------------ matching
+
+def test_repeated_hits_are_grouped_with_count_and_line_span() -> None:
+    report = run_logs(LOGS / "kernel_link_flap.log")
+    down = next(f for f in report.findings if f.id == "DG201")
+    assert (down.count, down.first_line, down.last_line) == (3, 2, 7)
+    assert down.file.endswith("kernel_link_flap.log")
+    assert down.subjects == [{"host": "gpu-c12", "pci": "0000:3b:00.0", "ifname": "ens3np0"}]
+    up = next(f for f in report.findings if f.id == "DG202")
+    assert up.count == 4 and len(up.subjects) == 2
+
+
+@pytest.mark.parametrize("name", ["clean_nccl_allreduce.log", "clean_ib_write_bw.txt", "clean_dmesg_boot.log"])
+def test_clean_logs_have_no_error_or_warning(name: str) -> None:
+    report = run_logs(LOGS / name)
+    assert not [f for f in report.findings if f.severity != "info"], report.findings
+
+
+def test_signature_for_another_tool_is_ignored() -> None:
+    """A file that is only kernel log does not get NCCL-only signatures."""
+    report = diagnose([("dmesg", ["[    9.30] mlx5_core 0000:3b:00.0 ens3np0: Link up",
+                                  "[    9.31] some daemon: Using network Socket"])], CATALOG)
+    assert ids(report) == {"DG202"}
+
+
+# ------------------------------------------------------------------------------------------ cross-line rules
+
+def test_nccl_ib_tc_mismatch() -> None:
+    report = run_logs(LOGS / "nccl_tc_mismatch.log")
+    (tc,) = [f for f in report.findings if f.id == "DG901"]
+    assert tc.severity == "error" and tc.rule == "cross-line"
+    assert tc.subjects == [{"host": "gpu-a02", "tc": "96"}]
+    assert "DSCP 24" in tc.evidence and "106" in tc.evidence
+    assert "lossy" in tc.cause
+
+
+def test_nccl_ib_tc_ecn_only_mismatch_uses_expected_tos() -> None:
+    report = run_logs(LOGS / "clean_nccl_allreduce.log", expected_tos=104)
+    (tc,) = [f for f in report.findings if f.id == "DG901"]
+    assert tc.count == 2 and "ECN" in tc.cause and "DSCP 26" in tc.evidence
+    assert "DG901" not in ids(run_logs(LOGS / "clean_nccl_allreduce.log", expected_tos=106))
+
+
+def test_nccl_ib_tc_unset_on_roce() -> None:
+    report = run_logs(LOGS / "nccl_tc_unset.log")
+    (unset,) = [f for f in report.findings if f.id == "DG902"]
+    assert unset.severity == "warning"
+    assert {s["host"] for s in unset.subjects} == {"gpu-a01", "gpu-a02"}
+
+
+def test_nccl_ib_hca_names_missing_device() -> None:
+    (hca,) = [f for f in run_logs(LOGS / "nccl_hca_missing.log").findings if f.id == "DG903"]
+    assert hca.severity == "error"
+    assert {(s["host"], s["dev"]) for s in hca.subjects} == {("gpu-a01", "mlx5_2"), ("gpu-a02", "mlx5_2")}
+    nodev = run_logs(LOGS / "nccl_hca_no_device.log")
+    assert {"DG903", "DG113", "DG122"} <= ids(nodev)
+
+
+@pytest.mark.parametrize("spec", ["mlx5", "^mlx5_2", "=mlx5_0,mlx5_3", "mlx5_0:1,mlx5_3:1"])
+def test_nccl_ib_hca_prefix_exclusion_and_ports_are_understood(spec: str) -> None:
+    lines = [f"gpu-a01:10:10 [0] NCCL INFO NCCL_IB_HCA set to {spec}",
+             "gpu-a01:10:10 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/RoCE [1]mlx5_3:1/RoCE [RO]; OOB bond0:10.0.0.1<0>"]
+    assert "DG903" not in ids(diagnose([("x", lines)], CATALOG))
+
+
+def test_cnps_sent_but_never_handled() -> None:
+    (cnp,) = [f for f in run_logs(LOGS / "counters_cnp_unhandled.txt").findings if f.id == "DG904"]
+    assert cnp.severity == "error"
+    assert cnp.subjects == [{"host": "gpu-a01", "dev": "mlx5_0"}]
+    assert "+90000" in cnp.evidence
+    assert "DG904" not in ids(run_logs(LOGS / "counters_cnp_ok.txt"))
+
+
+def test_cnps_handled_on_another_host_are_fine_across_files(tmp_path: Path) -> None:
+    """The notification and reaction points are on different hosts: rules see all logs together."""
+    lines = (LOGS / "counters_cnp_ok.txt").read_text().splitlines()
+    a, b = tmp_path / "a.txt", tmp_path / "b.txt"
+    a.write_text("\n".join(line for line in lines if "gpu-a02" not in line))
+    b.write_text("\n".join(line for line in lines if "gpu-a01" not in line))
+    assert "DG904" not in ids(run_logs(a, b))
+    assert "DG904" in ids(run_logs(a))
+
+
+def test_single_counter_snapshot_only_warns() -> None:
+    (cnp,) = [f for f in run_logs(LOGS / "counters_cnp_snapshot.txt").findings if f.id == "DG904"]
+    assert cnp.severity == "warning" and cnp.subjects == [{"dev": "mlx5_3"}]
+
+
+def test_link_flap() -> None:
+    (flap,) = [f for f in run_logs(LOGS / "kernel_link_flap.log").findings if f.id == "DG905"]
+    assert flap.severity == "error" and flap.count == 3
+    assert flap.subjects == [{"host": "gpu-c12", "ifname": "ens3np0", "pci": "0000:3b:00.0"}]
+    assert "DG905" not in ids(run_logs(LOGS / "clean_dmesg_boot.log"))
+
+
+# ------------------------------------------------------------------------------------------ user catalog
+
+USER_CATALOG = """\
+version: 1
+signatures:
+  - id: DG122            # replace: sockets are an outage on this cluster
+    title: NCCL fell back to sockets
+    severity: error
+    sources: [nccl]
+    regex: 'Using network Socket'
+    cause: RoCE is mandatory here.
+    next_step: Page the platform team.
+  - id: SITE001          # add: a site-specific line
+    title: Scheduler killed the job for a hung collective
+    severity: warning
+    sources: [any]
+    regex: 'slurmstepd: error: \\*\\*\\* STEP (?P<step>[\\d.]+) ON (?P<host>[\\w.-]+) CANCELLED'
+    cause: The job hung and hit its time limit.
+    next_step: Look for DG125 in the same job.
+"""
+
+
+def test_user_catalog_overrides_and_adds(tmp_path: Path) -> None:
+    user = tmp_path / "site.yaml"
+    user.write_text(USER_CATALOG)
+    merged = load_catalog(user)
+    assert [s.id for s in merged].index("DG122") == [s.id for s in CATALOG].index("DG122")
+    assert merged[-1].id == "SITE001" and len(merged) == len(CATALOG) + 1
+    log = tmp_path / "job.log"
+    log.write_text((SIGNATURES / "DG122.log").read_text()
+                   + "slurmstepd: error: *** STEP 4411.0 ON gpu-a01 CANCELLED AT 2026-05-02T10:11:12 ***\n")
+    report = run_logs(log, catalog=user)
+    by_id = {f.id: f for f in report.findings}
+    assert by_id["DG122"].severity == "error" and by_id["DG122"].next_step == "Page the platform team."
+    assert by_id["SITE001"].subjects == [{"host": "gpu-a01"}] and by_id["SITE001"].details == {"step": ["4411.0"]}
+
+
+# ------------------------------------------------------------------------------------------ CLI
+
+def test_cli_clean_logs_exit_0(capsys, monkeypatch) -> None:
+    code, out, err = cli(capsys, monkeypatch, LOGS / "clean_nccl_allreduce.log", LOGS / "clean_ib_write_bw.txt")
+    assert code == 0, err
+    assert "No known failure signatures in 2 file(s)" in out
+
+
+def test_cli_error_finding_exits_1_with_table(capsys, monkeypatch) -> None:
+    code, out, _ = cli(capsys, monkeypatch, SIGNATURES / "DG101.log", LOGS / "kernel_link_flap.log")
+    assert code == 1
+    assert out.index("error (") < out.index("warning (") < out.index("info (")
+    assert "DG101" in out and "DG905" in out and "mlx5_4" in out
+
+
+def test_cli_warning_only_exits_0(capsys, monkeypatch) -> None:
+    code, out, _ = cli(capsys, monkeypatch, LOGS / "nccl_tc_unset.log")
+    assert code == 0 and "DG902" in out
+
+
+def test_cli_json_shape(capsys, monkeypatch) -> None:
+    code, out, _ = cli(capsys, monkeypatch, "--format", "json", SIGNATURES / "DG110.log")
+    assert code == 1
+    doc = json.loads(out)
+    assert list(doc) == sorted(doc) == ["expected_tos", "files", "findings"]
+    assert doc["files"] == [{"kinds": ["nccl"], "lines": 4, "name": str(SIGNATURES / "DG110.log")}]
+    (finding,) = doc["findings"]
+    assert list(finding) == sorted(finding)
+    assert set(finding) == {"cause", "count", "details", "evidence", "file", "first_line", "id", "last_line",
+                            "next_step", "rule", "severity", "sources", "subjects", "title"}
+    assert finding["id"] == "DG110" and finding["severity"] == "error" and finding["count"] == 2
+    assert {"host": "host-01.example.com", "dev": "mlx5_5", "port": "1", "addr": "10.5.1.21",
+            "peer_addr": "10.5.1.37", "gid_index": "3"} in finding["subjects"]
+
+
+def test_cli_reads_stdin(capsys, monkeypatch) -> None:
+    code, out, _ = cli(capsys, monkeypatch, "-", "-f", "json", stdin=(SIGNATURES / "DG306.log").read_text())
+    assert code == 1
+    doc = json.loads(out)
+    assert doc["files"][0]["name"] == "<stdin>"
+    assert {f["id"] for f in doc["findings"]} == {"DG305", "DG306"}
+
+
+def test_cli_expected_tos_option(capsys, monkeypatch) -> None:
+    code, out, _ = cli(capsys, monkeypatch, "--expected-tos", "104", LOGS / "clean_nccl_allreduce.log")
+    assert code == 1 and "DG901" in out
+
+
+def test_cli_inventory_is_accepted_with_a_note(capsys, monkeypatch, tmp_path) -> None:
+    code, out, err = cli(capsys, monkeypatch, "--inventory", tmp_path, LOGS / "clean_dmesg_boot.log")
+    assert code == 0
+    assert err.count("\n") == 1 and "not available yet" in err
+    assert "DG202" in out
+
+
+def test_cli_user_catalog(capsys, monkeypatch, tmp_path) -> None:
+    user = tmp_path / "site.yaml"
+    user.write_text(USER_CATALOG)
+    code, out, _ = cli(capsys, monkeypatch, "--catalog", user, "-f", "json", SIGNATURES / "DG122.log")
+    assert code == 1
+    assert json.loads(out)["findings"][0]["title"] == "NCCL fell back to sockets"
+
+
+BAD_CATALOG = """\
+version: 1
+signatures:
+  - id: SITE001
+    title: broken
+    severity: fatal
+    sources: [nccl]
+    regex: 'foo(bar'
+    cause: x
+    next_step: y
+    colour: red
+"""
+
+
+def test_cli_bad_catalog_exits_2_with_file_and_line(capsys, monkeypatch, tmp_path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(BAD_CATALOG)
+    code, out, err = cli(capsys, monkeypatch, "--catalog", bad, LOGS / "clean_dmesg_boot.log")
+    assert code == 2 and out == ""
+    assert "Traceback" not in err
+    assert f"{bad}:5: signatures[0].severity: expected 'error', 'warning' or 'info', found 'fatal'" in err
+    assert f"{bad}:7: signatures[0].regex: expected a valid Python regular expression" in err
+    assert f"{bad}:10: signatures[0].colour:" in err
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("version: 1\nsignatures:\n  - id: DG901\n    title: t\n    severity: error\n    sources: [any]\n"
+     "    regex: x\n    cause: c\n    next_step: n\n", ":3: signatures[0].id: expected an id not reserved"),
+    ("version: 1\nsignatures:\n  - id: SITE1\n    title: t\n    severity: error\n    sources: [any]\n"
+     "    regex: x\n    cause: c\n    next_step: n\n  - id: SITE1\n    title: t\n    severity: info\n"
+     "    sources: [any]\n    regex: y\n    cause: c\n    next_step: n\n",
+     ":10: signatures[1].id: expected a unique id"),
+    ("signatures: [\n", ": expected valid YAML"),
+    ("- just\n- a list\n", ":1: expected a mapping with a 'signatures' list"),
+])
+def test_cli_bad_catalog_variants(capsys, monkeypatch, tmp_path, text, message) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(text)
+    code, _, err = cli(capsys, monkeypatch, "--catalog", bad, LOGS / "clean_dmesg_boot.log")
+    assert code == 2 and "Traceback" not in err
+    assert message in err
+
+
+def test_cli_missing_log_exits_2(capsys, monkeypatch, tmp_path) -> None:
+    code, _, err = cli(capsys, monkeypatch, tmp_path / "nope.log")
+    assert code == 2 and "nope.log: expected a readable log file" in err and "Traceback" not in err
+
+
+def test_gzip_logs_are_read(tmp_path: Path) -> None:
+    import gzip
+
+    gz = tmp_path / "dmesg.log.gz"
+    gz.write_bytes(gzip.compress((LOGS / "kernel_link_flap.log").read_bytes()))
+    assert "DG905" in ids(run_logs(gz))
