@@ -450,6 +450,10 @@ class UnnumberedBothEnds(Rule):
                 peer_sw = ctx.intent.switches.get(n.peer)
                 back = nbr.get((n.peer, n.peer_port))
                 p, pp = ctx.port.get((sw.name, n.port)), ctx.port.get((n.peer, n.peer_port))
+                where = ("", None)
+                ok = peer_sw is not None and back is not None and back.peer == sw.name
+                if ok and p and p.unnumbered and pp and pp.unnumbered and n.remote_asn == peer_sw.bgp.asn:
+                    continue
                 where = ctx.link_at(sw.name, n.port)
                 if peer_sw is None or back is None or back.peer != sw.name:
                     yield self.finding(
