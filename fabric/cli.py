@@ -22,7 +22,8 @@ err = Console(stderr=True, highlight=False, soft_wrap=True)
 def main() -> None:
     """Entry point: user errors become one line each and exit code 2, never a traceback."""
     try:
-        app(standalone_mode=False)
+        rc = app(standalone_mode=False)  # typer returns the code of a typer.Exit in this mode
+        sys.exit(rc if isinstance(rc, int) else 0)
     except (InputError, UsageError) as exc:
         for line in str(exc).splitlines():
             err.print(f"error: {line}", markup=False)
@@ -79,14 +80,14 @@ def render(inventory: InventoryArg,
            output: Annotated[Path | None, typer.Option("-o", "--output", help="default build/<fabric>")] = None,
            only: Annotated[list[str] | None, typer.Option("--only", help="device name (repeatable)")] = None) -> None:
     """Render every switch and host configuration into a directory tree."""
-    from fabric.render import render_fabric, write_tree
+    from fabric.render import render_to
 
     _, fabric = _load(inventory)
     unknown = sorted(set(only or []) - set(fabric.switches) - set(fabric.hosts))
     if unknown:
         raise UsageError(f"--only: expected a device of {fabric.name}, found {', '.join(unknown)}")
     root = output or Path("build") / fabric.name
-    count = write_tree(root, render_fabric(fabric, set(only) if only else None))
+    count = render_to(root, fabric, set(only) if only else None)
     out.print(f"rendered {count} files for {len(only) if only else len(fabric.switches) + len(fabric.hosts)} "
               f"devices into {root}")
 

@@ -129,17 +129,17 @@ class Deriver:
                     address = f"{self.host_address(host, nic.rail)[1]}/31"
                 hosts_on[key] = hosts_on.get(key, 0) + 1
                 vfs_on[key] = vfs_on.get(key, 0) + nic.vfs
-                ports.append(PortIntent.model_construct(
+                ports.append(PortIntent(
                     name=port, speed=speed, lanes=lanes, mtu=mtu, cable_m=cable, kind="host", peer=peer,
                     peer_port=peer_port, description=f"{peer}:{peer_port} rail{nic.rail}", vlan=vlan,
                     address=address, unnumbered=False, adaptive_routing=False, lossless=lossless, headroom=hr))
             else:
                 ar = ar_on and speed in sw.platform.adaptive_routing_speeds
-                ports.append(PortIntent.model_construct(
+                ports.append(PortIntent(
                     name=port, speed=speed, lanes=lanes, mtu=mtu, cable_m=cable, kind="fabric", peer=peer,
                     peer_port=peer_port, description=f"{peer}:{peer_port}", vlan=None, address=None,
                     unnumbered=True, adaptive_routing=ar, lossless=lossless, headroom=hr))
-                neighbors.append(BgpNeighbor.model_construct(port=port, peer=peer, peer_port=peer_port,
+                neighbors.append(BgpNeighbor(port=port, peer=peer, peer_port=peer_port,
                                                              remote_asn=self.asn[peer]))
         svis, networks, blackholes = [], [f"{lo}/32"], []
         for (su, rail), names in sorted(members.items()):

@@ -6,6 +6,7 @@ to `host.json` and read back by the host agent, so its shape is a stable boundar
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -18,7 +19,10 @@ class Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class PortIntent(Model):
+@dataclass(slots=True, kw_only=True)
+class PortIntent:
+    """One switch port. A plain dataclass: a 32k-GPU fabric has ~200,000 of them."""
+
     name: str
     speed: int  # Gb/s
     lanes: int
@@ -46,7 +50,8 @@ class Svi(Model):
     rail: int
 
 
-class BgpNeighbor(Model):
+@dataclass(slots=True, kw_only=True)
+class BgpNeighbor:
     port: str
     peer: str
     peer_port: str

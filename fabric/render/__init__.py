@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import importlib
 import json
+import multiprocessing
+import os
 import re
 from functools import cache
 from pathlib import Path
@@ -37,15 +39,21 @@ _PLAIN = re.compile(r"^[A-Za-z_][A-Za-z0-9_./-]*$")
 _RESERVED = {"y", "n", "yes", "no", "on", "off", "true", "false", "null", "~"}
 
 
+@cache
+def _string(s: str) -> str:
+    return s if _PLAIN.match(s) and s.lower() not in _RESERVED else json.dumps(s)
+
+
 def _scalar(v: Any) -> str:
+    if isinstance(v, str):
+        return _string(v)
     if v is None:
         return "null"
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, (int, float)):
         return repr(v)
-    s = str(v)
-    return s if _PLAIN.match(s) and s.lower() not in _RESERVED else json.dumps(s)
+    return _string(str(v))
 
 
 def _emit(data: Any, indent: str, out: list[str]) -> None:
@@ -94,7 +102,11 @@ def render_host(host: HostIntent, fabric: FabricIntent) -> Files:
     return importlib.import_module("fabric.render.host").render(host, fabric)
 
 
-def render_fabric(fabric: FabricIntent, only: set[str] | None = None) -> dict[str, Files]:
+def network_attachments(fabric: FabricIntent) -> Files:
+    return importlib.import_module("fabric.render.host").network_attachments(fabric)
+
+
+def render_fabric(fabric: FabricIntent, only: set[str] | None = None, k8s: bool = True) -> dict[str, Files]:
     """Every device's files keyed by `switches/<name>` or `hosts/<name>`, in a stable order."""
     out: dict[str, Files] = {}
     for name, sw in fabric.switches.items():
@@ -103,12 +115,35 @@ def render_fabric(fabric: FabricIntent, only: set[str] | None = None) -> dict[st
     for name, host in fabric.hosts.items():
         if not only or name in only:
             out[f"hosts/{name}"] = render_host(host, fabric)
-    if not only:
-        from fabric.render.host import network_attachments
-
-        if k8s := network_attachments(fabric):
-            out["k8s"] = k8s
+    if k8s and not only and (nads := network_attachments(fabric)):
+        out["k8s"] = nads
     return out
+
+
+_SHARED: FabricIntent | None = None  # inherited by forked workers, never pickled
+
+
+def _render_write(args: tuple[Path, list[str]]) -> int:
+    root, names = args
+    assert _SHARED is not None
+    return write_tree(root, render_fabric(_SHARED, set(names), k8s=False))
+
+
+def render_to(root: Path, fabric: FabricIntent, only: set[str] | None = None, workers: int | None = None) -> int:
+    """Render and write every device (or `only`); large fabrics in parallel worker processes."""
+    global _SHARED
+    names = [n for n in [*fabric.switches, *fabric.hosts] if not only or n in only]
+    workers = min(workers or os.cpu_count() or 1, max(1, len(names) // 200))
+    count = 0 if only else write_tree(root, {"k8s": network_attachments(fabric)} if fabric.hosts else {})
+    if workers <= 1:
+        return count + write_tree(root, render_fabric(fabric, set(names), k8s=False))
+    _SHARED = fabric
+    try:
+        chunks = [(root, names[i::workers]) for i in range(workers)]
+        with multiprocessing.get_context("fork").Pool(workers) as pool:
+            return count + sum(pool.map(_render_write, chunks))
+    finally:
+        _SHARED = None
 
 
 def write_tree(root: Path, rendered: dict[str, Files]) -> int:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from functools import lru_cache
 from typing import Any
 
 from fabric.design.intent import FabricIntent, PortIntent, SwitchIntent
@@ -148,12 +149,28 @@ def flatten(tree: Tree, prefix: tuple[str, ...] = ()) -> list[tuple[tuple[str, .
     return out
 
 
+@lru_cache(maxsize=65536)
+def _quote(word: str) -> str:
+    return shlex.quote(word)
+
+
+def _set_lines(tree: Tree, prefix: str, out: list[str]) -> None:
+    for key in sorted(tree):
+        value = tree[key]
+        path = f"{prefix} {_quote(str(key))}"
+        if isinstance(value, dict) and value:
+            _set_lines(value, path, out)
+        elif isinstance(value, dict):
+            out.append(path)
+        else:
+            out.append(f"{path} {_quote(str(value))}")
+
+
 def set_lines(tree: Tree) -> str:
-    lines = []
-    for path, value in flatten(tree):
-        words = [shlex.quote(w) for w in path] + ([shlex.quote(value)] if value is not None else [])
-        lines.append("nv set " + " ".join(words))
-    return "\n".join(lines) + "\n"
+    """`nv set …` lines, one per leaf of the tree, in the same order as the patch YAML."""
+    out: list[str] = []
+    _set_lines(tree, "nv set", out)
+    return "\n".join(out) + "\n"
 
 
 def patch_yaml(tree: Tree) -> str:
