@@ -95,7 +95,7 @@ def status(inventory: InventoryArg,
         out.print_json(json.dumps(data))
     else:
         _print_status(s, fabric)
-    raise typer.Exit(0 if s.ok else 1)
+    sys.exit(0 if s.ok else 1)  # not typer.Exit: main() runs click with standalone_mode=False
 
 
 def _print_status(s, fabric) -> None:
@@ -161,7 +161,7 @@ def exec_(inventory: InventoryArg, node: Annotated[str, typer.Argument(help="swi
           command: Annotated[list[str], typer.Argument(help="command after --")]) -> None:
     """Run a command in the node's namespace (`fabric lab exec INV NODE -- CMD …`)."""
     st, _ = _state(inventory)
-    raise typer.Exit(subprocess.run(st.ns_argv(node, command)).returncode)
+    sys.exit(subprocess.run(st.ns_argv(node, command)).returncode)
 
 
 @lab_app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
@@ -174,7 +174,7 @@ def ssh(inventory: InventoryArg, node: Annotated[str, typer.Argument(help="switc
     if not command:
         argv.remove("BatchMode=yes")
         argv.remove("-o")  # the one before BatchMode: interactive sessions may prompt (e.g. host keys)
-    raise typer.Exit(subprocess.run(argv).returncode)
+    sys.exit(subprocess.run(argv).returncode)
 
 
 @lab_app.command()

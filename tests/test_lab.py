@@ -1,0 +1,128 @@
+"""The example fabric in the lab: convergence, ECMP, reachability, exec, real ssh, faults, clean down."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from collections.abc import Iterator
+
+import pytest
+from test_lab_support import assert_nothing_left, fabric, lab_state, require_lab, status_json
+
+INV = "inventories/example"
+pytestmark = [pytest.mark.root, pytest.mark.lab]
+
+
+@pytest.fixture(scope="module")
+def lab() -> Iterator[None]:
+    require_lab()
+    try:
+        fabric("lab", "up", INV, "--timeout", "90", check=True)
+        yield
+    finally:
+        p = fabric("lab", "down", INV)
+        assert p.returncode == 0, p.stderr
+        assert_nothing_left()
+
+
+def _wait_ok(timeout: float = 40) -> dict:
+    deadline = time.monotonic() + timeout
+    while True:
+        rc, data = status_json(INV, "--no-pings")
+        if rc == 0 or time.monotonic() > deadline:
+            return data
+        time.sleep(1)
+
+
+def test_converged_with_full_ecmp(lab: None) -> None:
+    rc, data = status_json(INV, "--no-pings")
+    assert rc == 0, data["problems"]
+    sws = {s["name"]: s for s in data["switches"]}
+    assert len(sws) == 6
+    for s in sws.values():
+        assert s["sessions"] and all(x["state"] == "Established" for x in s["sessions"])
+        assert s["missing"] == []
+    for name in ("leaf-su1-r1", "leaf-su1-r2", "leaf-su1-r3", "leaf-su1-r4"):
+        # other leaves' loopbacks and rail subnets via both spines
+        assert sws[name]["ecmp_min"] == 2 and sws[name]["remote_prefixes"] == 6
+
+
+def test_reachability_per_rail(lab: None) -> None:
+    rc, data = status_json(INV)
+    assert rc == 0, data["problems"]
+    pings = data["pings"]
+    assert len(pings) == 4 * 4 * 3  # rails × ordered host pairs
+    assert all(p["ok"] for p in pings)
+    assert {p["rail"] for p in pings} == {1, 2, 3, 4}
+
+
+def test_exec_runs_in_node_namespace(lab: None) -> None:
+    p = fabric("lab", "exec", INV, "spine1", "--", "ip", "-br", "link", "show", "swp4", check=True)
+    assert p.stdout.startswith("swp4")
+    p = fabric("lab", "exec", INV, "gpu-su1-01", "--", "false")
+    assert p.returncode == 1
+
+
+def test_ssh_runs_a_command_over_real_ssh(lab: None) -> None:
+    p = fabric("lab", "ssh", INV, "gpu-su1-02", "--", "ip", "-br", "addr", "show", "rail3", check=True)
+    assert "10.100.2.3/24" in p.stdout
+    p = fabric("lab", "ssh", INV, "leaf-su1-r2", "--", "vtysh", "-h", check=True)
+    assert "vtysh" in p.stdout or "Usage" in p.stdout
+
+
+def test_link_down_shows_in_status_and_clears(lab: None) -> None:
+    fabric("lab", "fault", INV, "link", "leaf-su1-r1:swp5", "down", check=True)
+    try:
+        time.sleep(1)
+        rc, data = status_json(INV, "--no-pings")
+        assert rc == 1
+        sws = {s["name"]: s for s in data["switches"]}
+        r1 = {x["neighbor"]: x["state"] for x in sws["leaf-su1-r1"]["sessions"]}
+        assert r1["swp5"] != "Established" and r1["swp6"] == "Established"
+        assert sws["leaf-su1-r2"]["ecmp_min"] == 1  # leaf-su1-r1's prefixes only via spine2 now
+        assert data["faults"] == [{"kind": "link", "node": "leaf-su1-r1", "port": "swp5", "ifname": "swp5",
+                                   "rate": None}]
+    finally:
+        fabric("lab", "fault", INV, "clear", check=True)
+    data = _wait_ok()
+    assert data["ok"], data["problems"]
+    assert data["faults"] == []
+
+
+def test_throttle_recorded_tbf_present_and_slow(lab: None) -> None:
+    fabric("lab", "fault", INV, "throttle", "gpu-su1-01:rail1", "10mbit", check=True)
+    server = None
+    try:
+        _, data = status_json(INV, "--no-pings")
+        assert data["faults"][0]["kind"] == "throttle" and data["faults"][0]["rate"] == "10mbit"
+        q = fabric("lab", "exec", INV, "gpu-su1-01", "--", "tc", "qdisc", "show", "dev", "rail1", check=True)
+        assert "tbf" in q.stdout and "10Mbit" in q.stdout
+        # bounded iperf3 over rail 1: the throttled host's egress stays near the tbf rate
+        st = lab_state("example")
+        server = subprocess.Popen(st.ns_argv("gpu-su1-02", ["iperf3", "-s", "-1", "-B", "10.100.0.3"]),
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(0.5)
+        c = st.run("gpu-su1-01", ["iperf3", "-c", "10.100.0.3", "-B", "10.100.0.2", "-t", "2", "-J"],
+                   timeout=20)
+        bps = json.loads(c.stdout)["end"]["sum_received"]["bits_per_second"]
+        assert 0 < bps < 20e6, bps
+    finally:
+        if server:
+            server.kill()
+            server.wait(5)
+        fabric("lab", "fault", INV, "clear", check=True)
+    q = fabric("lab", "exec", INV, "gpu-su1-01", "--", "tc", "qdisc", "show", "dev", "rail1", check=True)
+    assert "tbf" not in q.stdout
+
+
+def test_bad_fault_arguments_are_usage_errors(lab: None) -> None:
+    p = fabric("lab", "fault", INV, "throttle", "gpu-su1-01:rail1", "fast")
+    assert p.returncode == 2 and "expected a tc rate" in p.stderr
+    p = fabric("lab", "fault", INV, "link", "nosuch:swp1", "down")
+    assert p.returncode == 2 and "no node 'nosuch'" in p.stderr
+
+
+def test_second_up_refused(lab: None) -> None:
+    p = fabric("lab", "up", INV)
+    assert p.returncode == 2 and "lab down" in p.stderr

@@ -1,0 +1,79 @@
+"""Helpers of the lab tests (no tests here): prerequisites (a failure under CI=true), CLI, leftovers."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+FABRIC = str(Path(sys.executable).with_name("fabric"))
+STATE_BASE = "/run/roce-fabric/test-lab"  # traversable by FRR's user, unlike pytest's tmp dirs
+
+
+def require_lab() -> None:
+    """Skip without root/FRR/sshd, except in CI where a missing prerequisite is a failure."""
+    from fabric.lab.sh import missing_prerequisites
+
+    problem = "not root" if os.geteuid() != 0 else ""
+    if not problem:
+        missing = missing_prerequisites()
+        problem = f"missing {', '.join(missing)}" if missing else ""
+    if problem:
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(f"lab prerequisite: {problem}")
+        pytest.skip(f"lab prerequisite: {problem}")
+
+
+def env() -> dict[str, str]:
+    return {**os.environ, "FABRIC_LAB_STATE": STATE_BASE, "COLUMNS": "200"}
+
+
+def fabric(*args: str, timeout: float = 180, check: bool = False) -> subprocess.CompletedProcess[str]:
+    p = subprocess.run([FABRIC, *args], capture_output=True, text=True, timeout=timeout, env=env(), cwd=ROOT)
+    if check and p.returncode != 0:
+        raise AssertionError(f"fabric {' '.join(args)} exited {p.returncode}: {p.stdout}\n{p.stderr}")
+    return p
+
+
+def status_json(inventory: str, *extra: str) -> tuple[int, dict]:
+    p = fabric("lab", "status", inventory, "--format", "json", *extra)
+    return p.returncode, json.loads(p.stdout)
+
+
+def lab_state(fabric_name: str):
+    """The LabState of a test lab (read straight from the test state dir)."""
+    from fabric.lab.state import LabState
+
+    return LabState.model_validate_json((Path(STATE_BASE) / fabric_name / "state.json").read_text())
+
+
+def lab_namespaces(prefix: str = "rf-") -> list[str]:
+    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    return [ln.split()[0] for ln in out.splitlines() if ln.startswith(prefix)]
+
+
+def lab_processes() -> list[str]:
+    """Running (non-zombie) processes whose command line points into the test state dir."""
+    from fabric.lab.sh import alive, cmdline
+
+    found = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit() and STATE_BASE in cmdline(int(d.name)) and alive(int(d.name)):
+            found.append(f"{d.name} {cmdline(int(d.name))[:80]}")
+    return found
+
+
+def lab_links(prefix: str = "rf-") -> list[str]:
+    out = subprocess.run(["ip", "-br", "link"], capture_output=True, text=True).stdout
+    return [ln.split()[0] for ln in out.splitlines() if ln.startswith(prefix)]
+
+
+def assert_nothing_left() -> None:
+    assert lab_namespaces() == []
+    assert lab_processes() == []
+    assert lab_links() == []
