@@ -127,6 +127,7 @@ class _Builder:
     def __init__(self, inv: Inventory, smap: SourceMap, target: str | None = None):
         self.inv, self.smap, self.t, self.force_target = inv, smap, Topo(), target
         self.overrides = {s.name: (i, s) for i, s in enumerate(inv.switches)}
+        self.reported: set[tuple[Any, ...]] = set()
 
     def problem(self, loc: tuple[Any, ...], expected: str, found: str = "") -> None:
         self.t.problems.append(self.smap.problem(loc, expected, found))
@@ -304,8 +305,10 @@ class _Builder:
             seen.add(nd.netdev)
             leaf_name = self.t.leaf_of.get((su, nd.rail))
             if leaf_name is None:
-                self.problem((*nic_loc, "rail"), f"a rail with a leaf in SU {su} (rails 1-{self.inv.topology.rails})",
-                             f"rail {nd.rail} on {name}")
+                if nic_loc not in self.reported:  # a shared default is reported once, not per host
+                    self.reported.add(nic_loc)
+                    self.problem((*nic_loc, "rail"), f"a rail with a leaf in SU {su} "
+                                 f"(rails 1-{self.inv.topology.rails})", f"rail {nd.rail} on {name}")
                 continue
             nic = Nic(nd.rail, nd.rdma, nd.netdev, nd.vlan, nd.vfs)
             leaf = self.t.switches[leaf_name]

@@ -93,6 +93,7 @@ def read_sections(directory: Path, smap: SourceMap) -> dict[str, Any]:
     if not files:
         raise InputError(Problem(str(directory), None, "", "at least one *.yaml file", "none"))
     data: dict[str, Any] = {}
+    first: dict[str, tuple[str, int | None]] = {}
     problems: list[Problem] = []
     for path in files:
         try:
@@ -108,14 +109,14 @@ def read_sections(directory: Path, smap: SourceMap) -> dict[str, Any]:
             continue
         for key, value in doc.items():
             if key in data:
-                first = smap.where((key,))
                 problems.append(smap.problem((key,), f"section {key!r} in one file only",
-                                             f"it again (also in {first[0]}:{first[1]})"))
+                                             f"it again (first in {first[key][0]}:{first[key][1]})"))
+                smap.lines[(key,)] = first[key]
                 continue
             data[key] = value
+            first[key] = smap.where((key,))
     if problems:
         raise InputError(problems)
-    # Record each section's own line again (a duplicate in a later file overwrote it).
     return data
 
 

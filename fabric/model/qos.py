@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import copy
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 from fabric.model.units import Bytes, Millis
 
-Priority = int  # 0..7, an 802.1p / switch priority
-TC = int  # 0..7, a traffic class (== egress queue here)
+Priority = Annotated[int, Field(ge=0, le=7)]  # an 802.1p / switch priority
+TC = Annotated[int, Field(ge=0, le=7)]  # a traffic class (== egress queue here)
+Dscp = Annotated[int, Field(ge=0, le=63)]
 
 
 class EcnProfile(BaseModel):
@@ -50,31 +51,18 @@ class QosPolicy(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     trust: Literal["dscp", "pcp"]
-    dscp_to_priority: dict[int, int]
-    default_priority: int = Field(ge=0, le=7)
-    priority_to_tc: dict[int, int]
-    lossless_priorities: list[int]
+    dscp_to_priority: dict[Dscp, Priority]
+    default_priority: Priority
+    priority_to_tc: dict[Priority, TC]
+    lossless_priorities: list[Priority]
     roce_dscp: int = Field(ge=0, le=63)
     cnp_dscp: int = Field(ge=0, le=63)
     cnp_priority: int = Field(ge=0, le=7)
-    ets_strict: list[int]  # TCs served strict priority
-    ets_dwrr: dict[int, int]  # TC → DWRR weight in percent
-    ecn: dict[int, EcnProfile]  # TC → marking profile
+    ets_strict: list[TC]  # TCs served strict priority
+    ets_dwrr: dict[TC, Annotated[int, Field(ge=0, le=100)]]  # TC → DWRR weight in percent
+    ecn: dict[TC, EcnProfile]  # TC → marking profile
     pfc_watchdog: PfcWatchdog
     headroom: HeadroomPolicy
-
-    @model_validator(mode="after")
-    def _ranges(self) -> QosPolicy:
-        for d, p in self.dscp_to_priority.items():
-            if not (0 <= d <= 63 and 0 <= p <= 7):
-                raise ValueError(f"DSCP 0-63 mapped to priority 0-7, found {d}: {p}")
-        for p, t in self.priority_to_tc.items():
-            if not (0 <= p <= 7 and 0 <= t <= 7):
-                raise ValueError(f"priority 0-7 mapped to traffic class 0-7, found {p}: {t}")
-        for x in [*self.lossless_priorities, *self.ets_strict, *self.ets_dwrr, *self.ecn]:
-            if not 0 <= x <= 7:
-                raise ValueError(f"priorities and traffic classes 0-7, found {x}")
-        return self
 
     def priority_of_dscp(self, dscp: int) -> int:
         return self.dscp_to_priority.get(dscp, self.default_priority)

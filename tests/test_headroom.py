@@ -1,0 +1,68 @@
+"""PFC headroom: the SONiC/Mellanox formula reproduces the vendors' static pg_profile_lookup tables."""
+
+from __future__ import annotations
+
+import pytest
+
+from fabric.design.headroom import headroom
+from fabric.model.platforms import ASIC_BUFFER
+
+# ACS-SN5600 (Spectrum-4) and ACS-MSN2700 (Spectrum-1) pg_profile_lookup.ini rows: (size, xon, xoff),
+# reference switch-qos.md §1.5.
+SN5600 = {(400000, 5): (250880, 19456, 231424), (400000, 40): (303104, 19456, 283648),
+          (400000, 300): (697344, 19456, 677888)}
+MSN2700 = {(100000, 5): (50176, 19456, 30720), (100000, 40): (58368, 19456, 38912),
+           (100000, 300): (123904, 19456, 104448)}
+
+
+@pytest.mark.parametrize(("speed", "cable"), sorted(SN5600))
+def test_sn5600_static_table(speed: int, cable: int) -> None:
+    """Current formula (IEEE 802.3 pause quanta, kB on tile) with port MTU 9216, lossless MTU 1024 and
+    100 % small packets (the static tables assume the worst case)."""
+    hr = headroom(ASIC_BUFFER["spectrum-4"], speed_mbps=speed, cable_m=cable, port_mtu=9216, lanes=4,
+                  lossless_mtu=1024, small_packet_percentage=100)
+    assert (hr.size, hr.xon, hr.xoff) == SN5600[(speed, cable)]
+
+
+def test_sn5600_800g_eight_lanes() -> None:
+    """An 8-lane port doubles the pipeline latency (xon) and adds one port MTU to the size."""
+    hr = headroom(ASIC_BUFFER["spectrum-4"], speed_mbps=800000, cable_m=40, port_mtu=9216, lanes=8,
+                  lossless_mtu=1024, small_packet_percentage=100)
+    assert (hr.size, hr.xon, hr.xoff) == (410624, 38912, 362496)
+
+
+@pytest.mark.parametrize(("speed", "cable"), sorted(MSN2700))
+def test_msn2700_static_table(speed: int, cable: int) -> None:
+    """The Spectrum-1 table predates the pause-quanta table: it takes the ASIC_TABLE peer response time
+    (3.8 KB) at every speed, with port MTU 9100, lossless MTU 1024 and 100 % small packets."""
+    hr = headroom(ASIC_BUFFER["spectrum-1"], speed_mbps=speed, cable_m=cable, port_mtu=9100, lanes=4,
+                  lossless_mtu=1024, small_packet_percentage=100, use_pause_quanta=False)
+    assert (hr.size, hr.xon, hr.xoff) == MSN2700[(speed, cable)]
+
+
+def test_fewer_small_packets_need_less_headroom() -> None:
+    asic = ASIC_BUFFER["spectrum-4"]
+    worst = headroom(asic, speed_mbps=400000, cable_m=40, port_mtu=9216, small_packet_percentage=100)
+    typical = headroom(asic, speed_mbps=400000, cable_m=40, port_mtu=9216, small_packet_percentage=50)
+    assert typical.xoff < worst.xoff and typical.xon == worst.xon
+
+
+def test_shared_headroom_pool_keeps_only_xon() -> None:
+    hr = headroom(ASIC_BUFFER["spectrum-4"], speed_mbps=400000, cable_m=5, port_mtu=9216,
+                  shared_headroom_pool=True)
+    assert hr.size == hr.xon == 19456
+
+
+def test_derived_ports_carry_the_formula() -> None:
+    """A 400G/5m host port of an SN5600 leaf in the H100 example gets the SN5600 table row."""
+    from pathlib import Path
+
+    from fabric.design.derive import derive
+    from fabric.model.load import load
+
+    f = derive(load(Path(__file__).parent.parent / "inventories" / "h100-400g"))
+    port = next(p for p in f.switches["leaf-su1-r1"].ports if p.kind == "host")
+    assert (port.speed, port.cable_m, port.lanes) == (400, 5, 4)
+    assert (port.headroom.size, port.headroom.xon, port.headroom.xoff) == SN5600[(400000, 5)]
+    uplink = next(p for p in f.switches["leaf-su1-r1"].ports if p.kind == "fabric")
+    assert (uplink.headroom.size, uplink.headroom.xoff) == SN5600[(400000, 40)][::2]

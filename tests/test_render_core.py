@@ -1,0 +1,160 @@
+"""frr and host renderers: golden files, FRR's own checker, determinism of whole trees."""
+
+from __future__ import annotations
+
+import filecmp
+import json
+import os
+import shutil
+import subprocess
+from functools import cache
+from pathlib import Path
+
+import pytest
+import yaml
+
+from fabric.design.derive import derive
+from fabric.design.intent import FabricIntent, HostIntent
+from fabric.model.load import load
+from fabric.render import render_fabric, render_host, render_switch, render_to
+from tests.conftest import require
+
+ROOT = Path(__file__).resolve().parent.parent
+GOLDEN = Path(__file__).resolve().parent / "golden" / "example"
+UPDATE = os.environ.get("UPDATE_GOLDEN") == "1"
+DEVICES = ["spine1", "leaf-su1-r1", "gpu-su1-01"]
+
+
+@cache
+def fabric(inventory: str = "example", target: str | None = None) -> FabricIntent:
+    return derive(load(ROOT / "inventories" / inventory), target)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_golden_example(device: str) -> None:
+    """Golden files were checked by hand against shared/reference before they were committed."""
+    f = fabric()
+    files = render_switch(f.switches[device], f) if device in f.switches else render_host(f.hosts[device], f)
+    for name, text in files.items():
+        path = GOLDEN / device / name
+        if UPDATE:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+        assert path.exists(), f"missing golden {path}; run with UPDATE_GOLDEN=1 and review"
+        assert text == path.read_text(), f"{path} differs; review, then UPDATE_GOLDEN=1"
+
+
+def frr_confs() -> list[tuple[str, str]]:
+    out = []
+    for inv in ("example", "h100-400g", "sonic-example", "eos-example"):
+        f = fabric(inv, "frr")
+        names = sorted(f.switches)[:3] + sorted(f.switches)[-2:]
+        out += [(f"{inv}/{n}", render_switch(f.switches[n], f)["frr.conf"]) for n in sorted(set(names))]
+    return out
+
+
+@pytest.mark.parametrize(("name", "conf"), frr_confs(), ids=lambda x: x if "/" in x else "")
+def test_frr_checker_accepts_rendered_conf(name: str, conf: str, tmp_path: Path) -> None:
+    """FRR's own parser (`vtysh -C -f`, Debian's frr package) accepts every rendered frr.conf."""
+    require(shutil.which("vtysh") is not None, "vtysh (apt install frr)")
+    path = tmp_path / "frr.conf"
+    path.write_text(conf)
+    proc = subprocess.run(["vtysh", "-C", "-f", str(path)], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, f"{name}: {proc.stdout}{proc.stderr}"
+
+
+def test_frr_checker_rejects_a_broken_conf(tmp_path: Path) -> None:
+    """The checker test above can fail: a typo is caught."""
+    require(shutil.which("vtysh") is not None, "vtysh (apt install frr)")
+    f = fabric()
+    conf = render_switch(f.switches["spine1"], f)["frr.conf"].replace("remote-as", "remote-ass", 1)
+    path = tmp_path / "frr.conf"
+    path.write_text(conf)
+    assert subprocess.run(["vtysh", "-C", "-f", str(path)], capture_output=True, timeout=60).returncode != 0
+
+
+def test_frr_bgp_matches_intent() -> None:
+    f = fabric()
+    leaf = f.switches["leaf-su1-r1"]
+    conf = render_switch(leaf, f)["frr.conf"]
+    assert f"router bgp {leaf.bgp.asn}\n" in conf
+    for n in leaf.bgp.neighbors:
+        assert f" neighbor {n.port} interface peer-group FABRIC\n neighbor {n.port} remote-as 65000\n" in conf
+    assert " network 10.100.0.0/24\n" in conf and " maximum-paths 64\n" in conf
+
+
+def test_rendering_twice_gives_byte_identical_trees(tmp_path: Path) -> None:
+    """Determinism over every target: the example plus the sonic, nvue and eos examples."""
+    for inv in ("example", "h100-400g", "sonic-example", "eos-example"):
+        a, b = tmp_path / inv / "a", tmp_path / inv / "b"
+        render_to(a, derive(load(ROOT / "inventories" / inv)))
+        render_to(b, derive(load(ROOT / "inventories" / inv)), workers=2)
+        left = sorted(p.relative_to(a) for p in a.rglob("*") if p.is_file())
+        right = sorted(p.relative_to(b) for p in b.rglob("*") if p.is_file())
+        assert left == right and left
+        match, mismatch, errors = filecmp.cmpfiles(a, b, [str(p) for p in left], shallow=False)
+        assert not mismatch and not errors, (inv, mismatch, errors)
+
+
+def host(name: str = "gpu-su1-01") -> HostIntent:
+    return fabric().hosts[name]
+
+
+def test_host_json_round_trips() -> None:
+    h = host()
+    text = render_host(h, fabric())["host.json"]
+    assert HostIntent.model_validate_json(text) == h
+    data = json.loads(text)
+    assert data["nic_qos"]["pfc"] == [0, 0, 0, 1, 0, 0, 0, 0]
+    assert data["nic_qos"]["roce_tos"] == 106 == (26 << 2) | 2
+
+
+def test_roce_setup_script_is_valid_sh_and_matches_intent() -> None:
+    h = host()
+    script = render_host(h, fabric())["roce-setup.sh"]
+    assert subprocess.run(["sh", "-n"], input=script, text=True, timeout=30).returncode == 0
+    assert "--pfc 0,0,0,1,0,0,0,0 --prio_tc 0,0,0,3,0,0,6,0 --tsa ets,ets,ets,ets,ets,ets,strict,ets " \
+           "--tcbw 50,0,0,50,0,0,0,0" in script
+    for r in h.rails:
+        assert f"ip rule add from {r.address.split('/')[0]} table {r.table} priority {r.rule_priority}" in script
+        assert f"ip route replace 10.100.0.0/16 via {r.gateway} dev {r.ifname} table {r.table}" in script
+    assert "eth0" not in script.replace("The management interface eth0 is never touched", "")
+
+
+def test_netplan_describes_the_rails() -> None:
+    h = host()
+    plan = yaml.safe_load(render_host(h, fabric())["netplan.yaml"])["network"]
+    assert sorted(plan["ethernets"]) == [r.netdev for r in h.rails]
+    r = h.rails[0]
+    eth = plan["ethernets"][r.netdev]
+    assert eth["addresses"] == [r.address] and eth["mtu"] == 9000
+    assert {"from": r.address.split("/")[0], "table": r.table, "priority": r.rule_priority} in eth["routing-policy"]
+    assert {"to": "10.100.0.0/16", "via": r.gateway, "table": r.table} in eth["routes"]
+
+
+def test_tagged_rail_renders_vlan_subinterface(example_copy: Path) -> None:
+    hosts = example_copy / "hosts.yaml"
+    hosts.write_text(hosts.read_text().replace("netdev: rail1}", "netdev: rail1, vlan: 101}"))
+    f = derive(load(example_copy))
+    h = f.hosts["gpu-su1-01"]
+    assert h.rails[0].ifname == "rail1.101"
+    files = render_host(h, f)
+    plan = yaml.safe_load(files["netplan.yaml"])["network"]
+    assert plan["vlans"]["rail1.101"]["id"] == 101 and plan["vlans"]["rail1.101"]["link"] == "rail1"
+    assert "addresses" not in plan["ethernets"]["rail1"]
+    assert "ip link add link rail1 name rail1.101 type vlan id 101" in files["roce-setup.sh"]
+
+
+def test_nccl_env() -> None:
+    env = dict(line.split("=", 1) for line in render_host(host(), fabric())["nccl.env"].splitlines())
+    assert env == {"NCCL_IB_GID_INDEX": "3", "NCCL_IB_HCA": "=mlx5_0:1,mlx5_1:1,mlx5_2:1,mlx5_3:1",
+                   "NCCL_IB_TC": "106", "NCCL_SOCKET_IFNAME": "=eth0"}
+
+
+def test_network_attachments_per_su_and_rail() -> None:
+    docs = list(yaml.safe_load_all(render_fabric(fabric())["k8s"]["network-attachments.yaml"]))
+    assert [d["metadata"]["name"] for d in docs] == ["rail1-su1", "rail2-su1", "rail3-su1", "rail4-su1"]
+    cfg = json.loads(docs[0]["spec"]["config"])
+    assert cfg["type"] == "sriov" and cfg["ipam"]["range"] == "10.100.0.0/24"
+    assert cfg["ipam"]["range_start"] == "10.100.0.6"  # after the gateway .1 and hosts .2-.5
+    assert docs[0]["metadata"]["annotations"]["k8s.v1.cni.cncf.io/resourceName"] == "nvidia.com/rail1"
