@@ -174,8 +174,10 @@ def schema() -> None:
 
     doc = Inventory.model_json_schema()
     qos = QosPolicy.model_json_schema()
+    for part in qos.get("$defs", {}).values():  # overrides name single values: nothing is required
+        part.pop("required", None)
     doc.setdefault("$defs", {}).update(qos.pop("$defs", {}))
-    qos["required"] = []
+    qos.pop("required", None)
     qos["properties"]["preset"] = {"enum": ["nvidia-roce", "sonic-azure", "custom"], "default": "nvidia-roce"}
     doc["$defs"]["QosInput"] = qos
     doc["properties"]["qos"] = {"$ref": "#/$defs/QosInput"}

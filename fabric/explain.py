@@ -33,11 +33,12 @@ def origin(loaded: Loaded, device: SwitchIntent | HostIntent, path: str) -> str:
     """Say where the value at `path` comes from: preset, override, inventory, derived or formula."""
     if path.startswith(("qos.", "nic_qos.")) and path.split(".", 1)[0] == "qos":
         keys = tuple(int(k) if k.isdigit() else k for k in path.split(".")[1:])
-        for n in range(len(keys), 0, -1):
-            node: Any = loaded.qos_overrides
-            for k in keys[:n]:
-                node = node.get(k, node.get(str(k))) if isinstance(node, dict) else None
-            if node is not None:
+        node: Any = loaded.qos_overrides
+        for n, key in enumerate(keys, 1):
+            node = node.get(key, node.get(str(key))) if isinstance(node, dict) else None
+            if node is None:
+                break
+            if not isinstance(node, dict):  # the user replaced this value (or the whole subtree)
                 return f"override ({loaded.where('qos', *keys[:n])})"
         preset = loaded.inv.qos.get("preset", "nvidia-roce")
         return f"preset {preset} ({loaded.where('qos')})"

@@ -68,7 +68,8 @@ def test_yaml_syntax_error_has_line(example_copy: Path) -> None:
 
 
 def test_duplicate_device_name(example_copy: Path) -> None:
-    edit(example_copy / "fabric.yaml", "spines: 2", "spines: 2\n  names: {spine: 'leaf-su1-r{n}', leaf: 'leaf-su1-r{rail}'}")
+    edit(example_copy / "fabric.yaml", "spines: 2",
+         "spines: 2\n  names: {spine: 'leaf-su1-r{n}', leaf: 'leaf-su1-r{rail}'}")
     msgs = errors_of(example_copy)
     assert any("each switch name once, found leaf-su1-r1 twice" in m for m in msgs), msgs
 
@@ -92,7 +93,8 @@ def test_pool_too_small(example_copy: Path) -> None:
 
 
 def test_rail_without_leaf(example_copy: Path) -> None:
-    edit(example_copy / "hosts.yaml", "{rail: 4, rdma: mlx5_3, netdev: rail4}", "{rail: 5, rdma: mlx5_3, netdev: rail4}")
+    edit(example_copy / "hosts.yaml", "{rail: 4, rdma: mlx5_3, netdev: rail4}",
+         "{rail: 5, rdma: mlx5_3, netdev: rail4}")
     [msg] = errors_of(example_copy)
     assert msg.startswith(f"{example_copy}/hosts.yaml:10: hosts.defaults.nics[3].rail: expected a rail with a leaf "
                           "in SU 1 (rails 1-4), found rail 5 on gpu-su1-01")

@@ -92,7 +92,7 @@ def test_rendering_twice_gives_byte_identical_trees(tmp_path: Path) -> None:
         left = sorted(p.relative_to(a) for p in a.rglob("*") if p.is_file())
         right = sorted(p.relative_to(b) for p in b.rglob("*") if p.is_file())
         assert left == right and left
-        match, mismatch, errors = filecmp.cmpfiles(a, b, [str(p) for p in left], shallow=False)
+        _, mismatch, errors = filecmp.cmpfiles(a, b, [str(p) for p in left], shallow=False)
         assert not mismatch and not errors, (inv, mismatch, errors)
 
 

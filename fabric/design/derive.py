@@ -165,7 +165,8 @@ class Deriver:
                                    + " (hosts × (1+VFs) + 2 per BGP peer)",
             "ports.headroom": "formula: sonic-swss buffer_headroom_mellanox.lua with "
                               f"{sw.platform.asic} cell {sw.platform.buffer.cell_size} B, port MTU {mtu}, "
-                              f"lossless MTU {hr_policy.lossless_mtu}, small packets {hr_policy.small_packet_percentage}%",
+                              f"lossless MTU {hr_policy.lossless_mtu}, "
+                              f"small packets {hr_policy.small_packet_percentage}%",
             "mtu": f"inventory: switching.mtu ({smap.where('switching', 'mtu')})" if "switching" in inv.model_fields_set
             else "default: 9216",
         }

@@ -351,7 +351,8 @@ class _Builder:
                     ends.append(sw)
             if len(ends) != 2:
                 continue
-            kinds = {frozenset({"leaf", "spine"}): "leaf-spine", frozenset({"spine", "super-spine"}): "spine-super-spine"}
+            kinds = {frozenset({"leaf", "spine"}): "leaf-spine",
+                     frozenset({"spine", "super-spine"}): "spine-super-spine"}
             kind = kinds.get(frozenset({ends[0].role, ends[1].role}), "explicit")
             cls = self.inv.cabling.leaf_spine if kind != "spine-super-spine" else self.inv.cabling.spine_super_spine
             ends[0].used[pa], ends[1].used[pb] = f"{b}:{pb}", f"{a}:{pa}"

@@ -73,10 +73,8 @@ def semantic_problems(loaded: Loaded) -> list[Problem]:
             per_block[k] = per_block.get(k, 0) + 1 + n.vfs
             max_h[k] = max(max_h.get(k, 0), h.h)
     for (su, rail), count in sorted(per_block.items()):
-        if a.mode == "svi":
-            need = 3 + max(count, max_h[(su, rail)])  # network, gateway, broadcast
-        else:
-            need = 2 * max_h[(su, rail)]
+        # svi: hosts × (1+VFs) + network, gateway, broadcast; p2p31: a /31 per host
+        need = 3 + max(count, max_h[(su, rail)]) if a.mode == "svi" else 2 * max_h[(su, rail)]
         if need > block:
             out.append(smap.problem(("addressing", "rail_prefix_length"),
                                     f"a /{a.rail_prefix_length} block holding {need} addresses for SU {su} rail "

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Annotated
 
-from pydantic import BeforeValidator, PlainSerializer
+from pydantic import BeforeValidator, PlainSerializer, WithJsonSchema
 
 _SPEED = re.compile(r"^(\d+)\s*G(?:bps|b/s)?$", re.I)
 _LEN = re.compile(r"^(\d+)\s*m$")
@@ -47,8 +47,17 @@ def _seconds(v: object) -> int:
     raise ValueError("a time in seconds like 300s or 5min")
 
 
-Gbps = Annotated[int, BeforeValidator(_speed), PlainSerializer(lambda v: f"{v}G", return_type=str)]
-Metres = Annotated[int, BeforeValidator(_length), PlainSerializer(lambda v: f"{v}m", return_type=str)]
-Bytes = Annotated[int, BeforeValidator(_bytes)]
-Millis = Annotated[int, BeforeValidator(_ms), PlainSerializer(lambda v: f"{v}ms", return_type=str)]
-Seconds = Annotated[int, BeforeValidator(_seconds), PlainSerializer(lambda v: f"{v}s", return_type=str)]
+def _text(pattern: str, example: str) -> WithJsonSchema:
+    return WithJsonSchema({"type": "string", "pattern": pattern, "examples": [example]})
+
+
+Gbps = Annotated[int, BeforeValidator(_speed), PlainSerializer(lambda v: f"{v}G", return_type=str),
+                 _text(_SPEED.pattern, "400G")]
+Metres = Annotated[int, BeforeValidator(_length), PlainSerializer(lambda v: f"{v}m", return_type=str),
+                   _text(_LEN.pattern, "5m")]
+Bytes = Annotated[int, BeforeValidator(_bytes), WithJsonSchema(
+    {"anyOf": [{"type": "integer", "minimum": 0}, {"type": "string", "pattern": _BYTES.pattern}]})]
+Millis = Annotated[int, BeforeValidator(_ms), PlainSerializer(lambda v: f"{v}ms", return_type=str),
+                   _text(_MS.pattern, "200ms")]
+Seconds = Annotated[int, BeforeValidator(_seconds), PlainSerializer(lambda v: f"{v}s", return_type=str),
+                    _text(_S.pattern, "300s")]
