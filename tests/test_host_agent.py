@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # works with and without tests/__init__.py
 from test_host_support import (
     FABRIC,
     MLNX_QOS,
@@ -37,9 +40,7 @@ def _root() -> None:
 
 
 def _routes(ns: str, table: int) -> set[tuple[str, str | None, str | None]]:
-    return {
-        (r["dst"], r.get("gateway"), r.get("prefsrc")) for r in ipj(ns, "route", "show", "table", str(table))
-    }
+    return {(r["dst"], r.get("gateway"), r.get("prefsrc")) for r in ipj(ns, "route", "show", "table", str(table))}
 
 
 def _rules(ns: str) -> set[tuple[int, str | None, str]]:
@@ -107,9 +108,7 @@ def test_drift_is_removed_and_unrelated_state_is_left_alone() -> None:
         result = agent.apply(intent, netns=ns)
         assert result.counts.changed == 4 and result.counts.failed == 0
         assert [
-            a["local"]
-            for a in ipj(ns, "addr", "show", "dev", "rail1")[0]["addr_info"]
-            if a["family"] == "inet"
+            a["local"] for a in ipj(ns, "addr", "show", "dev", "rail1")[0]["addr_info"] if a["family"] == "inet"
         ] == ["10.100.0.2"]
         assert "10.77.0.0/16" not in {d for d, _, _ in _routes(ns, 101)}
         assert (900, "10.100.0.2", "102") not in _rules(ns)
@@ -142,9 +141,7 @@ def test_tagged_rail_plans_vlan_subinterface_and_reports_kernel_refusal() -> Non
         assert (create.status, create.op, create.desired) == ("changed", "create", "vlan 1001 on rail1")
         assert by[("link", "rail1", "mtu")].desired == "9000"  # the parent NIC carries the MTU too
         assert by[("address", "rail1.1001", "10.100.0.2/24")].status == "changed"
-        assert (
-            by[("route", "table 101", "10.100.0.0/24")].desired == "dev rail1.1001 src 10.100.0.2 scope link"
-        )
+        assert by[("route", "table 101", "10.100.0.0/24")].desired == "dev rail1.1001 src 10.100.0.2 scope link"
         assert by[("route", "table 101", "10.100.0.0/16")].desired == "via 10.100.0.1 dev rail1.1001"
         assert by[("rule", "rail1.1001", "pref 1001 from 10.100.0.2 lookup 101")].status == "changed"
         sysctl_item = by[("sysctl", "net/ipv4/conf/rail1.1001/arp_ignore", "value")]
@@ -171,13 +168,9 @@ def _tree(tmp_path: Path, intent: HostIntent, **kw: str) -> Path:
     )
 
 
-def test_nic_qos_dcqcn_roce_tos_and_gid_on_prepared_tree(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_nic_qos_dcqcn_roce_tos_and_gid_on_prepared_tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     intent = example_intent()
-    intent = intent.model_copy(
-        update={"dcqcn": intent.dcqcn.model_copy(update={"cc_params": {"rp_ai_rate": 10}})}
-    )
+    intent = intent.model_copy(update={"dcqcn": intent.dcqcn.model_copy(update={"cc_params": {"rp_ai_rate": 10}})})
     sysfs = _tree(tmp_path, intent)
     state, log = tmp_path / "qos.json", tmp_path / "qos.log"
     monkeypatch.setenv("MLNX_QOS_STATE", str(state))
@@ -192,9 +185,7 @@ def test_nic_qos_dcqcn_roce_tos_and_gid_on_prepared_tree(
             st = qos[rail.netdev]
             assert st["trust"] == "dscp" and st["pfc"] == [0, 0, 0, 1, 0, 0, 0, 0]
             assert st["dscp2prio"] == {"26": 3, "48": 6} and st["prio_tc"] == intent.nic_qos.prio_tc
-            assert (
-                st["tsa"][6] == "strict" and st["tcbw"] == [50, 0, 0, 50, 0, 0, 0, 0] and st["cable_len"] == 5
-            )
+            assert st["tsa"][6] == "strict" and st["tcbw"] == [50, 0, 0, 50, 0, 0, 0, 0] and st["cable_len"] == 5
             ib = sysfs / "class/infiniband" / rail.rdma
             assert (ib / "tc/1/traffic_class").read_text().strip() == "106"
             assert (
@@ -261,11 +252,7 @@ def test_cli_skips_what_this_host_cannot_do_and_strict_fails(tmp_path: Path) -> 
             "/nonexistent/mlnx_qos",
         ]
         bad = subprocess.run(base, capture_output=True, text=True)
-        assert (
-            bad.returncode == 2
-            and bad.stderr.startswith("error: --mlnx-qos")
-            and "Traceback" not in bad.stderr
-        )
+        assert bad.returncode == 2 and bad.stderr.startswith("error: --mlnx-qos") and "Traceback" not in bad.stderr
         run = subprocess.run(
             [*base[:-2], "--format", "json"], capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"}
         )
@@ -275,9 +262,7 @@ def test_cli_skips_what_this_host_cannot_do_and_strict_fails(tmp_path: Path) -> 
         assert {i["section"] for i in skipped} == {"qos", "roce", "dcqcn", "gid"}
         assert all(i["reason"] for i in skipped) and data["counts"]["changed"] > 0
         assert any("mlnx_qos not found" in i["reason"] for i in skipped)
-        strict = subprocess.run(
-            [*base[:-2], "--strict"], capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"}
-        )
+        strict = subprocess.run([*base[:-2], "--strict"], capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"})
         assert strict.returncode == 1
         assert "no changes: the host already matches its intent" in strict.stdout
         plan = subprocess.run(

@@ -7,10 +7,13 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # works with and without tests/__init__.py
 from test_host_support import FABRIC, MLNX_QOS, Nic, build, example_intent, namespace, need_root, tagged
 
 from fabric.host import agent, persist

@@ -9,7 +9,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import pytest
@@ -60,14 +60,22 @@ def sysctl(ns: str, key: str) -> str:
 @contextmanager
 def namespace(nics: tuple[str, ...] = ("rail1", "rail2", "rail3", "rail4")) -> Iterator[str]:
     """A fresh network namespace with a veth pair per rail NIC (`railN` ↔ `railNp`); always deleted."""
-    name = f"rfh{os.getpid() % 100000}x{next(_count)}"
+    name = f"rfh{os.getpid() % 100000}x{next(_count)}{os.urandom(2).hex()}"
     ip("netns", "add", name)
     try:
         for nic in nics:
             ip("-n", name, "link", "add", nic, "type", "veth", "peer", "name", f"{nic}p")
         yield name
     finally:
+        kill_namespace_processes(name)
         ip("netns", "del", name, check=False)
+
+
+def kill_namespace_processes(ns: str) -> None:
+    """Stop every process left in a test namespace (e.g. sshd sessions kept by SSH ControlPersist)."""
+    for pid in ip("netns", "pids", ns, check=False).split():
+        with suppress(ProcessLookupError, ValueError):
+            os.kill(int(pid), 15)
 
 
 def example_intent(host: str = "gpu-su1-01") -> HostIntent:

@@ -58,9 +58,7 @@ def _gid_steps(intent: HostIntent, sysfs_root: Path, pending_addr: set[str], wai
             if rail.ifname in pending_addr:
                 steps.append(skip(f"{ip} is not on {rail.ifname} yet; its GID appears once it is", **base))
             else:
-                steps.append(
-                    fail(f"no RoCE v2 IPv4-mapped GID for {ip} on {rail.ifname}", **base, desired=str(want))
-                )
+                steps.append(fail(f"no RoCE v2 IPv4-mapped GID for {ip} on {rail.ifname}", **base, desired=str(want)))
             continue
         warning = ""
         if intent.gid.policy == "roce-v2-ipv4" and idx != want:
@@ -125,9 +123,7 @@ def plan(
 ) -> HostPlan:
     """Diff the live host against `intent`; changes nothing. `mlnx_qos` defaults to the one on PATH."""
     items = _run(intent, False, netns, Path(sysfs_root), Path(procfs_root), mlnx_qos, persist_root)
-    return HostPlan(
-        host=intent.name, netns=netns, items=items, warnings=[i.warning for i in items if i.warning]
-    )
+    return HostPlan(host=intent.name, netns=netns, items=items, warnings=[i.warning for i in items if i.warning])
 
 
 def apply(
@@ -145,6 +141,4 @@ def apply(
     below it too.
     """
     items = _run(intent, True, netns, Path(sysfs_root), Path(procfs_root), mlnx_qos, persist_root)
-    return HostResult(
-        host=intent.name, netns=netns, items=items, warnings=[i.warning for i in items if i.warning]
-    )
+    return HostResult(host=intent.name, netns=netns, items=items, warnings=[i.warning for i in items if i.warning])

@@ -10,8 +10,9 @@ from pathlib import Path
 import typer
 from pydantic import ValidationError
 
-from fabric.design.intent import HostIntent
+from fabric.design.intent import FabricIntent, HostIntent
 from fabric.errors import InputError, Problem, UsageError
+from fabric.model.inventory import Access
 
 host_app = typer.Typer(
     no_args_is_help=True,
@@ -34,9 +35,7 @@ def load_intent(intent_file: Path | None, inventory: Path | None, host: str | No
         try:
             text = intent_file.read_text()
         except OSError as exc:
-            raise InputError(
-                Problem(str(intent_file), None, "", "a readable host.json", exc.strerror or "")
-            ) from None
+            raise InputError(Problem(str(intent_file), None, "", "a readable host.json", exc.strerror or "")) from None
         try:
             return HostIntent.model_validate_json(text)
         except ValidationError as exc:
@@ -55,9 +54,7 @@ def load_intent(intent_file: Path | None, inventory: Path | None, host: str | No
     hosts = derive(load(inventory)).hosts
     if host not in hosts:
         known = ", ".join(list(hosts)[:5]) + (", …" if len(hosts) > 5 else "")
-        raise InputError(
-            Problem(str(inventory), None, "hosts", f"a host of the inventory ({known})", repr(host))
-        )
+        raise InputError(Problem(str(inventory), None, "hosts", f"a host of the inventory ({known})", repr(host)))
     return hosts[host]
 
 
@@ -130,9 +127,7 @@ def plan_cmd(
     strict: bool = _STRICT,
     fmt: Format = _FORMAT,
     verbose: bool = _VERBOSE,
-    persist_root: Path | None = typer.Option(
-        None, "--persist-root", help="Also diff the boot-time files below DIR."
-    ),
+    persist_root: Path | None = typer.Option(None, "--persist-root", help="Also diff the boot-time files below DIR."),
 ) -> None:
     """Show what apply would change on this host; changes nothing. Exit 1 if an item cannot be done."""
     _run(
@@ -163,9 +158,7 @@ def apply_cmd(
     strict: bool = _STRICT,
     fmt: Format = _FORMAT,
     verbose: bool = _VERBOSE,
-    persist: bool = typer.Option(
-        False, "--persist", help="Install netplan, sysctl.d and the roce-qos unit too."
-    ),
+    persist: bool = typer.Option(False, "--persist", help="Install netplan, sysctl.d and the roce-qos unit too."),
     persist_root: Path = typer.Option(Path("/"), "--persist-root", help="Root for --persist files."),
 ) -> None:
     """Apply only the differences; skipped items are reported with the reason. Exit 1 on any failure."""
@@ -185,5 +178,144 @@ def apply_cmd(
     )
 
 
-hosts_app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
-                        help="Provision the GPU host fleet through ansible-runner (playbooks/host.yml).")
+hosts_app = typer.Typer(
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    help="Provision the GPU host fleet through ansible-runner (playbooks/host.yml).",
+)
+
+
+def _load_fabric(inventory: Path) -> tuple[FabricIntent, Access]:
+    from fabric.design.derive import derive
+    from fabric.model.load import load
+
+    loaded = load(inventory)
+    return derive(loaded), loaded.inv.access
+
+
+@hosts_app.command("inventory")
+def hosts_inventory(inventory: Path = typer.Argument(..., help="Inventory directory.")) -> None:
+    """Print the Ansible inventory (YAML): management addresses, groups per SU and per rail."""
+    from fabric.host.fleet import inventory_yaml
+
+    fabric, access = _load_fabric(inventory)
+    typer.echo(inventory_yaml(fabric, access), nl=False)
+
+
+def _fleet(
+    mode: str,
+    inventory: Path,
+    limit: str | None,
+    forks: int,
+    serial: int | None,
+    insecure_lab: bool,
+    agent: str,
+    remote_dir: str,
+    become: bool | None,
+    strict: bool,
+    persist: bool,
+    fmt: Format,
+    python: str | None,
+) -> None:
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+    from rich.table import Table
+
+    from fabric.host.fleet import HostOutcome, run
+
+    if forks < 1 or (serial is not None and serial < 1):
+        raise UsageError("--forks and --serial must be at least 1")
+    fabric, access = _load_fabric(inventory)
+    args = (["--strict"] if strict else []) + (["--persist"] if persist else [])
+    err = Console(stderr=True, highlight=False)
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        console=err,
+        transient=True,
+        disable=fmt is Format.json,
+    ) as progress:
+        task = progress.add_task(f"hosts {mode}", total=None if limit else len(fabric.hosts))
+
+        def on_host(out: HostOutcome) -> None:
+            progress.advance(task)
+            progress.console.print(f"{out.host}: {out.status}" + (f" ({out.note})" if out.note else ""), markup=False)
+
+        result = run(
+            fabric,
+            access,
+            mode,
+            limit=limit,
+            forks=forks,
+            serial=serial,  # type: ignore[arg-type]
+            insecure_lab=insecure_lab,
+            agent=agent,
+            agent_args=args,
+            remote_dir=remote_dir,
+            become=become,
+            python=python,
+            on_host=on_host,
+        )
+    if fmt is Format.json:
+        typer.echo(json.dumps({**result.model_dump(mode="json"), "ok": result.ok}, indent=2))
+    else:
+        table = Table(title=f"hosts {mode}")
+        for col in ("host", "status", "changed", "unchanged", "skipped", "failed", "note"):
+            table.add_column(col)
+        for h in result.hosts:
+            table.add_row(h.host, h.status, str(h.changed), str(h.unchanged), str(h.skipped), str(h.failed), h.note)
+        Console(highlight=False, width=200).print(table)
+        bad = sum(h.status != "ok" for h in result.hosts)
+        typer.echo(f"{len(result.hosts)} hosts, {bad} failed")
+    sys.exit(0 if result.ok else 1)
+
+
+_LIMIT = typer.Option(None, "--limit", help="Ansible host pattern (e.g. su1, rail2, gpu-su1-0*).")
+_FORKS = typer.Option(10, "--forks", help="Hosts worked on in parallel.")
+_SERIAL = typer.Option(None, "--serial", help="Batch size: hosts per batch, batches one after another.")
+_INSECURE = typer.Option(False, "--insecure-lab", help="Do not verify SSH host keys (lab only).")
+_AGENT = typer.Option("fabric", "--agent", help="The fabric executable on the hosts.")
+_REMOTE = typer.Option("/var/lib/roce-fabric", "--remote-dir", help="Where intents are put on the hosts.")
+_PYTHON = typer.Option(None, "--python", help="Python interpreter on the hosts (default: discovered).")
+_BECOME = typer.Option(None, "--become/--no-become", help="sudo on the hosts (default: unless user is root).")
+
+
+@hosts_app.command("plan")
+def hosts_plan(
+    inventory: Path = typer.Argument(..., help="Inventory directory."),
+    limit: str | None = _LIMIT,
+    forks: int = _FORKS,
+    serial: int | None = _SERIAL,
+    insecure_lab: bool = _INSECURE,
+    agent: str = _AGENT,
+    remote_dir: str = _REMOTE,
+    become: bool | None = _BECOME,
+    strict: bool = _STRICT,
+    fmt: Format = _FORMAT,
+    python: str | None = _PYTHON,
+) -> None:
+    """Run `fabric host plan` on every host (via ansible-runner) and summarize. Exit 1 if any failed."""
+    _fleet("plan", inventory, limit, forks, serial, insecure_lab, agent, remote_dir, become, strict, False, fmt, python)
+
+
+@hosts_app.command("apply")
+def hosts_apply(
+    inventory: Path = typer.Argument(..., help="Inventory directory."),
+    limit: str | None = _LIMIT,
+    forks: int = _FORKS,
+    serial: int | None = _SERIAL,
+    insecure_lab: bool = _INSECURE,
+    agent: str = _AGENT,
+    remote_dir: str = _REMOTE,
+    become: bool | None = _BECOME,
+    strict: bool = _STRICT,
+    persist: bool = typer.Option(False, "--persist", help="Also install the boot-time files."),
+    fmt: Format = _FORMAT,
+    python: str | None = _PYTHON,
+) -> None:
+    """Run `fabric host apply` on every host; one failing host does not stop the others. Exit 1 if any failed."""
+    _fleet(
+        "apply", inventory, limit, forks, serial, insecure_lab, agent, remote_dir, become, strict, persist, fmt, python
+    )

@@ -30,9 +30,7 @@ class MlnxQosTool:
         self.exe = exe
 
     def run(self, netdev: str, *args: str) -> str:
-        proc = subprocess.run(
-            [self.exe, "-i", netdev, *args], capture_output=True, text=True, timeout=30, check=False
-        )
+        proc = subprocess.run([self.exe, "-i", netdev, *args], capture_output=True, text=True, timeout=30, check=False)
         if proc.returncode != 0:
             text = (proc.stderr.strip() or proc.stdout.strip() or f"exit {proc.returncode}").splitlines()
             raise RuntimeError(f"mlnx_qos {' '.join(args)}: {text[-1]}")
@@ -84,9 +82,7 @@ def qos_steps(intent: HostIntent, rail: RailIntent, tool: MlnxQosTool | None) ->
         if cur == want:
             steps.append(same(section="qos", target=nd, name=name, current=cur))
         else:
-            steps.append(
-                change(tool.setter(nd, *args), section="qos", target=nd, name=name, current=cur, desired=want)
-            )
+            steps.append(change(tool.setter(nd, *args), section="qos", target=nd, name=name, current=cur, desired=want))
 
     item("trust", state.trust, q.trust, "--trust", q.trust)
     if q.trust == "dscp" and q.dscp2prio:
@@ -127,11 +123,7 @@ def roce_steps(intent: HostIntent, rail: RailIntent, sysfs_root: Path) -> list[S
     """RoCE traffic class (verbs default) and RDMA-CM default ToS of one RDMA device."""
     tos = intent.nic_qos.roce_tos
     if reason := _rdma_missing(sysfs_root, rail):
-        return [
-            skip(
-                reason, section="roce", target=rail.rdma, name="traffic_class, rdma_cm tos", desired=str(tos)
-            )
-        ]
+        return [skip(reason, section="roce", target=rail.rdma, name="traffic_class, rdma_cm tos", desired=str(tos))]
     steps = []
     tc = sysfs_root / "class" / "infiniband" / rail.rdma / "tc" / str(PORT) / "traffic_class"
     if tc.exists():
@@ -161,9 +153,7 @@ def roce_steps(intent: HostIntent, rail: RailIntent, sysfs_root: Path) -> list[S
     dev = cm / rail.rdma
     path = dev / "ports" / str(PORT) / "default_roce_tos"
     if dev.is_dir():
-        steps.append(
-            int_file_step(path, tos, section="roce", target=rail.rdma, name="rdma_cm default_roce_tos")
-        )
+        steps.append(int_file_step(path, tos, section="roce", target=rail.rdma, name="rdma_cm default_roce_tos"))
     else:
 
         def create() -> None:  # configfs creates ports/<n>/ when the device group is made
@@ -171,9 +161,7 @@ def roce_steps(intent: HostIntent, rail: RailIntent, sysfs_root: Path) -> list[S
             path.write_text(f"{tos}\n")
 
         steps.append(
-            change(
-                create, section="roce", target=rail.rdma, name="rdma_cm default_roce_tos", desired=str(tos)
-            )
+            change(create, section="roce", target=rail.rdma, name="rdma_cm default_roce_tos", desired=str(tos))
         )
     return steps
 
@@ -240,8 +228,7 @@ def dcqcn_steps(intent: HostIntent, rail: RailIntent, sysfs_root: Path) -> list[
         if found is None:
             steps.append(
                 skip(
-                    f"no cc_params file for {name} (debugfs mlx5/<pci>/cc_params/{name} or "
-                    f"ecn/{proto}/params/{name})",
+                    f"no cc_params file for {name} (debugfs mlx5/<pci>/cc_params/{name} or ecn/{proto}/params/{name})",
                     section="dcqcn",
                     target=rail.rdma,
                     name=f"cc_params/{name}",
@@ -249,7 +236,5 @@ def dcqcn_steps(intent: HostIntent, rail: RailIntent, sysfs_root: Path) -> list[
                 )
             )
         else:
-            steps.append(
-                int_file_step(found, value, section="dcqcn", target=rail.rdma, name=f"cc_params/{name}")
-            )
+            steps.append(int_file_step(found, value, section="dcqcn", target=rail.rdma, name=f"cc_params/{name}"))
     return steps

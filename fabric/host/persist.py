@@ -80,8 +80,7 @@ def _unit_escape(name: str) -> str:
 def qos_unit(intent: HostIntent) -> str:
     """A oneshot unit that runs the QoS script once the rail NICs exist, before the network is up."""
     devices = " ".join(
-        f"sys-subsystem-net-devices-{_unit_escape(n)}.device"
-        for n in dict.fromkeys(r.netdev for r in intent.rails)
+        f"sys-subsystem-net-devices-{_unit_escape(n)}.device" for n in dict.fromkeys(r.netdev for r in intent.rails)
     )
     return (
         _header(intent)
@@ -143,8 +142,7 @@ def qos_script(intent: HostIntent) -> str:
             lines.append(f"qos -i {nd} --trust {q.trust}")
             if q.trust == "dscp" and q.dscp2prio:
                 lines.append(
-                    f"qos -i {nd} "
-                    + " ".join(f"--dscp2prio set,{k},{v}" for k, v in sorted(q.dscp2prio.items()))
+                    f"qos -i {nd} " + " ".join(f"--dscp2prio set,{k},{v}" for k, v in sorted(q.dscp2prio.items()))
                 )
             lines.append(f"qos -i {nd} --pfc {','.join(map(str, q.pfc))}")
             lines.append(f"qos -i {nd} --prio_tc {','.join(map(str, q.prio_tc))}")
@@ -162,12 +160,9 @@ def qos_script(intent: HostIntent) -> str:
         ]
         lines += [f"put 1 {ecn}/roce_np/enable/{p}" for p in d.np_priorities]
         lines += [f"put 1 {ecn}/roce_rp/enable/{p}" for p in d.rp_priorities]
+        lines.append(f'put {q.cnp_dscp} {ecn}/roce_np/cnp_dscp {ecn}/roce_np/params/cnp_dscp "$cc/np_cnp_dscp"')
         lines.append(
-            f'put {q.cnp_dscp} {ecn}/roce_np/cnp_dscp {ecn}/roce_np/params/cnp_dscp "$cc/np_cnp_dscp"'
-        )
-        lines.append(
-            f"put {q.cnp_priority} {ecn}/roce_np/cnp_802p_prio {ecn}/roce_np/params/cnp_802p_prio "
-            '"$cc/np_cnp_prio"'
+            f'put {q.cnp_priority} {ecn}/roce_np/cnp_802p_prio {ecn}/roce_np/params/cnp_802p_prio "$cc/np_cnp_prio"'
         )
         for name, value in sorted(d.cc_params.items()):
             proto = "roce_np" if name.startswith("np_") else "roce_rp"
@@ -229,7 +224,5 @@ def install_steps(intent: HostIntent, root: Path) -> list[Step]:
                 link.unlink()
             link.symlink_to(dest)
 
-        steps.append(
-            change(enable, section="persist", target=str(link), name="enabled", op="add", desired=dest)
-        )
+        steps.append(change(enable, section="persist", target=str(link), name="enabled", op="add", desired=dest))
     return steps

@@ -60,9 +60,7 @@ class Rule:
 
     def text(self) -> str:
         src = f"{self.src}/{self.src_len}" if self.src and self.src_len != 32 else (self.src or "all")
-        return f"pref {self.priority} from {src} lookup {self.table}" + (
-            " (+selectors)" if self.extra else ""
-        )
+        return f"pref {self.priority} from {src} lookup {self.table}" + (" (+selectors)" if self.extra else "")
 
 
 @dataclass
@@ -215,15 +213,11 @@ class RailPlanner:
                     )
                 except NetlinkError as exc:
                     if exc.code == errno.EOPNOTSUPP:
-                        raise RuntimeError(
-                            "this kernel cannot create VLAN devices (no 802.1Q support)"
-                        ) from exc
+                        raise RuntimeError("this kernel cannot create VLAN devices (no 802.1Q support)") from exc
                     raise
                 self.ipr.link("set", index=self.index(rail.ifname), state="up")
 
-            steps.append(
-                change(create, section="link", target=rail.ifname, name="vlan", op="create", desired=want)
-            )
+            steps.append(change(create, section="link", target=rail.ifname, name="vlan", op="create", desired=want))
             return steps, True
         matches = sub.kind == "vlan" and sub.parent == parent.index and sub.vlan_id == rail.vlan
         have = (
@@ -263,9 +257,7 @@ class RailPlanner:
                 steps.append(
                     change(
                         lambda ip=ip, plen=plen: self._ignore_gone(
-                            lambda: self.ipr.addr(
-                                "del", index=self.index(rail.ifname), address=ip, prefixlen=int(plen)
-                            )
+                            lambda: self.ipr.addr("del", index=self.index(rail.ifname), address=ip, prefixlen=int(plen))
                         ),
                         section="address",
                         target=rail.ifname,
@@ -322,9 +314,7 @@ class RailPlanner:
             if dst not in want:
                 steps.append(
                     change(
-                        lambda cur=cur: self._ignore_gone(
-                            lambda: self.ipr.route("del", dst=cur.dst, table=rail.table)
-                        ),
+                        lambda cur=cur: self._ignore_gone(lambda: self.ipr.route("del", dst=cur.dst, table=rail.table)),
                         section="route",
                         target=tgt,
                         name=dst,
@@ -378,9 +368,7 @@ class RailPlanner:
             steps.append(
                 change(
                     lambda r=r: self._ignore_gone(
-                        lambda: self.ipr.rule(
-                            "del", src=r.src, src_len=r.src_len, table=r.table, priority=r.priority
-                        )
+                        lambda: self.ipr.rule("del", src=r.src, src_len=r.src_len, table=r.table, priority=r.priority)
                     ),
                     section="rule",
                     target=rail.ifname,
@@ -392,9 +380,7 @@ class RailPlanner:
         if not found:
             steps.append(
                 change(
-                    lambda: self.ipr.rule(
-                        "add", src=ip, src_len=32, table=rail.table, priority=rail.rule_priority
-                    ),
+                    lambda: self.ipr.rule("add", src=ip, src_len=32, table=rail.table, priority=rail.rule_priority),
                     section="rule",
                     target=rail.ifname,
                     name=want.text(),

@@ -39,8 +39,7 @@ def render(result: HostPlan, verbose: bool = False) -> str:
     c = result.counts
     if c.changed == 0 and c.failed == 0:
         lines.append(
-            "no changes: the host already matches its intent"
-            + (f" ({c.skipped} items skipped)" if c.skipped else "")
+            "no changes: the host already matches its intent" + (f" ({c.skipped} items skipped)" if c.skipped else "")
         )
     verb = "to change" if plan else "changed"
     lines.append(f"{c.changed} {verb}, {c.unchanged} unchanged, {c.skipped} skipped, {c.failed} failed")

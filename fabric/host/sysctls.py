@@ -43,20 +43,14 @@ def plan_sysctls(intent: HostIntent, procfs_root: Path, pending: set[str]) -> li
                 )
             else:
                 steps.append(
-                    fail(
-                        f"no such sysctl ({path})", section="sysctl", target=key, name="value", desired=value
-                    )
+                    fail(f"no such sysctl ({path})", section="sysctl", target=key, name="value", desired=value)
                 )
             continue
         except OSError as exc:
-            steps.append(
-                fail(f"cannot read {path}: {exc.strerror}", section="sysctl", target=key, name="value")
-            )
+            steps.append(fail(f"cannot read {path}: {exc.strerror}", section="sysctl", target=key, name="value"))
             continue
         if current == _norm(value):
             steps.append(same(section="sysctl", target=key, name="value", current=current))
         else:
-            steps.append(
-                change(write, section="sysctl", target=key, name="value", current=current, desired=value)
-            )
+            steps.append(change(write, section="sysctl", target=key, name="value", current=current, desired=value))
     return steps

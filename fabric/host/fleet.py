@@ -1,0 +1,203 @@
+"""Fleet rollout: the Ansible inventory derived from the fabric model, and `playbooks/host.yml` run
+through ansible-runner with the per-host JSON results of the agent gathered into one summary."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel
+
+from fabric.design.intent import FabricIntent
+from fabric.errors import UsageError
+from fabric.model.inventory import Access
+
+PLAYBOOK = Path(__file__).resolve().parent.parent.parent / "playbooks" / "host.yml"
+AGENT_TASK = "Run the host agent"
+KEY_ENV = "FABRIC_SSH_KEY_FILE"
+
+
+class HostOutcome(BaseModel):
+    """One host of a fleet run: `status` ok/failed/unreachable, the agent's counts and a short note."""
+
+    host: str
+    status: Literal["ok", "failed", "unreachable"]
+    changed: int = 0
+    unchanged: int = 0
+    skipped: int = 0
+    failed: int = 0
+    note: str = ""
+    items: list[dict[str, Any]] = []
+
+
+class FleetResult(BaseModel):
+    mode: Literal["plan", "apply"]
+    hosts: list[HostOutcome]
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.hosts) and all(h.status == "ok" for h in self.hosts)
+
+
+def ssh_user(access: Access) -> str | None:
+    return access.username or os.environ.get(access.username_env) or None
+
+
+def ansible_inventory(fabric: FabricIntent, access: Access) -> dict[str, Any]:
+    """YAML-ready inventory: every GPU host with its management address, groups per SU and per rail.
+
+    Only names and paths go in (user, port, key file path); never a password or key material.
+    """
+    hosts = {name: {"ansible_host": h.management_address.split("/")[0]} for name, h in fabric.hosts.items()}
+    groups: dict[str, Any] = {}
+    for name, h in fabric.hosts.items():
+        groups.setdefault(f"su{h.su}", {"hosts": {}})["hosts"][name] = None
+    for name, h in fabric.hosts.items():
+        for rail in h.rails:
+            groups.setdefault(f"rail{rail.rail}", {"hosts": {}})["hosts"][name] = None
+    gvars: dict[str, Any] = {"ansible_port": access.port}
+    if user := ssh_user(access):
+        gvars["ansible_user"] = user
+    if key := access.key_file or os.environ.get(KEY_ENV):
+        gvars["ansible_ssh_private_key_file"] = str(Path(key).expanduser())
+    return {"all": {"vars": gvars, "children": {"gpu_hosts": {"hosts": hosts, "children": groups}}}}
+
+
+def inventory_yaml(fabric: FabricIntent, access: Access) -> str:
+    return yaml.safe_dump(ansible_inventory(fabric, access), sort_keys=False, default_flow_style=False)
+
+
+def _outcome(host: str, event: str, res: dict[str, Any]) -> HostOutcome:
+    if event == "runner_on_unreachable" or res.get("unreachable"):
+        return HostOutcome(host=host, status="unreachable", note=_one_line(res.get("msg", "unreachable")))
+    if event == "runner_on_failed" or res.get("failed"):
+        detail = res.get("module_stdout") or res.get("stderr") or ""
+        msg = res.get("msg", "task failed") + (f": {detail.strip().splitlines()[0]}" if detail.strip() else "")
+        return HostOutcome(host=host, status="failed", note=_one_line(msg))
+    try:
+        data = json.loads(res.get("stdout", ""))
+        counts = data["counts"]
+    except (ValueError, KeyError, TypeError):
+        text = res.get("stderr") or res.get("stdout") or res.get("msg") or f"agent exit {res.get('rc')}"
+        return HostOutcome(host=host, status="failed", note=_one_line(text))
+    bad = [i for i in data.get("items", []) if i.get("status") == "failed"]
+    note = f"{bad[0]['target']} {bad[0]['name']}: {bad[0]['reason']}" if bad else "; ".join(data.get("warnings", []))
+    return HostOutcome(
+        host=host,
+        status="ok" if data.get("ok") else "failed",
+        note=_one_line(note),
+        items=data.get("items", []),
+        **{k: counts[k] for k in ("changed", "unchanged", "skipped", "failed")},
+    )
+
+
+def _one_line(text: str) -> str:
+    lines = [ln.strip() for ln in str(text).strip().splitlines() if ln.strip()]
+    return lines[-1][:200] if lines else ""
+
+
+def run(
+    fabric: FabricIntent,
+    access: Access,
+    mode: Literal["plan", "apply"],
+    *,
+    limit: str | None = None,
+    forks: int = 10,
+    serial: int | None = None,
+    insecure_lab: bool = False,
+    agent: str = "fabric",
+    agent_args: list[str] | None = None,
+    remote_dir: str = "/var/lib/roce-fabric",
+    become: bool | None = None,
+    python: str | None = None,
+    on_host: Callable[[HostOutcome], None] | None = None,
+) -> FleetResult:
+    """Run playbooks/host.yml over the fleet; `on_host` is called as each host's result arrives.
+
+    `python` is the interpreter on the hosts (default: Ansible's discovery).
+    """
+    import ansible_runner
+
+    bindir = str(Path(sys.executable).parent)
+    path = f"{bindir}{os.pathsep}{os.environ.get('PATH', '')}"
+    if not shutil.which("ansible-playbook", path=path):
+        raise UsageError("ansible-playbook not found (pip install ansible-core)")
+    user = ssh_user(access)
+    if become is None:
+        become = user not in (None, "root")
+    known_hosts = str(Path(access.known_hosts).expanduser())
+    ssh_args = (
+        "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null"
+        if insecure_lab
+        else f"-o StrictHostKeyChecking=yes -o UserKnownHostsFile={known_hosts}"
+    )
+    outcomes: dict[str, HostOutcome] = {}
+
+    def handle(ev: dict[str, Any]) -> bool:
+        data = ev.get("event_data") or {}
+        event = ev.get("event", "")
+        host = data.get("host")
+        if not host or event not in ("runner_on_ok", "runner_on_failed", "runner_on_unreachable"):
+            return True
+        res = data.get("res") or {}
+        if data.get("task") == AGENT_TASK and event == "runner_on_ok":
+            pass
+        elif event == "runner_on_ok" or host in outcomes:
+            return True
+        out = _outcome(host, event, res)
+        outcomes[host] = out
+        if on_host:
+            on_host(out)
+        return True
+
+    pdd = Path(tempfile.mkdtemp(prefix="fabric-hosts-"))
+    try:
+        (pdd / "inventory").mkdir()
+        (pdd / "inventory" / "hosts.yml").write_text(inventory_yaml(fabric, access))
+        for name, h in fabric.hosts.items():
+            (pdd / "intents" / name).mkdir(parents=True)
+            (pdd / "intents" / name / "host.json").write_text(h.model_dump_json(indent=2) + "\n")
+        extravars = {
+            "fabric_mode": mode,
+            "fabric_agent": agent,
+            "fabric_agent_args": agent_args or [],
+            "fabric_intent_dir": str(pdd / "intents"),
+            "fabric_remote_dir": remote_dir,
+            "fabric_become": become,
+            "ansible_ssh_common_args": ssh_args,
+        }
+        if python:
+            extravars["ansible_python_interpreter"] = python
+        if serial:
+            extravars["fabric_serial"] = serial
+        envvars = {
+            "PATH": path,
+            "ANSIBLE_HOST_KEY_CHECKING": "False" if insecure_lab else "True",
+            "ANSIBLE_LOCAL_TEMP": str(pdd / "tmp"),
+            "ANSIBLE_RETRY_FILES_ENABLED": "False",
+            "ANSIBLE_NOCOLOR": "1",
+            "ANSIBLE_PYTHON_INTERPRETER": "auto_silent",
+        }
+        r = ansible_runner.run(
+            private_data_dir=str(pdd),
+            playbook=str(PLAYBOOK),
+            limit=limit,
+            forks=forks,
+            extravars=extravars,
+            envvars=envvars,
+            quiet=True,
+            event_handler=handle,
+        )
+        if r.rc != 0 and not outcomes:
+            tail = _one_line(r.stdout.read() if hasattr(r.stdout, "read") else "")
+            raise UsageError(f"ansible-playbook failed (rc {r.rc}): {tail or r.status}")
+    finally:
+        shutil.rmtree(pdd, ignore_errors=True)
+    return FleetResult(mode=mode, hosts=sorted(outcomes.values(), key=lambda o: o.host))
