@@ -8,7 +8,8 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from test_lab_support import assert_nothing_left, fabric, lab_state, require_lab, status_json
+
+from tests.test_lab_support import assert_nothing_left, fabric, lab_state, require_lab, status_json
 
 INV = "inventories/example"
 pytestmark = [pytest.mark.root, pytest.mark.lab]
@@ -23,7 +24,7 @@ def lab() -> Iterator[None]:
     finally:
         p = fabric("lab", "down", INV)
         assert p.returncode == 0, p.stderr
-        assert_nothing_left()
+        assert_nothing_left("example")
 
 
 def _wait_ok(timeout: float = 40) -> dict:

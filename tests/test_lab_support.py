@@ -70,10 +70,17 @@ def lab_processes() -> list[str]:
 
 def lab_links(prefix: str = "rf-") -> list[str]:
     out = subprocess.run(["ip", "-br", "link"], capture_output=True, text=True).stdout
-    return [ln.split()[0] for ln in out.splitlines() if ln.startswith(prefix)]
+    return [ln.split()[0].split("@")[0] for ln in out.splitlines() if ln.startswith(prefix)]
 
 
-def assert_nothing_left() -> None:
-    assert lab_namespaces() == []
+def assert_nothing_left(fabric_name: str) -> None:
+    """No namespace, root-namespace link or process of this fabric's lab remains.
+
+    Scoped to the fabric (`rf-<fabric>-…`, `rf-<tag>…`) because other engineers' tests on a shared
+    machine create their own `rf…` namespaces; in CI this is every `rf-` name the lab makes.
+    """
+    from fabric.lab.plan import tag
+
+    assert lab_namespaces(f"rf-{fabric_name}-") == []
     assert lab_processes() == []
-    assert lab_links() == []
+    assert lab_links(f"rf-{tag(fabric_name)}") == []
