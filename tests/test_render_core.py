@@ -113,8 +113,10 @@ def test_roce_setup_script_is_valid_sh_and_matches_intent() -> None:
     h = host()
     script = render_host(h, fabric())["roce-setup.sh"]
     assert subprocess.run(["sh", "-n"], input=script, text=True, timeout=30).returncode == 0
-    assert "--pfc 0,0,0,1,0,0,0,0 --prio_tc 0,0,0,3,0,0,6,0 --tsa ets,ets,ets,ets,ets,ets,strict,ets " \
-           "--tcbw 50,0,0,50,0,0,0,0" in script
+    for line in ("qos -i rail1 --trust dscp", "qos -i rail1 --pfc 0,0,0,1,0,0,0,0",
+                 "qos -i rail1 --prio_tc 0,0,0,3,0,0,6,0",
+                 "qos -i rail1 --tsa ets,ets,ets,ets,ets,ets,strict,ets --tcbw 50,0,0,50,0,0,0,0"):
+        assert line in script
     for r in h.rails:
         assert f"ip rule add from {r.address.split('/')[0]} table {r.table} priority {r.rule_priority}" in script
         assert f"ip route replace 10.100.0.0/16 via {r.gateway} dev {r.ifname} table {r.table}" in script
@@ -158,3 +160,40 @@ def test_network_attachments_per_su_and_rail() -> None:
     assert cfg["type"] == "sriov" and cfg["ipam"]["range"] == "10.100.0.0/24"
     assert cfg["ipam"]["range_start"] == "10.100.0.6"  # after the gateway .1 and hosts .2-.5
     assert docs[0]["metadata"]["annotations"]["k8s.v1.cni.cncf.io/resourceName"] == "nvidia.com/rail1"
+
+
+@pytest.mark.root
+def test_roce_setup_script_runs_in_a_namespace(tmp_path: Path) -> None:
+    """The rendered roce-setup.sh against a real kernel: veths named like the rail NICs in a namespace
+    this test creates; SYSFS points at an empty tree (no RDMA NIC here), so the NIC part only skips."""
+    require(os.geteuid() == 0, "root for network namespaces")
+    h = host()
+    ns = f"rf-t{os.getpid()}"
+    script = tmp_path / "roce-setup.sh"
+    script.write_text(render_host(h, fabric())["roce-setup.sh"])
+    run = lambda *a: subprocess.run(["ip", "netns", "exec", ns, *a], capture_output=True, text=True,  # noqa: E731
+                                    timeout=60, env={"SYSFS": str(tmp_path / "sys"), "PATH": os.environ["PATH"]})
+    subprocess.run(["ip", "netns", "add", ns], check=True, timeout=30)
+    try:
+        for r in h.rails:
+            subprocess.run(["ip", "-n", ns, "link", "add", r.netdev, "type", "veth", "peer", "name", f"{r.netdev}p"],
+                           check=True, timeout=30)
+        for _ in range(2):  # idempotent: the second run succeeds and changes nothing
+            p = run("sh", str(script))
+            assert p.returncode == 0, p.stdout + p.stderr
+            assert "skipped: mlnx_qos not installed" in p.stdout
+        addrs = json.loads(run("ip", "-j", "addr").stdout)
+        got = {a["ifname"]: [f"{x['local']}/{x['prefixlen']}" for x in a["addr_info"] if x["family"] == "inet"]
+               for a in addrs}
+        for r in h.rails:
+            assert got[r.netdev] == [r.address]
+            table = run("ip", "route", "show", "table", str(r.table)).stdout
+            assert f"10.100.0.0/16 via {r.gateway} dev {r.ifname}" in table
+            assert f"{r.subnet} dev {r.ifname} scope link src {r.address.split('/')[0]}" in table
+            rules = run("ip", "rule", "show", "priority", str(r.rule_priority)).stdout
+            assert rules.count(f"from {r.address.split('/')[0]} lookup {r.table}") == 1
+            assert run("sysctl", "-n", f"net.ipv4.conf.{r.netdev}.arp_ignore").stdout.strip() == "1"
+            assert run("sysctl", "-n", f"net.ipv4.conf.{r.netdev}.rp_filter").stdout.strip() == "2"
+    finally:
+        subprocess.run(["ip", "netns", "del", ns], timeout=30)
+    assert ns not in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout

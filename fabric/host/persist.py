@@ -12,10 +12,9 @@ from ipaddress import IPv4Interface, IPv4Network
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from fabric.design.intent import HostIntent, RailIntent
 from fabric.host.step import Step, change, same
+from fabric.render import dumps_yaml
 
 NETPLAN_PATH = "etc/netplan/60-roce-fabric.yaml"
 SYSCTL_PATH = "etc/sysctl.d/90-roce-fabric.conf"
@@ -65,7 +64,7 @@ def netplan(intent: HostIntent) -> str:
     network: dict[str, Any] = {"version": 2, "renderer": "networkd", "ethernets": ethernets}
     if vlans:
         network["vlans"] = vlans
-    return _header(intent) + yaml.safe_dump({"network": network}, sort_keys=False, default_flow_style=False)
+    return _header(intent) + dumps_yaml({"network": network})
 
 
 def sysctl_conf(intent: HostIntent) -> str:

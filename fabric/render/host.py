@@ -1,4 +1,5 @@
-"""Host files: intent JSON (for the host agent), roce-setup.sh, netplan YAML, nccl.env; k8s NADs."""
+"""Host files: intent JSON (for the host agent), roce-setup.sh, nccl.env and the boot-time files
+(netplan, sysctl.d, roce-qos unit and script, from fabric.host.persist); k8s NADs."""
 
 from __future__ import annotations
 
@@ -6,43 +7,28 @@ import json
 from ipaddress import IPv4Address, IPv4Network
 
 from fabric.design.intent import FabricIntent, HostIntent
+from fabric.host import persist
 from fabric.render import Files, dumps_yaml, template
-
-
-def netplan(h: HostIntent) -> str:
-    """Netplan for the rails: MTU, addresses, per-rail table routes and source rules, VLANs."""
-    ethernets: dict = {}
-    vlans: dict = {}
-    for r in h.rails:
-        ip = r.address.split("/")[0]
-        cfg = {
-            "mtu": r.mtu,
-            "addresses": [r.address],
-            "routes": [{"to": r.subnet, "scope": "link", "from": ip, "table": r.table}]
-            + [{"to": dst, "via": r.gateway, "table": r.table} for dst in r.routes],
-            "routing-policy": [{"from": ip, "table": r.table, "priority": r.rule_priority}],
-        }
-        if r.vlan:
-            ethernets[r.netdev] = {"mtu": r.mtu, "dhcp4": False, "dhcp6": False}
-            vlans[r.ifname] = {"id": r.vlan, "link": r.netdev, **cfg}
-        else:
-            ethernets[r.netdev] = {"dhcp4": False, "dhcp6": False, **cfg}
-    network: dict = {"version": 2, "renderer": "networkd", "ethernets": ethernets}
-    if vlans:
-        network["vlans"] = vlans
-    head = f"# Rails of {h.name}, rendered by fabric. The management interface is not managed here.\n"
-    return head + dumps_yaml({"network": network})
 
 
 def nccl_env(h: HostIntent) -> str:
     return "".join(f"{k}={v}\n" for k, v in h.nccl_env.items())
 
 
+def _body(script: str) -> str:
+    """A script without its shebang and header comment, to embed in another one."""
+    return "".join(line for line in script.splitlines(keepends=True)[2:])
+
+
 def render(h: HostIntent, fabric: FabricIntent) -> Files:
+    qos = persist.qos_script(h)
     return {
         "host.json": h.model_dump_json(indent=2) + "\n",
-        "roce-setup.sh": template("host/roce-setup.sh.j2", h=h, q=h.nic_qos),
-        "netplan.yaml": netplan(h),
+        "roce-setup.sh": template("host/roce-setup.sh.j2", h=h, nic_qos_script=_body(qos)),
+        "netplan.yaml": persist.netplan(h),
+        "sysctl.conf": persist.sysctl_conf(h),
+        "roce-qos.service": persist.qos_unit(h),
+        "roce-qos.sh": qos,
         "nccl.env": nccl_env(h),
     }
 
