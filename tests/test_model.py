@@ -144,3 +144,19 @@ def test_cli_prints_errors_and_exits_2(example_copy: Path) -> None:
 def test_missing_inventory_dir(tmp_path: Path) -> None:
     [msg] = errors_of(tmp_path / "nope")
     assert msg == f"{tmp_path}/nope: expected an inventory directory of YAML files, found no such directory"
+
+
+def test_explicit_irregular_fabric() -> None:
+    """No generation: explicit switches, links (one overriding speed and cable) and hosts."""
+    from fabric.design.derive import derive
+
+    f = derive(load(Path(__file__).parent / "fixtures" / "inventories" / "irregular"))
+    assert sorted(f.switches) == ["l1", "l2", "s1"] and sorted(f.hosts) == ["h1", "h2"]
+    s1 = f.switches["s1"]
+    assert [(p.name, p.peer, p.peer_port, p.cable_m) for p in s1.ports] == [
+        ("Ethernet0", "l1", "Ethernet248", 30), ("Ethernet8", "l2", "Ethernet248", 40)]
+    assert [n.remote_asn for n in s1.bgp.neighbors] == [65100, 65101]
+    h1 = f.hosts["h1"]
+    assert [(r.leaf, r.leaf_port, r.address) for r in h1.rails] == [
+        ("l1", "Ethernet0", "10.1.0.2/24"), ("l2", "Ethernet0", "10.1.1.2/24")]
+    assert f.switches["l1"].svis[0].members == ["Ethernet0", "Ethernet8"]
