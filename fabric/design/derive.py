@@ -156,9 +156,9 @@ class Deriver:
         t3 = inv.switching.neighbor.table_size or max(4096, _pow2(2 * needed))
         b = inv.switching.bgp
         idx = self.index[sw.name]
-        smap = self.l
+        loaded = self.l
         origins = {
-            "asn": f"derived: RFC 7938 plan addressing.asn ({smap.where('addressing')}), role {sw.role}",
+            "asn": f"derived: RFC 7938 plan addressing.asn ({loaded.where('addressing')}), role {sw.role}",
             "loopback": f"derived: addressing.loopbacks {self.addr.loopbacks} + {idx + 1}",
             "management": f"derived: addressing.management {self.addr.management} + {idx + 1}",
             "neighbor.gc_thresh3": f"formula: max(4096, next power of 2 ≥ 2 × {needed} neighbors)"
@@ -167,8 +167,8 @@ class Deriver:
                               f"{sw.platform.asic} cell {sw.platform.buffer.cell_size} B, port MTU {mtu}, "
                               f"lossless MTU {hr_policy.lossless_mtu}, "
                               f"small packets {hr_policy.small_packet_percentage}%",
-            "mtu": f"inventory: switching.mtu ({smap.where('switching', 'mtu')})" if "switching" in inv.model_fields_set
-            else "default: 9216",
+            "mtu": f"inventory: switching.mtu ({loaded.where('switching', 'mtu')})"
+            if ("switching", "mtu") in loaded.smap.lines else "default: 9216",
         }
         return SwitchIntent(
             name=sw.name, role=sw.role, target=sw.target, platform=sw.platform.name,  # type: ignore[arg-type]
