@@ -29,9 +29,9 @@ def test_render_only_and_unknown_device(tmp_path: Path) -> None:
     p = fabric("render", str(EXAMPLE), "-o", str(tmp_path), "--only", "spine1", "--only", "gpu-su1-02")
     assert p.returncode == 0, p.stderr
     assert sorted(str(x.relative_to(tmp_path)) for x in tmp_path.rglob("*") if x.is_file()) == [
-        "hosts/gpu-su1-02/host.json", "hosts/gpu-su1-02/nccl.env", "hosts/gpu-su1-02/netplan.yaml",
-        "hosts/gpu-su1-02/roce-setup.sh", "switches/spine1/frr.conf", "switches/spine1/interfaces.sh",
-        "switches/spine1/qos.sh"]
+        *(f"hosts/gpu-su1-02/{f}" for f in ("host.json", "nccl.env", "netplan.yaml", "roce-qos.service",
+                                            "roce-qos.sh", "roce-setup.sh", "sysctl.conf")),
+        "switches/spine1/frr.conf", "switches/spine1/interfaces.sh", "switches/spine1/qos.sh"]
     bad = fabric("render", str(EXAMPLE), "-o", str(tmp_path), "--only", "spine9")
     assert bad.returncode == 2 and bad.stderr.strip() == "error: --only: expected a device of example, found spine9"
 
