@@ -234,3 +234,4 @@ app.add_typer(_host_app, name="host"); app.add_typer(_hosts_app, name="hosts")  
 from fabric.lab.cli import lab_app as _lab_app; app.add_typer(_lab_app, name="lab")  # noqa: E402, E702, I001
 from fabric.lint.cli import lint as _lint; app.command("lint")(_lint)  # noqa: E402, E702, I001
 from fabric.diagnose.cli import diagnose as _diagnose; app.command("diagnose")(_diagnose)  # noqa: E402, E702, I001
+from fabric.export.cli import export_command as _export; app.command("export")(_export)  # noqa: E402, E702, I001
