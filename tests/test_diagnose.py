@@ -258,12 +258,14 @@ def test_cli_json_shape(capsys, monkeypatch) -> None:
     code, out, _ = cli(capsys, monkeypatch, "--format", "json", SIGNATURES / "DG110.log")
     assert code == 1
     doc = json.loads(out)
-    assert list(doc) == sorted(doc) == ["expected_tos", "files", "findings"]
+    assert list(doc) == sorted(doc) == ["expected_tos", "files", "findings", "inventory"]
+    assert doc["inventory"] is None
     assert doc["files"] == [{"kinds": ["nccl"], "lines": 4, "name": str(SIGNATURES / "DG110.log")}]
     (finding,) = doc["findings"]
     assert list(finding) == sorted(finding)
     assert set(finding) == {"cause", "count", "details", "evidence", "file", "first_line", "id", "last_line",
-                            "next_step", "rule", "severity", "sources", "subjects", "title"}
+                            "located", "next_step", "rule", "severity", "sources", "subjects", "title"}
+    assert finding["located"] == []
     assert finding["id"] == "DG110" and finding["severity"] == "error" and finding["count"] == 2
     assert {"host": "host-01.example.com", "dev": "mlx5_5", "port": "1", "addr": "10.5.1.21",
             "peer_addr": "10.5.1.37", "gid_index": "3"} in finding["subjects"]
@@ -282,11 +284,89 @@ def test_cli_expected_tos_option(capsys, monkeypatch) -> None:
     assert code == 1 and "DG901" in out
 
 
-def test_cli_inventory_is_accepted_with_a_note(capsys, monkeypatch, tmp_path) -> None:
-    code, out, err = cli(capsys, monkeypatch, "--inventory", tmp_path, LOGS / "clean_dmesg_boot.log")
-    assert code == 0
-    assert err.count("\n") == 1 and "not available yet" in err
-    assert "DG202" in out
+EXAMPLE = Path(__file__).resolve().parent.parent / "inventories" / "example"
+# gpu-su1-02 reports a retry-exceeded completion on mlx5_1 towards gpu-su1-03's rail-2 address (inventory
+# example: rail R of host X is 10.100.R-1.X+1); leaf-su1-r3 reports a PFC storm on its host port swp2.
+BOUND_LOG = """\
+gpu-su1-02:984:1502 [1] transport/net_ib/p2p.cc:812 NCCL WARN NET/IB: Got completion from peer 198.18.0.9<55921> \
+with status=IBV_WC_RETRY_EXC_ERR(12) opcode=IBV_WC_RDMA_WRITE(1) vendor_err=129  localGid ::ffff:10.100.1.3 \
+remoteGids::ffff:10.100.1.4 hca mlx5_1
+Jun  5 10:01:02.123456 leaf-su1-r3 NOTICE swss#orchagent: :- PfcWdActionHandler: PFC Watchdog detected PFC storm on \
+port swp2, queue index 3, queue id 0x15000000000623 and port id 0x1000000000017.
+Jun  5 10:01:03 gpu-su1-04 kernel: mlx5_core 0000:5e:00.1 rail3: Link down
+Jun  5 10:01:09 gpu-su1-04 kernel: mlx5_core 0000:5e:00.1 rail3: Link up
+Jun  5 10:01:13 gpu-su1-04 kernel: mlx5_core 0000:5e:00.1 rail3: Link down
+"""
+
+
+def test_cli_inventory_binds_addresses_devices_and_switch_ports(capsys, monkeypatch, tmp_path) -> None:
+    log = tmp_path / "mixed.log"
+    log.write_text(BOUND_LOG)
+    code, out, err = cli(capsys, monkeypatch, "--inventory", EXAMPLE, "-f", "json", log)
+    assert code == 1 and err == ""
+    doc = json.loads(out)
+    assert doc["inventory"] == "example"
+    by_id = {f["id"]: f for f in doc["findings"]}
+    fields = ("host", "nic", "netdev", "rail", "address", "leaf", "leaf_port", "cable_m")
+    local, peer = by_id["DG101"]["located"]
+    assert {k: local[k] for k in fields} == {
+        "host": "gpu-su1-02", "nic": "mlx5_1", "netdev": "rail2", "rail": 2, "address": "10.100.1.3/24",
+        "leaf": "leaf-su1-r2", "leaf_port": "swp2", "cable_m": 5}
+    assert local["via"] == "dev=mlx5_1"
+    assert {k: peer[k] for k in fields} == {
+        "host": "gpu-su1-03", "nic": "mlx5_1", "netdev": "rail2", "rail": 2, "address": "10.100.1.4/24",
+        "leaf": "leaf-su1-r2", "leaf_port": "swp3", "cable_m": 5}
+    assert peer["via"] == "peer_addr=10.100.1.4"
+    # the switch port behind a PFC storm is the host NIC cabled to it
+    (storm,) = by_id["DG501"]["located"]
+    assert (storm["host"], storm["nic"], storm["rail"], storm["leaf"], storm["leaf_port"]) == (
+        "gpu-su1-02", "mlx5_2", 3, "leaf-su1-r3", "swp2")
+    assert storm["via"] == "switch_port=leaf-su1-r3:swp2"
+    # a flapping netdev of a host: its rail NIC and cable
+    (flap,) = by_id["DG905"]["located"]
+    assert (flap["host"], flap["nic"], flap["leaf"], flap["leaf_port"]) == ("gpu-su1-04", "mlx5_2", "leaf-su1-r3",
+                                                                           "swp4")
+
+
+def test_cli_inventory_located_in_table(capsys, monkeypatch, tmp_path) -> None:
+    log = tmp_path / "mixed.log"
+    log.write_text(BOUND_LOG)
+    code, out, _ = cli(capsys, monkeypatch, "--inventory", EXAMPLE, log)
+    assert code == 1 and "not available" not in out and "@ gpu-su1-02" in out
+    from rich.console import Console
+
+    from fabric.design.derive import derive
+    from fabric.diagnose.cli import print_table
+    from fabric.diagnose.engine import bind
+    from fabric.model.load import load
+
+    wide = Console(file=io.StringIO(), width=1000, highlight=False)
+    print_table(bind(run_logs(log), derive(load(EXAMPLE))), wide)
+    flat = wide.file.getvalue()  # type: ignore[attr-defined]
+    assert "@ gpu-su1-02 rail 2 mlx5_1/rail2 → leaf-su1-r2:swp2, 5 m cable" in flat
+    assert "@ gpu-su1-03 rail 2 mlx5_1/rail2 → leaf-su1-r2:swp3, 5 m cable" in flat
+
+
+def test_binding_without_host_and_unknown_names() -> None:
+    from fabric.design.derive import derive
+    from fabric.diagnose.bind import FabricIndex, bind_subjects
+    from fabric.model.load import load
+
+    index = FabricIndex(derive(load(EXAMPLE)))
+    (rail_only,) = bind_subjects([{"dev": "mlx5_3"}], index)  # every host: mlx5_3 is rail 4
+    assert (rail_only.host, rail_only.nic, rail_only.rail, rail_only.leaf) == (None, "mlx5_3", 4, None)
+    assert bind_subjects([{"host": "gpu-a07", "dev": "mlx5_4", "addr": "10.3.4.21"}], index) == []
+    (fqdn,) = bind_subjects([{"host": "gpu-su1-01.cluster.local", "ifname": "rail1"}], index)
+    assert (fqdn.host, fqdn.nic, fqdn.leaf_port) == ("gpu-su1-01", "mlx5_0", "swp1")
+    (by_mgmt,) = bind_subjects([{"oob_addr": "198.18.0.8"}], index)
+    assert (by_mgmt.host, by_mgmt.nic) == ("gpu-su1-02", None)
+    (uplink,) = bind_subjects([{"host": "leaf-su1-r1", "switch_port": "swp5"}], index)
+    assert uplink.host is None and uplink.leaf == "leaf-su1-r1" and uplink.peer and uplink.peer.startswith("spine")
+
+
+def test_cli_bad_inventory_is_a_user_error(capsys, monkeypatch, tmp_path) -> None:
+    code, _, err = cli(capsys, monkeypatch, "--inventory", tmp_path, LOGS / "clean_dmesg_boot.log")
+    assert code == 2 and err.startswith("error:")
 
 
 def test_cli_user_catalog(capsys, monkeypatch, tmp_path) -> None:

@@ -17,6 +17,7 @@ from fabric.diagnose.engine import (
     SEVERITIES,
     Finding,
     Report,
+    bind,
     load_catalog,
     log_name,
     read_lines,
@@ -47,11 +48,15 @@ def diagnose(
 ) -> None:
     """Match logs against known RoCE/NCCL failure signatures; exit 1 if any is error-level."""
     signatures = load_catalog(catalog)
-    if inventory is not None:
-        Console(stderr=True, highlight=False, soft_wrap=True).print(
-            f"note: --inventory {inventory}: naming hosts, NICs, rails, leaf ports and cables is not "
-            "available yet; findings show the names found in the logs.", markup=False)
+    fabric = None
+    if inventory is not None:  # load first: a bad inventory is a user error before any log is read
+        from fabric.design.derive import derive
+        from fabric.model.load import load
+
+        fabric = derive(load(inventory))
     report = run_diagnose(((log_name(p), read_lines(p)) for p in logs), signatures, expected_tos)
+    if fabric is not None:
+        report = bind(report, fabric)
     if format is OutputFormat.json:
         typer.echo(json.dumps(report.model_dump(mode="json"), indent=2, sort_keys=True, ensure_ascii=False))
     else:
@@ -102,11 +107,16 @@ def _where(f: Finding) -> str:
 
 
 def _about(f: Finding) -> Text:
-    """Subjects (what the inventory binding will resolve), then the other extracted values, dimmed."""
+    """Subjects as named in the logs, where they are in the fabric (with --inventory), other values dimmed."""
     lines = [" ".join(f"{k}={v}" for k, v in s.items()) for s in f.subjects[:4]]
     if len(f.subjects) > 4:
         lines.append(f"+{len(f.subjects) - 4} more")
     text = Text("\n".join(lines))
+    if f.located:
+        located = [f"@ {loc.text()}" for loc in f.located[:4]]
+        if len(f.located) > 4:
+            located.append(f"@ +{len(f.located) - 4} more")
+        text.append(("\n" if lines else "") + "\n".join(located), style="bold")
     details = " ".join(f"{k}={','.join(v[:3])}" for k, v in list(f.details.items())[:4])
     if details:
         text.append(("\n" if lines else "") + details, style="dim")

@@ -22,6 +22,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
+from fabric.design.intent import FabricIntent
+from fabric.diagnose.bind import FabricIndex, Located, bind_subjects
 from fabric.errors import InputError, Problem
 from fabric.model.source import SourceMap, dotted, load_yaml
 
@@ -201,6 +203,7 @@ class Finding(BaseModel):
     details: dict[str, list[str]]  # distinct values of the other named groups
     cause: str
     next_step: str
+    located: list[Located] = []  # with --inventory: the hosts, rail NICs, leaf ports and cables named
 
 
 class LogFile(BaseModel):
@@ -217,6 +220,7 @@ class Report(BaseModel):
     files: list[LogFile]
     findings: list[Finding]
     expected_tos: int
+    inventory: str | None = None  # the fabric the findings were bound to
 
     def counts(self) -> dict[str, int]:
         return {sev: sum(f.severity == sev for f in self.findings) for sev in SEVERITIES}
@@ -224,6 +228,13 @@ class Report(BaseModel):
     @property
     def has_errors(self) -> bool:
         return any(f.severity == "error" for f in self.findings)
+
+
+def bind(report: Report, fabric: FabricIntent) -> Report:
+    """The report with every finding's subjects resolved to places in `fabric` (`located`)."""
+    index = FabricIndex(fabric)
+    findings = [f.model_copy(update={"located": bind_subjects(f.subjects, index)}) for f in report.findings]
+    return report.model_copy(update={"findings": findings, "inventory": fabric.name})
 
 
 # ------------------------------------------------------------------------------------------ reading
