@@ -235,3 +235,4 @@ from fabric.lab.cli import lab_app as _lab_app; app.add_typer(_lab_app, name="la
 from fabric.lint.cli import lint as _lint; app.command("lint")(_lint)  # noqa: E402, E702, I001
 from fabric.diagnose.cli import diagnose as _diagnose; app.command("diagnose")(_diagnose)  # noqa: E402, E702, I001
 from fabric.export.cli import export_command as _export; app.command("export")(_export)  # noqa: E402, E702, I001
+from fabric.accept.cli import accept as _accept, counters as _counters; app.command("accept")(_accept); app.command("counters")(_counters)  # noqa: E402, E501, E702, I001

@@ -1,0 +1,165 @@
+"""Lossless counters per host NIC and switch port: snapshots, deltas, rates, anomalies.
+
+Sources, read in one command per node: `ethtool -S <netdev>` (mlx5: rx_prio3_pause, rx_discards_phy…),
+`ip -s -j link` (kernel link statistics, what the lab's veths have) and RDMA
+`/sys/class/infiniband/<dev>/ports/1/hw_counters/*` (out_of_sequence, np_cnp_sent…). Counter names
+are prefixed with their source: `ethtool:`, `link:`, `hw:`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from concurrent.futures import ThreadPoolExecutor
+
+from pydantic import BaseModel
+
+from fabric.accept import transport as tr
+from fabric.accept.parsers import parse_ethtool_stats
+from fabric.design.intent import FabricIntent
+from fabric.errors import InputError
+
+# node → port (rail netdev or switch port) → counter → value
+Snapshot = dict[str, dict[str, dict[str, int]]]
+
+DISCARD = re.compile(r"(discard|^link:(rx|tx)_(dropped|errors)$|out_of_buffer$)")
+SEQUENCE = re.compile(r"^hw:(out_of_sequence|packet_seq_err|implied_nak_seq_err|local_ack_timeout_err)$")
+PAUSE = re.compile(r"^ethtool:(rx|tx)_prio\d_pause$")
+ECN = re.compile(r"^(ethtool:rx_prio\d_marked|hw:np_ecn_marked_roce_packets)$")
+CNP_SENT, CNP_HANDLED = "hw:np_cnp_sent", "hw:rp_cnp_handled"
+STORM = re.compile(r"^ethtool:tx_pause_storm_(warning|error)_events$")
+
+
+def _host_script(netdevs: list[tuple[str, str]]) -> str:
+    parts = []
+    for netdev, rdma in netdevs:
+        q = shlex.quote(netdev)
+        parts.append(f"echo '@@ {netdev} ethtool'; ethtool -S {q} 2>/dev/null; "
+                     f"echo '@@ {netdev} link'; ip -s -j link show dev {q} 2>/dev/null; echo")
+        if rdma:
+            d = f"/sys/class/infiniband/{shlex.quote(rdma)}/ports/1/hw_counters"
+            parts.append(f"echo '@@ {netdev} hw'; for f in {d}/*; do [ -r \"$f\" ] && "
+                         f"echo \"     ${{f##*/}}: $(cat \"$f\")\"; done 2>/dev/null; true")
+    return "; ".join(parts)
+
+
+def _link_stats(doc: object) -> dict[str, int]:
+    out: dict[str, int] = {}
+    if isinstance(doc, list) and doc and isinstance(doc[0], dict):
+        stats = doc[0].get("stats64") or doc[0].get("stats") or {}
+        for direction in ("rx", "tx"):
+            for k, v in (stats.get(direction) or {}).items():
+                if isinstance(v, int):
+                    out[f"link:{direction}_{k}"] = v
+    return out
+
+
+def parse_host_dump(text: str) -> dict[str, dict[str, int]]:
+    """The sections printed by the host script → port → counters."""
+    sections: dict[tuple[str, str], list[str]] = {}
+    key: tuple[str, str] | None = None
+    for line in text.splitlines():
+        if line.startswith("@@ "):
+            _, port, kind = line.split(maxsplit=2)
+            key = (port, kind)
+            sections[key] = []
+        elif key is not None:
+            sections[key].append(line)
+    out: dict[str, dict[str, int]] = {}
+    for (port, kind), lines in sections.items():
+        body = "\n".join(lines).strip()
+        counters = out.setdefault(port, {})
+        if not body:
+            continue
+        if kind == "ethtool":
+            try:
+                stats = parse_ethtool_stats(body + "\n", f"ethtool -S {port}")
+            except InputError:
+                continue
+            counters.update({f"ethtool:{k}": v for k, v in stats.counters.items()})
+        elif kind == "link":
+            try:
+                counters.update(_link_stats(json.loads(body)))
+            except ValueError:
+                continue
+        elif kind == "hw":
+            for ln in lines:
+                name, _, value = ln.strip().partition(":")
+                if value.strip().isdigit():
+                    counters[f"hw:{name}"] = int(value)
+    return out
+
+
+def host_snapshot(t: tr.Transport, fabric: FabricIntent, host: str) -> dict[str, dict[str, int]]:
+    netdevs = [(r.ifname, r.rdma) for r in fabric.hosts[host].rails]
+    c = tr.run(t, host, ["sh", "-c", _host_script(netdevs)], timeout=20)
+    return parse_host_dump(c.stdout)
+
+
+def switch_snapshot(t: tr.Transport, switch: str) -> dict[str, dict[str, int]]:
+    """Kernel link statistics of every port of a switch node (the lab; NOS counters are not read here)."""
+    c = tr.run(t, switch, ["ip", "-s", "-j", "link", "show"], timeout=20)
+    try:
+        links = json.loads(c.stdout or "[]")
+    except ValueError:
+        return {}
+    return {lk["ifname"]: _link_stats([lk]) for lk in links
+            if isinstance(lk, dict) and lk.get("ifname") not in ("lo", None) and not lk["ifname"].startswith("eth0")}
+
+
+def snapshot(t: tr.Transport, fabric: FabricIntent, *, switches: bool = False, workers: int = 4) -> Snapshot:
+    nodes = list(fabric.hosts) + (list(fabric.switches) if switches else [])
+    def one(n: str) -> tuple[str, dict[str, dict[str, int]]]:
+        return n, host_snapshot(t, fabric, n) if n in fabric.hosts else switch_snapshot(t, n)
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        return dict(pool.map(one, nodes))
+
+
+def delta(before: Snapshot, after: Snapshot) -> Snapshot:
+    """after − before for counters present in both."""
+    return {node: {port: {k: v - before[node][port][k] for k, v in cs.items()
+                          if k in before.get(node, {}).get(port, {})}
+                   for port, cs in ports.items()}
+            for node, ports in after.items() if node in before}
+
+
+def total(counters: dict[str, int], pattern: re.Pattern[str]) -> int:
+    return sum(v for k, v in counters.items() if pattern.search(k))
+
+
+class PortRates(BaseModel):
+    node: str
+    port: str
+    pause: float = 0.0
+    ecn: float = 0.0
+    cnp_sent: float = 0.0
+    cnp_handled: float = 0.0
+    discards: float = 0.0
+    rx_gbps: float = 0.0
+    tx_gbps: float = 0.0
+    exposed: list[str] = []  # which sources this port has (ethtool, link, hw)
+    anomalies: list[str] = []
+
+
+def rates(d: Snapshot, seconds: float) -> list[PortRates]:
+    """Per-second rates of the lossless counter groups, with anomalies named."""
+    out = []
+    for node, ports in sorted(d.items()):
+        for port, cs in sorted(ports.items()):
+            r = PortRates(node=node, port=port,
+                          pause=total(cs, PAUSE) / seconds, ecn=total(cs, ECN) / seconds,
+                          cnp_sent=cs.get(CNP_SENT, 0) / seconds, cnp_handled=cs.get(CNP_HANDLED, 0) / seconds,
+                          discards=(total(cs, DISCARD) + total(cs, SEQUENCE)) / seconds,
+                          rx_gbps=cs.get("link:rx_bytes", 0) * 8 / seconds / 1e9,
+                          tx_gbps=cs.get("link:tx_bytes", 0) * 8 / seconds / 1e9,
+                          exposed=sorted({k.split(":", 1)[0] for k in cs}))
+            bad = {k: v for k, v in cs.items() if (DISCARD.search(k) or SEQUENCE.search(k)) and v > 0}
+            if bad:
+                r.anomalies.append("discards/errors: " + ", ".join(f"{k}+{v}" for k, v in sorted(bad.items())))
+            if total(cs, STORM) > 0:
+                r.anomalies.append("PFC storm events")
+            if r.pause > 0:
+                r.anomalies.append("PFC pause frames (congestion)")
+            out.append(r)
+    return out

@@ -1,0 +1,178 @@
+"""Reports of an acceptance run: rich table, JSON, JUnit XML, Markdown, self-contained HTML with a
+rail × host bandwidth heatmap (inline CSS, no external assets)."""
+
+from __future__ import annotations
+
+import html
+import json
+from pathlib import Path
+from xml.etree import ElementTree as ET
+
+from rich.console import Console
+from rich.table import Table
+
+from fabric.accept.results import AcceptReport, CheckResult
+
+FORMATS = ("table", "json", "junit", "markdown", "html")
+FILES = {"json": "accept.json", "junit": "accept-junit.xml", "markdown": "accept.md", "html": "accept.html"}
+_STYLE = {"pass": "green", "fail": "bold red", "skipped": "yellow", "error": "bold magenta"}
+
+
+def table(report: AcceptReport, console: Console) -> None:
+    t = Table(title=f"fabric accept {report.fabric} ({report.mode}{', quick' if report.quick else ''})")
+    for col in ("check", "status", "tests", "rounds", "seconds", "result"):
+        t.add_column(col, overflow="fold")
+    for r in report.results:
+        bad = sum(not m.ok for m in r.measurements)
+        tests = f"{len(r.measurements) - bad}/{len(r.measurements)}" if r.measurements else "-"
+        t.add_row(r.name, f"[{_STYLE[r.status]}]{r.status}[/]", tests, str(r.rounds or "-"), f"{r.seconds:.1f}",
+                  r.message)
+    console.print(t)
+    for r in report.results:
+        for line in r.evidence[:30]:
+            console.print(f"[dim]{r.name}:[/dim] {line}", markup=True, highlight=False)
+    c = report.counts()
+    console.print(f"{c['pass']} passed, {c['fail']} failed, {c['skipped']} skipped, {c['error']} errors "
+                  f"in {report.seconds:.1f}s")
+
+
+def to_json(report: AcceptReport) -> str:
+    data = report.model_dump()
+    data["ok"], data["counts"] = report.ok, report.counts()
+    return json.dumps(data, indent=2, sort_keys=True) + "\n"
+
+
+def _case_name(r: CheckResult, used: set[str]) -> str:
+    name, n = r.name, 2
+    while name in used:
+        name, n = f"{r.name}-{n}", n + 1
+    used.add(name)
+    return name
+
+
+def to_junit(report: AcceptReport) -> str:
+    """One testsuite; a testcase per check and per failed measurement, all names unique."""
+    suite = ET.Element("testsuite", name=f"fabric-accept-{report.fabric}", timestamp=report.started,
+                       time=f"{report.seconds:.2f}")
+    used: set[str] = set()
+    counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+    for r in report.results:
+        cases = [(r.name, r.status, r.message, r.seconds)]
+        for m in r.measurements:
+            if not m.ok:
+                where = "-".join(x for x in (m.src, m.dst, f"rail{m.rail}" if m.rail is not None else "") if x)
+                actual = f"{m.value:g} {m.unit}" if m.value is not None else m.detail
+                cases.append((f"{r.name}[{where}]", "fail",
+                              f"Expected {m.threshold} {m.unit}. Actual: {actual}", 0.0))
+        for name, status, message, secs in cases:
+            tc = ET.SubElement(suite, "testcase", classname=f"accept.{r.check}",
+                               name=_case_name(CheckResult(name=name, check=r.check, status="pass"), used),
+                               time=f"{secs:.2f}")
+            counts["tests"] += 1
+            if status == "fail":
+                ET.SubElement(tc, "failure", message=message[:500]).text = "\n".join([message, *r.evidence])
+                counts["failures"] += 1
+            elif status == "error":
+                ET.SubElement(tc, "error", message=message[:500]).text = message
+                counts["errors"] += 1
+            elif status == "skipped":
+                ET.SubElement(tc, "skipped", message=message[:500])
+                counts["skipped"] += 1
+    for k, v in counts.items():
+        suite.set(k, str(v))
+    return ET.tostring(suite, encoding="unicode", xml_declaration=True) + "\n"
+
+
+def to_markdown(report: AcceptReport) -> str:
+    c = report.counts()
+    lines = [f"# Acceptance: {report.fabric}", "",
+             f"{report.mode} run{' (quick)' if report.quick else ''} started {report.started}, {report.seconds:.1f}s: "
+             f"**{c['pass']} passed, {c['fail']} failed, {c['skipped']} skipped, {c['error']} errors**", "",
+             "| check | status | rounds | result |", "| --- | --- | --- | --- |"]
+    for r in report.results:
+        msg = r.message.replace("|", "\\|")
+        lines.append(f"| {r.name} | {r.status} | {r.rounds or '-'} | {msg} |")
+    for r in report.results:
+        if r.evidence:
+            lines += ["", f"## {r.name}: evidence", "", "```", *r.evidence, "```"]
+    return "\n".join(lines) + "\n"
+
+
+def heatmap(report: AcceptReport) -> tuple[list[str], list[int], dict[tuple[str, int], tuple[float, float]]]:
+    """(hosts, rails, cell → (lowest bandwidth touching the host on the rail, its threshold))."""
+    cells: dict[tuple[str, int], tuple[float, float]] = {}
+    for r in report.results:
+        for m in r.measurements:
+            if m.unit not in ("Gb/s", "GB/s") or m.rail is None:
+                continue
+            value = m.value if m.value is not None else 0.0
+            for h in (m.src, m.dst):
+                if h and ((h, m.rail) not in cells or value < cells[(h, m.rail)][0]):
+                    cells[(h, m.rail)] = (value, m.threshold or 0.0)
+    hosts = sorted({h for h, _ in cells})
+    rails = sorted({r for _, r in cells})
+    return hosts, rails, cells
+
+
+def _color(value: float, threshold: float) -> str:
+    if threshold <= 0:
+        return "#e8f0fe"
+    ratio = value / threshold
+    if ratio < 1:
+        light = 45 + int(40 * max(ratio, 0))
+        return f"hsl(0, 75%, {light}%)"
+    return f"hsl(130, 45%, {max(40, 80 - int(10 * min(ratio - 1, 4)))}%)"
+
+
+_CSS = """body{font-family:system-ui,sans-serif;margin:2em;color:#222}table{border-collapse:collapse;margin:1em 0}
+td,th{border:1px solid #ccc;padding:4px 8px;text-align:left;vertical-align:top}th{background:#f3f3f3}
+.pass{color:#137333;font-weight:600}.fail{color:#c5221f;font-weight:700}.skipped{color:#b06000}.error{color:#a0a}
+.heat td{text-align:center;min-width:5em;font-variant-numeric:tabular-nums}pre{background:#f6f6f6;padding:1em}"""
+
+
+def to_html(report: AcceptReport) -> str:
+    e = html.escape
+    c = report.counts()
+    out = ["<!DOCTYPE html>", "<html><head><meta charset='utf-8'>", f"<title>Acceptance {e(report.fabric)}</title>",
+           f"<style>{_CSS}</style></head><body>", f"<h1>Acceptance: {e(report.fabric)}</h1>",
+           f"<p>{e(report.mode)} run{' (quick)' if report.quick else ''}, started {e(report.started)}, "
+           f"{report.seconds:.1f}s — {c['pass']} passed, {c['fail']} failed, {c['skipped']} skipped, "
+           f"{c['error']} errors</p>",
+           "<table><tr><th>check</th><th>status</th><th>rounds</th><th>result</th></tr>"]
+    for r in report.results:
+        out.append(f"<tr><td>{e(r.name)}</td><td class='{r.status}'>{r.status}</td><td>{r.rounds or '-'}</td>"
+                   f"<td>{e(r.message)}</td></tr>")
+    out.append("</table>")
+    hosts, rails, cells = heatmap(report)
+    if cells:
+        out.append("<h2>Bandwidth: rail × host (lowest measurement touching the NIC)</h2><table class='heat'>")
+        out.append("<tr><th>host \\ rail</th>" + "".join(f"<th>rail {r}</th>" for r in rails) + "</tr>")
+        for h in hosts:
+            row = [f"<tr><th>{e(h)}</th>"]
+            for rail in rails:
+                if (h, rail) not in cells:
+                    row.append("<td>-</td>")
+                    continue
+                v, thr = cells[(h, rail)]
+                row.append(f"<td style='background:{_color(v, thr)}' title='threshold {thr:g}'>{v:.2f}</td>")
+            out.append("".join(row) + "</tr>")
+        out.append("</table>")
+    for r in report.results:
+        if r.evidence:
+            out.append(f"<h2>{e(r.name)}: evidence</h2><pre>{e(chr(10).join(r.evidence))}</pre>")
+    out.append("</body></html>")
+    return "\n".join(out) + "\n"
+
+
+RENDER = {"json": to_json, "junit": to_junit, "markdown": to_markdown, "html": to_html}
+
+
+def write(report: AcceptReport, out_dir: Path, formats: list[str]) -> list[Path]:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for f in formats:
+        if f in RENDER:
+            p = out_dir / FILES[f]
+            p.write_text(RENDER[f](report))
+            paths.append(p)
+    return paths

@@ -1,0 +1,64 @@
+"""What an acceptance run produces: one result per check, with measurements, evidence and location."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from fabric.accept.locate import Location
+
+Status = Literal["pass", "fail", "skipped", "error"]
+
+
+class Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Measurement(Model):
+    """One measured value: a pair on a rail (or a host, or the cluster), judged against a threshold."""
+
+    rail: int | None = None
+    src: str = ""
+    dst: str = ""
+    value: float | None = None  # None: nothing measured (tool failed, link down)
+    unit: str = ""
+    threshold: float | None = None
+    ok: bool = True
+    tool: str = ""
+    detail: str = ""
+
+
+class CheckResult(Model):
+    """One catalog entry's outcome. `message` reads "Expected … Actual …" on failure."""
+
+    name: str  # unique in a run (the JUnit testcase name)
+    check: str
+    tags: list[str] = []
+    status: Status
+    message: str = ""
+    measurements: list[Measurement] = []
+    evidence: list[str] = []
+    locations: list[Location] = []
+    rendered: list[str] = []  # files written for launchers (sbatch, MPIJob, hostfile)
+    rounds: int = 0
+    seconds: float = 0.0
+
+
+class AcceptReport(Model):
+    fabric: str
+    mode: Literal["lab", "ssh"]
+    quick: bool
+    started: str
+    seconds: float
+    results: list[CheckResult]
+
+    @property
+    def ok(self) -> bool:
+        return not any(r.status in ("fail", "error") for r in self.results)
+
+    def counts(self) -> dict[str, int]:
+        c = {"pass": 0, "fail": 0, "skipped": 0, "error": 0}
+        for r in self.results:
+            c[r.status] += 1
+        return c

@@ -1,0 +1,229 @@
+"""Traffic tools behind the checks, and the runner that measures a set of links at once.
+
+A tool is a parameter of a check: `ib_write_bw` / `ib_write_lat` on RDMA hosts, and in the lab,
+where veths have no RDMA, `iperf3` (bandwidth) and `ping` (latency, RTT/2 like ib_write_lat's one-way
+figure) go through the same runner, scheduler, thresholds and reports. Parsing uses
+fabric.accept.parsers (perftest text, iperf3 -J).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import subprocess
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from ipaddress import IPv4Interface
+
+from fabric.accept import transport as tr
+from fabric.accept.parsers import parse_iperf3, parse_perftest, perftest_bw_gbps
+from fabric.accept.results import Measurement
+from fabric.design.intent import FabricIntent
+
+
+@dataclass(frozen=True)
+class End:
+    """One host's NIC on one rail."""
+
+    host: str
+    rail: int
+    ip: str
+    rdma: str
+    netdev: str
+    gid_index: int
+
+
+def ends(fabric: FabricIntent) -> dict[tuple[str, int], End]:
+    return {(h.name, r.rail): End(h.name, r.rail, str(IPv4Interface(r.address).ip), r.rdma, r.ifname,
+                                  h.gid.index)
+            for h in fabric.hosts.values() for r in h.rails}
+
+
+class Tool:
+    """A pair tool: optional server on the receiver, a client on the sender, one number out."""
+
+    name = ""
+    unit = ""
+    higher_is_better = True
+    needs_rdma = False
+    base_port = 0
+
+    def server(self, dst: End, port: int, seconds: float) -> list[str] | None:
+        return None
+
+    def client(self, src: End, dst: End, port: int, seconds: float) -> list[str]:
+        raise NotImplementedError
+
+    def value(self, client_out: str, server_out: str) -> float:
+        raise NotImplementedError
+
+
+class Iperf3(Tool):
+    """TCP bandwidth between rail addresses (the lab's stand-in for ib_write_bw), Gb/s."""
+
+    name, unit, base_port = "iperf3", "Gb/s", 5200
+
+    def server(self, dst: End, port: int, seconds: float) -> list[str]:
+        return ["iperf3", "-s", "-1", "-B", dst.ip, "-p", str(port), "-J"]
+
+    def client(self, src: End, dst: End, port: int, seconds: float) -> list[str]:
+        return ["iperf3", "-c", dst.ip, "-B", src.ip, "-p", str(port), "-t", f"{max(1, round(seconds))}",
+                "-J", "--connect-timeout", "2000"]
+
+    def value(self, client_out: str, server_out: str) -> float:
+        r = parse_iperf3(client_out, "iperf3 client")
+        if r.error:
+            raise RuntimeError(f"iperf3: {r.error}")
+        s = r.received or r.sent
+        if s is None:
+            raise RuntimeError("iperf3: no end summary")
+        return s.bits_per_second / 1e9
+
+
+class IbWriteBw(Tool):
+    """RDMA write bandwidth (perftest), Gb/s at the message size, duration mode."""
+
+    name, unit, needs_rdma, base_port = "ib_write_bw", "Gb/s", True, 18515
+
+    def __init__(self, size: int = 1 << 20, qps: int = 4) -> None:
+        self.size, self.qps = size, qps
+
+    def _common(self, end: End, port: int, seconds: float) -> list[str]:
+        return ["ib_write_bw", "-d", end.rdma, "-x", str(end.gid_index), "-F", "--report_gbits",
+                "-s", str(self.size), "-q", str(self.qps), "-D", f"{max(1, round(seconds))}", "-p", str(port)]
+
+    def server(self, dst: End, port: int, seconds: float) -> list[str]:
+        return self._common(dst, port, seconds)
+
+    def client(self, src: End, dst: End, port: int, seconds: float) -> list[str]:
+        return [*self._common(src, port, seconds), dst.ip]
+
+    def value(self, client_out: str, server_out: str) -> float:
+        return perftest_bw_gbps(parse_perftest(client_out, "ib_write_bw client"))
+
+
+class IbWriteLat(Tool):
+    """RDMA write latency (perftest), one-way µs at the 99th percentile."""
+
+    name, unit, higher_is_better, needs_rdma, base_port = "ib_write_lat", "us", False, True, 18600
+
+    def __init__(self, iterations: int = 5000) -> None:
+        self.iterations = iterations
+
+    def _common(self, end: End, port: int) -> list[str]:
+        return ["ib_write_lat", "-d", end.rdma, "-x", str(end.gid_index), "-F", "-s", "2",
+                "-n", str(self.iterations), "-p", str(port)]
+
+    def server(self, dst: End, port: int, seconds: float) -> list[str]:
+        return self._common(dst, port)
+
+    def client(self, src: End, dst: End, port: int, seconds: float) -> list[str]:
+        return [*self._common(src, port), dst.ip]
+
+    def value(self, client_out: str, server_out: str) -> float:
+        return lat_p99(parse_perftest(client_out, "ib_write_lat client"))
+
+
+def lat_p99(result) -> float:
+    """p99 one-way latency (µs) of the largest-size row; falls back to t_max when no percentile column."""
+    rows = result.lat_rows
+    if not rows:
+        raise RuntimeError("ib_write_lat: no latency rows")
+    row = max(rows, key=lambda r: r.bytes)
+    value = row.t_p99 if row.t_p99 is not None else row.t_max
+    if value is None:
+        raise RuntimeError("ib_write_lat: no p99 or t_max column")
+    return value
+
+
+_RTT = re.compile(r"\btime[=<]([\d.]+) ms")
+
+
+class Ping(Tool):
+    """ICMP echo between rail addresses (the lab's latency stand-in): p99 of RTT/2 in µs."""
+
+    name, unit, higher_is_better = "ping", "us", False
+
+    def __init__(self, count: int = 50, interval: float = 0.01) -> None:
+        self.count, self.interval = count, interval
+
+    def client(self, src: End, dst: End, port: int, seconds: float) -> list[str]:
+        return ["ping", "-n", "-c", str(self.count), "-i", str(self.interval), "-W", "1", "-I", src.ip, dst.ip]
+
+    def value(self, client_out: str, server_out: str) -> float:
+        return ping_p99_us(client_out)
+
+
+def ping_p99_us(text: str) -> float:
+    """p99 (nearest rank) of the per-reply RTT/2 in µs; RuntimeError when nothing came back."""
+    rtts = sorted(float(m) for m in _RTT.findall(text))
+    if not rtts:
+        raise RuntimeError("ping: no replies")
+    rank = max(1, math.ceil(0.99 * len(rtts)))
+    return rtts[rank - 1] * 1000 / 2
+
+
+TOOLS: dict[str, type[Tool]] = {t.name: t for t in (Iperf3, IbWriteBw, IbWriteLat, Ping)}
+
+
+def missing(t: tr.Transport, tool: Tool, hosts: list[str], fabric: FabricIntent) -> str:
+    """Why `tool` cannot run on these hosts ('' when it can): binary absent, or no RDMA device."""
+    binary = tool.name
+    for host in hosts:
+        if not tr.which(t, host, binary):
+            return f"{binary} not found on {host}"
+        if tool.needs_rdma:
+            rails = fabric.hosts[host].rails
+            dev = rails[0].rdma if rails else ""
+            if tr.run(t, host, ["test", "-e", f"/sys/class/infiniband/{dev}"], timeout=10).rc != 0:
+                return f"no RDMA device {dev} on {host} (/sys/class/infiniband/{dev} missing)"
+    return ""
+
+
+def measure_links(t: tr.Transport, tool: Tool, links: list[tuple[End, End]], *, seconds: float,
+                  timeout: float, threshold: float | None, workers: int = 8) -> list[Measurement]:
+    """Measure every (src, dst) link at once: all servers up, then all clients; servers always stopped.
+
+    A host may appear once as sender and once as receiver per rail (pairs, rings)."""
+    servers: list[subprocess.Popen[str] | None] = []
+    try:
+        for src, dst in links:
+            argv = tool.server(dst, tool.base_port + src.rail, seconds)
+            servers.append(tr.start(t, dst.host, argv, seconds=timeout) if argv else None)
+        if any(servers):
+            time.sleep(0.3)
+
+        def client(i: int) -> tuple[tr.Completed, float]:
+            src, dst = links[i]
+            argv = tool.client(src, dst, tool.base_port + src.rail, seconds)
+            t0 = time.monotonic()
+            for attempt in range(3):  # the server may not listen yet
+                c = tr.run(t, src.host, argv, timeout=timeout)
+                if c.rc == 0 or servers[i] is None or "refused" not in (c.stdout + c.stderr) or attempt == 2:
+                    return c, time.monotonic() - t0
+                time.sleep(0.3)
+            return c, time.monotonic() - t0
+
+        with ThreadPoolExecutor(max_workers=max(1, min(workers, len(links)))) as pool:
+            done = list(pool.map(client, range(len(links))))
+    finally:
+        outs = [tr.stop(s) if s is not None else ("", "") for s in servers]
+    result = []
+    for (src, dst), (c, _took), (s_out, _s_err) in zip(links, done, outs, strict=True):
+        m = Measurement(rail=src.rail, src=src.host, dst=dst.host, unit=tool.unit, tool=tool.name,
+                        threshold=threshold)
+        try:
+            if c.rc != 0 and tool.name != "iperf3":
+                raise RuntimeError(c.last_error)
+            m.value = round(tool.value(c.stdout, s_out), 3)
+        except Exception as exc:  # a failed measurement is a failed link, never a crash
+            m.ok, m.detail = False, f"no result: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
+            if c.rc != 0 and c.last_error not in m.detail:
+                m.detail += f" ({c.last_error})"
+            result.append(m)
+            continue
+        if threshold is not None:
+            m.ok = m.value >= threshold if tool.higher_is_better else m.value <= threshold
+        result.append(m)
+    return result
