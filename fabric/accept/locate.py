@@ -72,10 +72,11 @@ def locate(rail: int, hosts: Sequence[str], probe: Probe, *, known_good: Sequenc
     loc = Location(rail=rail)
     frontier: list[list[str]] = [list(hosts)] if hosts else []
     good: list[str] = [h for h in known_good if h not in hosts]
+    presumed: list[str] = []
     while frontier and loc.rounds < max_rounds:
         groups: list[list[str]] = []
         plans: list[tuple[list[str], list[tuple[list[str], int | None]]]] = []  # cand → [(half, group idx)]
-        spare = [g for g in good]
+        spare = [g for g in good] + [p for p in presumed if p not in good]
         nxt: list[list[str]] = []
         for cand in frontier:
             if len(cand) == 1:
@@ -108,6 +109,9 @@ def locate(rail: int, hosts: Sequence[str], probe: Probe, *, known_good: Sequenc
                 good.extend(x for x in h if x not in good)
             if failed:
                 nxt.extend(failed)
+                # an untested single host beside a failing half is presumed good (one fault per
+                # suspect set) and used last as a partner; if it is bad too, its own rings fail later
+                presumed.extend(x for h in untested for x in h if x not in good)
             elif untested:
                 nxt.extend(untested)  # the tested half is fine, so the fault is in the other one
             else:

@@ -126,11 +126,12 @@ class IbWriteLat(Tool):
 
 
 def lat_p99(result) -> float:
-    """p99 one-way latency (µs) of the largest-size row; falls back to t_max when no percentile column."""
+    """p99 one-way latency (µs) of the smallest-size row (-s 2; with -a the 2-byte row); t_max when the
+    output has no percentile column."""
     rows = result.lat_rows
     if not rows:
         raise RuntimeError("ib_write_lat: no latency rows")
-    row = max(rows, key=lambda r: r.bytes)
+    row = min(rows, key=lambda r: r.bytes)
     value = row.t_p99 if row.t_p99 is not None else row.t_max
     if value is None:
         raise RuntimeError("ib_write_lat: no p99 or t_max column")

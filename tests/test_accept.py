@@ -1,0 +1,301 @@
+"""Acceptance without the lab: scheduler, fault location, thresholds on sample outputs, catalog,
+launchers (render-only, by content), counter rules, reports."""
+
+from __future__ import annotations
+
+import json
+import math
+from itertools import combinations
+from pathlib import Path
+from xml.etree import ElementTree as ET
+
+import pytest
+import yaml
+
+from fabric.accept import catalog as cat
+from fabric.accept import launchers, report
+from fabric.accept.checks import CHECKS, NcclInput, expected_busbw, judge_nccl, lossless_findings
+from fabric.accept.counters import delta, parse_host_dump, rates
+from fabric.accept.locate import locate, simulated_probe
+from fabric.accept.parsers import parse_perftest
+from fabric.accept.results import AcceptReport, CheckResult, Measurement
+from fabric.accept.schedule import circle_rounds, cross_rounds, quick_rounds, schedule
+from fabric.accept.tools import lat_p99, ping_p99_us
+from fabric.design.derive import derive
+from fabric.errors import InputError
+from fabric.model.load import load
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLES = Path("/work/shared/samples")
+
+
+@pytest.fixture(scope="module")
+def example():
+    return derive(load(ROOT / "inventories" / "example"))
+
+
+@pytest.fixture(scope="module")
+def two_su():
+    return derive(load(ROOT / "inventories" / "lab-2su8r"))
+
+
+def sample(name: str) -> str:
+    path = SAMPLES / name
+    if not path.exists():
+        from tests.conftest import require
+
+        require(False, f"sample {path}")
+    return path.read_text()
+
+
+# -- scheduler -----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("n", [2, 3, 4, 5, 8, 9, 16, 33])
+def test_circle_every_pair_once_no_host_twice_per_round(n: int) -> None:
+    hosts = [f"h{i:02d}" for i in range(n)]
+    rounds = circle_rounds(hosts)
+    assert len(rounds) == (n - 1 if n % 2 == 0 else n)
+    seen = [frozenset(p) for rd in rounds for p in rd]
+    assert len(seen) == len(set(seen)) == n * (n - 1) // 2
+    assert set(seen) == {frozenset(p) for p in combinations(hosts, 2)}
+    for rd in rounds:
+        used = [h for p in rd for h in p]
+        assert len(used) == len(set(used))
+
+
+@pytest.mark.parametrize("n", [2, 4, 7, 10])
+def test_quick_pairs_every_host_once(n: int) -> None:
+    hosts = [f"h{i}" for i in range(n)]
+    rounds = quick_rounds(hosts)
+    covered = {h for rd in rounds for p in rd for h in p}
+    assert covered == set(hosts)
+    assert len(rounds[0]) == n // 2 and len(rounds) == (1 if n % 2 == 0 else 2)
+    for rd in rounds:
+        used = [h for p in rd for h in p]
+        assert len(used) == len(set(used))
+
+
+def test_schedule_runs_rails_in_parallel(example) -> None:
+    per_rail = {r.rail: [] for h in example.hosts.values() for r in h.rails}
+    for h in example.hosts.values():
+        for r in h.rails:
+            per_rail[r.rail].append(h.name)
+    rounds = schedule(per_rail)
+    assert len(rounds) == 3  # 4 hosts → N−1 rounds, all 4 rails in every round
+    for rd in rounds:
+        assert sorted(rd.pairs) == [1, 2, 3, 4]
+        for pairs in rd.pairs.values():
+            used = [h for p in pairs for h in p]
+            assert len(used) == len(set(used))
+    assert len(schedule(per_rail, quick=True)) == 1
+
+
+def test_cross_rounds_only_pair_different_units() -> None:
+    groups = [["a1", "a2"], ["b1", "b2"], ["c1", "c2"]]
+    unit = {h: g[0][0] for g in groups for h in g}
+    rounds = cross_rounds(groups)
+    pairs = [p for rd in rounds for p in rd]
+    assert all(unit[a] != unit[b] for a, b in pairs)
+    assert {frozenset(p) for p in pairs} == {frozenset((a, b)) for a, b in combinations(unit, 2) if unit[a] != unit[b]}
+    for rd in rounds:
+        used = [h for p in rd for h in p]
+        assert len(used) == len(set(used))
+    quick = cross_rounds(groups, quick=True)
+    assert len(quick) == 1 and all(unit[a] != unit[b] for a, b in quick[0])
+
+
+# -- fault location ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("n", "bad"), [(2, 1), (3, 2), (4, 0), (7, 5), (64, 17), (1000, 999), (4096, 1234)])
+def test_bisection_names_slow_host_in_log_rounds(n: int, bad: int) -> None:
+    hosts = [f"gpu{i:04d}" for i in range(n)]
+    probe = simulated_probe(lambda rail, h: 10.0 if (rail, h) == (3, hosts[bad]) else 400.0, threshold=360)
+    loc = locate(3, hosts, probe, known_good=["ref"] if n == 2 else [])
+    assert loc.hosts == [hosts[bad]] and not loc.suspects and not loc.between
+    assert loc.rounds <= math.ceil(math.log2(n)) + 1
+    for step in loc.steps:  # groups of one round are disjoint
+        used = [h for g in step.groups for h in g.hosts]
+        assert len(used) == len(set(used))
+
+
+def test_bisection_names_two_faults_and_between_only_faults() -> None:
+    hosts = [f"h{i}" for i in range(16)]
+    slow = {"h3", "h12"}
+    loc = locate(1, hosts, simulated_probe(lambda r, h: 1.0 if h in slow else 100.0, threshold=50))
+    assert sorted(loc.hosts) == sorted(slow)
+    assert loc.rounds <= 4
+
+    def between(rail, groups):  # only traffic between the halves is slow (a fabric path)
+        from fabric.accept.locate import GroupOutcome
+        return [GroupOutcome(hosts=g, links=[], value=100.0, ok=True) for g in groups]
+    loc = locate(2, hosts, between)
+    assert loc.hosts == [] and loc.between == [[hosts[:8], hosts[8:]]] and loc.rounds == 1
+
+
+# -- thresholds on parser output from the sample files ---------------------------------------------
+
+def test_nccl_judged_on_busbw_at_largest_sizes_not_average(example) -> None:
+    text = sample("nccl_all_reduce_2node_h200_v2.18_format.txt")
+    ok = judge_nccl(text, expected_gbytes=8 * 400 / 8, fraction=0.9, largest=2)
+    assert ok.ok and ok.value is not None and ok.value > 400 and ok.threshold == 360
+    assert "not judged" in ok.detail  # the average line is reported, not used
+    fail = judge_nccl(text, expected_gbytes=16 * 400 / 8, fraction=0.9, largest=2)  # 16 NICs: 720 GB/s
+    assert not fail.ok and fail.value == ok.value
+    assert expected_busbw(example, list(example.hosts)) == 4 * 100 / 8
+
+
+def test_perftest_thresholds_from_samples() -> None:
+    from fabric.accept.parsers import perftest_bw_gbps
+
+    bw = perftest_bw_gbps(parse_perftest(sample("ib_write_bw_client_all_sizes_report_gbits.txt")))
+    assert 0 < bw < 400
+    lat = lat_p99(parse_perftest(sample("ib_write_lat_all_sizes_client.txt")))
+    assert 0 < lat < 10  # µs at 2 bytes
+
+
+def test_ping_p99_is_one_way_microseconds() -> None:
+    lines = "".join(f"64 bytes from 10.0.0.2: icmp_seq={i} ttl=64 time={i / 100:.2f} ms\n" for i in range(1, 101))
+    assert ping_p99_us(lines) == pytest.approx(0.99 * 1000 / 2)
+    with pytest.raises(RuntimeError):
+        ping_p99_us("100 packets transmitted, 0 received")
+
+
+# -- catalog ------------------------------------------------------------------------------------------
+
+def test_default_catalog_round_trips_and_covers_checks(example, two_su, tmp_path: Path) -> None:
+    c = cat.default_catalog(example)
+    names = [e.check for e in c.checks]
+    assert "cross-su-bandwidth" not in names  # one SU
+    assert {"host-config", "bgp", "rail-bandwidth", "rail-latency", "nccl-allreduce", "lossless-counters",
+            "pfc-watchdog"} <= set(names)
+    assert "cross-su-bandwidth" in [e.check for e in cat.default_catalog(two_su).checks]
+    lab = cat.default_catalog(example, lab=True)
+    bw = next(e for e in lab.checks if e.check == "rail-bandwidth")
+    assert bw.input["tool"] == "iperf3" and bw.input["threshold_gbps"] > 0
+    path = tmp_path / "catalog.yaml"
+    path.write_text(cat.dump(lab))
+    checks = cat.load_catalog(path)
+    assert [c.name for c in checks] == [e.check for e in lab.checks]
+    assert len({c.id for c in checks}) == len(checks)
+
+
+def test_catalog_errors_name_the_entry(tmp_path: Path) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump({"checks": [{"check": "rail-bandwdith"},
+                                               {"check": "rail-bandwidth", "input": {"seconds": -1}},
+                                               {"check": "bgp", "name": "x"}, {"check": "bgp", "name": "x"}]}))
+    with pytest.raises(InputError) as exc:
+        cat.load_catalog(path)
+    text = str(exc.value)
+    assert "checks[0].check" in text and "rail-bandwidth" in text
+    assert "checks[1].input.seconds" in text and "checks[3].name" in text
+
+
+def test_tags_select_checks(example) -> None:
+    checks = cat.build(cat.default_catalog(example))
+    assert {c.name for c in cat.select(checks, ["latency"])} == {"rail-latency"}
+    assert {c.name for c in cat.select(checks, ["counters"])} == {"lossless-counters", "pfc-watchdog"}
+    assert len(cat.select(checks, None)) == len(checks) == len(CHECKS) - 1  # no cross-SU in one SU
+
+
+# -- launchers (render-only, by content) ---------------------------------------------------------------
+
+def test_launchers_render_nccl_env_hostfile_sbatch_and_mpijob(example, tmp_path: Path) -> None:
+    from fabric.render.host import network_attachments
+
+    inputs = NcclInput()
+    hosts = sorted(example.hosts)
+    job = launchers.nccl_job(example, hosts, inputs, name="nccl-all")
+    env = example.hosts[hosts[0]].nccl_env
+    files = launchers.render(job, "mpirun", example, tmp_path)
+    hostfile, cmd = (p.read_text() for p in files)
+    assert hostfile.splitlines() == [f"{example.hosts[h].management_address.split('/')[0]} slots=4" for h in hosts]
+    assert "-np 16" in cmd and f"-x NCCL_IB_HCA={env['NCCL_IB_HCA']}" in cmd and "all_reduce_perf -b 8 -e 8G" in cmd
+    sb = launchers.render(job, "slurm", example, tmp_path)[0].read_text()
+    assert "#SBATCH --nodes=4" in sb and "#SBATCH --ntasks-per-node=4" in sb and "export NCCL_IB_TC=106" in sb
+    assert "srun --mpi=pmix all_reduce_perf" in sb
+    docs = list(yaml.safe_load_all(launchers.render(job, "k8s", example, tmp_path)[0].read_text()))
+    group, mpijob = docs
+    assert group["kind"] == "PodGroup" and group["spec"]["minMember"] == 5
+    worker = mpijob["spec"]["mpiReplicaSpecs"]["Worker"]
+    assert mpijob["apiVersion"] == "kubeflow.org/v2beta1" and worker["replicas"] == 4
+    assert worker["template"]["spec"]["schedulerName"] == "volcano"
+    limits = worker["template"]["spec"]["containers"][0]["resources"]["limits"]
+    nads = [d for d in yaml.safe_load_all(network_attachments(example)["network-attachments.yaml"]) if d]
+    nad_resources = {d["metadata"]["annotations"]["k8s.v1.cni.cncf.io/resourceName"] for d in nads}
+    assert {k for k in limits if k.startswith("nvidia.com/rail")} == nad_resources
+    attached = worker["template"]["metadata"]["annotations"]["k8s.v1.cni.cncf.io/networks"].split(",")
+    assert sorted(attached) == sorted(d["metadata"]["name"] for d in nads)
+    env_k8s = {e["name"]: e["value"] for e in worker["template"]["spec"]["containers"][0]["env"]}
+    assert env_k8s["NCCL_IB_HCA"] == env["NCCL_IB_HCA"] and env_k8s["NCCL_IB_GID_INDEX"] == env["NCCL_IB_GID_INDEX"]
+
+
+# -- counters ------------------------------------------------------------------------------------------
+
+DUMP = """@@ rail1 ethtool
+NIC statistics:
+     rx_prio3_pause: {pause}
+     rx_discards_phy: {disc}
+     tx_pause_storm_error_events: 0
+@@ rail1 link
+[{{"ifname":"rail1","stats64":{{"rx":{{"bytes":{rx},"dropped":0}},"tx":{{"bytes":0,"dropped":0}}}}}}]
+@@ rail1 hw
+     np_cnp_sent: {cnp}
+     rp_cnp_handled: 0
+     out_of_sequence: 0
+"""
+
+
+def test_counter_dump_rates_and_cnp_rule(example) -> None:
+    h1, h2 = sorted(example.hosts)[:2]
+    before = {h1: parse_host_dump(DUMP.format(pause=0, disc=0, rx=0, cnp=0)),
+              h2: parse_host_dump(DUMP.format(pause=0, disc=0, rx=0, cnp=0))}
+    after = {h1: parse_host_dump(DUMP.format(pause=10, disc=0, rx=10**9, cnp=0)),
+             h2: parse_host_dump(DUMP.format(pause=0, disc=3, rx=0, cnp=50))}
+    assert before[h1]["rail1"]["hw:np_cnp_sent"] == 0 and "link:rx_bytes" in before[h1]["rail1"]
+    r = {x.node: x for x in rates(delta(before, after), 2.0)}
+    assert r[h1].pause == 5.0 and r[h1].rx_gbps == pytest.approx(4.0) and r[h2].discards == 1.5
+    assert any("rx_discards_phy" in a for a in r[h2].anomalies)
+    traffic = [Measurement(rail=1, src=h1, dst=h2, value=1.0)]
+    ms, problems = lossless_findings(before, after, traffic, example)
+    assert any(f"{h2} rail1: ethtool:rx_discards_phy +3" in p for p in problems)
+    assert any("np_cnp_sent +50" in p and h1 in p for p in problems)
+    ms, problems = lossless_findings(before, before, traffic, example)
+    assert problems == [] and all(m.ok for m in ms)
+
+
+# -- reports ---------------------------------------------------------------------------------------
+
+def _report() -> AcceptReport:
+    ms = [Measurement(rail=1, src="a", dst="b", value=9.0, unit="Gb/s", threshold=5, ok=True),
+          Measurement(rail=2, src="a", dst="b", value=0.1, unit="Gb/s", threshold=5, ok=False),
+          Measurement(rail=2, src="b", dst="a", value=None, unit="Gb/s", threshold=5, ok=False, detail="refused")]
+    return AcceptReport(fabric="t<x>", mode="lab", quick=False, started="2026-01-01T00:00:00+00:00", seconds=3.0,
+                        results=[CheckResult(name="rail-bandwidth", check="rail-bandwidth", status="fail",
+                                             message="Expected ≥ 5 Gb/s", measurements=ms, evidence=["round 1"]),
+                                 CheckResult(name="rail-bandwidth-2", check="rail-bandwidth", status="pass"),
+                                 CheckResult(name="pfc-watchdog", check="pfc-watchdog", status="skipped",
+                                             message="no counters")])
+
+
+def test_junit_names_unique_and_counts(tmp_path: Path) -> None:
+    root = ET.fromstring(report.to_junit(_report()))
+    names = [tc.get("name") for tc in root.iter("testcase")]
+    assert len(names) == len(set(names)) == 5
+    assert root.get("failures") == "3" and root.get("skipped") == "1" and root.get("tests") == "5"
+
+
+def test_html_self_contained_with_heatmap_and_other_formats(tmp_path: Path) -> None:
+    rep = _report()
+    paths = report.write(rep, tmp_path, ["json", "junit", "markdown", "html"])
+    assert sorted(p.name for p in paths) == sorted(report.FILES.values())
+    page = (tmp_path / "accept.html").read_text()
+    assert "<style>" in page and "t&lt;x&gt;" in page
+    for external in ("<link", "<script", "src=", "http://", "https://", "@import", "url("):
+        assert external not in page
+    assert "rail 1" in page and "rail 2" in page and "hsl(0," in page  # a red cell for the slow rail
+    hosts, rails, cells = report.heatmap(rep)
+    assert hosts == ["a", "b"] and rails == [1, 2] and cells[("a", 2)][0] == 0.0
+    data = json.loads((tmp_path / "accept.json").read_text())
+    assert data["ok"] is False and data["counts"]["fail"] == 1
+    assert "| rail-bandwidth | fail |" in (tmp_path / "accept.md").read_text()

@@ -1,0 +1,152 @@
+"""`fabric accept` and `fabric counters` against the namespace lab, for real: iperf3 stands in for
+ib_write_bw and ping for ib_write_lat (veths have no RDMA) through the same runner and scheduler."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.conftest import require
+from tests.test_lab_support import STATE_BASE, fabric, lab_links, lab_namespaces, lab_state, require_lab
+
+pytestmark = [pytest.mark.root, pytest.mark.lab]
+ROOT = Path(__file__).resolve().parent.parent
+NAME = "acclab"
+
+
+@pytest.fixture(scope="module")
+def inv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The example fabric under its own name, namespace prefix and management subnet (no clash with
+    other labs on the machine); always torn down."""
+    require_lab()
+    require(shutil.which("iperf3") is not None, "iperf3")
+    d = tmp_path_factory.mktemp("acc") / NAME
+    shutil.copytree(ROOT / "inventories" / "example", d)
+    fab = yaml.safe_load((d / "fabric.yaml").read_text())
+    fab["fabric"]["name"] = NAME
+    (d / "fabric.yaml").write_text(yaml.safe_dump(fab))
+    addr = yaml.safe_load((d / "addressing.yaml").read_text())
+    addr["addressing"]["management"] = "198.51.100.0/24"
+    (d / "addressing.yaml").write_text(yaml.safe_dump(addr))
+    (d / "lab.yaml").write_text(yaml.safe_dump({"lab": {"prefix": "ac", "management": "198.51.100.0/24"}}))
+    try:
+        fabric("lab", "up", str(d), "--timeout", "90", check=True)
+        yield str(d)
+    finally:
+        fabric("lab", "fault", str(d), "clear")
+        p = fabric("lab", "down", str(d))
+        assert p.returncode == 0, p.stderr
+        _assert_nothing_left()
+
+
+def _assert_nothing_left() -> None:
+    """No namespace, link or process of this lab (scoped: other labs may run on the machine)."""
+    from fabric.lab.plan import tag
+    from fabric.lab.sh import alive, cmdline
+
+    assert lab_namespaces(f"ac-{NAME}-") == []
+    assert lab_links(f"ac-{tag(NAME)}") == []
+    mine = f"{STATE_BASE}/{NAME}/"
+    assert [p.name for p in Path("/proc").iterdir()
+            if p.name.isdigit() and mine in cmdline(int(p.name)) and alive(int(p.name))] == []
+
+
+def _leftover_tools() -> list[str]:
+    """iperf3/ping processes still running in the lab's namespaces."""
+    found = []
+    for node in lab_state(NAME).nodes.values():
+        pids = subprocess.run(["ip", "netns", "pids", node.netns], capture_output=True, text=True).stdout.split()
+        for pid in pids:
+            try:
+                comm = Path(f"/proc/{pid}/comm").read_text().strip()
+            except OSError:
+                continue
+            if comm in ("iperf3", "ping", "timeout"):
+                found.append(f"{node.name}:{comm}")
+    return found
+
+
+def _accept(inv: str, out: Path, *args: str) -> tuple[int, dict]:
+    p = fabric("accept", inv, "--lab", "--format", "json,junit,html", "-o", str(out), *args, timeout=240)
+    assert (out / "accept.json").exists(), p.stdout + p.stderr
+    assert "Traceback" not in p.stderr
+    return p.returncode, json.loads((out / "accept.json").read_text())
+
+
+def _by_name(data: dict) -> dict[str, dict]:
+    return {r["name"]: r for r in data["results"]}
+
+
+def test_healthy_lab_passes_and_skips_what_it_cannot_run(inv: str, tmp_path: Path) -> None:
+    rc, data = _accept(inv, tmp_path)
+    r = _by_name(data)
+    assert rc == 0, [(x["name"], x["status"], x["message"]) for x in data["results"]]
+    for name in ("host-config", "bgp", "rail-bandwidth", "rail-latency", "lossless-counters"):
+        assert r[name]["status"] == "pass", r[name]
+    bw = r["rail-bandwidth"]
+    assert bw["rounds"] == 3 and len(bw["measurements"]) == 4 * 6 * 2  # rails × pairs × directions
+    assert {m["tool"] for m in bw["measurements"]} == {"iperf3"}
+    assert r["nccl-allreduce"]["status"] == "skipped" and "not found" in r["nccl-allreduce"]["message"]
+    assert r["nccl-allreduce"]["rendered"]  # launcher files still written
+    assert r["pfc-watchdog"]["status"] == "skipped"
+    assert "heat" in (tmp_path / "accept.html").read_text()
+    assert _leftover_tools() == []
+
+
+def test_throttled_rail_is_detected_and_located(inv: str, tmp_path: Path) -> None:
+    fabric("lab", "fault", inv, "throttle", "gpu-su1-03:rail2", "100mbit", check=True)
+    try:
+        rc, data = _accept(inv, tmp_path, "--quick", "--tags", "rail-bandwidth")
+    finally:
+        fabric("lab", "fault", inv, "clear", check=True)
+    bw = _by_name(data)["rail-bandwidth"]
+    assert rc == 1 and bw["status"] == "fail"
+    bad = [m for m in bw["measurements"] if not m["ok"]]
+    assert bad and all(m["rail"] == 2 and m["src"] == "gpu-su1-03" for m in bad)
+    [loc] = bw["locations"]
+    assert loc["rail"] == 2 and loc["hosts"] == ["gpu-su1-03"] and loc["suspects"] == []
+    assert loc["rounds"] <= 3  # ⌈log2 4⌉ + 1
+    assert "Located: host gpu-su1-03 rail 2" in bw["message"]
+    assert any("leaf-su1-r2" in e for e in bw["evidence"])
+    assert _leftover_tools() == []
+
+
+def test_downed_link_fails_cleanly(inv: str, tmp_path: Path) -> None:
+    from fabric.design.derive import derive
+    from fabric.model.load import load
+
+    rail = next(r for r in derive(load(Path(inv))).hosts["gpu-su1-04"].rails if r.rail == 3)
+    fabric("lab", "fault", inv, "link", f"{rail.leaf}:{rail.leaf_port}", "down", check=True)
+    try:
+        rc, data = _accept(inv, tmp_path, "--quick", "--tags", "rail-bandwidth,rail-latency,host-config")
+    finally:
+        fabric("lab", "fault", inv, "clear", check=True)
+    r = _by_name(data)
+    assert rc == 1
+    assert all(x["status"] != "error" for x in data["results"]), data["results"]
+    bw, lat = r["rail-bandwidth"], r["rail-latency"]
+    assert bw["status"] == "fail" and lat["status"] == "fail"
+    dead = [m for m in bw["measurements"] if not m["ok"]]
+    assert dead and all(m["rail"] == 3 and "gpu-su1-04" in (m["src"], m["dst"]) for m in dead)
+    assert all(m["value"] is None and m["detail"] for m in dead)
+    assert bw["locations"][0]["hosts"] == ["gpu-su1-04"]
+    junit = (tmp_path / "accept-junit.xml").read_text()
+    assert "gpu-su1-04" in junit
+    assert _leftover_tools() == []
+
+
+def test_counters_reads_veth_statistics(inv: str) -> None:
+    p = fabric("counters", inv, "--lab", "--format", "json", "--interval", "1", timeout=60)
+    assert p.returncode == 0, p.stderr
+    rows = json.loads(p.stdout)
+    hosts = {(x["node"], x["port"]) for x in rows}
+    assert ("gpu-su1-01", "rail1") in hosts and any(n.startswith("leaf-su1-r1") for n, _ in hosts)
+    assert all("link" in x["exposed"] for x in rows)
+    p = fabric("counters", inv, "--lab", "--watch", "1", "--count", "2", timeout=60)
+    assert p.returncode == 0 and p.stdout.count("lossless counters, per second") == 2
