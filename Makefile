@@ -26,7 +26,12 @@ demo: deps venv
 	$(FABRIC) plan --offline inventories/example
 	$(FABRIC) render inventories/example -o build/example
 	$(FABRIC) lab up inventories/example
-	$(FABRIC) lab status inventories/example; rc=$$?; $(FABRIC) lab down inventories/example; exit $$rc
+	rc=0; \
+	$(FABRIC) lab status inventories/example || rc=$$?; \
+	if $(FABRIC) hosts apply --help 2>/dev/null | grep -q -- '--lab'; then \
+	  $(FABRIC) hosts apply inventories/example --lab || rc=$$?; fi; \
+	$(FABRIC) accept inventories/example --lab -o build/example/accept || rc=$$?; \
+	$(FABRIC) lab down inventories/example; exit $$rc
 
 test: deps venv
 	$(VENV)/bin/ruff check fabric tests bench
