@@ -217,6 +217,7 @@ def _fleet(
     persist: bool,
     fmt: Format,
     python: str | None,
+    lab: bool = False,
 ) -> None:
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
@@ -227,6 +228,14 @@ def _fleet(
     if forks < 1 or (serial is not None and serial < 1):
         raise UsageError("--forks and --serial must be at least 1")
     fabric, access = _load_fabric(inventory)
+    if lab:  # the lab's nodes share this machine's filesystem: its key, its known_hosts, this fabric
+        from fabric.lab.state import load_state
+
+        st = load_state(fabric.name)
+        access = access.model_copy(update={"username": st.ssh_user, "key_file": str(st.ssh_key),
+                                           "known_hosts": str(st.known_hosts)})
+        agent = agent if agent != "fabric" else str(Path(sys.executable).parent / "fabric")
+        python = python or "/usr/bin/python3"
     args = (["--strict"] if strict else []) + (["--persist"] if persist else [])
     err = Console(stderr=True, highlight=False)
     with Progress(
@@ -280,6 +289,7 @@ _AGENT = typer.Option("fabric", "--agent", help="The fabric executable on the ho
 _REMOTE = typer.Option("/var/lib/roce-fabric", "--remote-dir", help="Where intents are put on the hosts.")
 _PYTHON = typer.Option(None, "--python", help="Python interpreter on the hosts (default: discovered).")
 _BECOME = typer.Option(None, "--become/--no-become", help="sudo on the hosts (default: unless user is root).")
+_LAB = typer.Option(False, "--lab", help="Reach the running lab's hosts with the lab's user, key and known_hosts.")
 
 
 @hosts_app.command("plan")
@@ -295,9 +305,11 @@ def hosts_plan(
     strict: bool = _STRICT,
     fmt: Format = _FORMAT,
     python: str | None = _PYTHON,
+    lab: bool = _LAB,
 ) -> None:
     """Run `fabric host plan` on every host (via ansible-runner) and summarize. Exit 1 if any failed."""
-    _fleet("plan", inventory, limit, forks, serial, insecure_lab, agent, remote_dir, become, strict, False, fmt, python)
+    _fleet("plan", inventory, limit, forks, serial, insecure_lab, agent, remote_dir, become, strict, False, fmt, python,
+           lab)
 
 
 @hosts_app.command("apply")
@@ -314,8 +326,10 @@ def hosts_apply(
     persist: bool = typer.Option(False, "--persist", help="Also install the boot-time files."),
     fmt: Format = _FORMAT,
     python: str | None = _PYTHON,
+    lab: bool = _LAB,
 ) -> None:
     """Run `fabric host apply` on every host; one failing host does not stop the others. Exit 1 if any failed."""
     _fleet(
-        "apply", inventory, limit, forks, serial, insecure_lab, agent, remote_dir, become, strict, persist, fmt, python
+        "apply", inventory, limit, forks, serial, insecure_lab, agent, remote_dir, become, strict, persist, fmt, python,
+        lab,
     )
