@@ -122,11 +122,17 @@ def offline_plan(fabric) -> list[dict]:
 @app.command()
 def plan(inventory: InventoryArg,
          offline: Annotated[bool, typer.Option("--offline", help="summarize the intent, contact nothing")] = False,
-         fmt: FormatOpt = "table") -> None:
-    """Show what would be configured on every device."""
+         fmt: FormatOpt = "table",
+         limit: Annotated[str | None, typer.Option("--limit", help="switch name glob(s), comma-separated")] = None,
+         workers: Annotated[int, typer.Option("--workers", min=1, help="switches contacted at once")] = 8,
+         insecure_lab: Annotated[bool, typer.Option("--insecure-lab", help="lab only: skip host-key checks")] = False,
+         ) -> None:
+    """Diff every switch's running configuration against its intent (--offline: summarize the intent)."""
     _check_format(fmt)
     if not offline:
-        raise UsageError("plan against running devices is not available yet; use --offline")
+        from fabric.push.cli import online_plan
+
+        raise typer.Exit(online_plan(inventory, limit, fmt, workers, insecure_lab))
     _, fabric = _load(inventory)
     rows = offline_plan(fabric)
     if fmt == "json":
@@ -236,3 +242,5 @@ from fabric.lint.cli import lint as _lint; app.command("lint")(_lint)  # noqa: E
 from fabric.diagnose.cli import diagnose as _diagnose; app.command("diagnose")(_diagnose)  # noqa: E402, E702, I001
 from fabric.export.cli import export_command as _export; app.command("export")(_export)  # noqa: E402, E702, I001
 from fabric.accept.cli import accept as _accept, counters as _counters; app.command("accept")(_accept); app.command("counters")(_counters)  # noqa: E402, E501, E702, I001
+from fabric.push.cli import apply_command as _apply, rollback_command as _rollback  # noqa: E402, I001
+app.command("apply")(_apply); app.command("rollback")(_rollback)  # noqa: E702
