@@ -1,0 +1,207 @@
+"""`fabric plan` / `apply` / `rollback` end to end against the lab: real sshd, real FRR, real frr-reload.py.
+
+The lab runs a copy of the example fabric under its own name, prefix and management subnet so it
+never meets another test's lab. Each test leaves the switches at their intent.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.test_lab_support import FABRIC, ROOT, env, lab_state, require_lab
+
+pytestmark = [pytest.mark.root, pytest.mark.lab]
+NAME = "pushlab"
+LEAF = "leaf-su1-r1"
+CANARY = "s3cret-canary-7731"  # a password in the environment: must never reach output or audit
+
+
+def _inventory(dst: Path, **switch_overrides: object) -> Path:
+    shutil.copytree(ROOT / "inventories" / "example", dst)
+    fab = dst / "fabric.yaml"
+    text = fab.read_text().replace("name: example", f"name: {NAME}")
+    text += "lab:\n  prefix: pl\n  management: 198.18.93.0/24\n"
+    if switch_overrides:
+        text += "switches:\n" + "".join(f"  - {{name: {n}, asn: {a}}}\n" for n, a in switch_overrides.items())
+    fab.write_text(text)
+    addr = dst / "addressing.yaml"
+    addr.write_text(addr.read_text().replace("198.18.0.0/24", "198.18.93.0/24"))
+    return dst
+
+
+def run(*args: str, state: Path, timeout: float = 180, stdin: int | None = subprocess.DEVNULL
+        ) -> subprocess.CompletedProcess[str]:
+    e = {**env(), "FABRIC_STATE": str(state), "FABRIC_PASSWORD": CANARY}
+    return subprocess.run([FABRIC, *args], capture_output=True, text=True, timeout=timeout, env=e, cwd=ROOT,
+                          stdin=stdin)
+
+
+def plan_json(inv: Path, state: Path, *extra: str) -> tuple[int, dict]:
+    p = run("plan", str(inv), "--format", "json", *extra, state=state)
+    assert p.stdout, p.stderr
+    return p.returncode, json.loads(p.stdout)
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
+    require_lab()
+    base = tmp_path_factory.mktemp("pushlab")
+    inv = _inventory(base / "inv")
+    state = base / "state"
+    try:
+        p = run("lab", "up", str(inv), "--timeout", "90", state=state)
+        assert p.returncode == 0, p.stdout + p.stderr
+        yield {"inv": inv, "state": state, "base": base}
+    finally:
+        p = run("lab", "down", str(inv), state=state)
+        assert p.returncode == 0, p.stderr
+
+
+def vtysh(*cmds: str) -> str:
+    return lab_state(NAME).vtysh(LEAF, *cmds)
+
+
+def hand_change() -> None:
+    vtysh("configure terminal", "router bgp 65101", "timers bgp 5 15", "end",
+          "configure terminal", "ip prefix-list HAND seq 5 permit 192.0.2.0/24")
+
+
+def established(node: str = LEAF) -> int:
+    data = json.loads(lab_state(NAME).vtysh(node, "show bgp summary json") or "{}")
+    return sum(p.get("state") == "Established" for p in data.get("ipv4Unicast", {}).get("peers", {}).values())
+
+
+def wait_established(n: int, timeout: float = 40) -> int:
+    deadline = time.monotonic() + timeout
+    while (got := established()) < n and time.monotonic() < deadline:
+        time.sleep(1)
+    return got
+
+
+def audit_lines(state: Path) -> list[dict]:
+    path = state / NAME / "audit.jsonl"
+    return [json.loads(ln) for ln in path.read_text().splitlines()] if path.exists() else []
+
+
+FAST = ("--settle", "2", "--postcheck-timeout", "8", "--confirm-timer", "25")
+
+
+def test_plan_shows_a_hand_change_apply_restores_it_and_the_next_plan_is_empty(lab: dict) -> None:
+    inv, state = lab["inv"], lab["state"]
+    rc, data = plan_json(inv, state)
+    assert rc == 0 and data["summary"] == {"unchanged": 6}, data
+    hand_change()
+    rc, data = plan_json(inv, state)
+    dev = {d["device"]: d for d in data["devices"]}
+    assert rc == 0 and dev[LEAF]["status"] == "changed"
+    assert dev[LEAF]["sections"]["router bgp 65101"] == ["- timers bgp 5 15"]
+    assert dev[LEAF]["sections"]["(global)"] == ["- ip prefix-list HAND seq 5 permit 192.0.2.0/24"]
+    assert all(d["status"] == "unchanged" for n, d in dev.items() if n != LEAF)
+    table = run("plan", str(inv), state=state)
+    assert "- timers bgp 5 15" in table.stdout and "1 changed, 5 unchanged" in table.stdout
+
+    p = run("apply", str(inv), "--yes", *FAST, state=state)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "1 applied, 5 unchanged" in p.stdout
+    assert "HAND" not in vtysh("show running-config")
+    rc, data = plan_json(inv, state)
+    assert rc == 0 and data["summary"] == {"unchanged": 6}
+    entries = audit_lines(state)
+    assert entries[-1]["device"] == LEAF and entries[-1]["result"] == "applied"
+    assert entries[-1]["diff_digest"] == dev[LEAF]["digest"] and entries[-1]["removed"] == 2
+    assert CANARY not in p.stdout + p.stderr + (state / NAME / "audit.jsonl").read_text()
+
+    # rollback restores the state recorded before that apply (the hand change), then apply again
+    p = run("rollback", str(inv), LEAF, "--yes", *FAST, state=state)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "HAND" in vtysh("show running-config")
+    assert audit_lines(state)[-1]["action"] == "rollback"
+    assert run("apply", str(inv), "--yes", *FAST, state=state).returncode == 0
+
+
+def test_a_wrong_asn_is_rolled_back_by_the_bgp_post_check(lab: dict) -> None:
+    bad = _inventory(lab["base"] / "bad-asn", **{LEAF: 65199})
+    state = lab["state"]
+    assert wait_established(2) == 2
+    p = run("apply", str(bad), "--limit", LEAF, "--yes", "--format", "json", *FAST, state=state)
+    assert p.returncode == 1, p.stdout + p.stderr
+    res = {d["device"]: d for d in json.loads(p.stdout)["devices"]}[LEAF]
+    assert res["status"] == "rolled-back"
+    assert "post-check failed: BGP: expected ≥ 2 sessions established, actual 0" in res["detail"]
+    assert "router bgp 65101" in vtysh("show running-config")
+    assert wait_established(2) == 2
+    _rc, data = plan_json(lab["inv"], state, "--limit", LEAF)
+    assert data["summary"] == {"unchanged": 1}
+    assert audit_lines(state)[-1]["result"] == "rolled-back"
+
+
+def _sshd_pids(listener: int) -> list[int]:
+    """The lab sshd of the node and its session processes (children, grandchildren)."""
+    pids, todo = [listener], [listener]
+    while todo:
+        parent = todo.pop()
+        for d in Path("/proc").iterdir():
+            if d.name.isdigit():
+                try:
+                    ppid = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
+                except (OSError, IndexError, ValueError):
+                    continue
+                if ppid == parent and (d / "comm").read_text().strip().startswith("sshd"):
+                    pids.append(int(d.name))
+                    todo.append(int(d.name))
+    return pids
+
+
+def test_killing_sshd_mid_apply_leaves_the_device_as_it_was(lab: dict) -> None:
+    from fabric.lab import daemons
+
+    inv, state = lab["inv"], lab["state"]
+    st = lab_state(NAME)
+    hand_change()
+    before = vtysh("show running-config")
+    work = Path(st.state_dir) / "push" / LEAF
+    seen = {p.parent for p in work.glob("txn-*/state")}
+    e = {**env(), "FABRIC_STATE": str(state), "FABRIC_PASSWORD": CANARY}
+    proc = subprocess.Popen([FABRIC, "apply", str(inv), "--limit", LEAF, "--yes", "--format", "json",
+                             "--settle", "4", "--postcheck-timeout", "6", "--confirm-timer", "20"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=e, cwd=ROOT,
+                            stdin=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        job = None
+        while job is None and time.monotonic() < deadline:  # the change is on the device, post-check running
+            job = next((p.parent for p in work.glob("txn-*/state")
+                        if p.parent not in seen and p.read_text().strip() == "waiting"), None)
+            time.sleep(0.05)
+        assert job is not None, "the apply never reached the device"
+        for pid in _sshd_pids(st.nodes[LEAF].pids["sshd"]):
+            os.kill(pid, signal.SIGKILL)
+        out, _errs = proc.communicate(timeout=120)
+        res = json.loads(out)["devices"][0]
+        assert proc.returncode == 1
+        assert res["status"] == "reverted-by-timer", res
+        assert "connection lost" in res["detail"] and "confirm timer" in res["detail"]
+        deadline = time.monotonic() + 40
+        while (job / "state").read_text().strip() != "reverted" and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert (job / "state").read_text().strip() == "reverted"
+        assert vtysh("show running-config") == before
+        assert audit_lines(state)[-1]["result"] == "reverted-by-timer"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        st = lab_state(NAME)
+        st.nodes[LEAF].pids["sshd"] = daemons.start_sshd(st, LEAF)
+        st.save()
+    p = run("apply", str(inv), "--yes", *FAST, state=state)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "HAND" not in vtysh("show running-config")
