@@ -1,0 +1,18 @@
+"""SSH stand-ins for switch OSes that cannot run here (SONiC, Cumulus NVUE, Arista EOS).
+
+Not mocks of our code: each is a small program that keeps device state in files and implements the
+device's transactional commands with their documented behaviour and output shapes, served by a real
+OpenSSH sshd (`ForceCommand`) in a test network namespace and driven through the same netmiko code
+path `fabric plan/apply` uses in production:
+
+* `sonic` — a bash shell with `config checkpoint|apply-patch|rollback|save|list-checkpoints`,
+  `show runningconfiguration all`, `vtysh -c 'show bgp summary json'`, `sudo`.
+* `nvue` — a bash shell with `nv config patch|diff|apply [rev] [--confirm T]|detach|revision|show`,
+  `nv config apply --confirm-yes|--confirm-no|--confirm-status`, `nv show … -o json`; an unconfirmed
+  apply reverts to the previous revision when its timer expires (a detached timer process).
+* `eos` — an EOS-like CLI (`>`/`#` prompts, `configure session`, `rollback clean-config`,
+  `show session-config diffs`, `commit`, `commit timer`, `abort`, `configure session X commit|abort`,
+  `show ip bgp summary | json`); a timed commit not confirmed in time is rolled back.
+
+BGP peers are simulated by `peers.json` in the device directory: the local ASN each peer expects.
+"""

@@ -1,0 +1,49 @@
+"""State files of one stand-in device: a directory with a lock, JSON/text state and `peers.json`."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def dev_dir() -> Path:
+    return Path(os.environ["STANDIN_DEV"])
+
+
+@contextmanager
+def locked(d: Path | None = None) -> Iterator[Path]:
+    d = d or dev_dir()
+    with open(d / ".lock", "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        yield d
+
+
+def read_json(path: Path, default: Any = None) -> Any:
+    return json.loads(path.read_text()) if path.exists() else default
+
+
+def write_json(path: Path, data: Any) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=True))
+    tmp.replace(path)
+
+
+def peers(d: Path) -> dict[str, int]:
+    """peer name → the local ASN that peer is configured to expect."""
+    return read_json(d / "peers.json", {})
+
+
+def spawn(module: str, *args: str) -> None:
+    """A detached helper process (a confirm timer), surviving the SSH session."""
+    subprocess.Popen([sys.executable, "-m", module, *args], cwd=ROOT, start_new_session=True,
+                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                     env={**os.environ, "PYTHONPATH": str(ROOT)})

@@ -1,0 +1,46 @@
+"""sshd's ForceCommand for the stand-ins: pick the device by the address the client connected to.
+
+`$STANDIN_ROOT/<address>/kind` names the OS: `sonic` and `nvue` get an interactive bash whose PATH
+starts with the stand-in commands; `eos` gets the EOS-like CLI.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from tests.standins.common import ROOT
+
+SHIMS = {"sonic": {"config": "sonic", "show": "sonic", "vtysh": "sonic"}, "nvue": {"nv": "nvue"}}
+
+
+def shims(bindir: Path, kind: str) -> None:
+    bindir.mkdir(exist_ok=True)
+    for cmd, mod in SHIMS.get(kind, {}).items():
+        p = bindir / cmd
+        p.write_text(f'#!/bin/sh\nexec {sys.executable} -m tests.standins.{mod} {cmd} "$@"\n')
+        p.chmod(0o755)
+    sudo = bindir / "sudo"
+    sudo.write_text('#!/bin/sh\n[ "$1" = "-n" ] && shift\nexec "$@"\n')
+    sudo.chmod(0o755)
+
+
+def main() -> int:
+    local = os.environ.get("SSH_CONNECTION", "").split()[2]
+    d = Path(os.environ["STANDIN_ROOT"]) / local
+    kind = (d / "kind").read_text().strip()
+    env = {**os.environ, "STANDIN_DEV": str(d), "PYTHONPATH": str(ROOT), "HOME": str(d)}
+    if kind == "eos":
+        os.chdir(ROOT)
+        os.execve(sys.executable, [sys.executable, "-m", "tests.standins.eos"], env)
+    shims(d / "bin", kind)
+    env.update(PATH=f"{d / 'bin'}:{os.environ.get('PATH', '/usr/bin:/bin')}", PS1=f"admin@{d.name}:~$ ",
+               TERM="dumb")
+    os.chdir(d)
+    os.execve("/bin/bash", ["bash", "--norc", "--noprofile", "-i"], env)
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

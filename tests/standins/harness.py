@@ -1,0 +1,112 @@
+"""Serve stand-in devices over a real sshd in a test network namespace (root), and clean up.
+
+Each device gets its management address on the namespace's loopback and a state directory
+`<root>/<address>/`; one sshd listens on all of them with a test-generated host key and client key,
+and its ForceCommand starts `tests.standins.device`. Run the tool inside the namespace
+(`argv(...)`) so it reaches the stand-ins at the inventory's management addresses.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tests.standins.common import ROOT, write_json
+
+SSHD = "/usr/sbin/sshd"
+
+
+@dataclass
+class StandinNet:
+    netns: str
+    root: Path
+    key: Path
+    known_hosts: Path
+    devices: dict[str, Path] = field(default_factory=dict)  # device name → state dir
+
+    def argv(self, argv: list[str]) -> list[str]:
+        return ["ip", "netns", "exec", self.netns, *argv]
+
+
+def _ns_pids(ns: str) -> list[int]:
+    out = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True).stdout
+    return [int(p) for p in out.split() if p.isdigit()]
+
+
+@contextmanager
+def standins(tmp: Path, devices: dict[str, tuple[str, str]]) -> Iterator[StandinNet]:
+    """devices: name → (kind, management address). Yields the running StandinNet; always cleans up."""
+    ns = f"rfsi{os.getpid() % 100000}"
+    root = tmp / "standins"
+    root.mkdir(parents=True)
+    root.chmod(0o755)
+    net = StandinNet(ns, root, tmp / "id_ed25519", tmp / "known_hosts")
+    sshd = None
+    subprocess.run(["ip", "netns", "add", ns], check=True)
+    try:
+        subprocess.run(["ip", "-n", ns, "link", "set", "lo", "up"], check=True)
+        for name, (kind, addr) in devices.items():
+            subprocess.run(["ip", "-n", ns, "addr", "add", f"{addr}/32", "dev", "lo"], check=True)
+            d = root / addr
+            d.mkdir()
+            (d / "kind").write_text(kind)
+            (d / "name").write_text(name)
+            net.devices[name] = d
+        for key in ("id_ed25519", "host_ed25519"):
+            subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(tmp / key)], check=True)
+        (tmp / "authorized_keys").write_text((tmp / "id_ed25519.pub").read_text())
+        host = (tmp / "host_ed25519.pub").read_text().split()
+        net.known_hosts.write_text("".join(f"{a} {host[0]} {host[1]}\n" for _k, a in devices.values()))
+        cmd = f"STANDIN_ROOT={root} PYTHONPATH={ROOT} exec {sys.executable} -m tests.standins.device"
+        cfg = tmp / "sshd_config"
+        cfg.write_text("\n".join([
+            *(f"ListenAddress {a}" for _k, a in devices.values()), "Port 22", f"HostKey {tmp / 'host_ed25519'}",
+            f"PidFile {tmp / 'sshd.pid'}", f"AuthorizedKeysFile {tmp / 'authorized_keys'}",
+            "PermitRootLogin prohibit-password", "PasswordAuthentication no", "KbdInteractiveAuthentication no",
+            "UsePAM no", "StrictModes no", "UseDNS no", "PrintMotd no", "LogLevel ERROR", "MaxStartups 64:30:128",
+            f"ForceCommand {cmd}", "",
+        ]))
+        Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
+        sshd = subprocess.Popen(net.argv([SSHD, "-D", "-f", str(cfg), "-E", str(tmp / "sshd.log")]))
+        addr = next(iter(devices.values()))[1]
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            probe = subprocess.run(net.argv([sys.executable, "-c", f"import socket; socket.create_connection(("
+                                             f"'{addr}', 22), 1)"]), capture_output=True)
+            if probe.returncode == 0:
+                break
+            time.sleep(0.1)
+        else:
+            raise TimeoutError(f"stand-in sshd did not listen; see {tmp / 'sshd.log'}")
+        yield net
+    finally:
+        if sshd is not None:
+            sshd.terminate()
+        for pid in _ns_pids(ns):  # sessions and confirm timers left in the namespace
+            with suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        if sshd is not None:
+            sshd.wait(timeout=10)
+        subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+
+
+def seed(d: Path, kind: str, running: str, peers: dict[str, int]) -> None:
+    """Initial device state: its running configuration and what its BGP peers expect."""
+    write_json(d / "peers.json", peers)
+    if kind == "sonic":
+        (d / "running.json").write_text(running)
+    elif kind == "nvue":
+        (d / "revisions").mkdir(exist_ok=True)
+        (d / "revisions" / "0.json").write_text(running)
+        write_json(d / "meta.json", {"applied": 0, "pending": None, "confirm": None, "next": 1, "history": []})
+    else:
+        (d / "running.cfg").write_text(running)
+
+

@@ -1,0 +1,253 @@
+"""Cumulus Linux NVUE stand-in: `nv config patch|diff|apply|detach|revision|history|show`, `nv show`.
+
+State: `revisions/<n>.json` (config trees) and `meta.json` (`applied`, `pending`, `confirm`,
+`next`). `nv config apply --confirm T` applies and arms a timer (T minutes, or `Ns` seconds):
+unless `nv config apply --confirm-yes` comes first, the previous revision is applied again
+(`--confirm-no` does that at once; `--confirm-status` shows the time left). See the package docstring.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tests.standins.common import dev_dir, locked, peers, read_json, spawn, write_json
+
+
+def merge(dst: dict, src: dict) -> None:
+    for k, v in src.items():
+        if isinstance(v, dict) and isinstance(dst.get(k), dict):
+            merge(dst[k], v)
+        else:
+            dst[k] = copy.deepcopy(v)
+
+
+def unset(dst: dict, spec: dict) -> None:
+    for k, v in spec.items():
+        if k not in dst:
+            continue
+        if isinstance(v, dict) and v and isinstance(dst[k], dict):
+            unset(dst[k], v)
+        else:
+            del dst[k]
+
+
+def flat(tree: Any, prefix: str = "") -> dict[str, Any]:
+    if not isinstance(tree, dict) or not tree:
+        return {prefix: tree}
+    out: dict[str, Any] = {}
+    for k, v in tree.items():
+        out.update(flat(v, f"{prefix} {k}".strip()))
+    return out
+
+
+class Store:
+    def __init__(self, d: Path):
+        self.d = d
+        (d / "revisions").mkdir(exist_ok=True)
+        self.meta = read_json(d / "meta.json", {"applied": 0, "pending": None, "confirm": None, "next": 1,
+                                                 "history": []})
+
+    def tree(self, rev: int | str | None) -> dict:
+        if rev in (None, "applied"):
+            rev = self.meta["applied"]
+        if rev == "pending":
+            rev = self.meta["pending"] or self.meta["applied"]
+        if rev == "empty":
+            return {}
+        return read_json(self.d / "revisions" / f"{int(rev)}.json", {})
+
+    def put(self, rev: int, tree: dict) -> None:
+        write_json(self.d / "revisions" / f"{rev}.json", tree)
+
+    def save(self) -> None:
+        write_json(self.d / "meta.json", self.meta)
+
+    def apply(self, rev: int, how: str) -> None:
+        self.meta["history"].append({"rev": rev, "previous": self.meta["applied"], "how": how, "time": time.time()})
+        self.meta["applied"] = rev
+
+
+def _diff_ops(old: dict, new: dict) -> list[dict]:
+    a, b = flat(old), flat(new)
+    ops: list[dict] = []
+    for path in sorted(set(a) - set(b)):
+        ops.append({"unset": path})
+    for path in sorted(b):
+        if a.get(path, object()) != b[path]:
+            ops.append({"set": path, "value": b[path]})
+    return ops
+
+
+def nv_config(args: list[str]) -> int:
+    with locked() as d:
+        s = Store(d)
+        cmd, rest = (args[0], args[1:]) if args else ("", [])
+        if cmd == "patch" and rest:
+            if not rest[0].startswith("/"):
+                print("Error: a fully qualified path to the patch file is required")
+                return 1
+            try:
+                ops = yaml.safe_load(Path(rest[0]).read_text()) or []
+            except (OSError, yaml.YAMLError) as exc:
+                print(f"Error: {exc}")
+                return 1
+            if s.meta["pending"] is None:
+                s.meta["pending"] = s.meta["next"]
+                s.meta["next"] += 1
+                s.put(s.meta["pending"], s.tree("applied"))
+            tree = s.tree("pending")
+            for op in ops:
+                if "set" in op:
+                    merge(tree, op["set"] or {})
+                if "unset" in op:
+                    unset(tree, op["unset"] or {})
+            s.put(s.meta["pending"], tree)
+            s.save()
+            return 0
+        if cmd == "diff":
+            revs = [r for r in rest if not r.startswith("-") and r not in ("json", "commands")]
+            old, new = (s.tree(revs[0]), s.tree(revs[1])) if len(revs) == 2 else (s.tree("applied"),
+                                                                                 s.tree("pending"))
+            ops = _diff_ops(old, new)
+            if "-o" in rest and "json" in rest:
+                print(json.dumps(ops, indent=2))
+            else:
+                for op in ops:
+                    print(f"- unset: {op['unset']}" if "unset" in op else f"- set: {op['set']} {op['value']}")
+            return 0
+        if cmd == "detach":
+            s.meta["pending"] = None
+            s.save()
+            return 0
+        if cmd == "show":
+            rev = next((r for r in rest if not r.startswith("-") and r not in ("json", "yaml")), None)
+            tree = s.tree(rev)
+            print(json.dumps(tree, indent=2, sort_keys=True) if "json" in rest else yaml.safe_dump(tree))
+            return 0
+        if cmd == "revision":
+            revs = {str(p.stem): {"state": "inactive"} for p in (d / "revisions").glob("*.json")}
+            revs[str(s.meta["applied"])] = {"state": "applied"}
+            if s.meta["pending"] is not None:
+                revs[str(s.meta["pending"])] = {"state": "pending"}
+            if s.meta["confirm"]:
+                revs[str(s.meta["confirm"]["rev"])] = {"state": "confirm"}
+            print(json.dumps(revs, indent=2))
+            return 0
+        if cmd == "history":
+            print(json.dumps(s.meta["history"], indent=2))
+            return 0
+        if cmd == "apply":
+            return _apply(s, rest)
+    print(f"Error: unknown command: nv config {' '.join(args)}")
+    return 2
+
+
+def _seconds(spec: str) -> int:
+    return int(spec[:-1]) if spec.endswith("s") else int(spec) * 60
+
+
+def _apply(s: Store, rest: list[str]) -> int:
+    conf = s.meta["confirm"]
+    if "--confirm-status" in rest:
+        print(f"{max(0, int(conf['deadline'] - time.time()))}s left" if conf else "no confirm pending")
+        return 0
+    if "--confirm-yes" in rest:
+        if not conf:
+            print("Error: nothing to confirm")
+            return 1
+        s.meta["confirm"] = None
+        s.save()
+        print(f"confirmed [rev_id: {conf['rev']}]")
+        return 0
+    if "--confirm-no" in rest:
+        if not conf:
+            print("Error: nothing to confirm")
+            return 1
+        s.apply(conf["previous"], "confirm-no")
+        s.meta["confirm"] = None
+        s.save()
+        print(f"rolled back [rev_id: {conf['previous']}]")
+        return 0
+    if conf:
+        print(f"Error: revision {conf['rev']} is waiting for confirmation")
+        return 1
+    pos = [r for i, r in enumerate(rest) if not r.startswith("-") and (i == 0 or rest[i - 1] != "--confirm")]
+    if pos:
+        rev = int(pos[0])
+        if not (s.d / "revisions" / f"{rev}.json").exists():
+            print(f"Error: revision {rev} does not exist")
+            return 1
+    elif s.meta["pending"] is None:
+        print("Error: no pending configuration to apply")
+        return 1
+    else:
+        rev = s.meta["pending"]
+        s.meta["pending"] = None
+    if not ({"-y", "--y", "--assume-yes"} & set(rest)):
+        print("Are you sure? [y/N] (use -y)")
+        return 1
+    previous = s.meta["applied"]
+    s.apply(rev, "apply")
+    if "--confirm" in rest:
+        secs = _seconds(rest[rest.index("--confirm") + 1])
+        s.meta["confirm"] = {"rev": rev, "previous": previous, "deadline": time.time() + secs}
+        spawn("tests.standins.nvue", "--expire", str(s.d), str(rev), str(secs))
+        print(f"applied [rev_id: {rev}]\nAuto-rollback in {secs}s unless confirmed (nv config apply --confirm-yes)")
+    else:
+        print(f"applied [rev_id: {rev}]")
+    s.save()
+    return 0
+
+
+def expire(d: Path, rev: int, secs: int) -> None:
+    """The confirm timer: revert to the previous revision unless confirmed in time."""
+    time.sleep(secs)
+    with locked(d):
+        s = Store(d)
+        conf = s.meta["confirm"]
+        if conf and conf["rev"] == rev:
+            s.apply(conf["previous"], "auto-rollback")
+            s.meta["confirm"] = None
+            s.save()
+
+
+def nv_show(args: list[str]) -> int:
+    d = dev_dir()
+    s = Store(d)
+    tree = s.tree("applied")
+    path = [a for a in args if not a.startswith("-") and a != "json"]
+    if path[:5] == ["vrf", "default", "router", "bgp", "neighbor"]:
+        asn = tree.get("router", {}).get("bgp", {}).get("autonomous-system")
+        expect = peers(d)
+        nbrs = tree.get("vrf", {}).get("default", {}).get("router", {}).get("bgp", {}).get("neighbor", {})
+        print(json.dumps({n: {"state": "established" if expect.get(n) == asn else "idle"} for n in nbrs}, indent=2))
+        return 0
+    node: Any = tree
+    for p in path:
+        node = node.get(p, {}) if isinstance(node, dict) else {}
+    print(json.dumps(node, indent=2))
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    if argv[:1] == ["--expire"]:
+        expire(Path(argv[1]), int(argv[2]), int(argv[3]))
+        return 0
+    args = argv[1:]
+    if args[:1] == ["config"]:
+        return nv_config(args[1:])
+    if args[:1] == ["show"]:
+        return nv_show(args[1:])
+    print(f"Error: unknown command: nv {' '.join(args)}")
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

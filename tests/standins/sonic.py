@@ -1,0 +1,128 @@
+"""Community SONiC stand-in: `config` (Generic Config Updater), `show runningconfiguration all`, `vtysh`.
+
+State: `running.json` (CONFIG_DB), `startup.json` (`config save`), `checkpoints/<name>.json`.
+`config apply-patch` applies an RFC 6902 JSON Patch all-or-nothing; `config rollback` restores a
+checkpoint. See the package docstring.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from tests.standins.common import dev_dir, locked, peers, read_json, write_json
+
+
+def _unescape(tok: str) -> str:
+    return tok.replace("~1", "/").replace("~0", "~")
+
+
+def apply_patch(doc: dict, ops: list[dict]) -> dict:
+    """RFC 6902 add/remove/replace on a copy; ValueError on a bad path (nothing applied)."""
+    doc = copy.deepcopy(doc)
+    for op in ops:
+        parts = [_unescape(p) for p in op["path"].split("/")[1:]]
+        if not parts:
+            raise ValueError(f"bad path {op['path']!r}")
+        parent: Any = doc
+        for p in parts[:-1]:
+            if not isinstance(parent, dict) or p not in parent:
+                raise ValueError(f"path {op['path']} does not exist")
+            parent = parent[p]
+        last = parts[-1]
+        kind = op["op"]
+        if kind == "add":
+            parent[last] = op["value"]
+        elif kind == "replace":
+            if last not in parent:
+                raise ValueError(f"path {op['path']} does not exist")
+            parent[last] = op["value"]
+        elif kind == "remove":
+            if last not in parent:
+                raise ValueError(f"path {op['path']} does not exist")
+            del parent[last]
+        else:
+            raise ValueError(f"unsupported op {kind!r}")
+    return {t: v for t, v in doc.items() if v != {}}  # a table without keys does not exist
+
+
+def config(args: list[str]) -> int:
+    with locked() as d:
+        running = read_json(d / "running.json", {})
+        cps = d / "checkpoints"
+        cps.mkdir(exist_ok=True)
+        cmd = args[0] if args else ""
+        if cmd == "checkpoint" and len(args) == 2:
+            print(f"Config Rollback: Config checkpoint starting.\nCheckpoint name: {args[1]}.")
+            write_json(cps / f"{args[1]}.json", running)
+            print("Checkpoint created successfully.")
+            return 0
+        if cmd == "apply-patch" and len(args) >= 2:
+            dry = "-d" in args or "--dry-run" in args
+            print("Patch Applier: localhost: Patch application starting.")
+            try:
+                ops = json.loads(Path(args[1]).read_text())
+                new = apply_patch(running, ops)
+            except (OSError, ValueError, KeyError, TypeError) as exc:
+                print(f"Error: Failed to apply patch on the following scopes: localhost\n{exc}")
+                return 1
+            if not dry:
+                write_json(d / "running.json", new)
+            print("Patch applied successfully.")
+            return 0
+        if cmd == "rollback" and len(args) == 2:
+            cp = cps / f"{args[1]}.json"
+            if not cp.exists():
+                print(f"Error: Checkpoint '{args[1]}' does not exist.")
+                return 1
+            print(f"Config Rollback: Config rollback starting.\nCheckpoint name: {args[1]}.")
+            write_json(d / "running.json", read_json(cp))
+            print("Config rolled back successfully.")
+            return 0
+        if cmd == "list-checkpoints":
+            print(json.dumps(sorted(p.stem for p in cps.glob("*.json")), indent=4))
+            return 0
+        if cmd == "delete-checkpoint" and len(args) == 2:
+            (cps / f"{args[1]}.json").unlink(missing_ok=True)
+            print("Checkpoint deleted successfully.")
+            return 0
+        if cmd == "save":
+            write_json(d / "startup.json", running)
+            print("Running command: /usr/local/bin/sonic-cfggen -d --print-data > /etc/sonic/config_db.json")
+            return 0
+    print(f"Usage: config [OPTIONS] COMMAND [ARGS]...\nError: No such command {' '.join(args)!r}.")
+    return 2
+
+
+def bgp_summary(d: Path) -> dict:
+    running = read_json(d / "running.json", {})
+    asn = int(running.get("BGP_GLOBALS", {}).get("default", {}).get("local_asn", 0) or 0)
+    expect = peers(d)
+    out: dict[str, dict] = {}
+    for key in running.get("BGP_NEIGHBOR", {}):
+        name = key.split("|", 1)[1]
+        up = expect.get(name) == asn
+        out[name] = {"state": "Established" if up else "Active", "peerState": "OK" if up else "Policy"}
+    return {"ipv4Unicast": {"as": asn, "peers": out, "totalPeers": len(out)}}
+
+
+def main(argv: list[str]) -> int:
+    prog, args = Path(argv[0]).name, argv[1:]
+    d = dev_dir()
+    if prog == "config":
+        return config(args)
+    if prog == "show" and args[:2] == ["runningconfiguration", "all"]:
+        print(json.dumps(read_json(d / "running.json", {}), indent=4, sort_keys=True))
+        return 0
+    if prog == "vtysh" and args[:1] == ["-c"] and args[1] == "show bgp summary json":
+        print(json.dumps(bgp_summary(d), indent=2))
+        return 0
+    print(f"{prog}: unsupported in the SONiC stand-in: {' '.join(args)}", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
