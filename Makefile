@@ -21,17 +21,24 @@ deps:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
 	fi
 
+DEMO_INV ?= inventories/example
+
+# lab up → drift one leaf by hand → plan (shows it) → apply → plan (empty) → status; lab down always runs
 demo: deps venv
-	$(FABRIC) validate inventories/example
-	$(FABRIC) plan --offline inventories/example
-	$(FABRIC) render inventories/example -o build/example
-	$(FABRIC) lab up inventories/example
-	rc=0; \
-	$(FABRIC) lab status inventories/example || rc=$$?; \
-	if $(FABRIC) hosts apply --help 2>/dev/null | grep -q -- '--lab'; then \
-	  $(FABRIC) hosts apply inventories/example --lab || rc=$$?; fi; \
-	$(FABRIC) accept inventories/example --lab -o build/example/accept || rc=$$?; \
-	$(FABRIC) lab down inventories/example; exit $$rc
+	$(FABRIC) validate $(DEMO_INV)
+	$(FABRIC) plan --offline $(DEMO_INV)
+	$(FABRIC) render $(DEMO_INV) -o build/demo
+	$(FABRIC) lab up $(DEMO_INV)
+	@name=$$($(FABRIC) validate $(DEMO_INV) | cut -d: -f1); rc=0; \
+	sock="$${FABRIC_LAB_STATE:-/run/roce-fabric/lab}/$$name/frr/leaf-su1-r1"; \
+	{ echo "--- drift: timers bgp 5 15 on leaf-su1-r1 by hand"; \
+	  $(FABRIC) lab exec $(DEMO_INV) leaf-su1-r1 -- vtysh --vty_socket "$$sock" -c 'configure terminal' \
+	    -c 'router bgp 65101' -c 'timers bgp 5 15' && \
+	  $(FABRIC) plan $(DEMO_INV) && \
+	  $(FABRIC) apply $(DEMO_INV) --yes --settle 2 --postcheck-timeout 20 && \
+	  $(FABRIC) plan $(DEMO_INV) && \
+	  $(FABRIC) lab status $(DEMO_INV); } || rc=$$?; \
+	$(FABRIC) lab down $(DEMO_INV); exit $$rc
 
 test: deps venv
 	$(VENV)/bin/ruff check fabric tests bench

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fnmatch
+import functools
 import json
 import sys
 from pathlib import Path
@@ -55,10 +56,16 @@ class Context:
             switches = [s for s in switches if any(fnmatch.fnmatchcase(s, p) for p in pats)]
             if not switches:
                 raise UsageError(f"--limit: expected a pattern matching switches of {self.name}, found {limit!r}")
-        self.cred: Credentials = credentials(loaded.inv.access, lab=self.lab, insecure=insecure_lab)
-        if self.cred.password is not None:
-            state.register_secret(self.cred.password.get_secret_value())
+        self._access, self._insecure = loaded.inv.access, insecure_lab
         self.endpoints: list[Endpoint] = endpoints(self.fabric, switches, lab=self.lab)
+
+    @functools.cached_property
+    def cred(self) -> Credentials:
+        """Resolved on first use (after the apply lock is taken)."""
+        cred = credentials(self._access, lab=self.lab, insecure=self._insecure)
+        if cred.password is not None:
+            state.register_secret(cred.password.get_secret_value())
+        return cred
 
 
 def _progress() -> tuple[Progress, Any]:

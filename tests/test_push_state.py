@@ -1,0 +1,133 @@
+"""Apply lock, audit log, rollout batches, diff parsing and the CLI's refusals (no devices needed)."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fabric.errors import UsageError
+from fabric.push import engine, state
+from fabric.targets.base import Change, DeviceDiff
+from fabric.targets.eos import parse_session_diff
+from fabric.targets.frr import parse_reload_test
+from fabric.targets.treediff import configdb_diff, tree_diff
+from tests.conftest import ROOT
+
+FABRIC = str(Path(sys.executable).with_name("fabric"))
+
+
+@pytest.fixture(autouse=True)
+def state_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("FABRIC_STATE", str(tmp_path / "state"))
+    return tmp_path / "state"
+
+
+def test_lock_is_exclusive_and_names_the_holder(state_env: Path) -> None:
+    with state.apply_lock("f1") as path:
+        held = json.loads(path.read_text())
+        assert held["pid"] == os.getpid() and held["host"] == socket.gethostname()
+        with pytest.raises(UsageError) as exc, state.apply_lock("f1"):
+            pass
+        msg = str(exc.value)
+        assert "\n" not in msg and f"pid {os.getpid()}" in msg and "another apply of f1 is running" in msg
+        with state.apply_lock("f2"):  # other fabrics are independent
+            pass
+    assert not path.exists()
+
+
+def test_a_stale_lock_is_taken_over(state_env: Path) -> None:
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    path = state.state_dir("f1") / "apply.lock"
+    path.write_text(json.dumps({"pid": dead.pid, "host": socket.gethostname(), "time": "t", "who": "x"}))
+    with state.apply_lock("f1"):
+        assert json.loads(path.read_text())["pid"] == os.getpid()
+
+
+def test_cli_apply_refuses_while_locked(state_env: Path) -> None:
+    env = {**os.environ, "FABRIC_STATE": str(state_env)}
+    with state.apply_lock("example"):
+        p = subprocess.run([FABRIC, "apply", "inventories/example", "--yes"], capture_output=True, text=True,
+                           env=env, cwd=ROOT, stdin=subprocess.DEVNULL, timeout=60)
+    assert p.returncode == 2
+    assert p.stderr.count("\n") == 1 and "another apply of example is running" in p.stderr
+
+
+def test_cli_apply_without_a_terminal_needs_yes(state_env: Path) -> None:
+    p = subprocess.run([FABRIC, "apply", "inventories/example"], capture_output=True, text=True, cwd=ROOT,
+                       stdin=subprocess.DEVNULL, timeout=60, env={**os.environ, "FABRIC_STATE": str(state_env)})
+    assert p.returncode == 2 and p.stderr == "error: refusing to apply without --yes: no terminal to confirm on\n"
+    assert not (state_env / "example" / "apply.lock").exists()
+
+
+def test_audit_lines_never_carry_a_secret(state_env: Path) -> None:
+    state.register_secret("hunter2-canary")
+    state.audit("f1", state.AuditEntry(time=state.now(), who=state.who(), fabric="f1", device="leaf1", target="frr",
+                                       action="apply", diff_digest="sha256:ab", added=1, removed=0,
+                                       result="failed", detail="auth failed for password hunter2-canary"))
+    text = (state_env / "f1" / "audit.jsonl").read_text()
+    entry = json.loads(text)
+    assert "hunter2-canary" not in text and entry["detail"].endswith("***")
+    assert set(entry) >= {"time", "who", "device", "diff_digest", "result"}
+    assert oct((state_env / "f1" / "audit.jsonl").stat().st_mode & 0o777) == "0o600"
+
+
+def test_batches_canary_then_counts_or_percentages() -> None:
+    devs = [f"d{i}" for i in range(10)]
+    assert engine.batches(devs, 1, "3") == [["d0"], ["d1", "d2", "d3"], ["d4", "d5", "d6"], ["d7", "d8", "d9"]]
+    assert [len(b) for b in engine.batches(devs, 2, "50%")] == [2, 4, 4]
+    assert [len(b) for b in engine.batches(devs, 0, "100%")] == [10]
+    assert engine.batches([], 1, "25%") == []
+
+
+def test_frr_reload_output_parsed_per_section_without_noise() -> None:
+    out = ("Lines To Delete\n===============\nno hostname vm\nrouter bgp 65101\n no timers bgp 5 15\n"
+           "router bgp 65101\n address-family ipv4 unicast\n  no network 10.99.0.0/24\n\n"
+           "Lines To Add\n============\nrouter bgp 65101\n no bgp ebgp-requires-policy\nrouter bgp 65101\n"
+           " address-family ipv4 unicast\n  network 10.100.0.0/24\nhostname leaf\nservice integrated-vtysh-config\n"
+           "no ip prefix-list HAND seq 5 permit 1.2.3.0/24\n")
+    d = DeviceDiff(device="x", target="frr", changes=parse_reload_test(out, "service integrated-vtysh-config\n",
+                                                                       "datacenter"))
+    assert d.sections() == {
+        "router bgp 65101": ["- timers bgp 5 15"],
+        "router bgp 65101 / address-family ipv4 unicast": ["- network 10.99.0.0/24", "+ network 10.100.0.0/24"],
+        "(global)": ["- ip prefix-list HAND seq 5 permit 1.2.3.0/24"],
+    }
+    assert d.added == 1 and d.removed == 3 and d.digest.startswith("sha256:")
+
+
+def test_configdb_diff_and_json_patch() -> None:
+    running = {"PORT": {"Ethernet0": {"mtu": "1500", "fec": "rs"}, "Ethernet4": {"mtu": "9100"}},
+               "NTP": {"global": {"src": "eth0"}}}
+    intended = {"PORT": {"Ethernet0": {"mtu": "9100"}, "Ethernet8": {"mtu": "9100"}},
+                "BGP_GLOBALS_AF_NETWORK": {"default|ipv4_unicast|10.0.0.0/24": {}}}
+    changes, patch = configdb_diff(running, intended)
+    assert {"op": "replace", "path": "/PORT/Ethernet0/mtu", "value": "9100"} in patch
+    assert {"op": "remove", "path": "/PORT/Ethernet0/fec"} in patch
+    assert {"op": "remove", "path": "/PORT/Ethernet4"} in patch
+    assert {"op": "add", "path": "/BGP_GLOBALS_AF_NETWORK",
+            "value": {"default|ipv4_unicast|10.0.0.0/24": {}}} in patch
+    assert not any(p["path"].startswith("/NTP") for p in patch)  # not owned by the intent
+    assert Change(section="PORT|Ethernet4", op="-", line="mtu=9100") in changes
+
+
+def test_tree_diff_sets_and_unsets_inside_owned_objects() -> None:
+    running = {"interface": {"swp1": {"link": {"mtu": 1500, "fec": "rs"}}, "eth0": {"type": "eth"}}}
+    intended = {"interface": {"swp1": {"link": {"mtu": 9216}}}}
+    changes, ops = tree_diff(running, intended)
+    assert ops == [{"unset": {"interface": {"swp1": {"link": {"fec": None}}}}},
+                   {"set": {"interface": {"swp1": {"link": {"mtu": 9216}}}}}]
+    assert [f"{c.op} {c.line}" for c in changes] == ["- fec: rs", "- mtu: 1500", "+ mtu: 9216"]
+
+
+def test_eos_session_diff_parsed_per_section() -> None:
+    text = ("--- system:/running-config\n+++ session:/s-session-config\n@@ -1,4 +1,4 @@\n"
+            " interface Ethernet1/1\n-   mtu 1500\n+   mtu 9216\n-ip route 192.0.2.0/24 Null0\n")
+    assert DeviceDiff(device="x", target="eos", changes=parse_session_diff(text)).sections() == {
+        "interface Ethernet1/1": ["- mtu 1500", "+ mtu 9216"], "(global)": ["- ip route 192.0.2.0/24 Null0"]}
