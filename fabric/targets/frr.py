@@ -136,14 +136,12 @@ class FrrDriver(Driver):
         return clean_running(self._vtysh("show running-config"))
 
     def diff(self) -> DeviceDiff:
-        running = self.running()
         d = f"{self._workdir}/plan"
-        shell.check(self.conn, f"mkdir -p {shell.quote(d)}", what="mkdir")
         shell.upload(self.conn, f"{d}/intended.conf", self.intended)
         out = shell.check(self.conn, f"{self._reload_argv(d)} --test {shell.quote(d + '/intended.conf')} 2>/dev/null",
                           what="frr-reload.py --test")
         return DeviceDiff(device=self.device, target=self.target,
-                          changes=parse_reload_test(out, running, self._defaults()))
+                          changes=parse_reload_test(out, "", self._defaults()))
 
     def health(self) -> Health:
         data = json.loads(self._vtysh("show bgp summary json") or "{}")

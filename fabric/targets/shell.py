@@ -53,16 +53,18 @@ def prompt(conn: Any) -> str:
 
 
 def upload(conn: Any, path: str, content: str) -> None:
-    """Write `content` to `path` on the device (a base64 here-document), verified by sha256."""
+    """Write `content` to `path` on the device (a base64 here-document, its directory created), then
+    verify its sha256 and move it into place in one command."""
     data = content.encode()
     b64 = "\n".join(textwrap.wrap(base64.b64encode(data).decode(), 76))
-    q = shlex.quote(path)
-    conn.write_channel(f"base64 -d > {q}.part <<'__RF_EOF__'\n{b64}\n__RF_EOF__\n")
+    q, part = shlex.quote(path), shlex.quote(path + ".part")
+    parent = shlex.quote(path.rsplit("/", 1)[0] or "/")
+    conn.write_channel(f"mkdir -p {parent} && base64 -d > {part} <<'__RF_EOF__'\n{b64}\n__RF_EOF__\n")
     conn.read_until_pattern(pattern=prompt(conn), read_timeout=60)
-    got = check(conn, f"sha256sum {q}.part", what="upload").split()
-    if not got or got[0] != hashlib.sha256(data).hexdigest():
+    digest = hashlib.sha256(data).hexdigest()
+    rc, _ = run(conn, f"echo '{digest}  '{part} | sha256sum -c --status && mv -f {part} {q}")
+    if rc != 0:
         raise TargetError(f"upload of {path} failed its checksum")
-    check(conn, f"mv -f {q}.part {q}", what="upload")
 
 
 def quote(s: str) -> str:
