@@ -100,6 +100,20 @@ def test_sonic_plan_apply_checkpoint_and_rollback(sonic: tuple[StandinNet, Path,
     assert not any(s.startswith("NTP_SERVER") for s in res["sections"])
     before = read_json(d / "running.json")
 
+    # an unreachable switch is reported, not fatal to the others; exit 1
+    p = run(net, "plan", str(inv), "--limit", f"{LEAF},leaf-su1-r2", "--format", "json", state=state)
+    res2 = _json(p)
+    assert p.returncode == 1 and res2[LEAF]["status"] == "changed" and res2["leaf-su1-r2"]["status"] == "unreachable"
+    assert json.loads(p.stdout)["summary"] == {"changed": 1, "unreachable": 1}
+
+    # host keys are verified: an empty known_hosts makes the switch unreachable, nothing is sent
+    strict = _inventory("sonic-example", tmp_path / "strict", tmp_path)
+    (tmp_path / "empty_known_hosts").write_text("")
+    fab = strict / "fabric.yaml"
+    fab.write_text(fab.read_text().replace(str(tmp_path / "known_hosts"), str(tmp_path / "empty_known_hosts")))
+    res3 = _json(run(net, "plan", str(strict), "--limit", LEAF, "--format", "json", state=state))[LEAF]
+    assert res3["status"] == "unreachable" and "known_hosts" in res3["detail"], res3
+
     p = run(net, "apply", str(inv), "--limit", LEAF, "--yes", *FAST, state=state)
     assert p.returncode == 0, p.stdout + p.stderr
     after = read_json(d / "running.json")

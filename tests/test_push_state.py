@@ -131,3 +131,11 @@ def test_eos_session_diff_parsed_per_section() -> None:
             " interface Ethernet1/1\n-   mtu 1500\n+   mtu 9216\n-ip route 192.0.2.0/24 Null0\n")
     assert DeviceDiff(device="x", target="eos", changes=parse_session_diff(text)).sections() == {
         "interface Ethernet1/1": ["- mtu 1500", "+ mtu 9216"], "(global)": ["- ip route 192.0.2.0/24 Null0"]}
+
+
+def test_insecure_lab_is_refused_without_a_lab(state_env: Path, tmp_path: Path) -> None:
+    env = {**os.environ, "FABRIC_STATE": str(state_env), "FABRIC_LAB_STATE": str(tmp_path / "no-lab")}
+    p = subprocess.run([FABRIC, "plan", "inventories/example", "--insecure-lab"], capture_output=True, text=True,
+                       env=env, cwd=ROOT, stdin=subprocess.DEVNULL, timeout=60)
+    assert p.returncode == 2
+    assert p.stderr == "error: --insecure-lab: expected a running lab of example (fabric lab up), found none\n"
