@@ -141,6 +141,8 @@ def test_a_wrong_asn_is_rolled_back_by_the_bgp_post_check(lab: dict) -> None:
     assert wait_established(2) == 2
     _rc, data = plan_json(lab["inv"], state, "--limit", LEAF)
     assert data["summary"] == {"unchanged": 1}
+    rc, data = plan_json(lab["inv"], state, "--limit", LEAF, "--insecure-lab")  # host keys not checked
+    assert rc == 0 and data["summary"] == {"unchanged": 1}
     assert audit_lines(state)[-1]["result"] == "rolled-back"
 
 

@@ -154,6 +154,8 @@ def apply_device(fabric: str, ep: Endpoint, cred: Credentials, opts: ApplyOption
         if conn is not None:
             _close(conn)
         res.seconds = time.monotonic() - t0
+        if action == "apply" and txn is not None and res.status in ("applied", "rolled-back", "failed"):
+            state.settle_record(fabric, ep.device, applied=res.status == "applied")
         stage(res.status)
         if res.status not in ("unchanged", "unreachable"):
             d = res.diff

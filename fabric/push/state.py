@@ -2,7 +2,7 @@
 
 `$FABRIC_STATE/<fabric>/` or `~/.local/state/roce-fabric/<fabric>/` (mode 0700):
 `audit.jsonl` (one JSON line per device change), `apply.lock` (pid, host, time), and
-`records/<device>.json` (the Txn of the last apply: snapshot and native checkpoint/revision).
+`records/<device>.json` (the Txn of the last successful apply: snapshot and native checkpoint/revision).
 Credentials are never written here; `scrub` removes any secret value that reaches a message.
 """
 
@@ -80,12 +80,23 @@ def now() -> str:
 
 # -- records: the state before the last apply, per device -----------------------------------------
 def save_record(fabric: str, txn: Txn) -> None:
+    """Before the commit: `records/<device>.pending.json` (kept if the outcome is unknown)."""
     d = state_dir(fabric) / "records"
     d.mkdir(exist_ok=True, mode=0o700)
     tmp = d / f"{txn.device}.json.tmp"
     tmp.write_text(txn.model_dump_json(indent=2))
     tmp.chmod(0o600)
-    tmp.replace(d / f"{txn.device}.json")
+    tmp.replace(d / f"{txn.device}.pending.json")
+
+
+def settle_record(fabric: str, device: str, applied: bool) -> None:
+    """After the transaction: an applied change's record becomes the one `fabric rollback` uses."""
+    d = state_dir(fabric) / "records"
+    pending = d / f"{device}.pending.json"
+    if applied and pending.exists():
+        pending.replace(d / f"{device}.json")
+    elif not applied:
+        pending.unlink(missing_ok=True)
 
 
 def load_record(fabric: str, device: str) -> Txn | None:
