@@ -23,11 +23,13 @@ deps:
 
 DEMO_INV ?= inventories/example
 
-# lab up → drift one leaf by hand → plan (shows it) → apply → plan (empty) → status; lab down always runs
+# The whole lifecycle on the lab: lab up → drift one leaf by hand → plan (shows it) → apply → plan (empty)
+# → status → hosts apply (fleet over SSH) → accept (iperf3 stands in for perftest) → report; lab down always runs.
 demo: deps venv
 	$(FABRIC) validate $(DEMO_INV)
 	$(FABRIC) plan --offline $(DEMO_INV)
 	$(FABRIC) render $(DEMO_INV) -o build/demo
+	$(FABRIC) lint $(DEMO_INV)
 	$(FABRIC) lab up $(DEMO_INV)
 	@name=$$($(FABRIC) validate $(DEMO_INV) | cut -d: -f1); rc=0; \
 	sock="$${FABRIC_LAB_STATE:-/run/roce-fabric/lab}/$$name/frr/leaf-su1-r1"; \
@@ -37,7 +39,9 @@ demo: deps venv
 	  $(FABRIC) plan $(DEMO_INV) && \
 	  $(FABRIC) apply $(DEMO_INV) --yes --settle 2 --postcheck-timeout 20 && \
 	  $(FABRIC) plan $(DEMO_INV) && \
-	  $(FABRIC) lab status $(DEMO_INV); } || rc=$$?; \
+	  $(FABRIC) lab status $(DEMO_INV) && \
+	  $(FABRIC) hosts apply $(DEMO_INV) --lab && \
+	  $(FABRIC) accept $(DEMO_INV) --lab --quick -o build/demo/accept; } || rc=$$?; \
 	$(FABRIC) lab down $(DEMO_INV); exit $$rc
 
 test: deps venv
