@@ -26,7 +26,7 @@ from fabric.errors import InputError
 from fabric.model.load import load
 
 ROOT = Path(__file__).resolve().parent.parent
-SAMPLES = Path("/work/shared/samples")
+SAMPLES = Path(__file__).resolve().parent / "fixtures" / "samples"  # copies of shared/samples
 
 
 @pytest.fixture(scope="module")
