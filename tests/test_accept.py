@@ -295,7 +295,34 @@ def test_html_self_contained_with_heatmap_and_other_formats(tmp_path: Path) -> N
         assert external not in page
     assert "rail 1" in page and "rail 2" in page and "hsl(0," in page  # a red cell for the slow rail
     hosts, rails, cells = report.heatmap(rep)
-    assert hosts == ["a", "b"] and rails == [1, 2] and cells[("a", 2)][0] == 0.0
+    assert hosts == ["a", "b"] and rails == [1, 2] and cells[("a", 2)][0] == 0.0  # received: the refused b→a test
     data = json.loads((tmp_path / "accept.json").read_text())
     assert data["ok"] is False and data["counts"]["fail"] == 1
     assert "| rail-bandwidth | fail |" in (tmp_path / "accept.md").read_text()
+
+
+def test_heatmap_reddens_only_the_slow_nic() -> None:
+    """All pairs of 4 hosts on one rail, host c's NIC slow: the median isolates c; a minimum would
+    paint every host red, since each has one test with c."""
+    speed = {"a": 10.0, "b": 10.0, "c": 0.1, "d": 10.0}
+    ms = [Measurement(rail=1, src=x, dst=y, value=min(speed[x], speed[y]), unit="Gb/s", threshold=5,
+                      ok=min(speed[x], speed[y]) >= 5) for x in speed for y in speed if x != y]
+    rep = AcceptReport(fabric="f", mode="lab", quick=False, started="2026-01-01T00:00:00+00:00", seconds=1.0,
+                       results=[CheckResult(name="rail-bandwidth", check="rail-bandwidth", status="fail",
+                                            message="Expected ≥ 5 Gb/s", measurements=ms)])
+    _, _, cells = report.heatmap(rep)
+    red = sorted(h for (h, _), (value, threshold, _) in cells.items() if value < threshold)
+    assert red == ["c"]
+    assert cells[("a", 1)][2] == "sent: median of 3 tests, 1 below 5, lowest 0.10"
+
+
+def test_heatmap_finds_a_one_way_fault() -> None:
+    """Host c only transmits slowly (a shaper on its egress): c→x tests are slow, x→c are not."""
+    ms = [Measurement(rail=2, src=x, dst=y, value=0.1 if x == "c" else 10.0, unit="Gb/s", threshold=5)
+          for x in "abcd" for y in "abcd" if x != y]
+    rep = AcceptReport(fabric="f", mode="lab", quick=False, started="2026-01-01T00:00:00+00:00", seconds=1.0,
+                       results=[CheckResult(name="rail-bandwidth", check="rail-bandwidth", status="fail",
+                                            message="Expected ≥ 5 Gb/s", measurements=ms)])
+    _, _, cells = report.heatmap(rep)
+    assert sorted(h for (h, _), (v, t, _) in cells.items() if v < t) == ["c"]
+    assert cells[("c", 2)][2].startswith("sent: median of 3 tests, 3 below 5")

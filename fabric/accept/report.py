@@ -6,6 +6,7 @@ from __future__ import annotations
 import html
 import json
 from pathlib import Path
+from statistics import median
 from xml.etree import ElementTree as ET
 
 from rich.console import Console
@@ -98,17 +99,30 @@ def to_markdown(report: AcceptReport) -> str:
     return "\n".join(lines) + "\n"
 
 
-def heatmap(report: AcceptReport) -> tuple[list[str], list[int], dict[tuple[str, int], tuple[float, float]]]:
-    """(hosts, rails, cell → (lowest bandwidth touching the host on the rail, its threshold))."""
-    cells: dict[tuple[str, int], tuple[float, float]] = {}
+def heatmap(report: AcceptReport) -> tuple[list[str], list[int], dict[tuple[str, int], tuple[float, float, str]]]:
+    """(hosts, rails, cell → (bandwidth, threshold, detail)) for each NIC: the lower of the medians of the
+    tests it sent and of those it received.
+
+    Medians, not the minimum: one slow NIC drags down one test of each partner but all of its own, so only
+    its cell turns red; per direction, because a fault (a bad transmitter, a shaper, a dirty fibre) is
+    often one-way and would otherwise hide in a two-way median."""
+    seen: dict[tuple[str, int], dict[str, list[tuple[float, float]]]] = {}
     for r in report.results:
         for m in r.measurements:
             if m.unit not in ("Gb/s", "GB/s") or m.rail is None:
                 continue
             value = m.value if m.value is not None else 0.0
-            for h in (m.src, m.dst):
-                if h and ((h, m.rail) not in cells or value < cells[(h, m.rail)][0]):
-                    cells[(h, m.rail)] = (value, m.threshold or 0.0)
+            for h, way in ((m.src, "sent"), (m.dst, "received")):
+                if h:
+                    seen.setdefault((h, m.rail), {}).setdefault(way, []).append((value, m.threshold or 0.0))
+    cells = {}
+    for key, ways in seen.items():
+        way, vals = min(ways.items(), key=lambda kv: median(v for v, _ in kv[1]))
+        values = [v for v, _ in vals]
+        thr = max(t for _, t in vals)
+        below = sum(v < t for v, t in vals)
+        cells[key] = (median(values), thr, f"{way}: median of {len(values)} tests, {below} below {thr:g}, "
+                                           f"lowest {min(values):.2f}")
     hosts = sorted({h for h, _ in cells})
     rails = sorted({r for _, r in cells})
     return hosts, rails, cells
@@ -145,7 +159,8 @@ def to_html(report: AcceptReport) -> str:
     out.append("</table>")
     hosts, rails, cells = heatmap(report)
     if cells:
-        out.append("<h2>Bandwidth: rail × host (lowest measurement touching the NIC)</h2><table class='heat'>")
+        out.append("<h2>Bandwidth: rail × host (per NIC: the lower median of the tests it sent and received)"
+                   "</h2><table class='heat'>")
         out.append("<tr><th>host \\ rail</th>" + "".join(f"<th>rail {r}</th>" for r in rails) + "</tr>")
         for h in hosts:
             row = [f"<tr><th>{e(h)}</th>"]
@@ -153,8 +168,8 @@ def to_html(report: AcceptReport) -> str:
                 if (h, rail) not in cells:
                     row.append("<td>-</td>")
                     continue
-                v, thr = cells[(h, rail)]
-                row.append(f"<td style='background:{_color(v, thr)}' title='threshold {thr:g}'>{v:.2f}</td>")
+                v, thr, detail = cells[(h, rail)]
+                row.append(f"<td style='background:{_color(v, thr)}' title='{e(detail)}'>{v:.2f}</td>")
             out.append("".join(row) + "</tr>")
         out.append("</table>")
     for r in report.results:
