@@ -1,6 +1,6 @@
 """NVIDIA Cumulus Linux (NVUE): one `set` tree, written both as `nv config patch` YAML and as `nv set` lines.
 
-Both files come from the same data through `flatten`, so they cannot disagree. Paths follow the
+Both files are walks of the same tree in the same sorted order, so they cannot disagree. Paths follow the
 Cumulus Linux 5.x docs and the nvue-reference (shared reference switch-qos.md §2).
 """
 
@@ -135,7 +135,9 @@ def set_tree(sw: SwitchIntent) -> Tree:
 
 
 def flatten(tree: Tree, prefix: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], str | None]]:
-    """Leaves of the tree in YAML order (sorted keys): (path, value), value None for an empty node."""
+    """Leaves of the tree in YAML order (sorted keys): (path, value), value None for an empty node.
+
+    The path-tuple form of `set_lines`, for callers that compare trees (tests, drift checks)."""
     out: list[tuple[tuple[str, ...], str | None]] = []
     for key in sorted(tree):
         value = tree[key]
