@@ -90,20 +90,21 @@ class Rule:
             line=where[1],
         )
 
-    def grouped(
-        self, hits: list[tuple[str, str, tuple[str, int | None], str]], section: str, kind: str
-    ) -> Iterator[Finding]:
-        """One finding per distinct (message, location, item); a cause shared by many objects (one line of
-        the inventory) is reported once, named after its inventory section, listing a few of them."""
-        groups: dict[tuple[str, tuple[str, int | None], str], list[str]] = {}
-        for obj, message, where, item in hits:
-            groups.setdefault((message, where, item), []).append(obj)
-        for (message, where, item), objs in groups.items():
+    def grouped(self, hits: list[tuple], section: str, kind: str) -> Iterator[Finding]:
+        """One finding per distinct (message, location, item, severity); a cause shared by many objects (one
+        line of the inventory) is reported once, named after its inventory section, listing a few of them.
+
+        A hit is (object, message, where, item) or, when its severity differs from the rule's,
+        (object, message, where, item, severity)."""
+        groups: dict[tuple, list[str]] = {}
+        for obj, message, where, item, *sev in hits:
+            groups.setdefault((message, where, item, Severity(sev[0]) if sev else None), []).append(obj)
+        for (message, where, item, severity), objs in groups.items():
             if len(objs) == 1:
-                yield self.finding(objs[0], message, where, item)
+                yield self.finding(objs[0], message, where, item, severity)
             else:
                 shown = ", ".join(objs[:3]) + (", …" if len(objs) > 3 else "")
-                yield self.finding(section, f"{message} (on {len(objs)} {kind}: {shown})", where, item)
+                yield self.finding(section, f"{message} (on {len(objs)} {kind}: {shown})", where, item, severity)
 
 
 RULES: dict[str, Rule] = {}

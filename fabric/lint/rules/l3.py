@@ -292,10 +292,11 @@ class PoolCapacity(Rule):
                     hits.append(
                         (
                             "rails",
-                            f"{sev}\0rail subnet {subnet}: expected room for {n} addresses "
+                            f"rail subnet {subnet}: expected room for {n} addresses "
                             f"(hosts × (1+VFs)), found {cap} usable",
                             ctx.at("addressing", "rail_prefix_length"),
                             subnet,
+                            sev,
                         )
                     )
         nsw, nh = len(ctx.switches), len(ctx.hosts)
@@ -310,14 +311,13 @@ class PoolCapacity(Rule):
                 hits.append(
                     (
                         key,
-                        f"{sev}\0addressing.{key}: {need} of {cap} used, expected below {POOL_WARN:.0%}",
+                        f"addressing.{key}: {need} of {cap} used, expected below {POOL_WARN:.0%}",
                         ctx.at("addressing", key),
                         key,
+                        sev,
                     )
                 )
-        for f in self.grouped(hits, "rails", "rail subnets"):
-            sev, msg = f.message.split("\0", 1)
-            yield f.model_copy(update={"severity": Severity(sev), "message": msg})
+        yield from self.grouped(hits, "rails", "rail subnets")
 
 
 @rule
@@ -420,14 +420,13 @@ class Oversubscription(Rule):
             hits.append(
                 (
                     sw.name,
-                    f"{sev}\0oversubscription {ratio:.2f}:1 ({down}G to hosts / {up}G up): {tail}",
+                    f"oversubscription {ratio:.2f}:1 ({down}G to hosts / {up}G up): {tail}",
                     ctx.at("lint", "oversubscription_warn") if sev == "warning" else ctx.switch_at(sw.name),
                     "uplinks",
+                    sev,
                 )
             )
-        for f in self.grouped(hits, "leaves", "leaves"):
-            sev, msg = f.message.split("\0", 1)
-            yield f.model_copy(update={"severity": Severity(sev), "message": msg})
+        yield from self.grouped(hits, "leaves", "leaves")
 
 
 @rule

@@ -126,17 +126,16 @@ class NeighborCapacity(Rule):
                 hits.append(
                     (
                         sw.name,
-                        f"{sev}\0neighbor table: expected room for {n.needed} entries below "
+                        f"neighbor table: expected room for {n.needed} entries below "
                         f"gc_thresh2, found gc_thresh2 {n.gc_thresh2}, gc_thresh3 {n.gc_thresh3}",
                         ctx.first(
                             ("switching", "neighbor", "table_size"), ("switching", "neighbor"), ("switching",)
                         ),
                         "gc_thresh3",
+                        sev,
                     )
                 )
-        for f in self.grouped(hits, "switching", "switches"):
-            sev, msg = f.message.split("\0", 1)
-            yield f.model_copy(update={"severity": Severity(sev), "message": msg})
+        yield from self.grouped(hits, "switching", "switches")
 
 
 @rule

@@ -374,10 +374,8 @@ class HeadroomBudget(Rule):
                 f"PFC headroom {total:,} B ({len(ports)} lossless ports × {pgs} PG): expected within the "
                 f"{sw.platform} {sw.buffer_bytes:,} B {limit}, found {total / sw.buffer_bytes:.0%}"
             )
-            hits.append((sw.name, sev.value + "\0" + msg, ctx.switch_at(sw.name), "headroom"))
-        for f in self.grouped(hits, "switches", "switches"):
-            sev, msg = f.message.split("\0", 1)
-            yield f.model_copy(update={"severity": Severity(sev), "message": msg})
+            hits.append((sw.name, msg, ctx.switch_at(sw.name), "headroom", sev))
+        yield from self.grouped(hits, "switches", "switches")
 
 
 @rule
