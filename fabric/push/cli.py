@@ -38,12 +38,12 @@ class Context:
         from fabric.model.load import load
 
         loaded = load(inventory)
-        probe = derive(loaded)
-        lab = load_state(probe.name, required=False)
+        name = loaded.inv.fabric.name
+        lab = load_state(name, required=False)
         self.lab = lab if lab is not None and lab.phase == "up" else None
         if insecure_lab and self.lab is None:
-            raise UsageError(f"--insecure-lab: expected a running lab of {probe.name} (fabric lab up), found none")
-        self.fabric = derive(loaded, target="frr") if self.lab else probe
+            raise UsageError(f"--insecure-lab: expected a running lab of {name} (fabric lab up), found none")
+        self.fabric = derive(loaded, target="frr" if self.lab else None)  # the lab realizes every switch as FRR
         self.name = self.fabric.name
         switches = list(self.fabric.switches)
         if names is not None:
