@@ -104,10 +104,13 @@ def qos_script(intent: HostIntent) -> str:
     Every file is probed first; what is missing is logged and skipped; failures set the exit code.
     `SYSFS` (default /sys) and `MLNX_QOS` (default mlnx_qos) may be overridden from the environment.
     """
+    return "#!/bin/sh\n" + _header(intent) + qos_script_body(intent)
+
+
+def qos_script_body(intent: HostIntent) -> str:
+    """`qos_script` without its shebang and header, for embedding in another script (roce-setup.sh)."""
     q, d = intent.nic_qos, intent.dcqcn
     lines = [
-        "#!/bin/sh",
-        _header(intent).rstrip(),
         "set -u",
         'SYSFS="${SYSFS:-/sys}"',
         'MLNX_QOS="${MLNX_QOS:-mlnx_qos}"',

@@ -15,20 +15,14 @@ def nccl_env(h: HostIntent) -> str:
     return "".join(f"{k}={v}\n" for k, v in h.nccl_env.items())
 
 
-def _body(script: str) -> str:
-    """A script without its shebang and header comment, to embed in another one."""
-    return "".join(line for line in script.splitlines(keepends=True)[2:])
-
-
 def render(h: HostIntent, fabric: FabricIntent) -> Files:
-    qos = persist.qos_script(h)
     return {
         "host.json": h.model_dump_json(indent=2) + "\n",
-        "roce-setup.sh": template("host/roce-setup.sh.j2", h=h, nic_qos_script=_body(qos)),
+        "roce-setup.sh": template("host/roce-setup.sh.j2", h=h, nic_qos_script=persist.qos_script_body(h)),
         "netplan.yaml": persist.netplan(h),
         "sysctl.conf": persist.sysctl_conf(h),
         "roce-qos.service": persist.qos_unit(h),
-        "roce-qos.sh": qos,
+        "roce-qos.sh": persist.qos_script(h),
         "nccl.env": nccl_env(h),
     }
 
