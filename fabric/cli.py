@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import sys
+from pathlib import Path
+from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.table import Table
 
 try:  # typer ≥ 0.20 vendors click
     from typer._click.exceptions import ClickException
@@ -38,16 +42,7 @@ def main() -> None:
         sys.exit(2)
 
 
-from fabric.accept.parse_cli import app as _parse_app; app.add_typer(_parse_app)  # noqa: E402, E702, I001
-
-
-# --- foundation commands: validate, render, plan --offline, explain, schema, generate -------------
-import json  # noqa: E402
-from pathlib import Path  # noqa: E402
-from typing import Annotated  # noqa: E402
-
-from rich.table import Table  # noqa: E402
-
+# --- foundation commands: validate, render, plan, explain, schema, generate ------------------------
 out = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
 InventoryArg = Annotated[Path, typer.Argument(help="inventory directory of YAML files", show_default=False)]
 FormatOpt = Annotated[str, typer.Option("--format", help="table or json")]
@@ -235,12 +230,24 @@ def generate_gpu_rail(
               f"({sum(s.role == 'leaf' for s in fabric.switches.values())} leaves, "
               f"{sum(s.role == 'spine' for s in fabric.switches.values())} spines, "
               f"{sum(s.role == 'super-spine' for s in fabric.switches.values())} super-spines)")
-from fabric.host.cli import host_app as _host_app, hosts_app as _hosts_app  # noqa: E402, I001
-app.add_typer(_host_app, name="host"); app.add_typer(_hosts_app, name="hosts")  # noqa: E702
-from fabric.lab.cli import lab_app as _lab_app; app.add_typer(_lab_app, name="lab")  # noqa: E402, E702, I001
-from fabric.lint.cli import lint as _lint; app.command("lint")(_lint)  # noqa: E402, E702, I001
-from fabric.diagnose.cli import diagnose as _diagnose; app.command("diagnose")(_diagnose)  # noqa: E402, E702, I001
-from fabric.export.cli import export_command as _export; app.command("export")(_export)  # noqa: E402, E702, I001
-from fabric.accept.cli import accept as _accept, counters as _counters; app.command("accept")(_accept); app.command("counters")(_counters)  # noqa: E402, E501, E702, I001
-from fabric.push.cli import apply_command as _apply, rollback_command as _rollback  # noqa: E402, I001
-app.command("apply")(_apply); app.command("rollback")(_rollback)  # noqa: E702
+# --- the other capabilities, each in its own package ---------------------------------------------
+def _register() -> None:
+    from fabric.accept.cli import accept, counters
+    from fabric.accept.parse_cli import app as parse_app
+    from fabric.diagnose.cli import diagnose
+    from fabric.export.cli import export_command
+    from fabric.host.cli import host_app, hosts_app
+    from fabric.lab.cli import lab_app
+    from fabric.lint.cli import lint
+    from fabric.push.cli import apply_command, rollback_command
+
+    app.add_typer(parse_app)
+    app.add_typer(host_app, name="host")
+    app.add_typer(hosts_app, name="hosts")
+    app.add_typer(lab_app, name="lab")
+    for name, command in (("lint", lint), ("diagnose", diagnose), ("export", export_command), ("accept", accept),
+                          ("counters", counters), ("apply", apply_command), ("rollback", rollback_command)):
+        app.command(name)(command)
+
+
+_register()
