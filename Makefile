@@ -2,9 +2,12 @@
 VENV ?= .venv
 PY := $(VENV)/bin/python
 FABRIC := $(VENV)/bin/fabric
-APT_PACKAGES := frr frr-pythontools openssh-server openssh-client iperf3 iproute2 iputils-ping ethtool procps
+APT_PACKAGES := frr frr-pythontools openssh-server openssh-client iperf3 iproute2 iputils-ping ethtool procps \
+  libyang2-dev
+# Side venv for ../shared/tools/sonic_yang_check.py (libyang C 2 from Debian, its PyPI bindings)
+YANG_VENV := .refs/yang-venv
 
-.PHONY: demo test lint bench deps venv clean
+.PHONY: demo test lint bench deps venv refs refs-yang refs-avd clean
 
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
@@ -13,6 +16,30 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 venv: $(VENV)/.installed
+
+# Independent references for the tests, each in a side venv the project venv never imports from.
+$(YANG_VENV)/.installed:
+	python3 -m venv $(YANG_VENV)
+	$(YANG_VENV)/bin/pip install -q cffi 'libyang==2.7.1'
+	touch $@
+
+# The SONiC YANG checker's side venv (tests/test_sonic_yang.py); needs libyang2-dev (`make deps`).
+refs-yang: deps $(YANG_VENV)/.installed
+
+# pyavd (Arista AVD) renders the same intent as tests/test_eos_pyavd.py compares with ours; the version is the one
+# bench/pyavd_compare.py measures, and the test checks it.
+PYAVD_VERSION := 6.4.0
+AVD_VENV := .refs/avd-venv
+
+$(AVD_VENV)/.installed-pyavd-$(PYAVD_VERSION):
+	rm -rf $(AVD_VENV)
+	python3 -m venv $(AVD_VENV)
+	$(AVD_VENV)/bin/python -m pip install -q --disable-pip-version-check pyavd==$(PYAVD_VERSION)
+	touch $@
+
+refs-avd: $(AVD_VENV)/.installed-pyavd-$(PYAVD_VERSION)
+
+refs: refs-yang refs-avd
 
 deps:
 	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -31,25 +58,25 @@ demo: deps venv
 	$(FABRIC) render $(DEMO_INV) -o build/demo
 	$(FABRIC) lint $(DEMO_INV)
 	$(FABRIC) lab up $(DEMO_INV)
-	@name=$$($(FABRIC) validate $(DEMO_INV) | cut -d: -f1); rc=0; \
-	sock="$${FABRIC_LAB_STATE:-/run/roce-fabric/lab}/$$name/frr/leaf-su1-r1"; \
+	@rc=0; \
 	{ echo "--- drift: timers bgp 5 15 on leaf-su1-r1 by hand"; \
-	  $(FABRIC) lab exec $(DEMO_INV) leaf-su1-r1 -- vtysh --vty_socket "$$sock" -c 'configure terminal' \
+	  $(FABRIC) lab exec $(DEMO_INV) leaf-su1-r1 -- vtysh -c 'configure terminal' \
 	    -c 'router bgp 65101' -c 'timers bgp 5 15' && \
-	  $(FABRIC) plan $(DEMO_INV) && \
-	  $(FABRIC) apply $(DEMO_INV) --yes --settle 2 --postcheck-timeout 20 && \
-	  $(FABRIC) plan $(DEMO_INV) && \
+	  $(FABRIC) plan $(DEMO_INV) --lab && \
+	  $(FABRIC) apply $(DEMO_INV) --lab --yes --settle 2 --postcheck-timeout 20 && \
+	  $(FABRIC) plan $(DEMO_INV) --lab && \
 	  $(FABRIC) lab status $(DEMO_INV) && \
 	  $(FABRIC) hosts apply $(DEMO_INV) --lab && \
 	  $(FABRIC) accept $(DEMO_INV) --lab --quick -o build/demo/accept; } || rc=$$?; \
 	$(FABRIC) lab down $(DEMO_INV); exit $$rc
 
-test: deps venv
+test: deps venv refs
 	$(VENV)/bin/ruff check fabric tests bench
+	$(VENV)/bin/lint-imports
 	$(VENV)/bin/pytest -q
 
 bench: venv
 	$(PY) bench/render_scale.py
 
 clean:
-	rm -rf build $(VENV)
+	rm -rf build $(VENV) .refs

@@ -43,8 +43,8 @@ def main() -> int:
     if os.geteuid() != 0:
         print("bench/plan_concurrency.py needs root (the lab)", file=sys.stderr)
         return 2
+    from fabric.cli.push import Context
     from fabric.push import engine
-    from fabric.push.cli import Context
 
     with tempfile.TemporaryDirectory(prefix="plan-bench-") as tmp:
         inv = Path(tmp) / "bench32"
@@ -57,7 +57,7 @@ def main() -> int:
             f.write("lab:\n  prefix: pb\n  management: 198.18.94.0/24\n")
         fabric("lab", "up", str(inv), "--timeout", "240")
         try:
-            ctx = Context(inv, None, False)
+            ctx = Context(inv, None, lab=True, insecure_lab=False)
             n = len(ctx.endpoints)
             t0, c0 = time.monotonic(), cpu_seconds()
             seq = engine.plan_all(ctx.endpoints, ctx.cred, workers=1)

@@ -40,3 +40,9 @@ class UsageError(Exception):
     """A command used in a way it cannot work (not root, missing state, …): one line, exit code 2."""
 
     exit_code = 2
+
+
+def one_line(exc: BaseException, limit: int = 240) -> str:
+    """`Type: message` on one line, whitespace collapsed, at most `limit` characters (for tables and logs)."""
+    text = " ".join(str(exc).split())
+    return (f"{type(exc).__name__}: {text}" if text else type(exc).__name__)[:limit]

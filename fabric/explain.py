@@ -8,7 +8,10 @@ from typing import Any
 from pydantic import BaseModel
 
 from fabric.design.intent import HostIntent, SwitchIntent
+from fabric.design.topology import Topo
 from fabric.model.load import Loaded
+from fabric.model.source import Loc, dotted
+from fabric.nos import NOS
 
 _INDEX = re.compile(r"\[\d+\]")
 
@@ -29,30 +32,175 @@ def flatten(data: Any, prefix: str = "") -> list[tuple[str, Any]]:
     return out
 
 
-def origin(loaded: Loaded, device: SwitchIntent | HostIntent, path: str) -> str:
+# QoS facts (fabric.design.intent.QosFacts) → the policy value they are decided from.
+_POLICY_KEY: dict[str, tuple[str, ...]] = {
+    "trust": ("trust",), "dscp_to_priority": ("dscp_to_priority",), "dscp_explicit": ("dscp_to_priority",),
+    "default_priority": ("default_priority",), "priority_to_tc": ("priority_to_tc",),
+    "lossless_priorities": ("lossless_priorities",), "roce_dscp": ("roce_dscp",), "cnp_dscp": ("cnp_dscp",),
+    "cnp_priority": ("cnp_priority",), "watchdog.detection_ms": ("pfc_watchdog", "detection"),
+    "watchdog.restoration_ms": ("pfc_watchdog", "restoration"), "watchdog.action": ("pfc_watchdog", "action"),
+    "watchdog.poll_interval_ms": ("pfc_watchdog", "poll_interval"),
+    "watchdog.robustness": ("pfc_watchdog", "robustness"), "headroom_mode": ("headroom", "mode"),
+    "lossless_mtu": ("headroom", "lossless_mtu"),
+    "small_packet_percentage": ("headroom", "small_packet_percentage"),
+}
+
+
+def _policy_key(fact: str, value: Any) -> tuple[Any, ...] | None:
+    """`queues.3.ecn.min_bytes` → ('ecn', 3, 'min_bytes'); None for facts computed from several values."""
+    parts = fact.split(".")
+    if parts[0] == "queues" and len(parts) >= 3:
+        tc = int(parts[1])
+        if parts[2] == "ecn" and len(parts) == 4:
+            return ("ecn", tc, parts[3])
+        if parts[2] == "weight" or (parts[2] == "scheduler" and value == "dwrr"):
+            return ("ets_dwrr", tc)
+        if parts[2] == "scheduler" and value == "strict":
+            return ("ets_strict",)
+        return None
+    return _POLICY_KEY.get(fact)
+
+
+# Intent fields an inventory key sets directly, most specific first: "@" is the device's own entry
+# (switches[i] or hosts.list[i]), "%role" its role in `roles`, "defaults" hosts.defaults.
+_SWITCH_KEYS: dict[str, list[tuple[str, ...]]] = {
+    "platform": [("@", "platform"), ("%role", "platform")], "asic": [("@", "platform"), ("%role", "platform")],
+    "target": [("@", "target"), ("%role", "target")], "su": [("@", "su")], "rail": [("@", "rail")],
+    "pod": [("@", "pod")], "bgp.asn": [("@", "asn")],
+    "adaptive_routing": [("@", "adaptive_routing"), ("switching", "adaptive_routing", "enabled")],
+    "ports.adaptive_routing": [("@", "adaptive_routing"), ("switching", "adaptive_routing", "enabled")],
+    "mtu": [("switching", "mtu")], "ports.mtu": [("switching", "mtu")],
+    "bgp.keepalive": [("switching", "bgp", "keepalive")], "bgp.hold": [("switching", "bgp", "hold")],
+    "bgp.max_paths": [("switching", "bgp", "max_paths")], "bgp.bfd": [("switching", "bgp", "bfd")],
+    "bgp.graceful_shutdown": [("switching", "bgp", "graceful_shutdown")],
+    "neighbor.aging_s": [("switching", "neighbor", "aging")],
+    **{f"neighbor.gc_thresh{i}": [("switching", "neighbor", "table_size")] for i in (1, 2, 3)},
+}
+_HOST_KEYS: dict[str, list[tuple[str, ...]]] = {
+    "gpus": [("@", "gpus"), ("defaults", "gpus")],
+    "management_interface": [("@", "management_interface"), ("defaults", "management_interface")],
+    "management_address": [("@", "management")], "roce_mtu": [("@", "roce_mtu"), ("defaults", "roce_mtu")],
+    "rails.mtu": [("@", "mtu"), ("defaults", "mtu")],
+    "nic_qos.roce_tos": [("@", "roce_tos"), ("defaults", "roce_tos")],
+    "gid.policy": [("@", "gid", "policy"), ("defaults", "gid", "policy")],
+    "gid.index": [("@", "gid", "index"), ("defaults", "gid", "index")],
+}
+
+
+def _own(topo: Topo, device: SwitchIntent | HostIntent) -> Loc | None:
+    node = topo.switches.get(device.name) if isinstance(device, SwitchIntent) else topo.hosts.get(device.name)
+    return node.loc if node is not None and node.loc[:1] in (("switches",), ("hosts",)) else None
+
+
+def _candidates(loaded: Loaded, topo: Topo, device: SwitchIntent | HostIntent, path: str) -> list[Loc]:
+    """Inventory keys that could have set the value at `path`, most specific first."""
+    own = _own(topo, device)
+    generic = _INDEX.sub("", path)
+    parts = path.split(".")
+    if isinstance(device, SwitchIntent):
+        keys = _SWITCH_KEYS.get(generic, [])
+        if generic in ("ports.speed", "ports.cable_m"):
+            port = device.ports[int(path.split("[", 1)[1].split("]", 1)[0])]
+            link = next((ln for ln in topo.links if (ln.a, ln.a_port) == (device.name, port.name)
+                         or (ln.b, ln.b_port) == (device.name, port.name)), None)
+            field = "speed" if generic == "ports.speed" else "cable"
+            cls = {"host-leaf": "host_leaf", "spine-super-spine": "spine_super_spine"}.get(
+                link.kind if link else "", "leaf_spine")
+            return [*([(*link.loc, field)] if link and link.loc[:1] == ("links",) else []),
+                    ("cabling", cls, field)]
+    else:
+        keys = _HOST_KEYS.get(generic, [])
+        if parts[0] in ("nccl_env", "sysctls") or path.startswith("dcqcn.cc_params."):
+            keys = [("@", *parts), ("defaults", *parts)]
+        elif generic.count(".") == 1 and generic.startswith("rails.") and parts[-1] in ("rdma", "netdev", "vlan",
+                                                                                       "vfs"):
+            rail = device.rails[int(path.split("[", 1)[1].split("]", 1)[0])].rail
+            entry = loaded.inv.hosts.entries[own[2]] if own and own[:2] == ("hosts", "list") else None
+            for base, nics in ((own, entry.nics if entry else None), (("hosts", "defaults"),
+                                                                      loaded.inv.hosts.defaults.nics)):
+                j = next((j for j, n in enumerate(nics or []) if n.rail == rail), None)
+                if base is not None and j is not None:
+                    return [(*base, "nics", j, parts[-1])]
+            return []
+    out: list[Loc] = []
+    for key in keys:
+        if key[0] == "@":
+            if own is not None:
+                out.append((*own, *key[1:]))
+        elif key[0] == "%role":
+            out.append(("roles", getattr(device, "role", ""), *key[1:]))
+        elif key[0] == "defaults":
+            out.append(("hosts", "defaults", *key[1:]))
+        else:
+            out.append(key)
+    return out
+
+
+def origin(loaded: Loaded, device: SwitchIntent | HostIntent, path: str, value: Any = None,
+           topo: Topo | None = None) -> str:
     """Say where the value at `path` comes from: preset, override, inventory, derived or formula."""
-    if path.startswith(("qos.", "nic_qos.")) and path.split(".", 1)[0] == "qos":
-        keys = tuple(int(k) if k.isdigit() else k for k in path.split(".")[1:])
-        node: Any = loaded.qos_overrides
-        for n, key in enumerate(keys, 1):
-            node = node.get(key, node.get(str(key))) if isinstance(node, dict) else None
-            if node is None:
-                break
-            if not isinstance(node, dict):  # the user replaced this value (or the whole subtree)
-                return f"override ({loaded.where('qos', *keys[:n])})"
-        preset = loaded.inv.qos.get("preset", "nvidia-roce")
-        return f"preset {preset} ({loaded.where('qos')})"
+    unset = ""
+    if topo is not None and not path.startswith("qos."):
+        candidates = _candidates(loaded, topo, device, path)
+        for loc in candidates:
+            if loc in loaded.smap.lines:
+                return f"inventory ({loaded.where(*loc)})" + _adjusted(device, path)
+        unset = f"default ({dotted(candidates[-1])})" if candidates else ""
+    if path.startswith("qos."):
+        return _qos_origin(loaded, path, value) + _not_rendered(device, path)
+    return _origin(device, path, unset)
+
+
+def _adjusted(device: SwitchIntent | HostIntent, path: str) -> str:
+    """What derivation did to an inventory value (the MTU capped to the NOS's ceiling), from the device's origins."""
+    note = device.origins.get(_INDEX.sub("", path).removeprefix("ports."), "")
+    return note[note.index(", capped to"):] if ", capped to" in note else ""
+
+
+def _not_rendered(device: SwitchIntent | HostIntent, path: str) -> str:
+    """`; not configured on …` for a watchdog fact the device's NOS has no setting for (fabric.nos `watchdog`)."""
+    if not isinstance(device, SwitchIntent) or not path.startswith("qos.watchdog."):
+        return ""
+    nos = NOS[device.target]
+    field = _POLICY_KEY.get(path.removeprefix("qos."), ("", ""))[-1]
+    if nos.watchdog is None:
+        return f"; not configured on {nos.title}: it has no PFC watchdog"
+    if field not in nos.watchdog:
+        return (f"; not configured on {nos.title}, which sets only "
+                f"{', '.join(f'pfc_watchdog.{f}' for f in nos.watchdog)} (an override of it is refused)")
+    return ""
+
+
+def _qos_origin(loaded: Loaded, path: str, value: Any) -> str:
+    found = _policy_key(path.removeprefix("qos."), value)
+    if found is None:
+        return "derived from qos.priority_to_tc, lossless_priorities and dscp_to_priority"
+    keys: tuple[Any, ...] = found
+    node: Any = loaded.qos_overrides
+    for n, key in enumerate(keys, 1):
+        node = node.get(key, node.get(str(key))) if isinstance(node, dict) else None
+        if node is None:
+            break
+        if not isinstance(node, dict):  # the user replaced this value (or the whole subtree)
+            return f"override ({loaded.where('qos', *keys[:n])})"
+    preset = loaded.inv.qos.get("preset", "nvidia-roce")
+    return f"preset {preset} ({loaded.where('qos')})"
+
+
+def _origin(device: SwitchIntent | HostIntent, path: str, unset: str) -> str:
     if isinstance(device, SwitchIntent) and ".headroom." in path:
         idx = int(path.split("[", 1)[1].split("]", 1)[0])
         hr = device.ports[idx].headroom
         return hr.explain() if hr else "derived"
-    generic = _INDEX.sub("", path)
+    generic = {"bgp.asn": "asn"}.get(_INDEX.sub("", path), _INDEX.sub("", path))
     best = ""
     for key in device.origins:
         if (generic == key or generic.startswith(key + ".")) and len(key) > len(best):
             best = key
     if best:
         return device.origins[best]
+    if unset:
+        return unset
     if path.startswith("nic_qos."):
         return "derived from the fabric QoS policy (same numbers as the switches)"
     if path.startswith(("ports", "bgp.neighbors", "svis", "rails")):
@@ -60,11 +208,13 @@ def origin(loaded: Loaded, device: SwitchIntent | HostIntent, path: str) -> str:
     return "derived"
 
 
-def explain(loaded: Loaded, device: SwitchIntent | HostIntent, path: str = "") -> list[tuple[str, str, str]]:
-    """(path, value, origin) rows of `device`, filtered by a path prefix."""
+def explain(loaded: Loaded, device: SwitchIntent | HostIntent, path: str = "",
+            topo: Topo | None = None) -> list[tuple[str, str, str]]:
+    """(path, value, origin) rows of `device`, filtered by a path prefix; with the topology, values the
+    inventory sets give its file:line."""
     rows = []
     for p, value in flatten(device.model_dump(mode="json", exclude={"origins"})):
         if path and not (p == path or p.startswith(path + ".") or p.startswith(path + "[")):
             continue
-        rows.append((p, "" if value is None else str(value), origin(loaded, device, p)))
+        rows.append((p, "" if value is None else str(value), origin(loaded, device, p, value, topo)))
     return rows

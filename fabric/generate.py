@@ -8,14 +8,18 @@ port counts cannot build is refused with the arithmetic.
 from __future__ import annotations
 
 import math
+import shutil
+import tempfile
+from collections.abc import Callable
 from ipaddress import IPv4Network
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from fabric.errors import InputError, Problem
+from fabric.model.inventory import NAME, Target
 from fabric.model.platforms import PLATFORMS
 
 
@@ -23,24 +27,31 @@ class GpuRailSpec(BaseModel):
     """What `fabric generate gpu-rail` was asked for."""
 
     model_config = ConfigDict(extra="forbid")
-    name: str = "gpu-rail"
-    gpus: int = Field(gt=0)
+    name: str = Field("gpu-rail", pattern=NAME)
+    gpus: int = Field(gt=0, le=1_048_576)
     rails: int = Field(8, ge=1, le=16)
-    gpus_per_host: int = Field(8, ge=1)
-    hosts_per_su: int = Field(32, ge=1)
-    spines: int | None = None
-    uplinks_per_spine: int = 1
-    pods: int | None = None
-    super_spines: int | None = None
+    gpus_per_host: int = Field(8, ge=1, le=64)
+    hosts_per_su: int = Field(32, ge=1, le=4096)
+    spines: int | None = Field(None, ge=1, le=4096)
+    uplinks_per_spine: int = Field(1, ge=1, le=64)
+    pods: int | None = Field(None, ge=1, le=4096)
+    super_spines: int | None = Field(None, ge=1, le=4096)
     platform: str = "sn5600"
-    breakout: str | None = "2x400G"
-    target: str = "nvue"
-    host_speed: str = "400G"
+    breakout: str | None = Field("2x400G", pattern=r"^[1-8]x\d+G$")
+    target: Target = "nvue"
+    host_speed: str = Field("400G", pattern=r"^\d+G$")
     host_cable: str = "5m"
     fabric_cable: str = "40m"
     super_cable: str = "100m"
-    mode: str = "svi"
+    mode: Literal["svi", "p2p31"] = "svi"
     adaptive_routing: bool = True
+
+    @field_validator("platform")
+    @classmethod
+    def _known_platform(cls, v: str) -> str:
+        if v not in PLATFORMS:
+            raise ValueError(f"one of {', '.join(sorted(PLATFORMS))}")
+        return v
 
 
 def _fail(expected: str, found: str) -> InputError:
@@ -74,6 +85,9 @@ def plan_topology(spec: GpuRailSpec) -> dict[str, Any]:
     down = radix // 2
     sus_per_pod = max(1, down // (r * u))
     if spec.pods:
+        if sus % spec.pods:
+            raise _fail(f"--pods a divisor of the {sus} scalable units ({spec.gpus} GPUs / {spec.gpus_per_host} per "
+                        f"host / {h} hosts per SU)", str(spec.pods))
         sus_per_pod = sus // spec.pods
     while sus % sus_per_pod:
         sus_per_pod -= 1
@@ -97,7 +111,10 @@ def inventory(spec: GpuRailSpec) -> dict[str, dict[str, Any]]:
     """File name → YAML document of a complete inventory."""
     topo = plan_topology(spec)
     blocks = topo["scalable_units"] * spec.rails
-    rails_prefix = 24 - max(0, math.ceil(math.log2(blocks)))
+    bits = 0  # the rail pool keeps lint's margin (RF306 warns at 90 %: no room left for the next unit)
+    while blocks >= 0.9 * 2 ** bits:
+        bits += 1
+    rails_prefix = 24 - bits
     leaves = blocks
     asn: dict[str, int] = {"spines": 65000, "super_spines": 64900, "leaves": 65100}
     if leaves + topo.get("pods", 1) > 400:
@@ -125,19 +142,32 @@ def inventory(spec: GpuRailSpec) -> dict[str, dict[str, Any]]:
             "rails": str(IPv4Network(f"10.0.0.0/{rails_prefix}")), "rail_prefix_length": 24,
             "management": str(IPv4Network(f"198.18.0.0/{mgmt_prefix}")), "asn": asn}},
         "qos.yaml": {"qos": {"preset": "nvidia-roce"}},
-        "switching.yaml": {"switching": {"mtu": 9216, "adaptive_routing": {"enabled": spec.adaptive_routing},
+        # adaptive routing only where the platform runs it at the fabric's speed (lint RF402 otherwise)
+        "switching.yaml": {"switching": {"mtu": 9216, "adaptive_routing": {"enabled": spec.adaptive_routing and (
+            int(spec.host_speed.rstrip("Gg")) in PLATFORMS[spec.platform].adaptive_routing_speeds)},
                                          "neighbor": {"aging": "300s"}}},
         "hosts.yaml": {"hosts": {"defaults": {"gpus": spec.gpus_per_host, "management_interface": "eth0",
                                               "nics": nics}}},
     }
 
 
-def write(spec: GpuRailSpec, out: Path) -> list[Path]:
+def write(spec: GpuRailSpec, out: Path, *, check: Callable[[Path], object] = lambda _p: None,
+          force: bool = False) -> list[Path]:
+    """Write the inventory to `out` only once `check` (validation) passed on a copy beside it; an existing
+    non-empty `out` is replaced only with `force`."""
+    if out.exists() and (not out.is_dir() or any(out.iterdir())) and not force:
+        raise InputError(Problem(str(out), None, "", "a new or empty directory (--force replaces it)",
+                                 "a file" if not out.is_dir() else "an existing inventory directory"))
     docs = inventory(spec)
-    out.mkdir(parents=True, exist_ok=True)
-    paths = []
-    for name, doc in docs.items():
-        path = out / name
-        path.write_text(yaml.safe_dump(doc, sort_keys=False, default_flow_style=False))
-        paths.append(path)
-    return paths
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        for name, doc in docs.items():
+            (staging / name).write_text(yaml.safe_dump(doc, sort_keys=False, default_flow_style=False))
+        check(staging)
+        if out.exists():
+            shutil.rmtree(out) if out.is_dir() else out.unlink()
+        staging.rename(out)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return [out / name for name in docs]

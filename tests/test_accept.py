@@ -17,13 +17,13 @@ from fabric.accept import launchers, report
 from fabric.accept.checks import CHECKS, NcclInput, expected_busbw, judge_nccl, lossless_findings
 from fabric.accept.counters import delta, parse_host_dump, rates
 from fabric.accept.locate import locate, simulated_probe
-from fabric.accept.parsers import parse_perftest
 from fabric.accept.results import AcceptReport, CheckResult, Measurement
 from fabric.accept.schedule import circle_rounds, cross_rounds, quick_rounds, schedule
 from fabric.accept.tools import lat_p99, ping_p99_us
 from fabric.design.derive import derive
 from fabric.errors import InputError
 from fabric.model.load import load
+from fabric.parsers import parse_perftest
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = Path(__file__).resolve().parent / "fixtures" / "samples"  # copies of shared/samples
@@ -145,7 +145,7 @@ def test_nccl_judged_on_busbw_at_largest_sizes_not_average(example) -> None:
 
 
 def test_perftest_thresholds_from_samples() -> None:
-    from fabric.accept.parsers import perftest_bw_gbps
+    from fabric.parsers import perftest_bw_gbps
 
     bw = perftest_bw_gbps(parse_perftest(sample("ib_write_bw_client_all_sizes_report_gbits.txt")))
     assert 0 < bw < 400
@@ -169,7 +169,7 @@ def test_default_catalog_round_trips_and_covers_checks(example, two_su, tmp_path
     assert {"host-config", "bgp", "rail-bandwidth", "rail-latency", "nccl-allreduce", "lossless-counters",
             "pfc-watchdog"} <= set(names)
     assert "cross-su-bandwidth" in [e.check for e in cat.default_catalog(two_su).checks]
-    lab = cat.default_catalog(example, lab=True)
+    lab = cat.default_catalog(example, rdma=False)
     bw = next(e for e in lab.checks if e.check == "rail-bandwidth")
     assert bw.input["tool"] == "iperf3" and bw.input["threshold_gbps"] > 0
     path = tmp_path / "catalog.yaml"
@@ -195,15 +195,18 @@ def test_tags_select_checks(example) -> None:
     checks = cat.build(cat.default_catalog(example))
     assert {c.name for c in cat.select(checks, ["latency"])} == {"rail-latency"}
     assert {c.name for c in cat.select(checks, ["counters"])} == {"lossless-counters", "pfc-watchdog"}
-    assert len(cat.select(checks, None)) == len(checks) == len(CHECKS) - 1  # no cross-SU in one SU
+    # every check but cross-SU (one SU) and pod-rail-bandwidth (only with --launcher k8s)
+    assert len(cat.select(checks, None)) == len(checks) == len(CHECKS) - 2
+    k8s = cat.build(cat.default_catalog(example, launcher="k8s", image="img"))
+    assert [c.name for c in k8s if c.name.startswith("pod-")] == ["pod-rail-bandwidth"]
 
 
 # -- launchers (render-only, by content) ---------------------------------------------------------------
 
 def test_launchers_render_nccl_env_hostfile_sbatch_and_mpijob(example, tmp_path: Path) -> None:
-    from fabric.render.host import network_attachments
+    from fabric.render import kubernetes
 
-    inputs = NcclInput()
+    inputs = NcclInput(image="registry.example/roce-tests:1")
     hosts = sorted(example.hosts)
     job = launchers.nccl_job(example, hosts, inputs, name="nccl-all")
     env = example.hosts[hosts[0]].nccl_env
@@ -214,20 +217,26 @@ def test_launchers_render_nccl_env_hostfile_sbatch_and_mpijob(example, tmp_path:
     sb = launchers.render(job, "slurm", example, tmp_path)[0].read_text()
     assert "#SBATCH --nodes=4" in sb and "#SBATCH --ntasks-per-node=4" in sb and "export NCCL_IB_TC=106" in sb
     assert "srun --mpi=pmix all_reduce_perf" in sb
-    docs = list(yaml.safe_load_all(launchers.render(job, "k8s", example, tmp_path)[0].read_text()))
+    # k8s: the PodGroup is the gang (launcher and workers), pods find their own NCCL devices
+    # (in depth: tests/test_k8s.py)
+    docs = [d for d in yaml.safe_load_all(launchers.render(job, "k8s", example, tmp_path)[0].read_text()) if d]
     group, mpijob = docs
     assert group["kind"] == "PodGroup" and group["spec"]["minMember"] == 5
-    worker = mpijob["spec"]["mpiReplicaSpecs"]["Worker"]
+    specs = mpijob["spec"]["mpiReplicaSpecs"]
+    worker = specs["Worker"]
     assert mpijob["apiVersion"] == "kubeflow.org/v2beta1" and worker["replicas"] == 4
-    assert worker["template"]["spec"]["schedulerName"] == "volcano"
+    for role in specs.values():
+        assert role["template"]["spec"]["schedulerName"] == "volcano"
+        assert role["template"]["metadata"]["annotations"]["scheduling.k8s.io/group-name"] == group["metadata"]["name"]
     limits = worker["template"]["spec"]["containers"][0]["resources"]["limits"]
-    nads = [d for d in yaml.safe_load_all(network_attachments(example)["network-attachments.yaml"]) if d]
+    nads = [d for d in yaml.safe_load_all(kubernetes(example)["networks.yaml"]) if d]
     nad_resources = {d["metadata"]["annotations"]["k8s.v1.cni.cncf.io/resourceName"] for d in nads}
     assert {k for k in limits if k.startswith("nvidia.com/rail")} == nad_resources
     attached = worker["template"]["metadata"]["annotations"]["k8s.v1.cni.cncf.io/networks"].split(",")
-    assert sorted(attached) == sorted(d["metadata"]["name"] for d in nads)
-    env_k8s = {e["name"]: e["value"] for e in worker["template"]["spec"]["containers"][0]["env"]}
-    assert env_k8s["NCCL_IB_HCA"] == env["NCCL_IB_HCA"] and env_k8s["NCCL_IB_GID_INDEX"] == env["NCCL_IB_GID_INDEX"]
+    assert sorted(a.split("@")[0] for a in attached) == sorted(d["metadata"]["name"] for d in nads)
+    env_k8s = {e["name"]: e.get("value") for e in worker["template"]["spec"]["containers"][0]["env"]}
+    assert "NCCL_IB_HCA" not in env_k8s and "NCCL_IB_GID_INDEX" not in env_k8s  # found in the pod
+    assert env_k8s["NCCL_IB_TC"] == env["NCCL_IB_TC"]
 
 
 # -- counters ------------------------------------------------------------------------------------------

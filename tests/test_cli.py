@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import jsonschema
+import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -29,8 +30,7 @@ def test_render_only_and_unknown_device(tmp_path: Path) -> None:
     p = fabric("render", str(EXAMPLE), "-o", str(tmp_path), "--only", "spine1", "--only", "gpu-su1-02")
     assert p.returncode == 0, p.stderr
     assert sorted(str(x.relative_to(tmp_path)) for x in tmp_path.rglob("*") if x.is_file()) == [
-        *(f"hosts/gpu-su1-02/{f}" for f in ("host.json", "nccl.env", "netplan.yaml", "roce-qos.service",
-                                            "roce-qos.sh", "roce-setup.sh", "sysctl.conf")),
+        *(f"hosts/gpu-su1-02/{f}" for f in ("host.json", "nccl.env", "roce-setup.sh")),
         "switches/spine1/frr.conf", "switches/spine1/interfaces.sh", "switches/spine1/qos.sh"]
     bad = fabric("render", str(EXAMPLE), "-o", str(tmp_path), "--only", "spine9")
     assert bad.returncode == 2 and bad.stderr.strip() == "error: --only: expected a device of example, found spine9"
@@ -47,14 +47,27 @@ def test_offline_plan_json() -> None:
 
 def test_explain_origins(example_copy: Path) -> None:
     (example_copy / "qos.yaml").write_text("qos:\n  preset: nvidia-roce\n  ecn:\n    3:\n      min_bytes: 200KB\n")
-    p = fabric("explain", str(example_copy), "leaf-su1-r1", "qos.ecn.3", "--format", "json")
+    p = fabric("explain", str(example_copy), "leaf-su1-r1", "qos.queues.3", "--format", "json")
     assert p.returncode == 0, p.stderr
     rows = {r["path"]: r for r in json.loads(p.stdout)}
-    assert rows["qos.ecn.3.min_bytes"]["value"] == "200000"
-    assert rows["qos.ecn.3.min_bytes"]["origin"] == f"override ({example_copy}/qos.yaml:5)"
-    assert rows["qos.ecn.3.max_bytes"]["origin"].startswith("preset nvidia-roce")
+    assert rows["qos.queues.3.ecn.min_bytes"]["value"] == "200000"
+    assert rows["qos.queues.3.ecn.min_bytes"]["origin"] == f"override ({example_copy}/qos.yaml:5)"
+    assert rows["qos.queues.3.ecn.max_bytes"]["origin"].startswith("preset nvidia-roce")
+    assert rows["qos.queues.3.weight"] == {"path": "qos.queues.3.weight", "value": "50",
+                                           "origin": rows["qos.queues.3.ecn.max_bytes"]["origin"]}
+    assert rows["qos.queues.3.lossless"]["value"] == "True"
     hr = json.loads(fabric("explain", str(EXAMPLE), "spine1", "ports[0].headroom.xoff", "--format", "json").stdout)
     assert hr[0]["origin"].startswith("formula buffer_headroom_mellanox.lua: speed 400G, cable 40m")
+    for needed in ("cell 192 B", "pipeline latency 19 KB", "pause quanta 905", "lossless MTU 1024", "small packets"):
+        assert needed in hr[0]["origin"], needed
+    rows = {r["path"]: r["origin"] for r in json.loads(fabric("explain", str(EXAMPLE), "leaf-su1-r1", "--format",
+                                                              "json").stdout)}
+    assert rows["bgp.keepalive"] == f"inventory ({EXAMPLE}/switching.yaml:6)"  # values the inventory sets: file:line
+    assert rows["ports[0].cable_m"] == f"inventory ({EXAMPLE}/fabric.yaml:18)"
+    assert rows["bgp.max_paths"] == "default (switching.bgp.max_paths)"
+    host = {r["path"]: r["origin"] for r in json.loads(fabric("explain", str(EXAMPLE), "gpu-su1-01", "--format",
+                                                              "json").stdout)}
+    assert host["rails[1].netdev"] == f"inventory ({EXAMPLE}/hosts.yaml:8)" and host["gpus"].startswith("inventory")
     tos = json.loads(fabric("explain", str(EXAMPLE), "gpu-su1-01", "nic_qos.roce_tos", "--format", "json").stdout)
     assert tos == [{"path": "nic_qos.roce_tos", "value": "106",
                     "origin": "formula: qos.roce_dscp 26 << 2 | ECT(0) 2 = 106"}]
@@ -66,6 +79,14 @@ def test_schema_validates_the_examples() -> None:
     p = fabric("schema")
     assert p.returncode == 0
     schema = json.loads(p.stdout)
+    files = sorted((ROOT / "inventories").glob("*/*.yaml"))
+    assert len(files) >= 25
+    for f in files:  # every file on its own, as an editor's YAML language server checks it
+        jsonschema.validate(yaml.safe_load(f.read_text()) or {}, schema)
+    roles = schema["$defs"]["RoleSettings"]["properties"]
+    assert "sn5600" in roles["platform"]["enum"] and set(roles["target"]["enum"]) == {"sonic", "nvue", "eos", "frr"}
+    with pytest.raises(jsonschema.ValidationError, match="sn9999"):
+        jsonschema.validate({"roles": {"leaf": {"platform": "sn9999", "target": "frr"}}}, schema)
     for inv in (ROOT / "inventories").iterdir():
         doc: dict = {}
         for f in sorted(inv.glob("*.yaml")):
@@ -103,6 +124,27 @@ def test_generate_refuses_with_arithmetic(tmp_path: Path) -> None:
     assert "spines × uplinks ≤ 96 free leaf ports (128-port leaf − 32 hosts), found 200 × 1 = 200" in p.stderr
 
 
+def test_generate_validates_before_it_writes_and_never_overwrites(tmp_path: Path) -> None:
+    """Impossible input is refused with the arithmetic and leaves nothing on disk; an existing inventory
+    is replaced only with --force."""
+    out = tmp_path / "g"
+    p = fabric("generate", "gpu-rail", "--gpus", "512", "--pods", "3", "-o", str(out))
+    assert p.returncode == 2 and "Traceback" not in p.stderr
+    assert p.stderr == ("error: fabric generate: expected --pods a divisor of the 2 scalable units (512 GPUs / 8 per "
+                        "host / 32 hosts per SU), found 3\n")
+    p = fabric("generate", "gpu-rail", "--gpus", "512", "--target", "junos", "-o", str(out))
+    assert p.returncode == 2
+    assert p.stderr == "error: fabric generate: --target: expected 'sonic', 'nvue', 'eos' or 'frr', found 'junos'\n"
+    assert not out.exists() and list(tmp_path.iterdir()) == []  # no inventory, no staging left behind
+    assert fabric("generate", "gpu-rail", "--gpus", "512", "-o", str(out)).returncode == 0
+    before = (out / "fabric.yaml").read_text()
+    p = fabric("generate", "gpu-rail", "--gpus", "1024", "-o", str(out))
+    assert p.returncode == 2 and "expected a new or empty directory (--force replaces it)" in p.stderr
+    assert (out / "fabric.yaml").read_text() == before
+    assert fabric("generate", "gpu-rail", "--gpus", "1024", "-o", str(out), "--force").returncode == 0
+    assert "1024 GPUs" in (out / "fabric.yaml").read_text() and sorted(p.name for p in tmp_path.iterdir()) == ["g"]
+
+
 def test_two_tier_that_cannot_be_cabled_is_refused(example_copy: Path) -> None:
     text = (example_copy / "fabric.yaml").read_text()
     text = text.replace("hosts_per_su: 4", "hosts_per_su: 40").replace(
@@ -118,3 +160,20 @@ def test_two_tier_that_cannot_be_cabled_is_refused(example_copy: Path) -> None:
 def test_usage_error_exit_2() -> None:
     p = fabric("render")
     assert p.returncode == 2 and "Traceback" not in p.stderr
+
+
+def test_show_prints_one_device_as_render_writes_it(tmp_path: Path) -> None:
+    """`fabric show` prints a device's file byte for byte as `fabric render --all` writes it."""
+    assert fabric("render", str(EXAMPLE), "-o", str(tmp_path), "--all", "--only", "leaf-su1-r1",
+                  "--only", "gpu-su1-01").returncode == 0
+    p = fabric("show", str(EXAMPLE), "leaf-su1-r1")
+    assert p.returncode == 0 and p.stdout == (tmp_path / "switches/leaf-su1-r1/frr.conf").read_text()
+    p = fabric("show", str(EXAMPLE), "gpu-su1-01", "netplan.yaml")
+    assert p.returncode == 0 and p.stdout == (tmp_path / "hosts/gpu-su1-01/netplan.yaml").read_text()
+    p = fabric("show", str(EXAMPLE), "spine1", "--list")
+    assert p.stdout.split() == ["frr.conf", "interfaces.sh", "qos.sh"]
+    p = fabric("show", str(EXAMPLE), "spine1", "config_db.json")
+    assert p.returncode == 2
+    assert p.stderr == ("error: file: expected one of frr.conf, interfaces.sh, qos.sh for spine1, "
+                        "found 'config_db.json'\n")
+    assert fabric("show", str(EXAMPLE), "spine9").returncode == 2

@@ -11,14 +11,10 @@ from pathlib import Path
 import pytest
 
 from fabric.cli import main
-from fabric.diagnose.engine import (
-    RULE_IDS,
-    Report,
-    diagnose,
-    load_catalog,
-    read_lines,
-    required_literals,
-)
+from fabric.diagnose import Report, diagnose, load_catalog
+from fabric.diagnose.catalog import required_literals
+from fabric.diagnose.logs import read_lines
+from fabric.diagnose.rules import RULE_IDS
 
 LOGS = Path(__file__).parent / "fixtures" / "logs"
 SIGNATURES = LOGS / "signatures"
@@ -335,9 +331,9 @@ def test_cli_inventory_located_in_table(capsys, monkeypatch, tmp_path) -> None:
     assert code == 1 and "not available" not in out and "@ gpu-su1-02" in out
     from rich.console import Console
 
+    from fabric.cli.diagnose import print_table
     from fabric.design.derive import derive
-    from fabric.diagnose.cli import print_table
-    from fabric.diagnose.engine import bind
+    from fabric.diagnose.report import bind
     from fabric.model.load import load
 
     wide = Console(file=io.StringIO(), width=1000, highlight=False)
@@ -362,6 +358,70 @@ def test_binding_without_host_and_unknown_names() -> None:
     assert (by_mgmt.host, by_mgmt.nic) == ("gpu-su1-02", None)
     (uplink,) = bind_subjects([{"host": "leaf-su1-r1", "switch_port": "swp5"}], index)
     assert uplink.host is None and uplink.leaf == "leaf-su1-r1" and uplink.peer and uplink.peer.startswith("spine")
+
+
+# NCCL on RoCE with NCCL_IB_TC set, per host (NCCL's "host:pid:tid [dev]" prefix): the inventory decides what is right.
+def _tc_log(tcs: dict[str, int | None]) -> str:
+    lines = []
+    for n, (host, tc) in enumerate(tcs.items()):
+        pre = f"{host}:{1000 + n}:{1000 + n} [0] NCCL INFO"
+        lines.append(f"{pre} NCCL_SOCKET_IFNAME set by environment to eth0")
+        if tc is not None:
+            lines.append(f"{pre} NCCL_IB_TC set by environment to {tc}.")
+        lines.append(f"{pre} NET/IB : Using [0]mlx5_0:1/RoCE [1]mlx5_1:1/RoCE [RO]; OOB eth0:198.18.0.{7 + n}<0>")
+    return "\n".join(lines) + "\n"
+
+
+def _dg90x(doc: dict) -> dict[str, list[dict]]:
+    out: dict[str, list[dict]] = {}
+    for f in doc["findings"]:
+        if f["id"] in ("DG901", "DG902"):
+            out.setdefault(f["id"], []).append(f)
+    return out
+
+
+def test_cli_inventory_tos_from_roce_dscp(capsys, monkeypatch, tmp_path, example_copy) -> None:
+    """qos.roce_dscp 24 makes every host's RoCE ToS 98: NCCL_IB_TC=98 is right, 106 is the mismatch."""
+    (example_copy / "qos.yaml").write_text("qos:\n  preset: nvidia-roce\n  roce_dscp: 24\n")
+    log = tmp_path / "nccl.log"
+    log.write_text(_tc_log({"gpu-su1-01": 98, "gpu-su1-02": 106, "gpu-su1-03": None}))
+    code, out, err = cli(capsys, monkeypatch, "--inventory", example_copy, "-f", "json", log)
+    assert code == 1, err
+    doc = json.loads(out)
+    assert doc["expected_tos"] == 98
+    found = _dg90x(doc)
+    (tc,) = found["DG901"]
+    assert tc["subjects"] == [{"host": "gpu-su1-02", "tc": "106"}]
+    assert "the fabric expects 98 (DSCP 24, ECN ECT(0))" in tc["evidence"] and "NCCL_IB_TC=98" in tc["next_step"]
+    (unset,) = found["DG902"]
+    assert unset["subjects"] == [{"host": "gpu-su1-03"}] and "expects 98" in unset["evidence"]
+    # without the inventory the same log is judged against the nvidia-roce default, 106
+    code, out, _ = cli(capsys, monkeypatch, "-f", "json", log)
+    assert [f["subjects"] for f in _dg90x(json.loads(out))["DG901"]] == [[{"host": "gpu-su1-01", "tc": "98"}]]
+    # an explicit --expected-tos wins over the inventory
+    code, out, _ = cli(capsys, monkeypatch, "--inventory", example_copy, "--expected-tos", "106", "-f", "json", log)
+    doc = json.loads(out)
+    assert doc["expected_tos"] == 106
+    assert [f["subjects"] for f in _dg90x(doc)["DG901"]] == [[{"host": "gpu-su1-01", "tc": "98"}]]
+
+
+def test_cli_inventory_tos_per_host(capsys, monkeypatch, tmp_path, example_copy) -> None:
+    """hosts.defaults.roce_tos 98 with one host back at 106: each host is judged against its own ToS."""
+    hosts = example_copy / "hosts.yaml"
+    hosts.write_text(hosts.read_text() + "    roce_tos: 98\n  list:\n    - {name: gpu-su1-03, roce_tos: 106}\n")
+    log = tmp_path / "nccl.log"
+    log.write_text(_tc_log({"gpu-su1-01": 98, "gpu-su1-02": 106, "gpu-su1-03": 106, "gpu-su1-04.cluster.local": 98}))
+    code, out, err = cli(capsys, monkeypatch, "--inventory", example_copy, "-f", "json", log)
+    assert code == 1, err
+    doc = json.loads(out)
+    assert doc["expected_tos"] == 98  # what most hosts use
+    (tc,) = _dg90x(doc)["DG901"]
+    assert tc["subjects"] == [{"host": "gpu-su1-02", "tc": "106"}] and "expects 98" in tc["evidence"]
+    log.write_text(_tc_log({"gpu-su1-01": 98, "gpu-su1-03": 98}))
+    code, out, _ = cli(capsys, monkeypatch, "--inventory", example_copy, "-f", "json", log)
+    (tc,) = _dg90x(json.loads(out))["DG901"]
+    assert tc["subjects"] == [{"host": "gpu-su1-03", "tc": "98"}]
+    assert "the fabric expects 106 (DSCP 26, ECN ECT(0))" in tc["evidence"]
 
 
 def test_cli_bad_inventory_is_a_user_error(capsys, monkeypatch, tmp_path) -> None:

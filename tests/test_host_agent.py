@@ -289,7 +289,11 @@ def test_bad_input_is_one_line_exit_2(tmp_path: Path) -> None:
     bad = tmp_path / "host.json"
     bad.write_text('{"name": "x"}')
     run = subprocess.run([FABRIC, "host", "plan", "--intent", str(bad)], capture_output=True, text=True)
-    assert run.returncode == 2 and len(run.stderr.strip().splitlines()) == 1 and "Traceback" not in run.stderr
+    errors = run.stderr.strip().splitlines()
+    assert run.returncode == 2 and "Traceback" not in run.stderr
+    # every missing key, one line each, at the line of the object that lacks it
+    assert len(errors) > 5 and all(e.startswith(f"error: {bad}:1: ") for e in errors), errors
+    assert f"error: {bad}:1: rails: expected this required key, found nothing" in errors
     run = subprocess.run(
         [FABRIC, "host", "plan", "--netns", "no-such-ns-here", "--intent", str(bad)],
         capture_output=True,

@@ -185,7 +185,7 @@ def test_fleet_apply_over_ssh_one_failure_does_not_stop_the_others(fleet: dict) 
 
 
 @pytest.mark.root
-def test_fleet_verifies_host_keys_unless_insecure_lab(fleet: dict) -> None:
+def test_fleet_verifies_host_keys_and_never_skips_them_for_real_hosts(fleet: dict) -> None:
     host2 = fleet["hosts"]["gpu-su1-02"].management_address.split("/")[0]
     known: Path = fleet["known"]
     known.write_text("".join(ln + "\n" for ln in known.read_text().splitlines() if not ln.startswith(host2 + " ")))
@@ -193,5 +193,7 @@ def test_fleet_verifies_host_keys_unless_insecure_lab(fleet: dict) -> None:
     by = {h["host"]: h for h in data["hosts"]}
     assert rc == 1 and by["gpu-su1-02"]["status"] == "unreachable" and by["gpu-su1-01"]["status"] == "ok"
     assert "verification failed" in by["gpu-su1-02"]["note"].lower() or by["gpu-su1-02"]["note"]
-    rc, data = _hosts(fleet, "plan", "--limit", "gpu-su1-02", "--insecure-lab")
-    assert rc == 0 and data["hosts"][0]["status"] == "ok"
+    # these hosts are not a lab: --insecure-lab is refused before anything runs
+    p = subprocess.run([FABRIC, "hosts", "plan", str(fleet["inventory"]), "--limit", "gpu-su1-02", "--insecure-lab"],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2 and p.stderr.startswith("error: --insecure-lab: expected --lab as well"), p.stderr

@@ -1,4 +1,4 @@
-"""Persistence files generated from the host intent (fabric/host/persist.py): netplan YAML, sysctl.d,
+"""Boot-time files generated from the host intent (fabric/render/host.py): netplan YAML, sysctl.d,
 the roce-qos unit and its POSIX script. The script is run for real with `sh` against a prepared sysfs
 tree and the stand-in `mlnx_qos` (no mlx5 NIC here); `--persist` is exercised in a test namespace."""
 
@@ -16,14 +16,15 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # works with and without tests/__init__.py
 from test_host_support import FABRIC, MLNX_QOS, Nic, build, example_intent, namespace, need_root, tagged
 
-from fabric.host import agent, persist
+from fabric.host import agent
+from fabric.render import host as hostfiles
 
 
 def test_netplan_has_rails_tables_and_rules_but_never_the_management_nic() -> None:
     intent = example_intent()
-    doc = yaml.safe_load(persist.netplan(intent))["network"]
+    doc = yaml.safe_load(hostfiles.netplan(intent))["network"]
     assert doc["version"] == 2 and set(doc["ethernets"]) == {"rail1", "rail2", "rail3", "rail4"}
-    assert "eth0" not in persist.netplan(intent)
+    assert "eth0" not in hostfiles.netplan(intent)
     rail1 = doc["ethernets"]["rail1"]
     assert rail1["mtu"] == 9000 and rail1["addresses"] == ["10.100.0.2/24"] and rail1["dhcp4"] is False
     assert rail1["routes"] == [
@@ -31,11 +32,11 @@ def test_netplan_has_rails_tables_and_rules_but_never_the_management_nic() -> No
         {"to": "10.100.0.0/16", "via": "10.100.0.1", "table": 101},
     ]
     assert rail1["routing-policy"] == [{"from": "10.100.0.2", "table": 101, "priority": 1001}]
-    assert persist.netplan(intent) == persist.netplan(example_intent())  # deterministic
+    assert hostfiles.netplan(intent) == hostfiles.netplan(example_intent())  # deterministic
 
 
 def test_netplan_tagged_rail_is_a_vlan_on_the_nic() -> None:
-    doc = yaml.safe_load(persist.netplan(tagged(example_intent(), rail=2, vlan=1002)))["network"]
+    doc = yaml.safe_load(hostfiles.netplan(tagged(example_intent(), rail=2, vlan=1002)))["network"]
     assert doc["ethernets"]["rail2"] == {"dhcp4": False, "dhcp6": False, "link-local": [], "mtu": 9000}
     vlan = doc["vlans"]["rail2.1002"]
     assert (vlan["id"], vlan["link"], vlan["addresses"]) == (1002, "rail2", ["10.100.1.2/24"])
@@ -44,16 +45,16 @@ def test_netplan_tagged_rail_is_a_vlan_on_the_nic() -> None:
 
 def test_sysctl_conf_and_unit() -> None:
     intent = tagged(example_intent(), rail=1, vlan=1001)
-    conf = persist.sysctl_conf(intent).splitlines()
+    conf = hostfiles.sysctl_conf(intent).splitlines()
     assert "net/ipv4/conf/rail1.1001/arp_ignore = 1" in conf and "net/ipv4/tcp_ecn = 1" in conf
-    unit = persist.qos_unit(intent)
-    assert f"ExecStart=/{persist.SCRIPT_PATH}" in unit and "Type=oneshot" in unit
+    unit = hostfiles.qos_unit(intent)
+    assert f"ExecStart=/{hostfiles.SCRIPT_PATH}" in unit and "Type=oneshot" in unit
     assert "After=sys-subsystem-net-devices-rail1.device" in unit and "WantedBy=multi-user.target" in unit
 
 
 def _run_script(tmp_path: Path, intent, sysfs: Path) -> subprocess.CompletedProcess[str]:
     script = tmp_path / "roce-qos.sh"
-    script.write_text(persist.qos_script(intent))
+    script.write_text(hostfiles.qos_script(intent))
     env = {**os.environ, "SYSFS": str(sysfs), "MLNX_QOS": str(MLNX_QOS), "MLNX_QOS_STATE": str(tmp_path / "q.json")}
     return subprocess.run(["sh", str(script)], capture_output=True, text=True, env=env)
 
@@ -78,7 +79,7 @@ def test_qos_script_skips_what_is_missing(tmp_path: Path) -> None:
     empty = tmp_path / "sys"
     empty.mkdir()
     script = tmp_path / "roce-qos.sh"
-    script.write_text(persist.qos_script(example_intent()))
+    script.write_text(hostfiles.qos_script(example_intent()))
     run = subprocess.run(
         ["sh", str(script)], capture_output=True, text=True, env={"PATH": "/usr/bin:/bin", "SYSFS": str(empty)}
     )
@@ -121,11 +122,12 @@ def test_script_result_matches_agent_and_persist_install_is_idempotent(tmp_path:
             ]
             first = json.loads(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout)
             files = [i for i in first["items"] if i["section"] == "persist"]
-            assert len(files) == 5 and all(i["status"] == "changed" for i in files)
-            assert (root / persist.NETPLAN_PATH).read_text() == persist.netplan(intent)
-            assert (root / persist.NETPLAN_PATH).stat().st_mode & 0o777 == 0o600
-            assert (root / persist.SCRIPT_PATH).stat().st_mode & 0o777 == 0o755
-            assert os.readlink(root / persist.WANTS_PATH) == f"/{persist.UNIT_PATH}"
+            # netplan, sysctl.d, the QoS script and unit, its enable link, a CNI config per rail (vfs: 0: the PF)
+            assert len(files) == 5 + len(intent.rails) and all(i["status"] == "changed" for i in files)
+            assert (root / hostfiles.NETPLAN_PATH).read_text() == hostfiles.netplan(intent)
+            assert (root / hostfiles.NETPLAN_PATH).stat().st_mode & 0o777 == 0o600
+            assert (root / hostfiles.SCRIPT_PATH).stat().st_mode & 0o777 == 0o755
+            assert os.readlink(root / hostfiles.WANTS_PATH) == f"/{hostfiles.UNIT_PATH}"
             second = json.loads(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout)
             assert second["counts"]["changed"] == 0 and second["ok"]
     finally:

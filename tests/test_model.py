@@ -8,13 +8,14 @@ from pathlib import Path
 
 import pytest
 
+from fabric.design.derive import derive
 from fabric.errors import InputError
 from fabric.model.load import load
 
 
 def errors_of(inv: Path) -> list[str]:
     with pytest.raises(InputError) as exc:
-        load(inv)
+        derive(load(inv))
     return [str(p) for p in exc.value.problems]
 
 

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from fabric.accept.parsers import (
+from fabric.errors import InputError
+from fabric.parsers import (
     PARSERS,
     busbw_at_largest,
     ethtool_delta,
@@ -28,7 +29,6 @@ from fabric.accept.parsers import (
     peak_busbw,
     perftest_bw_gbps,
 )
-from fabric.errors import InputError
 
 SAMPLES = Path(__file__).parent / "fixtures" / "samples"
 
@@ -45,6 +45,7 @@ def kind_of(name: str) -> str:
         ("nccl", "nccl"),
         ("iperf3", "iperf3"),
         ("mlnx_qos", "mlnx_qos"),
+        ("mlxconfig", "mlxconfig"),
         ("gids", "show_gids"),
         ("devinfo", "show_gids"),
         ("ethtool", "ethtool"),

@@ -41,7 +41,8 @@ def _inventory(dst: Path, **switch_overrides: object) -> Path:
 def run(*args: str, state: Path, timeout: float = 180, stdin: int | None = subprocess.DEVNULL
         ) -> subprocess.CompletedProcess[str]:
     e = {**env(), "FABRIC_STATE": str(state), "FABRIC_PASSWORD": CANARY}
-    return subprocess.run([FABRIC, *args], capture_output=True, text=True, timeout=timeout, env=e, cwd=ROOT,
+    lab = ["--lab"] if args and args[0] in ("plan", "apply", "rollback") else []
+    return subprocess.run([FABRIC, *args, *lab], capture_output=True, text=True, timeout=timeout, env=e, cwd=ROOT,
                           stdin=stdin)
 
 
@@ -173,7 +174,7 @@ def test_killing_sshd_mid_apply_leaves_the_device_as_it_was(lab: dict) -> None:
     work = Path(st.state_dir) / "push" / LEAF
     seen = {p.parent for p in work.glob("txn-*/state")}
     e = {**env(), "FABRIC_STATE": str(state), "FABRIC_PASSWORD": CANARY}
-    proc = subprocess.Popen([FABRIC, "apply", str(inv), "--limit", LEAF, "--yes", "--format", "json",
+    proc = subprocess.Popen([FABRIC, "apply", str(inv), "--lab", "--limit", LEAF, "--yes", "--format", "json",
                              "--settle", "4", "--postcheck-timeout", "6", "--confirm-timer", "20"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=e, cwd=ROOT,
                             stdin=subprocess.DEVNULL)

@@ -204,14 +204,14 @@ def test_nvue_patch_apply_confirm_and_timer_expiry(nvue: tuple[StandinNet, Path,
 
 @pytest.fixture
 def eos(tmp_path: Path) -> Iterator[tuple[StandinNet, Path, Path, str]]:
-    from fabric.targets.eos import config_lines
+    from fabric.nos.eos.driver import config_lines
 
     _prereq()
     inv = _inventory("eos-example", tmp_path / "inv", tmp_path)
     sw, files = _intent(inv)
     lines = config_lines(files["running-config.cfg"])
     intended = "\n".join(lines) + "\n"
-    hand = intended.replace("   mtu 9216\n", "   mtu 1500\n", 1) + "ip route 192.0.2.0/24 Null0\n"
+    hand = intended.replace("   mtu 9214\n", "   mtu 1500\n", 1) + "ip route 192.0.2.0/24 Null0\n"
     nbrs = [ln.split()[2] for ln in lines if ln.strip().startswith("neighbor interface")]
     with standins(tmp_path, {LEAF: ("eos", sw.management.split("/")[0])}) as net:
         seed(net.devices[LEAF], "eos", hand, dict.fromkeys(nbrs, sw.bgp.asn))
@@ -225,7 +225,7 @@ def test_eos_session_diffs_commit_timer_confirm_and_abort(eos: tuple[StandinNet,
     hand = (d / "running.cfg").read_text()
     res = _json(run(net, "plan", str(inv), "--limit", LEAF, "--format", "json", state=state))[LEAF]
     assert res["status"] == "changed", res["detail"]
-    assert res["sections"]["interface Ethernet1/1"] == ["- mtu 1500", "+ mtu 9216"]
+    assert res["sections"]["interface Ethernet1/1"] == ["- mtu 1500", "+ mtu 9214"]
     assert res["sections"]["(global)"] == ["- ip route 192.0.2.0/24 Null0"]
     assert (d / "running.cfg").read_text() == hand and not list((d / "sessions").glob("*.cfg"))  # plan aborted
 

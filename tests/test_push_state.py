@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from fabric.errors import UsageError
+from fabric.nos.eos.driver import parse_session_diff
+from fabric.nos.frr.driver import parse_reload_test
 from fabric.push import engine, state
 from fabric.targets.base import Change, DeviceDiff
-from fabric.targets.eos import parse_session_diff
-from fabric.targets.frr import parse_reload_test
 from fabric.targets.treediff import configdb_diff, tree_diff
 from tests.conftest import ROOT
 
@@ -134,8 +134,17 @@ def test_eos_session_diff_parsed_per_section() -> None:
 
 
 def test_insecure_lab_is_refused_without_a_lab(state_env: Path, tmp_path: Path) -> None:
+    """Host keys are skipped only for a running lab's own nodes, and the lab is used only with --lab."""
     env = {**os.environ, "FABRIC_STATE": str(state_env), "FABRIC_LAB_STATE": str(tmp_path / "no-lab")}
-    p = subprocess.run([FABRIC, "plan", "inventories/example", "--insecure-lab"], capture_output=True, text=True,
-                       env=env, cwd=ROOT, stdin=subprocess.DEVNULL, timeout=60)
-    assert p.returncode == 2
-    assert p.stderr == "error: --insecure-lab: expected a running lab of example (fabric lab up), found none\n"
+    for cmd in (["plan", "inventories/example", "--insecure-lab"], ["hosts", "plan", "inventories/example",
+                                                                      "--insecure-lab"]):
+        p = subprocess.run([FABRIC, *cmd], capture_output=True, text=True, env=env, cwd=ROOT,
+                           stdin=subprocess.DEVNULL, timeout=60)
+        assert p.returncode == 2, cmd
+        assert p.stderr == ("error: --insecure-lab: expected --lab as well (host keys are skipped for the lab's own "
+                            "nodes only), found it alone\n"), cmd
+    if os.geteuid() == 0:
+        p = subprocess.run([FABRIC, "plan", "inventories/example", "--lab", "--insecure-lab"], capture_output=True,
+                           text=True, env=env, cwd=ROOT, stdin=subprocess.DEVNULL, timeout=60)
+        assert p.returncode == 2
+        assert p.stderr.startswith("error: no lab for fabric 'example'"), p.stderr

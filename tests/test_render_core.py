@@ -87,8 +87,8 @@ def test_rendering_twice_gives_byte_identical_trees(tmp_path: Path) -> None:
     """Determinism over every target: the example plus the sonic, nvue and eos examples."""
     for inv in ("example", "h100-400g", "sonic-example", "eos-example"):
         a, b = tmp_path / inv / "a", tmp_path / inv / "b"
-        render_to(a, derive(load(ROOT / "inventories" / inv)))
-        render_to(b, derive(load(ROOT / "inventories" / inv)), workers=2)
+        render_to(a, derive(load(ROOT / "inventories" / inv)), extras=True)
+        render_to(b, derive(load(ROOT / "inventories" / inv)), workers=2, extras=True)
         left = sorted(p.relative_to(a) for p in a.rglob("*") if p.is_file())
         right = sorted(p.relative_to(b) for p in b.rglob("*") if p.is_file())
         assert left == right and left
@@ -153,13 +153,19 @@ def test_nccl_env() -> None:
                    "NCCL_IB_TC": "106", "NCCL_SOCKET_IFNAME": "=eth0"}
 
 
-def test_network_attachments_per_su_and_rail() -> None:
-    docs = list(yaml.safe_load_all(render_fabric(fabric())["k8s"]["network-attachments.yaml"]))
-    assert [d["metadata"]["name"] for d in docs] == ["rail1-su1", "rail2-su1", "rail3-su1", "rail4-su1"]
-    cfg = json.loads(docs[0]["spec"]["config"])
-    assert cfg["type"] == "sriov" and cfg["ipam"]["range"] == "10.100.0.0/24"
-    assert cfg["ipam"]["range_start"] == "10.100.0.6"  # after the gateway .1 and hosts .2-.5
+def test_k8s_networks_are_one_per_rail_with_the_config_on_each_node() -> None:
+    """One NAD per rail without a spec (multus then reads the node's file of that name); the node's file
+    holds its SU's address: here the PF itself (vfs: 0, host-device) with the host's own rail address.
+    The Kubernetes path in depth: tests/test_k8s.py."""
+    k8s = render_fabric(fabric())["k8s"]
+    docs = [d for d in yaml.safe_load_all(k8s["networks.yaml"]) if d]
+    assert [d["metadata"]["name"] for d in docs] == ["rail1", "rail2", "rail3", "rail4"]
+    assert all("spec" not in d for d in docs)
     assert docs[0]["metadata"]["annotations"]["k8s.v1.cni.cncf.io/resourceName"] == "nvidia.com/rail1"
+    cfg = json.loads(render_host(host(), fabric())["cni/rail1.conflist"])
+    assert cfg["name"] == "rail1" and [p["type"] for p in cfg["plugins"]] == ["host-device", "sbr"]
+    assert cfg["plugins"][0]["ipam"] == {"type": "static", "addresses": [{"address": "10.100.0.2/24",
+                                                                          "gateway": "10.100.0.1"}]}
 
 
 @pytest.mark.root
@@ -197,3 +203,24 @@ def test_roce_setup_script_runs_in_a_namespace(tmp_path: Path) -> None:
     finally:
         subprocess.run(["ip", "netns", "del", ns], timeout=30)
     assert ns not in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+
+
+def test_render_writes_what_deployment_needs_and_all_adds_the_copies(tmp_path: Path) -> None:
+    """`fabric render` writes the pushed files and the hosts' agent input; `--all` adds the NVUE `nv set`
+    lines and the hosts' boot-time files (what `fabric host apply --persist` installs from host.json)."""
+    f = derive(load(ROOT / "inventories" / "h100-400g"))
+    only = {"leaf-su1-r1", "gpu-su1-01"}
+    render_to(tmp_path / "default", f, only)
+    render_to(tmp_path / "all", f, only, extras=True)
+
+    def names(root: Path, device: str) -> set[str]:
+        return {p.name for p in (root / device).iterdir()}
+
+    assert names(tmp_path / "default", "switches/leaf-su1-r1") == {"nvue-patch.yaml"}
+    assert names(tmp_path / "all", "switches/leaf-su1-r1") == {"nvue-patch.yaml", "nv-set.txt"}
+    assert names(tmp_path / "default", "hosts/gpu-su1-01") == {"host.json", "roce-setup.sh", "nccl.env"}
+    assert names(tmp_path / "all", "hosts/gpu-su1-01") == {"host.json", "roce-setup.sh", "nccl.env", "netplan.yaml",
+                                                          "sysctl.conf", "roce-qos.service", "roce-qos.sh", "cni"}
+    assert len(list((tmp_path / "all" / "hosts/gpu-su1-01/cni").iterdir())) == 8  # a CNI config per rail
+    for rel in ("switches/leaf-su1-r1/nvue-patch.yaml", "hosts/gpu-su1-01/roce-setup.sh"):
+        assert (tmp_path / "default" / rel).read_bytes() == (tmp_path / "all" / rel).read_bytes()

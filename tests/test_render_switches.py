@@ -21,8 +21,8 @@ import yaml
 from fabric.design.derive import derive
 from fabric.design.intent import FabricIntent, SwitchIntent
 from fabric.model.load import load
+from fabric.nos.nvue.render import flatten, set_tree
 from fabric.render import render_switch
-from fabric.render.nvue import flatten, roce_mode, set_tree
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = Path(__file__).resolve().parent / "golden"
@@ -79,7 +79,7 @@ def test_sonic_structure(sw: SwitchIntent, f: FabricIntent) -> None:
     q = sw.qos
     dscp = db["DSCP_TO_TC_MAP"]["ROCE"]
     assert sorted(int(d) for d in dscp) == list(range(64))
-    assert dscp[str(q.roce_dscp)] == str(q.tc_of_dscp(q.roce_dscp)) == "3"
+    assert dscp[str(q.roce_dscp)] == str(q.dscp_to_tc[q.roce_dscp]) == "3"
     assert dscp[str(q.cnp_dscp)] == "6"
     ports = {p.name: p for p in sw.ports}
     assert set(db["PORT"]) == set(ports)
@@ -178,20 +178,31 @@ def test_nvue_patch_and_set_lines_agree(sw: SwitchIntent, f: FabricIntent) -> No
 
 @pytest.mark.parametrize(("sw", "f"), switches("nvue"), ids=lambda x: getattr(x, "name", ""))
 def test_nvue_structure(sw: SwitchIntent, f: FabricIntent) -> None:
+    """h100-400g on SN5600: rendered for 5.15 (the platform default), every QoS object explicit (NVIDIA's `qos
+    roce` trusts PCP+DSCP and maps DSCP 24-31 to lossless: never the policy), one PFC profile per cable length."""
     t = set_tree(sw)
-    assert roce_mode(sw.qos)
-    assert t["qos"]["roce"]["mode"] == "lossless"
-    assert t["qos"]["roce"]["cable-length"] == max(p.cable_m for p in sw.ports)
+    assert sw.release == "5.15"
+    assert "roce" not in t["qos"]
+    pfc = t["qos"]["pfc"]
+    default = pfc["default-global"]["cable-length"]
+    assert {p.cable_m for p in sw.ports} == {pfc[name]["cable-length"] for name in pfc}
+    assert t["qos"]["traffic-pool"] == {"default-lossless": {"memory-percent": 50},
+                                        "default-lossy": {"memory-percent": 50}}
     assert t["qos"]["pfc-watchdog"] == {"polling-interval": 100, "robustness": 3}
     nbrs = t["vrf"]["default"]["router"]["bgp"]["neighbor"]
     assert set(nbrs) == {p.name for p in sw.ports if p.kind == "fabric"}
     assert all(n["remote-as"] == "external" for n in nbrs.values())
+    assert all(n["address-family"]["ipv4-unicast"]["policy"]["inbound"]["route-map"] == "FABRIC-IN"
+               for n in nbrs.values())
     for p in sw.ports:
         it = t["interface"][p.name]
         assert it["link"] == {"speed": f"{p.speed}G", "mtu": p.mtu}
-        assert it["qos"] == {"pfc-watchdog": {}}
+        own = {} if p.cable_m == default else {"pfc": {"profile": f"pfc-{p.cable_m}m"}}
+        assert it["qos"] == {"pfc-watchdog": {"state": "enable"}, **own}
         assert ("router" in it) == p.adaptive_routing
-    assert sw.adaptive_routing and t["router"]["adaptive-routing"] == {"enable": "on"}
+        if p.adaptive_routing:
+            assert it["router"] == {"adaptive-routing": {"state": "enabled"}}
+    assert sw.adaptive_routing and t["router"]["adaptive-routing"] == {"state": "enabled"}
     parents = {re.sub(r"s\d+$", "", p.name) for p in sw.ports}
     for parent in parents:
         assert t["interface"][parent]["link"]["breakout"] == {"2x": {"lanes-per-port": 4}}

@@ -3,7 +3,7 @@
 Format::
 
     checks:
-      - check: rail-bandwidth          # a key of fabric.accept.checks.CHECKS
+      - check: rail-bandwidth          # a key of fabric.accept.checks.CHECKS (one module per family)
         name: rail-bw-large             # optional unique name (default: the check name, -2, -3 … if repeated)
         tags: [traffic, bandwidth]      # optional, replaces the check's default tags
         input: {tool: ib_write_bw, fraction_of_link: 0.9, seconds: 5}   # the check's pydantic Input
@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from fabric.accept.checks import CHECKS, Check
 from fabric.design.intent import FabricIntent
 from fabric.errors import InputError, Problem
+from fabric.model.source import SourceMap, load_yaml, pydantic_problems
 
 
 class Entry(BaseModel):
@@ -39,32 +40,30 @@ class Catalog(BaseModel):
     checks: list[Entry]
 
 
-def _problem(file: str, path: str, expected: str, found: str) -> Problem:
-    return Problem(file=file, line=None, path=path, expected=expected, found=found)
-
-
-def build(catalog: Catalog, file: str = "catalog") -> list[Check]:
-    """Instantiate every entry; all problems are reported at once (InputError, exit 2)."""
+def build(catalog: Catalog, file: str = "catalog", smap: SourceMap | None = None) -> list[Check]:
+    """Instantiate every entry; all problems are reported at once, at their lines when `smap` has them
+    (InputError, exit 2)."""
+    if smap is None:
+        smap = SourceMap()
+        smap.files.append(file)
     problems: list[Problem] = []
     checks: list[Check] = []
     seen: dict[str, int] = {}
     for i, e in enumerate(catalog.checks):
         cls = CHECKS.get(e.check)
         if cls is None:
-            problems.append(_problem(file, f"checks[{i}].check", f"one of {', '.join(CHECKS)}", repr(e.check)))
+            problems.append(smap.problem(("checks", i, "check"), f"one of {', '.join(CHECKS)}", repr(e.check)))
             continue
         try:
             inputs = cls.Input.model_validate(e.input)
         except ValidationError as exc:
-            for err in exc.errors():
-                loc = ".".join(str(x) for x in err["loc"])
-                problems.append(_problem(file, f"checks[{i}].input.{loc}", err["msg"], repr(err.get("input"))))
+            problems += pydantic_problems(exc, smap, cls.Input, ("checks", i, "input"))
             continue
         name = e.name or e.check
         seen[name] = seen.get(name, 0) + 1
         if seen[name] > 1:
             if e.name:
-                problems.append(_problem(file, f"checks[{i}].name", "a name unique in the catalog", repr(e.name)))
+                problems.append(smap.problem(("checks", i, "name"), "a name unique in the catalog", repr(e.name)))
                 continue
             name = f"{name}-{seen[name]}"
         checks.append(cls(inputs, name=name, tags=e.tags))
@@ -74,26 +73,24 @@ def build(catalog: Catalog, file: str = "catalog") -> list[Check]:
 
 
 def load_catalog(path: Path) -> list[Check]:
-    file = str(path)
-    try:
-        doc = yaml.safe_load(path.read_text())
-    except OSError as exc:
-        raise InputError(_problem(file, "", "a readable catalog file", exc.strerror or str(exc))) from None
-    except yaml.YAMLError as exc:
-        raise InputError(_problem(file, "", "valid YAML", str(exc).splitlines()[0])) from None
+    """A catalog file: every YAML, structure and check-input problem reported with its file:line."""
+    smap = SourceMap()
+    doc = load_yaml(path, smap)
     try:
         catalog = Catalog.model_validate(doc)
     except ValidationError as exc:
-        raise InputError([_problem(file, ".".join(str(x) for x in e["loc"]), e["msg"], repr(e.get("input")))
-                           for e in exc.errors()]) from None
-    return build(catalog, file)
+        raise InputError(pydantic_problems(exc, smap, Catalog)) from None
+    return build(catalog, str(path), smap)
 
 
-def default_catalog(fabric: FabricIntent, *, lab: bool = False) -> Catalog:
-    """Every check, parameterized from the inventory. RDMA tools on real hosts; in the lab iperf3 and
-    ping stand in (veths have no RDMA) with absolute thresholds for the veth rate."""
+def default_catalog(fabric: FabricIntent, *, rdma: bool = True, launcher: str = "mpirun",
+                    image: str | None = None) -> Catalog:
+    """Every check, parameterized from the inventory. RDMA tools where the hosts have RDMA NICs; where
+    they have not (the lab's veths) iperf3 and ping stand in, with absolute thresholds for the veth rate.
+    `launcher` runs nccl-tests; with `k8s` the pod-to-pod checks join (pod-rail-bandwidth, and across
+    SUs pod-cross-su-bandwidth), all with `image`."""
     sus = len({h.su for h in fabric.hosts.values()})
-    if lab:
+    if not rdma:
         bw = {"tool": "iperf3", "threshold_gbps": 0.5, "seconds": 1, "timeout_s": 15, "parallel": 8}
         lat = {"tool": "ping", "max_p99_us": 5000.0, "timeout_s": 15, "parallel": 8}
     else:
@@ -102,9 +99,17 @@ def default_catalog(fabric: FabricIntent, *, lab: bool = False) -> Catalog:
     entries = [Entry(check="host-config"), Entry(check="bgp"), Entry(check="rail-bandwidth", input=bw)]
     if sus > 1:
         entries.append(Entry(check="cross-su-bandwidth", input=bw))
-    entries += [Entry(check="rail-latency", input=lat),
-                Entry(check="nccl-allreduce", input={"launcher": "mpirun", "pairs": "quick", "cluster": True}),
-                Entry(check="lossless-counters"), Entry(check="pfc-watchdog")]
+    nccl: dict[str, Any] = {"launcher": launcher, "pairs": "quick", "cluster": True}
+    if launcher == "k8s" and image:
+        nccl["image"] = image
+    entries += [Entry(check="rail-latency", input=lat), Entry(check="nccl-allreduce", input=nccl)]
+    if launcher == "k8s":
+        pod = {"image": image} if image else {}
+        entries.append(Entry(check="pod-rail-bandwidth", input=pod))
+        if sus > 1:
+            entries.append(Entry(check="pod-rail-bandwidth", name="pod-cross-su-bandwidth",
+                                 input={**pod, "scope": "cross-su"}))
+    entries += [Entry(check="lossless-counters"), Entry(check="pfc-watchdog")]
     return Catalog(checks=entries)
 
 

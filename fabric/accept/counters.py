@@ -16,9 +16,12 @@ from concurrent.futures import ThreadPoolExecutor
 from pydantic import BaseModel
 
 from fabric.accept import transport as tr
-from fabric.accept.parsers import parse_ethtool_stats
-from fabric.design.intent import FabricIntent
+from fabric.access import Site
 from fabric.errors import InputError
+from fabric.parsers import parse_ethtool_stats
+from fabric.parsers.iproute import link_counters
+from fabric.targets.base import TargetError
+from fabric.targets.session import conn_errors, session
 
 # node → port (rail netdev or switch port) → counter → value
 Snapshot = dict[str, dict[str, dict[str, int]]]
@@ -44,15 +47,8 @@ def _host_script(netdevs: list[tuple[str, str]]) -> str:
     return "; ".join(parts)
 
 
-def _link_stats(doc: object) -> dict[str, int]:
-    out: dict[str, int] = {}
-    if isinstance(doc, list) and doc and isinstance(doc[0], dict):
-        stats = doc[0].get("stats64") or doc[0].get("stats") or {}
-        for direction in ("rx", "tx"):
-            for k, v in (stats.get(direction) or {}).items():
-                if isinstance(v, int):
-                    out[f"link:{direction}_{k}"] = v
-    return out
+def _first_link(doc: object) -> dict[str, int]:
+    return link_counters(doc[0]) if isinstance(doc, list) and doc else {}
 
 
 def parse_host_dump(text: str) -> dict[str, dict[str, int]]:
@@ -80,7 +76,7 @@ def parse_host_dump(text: str) -> dict[str, dict[str, int]]:
             counters.update({f"ethtool:{k}": v for k, v in stats.counters.items()})
         elif kind == "link":
             try:
-                counters.update(_link_stats(json.loads(body)))
+                counters.update(_first_link(json.loads(body)))
             except ValueError:
                 continue
         elif kind == "hw":
@@ -91,27 +87,28 @@ def parse_host_dump(text: str) -> dict[str, dict[str, int]]:
     return out
 
 
-def host_snapshot(t: tr.Transport, fabric: FabricIntent, host: str) -> dict[str, dict[str, int]]:
-    netdevs = [(r.ifname, r.rdma) for r in fabric.hosts[host].rails]
-    c = tr.run(t, host, ["sh", "-c", _host_script(netdevs)], timeout=20)
+def host_snapshot(site: Site, host: str) -> dict[str, dict[str, int]]:
+    netdevs = [(r.ifname, r.rdma) for r in site.fabric.hosts[host].rails]
+    c = tr.run(site, host, ["sh", "-c", _host_script(netdevs)], timeout=20)
     return parse_host_dump(c.stdout)
 
 
-def switch_snapshot(t: tr.Transport, switch: str) -> dict[str, dict[str, int]]:
-    """Kernel link statistics of every port of a switch node (the lab; NOS counters are not read here)."""
-    c = tr.run(t, switch, ["ip", "-s", "-j", "link", "show"], timeout=20)
+def switch_snapshot(site: Site, switch: str) -> dict[str, dict[str, int]]:
+    """The switch's port counters through its NOS driver (empty where the driver reads none)."""
     try:
-        links = json.loads(c.stdout or "[]")
-    except ValueError:
+        with session(site.switch(switch), site.switch_credentials()) as drv:
+            return drv.counters() or {}
+    except (TargetError, ValueError, *conn_errors()):
         return {}
-    return {lk["ifname"]: _link_stats([lk]) for lk in links
-            if isinstance(lk, dict) and lk.get("ifname") not in ("lo", None) and not lk["ifname"].startswith("eth0")}
 
 
-def snapshot(t: tr.Transport, fabric: FabricIntent, *, switches: bool = False, workers: int = 4) -> Snapshot:
+def snapshot(site: Site, *, switches: bool = False, workers: int = 4) -> Snapshot:
+    fabric = site.fabric
     nodes = list(fabric.hosts) + (list(fabric.switches) if switches else [])
+
     def one(n: str) -> tuple[str, dict[str, dict[str, int]]]:
-        return n, host_snapshot(t, fabric, n) if n in fabric.hosts else switch_snapshot(t, n)
+        return n, host_snapshot(site, n) if n in fabric.hosts else switch_snapshot(site, n)
+
     with ThreadPoolExecutor(max_workers=workers) as pool:
         return dict(pool.map(one, nodes))
 

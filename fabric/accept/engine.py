@@ -10,20 +10,18 @@ from pathlib import Path
 from fabric.accept import counters as cn
 from fabric.accept.checks import Check, Context, run_check
 from fabric.accept.results import AcceptReport, CheckResult
-from fabric.accept.transport import Transport
-from fabric.design.intent import FabricIntent
+from fabric.access import Site
 
 PHASES = ("pre", "traffic", "post")
 
 
-def run(fabric: FabricIntent, checks: list[Check], transport: Transport, *, lab: object | None = None,
-        quick: bool = False, report_dir: Path | None = None,
+def run(site: Site, checks: list[Check], *, quick: bool = False, report_dir: Path | None = None,
         progress: Callable[[str], None] = lambda _m: None,
         done: Callable[[CheckResult], None] = lambda _r: None) -> AcceptReport:
     """Run `checks` in phase order; one check's failure or crash never stops the others."""
     t0 = time.monotonic()
     started = datetime.now(UTC).isoformat(timespec="seconds")
-    ctx = Context(fabric=fabric, transport=transport, quick=quick, lab=lab, report_dir=report_dir, progress=progress)
+    ctx = Context(site=site, quick=quick, report_dir=report_dir, progress=progress)
     ordered = sorted(checks, key=lambda c: PHASES.index(c.phase))
     want_counters = any(c.phase == "post" for c in ordered)
     results: list[CheckResult] = []
@@ -31,13 +29,13 @@ def run(fabric: FabricIntent, checks: list[Check], transport: Transport, *, lab:
     for check in ordered:
         if want_counters and not snapped_before and check.phase != "pre":
             progress("counters: snapshot before traffic")
-            ctx.before, snapped_before = cn.snapshot(transport, fabric), True
+            ctx.before, snapped_before = cn.snapshot(site), True
         if check.phase == "post" and ctx.after is None and ctx.before is not None:
             progress("counters: snapshot after traffic")
-            ctx.after = cn.snapshot(transport, fabric)
+            ctx.after = cn.snapshot(site)
         progress(f"{check.id}: running")
         res = run_check(check, ctx)
         results.append(res)
         done(res)
-    return AcceptReport(fabric=fabric.name, mode="lab" if lab is not None else "ssh", quick=quick,
+    return AcceptReport(fabric=site.name, mode=site.kind, quick=quick,
                         started=started, seconds=round(time.monotonic() - t0, 2), results=results)

@@ -2,10 +2,10 @@
 
 - `mpirun`: a hostfile and the command line, run on the first host through the transport.
 - `slurm`: an sbatch script; submitted (`sbatch --wait`) when `sbatch` exists here, else render-only.
-- `k8s`: an MPIJob (Kubeflow MPI Operator, kubeflow.org/v2beta1) with a Volcano PodGroup for gang
-  scheduling; workers request the SR-IOV rail resources `nvidia.com/railN` and attach the rendered
-  NetworkAttachmentDefinitions `railN-suS`. Applied when `kubectl` exists and reaches a cluster.
-Every job carries the host's rendered NCCL environment (`nccl_env`).
+- `k8s`: fabric.accept.k8s — a gang-scheduled MPIJob (Kubeflow MPI Operator v2beta1, Volcano PodGroup with
+  a network-topology constraint) whose pods attach the rail networks and find their own NCCL devices;
+  applied and followed when `kubectl` reaches a cluster.
+mpirun and Slurm jobs carry the host's rendered NCCL environment (`nccl_env`).
 """
 
 from __future__ import annotations
@@ -13,13 +13,12 @@ from __future__ import annotations
 import shlex
 import shutil
 import subprocess
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from fabric.accept import transport as tr
+from fabric.access import Site
 from fabric.design.intent import FabricIntent
-from fabric.render import dumps_yaml
 
 
 @dataclass
@@ -44,7 +43,7 @@ def nccl_job(fabric: FabricIntent, hosts: list[str], inputs, *, name: str) -> Nc
                    addresses=[fabric.hosts[h].management_address.split("/")[0] for h in hosts], gpus=gpus,
                    env=dict(sorted(first.nccl_env.items())), argv=argv,
                    sus=sorted({fabric.hosts[h].su for h in hosts}), rails=[r.rail for r in first.rails],
-                   image=inputs.image)
+                   image=inputs.image or "")
 
 
 def hostfile(job: NcclJob) -> str:
@@ -67,41 +66,6 @@ def sbatch_script(job: NcclJob) -> str:
             f"#SBATCH --output={job.name}.out\n\n{env}\nsrun --mpi=pmix {shlex.join(job.argv)}\n")
 
 
-def k8s_manifests(job: NcclJob, fabric: FabricIntent) -> list[dict]:
-    """A Volcano PodGroup and a Kubeflow MPIJob whose workers attach every rail's SR-IOV network."""
-    networks = ",".join(f"rail{r}-su{su}" for su in job.sus for r in job.rails)
-    resources = {f"nvidia.com/rail{r}": 1 for r in job.rails} | {"nvidia.com/gpu": job.gpus}
-    env = [{"name": k, "value": v} for k, v in job.env.items() if k != "NCCL_SOCKET_IFNAME"]
-    env.append({"name": "NCCL_SOCKET_IFNAME", "value": "eth0"})  # the pod network, not the rails
-    labels = {"app.kubernetes.io/part-of": "roce-fabric-accept", "roce-fabric/job": job.name}
-    group = {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
-             "metadata": {"name": job.name, "labels": labels},
-             "spec": {"minMember": len(job.hosts) + 1, "minResources": {
-                 k: str(v * len(job.hosts)) for k, v in resources.items()}}}
-    pod_meta = {"labels": labels, "annotations": {"k8s.v1.cni.cncf.io/networks": networks,
-                                                   "scheduling.k8s.io/group-name": job.name}}
-    launcher_cmd = ["mpirun", "--allow-run-as-root", "-np", str(job.gpus * len(job.hosts)), "--bind-to", "none",
-                    *[x for k in job.env for x in ("-x", k)], *job.argv]
-    mpijob = {"apiVersion": "kubeflow.org/v2beta1", "kind": "MPIJob",
-              "metadata": {"name": job.name, "labels": labels},
-              "spec": {"slotsPerWorker": job.gpus,
-                       "runPolicy": {"cleanPodPolicy": "Running",
-                                     "schedulingPolicy": {"minAvailable": len(job.hosts) + 1}},
-                       "mpiReplicaSpecs": {
-                           "Launcher": {"replicas": 1, "template": {"metadata": {"labels": labels}, "spec": {
-                               "schedulerName": "volcano",
-                               "containers": [{"name": "launcher", "image": job.image, "command": launcher_cmd,
-                                               "env": env}]}}},
-                           "Worker": {"replicas": len(job.hosts), "template": {"metadata": pod_meta, "spec": {
-                               "schedulerName": "volcano",
-                               "containers": [{"name": "worker", "image": job.image, "env": env,
-                                               "securityContext": {"capabilities": {"add": ["IPC_LOCK"]}},
-                                               "resources": {"limits": {k: v for k, v in resources.items()},
-                                                             "requests": {k: v for k, v in resources.items()}}}]}}},
-                       }}}
-    return [group, mpijob]
-
-
 def render(job: NcclJob, launcher: str, fabric: FabricIntent, out_dir: Path) -> list[Path]:
     """Write the launcher's files for `job` (always, so they can be reviewed or run by hand)."""
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -115,9 +79,17 @@ def render(job: NcclJob, launcher: str, fabric: FabricIntent, out_dir: Path) -> 
         p = out_dir / f"{job.name}.sbatch"
         p.write_text(sbatch_script(job))
         return [p]
+    from fabric.accept import k8s
+
     p = out_dir / f"{job.name}.k8s.yaml"
-    p.write_text("".join("---\n" + dumps_yaml(d) for d in k8s_manifests(job, fabric)))
-    return [p]
+    p.write_text(k8s.manifests_yaml(k8s_job(job, fabric), fabric))
+    return [p, k8s.write_networks(fabric, out_dir)]
+
+
+def k8s_job(job: NcclJob, fabric: FabricIntent):  # fabric.accept.k8s.PodJob (imported lazily)
+    from fabric.accept import k8s
+
+    return k8s.nccl_pod_job(fabric, job.name, job.hosts, job.argv, job.gpus, job.image)
 
 
 class Runner:
@@ -130,20 +102,20 @@ class Runner:
 
 
 class MpirunRunner(Runner):
-    def __init__(self, t: tr.Transport, hosts: list[str], binary: str) -> None:
-        self.t, self.head = t, hosts[0]
+    def __init__(self, site: Site, hosts: list[str], binary: str) -> None:
+        self.site, self.head = site, hosts[0]
         for tool in ("mpirun", binary):
             for h in hosts:
-                if not tr.which(t, h, tool):
+                if not tr.which(site, h, tool):
                     self.skip = f"{tool} not found on {h}"
                     return
 
     def run(self, job: NcclJob, out_dir: Path, timeout: float) -> tuple[str, str]:
         path = f"/tmp/{job.name}.hostfile"
-        c = tr.run(self.t, job.hosts[0], ["sh", "-c", f"cat > {path} <<'EOF'\n{hostfile(job)}EOF"], timeout=10)
+        c = tr.run(self.site, job.hosts[0], ["sh", "-c", f"cat > {path} <<'EOF'\n{hostfile(job)}EOF"], timeout=10)
         if c.rc != 0:
             return "", f"hostfile: {c.last_error}"
-        c = tr.run(self.t, job.hosts[0], mpirun_argv(job, path), timeout=timeout)
+        c = tr.run(self.site, job.hosts[0], mpirun_argv(job, path), timeout=timeout)
         (out_dir / f"{job.name}.out").write_text(c.stdout + c.stderr)
         return (c.stdout, "") if c.rc == 0 else (c.stdout, f"mpirun exited {c.rc}: {c.last_error}")
 
@@ -165,40 +137,22 @@ class SlurmRunner(Runner):
 
 
 class K8sRunner(Runner):
-    def __init__(self) -> None:
-        if not shutil.which("kubectl"):
-            self.skip = "kubectl not found here (render-only)"
-            return
-        try:
-            p = subprocess.run(["kubectl", "version", "--request-timeout=5s"], capture_output=True, text=True,
-                               timeout=10)
-            if p.returncode != 0:
-                self.skip = f"kubectl cannot reach a cluster: {(p.stderr.strip().splitlines() or [''])[-1]}"
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            self.skip = f"kubectl: {exc}"
+    """Runs an NCCL job's rendered MPIJob through fabric.accept.k8s.K8sRunner."""
+
+    def __init__(self, fabric: FabricIntent) -> None:
+        from fabric.accept import k8s
+
+        self.fabric = fabric
+        self.k = k8s.K8sRunner(fabric.kubernetes.namespace)
+        self.skip = self.k.skip
 
     def run(self, job: NcclJob, out_dir: Path, timeout: float) -> tuple[str, str]:
-        manifest = out_dir / f"{job.name}.k8s.yaml"
-        try:
-            subprocess.run(["kubectl", "apply", "-f", str(manifest)], check=True, capture_output=True, text=True,
-                           timeout=30)
-            deadline = time.monotonic() + timeout
-            w = subprocess.run(["kubectl", "wait", "--for=condition=Succeeded", f"mpijob/{job.name}",
-                                f"--timeout={int(max(1, deadline - time.monotonic()))}s"],
-                               capture_output=True, text=True, timeout=timeout + 10)
-            logs = subprocess.run(["kubectl", "logs", "-l", f"roce-fabric/job={job.name}",
-                                   "--tail=-1"], capture_output=True, text=True, timeout=30).stdout
-            return (logs, "") if w.returncode == 0 else (logs, f"MPIJob not Succeeded: {w.stderr.strip()}")
-        except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as exc:
-            return "", f"kubectl: {exc}"
-        finally:
-            subprocess.run(["kubectl", "delete", "-f", str(manifest), "--ignore-not-found"], capture_output=True,
-                           timeout=30)
+        return self.k.run(out_dir / f"{job.name}.k8s.yaml", job.name, timeout, networks=out_dir / "networks.yaml")
 
 
-def runner(launcher: str, t: tr.Transport, hosts: list[str], binary: str) -> Runner:
+def runner(launcher: str, site: Site, hosts: list[str], binary: str) -> Runner:
     if launcher == "mpirun":
-        return MpirunRunner(t, hosts, binary)
+        return MpirunRunner(site, hosts, binary)
     if launcher == "slurm":
         return SlurmRunner()
-    return K8sRunner()
+    return K8sRunner(site.fabric)

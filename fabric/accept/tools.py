@@ -3,7 +3,7 @@
 A tool is a parameter of a check: `ib_write_bw` / `ib_write_lat` on RDMA hosts, and in the lab,
 where veths have no RDMA, `iperf3` (bandwidth) and `ping` (latency, RTT/2 like ib_write_lat's one-way
 figure) go through the same runner, scheduler, thresholds and reports. Parsing uses
-fabric.accept.parsers (perftest text, iperf3 -J).
+fabric.parsers (perftest text, iperf3 -J).
 """
 
 from __future__ import annotations
@@ -17,9 +17,10 @@ from dataclasses import dataclass
 from ipaddress import IPv4Interface
 
 from fabric.accept import transport as tr
-from fabric.accept.parsers import parse_iperf3, parse_perftest, perftest_bw_gbps
 from fabric.accept.results import Measurement
+from fabric.access import Site
 from fabric.design.intent import FabricIntent
+from fabric.parsers import parse_iperf3, parse_perftest, perftest_bw_gbps
 
 
 @dataclass(frozen=True)
@@ -168,21 +169,21 @@ def ping_p99_us(text: str) -> float:
 TOOLS: dict[str, type[Tool]] = {t.name: t for t in (Iperf3, IbWriteBw, IbWriteLat, Ping)}
 
 
-def missing(t: tr.Transport, tool: Tool, hosts: list[str], fabric: FabricIntent) -> str:
+def missing(site: Site, tool: Tool, hosts: list[str], fabric: FabricIntent) -> str:
     """Why `tool` cannot run on these hosts ('' when it can): binary absent, or no RDMA device."""
     binary = tool.name
     for host in hosts:
-        if not tr.which(t, host, binary):
+        if not tr.which(site, host, binary):
             return f"{binary} not found on {host}"
         if tool.needs_rdma:
             rails = fabric.hosts[host].rails
             dev = rails[0].rdma if rails else ""
-            if tr.run(t, host, ["test", "-e", f"/sys/class/infiniband/{dev}"], timeout=10).rc != 0:
+            if tr.run(site, host, ["test", "-e", f"/sys/class/infiniband/{dev}"], timeout=10).rc != 0:
                 return f"no RDMA device {dev} on {host} (/sys/class/infiniband/{dev} missing)"
     return ""
 
 
-def measure_links(t: tr.Transport, tool: Tool, links: list[tuple[End, End]], *, seconds: float,
+def measure_links(site: Site, tool: Tool, links: list[tuple[End, End]], *, seconds: float,
                   timeout: float, threshold: float | None, workers: int = 8) -> list[Measurement]:
     """Measure every (src, dst) link at once: all servers up, then all clients; servers always stopped.
 
@@ -191,7 +192,7 @@ def measure_links(t: tr.Transport, tool: Tool, links: list[tuple[End, End]], *, 
     try:
         for src, dst in links:
             argv = tool.server(dst, tool.base_port + src.rail, seconds)
-            servers.append(tr.start(t, dst.host, argv, seconds=timeout) if argv else None)
+            servers.append(tr.start(site, dst.host, argv, seconds=timeout) if argv else None)
         if any(servers):
             time.sleep(0.3)
 
@@ -200,7 +201,7 @@ def measure_links(t: tr.Transport, tool: Tool, links: list[tuple[End, End]], *, 
             argv = tool.client(src, dst, tool.base_port + src.rail, seconds)
             t0 = time.monotonic()
             for attempt in range(3):  # the server may not listen yet
-                c = tr.run(t, src.host, argv, timeout=timeout)
+                c = tr.run(site, src.host, argv, timeout=timeout)
                 if c.rc == 0 or servers[i] is None or "refused" not in (c.stdout + c.stderr) or attempt == 2:
                     return c, time.monotonic() - t0
                 time.sleep(0.3)

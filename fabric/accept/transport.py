@@ -1,9 +1,8 @@
-"""How acceptance reaches hosts: the `ssh` launcher's transport.
+"""Running commands on a site's hosts (fabric.access.Site): the ssh launcher of acceptance.
 
-`SshTransport` runs commands on the hosts' management addresses with the inventory's access
-settings (host keys verified). `LabTransport` is the same in the lab: namespace exec (default, cheap
-on small machines) or the lab's real ssh. Long-running servers are always wrapped in `timeout` on the
-host and killed (process group) by the caller's `finally`, so none outlives its test.
+Long-running servers are always wrapped in `timeout` on the host and killed (process group) by the
+caller's `finally`, so none outlives its test. A failed or timed-out command is a `Completed` with its
+exit code, never an exception.
 """
 
 from __future__ import annotations
@@ -14,8 +13,8 @@ import shlex
 import signal
 import subprocess
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Protocol
+
+from fabric.access import Site
 
 
 @dataclass
@@ -30,18 +29,11 @@ class Completed:
         return lines[-1] if lines else f"exit {self.rc}"
 
 
-class Transport(Protocol):
-    kind: str  # "lab" or "ssh"
-
-    def argv(self, host: str, argv: list[str]) -> list[str]: ...
-    def netns(self, host: str) -> str | None: ...
-
-
-def run(t: Transport, host: str, argv: list[str], *, timeout: float = 30) -> Completed:
+def run(site: Site, host: str, argv: list[str], *, timeout: float = 30, stdin: str | None = None) -> Completed:
     """Run a command on a host; a timeout is exit 124 with a readable message, never an exception."""
     try:
-        p = subprocess.run(t.argv(host, argv), capture_output=True, text=True, timeout=timeout,
-                           start_new_session=True)
+        p = subprocess.run(site.host_argv(host, argv), capture_output=True, text=True, timeout=timeout,
+                           start_new_session=True, input=stdin)
     except subprocess.TimeoutExpired as exc:
         out = exc.stdout.decode(errors="replace") if isinstance(exc.stdout, bytes) else (exc.stdout or "")
         return Completed(124, out, f"timed out after {timeout:.0f}s: {shlex.join(argv[:4])}")
@@ -50,11 +42,11 @@ def run(t: Transport, host: str, argv: list[str], *, timeout: float = 30) -> Com
     return Completed(p.returncode, p.stdout, p.stderr)
 
 
-def start(t: Transport, host: str, argv: list[str], *, seconds: float) -> subprocess.Popen[str]:
+def start(site: Site, host: str, argv: list[str], *, seconds: float) -> subprocess.Popen[str]:
     """Start a server bounded by `timeout` on the host; stop it with `stop`."""
     bounded = ["timeout", "-k", "1", f"{max(1, round(seconds))}", *argv]
-    return subprocess.Popen(t.argv(host, bounded), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+    return subprocess.Popen(site.host_argv(host, bounded), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
 
 
 def stop(proc: subprocess.Popen[str], grace: float = 2.0) -> tuple[str, str]:
@@ -71,45 +63,5 @@ def stop(proc: subprocess.Popen[str], grace: float = 2.0) -> tuple[str, str]:
     return out or "", err or ""
 
 
-def which(t: Transport, host: str, tool: str) -> bool:
-    return run(t, host, ["sh", "-c", f"command -v {shlex.quote(tool)}"], timeout=10).rc == 0
-
-
-class LabTransport:
-    """The lab's hosts: `ip netns exec` (via="netns") or the lab's real ssh (via="ssh")."""
-
-    kind = "lab"
-
-    def __init__(self, state, via: str = "netns") -> None:  # state: fabric.lab.state.LabState
-        self.state, self.via = state, via
-
-    def argv(self, host: str, argv: list[str]) -> list[str]:
-        if self.via == "ssh":
-            return self.state.ssh_argv(host, [shlex.join(argv)])
-        return self.state.ns_argv(host, argv)
-
-    def netns(self, host: str) -> str | None:
-        return self.state.node(host).netns
-
-
-class SshTransport:
-    """Real hosts over ssh to their management addresses; keys from the agent or `key_file`."""
-
-    kind = "ssh"
-
-    def __init__(self, addresses: dict[str, str], *, user: str | None = None, key_file: str | None = None,
-                 known_hosts: str = "~/.ssh/known_hosts", port: int = 22) -> None:
-        self.addresses, self.user, self.key_file = addresses, user, key_file
-        self.known_hosts, self.port = str(Path(known_hosts).expanduser()), port
-
-    def argv(self, host: str, argv: list[str]) -> list[str]:
-        out = ["ssh", "-o", "BatchMode=yes", "-o", "ConnectTimeout=5", "-o", "StrictHostKeyChecking=yes",
-               "-o", f"UserKnownHostsFile={self.known_hosts}", "-p", str(self.port)]
-        if self.key_file:
-            out += ["-i", str(Path(self.key_file).expanduser()), "-o", "IdentitiesOnly=yes"]
-        if self.user:
-            out += ["-l", self.user]
-        return [*out, self.addresses[host], shlex.join(argv)]
-
-    def netns(self, host: str) -> str | None:
-        return None
+def which(site: Site, host: str, tool: str) -> bool:
+    return run(site, host, ["sh", "-c", f"command -v {shlex.quote(tool)}"], timeout=10).rc == 0

@@ -9,6 +9,8 @@ import math
 
 from pydantic import BaseModel, ConfigDict
 
+from fabric.model.platforms import AsicBuffer
+
 # IEEE 802.3 31B.3.7 pause quanta per operating speed (Mb/s), as in the lua script.
 PAUSE_QUANTA = {800000: 905, 400000: 905, 200000: 453, 100000: 394, 50000: 147,
                 40000: 118, 25000: 80, 10000: 67, 1000: 2, 100: 1}
@@ -16,20 +18,8 @@ SPEED_OF_LIGHT_IN_CABLE = 198_000_000  # m/s
 MIN_PACKET = 64
 
 
-class AsicBuffer(BaseModel):
-    """ASIC_TABLE values of platform/mellanox/asic_table.j2 (latencies in KB as there)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    cell_size: int
-    pipeline_latency_kb: float
-    mac_phy_delay_kb: float
-    peer_response_time_kb: float
-    kb_on_tile: bool = False  # Spectrum-4/5 add speed/1000*120/8 bytes on tile
-    extra_xoff: int = 0  # Spectrum-6 adds 18 KiB
-
-
 class Headroom(BaseModel):
-    """Result of the formula for one port, with the inputs that produced it."""
+    """Result of the formula for one port, with every input that produced it."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     size: int
@@ -39,11 +29,26 @@ class Headroom(BaseModel):
     cable_m: int
     port_mtu: int
     lanes: int
+    lossless_mtu: int
+    small_packet_percentage: int
+    cell_size: int
+    pipeline_latency_kb: float
+    mac_phy_delay_kb: float
+    pause_quanta: int | None  # IEEE 802.3 quanta at this speed; None: the ASIC's peer response time
+    peer_response_bytes: float
+    kb_on_tile: bool
+    shared_headroom_pool: bool
 
     def explain(self) -> str:
-        return (f"formula buffer_headroom_mellanox.lua: speed {self.speed_mbps // 1000}G, cable {self.cable_m}m, "
-                f"port MTU {self.port_mtu}, {self.lanes} lanes → xon {self.xon}, xoff {self.xoff}, "
-                f"size {self.size}")
+        peer = (f"pause quanta {self.pause_quanta} ({self.peer_response_bytes:g} B)" if self.pause_quanta is not None
+                else f"peer response {self.peer_response_bytes:g} B")
+        extras = (", kB on tile" if self.kb_on_tile else "") + (", shared headroom pool" if self.shared_headroom_pool
+                                                                 else "")
+        return (f"formula buffer_headroom_mellanox.lua: speed {self.speed_mbps // 1000}G, cable {self.cable_m}m "
+                f"(198,000 km/s), port MTU {self.port_mtu}, {self.lanes} lanes, lossless MTU {self.lossless_mtu}, "
+                f"small packets {self.small_packet_percentage}%, cell {self.cell_size} B, pipeline latency "
+                f"{self.pipeline_latency_kb:g} KB, MAC/PHY delay {self.mac_phy_delay_kb:g} KB, {peer}"
+                f"{extras} → xon {self.xon}, xoff {self.xoff}, size {self.size}")
 
 
 def _ceil_kib(value: float) -> int:
@@ -79,5 +84,8 @@ def headroom(asic: AsicBuffer, *, speed_mbps: int, cable_m: int, port_mtu: int, 
     xoff = _ceil_kib(lossless_mtu + propagation * occupancy) + asic.extra_xoff
     xon = _ceil_kib(pipeline)
     size = _ceil_kib(xon if shared_headroom_pool else xoff + xon + overhead)
-    return Headroom(size=size, xon=xon, xoff=xoff, speed_mbps=speed_mbps, cable_m=cable_m,
-                    port_mtu=port_mtu, lanes=lanes)
+    return Headroom(size=size, xon=xon, xoff=xoff, speed_mbps=speed_mbps, cable_m=cable_m, port_mtu=port_mtu,
+                    lanes=lanes, lossless_mtu=lossless_mtu, small_packet_percentage=spp, cell_size=cell,
+                    pipeline_latency_kb=asic.pipeline_latency_kb, mac_phy_delay_kb=asic.mac_phy_delay_kb,
+                    pause_quanta=quanta, peer_response_bytes=peer, kb_on_tile=asic.kb_on_tile,
+                    shared_headroom_pool=shared_headroom_pool)

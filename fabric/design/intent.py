@@ -12,11 +12,78 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from fabric.design.headroom import Headroom
-from fabric.model.qos import QosPolicy
+from fabric.model.inventory import Target
+from fabric.model.ports import HwPort
 
 
 class Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+class EcnFacts(Model):
+    """ECN/WRED marking of one egress queue: thresholds in bytes, marking probability in percent."""
+
+    enabled: bool
+    min_bytes: int
+    max_bytes: int
+    probability: int
+
+
+class QueueFacts(Model):
+    """One traffic class (= egress queue): what maps to it and how it is scheduled and marked."""
+
+    tc: int
+    priorities: list[int]  # switch priorities classified to this TC
+    lossless: bool  # a PFC priority maps here
+    scheduler: Literal["strict", "dwrr"] | None  # None: the NOS default (no share configured)
+    weight: int | None  # DWRR percent, None when strict or unscheduled
+    ecn: EcnFacts | None
+
+
+class WatchdogFacts(Model):
+    """PFC watchdog on every lossless port (None on the switch when disabled or nothing is lossless)."""
+
+    detection_ms: int
+    restoration_ms: int
+    action: Literal["drop", "forward", "alert"]
+    poll_interval_ms: int
+    robustness: int
+
+
+class QosFacts(Model):
+    """Every QoS number a NOS needs, decided once from the policy (fabric.design.derive.qos_facts).
+
+    Renderers only format these; `fabric explain` shows them with the policy value each comes from."""
+
+    trust: Literal["dscp", "pcp"]
+    dscp_to_priority: list[int]  # 64 entries, the default priority applied
+    dscp_explicit: list[int]  # the DSCPs the policy lists (the rest take default_priority)
+    default_priority: int
+    dscp_to_tc: list[int]  # 64 entries
+    priority_to_tc: list[int]  # 8 entries
+    lossless_priorities: list[int]
+    lossless_tcs: list[int]
+    roce_dscp: int
+    cnp_dscp: int
+    cnp_priority: int
+    queues: dict[int, QueueFacts]  # TC → queue, for every TC that is scheduled or marked
+    watchdog: WatchdogFacts | None
+    headroom_mode: Literal["static", "dynamic"]
+    lossless_mtu: int
+    small_packet_percentage: int
+    lossless_pool_percent: int  # NVUE: default-lossless traffic pool share (the rest default-lossy)
+
+    @property
+    def tsa(self) -> list[str]:
+        """ETS algorithm per TC 0-7: strict or ets (DWRR)."""
+        strict = {q.tc for q in self.queues.values() if q.scheduler == "strict"}
+        return ["strict" if tc in strict else "ets" for tc in range(8)]
+
+    @property
+    def tcbw(self) -> list[int]:
+        """DWRR percent per TC 0-7, 0 for strict and unscheduled TCs."""
+        w = {q.tc: q.weight or 0 for q in self.queues.values()}
+        return [w.get(tc, 0) for tc in range(8)]
 
 
 @dataclass(slots=True, kw_only=True)
@@ -32,12 +99,16 @@ class PortIntent:
     peer: str
     peer_port: str
     description: str
-    vlan: int | None = None  # svi: access VLAN of a host port
+    vlan: int | None = None  # svi: the rail VLAN of a host port
+    tagged: bool = False  # svi: the host tags the rail VLAN, so the port is a tagged (not access) member of it
     address: str | None = None  # p2p31: leaf side of the /31
     unnumbered: bool = False  # BGP unnumbered session on this port
     adaptive_routing: bool = False
     lossless: bool = True
+    pfc: tuple[int, ...] = ()  # lossless priorities with PFC on this port
+    watchdog: bool = False  # PFC watchdog on this port (QosFacts.watchdog has its timers)
     headroom: Headroom | None = None
+    hw: HwPort | None = None  # SONiC: the platform's port (SerDes lanes, alias, index, FEC, sub-port)
 
 
 class Svi(Model):
@@ -46,6 +117,7 @@ class Svi(Model):
     address: str  # gateway with prefix, 172.16.0.1/24
     subnet: str
     members: list[str]
+    tagged: list[str] = []  # members that carry the VLAN tagged (their host tags it)
     su: int
     rail: int
 
@@ -67,8 +139,11 @@ class BgpIntent(Model):
     max_paths: int
     keepalive: int
     hold: int
-    graceful_shutdown: bool
+    graceful_shutdown: bool  # RFC 8326: honour GRACEFUL_SHUTDOWN from peers (LOCAL_PREF 0), able to send it
     bfd: bool
+    maximum_routes: int = 0  # routes accepted per neighbour (0: no limit)
+    bfd_detect_multiplier: int = 3  # BFD timers where a NOS needs them spelled out (NVUE 5.15 BFD profiles)
+    bfd_interval_ms: int = 300
 
 
 class NeighborIntent(Model):
@@ -82,9 +157,10 @@ class NeighborIntent(Model):
 class SwitchIntent(Model):
     name: str
     role: Literal["super-spine", "spine", "leaf"]
-    target: Literal["sonic", "nvue", "eos", "frr"]
+    target: Target
     platform: str
     asic: str
+    release: str  # the NOS release the configs are written for (fabric.nos NOS.releases)
     su: int | None
     rail: int | None
     pod: int | None
@@ -94,11 +170,25 @@ class SwitchIntent(Model):
     adaptive_routing: bool
     ports: list[PortIntent]
     svis: list[Svi]
+    breakout: dict[str, str] = {}  # SONiC: parent port → platform breakout mode (BREAKOUT_CFG) of the ports in use
     bgp: BgpIntent
     neighbor: NeighborIntent
-    qos: QosPolicy
+    qos: QosFacts
     buffer_bytes: int
     origins: dict[str, str] = {}
+
+
+class PodRail(Model):
+    """How a pod attaches this rail (Kubernetes, fabric.render.k8s): one network per rail, named `network` both
+    as the NetworkAttachmentDefinition and as the CNI config on this node, which holds what differs per node
+    (the SU's subnet, the VLAN). `vf`: an SR-IOV VF with an address from the whereabouts pool of the (SU, rail)
+    subnet after its hosts; `pf`: the NIC itself (host-device) with the host's own rail address."""
+
+    network: str  # NAD name = node-local CNI config name = interface name inside the pod
+    resource: str  # sriov-network-device-plugin resource, <prefix>/<name>
+    device: Literal["vf", "pf"]
+    range_start: str | None = None  # vf: whereabouts range_start/range_end in the rail subnet
+    range_end: str | None = None
 
 
 class RailIntent(Model):
@@ -119,6 +209,10 @@ class RailIntent(Model):
     leaf: str
     leaf_port: str
     cable_m: int
+    pci: str | None = None  # PCI address of the NIC (inventory, or read from a predictable netdev name)
+    vf_trust: bool = True  # with vfs > 0: `ip link set <netdev> vf N trust on|off`
+    vf_spoof_check: bool = False  # with vfs > 0: `… spoofchk on|off`
+    pod: PodRail | None = None  # how pods attach this rail; None where they cannot (VFs in p2p31 mode)
 
 
 class NicQos(Model):
@@ -159,10 +253,14 @@ class HostIntent(Model):
     dcqcn: DcqcnIntent
     gid: GidIntent
     nccl_env: dict[str, str]
+    rdma_netns: Literal["exclusive", "shared"] | None = None  # RDMA subsystem netns mode; None: not managed
     origins: dict[str, str] = {}
 
 
-class LinkIntent(Model):
+@dataclass(slots=True, kw_only=True)
+class LinkIntent:
+    """One cable (a plain dataclass: a 32k-GPU fabric has ~100,000)."""
+
     a: str
     a_port: str
     b: str
@@ -172,6 +270,17 @@ class LinkIntent(Model):
     kind: str
 
 
+class K8sFacts(Model):
+    """Fabric-wide Kubernetes settings (inventory `kubernetes:`); per-rail facts are RailIntent.pod."""
+
+    namespace: str = "default"
+    device_plugin_namespace: str = "kube-system"
+    resource_prefix: str = "nvidia.com"
+    resources: Literal["per-rail", "pooled"] = "per-rail"
+    network_name: str = "rail"  # network of rail N: network_name + N (also the pod's interface name)
+    explicit: bool = False  # the inventory has a `kubernetes:` section
+
+
 class FabricIntent(Model):
     name: str
     addressing_mode: Literal["svi", "p2p31"]
@@ -179,3 +288,4 @@ class FabricIntent(Model):
     switches: dict[str, SwitchIntent]
     hosts: dict[str, HostIntent]
     links: list[LinkIntent]
+    kubernetes: K8sFacts = K8sFacts()

@@ -9,8 +9,11 @@ from typing import Any
 from fabric.errors import Problem
 from fabric.model.inventory import HostSettings, Inventory, NicDef
 from fabric.model.platforms import PLATFORMS, Platform
-from fabric.model.source import SourceMap
+from fabric.model.ports import sonic_port_map
+from fabric.model.source import SourceMap, dotted
+from fabric.nos import NOS
 
+SONIC_PLATFORMS = [p for p in PLATFORMS if sonic_port_map(p) is not None]
 HOST_DEFAULTS: dict[str, Any] = {
     "gpus": 8, "management_interface": "eth0", "mtu": 9000, "roce_mtu": 4096, "roce_tos": None,
     "dcqcn": None, "gid": None, "sysctls": {}, "nccl_env": {},
@@ -31,6 +34,8 @@ class Switch:
     plane: int | None = None
     asn: int | None = None
     adaptive_routing: bool | None = None
+    release: str = ""  # the NOS release its configs are written for
+    release_origin: str = ""  # where the release comes from (explain)
     loc: tuple[Any, ...] = ()
     used: dict[str, str] = field(default_factory=dict)  # port → "peer:port"
     next_port: int = 0
@@ -49,14 +54,7 @@ class Switch:
 
 @lru_cache(maxsize=8192)
 def _port_name(target: str, ways: int, lanes: int, index: int) -> str:
-    n, k = divmod(index, ways)
-    n += 1
-    lanes_per = lanes // ways
-    if target == "sonic":
-        return f"Ethernet{(n - 1) * lanes + k * lanes_per}"
-    if target == "eos":
-        return f"Ethernet{n}/{k * lanes_per + 1}"
-    return f"swp{n}s{k}" if ways > 1 else f"swp{n}"
+    return NOS[target].port_name(ways, lanes, index)
 
 
 @dataclass
@@ -80,6 +78,7 @@ class Nic:
     vfs: int
     leaf: str = ""
     leaf_port: str = ""
+    pci: str | None = None
 
 
 @dataclass
@@ -136,19 +135,28 @@ class _Builder:
         loc: tuple[Any, ...] = ("topology",)
         settings = self.inv.roles.get(role)  # type: ignore[call-overload]
         over = self.overrides.get(name)
-        platform = target = breakout = None
+        platform = target = breakout = release = None
+        role_loc: tuple[Any, ...] = ("roles", role)
+        breakout_loc = release_loc = platform_loc = role_loc
         if settings:
-            platform, target, breakout = settings.platform, settings.target, settings.breakout
+            platform, target, breakout, release = settings.platform, settings.target, settings.breakout, \
+                settings.release
         asn = ar = None
         if over:
             i, o = over
             loc = ("switches", i)
             platform, target = o.platform or platform, o.target or target
-            breakout = o.breakout or breakout
+            if o.platform:
+                platform_loc = loc
+            if o.breakout:
+                breakout, breakout_loc = o.breakout, loc
+            if o.release:
+                release, release_loc = o.release, loc
             asn, ar = o.asn, o.adaptive_routing
             for key in ("su", "rail", "pod"):
                 if getattr(o, key) is not None:
                     kw[key] = getattr(o, key)
+        forced = self.force_target is not None
         target = self.force_target or target
         if platform is None or target is None:
             self.problem(loc, f"roles.{role} (platform and target) or both on the switch", f"none for {name}")
@@ -161,9 +169,44 @@ class _Builder:
             return None
         plat = PLATFORMS[platform]
         ways, speed = _ways_speed(plat, breakout)
-        sw = Switch(name, role, plat, target, ways, speed, asn=asn, adaptive_routing=ar, loc=loc, **kw)
+        nos = NOS[target]
+        if release is None or forced:  # the lab realizes any inventory on its own target and release
+            release, origin = nos.release_for(platform), f"default: {nos.title} on {platform}"
+        else:
+            origin = f"inventory: {dotted((*release_loc, 'release'))} ({self.where((*release_loc, 'release'))})"
+            if release not in nos.releases:
+                self.report((*release_loc, "release"), f"one of the {nos.title} releases the tool renders for: "
+                            f"{', '.join(nos.releases)}", repr(release))
+                release = nos.release_for(platform)
+        if target == "sonic" and not forced:  # forced: the lab and tests realize any platform on the target
+            self.sonic_ports(plat, ways, speed, breakout, breakout_loc, platform_loc)
+        sw = Switch(name, role, plat, target, ways, speed, asn=asn, adaptive_routing=ar, release=release,
+                    release_origin=origin, loc=loc, **kw)
         self.t.switches[name] = sw
         return sw
+
+    def where(self, loc: tuple[Any, ...]) -> str:
+        file, line = self.smap.where(loc)
+        return f"{file}:{line}" if line else file
+
+    def report(self, loc: tuple[Any, ...], expected: str, found: str = "") -> None:
+        """A problem of a shared setting (a role's), reported once however many switches it applies to."""
+        if (loc, found) not in self.reported:
+            self.reported.add((loc, found))
+            self.problem(loc, expected, found)
+
+    def sonic_ports(self, plat: Platform, ways: int, speed: int, breakout: str | None, loc: tuple[Any, ...],
+                    platform_loc: tuple[Any, ...]) -> None:
+        """SONiC renders PORT entries from the platform's port map: refuse a platform without one, or a
+        breakout mode the platform does not define (SONiC would refuse the port names and lanes)."""
+        pm = sonic_port_map(plat.name)
+        if pm is None:
+            self.report((*platform_loc, "platform"), "a platform with a SONiC port map (fabric/data/sonic: "
+                        f"{', '.join(sorted(SONIC_PLATFORMS))}) for SONiC switches", plat.name)
+        elif pm.layout(ways, speed) is None:
+            modes = ", ".join(pm.modes(ways) or [m for w in range(2, 9) for m in pm.modes(w)])
+            self.report((*loc, "breakout"), f"a breakout mode SONiC defines for {plat.name} ({pm.hwsku}: {modes})",
+                        breakout or f"1x{speed}G")
 
     def take(self, sw: Switch, peer: str, speed: int, loc: tuple[Any, ...]) -> str | None:
         """Allocate the next free logical port of `sw` for a link to `peer`."""
@@ -310,7 +353,7 @@ class _Builder:
                     self.problem((*nic_loc, "rail"), f"a rail with a leaf in SU {su} "
                                  f"(rails 1-{self.inv.topology.rails})", f"rail {nd.rail} on {name}")
                 continue
-            nic = Nic(nd.rail, nd.rdma, nd.netdev, nd.vlan, nd.vfs)
+            nic = Nic(nd.rail, nd.rdma, nd.netdev, nd.vlan, nd.vfs, pci=nd.pci)
             leaf = self.t.switches[leaf_name]
             ln = self.link(name, leaf, self.inv.cabling.host_leaf.speed, self.inv.cabling.host_leaf.cable,
                            "host-leaf", nic_loc, a_port=nd.netdev)
@@ -329,7 +372,8 @@ class _Builder:
                 sw = self.add_switch(sd.name, sd.role, su=sd.su, rail=sd.rail, pod=sd.pod)
                 if sw and sw.role == "leaf" and sw.su and sw.rail:
                     self.t.leaf_of.setdefault((sw.su, sw.rail), sw.name)
-        by_ends = {frozenset({(ln.a, ln.a_port), (ln.b, ln.b_port)}): ln for ln in self.t.links}
+        by_ends = {frozenset({(ln.a, ln.a_port), (ln.b, ln.b_port)}): ln for ln in self.t.links} if self.inv.links \
+            else {}
         for i, ld in enumerate(self.inv.links):
             loc = ("links", i)
             (a, pa), (b, pb) = ld.a.split(":", 1), ld.b.split(":", 1)

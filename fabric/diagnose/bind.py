@@ -1,6 +1,6 @@
 """Bind diagnose findings to the fabric: which host, rail NIC, leaf port and cable a log line is about.
 
-A finding's subjects carry what the log named (BINDING_KEYS in engine.py). With an inventory they
+A finding's subjects carry what the log named (BINDING_KEYS in report.py). With an inventory they
 resolve to `Located` entries:
 
 - `host` / `peer_host`: a host of the fabric (also by its short name or management address), or a
@@ -14,6 +14,7 @@ resolve to `Located` entries:
 
 from __future__ import annotations
 
+from collections import Counter
 from ipaddress import ip_interface
 
 from pydantic import BaseModel, ConfigDict
@@ -83,6 +84,11 @@ class FabricIndex:
         short = name.split(".")[0]
         return name if name in self.fabric.switches else short if short in self.fabric.switches else None
 
+    def roce_tos(self, name: str) -> int | None:
+        """The RoCE ToS (NCCL_IB_TC) the inventory gives the host a log calls `name`; None if not a host."""
+        host = self.host(name)
+        return host.nic_qos.roce_tos if host is not None else None
+
     @staticmethod
     def rail_of(host: HostIntent, name: str) -> RailIntent | None:
         return next((r for r in host.rails if name in (r.rdma, r.netdev, r.ifname)), None)
@@ -143,3 +149,9 @@ def bind_subjects(subjects: list[dict[str, str]], index: FabricIndex) -> list[Lo
             if len(seen) >= MAX_LOCATED:
                 return list(seen.values())
     return list(seen.values())
+
+
+def fabric_roce_tos(fabric: FabricIntent, default: int) -> int:
+    """The fabric's RoCE ToS: the one its hosts use (the most common, should they differ), else `default`."""
+    counts = Counter(h.nic_qos.roce_tos for h in fabric.hosts.values())
+    return min(counts, key=lambda tos: (-counts[tos], tos)) if counts else default

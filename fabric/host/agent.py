@@ -1,6 +1,7 @@
 """The single-host agent: read the live state, diff it against the host intent, apply the differences.
 
-Order: rails (netlink) → sysctls → NIC QoS (mlnx_qos) → RoCE ToS → DCQCN → GID check → persistence.
+Order: rails (netlink) → SR-IOV VFs per rail NIC (firmware limit, count, VF MTU/trust/spoof-check) → RDMA
+netns mode → sysctls → NIC QoS (mlnx_qos) → RoCE ToS → DCQCN → GID check → persistence.
 Each phase is planned from the state left by the previous one, so apply never acts on a stale diff.
 """
 
@@ -20,6 +21,8 @@ from fabric.host.model import HostPlan, HostResult, Item
 from fabric.host.nic import MlnxQosTool, dcqcn_steps, qos_steps, roce_steps
 from fabric.host.ns import netns as enter_netns
 from fabric.host.rails import RailPlanner
+from fabric.host.sriov import Mlxconfig, netns_steps
+from fabric.host.sriov import rail_steps as sriov_rail_steps
 from fabric.host.step import Step, describe, fail, same, skip
 from fabric.host.sysctls import plan_sysctls
 
@@ -78,9 +81,14 @@ def _run(
     procfs_root: Path,
     mlnx_qos: str | None,
     persist_root: Path | None,
+    mlxconfig: str | None = None,
+    rdma_tool: str | None = None,
 ) -> list[Item]:
     exe = mlnx_qos or shutil.which("mlnx_qos")
     tool = MlnxQosTool(exe) if exe else None
+    fw_exe = mlxconfig or shutil.which("mlxconfig") or shutil.which("mstconfig")
+    fw = Mlxconfig(fw_exe) if fw_exe and any(r.vfs for r in intent.rails) else None
+    rdma = rdma_tool or shutil.which("rdma")
     items: list[Item] = []
     with enter_netns(netns), IPRoute() as ipr:
         rails = RailPlanner(ipr, intent)
@@ -88,8 +96,11 @@ def _run(
         pending_if = set() if apply else rails.created
         pending_addr = {s.item.target for s in steps if s.item.section == "address" and s.action}
         items += _execute(steps) if apply else [s.item for s in steps]
-        phases: list[Phase] = [lambda: plan_sysctls(intent, procfs_root, pending_if)]
         nics = {r.netdev: r for r in intent.rails}
+        phases: list[Phase] = [p for r in nics.values()
+                               for p in sriov_rail_steps(intent, r, sysfs_root, ipr, fw, apply=apply)]
+        phases.append(lambda: netns_steps(intent, sysfs_root, rdma))
+        phases.append(lambda: plan_sysctls(intent, procfs_root, pending_if))
         rdmas = {r.rdma: r for r in intent.rails}
         phases += [lambda r=r: qos_steps(intent, r, tool) for r in nics.values()]
         phases += [lambda r=r: roce_steps(intent, r, sysfs_root) for r in rdmas.values()]
@@ -120,9 +131,13 @@ def plan(
     procfs_root: Path = Path("/proc"),
     mlnx_qos: str | None = None,
     persist_root: Path | None = None,
+    mlxconfig: str | None = None,
+    rdma_tool: str | None = None,
 ) -> HostPlan:
-    """Diff the live host against `intent`; changes nothing. `mlnx_qos` defaults to the one on PATH."""
-    items = _run(intent, False, netns, Path(sysfs_root), Path(procfs_root), mlnx_qos, persist_root)
+    """Diff the live host against `intent`; changes nothing. `mlnx_qos`, `mlxconfig` (or `mstconfig`) and
+    `rdma_tool` (iproute2 `rdma`) default to the ones on PATH."""
+    items = _run(intent, False, netns, Path(sysfs_root), Path(procfs_root), mlnx_qos, persist_root, mlxconfig,
+                 rdma_tool)
     return HostPlan(host=intent.name, netns=netns, items=items, warnings=[i.warning for i in items if i.warning])
 
 
@@ -134,11 +149,14 @@ def apply(
     procfs_root: Path = Path("/proc"),
     mlnx_qos: str | None = None,
     persist_root: Path | None = None,
+    mlxconfig: str | None = None,
+    rdma_tool: str | None = None,
 ) -> HostResult:
     """Apply only the differences; what cannot be done here is skipped with its reason, the rest applies.
 
     With `persist_root` the netplan file, sysctl.d file and the boot-time QoS unit/script are installed
     below it too.
     """
-    items = _run(intent, True, netns, Path(sysfs_root), Path(procfs_root), mlnx_qos, persist_root)
+    items = _run(intent, True, netns, Path(sysfs_root), Path(procfs_root), mlnx_qos, persist_root, mlxconfig,
+                 rdma_tool)
     return HostResult(host=intent.name, netns=netns, items=items, warnings=[i.warning for i in items if i.warning])

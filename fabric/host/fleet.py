@@ -9,19 +9,18 @@ import shutil
 import sys
 import tempfile
 from collections.abc import Callable
+from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel
 
-from fabric.design.intent import FabricIntent
+from fabric.access import Site, ansible_ssh_args
 from fabric.errors import UsageError
-from fabric.model.inventory import Access
 
-PLAYBOOK = Path(__file__).resolve().parent.parent.parent / "playbooks" / "host.yml"
+PLAYBOOK = resources.files("fabric") / "playbooks" / "host.yml"  # package data: the repository's playbooks/
 AGENT_TASK = "Run the host agent"
-KEY_ENV = "FABRIC_SSH_KEY_FILE"
 
 
 class HostOutcome(BaseModel):
@@ -46,32 +45,30 @@ class FleetResult(BaseModel):
         return bool(self.hosts) and all(h.status == "ok" for h in self.hosts)
 
 
-def ssh_user(access: Access) -> str | None:
-    return access.username or os.environ.get(access.username_env) or None
-
-
-def ansible_inventory(fabric: FabricIntent, access: Access) -> dict[str, Any]:
+def ansible_inventory(site: Site) -> dict[str, Any]:
     """YAML-ready inventory: every GPU host with its management address, groups per SU and per rail.
 
     Only names and paths go in (user, port, key file path); never a password or key material.
     """
-    hosts = {name: {"ansible_host": h.management_address.split("/")[0]} for name, h in fabric.hosts.items()}
+    fabric = site.fabric
+    hosts = {name: {"ansible_host": site.host_address(name)} for name in fabric.hosts}
     groups: dict[str, Any] = {}
     for name, h in fabric.hosts.items():
         groups.setdefault(f"su{h.su}", {"hosts": {}})["hosts"][name] = None
     for name, h in fabric.hosts.items():
         for rail in h.rails:
             groups.setdefault(f"rail{rail.rail}", {"hosts": {}})["hosts"][name] = None
-    gvars: dict[str, Any] = {"ansible_port": access.port}
-    if user := ssh_user(access):
-        gvars["ansible_user"] = user
-    if key := access.key_file or os.environ.get(KEY_ENV):
-        gvars["ansible_ssh_private_key_file"] = str(Path(key).expanduser())
+    cred = site.host_credentials()
+    gvars: dict[str, Any] = {"ansible_port": cred.port}
+    if cred.username:
+        gvars["ansible_user"] = cred.username
+    if cred.key_file:
+        gvars["ansible_ssh_private_key_file"] = cred.key_file
     return {"all": {"vars": gvars, "children": {"gpu_hosts": {"hosts": hosts, "children": groups}}}}
 
 
-def inventory_yaml(fabric: FabricIntent, access: Access) -> str:
-    return yaml.safe_dump(ansible_inventory(fabric, access), sort_keys=False, default_flow_style=False)
+def inventory_yaml(site: Site) -> str:
+    return yaml.safe_dump(ansible_inventory(site), sort_keys=False, default_flow_style=False)
 
 
 def _outcome(host: str, event: str, res: dict[str, Any]) -> HostOutcome:
@@ -104,15 +101,13 @@ def _one_line(text: str) -> str:
 
 
 def run(
-    fabric: FabricIntent,
-    access: Access,
+    site: Site,
     mode: Literal["plan", "apply"],
     *,
     limit: str | None = None,
     forks: int = 10,
     serial: int | None = None,
-    insecure_lab: bool = False,
-    agent: str = "fabric",
+    agent: str | None = None,
     agent_args: list[str] | None = None,
     remote_dir: str = "/var/lib/roce-fabric",
     become: bool | None = None,
@@ -121,7 +116,7 @@ def run(
 ) -> FleetResult:
     """Run playbooks/host.yml over the fleet; `on_host` is called as each host's result arrives.
 
-    `python` is the interpreter on the hosts (default: Ansible's discovery).
+    `agent` is the fabric executable on the hosts and `python` their interpreter (default: the site's).
     """
     import ansible_runner
 
@@ -129,15 +124,10 @@ def run(
     path = f"{bindir}{os.pathsep}{os.environ.get('PATH', '')}"
     if not shutil.which("ansible-playbook", path=path):
         raise UsageError("ansible-playbook not found (pip install ansible-core)")
-    user = ssh_user(access)
+    fabric, cred = site.fabric, site.host_credentials()
+    agent, python = agent or site.agent, python or site.python
     if become is None:
-        become = user not in (None, "root")
-    known_hosts = str(Path(access.known_hosts).expanduser())
-    ssh_args = (
-        "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null"
-        if insecure_lab
-        else f"-o StrictHostKeyChecking=yes -o UserKnownHostsFile={known_hosts}"
-    )
+        become = cred.username not in (None, "root")
     outcomes: dict[str, HostOutcome] = {}
 
     def handle(ev: dict[str, Any]) -> bool:
@@ -160,7 +150,7 @@ def run(
     pdd = Path(tempfile.mkdtemp(prefix="fabric-hosts-"))
     try:
         (pdd / "inventory").mkdir()
-        (pdd / "inventory" / "hosts.yml").write_text(inventory_yaml(fabric, access))
+        (pdd / "inventory" / "hosts.yml").write_text(inventory_yaml(site))
         for name, h in fabric.hosts.items():
             (pdd / "intents" / name).mkdir(parents=True)
             (pdd / "intents" / name / "host.json").write_text(h.model_dump_json(indent=2) + "\n")
@@ -171,7 +161,7 @@ def run(
             "fabric_intent_dir": str(pdd / "intents"),
             "fabric_remote_dir": remote_dir,
             "fabric_become": become,
-            "ansible_ssh_common_args": ssh_args,
+            "ansible_ssh_common_args": ansible_ssh_args(cred),
         }
         if python:
             extravars["ansible_python_interpreter"] = python
@@ -179,22 +169,23 @@ def run(
             extravars["fabric_serial"] = serial
         envvars = {
             "PATH": path,
-            "ANSIBLE_HOST_KEY_CHECKING": "False" if insecure_lab else "True",
+            "ANSIBLE_HOST_KEY_CHECKING": "False" if cred.known_hosts is None else "True",
             "ANSIBLE_LOCAL_TEMP": str(pdd / "tmp"),
             "ANSIBLE_RETRY_FILES_ENABLED": "False",
             "ANSIBLE_NOCOLOR": "1",
             "ANSIBLE_PYTHON_INTERPRETER": "auto_silent",
         }
-        r = ansible_runner.run(
-            private_data_dir=str(pdd),
-            playbook=str(PLAYBOOK),
-            limit=limit,
-            forks=forks,
-            extravars=extravars,
-            envvars=envvars,
-            quiet=True,
-            event_handler=handle,
-        )
+        with resources.as_file(PLAYBOOK) as playbook:  # a real file even from a zipped install
+            r = ansible_runner.run(
+                private_data_dir=str(pdd),
+                playbook=str(playbook),
+                limit=limit,
+                forks=forks,
+                extravars=extravars,
+                envvars=envvars,
+                quiet=True,
+                event_handler=handle,
+            )
         if r.rc != 0 and not outcomes:
             tail = _one_line(r.stdout.read() if hasattr(r.stdout, "read") else "")
             raise UsageError(f"ansible-playbook failed (rc {r.rc}): {tail or r.status}")

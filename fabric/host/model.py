@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 Status = Literal["changed", "unchanged", "skipped", "failed"]
-Section = Literal["link", "address", "route", "rule", "sysctl", "qos", "roce", "dcqcn", "gid", "persist"]
+Section = Literal["link", "address", "route", "rule", "sriov", "rdma", "sysctl", "qos", "roce", "dcqcn", "gid",
+                  "persist"]
 
 
 class Item(BaseModel):
@@ -69,3 +70,11 @@ class HostResult(HostPlan):
     """What apply did: `changed` items were changed, `failed` items were attempted and failed."""
 
     mode: Literal["plan", "apply"] = "apply"
+
+
+class HostReport(HostPlan):
+    """What `fabric host plan|apply --format json` prints: the plan or result with its counts and verdict."""
+
+    counts_: Counts | None = Field(None, alias="counts")
+    ok_: bool | None = Field(None, alias="ok")
+    strict: bool = False

@@ -10,11 +10,11 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
-from fabric.accept.parsers.mlnx_qos import MlnxQos, parse_mlnx_qos
 from fabric.design.intent import HostIntent, RailIntent
 from fabric.errors import InputError
 from fabric.host.step import Step, change, fail, same, skip
 from fabric.host.sysfs import int_file_step, pci_address
+from fabric.parsers.mlnx_qos import MlnxQos, parse_mlnx_qos
 
 PORT = 1
 

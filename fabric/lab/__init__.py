@@ -6,15 +6,14 @@ one instance per namespace, all files in the state dir) on every switch, host ra
 the host agent (`fabric.host.agent.apply`), and OpenSSH on every node on a management bridge in the
 root namespace with a lab-generated ed25519 key (root, key only).
 
-Python API for other capabilities (push, host fleet, acceptance)::
+Other capabilities reach the lab only as a `fabric.access.Site` (`fabric.lab.site.LabSite`, opened by
+the commands' `--lab`). The lab's own API::
 
     from fabric.lab.state import load_state
     st = load_state("example")            # LabState of a running lab (UsageError if none)
     node = st.nodes["leaf-su1-r1"]        # NodeState: netns, management_address, address, ifnames, pids
-    st.ssh_user, st.ssh_key, st.known_hosts   # connect with these (netmiko, Ansible, ssh)
     st.run("gpu-su1-01", ["ip", "-j", "addr"])   # CompletedProcess of a command in the node's namespace
-    st.ns_argv(node_name, argv)           # argv prefixed with `ip netns exec <ns>`
-    st.ssh_argv(node_name, ["uptime"])    # a real ssh command line to the node
+    st.ns_argv(node_name, argv)           # `ip netns exec <ns> env PATH=<node bin>:… argv` (vtysh reaches the node)
     st.vtysh("spine1", "show bgp summary json")  # vtysh in the switch's FRR instance
 
     from fabric.lab import lifecycle, status, faults

@@ -54,6 +54,11 @@ def start_frr(st: LabState, node: str, frr_conf: str) -> dict[str, int]:
         pids[daemon] = int(pidfile.read_text().strip())
     run(st.ns_argv(node, ["vtysh", "--vty_socket", str(d), "--config_dir", str(d), "-b"]),
         f"frr {node} load frr.conf", timeout=60)
+    # `vtysh` on the node (lab exec, lab ssh) reaches this instance without flags
+    wrapper = st.node_bin(node) / "vtysh"
+    wrapper.parent.mkdir(parents=True, exist_ok=True)
+    wrapper.write_text(f"#!/bin/sh\nexec /usr/bin/vtysh --vty_socket {d} --config_dir {d} \"$@\"\n")
+    wrapper.chmod(0o755)
     return pids
 
 
@@ -90,7 +95,7 @@ def start_sshd(st: LabState, node: str) -> int:
         f"AuthorizedKeysFile {d / 'authorized_keys'}", "PermitRootLogin prohibit-password",
         "PubkeyAuthentication yes", "PasswordAuthentication no", "KbdInteractiveAuthentication no",
         "UsePAM no", "StrictModes no", "PrintMotd no", "UseDNS no", "MaxStartups 64:30:128",
-        "MaxSessions 32", "LogLevel ERROR", "AcceptEnv LANG LC_*",
+        "MaxSessions 32", "LogLevel ERROR", "AcceptEnv LANG LC_*", f"SetEnv PATH={st.node_path(node)}",
         *([f"Subsystem sftp {sftp}"] if sftp else []), "",
     ]))
     Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # privilege separation dir sshd insists on

@@ -88,6 +88,13 @@ class LabState(_Model):
     def ssh_dir(self) -> Path:
         return self.dir / "ssh"
 
+    def node_bin(self, node: str) -> Path:
+        """Commands of the node (its FRR's `vtysh`), first on its PATH in `lab exec` and `lab ssh`."""
+        return self.dir / "bin" / node
+
+    def node_path(self, node: str) -> str:
+        return f"{self.node_bin(node)}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
     # -- helpers for other capabilities -----------------------------------------------------------
     def node(self, name: str) -> NodeState:
         if name not in self.nodes:
@@ -95,22 +102,14 @@ class LabState(_Model):
         return self.nodes[name]
 
     def ns_argv(self, node: str, argv: list[str]) -> list[str]:
-        """argv that runs `argv` inside the node's namespace."""
-        return ["ip", "netns", "exec", self.node(node).netns, *argv]
+        """argv that runs `argv` inside the node's namespace, with the node's commands first on PATH."""
+        return ["ip", "netns", "exec", self.node(node).netns, "env", f"PATH={self.node_path(node)}", *argv]
 
     def run(self, node: str, argv: list[str], *, timeout: float = 30,
             check: bool = False) -> subprocess.CompletedProcess[str]:
         """Run a command in a node's namespace and capture its output (text)."""
         return subprocess.run(self.ns_argv(node, argv), capture_output=True, text=True, timeout=timeout,
                               check=check)
-
-    def ssh_argv(self, node: str, command: list[str] | None = None) -> list[str]:
-        """argv of a real ssh to the node's management address with the lab key and known_hosts."""
-        n = self.node(node)
-        argv = ["ssh", "-i", self.ssh_key, "-o", "IdentitiesOnly=yes", "-o", "BatchMode=yes",
-                "-o", f"UserKnownHostsFile={self.known_hosts}", "-o", "StrictHostKeyChecking=yes",
-                "-o", "ConnectTimeout=5", "-l", self.ssh_user, n.address]
-        return argv + (command or [])
 
     def vtysh(self, node: str, *commands: str, timeout: float = 15) -> str:
         """Run vtysh commands in a switch's FRR instance; returns stdout."""

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 import subprocess
 import time
@@ -12,9 +11,11 @@ from itertools import permutations
 
 from pydantic import BaseModel
 
+from fabric.design.bgp import expectation
 from fabric.design.intent import FabricIntent, SwitchIntent
 from fabric.lab.sh import StepError
 from fabric.lab.state import Fault, LabState
+from fabric.parsers.frr import json_docs, route_widths
 
 PING_WORKERS = 16
 VTY_WORKERS = 4
@@ -78,37 +79,6 @@ class LabStatus(BaseModel):
         return not self.problems
 
 
-def _json_docs(text: str) -> list[object]:
-    """Parse concatenated JSON documents (vtysh prints one per -c)."""
-    dec, docs, i = json.JSONDecoder(), [], 0
-    while True:
-        while i < len(text) and text[i].isspace():
-            i += 1
-        if i >= len(text):
-            return docs
-        doc, i = dec.raw_decode(text, i)
-        docs.append(doc)
-
-
-def _expected(sw: SwitchIntent, fabric: FabricIntent) -> tuple[set[str], set[str], int | None]:
-    """(prefixes this switch must learn, those of other leaves, expected ECMP width towards the latter)."""
-    # a switch never accepts prefixes of its own ASN back (spines share one ASN, RFC 7938)
-    others = {p for n, s in fabric.switches.items() if s.bgp.asn != sw.bgp.asn for p in s.bgp.networks}
-    leaf_prefixes = {p for n, s in fabric.switches.items()
-                     if s.bgp.asn != sw.bgp.asn and s.role == "leaf" for p in s.bgp.networks}
-    fabric_ports = [p for p in sw.ports if p.kind == "fabric"]
-    width: int | None = None
-    if sw.role == "leaf":
-        width = len(fabric_ports)
-    elif sw.role == "spine" and all(fabric.switches[p.peer].role == "leaf" for p in fabric_ports
-                                    if p.peer in fabric.switches):
-        per_leaf: dict[str, int] = {}
-        for p in fabric_ports:
-            per_leaf[p.peer] = per_leaf.get(p.peer, 0) + 1
-        width = min(per_leaf.values()) if per_leaf else None
-    return others, leaf_prefixes, width
-
-
 def switch_status(st: LabState, sw: SwitchIntent, fabric: FabricIntent) -> SwitchStatus:
     """Sessions, prefixes and ECMP width of one switch, read from its FRR instance."""
     peers = {n.port: n.peer for n in sw.bgp.neighbors}
@@ -117,7 +87,7 @@ def switch_status(st: LabState, sw: SwitchIntent, fabric: FabricIntent) -> Switc
     status = SwitchStatus(name=sw.name, role=sw.role, sessions=[])
     try:
         out = st.vtysh(sw.name, "show bgp ipv4 unicast summary json", "show ip route json")
-        docs = _json_docs(out)
+        docs = json_docs(out)
         summary, routes = docs[0], docs[1]
     except (subprocess.TimeoutExpired, ValueError, IndexError) as exc:
         status.error = f"FRR not answering ({type(exc).__name__})"
@@ -129,25 +99,14 @@ def switch_status(st: LabState, sw: SwitchIntent, fabric: FabricIntent) -> Switc
         info = seen.get(ifname, {})
         status.sessions.append(Session(neighbor=port, peer=peers[port], state=info.get("state", "Idle"),
                                        prefixes_received=info.get("pfxRcd")))
-    others, leaf_prefixes, status.ecmp_expected = _expected(sw, fabric)
-    status.missing = sorted(p for p in others if not _selected(routes.get(p)))
-    widths = [_width(routes.get(p)) for p in leaf_prefixes]
-    status.remote_prefixes = len(leaf_prefixes)
+    want = expectation(sw, fabric)
+    status.ecmp_expected = want.ecmp
+    width = route_widths(routes)
+    status.missing = sorted(p for p in want.learned if p not in width)
+    widths = [width.get(p, 0) for p in want.leaf_prefixes]
+    status.remote_prefixes = len(want.leaf_prefixes)
     status.ecmp_min = min(widths) if widths else None
     return status
-
-
-def _selected(entries: object) -> dict | None:
-    if not isinstance(entries, list):
-        return None
-    return next((e for e in entries if e.get("selected") and e.get("installed", True)), None)
-
-
-def _width(entries: object) -> int:
-    e = _selected(entries)
-    if not e:
-        return 0
-    return len({(h.get("interfaceName"), h.get("ip")) for h in e.get("nexthops", []) if h.get("fib")})
 
 
 def switches_status(st: LabState, fabric: FabricIntent) -> list[SwitchStatus]:

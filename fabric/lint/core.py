@@ -1,41 +1,39 @@
-"""Lint building blocks: severities, the Finding boundary model, the Rule base class and its registry."""
+"""Lint building blocks: the Finding boundary model (on the shared severities and findings of fabric.findings),
+the Rule base class and its registry."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from enum import StrEnum
 from typing import TYPE_CHECKING, ClassVar
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
+
+from fabric.findings import Finding as BaseFinding
+from fabric.findings import Severity
 
 if TYPE_CHECKING:
     from fabric.lint.configs.model import ConfigSet
     from fabric.lint.context import Context
 
 
-class Severity(StrEnum):
-    error = "error"
-    warning = "warning"
-    info = "info"
-
-    @property
-    def rank(self) -> int:
-        return {"error": 3, "warning": 2, "info": 1}[self.value]
+__all__ = ["RULES", "Finding", "Rule", "Severity", "rule"]
 
 
-class Finding(BaseModel):
-    """One rule violated by one object, located in the inventory or a config file."""
+class Finding(BaseFinding):
+    """One rule violated by one object, located in the inventory or a config file (severity, title, file:
+    the shared fields of fabric.findings)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     rule: str
-    severity: Severity
-    title: str
     object: str  # device or host name, or "fabric"
     item: str = ""  # port, queue, key or environment variable
     message: str  # "<what>: expected …, found …"
-    file: str = ""
     line: int | None = None
     waived: str | None = None  # the waiver's reason
+
+    @property
+    def code(self) -> str:
+        return self.rule
 
     @property
     def where(self) -> str:
@@ -107,7 +105,7 @@ class Rule:
                 yield self.finding(section, f"{message} (on {len(objs)} {kind}: {shown})", where, item, severity)
 
 
-RULES: dict[str, Rule] = {}
+RULES: dict[str, Rule] = {}  # filled by the rule modules; fabric.lint.rules.catalog() imports them all
 
 
 def rule(cls: type[Rule]) -> type[Rule]:
@@ -115,9 +113,3 @@ def rule(cls: type[Rule]) -> type[Rule]:
     assert cls.id not in RULES, f"duplicate rule id {cls.id}"
     RULES[cls.id] = cls()
     return cls
-
-
-def all_rules() -> list[Rule]:
-    import fabric.lint.rules  # noqa: F401  (registers every rule)
-
-    return [RULES[k] for k in sorted(RULES)]

@@ -9,7 +9,8 @@ from pydantic import BaseModel, ConfigDict
 from fabric.errors import InputError, Problem
 from fabric.lint.configs.model import ConfigSet
 from fabric.lint.context import Context
-from fabric.lint.core import Finding, Rule, Severity, all_rules
+from fabric.lint.core import Finding, Rule, Severity
+from fabric.lint.rules import all_rules
 from fabric.model.inventory import Waiver
 
 

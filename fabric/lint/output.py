@@ -9,8 +9,9 @@ from xml.etree import ElementTree as ET
 from rich.console import Console
 from rich.table import Table
 
-from fabric.lint.core import Finding, Rule, Severity, all_rules
+from fabric.lint.core import Finding, Rule, Severity
 from fabric.lint.engine import Result
+from fabric.lint.rules import all_rules
 
 FORMATS = ("table", "json", "junit", "sarif", "github")
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"

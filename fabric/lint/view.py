@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from fabric.model.qos import QosPolicy
+from fabric.design.intent import QosFacts
 
 Where = tuple[str, int | None]
 
@@ -48,21 +48,19 @@ class QosView:
         return sorted({self.tc_of_priority(p) for p in self.lossless})
 
 
-def policy_view(
-    name: str, q: QosPolicy, at: Callable[[str], Where], buffer_bytes: int | None = None
-) -> QosView:
+def facts_view(name: str, q: QosFacts, at: Callable[[str], Where], buffer_bytes: int | None = None) -> QosView:
+    """The view of the QoS facts a derived switch carries (the same the renderers format)."""
     return QosView(
         name=name,
-        dscp_to_priority=dict(q.dscp_to_priority),
+        dscp_to_priority={d: q.dscp_to_priority[d] for d in q.dscp_explicit},
         default_priority=q.default_priority,
-        priority_to_tc={p: q.tc_of_priority(p) for p in range(8)},
-        lossless=sorted(q.lossless_priorities),
-        strict_tcs=sorted(q.ets_strict),
-        dwrr=dict(q.ets_dwrr),
-        ecn={
-            tc: Ecn(e.enabled, int(e.min_bytes), int(e.max_bytes), e.probability) for tc, e in q.ecn.items()
-        },
+        priority_to_tc=dict(enumerate(q.priority_to_tc)),
+        lossless=list(q.lossless_priorities),
+        strict_tcs=[tc for tc, qu in q.queues.items() if qu.scheduler == "strict"],
+        dwrr={tc: qu.weight for tc, qu in q.queues.items() if qu.scheduler == "dwrr" and qu.weight is not None},
+        ecn={tc: Ecn(e.enabled, e.min_bytes, e.max_bytes, e.probability) for tc, qu in q.queues.items()
+             if (e := qu.ecn) is not None},
         buffer_bytes=buffer_bytes,
-        watchdog=q.pfc_watchdog.enabled,
+        watchdog=q.watchdog is not None,
         at=at,
     )

@@ -8,8 +8,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from fabric.model.units import Bytes, Gbps, Metres, Seconds
+from fabric.nos import NOS
 
-Target = Literal["sonic", "nvue", "eos", "frr"]
+Target = Literal[tuple(NOS)]  # the NOS table: sonic, nvue, eos, frr
 Role = Literal["super-spine", "spine", "leaf"]
 NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
 
@@ -46,10 +47,16 @@ class Topology(Strict):
     names: NamePatterns = NamePatterns()
 
 
+RELEASE = r"^[0-9][0-9A-Za-z.]*$"
+
+
 class RoleSettings(Strict):
     platform: str
     target: Target
     breakout: str | None = Field(None, pattern=r"^[1-8]x\d+G$", description="e.g. 2x400G")
+    release: str | None = Field(None, pattern=RELEASE,
+                                description="NOS release the configs are written for (e.g. NVUE 5.9 or 5.15); "
+                                            "default: the NOS's default for the platform")
 
     @field_validator("platform")
     @classmethod
@@ -74,6 +81,7 @@ class SwitchDef(Strict):
     pod: int | None = Field(None, ge=1)
     asn: int | None = None
     adaptive_routing: bool | None = None
+    release: str | None = Field(None, pattern=RELEASE, description="NOS release of this switch (overrides the role's)")
 
 
 class LinkClass(Strict):
@@ -132,8 +140,11 @@ class BgpOptions(Strict):
     keepalive: int = Field(3, ge=1, le=60)
     hold: int = Field(9, ge=3, le=180)
     max_paths: int = Field(64, ge=1, le=512)
-    graceful_shutdown: bool = True  # honour GRACEFUL_SHUTDOWN (65535:0) for maintenance drains
+    graceful_shutdown: bool = Field(True, description="RFC 8326: routes from peers that carry GRACEFUL_SHUTDOWN "
+                                    "(65535:0) get LOCAL_PREF 0, and the switch can send the community when drained")
     bfd: bool = False
+    maximum_routes: int = Field(256000, ge=0, description="routes accepted per fabric neighbour (0: no limit); "
+                                "rendered where the NOS limits by default (EOS `maximum-routes`)")
 
 
 class Switching(Strict):
@@ -149,6 +160,17 @@ class NicDef(Strict):
     netdev: str = Field(pattern=r"^[A-Za-z0-9_.-]{1,15}$")
     vlan: int | None = Field(None, ge=1, le=4094, description="tag on the host side")
     vfs: int = Field(0, ge=0, le=127, description="SR-IOV virtual functions")
+    pci: str | None = Field(None, pattern=r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$",
+                            description="PCI address of the NIC (0000:18:00.0); default: read from a predictable "
+                                        "netdev name (enp24s0np0); the device plugin selects a passed-through PF by it")
+
+    @field_validator("pci", mode="before")
+    @classmethod
+    def _quoted_pci(cls, v: object) -> object:
+        if v is not None and not isinstance(v, str):  # YAML 1.1 reads 0000:18:00.0 as a base-60 number
+            raise ValueError(f"a quoted PCI address such as \"0000:18:00.0\" (unquoted, YAML reads it as the "
+                             f"number {v})")
+        return v
 
 
 class Dcqcn(Strict):
@@ -216,6 +238,27 @@ class Access(Strict):
     port: int = Field(22, ge=1, le=65535)
 
 
+class Kubernetes(Strict):
+    """Pods on the rails: sriov-network-device-plugin resources, one multus network per rail (its CNI config
+    lives on each node, fabric.render.k8s) and the VF settings the host agent applies."""
+
+    namespace: str = Field("default", pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=63,
+                           description="namespace of the networks (NADs) and acceptance jobs")
+    device_plugin_namespace: str = Field("kube-system", pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=63)
+    resource_prefix: str = Field("nvidia.com", max_length=200,
+                                 pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+    resources: Literal["per-rail", "pooled"] = Field(
+        "per-rail", description="per-rail: one resource per rail NIC; pooled: one resource for all (one NIC per host)")
+    resource_name: str = Field("rail", pattern=r"^[A-Za-z][A-Za-z0-9_]*$", max_length=40,
+                               description="per-rail: this name + the rail number (rail1); pooled: the resource")
+    network_name: str = Field("rail", pattern=r"^[a-z][a-z0-9]*$", max_length=12,
+                              description="network (NAD) per rail: this name + the rail number; the pod's interface")
+    rdma_netns: Literal["exclusive", "shared"] | None = Field(
+        None, description="RDMA subsystem netns mode; default: exclusive on hosts whose NICs have VFs, else unmanaged")
+    vf_trust: bool = True
+    vf_spoof_check: bool = False
+
+
 class Inventory(Strict):
     """All sections, merged from every YAML file of the inventory directory."""
 
@@ -233,6 +276,7 @@ class Inventory(Strict):
     lint: LintSettings = LintSettings()
     lab: LabSettings = LabSettings()
     access: Access = Access()
+    kubernetes: Kubernetes = Kubernetes()
 
 
 __all__ = ["Bytes", "Inventory"]

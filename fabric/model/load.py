@@ -1,17 +1,21 @@
-"""Load an inventory directory: YAML with lines → pydantic → semantic checks, all problems at once."""
+"""Load an inventory directory: YAML with lines → pydantic → model checks.
+
+Structural problems (YAML, types, unknown keys) raise at once; the model's semantic problems are kept
+in `Loaded.problems` and raised by derivation together with the topology's own (fabric.design), so a
+run reports every problem it can find.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, get_args, get_origin
+from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
-from fabric.design.topology import Topo
 from fabric.errors import InputError, Problem
 from fabric.model.inventory import Inventory
 from fabric.model.qos import PRESETS, QosPolicy, merge
-from fabric.model.source import Loc, SourceMap, load_yaml
+from fabric.model.source import SourceMap, describe, load_yaml, pydantic_problems
 
 
 class Loaded:
@@ -23,65 +27,11 @@ class Loaded:
         self.qos = qos
         self.qos_overrides = qos_overrides
         self.root = Path(smap.files[0]).parent if smap.files else Path(".")
-        self.topo: Topo | None = None  # the expanded topology, kept by the semantic checks
+        self.problems: list[Problem] = []  # semantic problems, raised by derivation with the topology's
 
     def where(self, *loc: str | int) -> str:
         file, line = self.smap.where(loc)
         return f"{file}:{line}" if line else file
-
-
-def _describe(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-def _is_model(ann: Any) -> bool:
-    return isinstance(ann, type) and issubclass(ann, BaseModel)
-
-
-def _unwrap(ann: Any) -> Any:
-    """Optional[X], Annotated[X, …] and unions → the model or container inside."""
-    while get_origin(ann) not in (None, list, dict):
-        args = [a for a in get_args(ann) if a is not type(None)]
-        ann = next((a for a in args if _is_model(a) or get_origin(a) in (list, dict)), args[0])
-    return ann
-
-
-def _fields_at(model: type[BaseModel], loc: Loc) -> list[str] | None:
-    """Allowed keys of the mapping at `loc` (for 'unknown key' errors), following the model."""
-    ann: Any = model
-    for part in loc:
-        ann = _unwrap(ann)
-        if _is_model(ann):
-            field = next((f for n, f in ann.model_fields.items() if (f.alias or n) == part), None)
-            if field is None:
-                return None
-            ann = field.annotation
-        elif get_origin(ann) in (list, dict):
-            ann = get_args(ann)[-1]
-        else:
-            return None
-    ann = _unwrap(ann)
-    return [f.alias or n for n, f in ann.model_fields.items()] if _is_model(ann) else None
-
-
-def pydantic_problems(exc: ValidationError, smap: SourceMap, model: type[BaseModel],
-                      base: Loc = ()) -> list[Problem]:
-    """One Problem per pydantic error, with file:line from the source map."""
-    out = []
-    for e in exc.errors():
-        loc = (*base, *(p for p in e["loc"] if not (isinstance(p, str) and "[" in p)))
-        kind = e["type"]
-        if kind == "extra_forbidden":
-            allowed = _fields_at(model, tuple(loc[len(base):-1]))
-            expected = f"one of {', '.join(allowed)}" if allowed else "a known key"
-            out.append(smap.problem(loc, expected, f"unknown key {loc[-1]!r}"))
-        elif kind == "missing":
-            out.append(smap.problem(loc, "this required key", "nothing"))
-        else:
-            msg = e["msg"].removeprefix("Value error, ").removeprefix("Input should be ")
-            out.append(smap.problem(loc, msg, _describe(e.get("input"))))
-    return out
 
 
 def read_sections(directory: Path, smap: SourceMap) -> dict[str, Any]:
@@ -123,11 +73,11 @@ def read_sections(directory: Path, smap: SourceMap) -> dict[str, Any]:
 def expand_qos(raw: Any, smap: SourceMap) -> tuple[QosPolicy, dict[str, Any]]:
     """`preset` expanded, then the user's overrides merged on top, then validated."""
     if not isinstance(raw, dict):
-        raise InputError(smap.problem(("qos",), "a mapping with preset and overrides", _describe(raw)))
+        raise InputError(smap.problem(("qos",), "a mapping with preset and overrides", describe(raw)))
     overrides = {k: v for k, v in raw.items() if k != "preset"}
     preset = raw.get("preset", "nvidia-roce")
     if preset not in PRESETS:
-        raise InputError(smap.problem(("qos", "preset"), f"one of {', '.join(PRESETS)}", _describe(preset)))
+        raise InputError(smap.problem(("qos", "preset"), f"one of {', '.join(PRESETS)}", describe(preset)))
     try:
         return QosPolicy.model_validate(merge(PRESETS[preset], overrides)), overrides
     except ValidationError as exc:
@@ -135,8 +85,8 @@ def expand_qos(raw: Any, smap: SourceMap) -> tuple[QosPolicy, dict[str, Any]]:
 
 
 def load(directory: str | Path) -> Loaded:
-    """Load and validate an inventory directory; raise InputError listing every problem."""
-    from fabric.model.checks import semantic_problems
+    """Load and validate an inventory directory; raise InputError listing every structural problem."""
+    from fabric.model.checks import model_problems
 
     smap = SourceMap()
     data = read_sections(Path(directory), smap)
@@ -154,7 +104,5 @@ def load(directory: str | Path) -> Loaded:
     if problems or inv is None or qos is None:
         raise InputError(problems)
     loaded = Loaded(inv, smap, qos, overrides or {})
-    problems = semantic_problems(loaded)
-    if problems:
-        raise InputError(problems)
+    loaded.problems = model_problems(loaded)
     return loaded

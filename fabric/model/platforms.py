@@ -6,7 +6,18 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from fabric.design.headroom import AsicBuffer
+
+class AsicBuffer(BaseModel):
+    """ASIC_TABLE values of platform/mellanox/asic_table.j2 (latencies in KB as there)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    cell_size: int
+    pipeline_latency_kb: float
+    mac_phy_delay_kb: float
+    peer_response_time_kb: float
+    kb_on_tile: bool = False  # Spectrum-4/5 add speed/1000*120/8 bytes on tile
+    extra_xoff: int = 0  # Spectrum-6 adds 18 KiB
+
 
 Asic = Literal["spectrum-1", "spectrum-2", "spectrum-3", "spectrum-4", "spectrum-5", "spectrum-6",
                "tomahawk-4", "tomahawk-5", "generic"]

@@ -63,6 +63,10 @@ class QosPolicy(BaseModel):
     ecn: dict[TC, EcnProfile]  # TC → marking profile
     pfc_watchdog: PfcWatchdog
     headroom: HeadroomPolicy
+    lossless_pool_percent: int = Field(50, ge=1, le=99, description=(
+        "share of the switch buffer in the lossless pool where the NOS takes one (NVUE `qos traffic-pool "
+        "default-lossless memory-percent`, the rest default-lossy: Cumulus gives 100 % to the lossy pool by default "
+        "and its QoS guide splits 50/50 before PFC); SONiC and EOS size their pools from the platform"))
 
     def priority_of_dscp(self, dscp: int) -> int:
         return self.dscp_to_priority.get(dscp, self.default_priority)

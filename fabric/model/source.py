@@ -1,11 +1,15 @@
-"""YAML with line numbers: every mapping key and sequence item remembers file and line."""
+"""User input with line numbers: YAML (and JSON) where every mapping key and sequence item remembers file and
+line, and the one conversion of pydantic errors into located problems (`pydantic_problems`) that every loader
+of user files uses: inventories, the acceptance and diagnose catalogs, host intents."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args, get_origin
 
 import yaml
+from pydantic import BaseModel, ValidationError
 
 from fabric.errors import InputError, Problem
 
@@ -25,14 +29,16 @@ class SourceMap:
         self.files: list[str] = []
 
     def where(self, loc: Loc) -> tuple[str, int | None]:
-        """The file and line of `loc`, or of its nearest ancestor that has one."""
+        """The file and line of `loc`, or of its nearest ancestor that has one (the document itself, `()`,
+        where one file holds all of it, e.g. a JSON document)."""
         loc = tuple(loc)
-        while loc:
+        while True:
             hit = self.lines.get(loc)
             if hit:
                 return hit
+            if not loc:
+                return (self.files[0] if self.files else "", None)
             loc = loc[:-1]
-        return (self.files[0] if self.files else "", None)
 
     def problem(self, loc: Loc, expected: str, found: str = "") -> Problem:
         file, line = self.where(loc)
@@ -93,3 +99,76 @@ def load_yaml(path: Path, smap: SourceMap, base: Loc = ()) -> Any:
     if problems:
         raise InputError(problems)
     return data
+
+
+def json_source(text: str, file: str, smap: SourceMap) -> Any:
+    """Parse JSON `text` (from `file`), recording the line of every key and item in `smap`."""
+    from fabric.model.jsonlines import JsonLines
+
+    smap.files.append(file)
+    try:
+        doc = JsonLines(text)
+    except (ValueError, RecursionError) as exc:
+        m = re.fullmatch(r"line (\d+): expected (.*)", str(exc), re.S)
+        where, why = (int(m[1]), m[2]) if m else (None, " ".join(str(exc).split()) or "nesting too deep")
+        raise InputError(Problem(file, where, "", "valid JSON", why)) from None
+    smap.lines[()] = (file, doc.line_of(len(text) - len(text.lstrip())))  # where the document starts
+    for loc, line in doc.lines.items():
+        smap.lines[loc] = (file, line)
+    return doc.value
+
+
+def describe(value: Any) -> str:
+    """A found value for a message: its repr, cut at 60 characters."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _is_model(ann: Any) -> bool:
+    return isinstance(ann, type) and issubclass(ann, BaseModel)
+
+
+def _unwrap(ann: Any) -> Any:
+    """Optional[X], Annotated[X, …] and unions → the model or container inside."""
+    while get_origin(ann) not in (None, list, dict):
+        args = [a for a in get_args(ann) if a is not type(None)]
+        ann = next((a for a in args if _is_model(a) or get_origin(a) in (list, dict)), args[0])
+    return ann
+
+
+def _fields_at(model: type[BaseModel], loc: Loc) -> list[str] | None:
+    """Allowed keys of the mapping at `loc` (for 'unknown key' errors), following the model."""
+    ann: Any = model
+    for part in loc:
+        ann = _unwrap(ann)
+        if _is_model(ann):
+            field = next((f for n, f in ann.model_fields.items() if (f.alias or n) == part), None)
+            if field is None:
+                return None
+            ann = field.annotation
+        elif get_origin(ann) in (list, dict):
+            ann = get_args(ann)[-1]
+        else:
+            return None
+    ann = _unwrap(ann)
+    return [f.alias or n for n, f in ann.model_fields.items()] if _is_model(ann) else None
+
+
+def pydantic_problems(exc: ValidationError, smap: SourceMap, model: type[BaseModel],
+                      base: Loc = ()) -> list[Problem]:
+    """One Problem per pydantic error, with file:line from the source map."""
+    out = []
+    for e in exc.errors():
+        loc = (*base, *(p for p in e["loc"] if not (isinstance(p, str) and "[" in p)))
+        kind = e["type"]
+        if kind == "extra_forbidden":
+            allowed = _fields_at(model, tuple(loc[len(base):-1]))
+            expected = f"one of {', '.join(allowed)}" if allowed else "a known key"
+            out.append(smap.problem(loc, expected, f"unknown key {loc[-1]!r}"))
+        elif kind == "missing":
+            out.append(smap.problem(loc, "this required key", "nothing"))
+        else:
+            msg = e["msg"].removeprefix("Value error, ").removeprefix("Input should be ")
+            msg = msg.replace("String should match pattern", "a string matching")
+            out.append(smap.problem(loc, msg, describe(e.get("input"))))
+    return out

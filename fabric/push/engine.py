@@ -8,8 +8,6 @@ the device cannot be reached again, a target with a confirm timer reverts by its
 
 from __future__ import annotations
 
-import contextlib
-import socket
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -17,22 +15,16 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from fabric.access import Credentials, SwitchEndpoint
+from fabric.errors import one_line
 from fabric.push import state
-from fabric.targets import driver
+from fabric.targets import driver_class
 from fabric.targets.base import DeviceDiff, Driver, TargetError, Txn
-from fabric.targets.connect import Credentials, Endpoint, connect
+from fabric.targets.session import close, conn_errors, open_driver
 
 Status = Literal["unchanged", "changed", "unreachable", "error", "applied", "rolled-back", "failed",
                  "skipped", "reverted-by-timer", "unknown"]
 Progress = Callable[[str, str], None]  # (device, stage)
-
-
-def _conn_errors() -> tuple[type[BaseException], ...]:
-    import paramiko
-    from netmiko.exceptions import NetmikoAuthenticationException, NetmikoTimeoutException, ReadTimeout
-
-    return (NetmikoTimeoutException, NetmikoAuthenticationException, ReadTimeout, paramiko.SSHException,
-            OSError, EOFError, socket.timeout)
 
 
 class DeviceResult(BaseModel):
@@ -59,27 +51,16 @@ class ApplyOptions(BaseModel):
 
 
 def _short(exc: BaseException) -> str:
-    text = " ".join(str(exc).split()) or type(exc).__name__
-    return state.scrub(f"{type(exc).__name__}: {text}"[:240])
+    return state.scrub(one_line(exc))
 
 
-def _open(ep: Endpoint, cred: Credentials, timeout: float, stage: Callable[[str], None]) -> tuple[Any, Driver]:
-    conn = connect(ep, cred, timeout=timeout)
-    return conn, driver(ep.target, conn, ep.device, ep.intended, progress=stage, options=ep.options)
-
-
-def _close(conn: Any) -> None:
-    with contextlib.suppress(Exception):  # best effort on a possibly dead connection
-        conn.disconnect()
-
-
-def plan_device(ep: Endpoint, cred: Credentials, *, timeout: float = 10,
+def plan_device(ep: SwitchEndpoint, cred: Credentials, *, timeout: float = 10,
                 progress: Progress = lambda _d, _s: None) -> DeviceResult:
     t0 = time.monotonic()
     progress(ep.device, "connecting")
     try:
-        conn, drv = _open(ep, cred, timeout, lambda s: progress(ep.device, s))
-    except _conn_errors() as exc:
+        drv = open_driver(ep, cred, timeout=timeout, progress=lambda s: progress(ep.device, s))
+    except conn_errors() as exc:
         return DeviceResult(device=ep.device, target=ep.target, status="unreachable", detail=_short(exc),
                             seconds=time.monotonic() - t0)
     try:
@@ -87,15 +68,15 @@ def plan_device(ep: Endpoint, cred: Credentials, *, timeout: float = 10,
         diff = drv.diff()
         return DeviceResult(device=ep.device, target=ep.target, status="unchanged" if diff.empty else "changed",
                             diff=diff, seconds=time.monotonic() - t0)
-    except (TargetError, *_conn_errors()) as exc:
+    except (TargetError, *conn_errors()) as exc:
         return DeviceResult(device=ep.device, target=ep.target, status="error", detail=_short(exc),
                             seconds=time.monotonic() - t0)
     finally:
-        _close(conn)
+        close(drv)
         progress(ep.device, "done")
 
 
-def plan_all(eps: list[Endpoint], cred: Credentials, *, workers: int = 8, timeout: float = 10,
+def plan_all(eps: list[SwitchEndpoint], cred: Credentials, *, workers: int = 8, timeout: float = 10,
              progress: Progress = lambda _d, _s: None) -> list[DeviceResult]:
     """Diff every endpoint, at most `workers` at a time; results in the order of `eps`."""
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
@@ -103,17 +84,17 @@ def plan_all(eps: list[Endpoint], cred: Credentials, *, workers: int = 8, timeou
         return [f.result() for f in futs]
 
 
-def apply_device(fabric: str, ep: Endpoint, cred: Credentials, opts: ApplyOptions, *, action: str = "apply",
+def apply_device(fabric: str, ep: SwitchEndpoint, cred: Credentials, opts: ApplyOptions, *, action: str = "apply",
                  progress: Progress = lambda _d, _s: None) -> DeviceResult:
     """One device transaction; always audited when the device was (or may have been) changed."""
     t0 = time.monotonic()
     stage = lambda s: progress(ep.device, s)  # noqa: E731
     res = DeviceResult(device=ep.device, target=ep.target, status="failed")
     txn: Txn | None = None
-    conn = None
+    drv: Driver | None = None
     try:
         stage("connecting")
-        conn, drv = _open(ep, cred, opts.connect_timeout, stage)
+        drv = open_driver(ep, cred, timeout=opts.connect_timeout, progress=stage)
         stage("diff")
         res.diff = drv.diff()
         if res.diff.empty:
@@ -138,12 +119,12 @@ def apply_device(fabric: str, ep: Endpoint, cred: Credentials, opts: ApplyOption
             res.status = "applied"
     except TargetError as exc:
         res.detail = state.scrub(str(exc))
-        if txn is not None and txn.committed and conn is not None:
+        if txn is not None and txn.committed and drv is not None:
             res.status, res.detail = _undo(ep, cred, opts, txn, drv, res.detail, reconnect=False)
         else:
             res.detail += "; device unchanged"
-    except _conn_errors() as exc:
-        if conn is None:
+    except conn_errors() as exc:
+        if drv is None:
             res.status, res.detail = "unreachable", _short(exc)
         elif txn is None or not txn.committed:
             res.detail = f"connection lost before the change ({_short(exc)}); device unchanged"
@@ -151,8 +132,7 @@ def apply_device(fabric: str, ep: Endpoint, cred: Credentials, opts: ApplyOption
             res.status, res.detail = _undo(ep, cred, opts, txn, None, f"connection lost ({_short(exc)})",
                                            reconnect=True)
     finally:
-        if conn is not None:
-            _close(conn)
+        close(drv)
         res.seconds = time.monotonic() - t0
         if action == "apply" and txn is not None and res.status in ("applied", "rolled-back", "failed"):
             state.settle_record(fabric, ep.device, applied=res.status == "applied")
@@ -166,28 +146,23 @@ def apply_device(fabric: str, ep: Endpoint, cred: Credentials, opts: ApplyOption
     return res
 
 
-def _undo(ep: Endpoint, cred: Credentials, opts: ApplyOptions, txn: Txn, drv: Driver | None, why: str, *,
+def _undo(ep: SwitchEndpoint, cred: Credentials, opts: ApplyOptions, txn: Txn, drv: Driver | None, why: str, *,
           reconnect: bool) -> tuple[Status, str]:
     """Roll a committed change back, over a new connection when the old one dropped."""
-    conn = None
+    fresh: Driver | None = None
     try:
         if reconnect:
-            conn, drv = _open(ep, cred, opts.connect_timeout, lambda _s: None)
+            drv = fresh = open_driver(ep, cred, timeout=opts.connect_timeout)
         assert drv is not None
         drv.rollback(txn)
         return "rolled-back", f"{why}; rolled back"
-    except (TargetError, *_conn_errors()) as exc:
-        if type(drv).has_confirm_timer if drv else _has_timer(ep.target):
+    except (TargetError, *conn_errors()) as exc:
+        if driver_class(ep.target).has_confirm_timer:
             return "reverted-by-timer", (f"{why}; rollback not possible ({_short(exc)}); the device reverts by "
                                          f"its confirm timer ({opts.confirm_seconds}s after commit, not verified)")
         return "unknown", f"{why}; rollback failed ({_short(exc)}); run `fabric rollback` for {ep.device}"
     finally:
-        if conn is not None:
-            _close(conn)
-
-
-def _has_timer(target: str) -> bool:
-    return target in ("frr", "nvue", "eos")
+        close(fresh)
 
 
 def batches(devices: list[str], canary: int, batch: str) -> list[list[str]]:
@@ -202,7 +177,7 @@ def batches(devices: list[str], canary: int, batch: str) -> list[list[str]]:
     return out
 
 
-def rollout(fabric: str, eps: list[Endpoint], cred: Credentials, opts: ApplyOptions, *, canary: int, batch: str,
+def rollout(fabric: str, eps: list[SwitchEndpoint], cred: Credentials, opts: ApplyOptions, *, canary: int, batch: str,
             workers: int, action: str = "apply", progress: Progress = lambda _d, _s: None) -> list[DeviceResult]:
     """Apply batch by batch; the first batch with a device not applied/unchanged stops the rollout."""
     by_name = {ep.device: ep for ep in eps}

@@ -6,26 +6,28 @@ file names to their content. Output is deterministic: same intent, byte-identica
 
 from __future__ import annotations
 
-import importlib
 import json
 import multiprocessing
 import os
-import re
+from collections.abc import Callable
 from functools import cache
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import jinja2
 
+from fabric.batch import gc_paused
 from fabric.design.intent import FabricIntent, HostIntent, SwitchIntent
+from fabric.nos import NOS
 
 Files = dict[str, str]
-TEMPLATES = Path(__file__).resolve().parent.parent.parent / "templates"
+TEMPLATES = resources.files("fabric") / "templates"  # package data: the repository's templates/, shipped
 
 
 @cache
 def env() -> jinja2.Environment:
-    e = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), undefined=jinja2.StrictUndefined,
+    e = jinja2.Environment(loader=jinja2.PackageLoader("fabric", "templates"), undefined=jinja2.StrictUndefined,
                            keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True, autoescape=False)
     e.filters["tojson_sorted"] = lambda v: json.dumps(v, sort_keys=True)
     return e
@@ -35,113 +37,90 @@ def template(name: str, **context: Any) -> str:
     return env().get_template(name).render(**context)
 
 
-_PLAIN = re.compile(r"^[A-Za-z_][A-Za-z0-9_./-]*$")
-_RESERVED = {"y", "n", "yes", "no", "on", "off", "true", "false", "null", "~"}
+def render_switch(sw: SwitchIntent, fabric: FabricIntent, *, extras: bool = True) -> Files:
+    return NOS[sw.target].module("render").render(sw, fabric, extras=extras)
 
 
-@cache
-def _string(s: str) -> str:
-    return s if _PLAIN.match(s) and s.lower() not in _RESERVED else json.dumps(s)
+def render_host(host: HostIntent, fabric: FabricIntent, *, extras: bool = True) -> Files:
+    from fabric.render import host as hostfiles  # imports Files/template from here
+
+    return hostfiles.render(host, fabric, extras=extras)
 
 
-def _scalar(v: Any) -> str:
-    if isinstance(v, str):
-        return _string(v)
-    if v is None:
-        return "null"
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, (int, float)):
-        return repr(v)
-    return _string(str(v))
+def kubernetes(fabric: FabricIntent) -> Files:
+    """Fabric-wide Kubernetes files (k8s/): rail networks, device plugin config, pod entrypoint."""
+    from fabric.render import k8s
+
+    return k8s.render(fabric)
 
 
-def _emit(data: Any, indent: str, out: list[str]) -> None:
-    if isinstance(data, dict):
-        for key in sorted(data, key=str):
-            value = data[key]
-            if isinstance(value, (dict, list)) and value:
-                out.append(f"{indent}{_scalar(key)}:\n")
-                _emit(value, indent + "  ", out)
-            else:
-                out.append(f"{indent}{_scalar(key)}: {_scalar(value) if value != {} and value != [] else value}\n")
-    else:
-        for item in data:
-            if isinstance(item, (dict, list)) and item:
-                inner: list[str] = []
-                _emit(item, indent + "  ", inner)
-                first = inner[0][len(indent) + 2:]
-                out.append(f"{indent}- {first}")
-                out.extend(inner[1:])
-            else:
-                out.append(f"{indent}- {_scalar(item)}\n")
-
-
-def dumps_yaml(data: Any) -> str:
-    """Block-style YAML with sorted keys for trees of dicts, lists and scalars.
-
-    PyYAML's representer is pure Python and takes ~45 ms for one 128-port NVUE switch, minutes for
-    a 32k-GPU fabric; this emitter quotes every string that YAML 1.1 could read as anything but a
-    string (JSON double quotes are valid YAML), and tests load its output back with PyYAML.
-    """
-    out: list[str] = []
-    _emit(data, "", out)
-    return "".join(out)
-
-
-def dumps_json(data: Any) -> str:
-    """Stable JSON: sorted keys, two-space indent, trailing newline."""
-    return json.dumps(data, indent=2, sort_keys=True) + "\n"
-
-
-def render_switch(sw: SwitchIntent, fabric: FabricIntent) -> Files:
-    return importlib.import_module(f"fabric.render.{sw.target}").render(sw, fabric)
-
-
-def render_host(host: HostIntent, fabric: FabricIntent) -> Files:
-    return importlib.import_module("fabric.render.host").render(host, fabric)
-
-
-def network_attachments(fabric: FabricIntent) -> Files:
-    return importlib.import_module("fabric.render.host").network_attachments(fabric)
-
-
-def render_fabric(fabric: FabricIntent, only: set[str] | None = None, k8s: bool = True) -> dict[str, Files]:
-    """Every device's files keyed by `switches/<name>` or `hosts/<name>`, in a stable order."""
+def render_fabric(fabric: FabricIntent, only: set[str] | None = None, k8s: bool = True,
+                  extras: bool = True) -> dict[str, Files]:
+    """Every device's files keyed by `switches/<name>` or `hosts/<name>`, in a stable order; `extras`
+    adds the review and boot-time copies (NVUE `nv set` lines, the hosts' boot files)."""
     out: dict[str, Files] = {}
     for name, sw in fabric.switches.items():
         if not only or name in only:
-            out[f"switches/{name}"] = render_switch(sw, fabric)
+            out[f"switches/{name}"] = render_switch(sw, fabric, extras=extras)
     for name, host in fabric.hosts.items():
         if not only or name in only:
-            out[f"hosts/{name}"] = render_host(host, fabric)
-    if k8s and not only and (nads := network_attachments(fabric)):
-        out["k8s"] = nads
+            out[f"hosts/{name}"] = render_host(host, fabric, extras=extras)
+    if k8s and not only and (files := kubernetes(fabric)):
+        out["k8s"] = files
     return out
 
 
 _SHARED: FabricIntent | None = None  # inherited by forked workers, never pickled
 
 
-def _render_write(args: tuple[Path, list[str]]) -> int:
-    root, names = args
+def _write_devices(root: Path, fabric: FabricIntent, names: list[str], extras: bool,
+                   progress: Callable[[int], None] | None = None) -> int:
+    """Render and write device by device (memory stays flat); returns the number of files written."""
+    count = 0
+    with gc_paused():
+        for name in names:
+            sw = fabric.switches.get(name)
+            files = render_switch(sw, fabric, extras=extras) if sw else render_host(fabric.hosts[name], fabric,
+                                                                                     extras=extras)
+            d = root / ("switches" if sw else "hosts") / name
+            d.mkdir(parents=True, exist_ok=True)
+            for rel, text in files.items():
+                if "/" in rel:  # hosts' cni/ configs
+                    (d / rel).parent.mkdir(parents=True, exist_ok=True)
+                (d / rel).write_text(text)
+            count += len(files)
+            if progress is not None:
+                progress(1)
+    return count
+
+
+def _render_write(args: tuple[Path, list[str], bool]) -> tuple[int, int]:
+    root, names, extras = args
     assert _SHARED is not None
-    return write_tree(root, render_fabric(_SHARED, set(names), k8s=False))
+    return _write_devices(root, _SHARED, names, extras), len(names)
 
 
-def render_to(root: Path, fabric: FabricIntent, only: set[str] | None = None, workers: int | None = None) -> int:
-    """Render and write every device (or `only`); large fabrics in parallel worker processes."""
+def render_to(root: Path, fabric: FabricIntent, only: set[str] | None = None, workers: int | None = None,
+              extras: bool = False, progress: Callable[[int], None] | None = None) -> int:
+    """Render and write every device (or `only`); large fabrics in parallel worker processes.
+
+    `progress(n)` is called as n more devices are written (in smaller batches when it is given)."""
     global _SHARED
     names = [n for n in [*fabric.switches, *fabric.hosts] if not only or n in only]
     workers = min(workers or os.cpu_count() or 1, max(1, len(names) // 200))
-    count = 0 if only else write_tree(root, {"k8s": network_attachments(fabric)} if fabric.hosts else {})
+    count = 0 if only else write_tree(root, {"k8s": kubernetes(fabric)} if fabric.hosts else {})
     if workers <= 1:
-        return count + write_tree(root, render_fabric(fabric, set(names), k8s=False))
+        return count + _write_devices(root, fabric, names, extras, progress)
     _SHARED = fabric
     try:
-        chunks = [(root, names[i::workers]) for i in range(workers)]
+        parts = workers if progress is None else workers * 16
+        chunks = [(root, names[i::parts], extras) for i in range(parts)]
         with multiprocessing.get_context("fork").Pool(workers) as pool:
-            return count + sum(pool.map(_render_write, chunks))
+            for files, devices in pool.imap_unordered(_render_write, chunks):
+                count += files
+                if progress is not None:
+                    progress(devices)
+        return count
     finally:
         _SHARED = None
 

@@ -140,6 +140,14 @@ class Driver(ABC):
                 return problems
             time.sleep(1)
 
+    def routes(self) -> dict[str, int] | None:
+        """IPv4 prefix → ECMP width of its selected route (acceptance `bgp`); None: not read on this NOS."""
+        return None
+
+    def counters(self) -> dict[str, dict[str, int]] | None:
+        """port → counter name → value (`source:name`), for acceptance and `fabric counters`; None: not read."""
+        return None
+
     # -- transaction --------------------------------------------------------------------------------
     @abstractmethod
     def begin(self) -> Txn: ...

@@ -5,15 +5,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from fabric.design.derive import qos_facts
 from fabric.errors import InputError, Problem
-from fabric.lint.configs import eos, frr, nvue, sonic
 from fabric.lint.configs.model import ConfigSet, DeviceConfig
 from fabric.model.qos import PRESETS, QosPolicy
+from fabric.nos import NOS
 
 if TYPE_CHECKING:
     from fabric.lint.context import Context
 
-GENERIC = {"config_db", "frr", "nvue", "startup", "running-config", "config", "nv-config"}
+GENERIC = {"config_db", "frr", "nvue", "nvue-patch", "startup", "running-config", "config", "nv-config"}
 
 
 def device_name(path: Path, root: Path) -> str:
@@ -44,9 +45,7 @@ def parse_file(path: Path, root: Path) -> DeviceConfig | None:
         return None
     name = device_name(path, root)
     try:
-        return {"sonic": sonic.parse, "nvue": nvue.parse, "eos": eos.parse, "frr": frr.parse}[kind](
-            path, name, text
-        )
+        return NOS[kind].module("configs").parse(path, name, text)
     except ValueError as exc:
         line = str(exc).split(":")[0].removeprefix("line ")
         raise InputError(
@@ -64,13 +63,16 @@ def load_configs(root: Path, ctx: Context | None = None) -> ConfigSet:
     """Every recognised file below `root`, judged against the inventory's policy or the nvidia-roce preset."""
     if not root.is_dir():
         raise InputError(Problem(str(root), None, "", "a directory of device configs", "no such directory"))
-    devices = [d for p in sorted(root.rglob("*")) if p.is_file() and (d := parse_file(p, root))]
+    # A `fabric render` directory: only its switches/ tree holds device configs (hosts/ and k8s/ hold host
+    # intent, netplan and NetworkAttachmentDefinitions, which are no switch's config).
+    scan = root / "switches" if (root / "switches").is_dir() else root
+    devices = [d for p in sorted(scan.rglob("*")) if p.is_file() and (d := parse_file(p, root))]
     if not devices:
         raise InputError(
             Problem(
                 str(root), None, "", "config_db.json, *.yaml (NVUE), *.cfg (EOS) or frr.conf files", "none"
             )
         )
-    policy = ctx.qos if ctx else QosPolicy.model_validate(PRESETS["nvidia-roce"])
+    policy = qos_facts(ctx.qos if ctx else QosPolicy.model_validate(PRESETS["nvidia-roce"]))
     host_mtu = min((r.mtu for h in ctx.hosts for r in h.rails), default=None) if ctx else None
     return ConfigSet(devices=devices, policy=policy, host_mtu=host_mtu, intent=ctx.intent if ctx else None)

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
 
-from fabric.design.intent import FabricIntent
+from fabric.design.intent import FabricIntent, QosFacts
 from fabric.lint.view import QosView, Where
-from fabric.model.qos import QosPolicy
+from fabric.model.inventory import Target
 
-Kind = Literal["sonic", "nvue", "eos", "frr"]
+Kind = Target  # the NOS a config file is written for
 
 
 @dataclass
@@ -21,6 +20,8 @@ class PortConfig:
     pfc: list[int] | None = None  # lossless priorities on this port; None when not configured
     watchdog: bool = False
     adaptive_routing: bool | None = None
+    access_vlan: int | None = None  # untagged (access) member of this VLAN
+    tagged_vlans: list[int] | None = None  # tagged member of these VLANs; None: no tagged membership configured
 
 
 @dataclass
@@ -44,7 +45,9 @@ class DeviceConfig:
     asn: int | None = None
     neighbors: list[BgpNeighborConfig] = field(default_factory=list)
     arp_aging: int | None = None
-    graceful_shutdown: bool | None = None  # None: the format cannot say
+    arp_aging_at: Where | None = None  # where arp_aging is set when not in this file (SONiC: sysctl.conf beside it)
+    graceful_shutdown: bool | None = None  # RFC 8326 honoured and sendable (fabric.lint.configs.gshut); None: no BGP
+    graceful_shutdown_missing: str = ""  # what is missing when graceful_shutdown is False
     default_dscp_map: str = ""  # sonic: why the file relies on the NOS default DSCP map, if it does
 
     def at(self, key: str = "") -> Where:
@@ -61,6 +64,6 @@ class ConfigSet:
     """Every parsed config, with what they are judged against: the inventory's policy, or the preset."""
 
     devices: list[DeviceConfig]
-    policy: QosPolicy
+    policy: QosFacts  # what the configs are judged against
     host_mtu: int | None = None  # from the inventory; None: only the RoCE minimum is enforced
     intent: FabricIntent | None = None

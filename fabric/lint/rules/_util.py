@@ -8,7 +8,7 @@ from fabric.design.intent import SwitchIntent
 from fabric.lint.configs.model import ConfigSet
 from fabric.lint.context import Context
 from fabric.lint.core import Finding, Rule
-from fabric.lint.view import QosView, policy_view
+from fabric.lint.view import QosView, facts_view
 
 # (item, message, key of the location)
 Hit = tuple[str, str, str]
@@ -24,7 +24,7 @@ def policy_groups(ctx: Context) -> list[tuple[QosView, list[SwitchIntent]]]:
     for sw in ctx.switches:
         key = (id(sw.qos), sw.buffer_bytes)
         if key not in groups:
-            groups[key] = (policy_view("qos", sw.qos, ctx.qos_at, sw.buffer_bytes), [])
+            groups[key] = (facts_view("qos", sw.qos, ctx.qos_at, sw.buffer_bytes), [])
         groups[key][1].append(sw)
     return list(groups.values())
 

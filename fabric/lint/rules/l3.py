@@ -526,3 +526,60 @@ class LeafReachesSpines(Rule):
                     ctx.switch_at(sw.name),
                     "uplinks",
                 )
+
+
+@rule
+class HostLeafTagging(Rule):
+    id = "RF311"
+    severity = Severity.error
+    title = "A host's VLAN tagging matches its leaf port"
+    explanation = (
+        "A rail NIC with `vlan:` sends every frame tagged with that VLAN. The leaf port must be a tagged member "
+        "of the same VLAN (the rail's SVI VLAN); an access (untagged) member drops the tagged frames or puts "
+        "them in the wrong VLAN, and a routed port (p2p31) has no VLAN at all. An untagged NIC on a tagged-only "
+        "port is the same break the other way round. Layer 2 is then silently down on that rail: ARP never "
+        "resolves and the RDMA connection never forms."
+    )
+    fix = ("Give the NIC the rail's VLAN (addressing.vlan_base + rail) or no vlan at all, in svi addressing; "
+           "p2p31 host ports are routed and carry untagged frames only. Then render and push the leaf.")
+    configs = True
+
+    def check(self, ctx: Context) -> Iterator[Finding]:
+        hits = []
+        for h in ctx.hosts:
+            for r in h.rails:
+                port = ctx.port.get((r.leaf, r.leaf_port))
+                if port is None or r.vlan is None:
+                    continue
+                if port.vlan is None:
+                    message = (f"VLAN tagging on rail {r.rail}: expected an untagged NIC on a routed leaf port "
+                               f"({ctx.intent.addressing_mode}), found the host tagging VLAN {r.vlan}")
+                elif port.vlan != r.vlan:
+                    message = (f"VLAN tagging on rail {r.rail}: expected the host to tag the rail VLAN {port.vlan} "
+                               f"of {r.leaf}, found VLAN {r.vlan}")
+                else:
+                    continue
+                hits.append((h.name, message, ctx.host_at(h.name, "nics"), f"{r.netdev}→{r.leaf}:{r.leaf_port}"))
+        yield from self.grouped(hits, "hosts", "hosts")
+
+    def check_configs(self, cs: ConfigSet) -> Iterator[Finding]:
+        if cs.intent is None:
+            return
+        devices = {d.name: d for d in cs.devices}
+        for h in cs.intent.hosts.values():
+            for r in h.rails:
+                dev = devices.get(r.leaf)
+                pc = dev.ports.get(r.leaf_port) if dev else None
+                if dev is None or pc is None:
+                    continue
+                tagged = pc.tagged_vlans or []
+                if r.vlan is not None and r.vlan not in tagged:
+                    found = (f"access VLAN {pc.access_vlan}" if pc.access_vlan is not None
+                             else f"tagged VLANs {tagged}" if tagged else "a routed port")
+                    yield self.finding(dev.name, f"VLAN tagging on {r.leaf_port}: {h.name} {r.ifname} tags VLAN "
+                                       f"{r.vlan}, expected a tagged member of it, found {found}",
+                                       (dev.file, pc.line), r.leaf_port)
+                elif r.vlan is None and tagged and pc.access_vlan is None:
+                    yield self.finding(dev.name, f"VLAN tagging on {r.leaf_port}: {h.name} {r.ifname} sends "
+                                       f"untagged frames, expected an access member, found tagged VLANs {tagged}",
+                                       (dev.file, pc.line), r.leaf_port)

@@ -171,7 +171,7 @@ class ArpAging(Rule):
                 yield self.finding(
                     dev.name,
                     f"ARP aging: expected at most {ARP_AGING_MAX} s, found {dev.arp_aging} s",
-                    dev.at("arp_aging"),
+                    dev.arp_aging_at or dev.at("arp_aging"),
                     "arp aging",
                 )
 
@@ -180,22 +180,28 @@ class ArpAging(Rule):
 class GracefulShutdown(Rule):
     id = "RF405"
     severity = Severity.warning
-    title = "Graceful shutdown (RFC 8326) configured for maintenance"
+    title = "Graceful shutdown (RFC 8326): GRACEFUL_SHUTDOWN honoured from peers and sendable to them"
     explanation = (
-        "Draining a switch for maintenance should move traffic away before its sessions drop: "
-        "routes tagged GRACEFUL_SHUTDOWN (65535:0) get the lowest preference on the peers. Without "
-        "it every reboot blackholes in-flight RDMA until BGP hold timers expire, and NCCL jobs "
-        "fail with timeouts."
+        "Draining a switch for maintenance should move traffic away before its sessions drop: the drained "
+        "switch announces its routes with GRACEFUL_SHUTDOWN (65535:0) and its peers give them LOCAL_PREF 0, so "
+        "ECMP moves to the other paths first. Without it every reboot blackholes in-flight RDMA until BGP hold "
+        "timers expire, and NCCL jobs fail with timeouts. A config honours it with an inbound policy on every "
+        "fabric neighbour (a community list matching 65535:0, a route-map entry setting local-preference 0) and "
+        "can send it when communities reach the neighbours (EOS needs `send-community`; FRR, SONiC and NVUE "
+        "send them unless told not to). FRR-based NOSes also lower the preference by themselves; the tool "
+        "renders the policy on every target so the behaviour does not depend on the build."
     )
-    fix = ("Keep switching.bgp.graceful_shutdown true (FRR: a GSHUT community-list, local-preference 0 "
-           "on import; drain with `bgp graceful-shutdown`).")
+    fix = ("Keep switching.bgp.graceful_shutdown true (the default) and push the rendered configs; drain with "
+           "`bgp graceful-shutdown` (FRR, SONiC BGP_GLOBALS graceful_shutdown), `nv set router bgp "
+           "graceful-shutdown` (NVUE) or maintenance mode (EOS).")
     configs = True
 
     def check(self, ctx: Context) -> Iterator[Finding]:
         hits = [
             (
                 sw.name,
-                "BGP graceful shutdown: expected enabled, found disabled",
+                "BGP graceful shutdown: expected GRACEFUL_SHUTDOWN honoured from the fabric neighbours, "
+                "found switching.bgp.graceful_shutdown false",
                 ctx.first(("switching", "bgp", "graceful_shutdown"), ("switching",)),
                 "bgp",
             )
@@ -209,8 +215,8 @@ class GracefulShutdown(Rule):
             if dev.graceful_shutdown is False and dev.neighbors:
                 yield self.finding(
                     dev.name,
-                    "BGP graceful shutdown: expected the GRACEFUL_SHUTDOWN community "
-                    "honoured, found it disabled",
+                    "BGP graceful shutdown: expected GRACEFUL_SHUTDOWN honoured from and sendable to every fabric "
+                    f"neighbour, found {dev.graceful_shutdown_missing}",
                     dev.at("graceful_shutdown"),
                     "bgp",
                 )

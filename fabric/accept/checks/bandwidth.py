@@ -1,0 +1,181 @@
+"""Bandwidth checks: ib_write_bw (lab: iperf3) between scheduled host pairs per rail, within a scalable
+unit (rail-bandwidth) and across them through the spines (cross-su-bandwidth); failures are bisected down to
+a host and rail (fault location, also used by the NCCL check)."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+from pydantic import Field
+
+from fabric.accept.checks.base import Check, Context, Input, hosts_per_rail, register
+from fabric.accept.locate import GroupOutcome, Link, Location, locate
+from fabric.accept.results import CheckResult, Measurement
+from fabric.accept.schedule import Pair, cross_rounds, schedule
+from fabric.accept.tools import TOOLS, Tool, ends, measure_links, missing
+from fabric.design.intent import FabricIntent
+
+
+class TrafficInput(Input):
+    tool: str = Field("ib_write_bw", description="ib_write_bw (RDMA) or iperf3 (lab stand-in)")
+    threshold_gbps: float | None = Field(None, description="absolute minimum; default fraction × link speed")
+    fraction_of_link: float = Field(0.9, gt=0, le=1)
+    seconds: float = Field(5, gt=0, le=120, description="per test (-D / -t)")
+    timeout_s: float = Field(30, gt=0, description="per test, servers included")
+    message_size: int = Field(1 << 20, description="ib_write_bw -s (large messages)")
+    qps: int = Field(4, ge=1)
+    parallel: int = Field(16, ge=1, description="concurrent tests (bounded)")
+    quick: bool | None = Field(None, description="pair every host once (default: --quick)")
+    locate: bool = Field(True, description="bisect failures down to a host and rail")
+    rails: list[int] | None = None
+
+
+def _tool(inputs: TrafficInput) -> Tool:
+    if inputs.tool not in TOOLS:
+        raise ValueError(f"tool: expected one of {', '.join(TOOLS)}, found {inputs.tool!r}")
+    cls = TOOLS[inputs.tool]
+    if inputs.tool == "ib_write_bw":
+        return cls(size=inputs.message_size, qps=inputs.qps)  # type: ignore[call-arg]
+    return cls()
+
+
+def _threshold(inputs: TrafficInput, fabric: FabricIntent, rail: int) -> float:
+    if inputs.threshold_gbps is not None:
+        return inputs.threshold_gbps
+    speeds = [r.speed for h in fabric.hosts.values() for r in h.rails if r.rail == rail]
+    return round(min(speeds) * inputs.fraction_of_link, 3)
+
+
+def locate_rails(ctx: Context, tool: Tool, inputs: TrafficInput, rails: dict[int, list[str]]) -> list[Location]:
+    """Bisect every failing rail at once (rails are independent), with ring probes of `tool`."""
+    ep = ends(ctx.fabric)
+
+    def probe(rail: int, groups: list[list[str]]) -> list[GroupOutcome]:
+        thr = _threshold(inputs, ctx.fabric, rail)
+        links = [(ep[(g[i], rail)], ep[(g[(i + 1) % len(g)], rail)]) for g in groups for i in range(len(g))]
+        ctx.progress(f"locate rail {rail}: {len(groups)} groups, {len(links)} links")
+        ms = measure_links(ctx.site, tool, links, seconds=inputs.seconds, timeout=inputs.timeout_s,
+                           threshold=thr, workers=inputs.parallel)
+        out, k = [], 0
+        for g in groups:
+            part, k = ms[k:k + len(g)], k + len(g)
+            lk = [Link(src=m.src, dst=m.dst, value=m.value or 0.0) for m in part]
+            out.append(GroupOutcome(hosts=g, links=lk, value=min(x.value for x in lk),
+                                    ok=all(m.ok for m in part),
+                                    detail="; ".join(m.detail for m in part if m.detail)))
+        return out
+
+    with ThreadPoolExecutor(max_workers=max(1, len(rails))) as pool:
+        return list(pool.map(lambda kv: locate(kv[0], kv[1], probe), sorted(rails.items())))
+
+
+def location_evidence(loc: Location, fabric: FabricIntent) -> list[str]:
+    lines = [f"fault location rail {loc.rail}: {loc.summary} after {loc.rounds} rounds"]
+    for h in loc.hosts:
+        r = next((x for x in fabric.hosts[h].rails if x.rail == loc.rail), None)
+        if r:
+            lines.append(f"  {h} {r.netdev} ({r.rdma}) ↔ {r.leaf}:{r.leaf_port}")
+    for step in loc.steps:
+        for g in step.groups:
+            slow = min(g.links, key=lambda x: x.value) if g.links else None
+            where = f"slowest {slow.src}→{slow.dst} {slow.value:g}" if slow else ""
+            lines.append(f"  round {step.round}: ring {'→'.join(g.hosts)} {'ok' if g.ok else 'FAIL'} {where}"
+                         + (f" ({g.detail})" if g.detail and not g.ok else ""))
+    return lines
+
+
+class PairBandwidth(Check):
+    """Shared by rail-bandwidth and cross-su-bandwidth: scheduled pairs, both directions, per rail."""
+
+    phase = "traffic"
+    Input = TrafficInput
+
+    def pairs(self, ctx: Context, quick: bool) -> list[dict[int, list[Pair]]]:
+        raise NotImplementedError
+
+    def run(self, ctx: Context) -> CheckResult:
+        inputs: TrafficInput = self.inputs  # type: ignore[assignment]
+        tool = _tool(inputs)
+        quick = ctx.quick if inputs.quick is None else inputs.quick
+        rounds = self.pairs(ctx, quick)
+        if not rounds:
+            return self.result("skipped", self.no_pairs_reason(ctx))
+        hosts = sorted({h for rd in rounds for ps in rd.values() for p in ps for h in p})
+        why = missing(ctx.site, tool, hosts, ctx.fabric)
+        if why:
+            return self.result("skipped", f"{tool.name} cannot run: {why}")
+        ep = ends(ctx.fabric)
+        ms: list[Measurement] = []
+        for k, rd in enumerate(rounds, 1):
+            jobs = [(rail, a, b) for rail, ps in rd.items() for a, b in ps]
+            ctx.progress(f"{self.id}: round {k}/{len(rounds)}, {len(jobs)} pairs × 2 directions")
+            for direction in (0, 1):
+                links = [(ep[(a, rail)], ep[(b, rail)]) if direction == 0 else (ep[(b, rail)], ep[(a, rail)])
+                         for rail, a, b in jobs]
+                thr = {rail: _threshold(inputs, ctx.fabric, rail) for rail, _, _ in jobs}
+                got = measure_links(ctx.site, tool, links, seconds=inputs.seconds, timeout=inputs.timeout_s,
+                                    threshold=None, workers=inputs.parallel)
+                for m in got:
+                    m.threshold = thr[m.rail or 0]
+                    if m.value is not None:
+                        m.ok = m.value >= m.threshold
+                ms += got
+        ctx.traffic += ms
+        bad = [m for m in ms if not m.ok]
+        res = self.result("pass" if not bad else "fail", measurements=ms, rounds=len(rounds))
+        if not bad:
+            low = min(ms, key=lambda m: m.value or 0.0)
+            res.message = (f"{len(ms)} tests ≥ threshold; lowest {low.value:g} {tool.unit} "
+                           f"({low.src}→{low.dst} rail {low.rail})")
+            return res
+        worst = min(bad, key=lambda m: m.value or 0.0)
+        res.message = (f"Expected ≥ {worst.threshold:g} {tool.unit} on every rail and direction. Actual: "
+                       f"{len(bad)}/{len(ms)} below, worst {worst.src}→{worst.dst} rail {worst.rail} "
+                       + (f"{worst.value:g} {tool.unit}" if worst.value is not None else worst.detail))
+        if inputs.locate:
+            failing: dict[int, list[str]] = {}
+            for m in bad:
+                failing.setdefault(m.rail or 0, [])
+            for rail in failing:
+                failing[rail] = sorted({h for m in ms if m.rail == rail for h in (m.src, m.dst)})
+            res.locations = locate_rails(ctx, tool, inputs, failing)
+            res.rounds += max((loc.rounds for loc in res.locations), default=0)
+            for loc in res.locations:
+                res.evidence += location_evidence(loc, ctx.fabric)
+            res.message += ". Located: " + "; ".join(loc.summary for loc in res.locations)
+        return res
+
+    def no_pairs_reason(self, ctx: Context) -> str:
+        return "fewer than two hosts per rail"
+
+
+@register
+class RailBandwidth(PairBandwidth):
+    """ib_write_bw between hosts on each rail, both directions (lab: iperf3 through the same runner)."""
+
+    name = "rail-bandwidth"
+    tags = ["traffic", "bandwidth", "rail"]
+
+    def pairs(self, ctx: Context, quick: bool) -> list[dict[int, list[Pair]]]:
+        return [rd.pairs for rd in schedule(hosts_per_rail(ctx.fabric, self.inputs.rails), quick=quick)]  # type: ignore[attr-defined]
+
+
+@register
+class CrossSuBandwidth(PairBandwidth):
+    """The same across scalable units, through the spines."""
+
+    name = "cross-su-bandwidth"
+    tags = ["traffic", "bandwidth", "spine"]
+
+    def pairs(self, ctx: Context, quick: bool) -> list[dict[int, list[Pair]]]:
+        per_rail: dict[int, list[list[Pair]]] = {}
+        for rail, hosts in hosts_per_rail(ctx.fabric, self.inputs.rails).items():  # type: ignore[attr-defined]
+            sus: dict[int, list[str]] = {}
+            for h in hosts:
+                sus.setdefault(ctx.fabric.hosts[h].su, []).append(h)
+            per_rail[rail] = cross_rounds([sus[s] for s in sorted(sus)], quick=quick)
+        depth = max((len(v) for v in per_rail.values()), default=0)
+        return [{rail: rs[k] for rail, rs in per_rail.items() if k < len(rs)} for k in range(depth)]
+
+    def no_pairs_reason(self, ctx: Context) -> str:
+        return f"one scalable unit ({len({h.su for h in ctx.fabric.hosts.values()})}): no spine path to test"

@@ -1,0 +1,62 @@
+"""Latency check: ib_write_lat (lab: ping RTT/2) between host pairs on each rail, judged on p99."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from fabric.accept.checks.base import Check, Context, Input, hosts_per_rail, register
+from fabric.accept.results import CheckResult, Measurement
+from fabric.accept.schedule import schedule
+from fabric.accept.tools import TOOLS, ends, measure_links, missing
+
+
+class LatencyInput(Input):
+    tool: str = Field("ib_write_lat", description="ib_write_lat (RDMA) or ping (lab stand-in)")
+    max_p99_us: float = Field(5.0, gt=0, description="one-way p99 latency limit")
+    iterations: int = Field(5000, ge=10)
+    timeout_s: float = 30
+    parallel: int = 16
+    quick: bool | None = None
+    rails: list[int] | None = None
+
+
+@register
+class RailLatency(Check):
+    """ib_write_lat between host pairs on each rail, judged on p99 (lab: ping RTT/2)."""
+
+    name = "rail-latency"
+    tags = ["traffic", "latency", "rail"]
+    phase = "traffic"
+    Input = LatencyInput
+
+    def run(self, ctx: Context) -> CheckResult:
+        inputs: LatencyInput = self.inputs  # type: ignore[assignment]
+        cls = TOOLS.get(inputs.tool)
+        if cls is None or cls.higher_is_better:
+            raise ValueError(f"tool: expected ib_write_lat or ping, found {inputs.tool!r}")
+        tool = cls(iterations=inputs.iterations) if inputs.tool == "ib_write_lat" else cls()  # type: ignore[call-arg]
+        quick = ctx.quick if inputs.quick is None else inputs.quick
+        rounds = schedule(hosts_per_rail(ctx.fabric, inputs.rails), quick=quick)
+        if not rounds:
+            return self.result("skipped", "fewer than two hosts per rail")
+        hosts = sorted({h for rd in rounds for _, a, b in rd.jobs for h in (a, b)})
+        why = missing(ctx.site, tool, hosts, ctx.fabric)
+        if why:
+            return self.result("skipped", f"{tool.name} cannot run: {why}")
+        ep = ends(ctx.fabric)
+        ms: list[Measurement] = []
+        for k, rd in enumerate(rounds, 1):
+            ctx.progress(f"{self.id}: round {k}/{len(rounds)}")
+            links = [(ep[(a, rail)], ep[(b, rail)]) for rail, a, b in rd.jobs]
+            ms += measure_links(ctx.site, tool, links, seconds=1, timeout=inputs.timeout_s,
+                                threshold=inputs.max_p99_us, workers=inputs.parallel)
+        bad = [m for m in ms if not m.ok]
+        if not bad:
+            hi = max(ms, key=lambda m: m.value or 0.0)
+            return self.result("pass", f"{len(ms)} pairs, highest p99 {hi.value:g} us ({hi.src}→{hi.dst} "
+                               f"rail {hi.rail})", measurements=ms, rounds=len(rounds))
+        worst = max(bad, key=lambda m: m.value if m.value is not None else float("inf"))
+        actual = f"{worst.value:g} us" if worst.value is not None else worst.detail
+        return self.result("fail", f"Expected p99 ≤ {inputs.max_p99_us:g} us. Actual: {len(bad)}/{len(ms)} "
+                           f"above, worst {worst.src}→{worst.dst} rail {worst.rail} {actual}",
+                           measurements=ms, rounds=len(rounds))

@@ -1,0 +1,126 @@
+"""NCCL check: nccl-tests all_reduce_perf between host pairs and across the cluster, launched by mpirun,
+Slurm or Kubernetes with the NCCL environment from the rendering, judged on busbw at the largest sizes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field
+
+from fabric.accept.checks.bandwidth import TrafficInput, locate_rails, location_evidence
+from fabric.accept.checks.base import Check, Context, Input, register
+from fabric.accept.results import CheckResult, Measurement
+from fabric.accept.schedule import schedule
+from fabric.accept.tools import TOOLS, missing
+from fabric.design.intent import FabricIntent
+
+
+class NcclInput(Input):
+    binary: str = "all_reduce_perf"
+    launcher: Literal["mpirun", "slurm", "k8s"] = "mpirun"
+    pairs: Literal["quick", "all", "none"] = "quick"
+    cluster: bool = True
+    min_bytes: str = "8"
+    max_bytes: str = "8G"
+    largest_sizes: int = Field(2, ge=1, description="judge the lowest busbw over the N largest sizes")
+    fraction_of_line: float = Field(0.9, gt=0, le=1.5,
+                                    description="busbw threshold = fraction × NICs × link speed / 8 (GB/s)")
+    min_busbw_gbytes: float | None = Field(None, description="absolute threshold instead")
+    gpus_per_host: int | None = None
+    timeout_s: float = 600
+    image: str | None = Field(None, description="k8s launcher: the container image (requirements: fabric.accept.k8s)")
+    locate_tool: str = Field("ib_write_bw", description="rail tool for fault location after a failure")
+
+
+def expected_busbw(fabric: FabricIntent, hosts: list[str]) -> float:
+    """Line-rate bus bandwidth in GB/s: the slowest host's NIC count × link speed / 8."""
+    return min(sum(r.speed for r in fabric.hosts[h].rails) / 8 for h in hosts)
+
+
+def judge_nccl(text: str, *, expected_gbytes: float, fraction: float, largest: int, file: str = "nccl",
+               absolute: float | None = None) -> Measurement:
+    """Judge nccl-tests output on busbw at the largest sizes (never the 'Avg bus bandwidth' line)."""
+    from fabric.parsers import busbw_at_largest, parse_nccl
+
+    res = parse_nccl(text, file)
+    threshold = absolute if absolute is not None else round(expected_gbytes * fraction, 2)
+    if not res.rows:
+        return Measurement(unit="GB/s", threshold=threshold, ok=False, tool="all_reduce_perf",
+                           detail="no result rows")
+    value = busbw_at_largest(res, largest)
+    wrong = sum((r.out_of_place.wrong or 0) + (r.in_place.wrong or 0) for r in res.rows)
+    ok = value >= threshold and wrong == 0 and res.out_of_bounds_ok is not False
+    detail = f"avg line {res.avg_busbw} GB/s (not judged)" + (f"; {wrong} wrong" if wrong else "")
+    return Measurement(value=value, unit="GB/s", threshold=threshold, ok=ok, tool="all_reduce_perf",
+                       detail=detail)
+
+
+@register
+class NcclAllReduce(Check):
+    """nccl-tests all_reduce_perf between host pairs and across the cluster, NCCL env from the rendering."""
+
+    name = "nccl-allreduce"
+    tags = ["traffic", "nccl", "bandwidth"]
+    phase = "traffic"
+    Input = NcclInput
+
+    def run(self, ctx: Context) -> CheckResult:
+        from fabric.accept import launchers
+
+        inputs: NcclInput = self.inputs  # type: ignore[assignment]
+        hosts = sorted(ctx.fabric.hosts)
+        if len(hosts) < 2:
+            return self.result("skipped", "fewer than two hosts")
+        groups: list[list[str]] = []
+        if inputs.pairs != "none":
+            for rd in schedule({0: hosts}, quick=inputs.pairs == "quick"):
+                groups += [list(p) for p in rd.pairs.get(0, [])]
+        if inputs.cluster and len(hosts) > 2:
+            groups.append(hosts)
+        if inputs.launcher == "k8s" and not inputs.image:
+            return self.result("skipped", "k8s: no container image: set the check input `image` (or --image) to an "
+                               "image with sshd, OpenMPI and nccl-tests (fabric.accept.k8s)")
+        out_dir = (ctx.report_dir or Path("build/accept")) / "launch" / self.id
+        jobs = [launchers.nccl_job(ctx.fabric, g, inputs, name=f"{self.id}-{i}") for i, g in enumerate(groups)]
+        rendered = list(dict.fromkeys(str(p) for j in jobs for p in launchers.render(j, inputs.launcher, ctx.fabric,
+                                                                                   out_dir)))
+        runner = launchers.runner(inputs.launcher, ctx.site, hosts, inputs.binary)
+        if runner.skip:
+            return self.result("skipped", f"{inputs.launcher}: {runner.skip} (rendered {len(rendered)} files "
+                               f"in {out_dir})", rendered=rendered)
+        ms: list[Measurement] = []
+        for j in jobs:
+            ctx.progress(f"{self.id}: {j.name} ({len(j.hosts)} hosts)")
+            text, err = runner.run(j, out_dir, inputs.timeout_s)
+            exp = expected_busbw(ctx.fabric, j.hosts)
+            if err:
+                m = Measurement(unit="GB/s", ok=False, tool=inputs.binary, detail=err)
+            else:
+                try:
+                    m = judge_nccl(text, expected_gbytes=exp, fraction=inputs.fraction_of_line,
+                                   largest=inputs.largest_sizes, file=j.name, absolute=inputs.min_busbw_gbytes)
+                except Exception as exc:
+                    m = Measurement(unit="GB/s", ok=False, tool=inputs.binary, detail=str(exc).splitlines()[0])
+            m.src, m.dst = j.hosts[0], (j.hosts[1] if len(j.hosts) == 2 else f"{len(j.hosts)} hosts")
+            ms.append(m)
+        bad = [m for m in ms if not m.ok]
+        res = self.result("pass" if not bad else "fail", measurements=ms, rendered=rendered, rounds=len(jobs))
+        if not bad:
+            res.message = f"{len(ms)} runs; lowest busbw {min(m.value or 0 for m in ms):g} GB/s at the largest sizes"
+            return res
+        w = bad[0]
+        res.message = (f"Expected busbw ≥ {w.threshold} GB/s at the {inputs.largest_sizes} largest sizes. "
+                       f"Actual: {w.value if w.value is not None else w.detail} ({w.src}, {w.dst})")
+        tool_cls = TOOLS.get(inputs.locate_tool)
+        # host-side fault location needs SSH to the hosts; a Kubernetes run locates with pod-rail-bandwidth
+        if inputs.launcher != "k8s" and tool_cls is not None and not missing(ctx.site, tool_cls(), hosts[:1],
+                                                                             ctx.fabric):
+            ti = TrafficInput(tool=inputs.locate_tool, seconds=2)
+            failing = sorted({h for m in bad for h in ([m.src, m.dst] if m.dst in hosts else hosts)})
+            rails = sorted({r.rail for h in failing for r in ctx.fabric.hosts[h].rails})
+            res.locations = [loc for loc in locate_rails(ctx, tool_cls(), ti, dict.fromkeys(rails, failing))
+                             if loc.hosts or loc.between or loc.suspects]
+            for loc in res.locations:
+                res.evidence += location_evidence(loc, ctx.fabric)
+        return res

@@ -1,0 +1,84 @@
+"""Container acceptance: perftest between pods on each rail, through the Kubernetes launcher.
+
+The K8s RoCE practice tests pod to pod before users get the cluster: the same VF, CNI chain, RDMA netns
+and GID the users' pods will get. This check schedules the same host pairs as rail-bandwidth (or, with
+`scope: cross-su`, as cross-su-bandwidth), runs them as one gang-scheduled MPIJob (fabric.accept.k8s:
+one worker pod per host, each with every rail's network; per round the pairs at once, both directions)
+and judges each pair with the host check's tool, argv and threshold. Without a cluster it renders the job
+and is skipped, naming the files.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field
+
+from fabric.accept.checks.bandwidth import CrossSuBandwidth, RailBandwidth, TrafficInput, _threshold
+from fabric.accept.checks.base import Check, Context, register
+from fabric.accept.results import CheckResult
+
+
+class PodTrafficInput(TrafficInput):
+    tool: Literal["ib_write_bw"] = "ib_write_bw"
+    scope: Literal["rail", "cross-su"] = Field("rail", description="pairs as rail-bandwidth or cross-su-bandwidth")
+    image: str | None = Field(None, description="container image (requirements: fabric.accept.k8s)")
+    job_timeout_s: float = Field(1800, gt=0, description="the whole MPIJob")
+
+
+@register
+class PodRailBandwidth(Check):
+    """perftest between pods on every rail (VF or passed-through PF), judged like rail-bandwidth."""
+
+    name = "pod-rail-bandwidth"
+    tags = ["traffic", "bandwidth", "k8s", "pods"]
+    phase = "traffic"
+    Input = PodTrafficInput
+
+    def run(self, ctx: Context) -> CheckResult:
+        from fabric.accept import k8s
+
+        inputs: PodTrafficInput = self.inputs  # type: ignore[assignment]
+        quick = ctx.quick if inputs.quick is None else inputs.quick
+        source = (RailBandwidth if inputs.scope == "rail" else CrossSuBandwidth)(inputs)
+        rounds = source.pairs(ctx, quick)
+        if not rounds:
+            return self.result("skipped", source.no_pairs_reason(ctx))
+        if not inputs.image:
+            return self.result("skipped", "no container image: set the check input `image` (or --image) to an "
+                               "image with sshd, OpenMPI and perftest (fabric.accept.k8s)")
+        job = k8s.perftest_pod_job(ctx.fabric, self.id, k8s.pod_pairs(ctx.fabric, rounds, "p"), tool=inputs.tool,
+                                   image=inputs.image, size=inputs.message_size, qps=inputs.qps,
+                                   seconds=inputs.seconds, timeout_s=inputs.job_timeout_s)
+        out_dir = (ctx.report_dir or Path("build/accept")) / "launch" / self.id
+        out_dir.mkdir(parents=True, exist_ok=True)
+        manifest = out_dir / f"{job.name}.k8s.yaml"
+        manifest.write_text(k8s.manifests_yaml(job, ctx.fabric))
+        networks = k8s.write_networks(ctx.fabric, out_dir)
+        rendered = [str(manifest), str(networks)]
+        runner = k8s.K8sRunner(ctx.fabric.kubernetes.namespace)
+        if runner.skip:
+            return self.result("skipped", f"k8s: {runner.skip} (rendered {manifest})", rendered=rendered)
+        ctx.progress(f"{self.id}: MPIJob {job.name}, {len(job.hosts)} pods, {len(job.pairs)} rounds")
+        log, err = runner.run(manifest, job.name, inputs.job_timeout_s, networks=networks, progress=ctx.progress)
+        (out_dir / f"{job.name}.log").write_text(log)
+        thr = {rail: _threshold(inputs, ctx.fabric, rail) for rd in job.pairs for rail in {p.rail for p in rd}}
+        ms = k8s.judge_pairs(job, log, thr)
+        bad = [m for m in ms if not m.ok]
+        res = self.result("pass" if not bad and not err else "fail", measurements=ms, rendered=rendered,
+                          rounds=len(job.pairs))
+        if not bad and not err:
+            low = min(ms, key=lambda m: m.value or 0.0)
+            res.message = (f"{len(ms)} pod-to-pod tests ≥ threshold; lowest {low.value:g} {low.unit} "
+                           f"({low.src}→{low.dst} rail {low.rail})")
+            return res
+        if bad:
+            worst = min(bad, key=lambda m: m.value or 0.0)
+            res.message = (f"Expected ≥ {worst.threshold:g} {worst.unit} between pods on every rail and direction. "
+                           f"Actual: {len(bad)}/{len(ms)} below, worst {worst.src}→{worst.dst} rail {worst.rail} "
+                           + (f"{worst.value:g} {worst.unit}" if worst.value is not None else worst.detail))
+        if err:
+            res.message = (res.message + "; " if res.message else "") + err
+            res.evidence.append(err)
+        return res

@@ -1,0 +1,503 @@
+"""The Kubernetes launcher: gang-scheduled MPIJobs for nccl-tests and for perftest between pods, rendered
+for review (`fabric accept INV --launcher k8s --render-only -o DIR`) and, where `kubectl` reaches a
+cluster, applied and followed (K8sRunner).
+
+What each job is, and the controller behaviour it was checked against:
+
+- **Gang**: the tool creates a Volcano PodGroup `<job>-gang` (scheduling.volcano.sh/v1beta1) and every pod
+  of the job — the launcher and each worker — carries `scheduling.k8s.io/group-name: <job>-gang` and
+  `schedulerName: volcano`; `minMember` = workers + 1. The MPI Operator's own gang integration must be
+  *off* (no `--gang-scheduling`): with `--gang-scheduling=volcano` it creates a PodGroup named like the
+  MPIJob whose spec it owns and rewrites (kubeflow/mpi-operator pkg/controller/podgroup.go newPodGroup,
+  updatePodGroup: minMember, queue, priorityClass, minResources only), so the job could not carry a
+  `networkTopology`; it also overwrites each template's group annotation with its own PodGroup
+  (decoratePodTemplateSpec). The PodGroup here has another name, so an operator started with gang
+  scheduling still runs the job (gang-scheduled by its own PodGroup, without the topology constraint)
+  instead of refusing a PodGroup it does not own. `launcherCreationPolicy: AtStartup` (the default, said
+  explicitly): with `WaitForWorkersReady` the launcher pod would not exist until the workers run, and a
+  gang that counts it would never fill.
+- **Topology**: `networkTopology: {mode: hard, highestTierAllowed: T}` where T is the tier of the smallest
+  exported HyperNode holding every host of the job (fabric.export.tiers: 1 = one SU's rail-leaf group,
+  2 = spine group, 3 = super-spines), so a job inside one SU stays in tier 1.
+- **Placement**: every pod (the launcher too: a hard topology constraint covers all members of the gang)
+  has a required node affinity on `kubernetes.io/hostname` In the job's hosts, and workers a required
+  anti-affinity on the job's label per hostname: N workers land one per intended host.
+- **Networks**: workers name every rail network as `<network>@<network>` (multus' `name@interface` form),
+  so inside the pod rail N is the interface of that name, and request one device of each rail resource
+  (multus gives each network of a resource one of the pod's device IDs, in order: pkg/k8sclient/
+  k8sclient.go) plus `nvidia.com/gpu` for NCCL; IPC_LOCK for memory registration; /dev/shm in memory.
+- **sshd**: workers run the image's `/usr/sbin/sshd -De` (mpirun reaches them over SSH with the keys the
+  operator mounts at `sshAuthMountPath`), after a start-up check that the image has every tool the job
+  runs and that the pod has its rail RDMA devices — a missing tool or device fails the worker at once with
+  its name instead of a hung mpirun.
+- **NCCL**: ranks run through the pod entrypoint (fabric.render.k8s.pod_entrypoint), which exports the
+  pod's own NCCL_IB_HCA and GID index; NCCL_IB_TC is the fabric's RoCE ToS, NCCL_SOCKET_IFNAME the pod
+  network (eth0).
+
+Image requirements (`--image`, or the check input `image`): runs as root; OpenMPI `mpirun` (the
+launcher) and `/usr/sbin/sshd` with `ssh-keygen` (workers); rdma-core with the mlx5 provider; nccl-tests'
+`all_reduce_perf` built with MPI (NCCL jobs); perftest's `ib_write_bw`/`ib_write_lat` (pod bandwidth and
+latency); a POSIX sh, `awk`, `sort`, `wc`.
+
+No cluster runs in this repository's CI: the manifests are validated there against the real CRDs and the
+controllers' rules (tools/k8s_crd_check.py) and by tests of what schemas cannot see.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import shlex
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fabric.accept.results import Measurement
+from fabric.design.intent import FabricIntent, HostIntent
+from fabric.export.tiers import tiers
+from fabric.render.k8s import k8s_yaml, pod_entrypoint
+
+API_MPIJOB = "kubeflow.org/v2beta1"
+API_PODGROUP = "scheduling.volcano.sh/v1beta1"
+GROUP_ANNOTATION = "scheduling.k8s.io/group-name"  # volcano.sh/apis KubeGroupNameAnnotationKey
+NETWORKS_ANNOTATION = "k8s.v1.cni.cncf.io/networks"
+RUN_DIR = "/var/run/roce-fabric"
+POD_SH = f"{RUN_DIR}/pod.sh"
+MARK = "@@roce-fabric"
+# Pod-side NCCL variables the entrypoint decides; the host's values would be wrong inside a pod.
+DISCOVERED = {"NCCL_IB_HCA", "NCCL_IB_GID_INDEX", "NCCL_IB_ROCE_VERSION_NUM", "NCCL_IB_ADDR_FAMILY",
+              "NCCL_SOCKET_IFNAME"}
+
+
+@dataclass
+class PodPair:
+    """One perftest between two pods on one rail: `server` and `client` are node (host) names."""
+
+    tag: str
+    rail: int
+    server: str
+    client: str
+
+
+@dataclass
+class PodJob:
+    """One MPIJob: `hosts` get one worker each; `command` is the launcher's argv."""
+
+    name: str
+    hosts: list[str]
+    image: str
+    command: list[str]
+    needs: list[str]  # tools the image must have
+    gpus: int = 0  # per worker (NCCL jobs)
+    slots: int = 1
+    env: dict[str, str] = field(default_factory=dict)  # forwarded to every rank with mpirun -x
+    launch_script: str = ""  # perftest jobs: the launcher's script
+    pairs: list[list[PodPair]] = field(default_factory=list)  # perftest rounds
+    tool: str = ""
+    timeout_s: float = 900
+
+
+def pod_env(host: HostIntent) -> dict[str, str]:
+    """The NCCL variables a pod keeps from the host's rendering (RoCE ToS, user extras), and eth0 for sockets."""
+    env = {k: v for k, v in host.nccl_env.items() if k not in DISCOVERED}
+    env["NCCL_SOCKET_IFNAME"] = "=eth0"
+    return dict(sorted(env.items()))
+
+
+def job_tier(fabric: FabricIntent, hosts: list[str]) -> int:
+    """The tier of the smallest exported HyperNode that holds all `hosts` (1 SU, 2 spine group, 3 core)."""
+    t = tiers(fabric)
+    place = {p.name: p for p in t.hosts}
+    if len({place[h].su for h in hosts}) == 1:
+        return 1
+    if len({place[h].pod for h in hosts}) == 1:
+        return 2
+    return 3
+
+
+def _networks(fabric: FabricIntent, host: str) -> list[tuple[str, str]]:
+    """(network, resource) of every rail the pods of `host` attach, in rail order."""
+    return [(r.pod.network, r.pod.resource) for r in sorted(fabric.hosts[host].rails, key=lambda r: r.rail)
+            if r.pod is not None]
+
+
+def _requests(fabric: FabricIntent, job: PodJob) -> dict[str, str]:
+    res: dict[str, int] = {}
+    for _net, resource in _networks(fabric, job.hosts[0]):
+        res[resource] = res.get(resource, 0) + 1
+    if job.gpus:
+        res["nvidia.com/gpu"] = job.gpus
+    return {k: str(v) for k, v in sorted(res.items())}
+
+
+def _labels(job: PodJob) -> dict[str, str]:
+    return {"app.kubernetes.io/part-of": "roce-fabric-accept", "roce-fabric/job": job.name}
+
+
+def _worker_command(job: PodJob) -> list[str]:
+    needs = " ".join(job.needs)
+    script = "\n".join([
+        "set -e",
+        f"mkdir -p {RUN_DIR}",
+        f"printf '%s' \"$ROCE_FABRIC_POD_SH\" > {POD_SH}",
+        f"printf '%s\\n' \"$ROCE_FABRIC_NODE\" > {RUN_DIR}/node",
+        'missing=""',
+        f"for t in {needs}; do command -v \"$t\" >/dev/null 2>&1 || missing=\"$missing $t\"; done",
+        '[ -z "$missing" ] || { echo "roce-fabric: the image lacks:$missing" >&2; exit 1; }',
+        f"ROCE_FABRIC_QUIET= sh {POD_SH} true",
+        "mkdir -p /run/sshd",
+        "ssh-keygen -A >/dev/null 2>&1 || true",
+        "exec /usr/sbin/sshd -De",
+    ])
+    return ["/bin/sh", "-c", script]
+
+
+def mpijob_manifests(job: PodJob, fabric: FabricIntent) -> list[dict[str, Any]]:
+    """The PodGroup and the MPIJob of `job` (see the module docstring for every choice)."""
+    k = fabric.kubernetes
+    labels = _labels(job)
+    group = f"{job.name}-gang"
+    nets = _networks(fabric, job.hosts[0])
+    prefix = k.network_name
+    requests = _requests(fabric, job)
+    rank_env = {"ROCE_FABRIC_RAILS": str(len(nets)), "ROCE_FABRIC_IFPREFIX": prefix, **job.env}
+    placement = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": list(job.hosts)}]}]}}}
+    worker_affinity = {**placement, "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {"roce-fabric/job": job.name}}, "topologyKey": "kubernetes.io/hostname"}]}}
+    tier = job_tier(fabric, job.hosts)
+    pod_group = {
+        "apiVersion": API_PODGROUP, "kind": "PodGroup",
+        "metadata": {"name": group, "namespace": k.namespace, "labels": labels},
+        "spec": {"minMember": len(job.hosts) + 1,
+                 "minResources": {r: str(int(v) * len(job.hosts)) for r, v in requests.items()},
+                 "networkTopology": {"mode": "hard", "highestTierAllowed": tier}},
+    }
+    env_list = [{"name": n, "value": v} for n, v in sorted(rank_env.items())]
+    launcher_env = list(env_list)
+    if job.launch_script:
+        launcher_env.append({"name": "ROCE_FABRIC_LAUNCH_SH", "value": job.launch_script})
+    worker_env = [*env_list, {"name": "ROCE_FABRIC_POD_SH", "value": pod_entrypoint()},
+                  {"name": "ROCE_FABRIC_NODE", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}]
+    volumes = [{"name": "roce-fabric", "emptyDir": {}}, {"name": "dshm", "emptyDir": {"medium": "Memory"}}]
+    mounts = [{"name": "roce-fabric", "mountPath": RUN_DIR}, {"name": "dshm", "mountPath": "/dev/shm"}]
+    meta = {"labels": labels, "annotations": {GROUP_ANNOTATION: group}}
+    launcher = {"replicas": 1, "template": {"metadata": meta, "spec": {
+        "schedulerName": "volcano", "affinity": placement,
+        "containers": [{"name": "launcher", "image": job.image, "command": job.command, "env": launcher_env,
+                        "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}]}}}
+    worker_meta = {"labels": labels, "annotations": {
+        GROUP_ANNOTATION: group, NETWORKS_ANNOTATION: ",".join(f"{n}@{n}" for n, _ in nets)}}
+    worker = {"replicas": len(job.hosts), "template": {"metadata": worker_meta, "spec": {
+        "schedulerName": "volcano", "affinity": worker_affinity, "volumes": volumes,
+        "containers": [{"name": "worker", "image": job.image, "command": _worker_command(job), "env": worker_env,
+                        "securityContext": {"capabilities": {"add": ["IPC_LOCK"]}}, "volumeMounts": mounts,
+                        "resources": {"requests": requests, "limits": requests}}]}}}
+    mpijob = {
+        "apiVersion": API_MPIJOB, "kind": "MPIJob",
+        "metadata": {"name": job.name, "namespace": k.namespace, "labels": labels},
+        "spec": {"slotsPerWorker": job.slots, "launcherCreationPolicy": "AtStartup", "mpiImplementation": "OpenMPI",
+                 "sshAuthMountPath": "/root/.ssh",
+                 "runPolicy": {"cleanPodPolicy": "Running", "backoffLimit": 0,
+                               "activeDeadlineSeconds": int(job.timeout_s)},
+                 "mpiReplicaSpecs": {"Launcher": launcher, "Worker": worker}},
+    }
+    return [pod_group, mpijob]
+
+
+def write_networks(fabric: FabricIntent, out_dir: Path) -> Path:
+    """The rail networks beside a job's manifest: applied with it (idempotent), never deleted after it."""
+    from fabric.render.k8s import network_attachments
+
+    path = out_dir / "networks.yaml"
+    path.write_text(network_attachments(fabric))
+    return path
+
+
+def manifests_yaml(job: PodJob, fabric: FabricIntent) -> str:
+    head = (f"# {job.name}: {len(job.hosts)} hosts ({', '.join(job.hosts[:4])}{', …' if len(job.hosts) > 4 else ''}); "
+            "roce-fabric acceptance job.\n# The MPI Operator runs without --gang-scheduling: the PodGroup below is "
+            "the gang (fabric/accept/k8s.py).\n")
+    return head + k8s_yaml(mpijob_manifests(job, fabric))
+
+
+def _mpirun(np: int, per_node: int, env: dict[str, str]) -> list[str]:
+    argv = ["mpirun", "--allow-run-as-root", "-np", str(np), "--map-by", f"ppr:{per_node}:node", "--bind-to", "none"]
+    for name in sorted({*env, "ROCE_FABRIC_RAILS", "ROCE_FABRIC_IFPREFIX"}):
+        argv += ["-x", name]
+    return argv
+
+
+def nccl_pod_job(fabric: FabricIntent, name: str, hosts: list[str], argv: list[str], gpus: int, image: str,
+                 timeout_s: float = 900) -> PodJob:
+    """all_reduce_perf over `hosts`, one rank per GPU, each rank through the pod entrypoint."""
+    env = pod_env(fabric.hosts[hosts[0]])
+    command = [*_mpirun(len(hosts) * gpus, gpus, env), "sh", POD_SH, *argv]
+    return PodJob(name=name, hosts=list(hosts), image=image, command=command, gpus=gpus, slots=gpus, env=env,
+                  needs=["sshd", "ssh-keygen", "mpirun", argv[0]], timeout_s=timeout_s)
+
+
+def perftest_argv(tool: str, size: int = 1 << 20, qps: int = 4, seconds: float = 5, port: str = "18515") -> list[str]:
+    """The host check's perftest argv (fabric.accept.tools, so both judge the same run) with the device and
+    GID left to the pod (`@DEV@`, `@GID@`) and the port given; the pod entrypoint appends the server address
+    on the client."""
+    from fabric.accept.tools import TOOLS, End
+
+    cls = TOOLS[tool]
+    t = cls(size=size, qps=qps) if tool == "ib_write_bw" else cls()  # type: ignore[call-arg]
+    argv = t.server(End(host="", rail=0, ip="", rdma="@DEV@", netdev="", gid_index=0), 0, seconds) or []
+    value = {"-x": "@GID@", "-p": port}
+    return [value.get(argv[i - 1], a) if i else a for i, a in enumerate(argv)]
+
+
+def perftest_pod_job(fabric: FabricIntent, name: str, rounds: list[list[PodPair]], *, tool: str, image: str,
+                     size: int = 1 << 20, qps: int = 4, seconds: float = 5, timeout_s: float = 900) -> PodJob:
+    """perftest between pods: per round the pairs run at once (one mpirun of two ranks each, server rank on the
+    server's node), rounds one after another. The launcher first learns which worker pod runs on which node."""
+    hosts = sorted({h for rd in rounds for p in rd for h in (p.server, p.client)}, key=_natural)
+    env = {"ROCE_FABRIC_QUIET": "1"}
+    mpirun = " ".join(shlex.quote(a) for a in _mpirun(len(hosts), 1, env)[:2]) + " " + " ".join(
+        f"-x {n}" for n in sorted({*env, "ROCE_FABRIC_RAILS", "ROCE_FABRIC_IFPREFIX"}))
+    lines = [
+        "set -u",
+        'hf="${OMPI_MCA_orte_default_hostfile:-/etc/mpi/hostfile}"',
+        f'MPI="{mpirun}"',
+        f"$MPI -np {len(hosts)} --map-by ppr:1:node "
+        f"sh -c 'echo \"roce-node $(hostname) $(cat \"${{ROCE_FABRIC_RUN:-{RUN_DIR}}}/node\")\"' "
+        "> /tmp/roce-nodes 2>&1 || { cat /tmp/roce-nodes; exit 1; }",
+        "host_of() { awk -v n=\"$1\" '$1 == \"roce-node\" && $3 == n { print $2; exit }' /tmp/roce-nodes; }",
+        "fqdn_of() { awk -v h=\"$1\" 'index($1, h \".\") == 1 || $1 == h { print $1; exit }' \"$hf\"; }",
+        "pair() {  # pair TAG RAIL SERVER_NODE CLIENT_NODE PORT",
+        '  s=$(fqdn_of "$(host_of "$3")"); c=$(fqdn_of "$(host_of "$4")")',
+        f'  echo "{MARK} begin $1"',
+        '  if [ -z "$s" ] || [ -z "$c" ]; then echo "no worker pod on $3 or $4"; echo "' + MARK + ' end $1 rc=2"; '
+        "return 0; fi",
+        f"  $MPI -np 2 --host \"$s,$c\" sh -c 'if [ \"$OMPI_COMM_WORLD_RANK\" = 0 ]; then r=server; else r=client; "
+        f"fi; exec sh \"${{ROCE_FABRIC_RUN:-{RUN_DIR}}}/pod.sh\" perftest \"$r\" \"$@\"' roce-pair \"$2\" \"$s\" "
+        + " ".join(shlex.quote(a) if a != "$5" else '"$5"' for a in perftest_argv(tool, size, qps, seconds, port="$5"))
+        + " 2>&1",
+        f'  echo "{MARK} end $1 rc=$?"',
+        "}",
+    ]
+    base = 18515 if tool == "ib_write_bw" else 18600
+    index = {h: i for i, h in enumerate(hosts)}
+    lines += [
+        f"nodes='{' '.join(hosts)}'",
+        "node() { i=$1; set -- $nodes; shift \"$i\"; echo \"$1\"; }  # node I: the I-th host (from 0)",
+        "round() {  # round TAG RAIL:SERVER:CLIENT... (host indexes); the pairs run at once",
+        '  tag=$1; shift; k=0',
+        '  for p in "$@"; do',
+        '    rail=${p%%:*}; rest=${p#*:}',
+        f'    pair "$tag-r$rail-$k" "$rail" "$(node "${{rest%%:*}}")" "$(node "${{rest#*:}}")" '
+        f'"$(({base} + rail))" > "/tmp/roce-$tag-$k.out" &',
+        '    k=$((k + 1))',
+        '  done',
+        '  wait',
+        '  cat "/tmp/roce-$tag-"*.out',
+        '}',
+    ]
+    for rd in rounds:
+        tag = rd[0].tag.split("-")[0]
+        lines.append(f"round {tag} " + " ".join(f"{q.rail}:{index[q.server]}:{index[q.client]}" for q in rd))
+    lines.append(f'echo "{MARK} done"')
+    script = "\n".join(lines) + "\n"
+    return PodJob(name=name, hosts=hosts, image=image, command=["/bin/sh", "-c", 'eval "$ROCE_FABRIC_LAUNCH_SH"'],
+                  needs=["sshd", "ssh-keygen", tool], env=env, launch_script=script, pairs=rounds, tool=tool,
+                  timeout_s=timeout_s)
+
+
+def _natural(name: str) -> list[object]:
+    import re
+
+    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", name)]
+
+
+def pod_pairs(fabric: FabricIntent, rounds: list[dict[int, list[tuple[str, str]]]], prefix: str) -> list[list[PodPair]]:
+    """Scheduled host pairs per rail → perftest pairs, both directions (a→b, then b→a as the next round)."""
+    out: list[list[PodPair]] = []
+    for k, rd in enumerate(rounds, 1):
+        for direction in (0, 1):
+            pairs = []
+            for rail, ps in sorted(rd.items()):
+                for a, b in ps:
+                    client, server = (a, b) if direction == 0 else (b, a)
+                    pairs.append(PodPair(tag=f"{prefix}{k}{'ab'[direction]}-r{rail}-{len(pairs)}", rail=rail,
+                                         server=server, client=client))
+            if pairs:
+                out.append(pairs)
+    return out
+
+
+def judge_pairs(job: PodJob, log: str, threshold: dict[int, float], higher_is_better: bool = True) -> list[Measurement]:
+    """One measurement per pair from the launcher's log (sections between the begin/end marks)."""
+    from fabric.accept.tools import TOOLS
+
+    sections: dict[str, tuple[list[str], int | None]] = {}
+    current: str | None = None
+    for line in log.splitlines():
+        if line.startswith(f"{MARK} begin "):
+            current = line.split()[2]
+            sections[current] = ([], None)
+        elif line.startswith(f"{MARK} end ") and current:
+            rc = line.rsplit("rc=", 1)[-1]
+            sections[current] = (sections[current][0], int(rc) if rc.isdigit() else 1)
+            current = None
+        elif current:
+            sections[current][0].append(line)
+    tool = TOOLS[job.tool]()
+    out: list[Measurement] = []
+    for p in (p for rd in job.pairs for p in rd):
+        m = Measurement(rail=p.rail, src=p.client, dst=p.server, unit=tool.unit, tool=job.tool,
+                        threshold=threshold.get(p.rail))
+        body, rc = sections.get(p.tag, ([], None))
+        text = "\n".join(body) + "\n"
+        try:
+            if rc is None:
+                raise RuntimeError("no result in the launcher log")
+            m.value = round(tool.value(text, ""), 3)
+            if m.threshold is not None:
+                m.ok = m.value >= m.threshold if higher_is_better else m.value <= m.threshold
+            if rc != 0:
+                m.ok, m.detail = False, f"exit {rc}"
+        except Exception as exc:  # a failed pair is a failed link, never a crash
+            last = next((x for x in reversed(body) if x.strip()), "")
+            m.ok, m.detail = False, f"no result: {str(exc).splitlines()[0]}" + (f" ({last.strip()})" if last else "")
+        out.append(m)
+    return out
+
+
+class K8sRunner:
+    """Applies a job's manifests with kubectl, follows the MPIJob to Succeeded/Failed, returns the launcher's
+    log and deletes the job. `skip` says why it cannot run here (render-only)."""
+
+    skip = ""
+
+    def __init__(self, namespace: str, kubectl: str | None = None, poll_s: float = 5.0) -> None:
+        self.namespace, self.poll_s = namespace, poll_s
+        self.kubectl = kubectl or shutil.which("kubectl") or ""
+        if not self.kubectl:
+            self.skip = "kubectl not found here (render-only)"
+            return
+        try:
+            p = self._k(["version", "--request-timeout=5s"], timeout=15)
+            if p.returncode != 0:
+                self.skip = f"kubectl cannot reach a cluster: {(p.stderr.strip().splitlines() or [''])[-1]}"
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            self.skip = f"kubectl: {exc}"
+
+    def _k(self, args: list[str], timeout: float = 60) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([self.kubectl, *args], capture_output=True, text=True, timeout=timeout, check=False)
+
+    def status(self, name: str) -> tuple[str, str]:
+        """(Succeeded | Failed | Running, message) from the MPIJob's conditions."""
+        p = self._k(["get", "mpijob", name, "-n", self.namespace, "-o", "json"], timeout=30)
+        if p.returncode != 0:
+            return "Failed", f"kubectl get mpijob {name}: {p.stderr.strip()}"
+        try:
+            conds = json.loads(p.stdout).get("status", {}).get("conditions", [])
+        except json.JSONDecodeError:
+            return "Running", ""
+        for c in conds:
+            if c.get("type") in ("Succeeded", "Failed") and c.get("status") == "True":
+                return c["type"], c.get("message", "")
+        return "Running", ""
+
+    def run(self, manifest: Path, name: str, timeout: float, networks: Path | None = None,
+            progress: Any = None) -> tuple[str, str]:
+        """(launcher log, error); the error is empty when the MPIJob succeeded."""
+        files = [*(["-f", str(networks)] if networks else []), "-f", str(manifest)]
+        try:
+            p = self._k(["apply", "--server-side", "--force-conflicts", *files], timeout=60)
+            if p.returncode != 0:
+                return "", f"kubectl apply: {p.stderr.strip()}"
+            deadline = time.monotonic() + timeout
+            state, msg = "Running", ""
+            while time.monotonic() < deadline:
+                state, msg = self.status(name)
+                if state != "Running":
+                    break
+                if progress:
+                    progress(f"{name}: running")
+                time.sleep(self.poll_s)
+            logs = self._k(["logs", "-n", self.namespace, f"job/{name}-launcher", "--tail=-1"], timeout=60).stdout
+            if state == "Succeeded":
+                return logs, ""
+            if state == "Running":
+                return logs, f"MPIJob {name} not finished after {timeout:.0f}s"
+            return logs, f"MPIJob {name} failed: {msg}"
+        except subprocess.TimeoutExpired as exc:
+            return "", f"kubectl: {exc}"
+        finally:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self._k(["delete", "-f", str(manifest), "--ignore-not-found", "--wait=false"], timeout=60)
+
+
+def acceptance_jobs(fabric: FabricIntent, image: str, *, quick: bool = True) -> list[PodJob]:
+    """The jobs `--render-only` writes: NCCL inside one SU (tier 1), across SUs (one host per SU) and over the
+    whole cluster; perftest between pods on every rail, within and across SUs (the pairs of rail-bandwidth and
+    cross-su-bandwidth)."""
+    from types import SimpleNamespace
+
+    from fabric.accept.checks.bandwidth import CrossSuBandwidth, TrafficInput
+    from fabric.accept.checks.base import hosts_per_rail
+    from fabric.accept.checks.nccl import NcclInput
+    from fabric.accept.launchers import nccl_job
+    from fabric.accept.schedule import schedule
+
+    sus: dict[int, list[str]] = {}
+    for name in sorted(fabric.hosts, key=_natural):
+        sus.setdefault(fabric.hosts[name].su, []).append(name)
+    inputs = NcclInput(launcher="k8s", image=image)
+    groups: list[tuple[str, list[str]]] = []
+    first = min(sus)
+    if len(sus[first]) > 1:
+        groups.append((f"nccl-su{first}", sus[first]))
+    if len(sus) > 1:
+        groups.append(("nccl-cross-su", [hosts[0] for _su, hosts in sorted(sus.items())]))
+    if len(fabric.hosts) > 2:
+        groups.append(("nccl-cluster", [h for _su, hosts in sorted(sus.items()) for h in hosts]))
+    jobs = []
+    for name, hosts in groups:
+        j = nccl_job(fabric, hosts, inputs, name=name)
+        jobs.append(nccl_pod_job(fabric, name, j.hosts, j.argv, j.gpus, image))
+    bw = TrafficInput()
+    one_su = {rail: [h for h in hosts if fabric.hosts[h].su == first]
+              for rail, hosts in hosts_per_rail(fabric, None).items()}
+    sources = [(f"pods-su{first}-bw", [rd.pairs for rd in schedule(one_su, quick=quick)])]
+    if len(sus) > 1:
+        ctx = SimpleNamespace(fabric=fabric)  # the cross-SU scheduler reads only the fabric
+        sources.append(("pods-cross-su-bw", CrossSuBandwidth(bw).pairs(ctx, quick)))  # type: ignore[arg-type]
+    for name, rounds in sources:
+        if rounds:
+            jobs.append(perftest_pod_job(fabric, name, pod_pairs(fabric, rounds, "p"), tool="ib_write_bw",
+                                         image=image))
+    return jobs
+
+
+def render_bundle(fabric: FabricIntent, out_dir: Path, image: str, *, quick: bool = True) -> list[Path]:
+    """Every manifest of Kubernetes acceptance, without a cluster: the rail networks, the device plugin's
+    ConfigMap, the HyperNodes, each node's CNI configs (nodes/<host>/), the pod entrypoint, and the jobs."""
+    from fabric.export.kubernetes import volcano_yaml
+    from fabric.render import k8s as rk
+
+    files: dict[str, str] = {
+        "networks.yaml": rk.network_attachments(fabric),
+        "sriovdp-config.yaml": rk.device_plugin_configmap(fabric),
+        "hypernodes.yaml": volcano_yaml(tiers(fabric)),
+        "roce-pod-env.sh": "#!/bin/sh\n" + pod_entrypoint(),
+    }
+    for name, host in sorted(fabric.hosts.items()):
+        for path, text in rk.node_cni_configs(host).items():
+            files[f"nodes/{name}/{path.rsplit('/', 1)[1]}"] = text
+    for job in acceptance_jobs(fabric, image, quick=quick):
+        files[f"jobs/{job.name}.yaml"] = manifests_yaml(job, fabric)
+    written = []
+    for rel, text in files.items():
+        path = out_dir / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        written.append(path)
+    return written

@@ -1,0 +1,204 @@
+"""How the tool reaches devices, decided in one place: credentials, SSH arguments, host-key policy — and
+the `Site`, where the devices of one fabric are.
+
+Credentials come from the inventory's `access` section, which names environment variables and files
+only: the username (`username` or `$<username_env>`), the password (`$<password_env>`, switches only,
+optional), a key file, and an SSH agent when `SSH_AUTH_SOCK` is set. Host keys are always verified
+against a known_hosts file; the one exception is `--insecure-lab`, which a lab site alone accepts.
+
+A `Site` is implemented by the inventory (`InventorySite`: the real switches and hosts at their
+management addresses) and by the lab (`fabric.lab.site.LabSite`: namespaces on this machine). Plan,
+apply, rollback, acceptance, counters and the host fleet take a Site and never ask which one it is.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from abc import ABC, abstractmethod
+from functools import cached_property
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, SecretStr
+
+from fabric.design.intent import FabricIntent
+from fabric.errors import UsageError
+from fabric.model.inventory import Access
+from fabric.nos import NOS
+from fabric.render import render_switch
+
+
+class Credentials(BaseModel):
+    """Resolved at run time; `password` is never printed or stored."""
+
+    model_config = ConfigDict(frozen=True)
+    username: str | None
+    password: SecretStr | None = None
+    key_file: str | None = None
+    use_agent: bool = False
+    known_hosts: str | None = None  # None: host keys not verified (a lab's own nodes with --insecure-lab only)
+    port: int = 22
+
+
+class SwitchEndpoint(BaseModel):
+    """One switch to connect to, with the text of its intended configuration for its NOS."""
+
+    device: str
+    target: str
+    address: str
+    device_type: str
+    intended: str
+    options: dict[str, Any] = {}  # driver options (the lab's FRR directories)
+
+
+def inventory_credentials(access: Access, *, need_secret: bool) -> Credentials:
+    """Credentials from the access settings and the environment.
+
+    `need_secret`: a password, key file or agent is required (netmiko to switches); the OpenSSH
+    client to hosts may also use the user's default keys.
+    """
+    user = access.username or os.environ.get(access.username_env) or None
+    if need_secret and not user:
+        raise UsageError(f"no SSH username: set access.username in the inventory or ${access.username_env}")
+    pw = os.environ.get(access.password_env) if need_secret else None
+    key = str(Path(access.key_file).expanduser()) if access.key_file else None
+    if key and not Path(key).exists():
+        raise UsageError(f"access.key_file: expected an existing key file, found {key!r}")
+    kh = str(Path(access.known_hosts).expanduser())
+    if need_secret and not Path(kh).exists():
+        raise UsageError(f"access.known_hosts: expected an existing known_hosts file, found {kh!r} "
+                         "(host keys are verified)")
+    agent = bool(os.environ.get("SSH_AUTH_SOCK"))
+    if need_secret and not (pw or key or agent):
+        raise UsageError(f"no SSH credential: set ${access.password_env}, access.key_file or run an SSH agent")
+    return Credentials(username=user, password=SecretStr(pw) if pw else None, key_file=key, use_agent=agent,
+                       known_hosts=kh, port=access.port)
+
+
+def ssh_options(cred: Credentials, *, batch: bool = True, connect_timeout: int = 5) -> list[str]:
+    """OpenSSH client options: key, user, port and the host-key policy."""
+    out = ["-o", f"ConnectTimeout={connect_timeout}", "-p", str(cred.port)]
+    if batch:
+        out += ["-o", "BatchMode=yes"]
+    if cred.known_hosts is None:
+        out += ["-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR"]
+    else:
+        out += ["-o", "StrictHostKeyChecking=yes", "-o", f"UserKnownHostsFile={cred.known_hosts}"]
+    if cred.key_file:
+        out += ["-i", cred.key_file, "-o", "IdentitiesOnly=yes"]
+    if cred.username:
+        out += ["-l", cred.username]
+    return out
+
+
+def ssh_argv(cred: Credentials, address: str, command: list[str] | None = None, *, batch: bool = True) -> list[str]:
+    """argv of an OpenSSH client running `command` (one shell-quoted string) on `address`."""
+    return ["ssh", *ssh_options(cred, batch=batch), address, *([shlex.join(command)] if command else [])]
+
+
+def ansible_ssh_args(cred: Credentials) -> str:
+    """`ansible_ssh_common_args`: the host-key policy (user, key and port go in the inventory vars)."""
+    if cred.known_hosts is None:
+        return "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null"
+    return f"-o StrictHostKeyChecking=yes -o UserKnownHostsFile={shlex.quote(cred.known_hosts)}"
+
+
+def netmiko_params(cred: Credentials, ep: SwitchEndpoint, *, timeout: float) -> dict[str, Any]:
+    """ConnectHandler keywords: host key verified against known_hosts unless it is None."""
+    params: dict[str, Any] = dict(
+        device_type=ep.device_type, host=ep.address, port=cred.port, username=cred.username or "",
+        use_keys=bool(cred.key_file or cred.use_agent), allow_agent=cred.use_agent,
+        conn_timeout=timeout, auth_timeout=timeout, banner_timeout=timeout, fast_cli=True,
+    )
+    if cred.key_file:
+        params["key_file"] = cred.key_file
+    if cred.password is not None:
+        params["password"] = cred.password.get_secret_value()
+        if ep.device_type == "arista_eos":
+            params["secret"] = params["password"]
+    if cred.known_hosts:
+        params.update(ssh_strict=True, system_host_keys=False, alt_host_keys=True, alt_key_file=cred.known_hosts)
+    else:
+        params.update(ssh_strict=False, system_host_keys=False, alt_host_keys=False)
+    return params
+
+
+def connect(ep: SwitchEndpoint, cred: Credentials, *, timeout: float = 10) -> Any:
+    """An open netmiko connection to a switch."""
+    from netmiko import ConnectHandler
+
+    return ConnectHandler(**netmiko_params(cred, ep, timeout=timeout))
+
+
+def device_type(target: str) -> str:
+    """netmiko device type of the NOS; `linux` where this netmiko lacks the NOS's own type (community
+    SONiC has none: bash `config …`)."""
+    from netmiko.ssh_dispatcher import CLASS_MAPPER
+
+    wanted = NOS[target].device_type
+    return wanted if wanted in CLASS_MAPPER else "linux"
+
+
+class Site(ABC):
+    """Where the devices of one fabric are and how to reach them."""
+
+    kind: ClassVar[Literal["ssh", "lab"]]
+    fabric: FabricIntent  # the intent as this site realizes it
+    rdma: bool = True  # hosts have RDMA NICs (perftest); False: TCP/ICMP stand-ins (iperf3, ping)
+    agent: str = "fabric"  # the fabric executable on the hosts
+    python: str | None = None  # the hosts' Python for Ansible (None: discovered)
+
+    @property
+    def name(self) -> str:
+        return self.fabric.name
+
+    # -- switches ------------------------------------------------------------------------------------
+    @abstractmethod
+    def switch(self, name: str) -> SwitchEndpoint: ...
+
+    @abstractmethod
+    def switch_credentials(self) -> Credentials: ...
+
+    # -- hosts ---------------------------------------------------------------------------------------
+    @abstractmethod
+    def host_argv(self, host: str, argv: list[str]) -> list[str]:
+        """argv (run on this machine) that runs `argv` on `host`."""
+
+    @abstractmethod
+    def host_credentials(self) -> Credentials: ...
+
+    def host_address(self, host: str) -> str:
+        return self.fabric.hosts[host].management_address.split("/")[0]
+
+
+class InventorySite(Site):
+    """The real fabric: switches and hosts at their management addresses, the inventory's access settings."""
+
+    kind = "ssh"
+
+    def __init__(self, fabric: FabricIntent, access: Access):
+        self.fabric, self.access = fabric, access
+
+    def switch(self, name: str) -> SwitchEndpoint:
+        sw = self.fabric.switches[name]
+        return SwitchEndpoint(device=name, target=sw.target, address=sw.management.split("/")[0],
+                              device_type=device_type(sw.target),
+                              intended=render_switch(sw, self.fabric)[NOS[sw.target].intended])
+
+    @cached_property
+    def _switch_cred(self) -> Credentials:
+        return inventory_credentials(self.access, need_secret=True)
+
+    def switch_credentials(self) -> Credentials:
+        return self._switch_cred
+
+    @cached_property
+    def _host_cred(self) -> Credentials:
+        return inventory_credentials(self.access, need_secret=False)
+
+    def host_credentials(self) -> Credentials:
+        return self._host_cred
+
+    def host_argv(self, host: str, argv: list[str]) -> list[str]:
+        return ssh_argv(self.host_credentials(), self.host_address(host), argv)

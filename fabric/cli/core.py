@@ -1,0 +1,244 @@
+"""Foundation commands: validate, render, plan (offline), explain, schema, generate."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from fabric.cli.progress import Tracker, track
+from fabric.errors import InputError, Problem, UsageError
+
+out = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
+InventoryArg = Annotated[Path, typer.Argument(help="inventory directory of YAML files", show_default=False)]
+FormatOpt = Annotated[str, typer.Option("--format", help="table or json")]
+
+
+def _load(inventory: Path, progress: Tracker | None = None):
+    from fabric.design.derive import derive
+    from fabric.model.load import load
+
+    if progress is not None:
+        progress.stage(f"load and validate {inventory}")
+    loaded = load(inventory)
+    if progress is not None:
+        progress.stage(f"derive {inventory}")
+    return loaded, derive(loaded)
+
+
+def _check_format(fmt: str) -> None:
+    if fmt not in ("table", "json"):
+        raise UsageError(f"--format: expected table or json, found {fmt!r}")
+
+
+def validate(inventory: InventoryArg) -> None:
+    """Load, validate and derive an inventory; print every problem as file:line."""
+    loaded, fabric = _load(inventory)
+    out.print(f"{fabric.name}: valid — {len(fabric.switches)} switches, {len(fabric.hosts)} hosts, "
+              f"{len(fabric.links)} links, {sum(len(h.rails) for h in fabric.hosts.values())} rail NICs "
+              f"({len(loaded.smap.files)} files)")
+
+
+def render(inventory: InventoryArg,
+           output: Annotated[Path | None, typer.Option("-o", "--output", help="default build/<fabric>")] = None,
+           only: Annotated[list[str] | None, typer.Option("--only", help="device name (repeatable)")] = None,
+           all_files: Annotated[bool, typer.Option(
+               "--all", help="also the review and boot-time copies: NVUE nv-set.txt, the hosts' netplan, "
+                             "sysctl.d, roce-qos unit and script")] = False,
+           ) -> None:
+    """Render every switch and host configuration into a directory tree."""
+    from fabric.render import render_to
+
+    with track("render") as progress:
+        _, fabric = _load(inventory, progress)
+        unknown = sorted(set(only or []) - set(fabric.switches) - set(fabric.hosts))
+        if unknown:
+            raise UsageError(f"--only: expected a device of {fabric.name}, found {', '.join(unknown)}")
+        root = output or Path("build") / fabric.name
+        devices = len(only) if only else len(fabric.switches) + len(fabric.hosts)
+        progress.stage(f"render into {root}", total=devices)
+        count = render_to(root, fabric, set(only) if only else None, extras=all_files,
+                          progress=progress.advance if progress.enabled else None)
+    out.print(f"rendered {count} files for {len(only) if only else len(fabric.switches) + len(fabric.hosts)} "
+              f"devices into {root}")
+
+
+def offline_plan(fabric) -> list[dict]:
+    """One summary row per device of what would be configured."""
+    rows = []
+    for sw in fabric.switches.values():
+        lossless = [p for p in sw.ports if p.lossless and p.headroom]
+        sizes = sorted({p.headroom.size for p in lossless})
+        rows.append({
+            "device": sw.name, "kind": f"{sw.role} ({sw.target})", "asn": sw.bgp.asn, "loopback": sw.loopback,
+            "ports": f"{sum(p.kind == 'host' for p in sw.ports)} host + {sum(p.kind == 'fabric' for p in sw.ports)}"
+                     " fabric",
+            "bgp": f"{len(sw.bgp.neighbors)} unnumbered",
+            "l3": ", ".join(s.address for s in sw.svis) or ", ".join(sw.bgp.blackholes) or "-",
+            "qos": f"PFC {','.join(map(str, sw.qos.lossless_priorities))}; headroom "
+                   + (f"{sizes[0]}-{sizes[-1]} B" if len(sizes) > 1 else f"{sizes[0]} B" if sizes else "-")
+                   + (f"; AR on {sum(p.adaptive_routing for p in sw.ports)} ports" if sw.adaptive_routing else ""),
+        })
+    for h in fabric.hosts.values():
+        rows.append({
+            "device": h.name, "kind": "host", "asn": "", "loopback": h.management_address,
+            "ports": f"{len(h.rails)} rails", "bgp": "",
+            "l3": ", ".join(r.address for r in h.rails),
+            "qos": f"ToS {h.nic_qos.roce_tos}; PFC {''.join(map(str, h.nic_qos.pfc))}; "
+                   f"DCQCN {','.join(map(str, h.dcqcn.rp_priorities)) or 'off'}",
+        })
+    return rows
+
+
+def plan(inventory: InventoryArg,
+         offline: Annotated[bool, typer.Option("--offline", help="summarize the intent, contact nothing")] = False,
+         fmt: FormatOpt = "table",
+         limit: Annotated[str | None, typer.Option("--limit", help="switch name glob(s), comma-separated")] = None,
+         workers: Annotated[int, typer.Option("--workers", min=1, help="switches contacted at once")] = 8,
+         lab: Annotated[bool, typer.Option("--lab", help="the running lab of this inventory")] = False,
+         insecure_lab: Annotated[bool, typer.Option("--insecure-lab", help="with --lab: skip host-key checks")] = False,
+         ) -> None:
+    """Diff every switch's running configuration against its intent (--offline: summarize the intent)."""
+    _check_format(fmt)
+    if not offline:
+        from fabric.cli.push import online_plan
+
+        raise typer.Exit(online_plan(inventory, limit, fmt, workers, lab, insecure_lab))
+    with track("plan --offline") as progress:
+        _, fabric = _load(inventory, progress)
+        progress.stage("summarize")
+        rows = offline_plan(fabric)
+    if fmt == "json":
+        out.print_json(json.dumps(rows))
+        return
+    table = Table(title=f"{fabric.name}: offline plan", show_lines=False)
+    for col in rows[0] if rows else []:
+        table.add_column(col)
+    for row in rows:
+        table.add_row(*(str(v) for v in row.values()))
+    out.print(table)
+
+
+def explain(inventory: InventoryArg, device: Annotated[str, typer.Argument(help="switch or host name")],
+            path: Annotated[str, typer.Argument(help="path prefix, e.g. qos.queues.3 or ports[0].headroom")] = "",
+            fmt: FormatOpt = "table") -> None:
+    """Every value of a device with its origin: preset, override or inventory (file:line), derived, or formula."""
+    from fabric.design.derive import Deriver
+    from fabric.explain import explain as rows_of
+    from fabric.model.load import load
+
+    _check_format(fmt)
+    loaded = load(inventory)
+    deriver = Deriver(loaded)
+    fabric = deriver.fabric()
+    dev = fabric.switches.get(device) or fabric.hosts.get(device)
+    if dev is None:
+        raise UsageError(f"device: expected a switch or host of {fabric.name}, found {device!r}")
+    rows = rows_of(loaded, dev, path, deriver.topo)
+    if not rows:
+        raise UsageError(f"path: expected a path of {device} such as qos.queues.3.ecn or bgp.asn, found {path!r}")
+    if fmt == "json":
+        out.print_json(json.dumps([{"path": p, "value": v, "origin": o} for p, v, o in rows]))
+        return
+    table = Table(title=f"{device}{' ' + path if path else ''}")
+    for col in ("path", "value", "origin"):
+        table.add_column(col, overflow="fold")
+    for row in rows:
+        table.add_row(*row)
+    out.print(table)
+
+
+def show(inventory: InventoryArg, device: Annotated[str, typer.Argument(help="switch or host name")],
+         file: Annotated[str | None, typer.Argument(help="one of the device's files (default: the one pushed to a "
+                                                        "switch; a host's roce-setup.sh)")] = None,
+         list_files: Annotated[bool, typer.Option("--list", help="list the device's files")] = False) -> None:
+    """Print one device's rendered configuration, without rendering the whole fabric into a directory."""
+    from fabric.nos import NOS
+    from fabric.render import render_host, render_switch
+
+    _, fabric = _load(inventory)
+    sw, host = fabric.switches.get(device), fabric.hosts.get(device)
+    if sw is None and host is None:
+        raise UsageError(f"device: expected a switch or host of {fabric.name}, found {device!r}")
+    files = render_switch(sw, fabric) if sw else render_host(host, fabric)  # type: ignore[arg-type]
+    if list_files:
+        sys.stdout.write("".join(f"{name}\n" for name in files))
+        return
+    name = file or (NOS[sw.target].intended if sw else "roce-setup.sh")
+    if name not in files:
+        raise UsageError(f"file: expected one of {', '.join(files)} for {device}, found {name!r}")
+    sys.stdout.write(files[name])
+
+
+def schema() -> None:
+    """Print the JSON Schema of one inventory file (for editor completion and checks).
+
+    An inventory is split across files, so no section is required in any one of them (`fabric validate`
+    checks that the inventory as a whole has them); platforms, targets and presets are enums."""
+    from fabric.model.inventory import Inventory
+    from fabric.model.platforms import PLATFORMS
+    from fabric.model.qos import PRESETS, QosPolicy
+
+    doc = Inventory.model_json_schema()
+    doc["description"] = ("One file of an inventory directory: each top-level section appears in one file; "
+                          f"together they must hold {', '.join(doc.pop('required', []))}.")
+    for name in ("RoleSettings", "SwitchDef"):
+        prop = doc["$defs"][name]["properties"]["platform"]
+        for branch in prop.get("anyOf", [prop]):
+            if branch.get("type") == "string":
+                branch["enum"] = sorted(PLATFORMS)
+    qos = QosPolicy.model_json_schema()
+    for part in qos.get("$defs", {}).values():  # overrides name single values: nothing is required
+        part.pop("required", None)
+    doc.setdefault("$defs", {}).update(qos.pop("$defs", {}))
+    qos.pop("required", None)
+    qos["properties"]["preset"] = {"enum": list(PRESETS), "default": "nvidia-roce"}
+    doc["$defs"]["QosInput"] = qos
+    doc["properties"]["qos"] = {"$ref": "#/$defs/QosInput"}
+    sys.stdout.write(json.dumps(doc, indent=2, sort_keys=True) + "\n")
+
+
+def generate_gpu_rail(
+    output: Annotated[Path, typer.Option("-o", "--output", help="inventory directory to write")],
+    gpus: Annotated[int, typer.Option(help="GPUs in the cluster")],
+    rails: Annotated[int, typer.Option(help="rail NICs per host")] = 8,
+    gpus_per_host: Annotated[int, typer.Option()] = 8,
+    hosts_per_su: Annotated[int, typer.Option(help="hosts per scalable unit")] = 32,
+    spines: Annotated[int | None, typer.Option(help="spines (per pod); default non-blocking")] = None,
+    uplinks_per_spine: Annotated[int, typer.Option()] = 1,
+    pods: Annotated[int | None, typer.Option(help="force three tiers with this many pods")] = None,
+    super_spines: Annotated[int | None, typer.Option(help="super-spines per plane")] = None,
+    platform: Annotated[str, typer.Option()] = "sn5600",
+    breakout: Annotated[str, typer.Option(help="e.g. 2x400G, or none")] = "2x400G",
+    target: Annotated[str, typer.Option(help="sonic, nvue, eos or frr")] = "nvue",
+    speed: Annotated[str, typer.Option(help="host and fabric link speed")] = "400G",
+    name: Annotated[str | None, typer.Option(help="fabric name; default the directory name")] = None,
+    mode: Annotated[str, typer.Option(help="svi or p2p31")] = "svi",
+    force: Annotated[bool, typer.Option("--force", help="replace an existing inventory directory")] = False,
+) -> None:
+    """A rail-optimized fabric: hosts × rails, leaves per SU and rail, spines, super-spines if needed."""
+    from pydantic import ValidationError
+
+    from fabric.generate import GpuRailSpec, write
+
+    try:
+        spec = GpuRailSpec(name=name or output.name, gpus=gpus, rails=rails, gpus_per_host=gpus_per_host,
+                           hosts_per_su=hosts_per_su, spines=spines, uplinks_per_spine=uplinks_per_spine,
+                           pods=pods, super_spines=super_spines, platform=platform,
+                           breakout=None if breakout == "none" else breakout, target=target, host_speed=speed,
+                           mode=mode)
+    except ValidationError as exc:
+        raise InputError([Problem("fabric generate", None, f"--{str(e['loc'][0]).replace('_', '-')}",
+                                  e["msg"].removeprefix("Value error, ").removeprefix("Input should be "),
+                                  repr(e.get("input"))) for e in exc.errors()]) from None
+    paths = write(spec, output, check=_load, force=force)
+    _, fabric = _load(output)
+    out.print(f"wrote {len(paths)} files to {output}: {len(fabric.hosts)} hosts, {len(fabric.switches)} switches "
+              f"({sum(s.role == 'leaf' for s in fabric.switches.values())} leaves, "
+              f"{sum(s.role == 'spine' for s in fabric.switches.values())} spines, "
+              f"{sum(s.role == 'super-spine' for s in fabric.switches.values())} super-spines)")

@@ -1,0 +1,204 @@
+"""`fabric lab …`: up, status, exec, ssh, fault, down."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from fabric.errors import UsageError
+
+lab_app = typer.Typer(no_args_is_help=True,
+                      help="A whole fabric on this machine: namespaces, veths, FRR, sshd.")
+out = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
+err = Console(stderr=True, highlight=False)
+
+InventoryArg = Annotated[Path, typer.Argument(help="inventory directory of YAML files", show_default=False)]
+
+
+def _fabric(inventory: Path):
+    """Root check, then the inventory's loaded model and FRR-realized intent."""
+    from fabric.design.derive import derive
+    from fabric.lab.sh import require_root
+    from fabric.model.load import load
+
+    require_root()
+    loaded = load(inventory)
+    return loaded, derive(loaded, target="frr")
+
+
+def _state(inventory: Path):
+    from fabric.lab.state import load_state
+
+    _loaded, fabric = _fabric(inventory)
+    return load_state(fabric.name), fabric
+
+
+@lab_app.command()
+def up(inventory: InventoryArg,
+       timeout: Annotated[float, typer.Option(help="seconds to wait for BGP convergence")] = 120) -> None:
+    """Build the lab (namespaces, cables, FRR, host agent, sshd) and wait for BGP convergence."""
+    from fabric.lab.lifecycle import up as lab_up
+    from fabric.lab.sh import StepError, missing_prerequisites
+
+    loaded, fabric = _fabric(inventory)
+    missing = missing_prerequisites()
+    if missing:
+        raise UsageError(f"lab prerequisites missing: {', '.join(missing)} (make deps)")
+    t0 = time.monotonic()
+    try:
+        st = lab_up(fabric, inventory=str(inventory), prefix=loaded.inv.lab.prefix,
+                    management=loaded.inv.lab.management, timeout=timeout,
+                    log=lambda m: err.print(f"[dim]{time.monotonic() - t0:5.1f}s[/dim] {m}"))
+    except StepError as exc:
+        raise UsageError(f"lab up failed at {exc.step}: {exc.detail} (lab torn down)") from None
+    out.print(f"lab {st.fabric} up in {st.up_seconds:.1f}s: {len(fabric.switches)} switches, "
+              f"{len(fabric.hosts)} hosts, {len(st.links)} cables; state {st.dir}; "
+              f"ssh key {st.ssh_key} (user {st.ssh_user})")
+
+
+@lab_app.command()
+def down(inventory: InventoryArg) -> None:
+    """Remove every namespace, veth, bridge and process the lab made (idempotent)."""
+    from fabric.lab.lifecycle import down as lab_down
+
+    _, fabric = _fabric(inventory)
+    removed = lab_down(fabric.name)
+    ns = sum(r.startswith("netns ") for r in removed)
+    pids = sum(r.startswith("pid ") for r in removed)
+    out.print(f"lab {fabric.name} down: {ns} namespaces, {pids} processes removed" if removed
+              else f"lab {fabric.name}: nothing to remove")
+
+
+@lab_app.command()
+def status(inventory: InventoryArg,
+           fmt: Annotated[str, typer.Option("--format", help="table or json")] = "table",
+           pings: Annotated[bool, typer.Option(help="measure host reachability")] = True) -> None:
+    """BGP sessions, ECMP width and the per-rail reachability matrix; exit 1 when anything is down."""
+    from fabric.lab.status import lab_status
+
+    if fmt not in ("table", "json"):
+        raise UsageError(f"--format: expected table or json, found {fmt!r}")
+    st, fabric = _state(inventory)
+    s = lab_status(st, fabric, pings=pings)
+    if fmt == "json":
+        data = s.model_dump()
+        data["ok"], data["problems"] = s.ok, s.problems
+        import json
+
+        out.print_json(json.dumps(data))
+    else:
+        _print_status(s, fabric)
+    sys.exit(0 if s.ok else 1)  # not typer.Exit: main() runs click with standalone_mode=False
+
+
+def _print_status(s, fabric) -> None:
+    t = Table(title=f"lab {s.fabric}: switches")
+    for col in ("switch", "role", "sessions", "down", "ECMP min/expected", "prefixes missing"):
+        t.add_column(col)
+    for sw in s.switches:
+        est = sum(x.state == "Established" for x in sw.sessions)
+        bad = ", ".join(f"{x.neighbor}({x.peer}) {x.state}" for x in sw.sessions if x.state != "Established")
+        ecmp = f"{sw.ecmp_min if sw.ecmp_min is not None else '-'}/{sw.ecmp_expected or '-'}"
+        ok_ecmp = sw.ecmp_expected is None or (sw.ecmp_min or 0) >= sw.ecmp_expected
+        t.add_row(sw.name, sw.role, f"{est}/{len(sw.sessions)}", f"[red]{bad}[/red]" if bad else "",
+                  ecmp if ok_ecmp else f"[red]{ecmp}[/red]",
+                  f"[red]{len(sw.missing)}[/red]" if sw.missing else "0")
+    out.print(t)
+    if s.pings:
+        rails = sorted({p.rail for p in s.pings})
+        m = Table(title="reachability: rails reachable from source host (ping -I rail address)")
+        m.add_column("from \\ to")
+        hosts = list(fabric.hosts)
+        for h in hosts:
+            m.add_column(h)
+        for a in hosts:
+            row = []
+            for b in hosts:
+                ps = [p for p in s.pings if p.src == a and p.dst == b]
+                if not ps:
+                    row.append("-")
+                    continue
+                down = [str(p.rail) for p in ps if not p.ok]
+                cell = f"{len(ps) - len(down)}/{len(ps)}"
+                row.append(f"[red]{cell} rail {','.join(down)}[/red]" if down else f"[green]{cell}[/green]")
+            m.add_row(a, *row)
+        out.print(m)
+        r = Table(title="reachability per rail")
+        for col in ("rail", "within SU", "across SUs", "avg rtt ms"):
+            r.add_column(col)
+        for rail in rails:
+            ps = [p for p in s.pings if p.rail == rail]
+            w = [p for p in ps if p.same_su]
+            x = [p for p in ps if not p.same_su]
+            rtts = [p.rtt_ms for p in ps if p.rtt_ms is not None]
+
+            def frac(group: list) -> str:
+                ok = sum(p.ok for p in group)
+                return "-" if not group else (f"{ok}/{len(group)}" if ok == len(group)
+                                              else f"[red]{ok}/{len(group)}[/red]")
+            r.add_row(str(rail), frac(w), frac(x), f"{sum(rtts) / len(rtts):.3f}" if rtts else "-")
+        out.print(r)
+    if s.faults:
+        f = Table(title="faults")
+        for col in ("kind", "port", "ifname", "rate"):
+            f.add_column(col)
+        for x in s.faults:
+            f.add_row(x.kind, f"{x.node}:{x.port}", x.ifname, x.rate or "")
+        out.print(f)
+    out.print("[green]all sessions established, full ECMP, every rail reachable[/green]" if s.ok
+              else f"[red]{len(s.problems)} problems[/red]: " + "; ".join(s.problems[:5]))
+
+
+@lab_app.command("exec", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def exec_(inventory: InventoryArg, node: Annotated[str, typer.Argument(help="switch or host")],
+          command: Annotated[list[str], typer.Argument(help="command after --")]) -> None:
+    """Run a command in the node's namespace (`fabric lab exec INV NODE -- CMD …`)."""
+    st, _ = _state(inventory)
+    sys.exit(subprocess.run(st.ns_argv(node, command)).returncode)
+
+
+@lab_app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def ssh(inventory: InventoryArg, node: Annotated[str, typer.Argument(help="switch or host")],
+        command: Annotated[list[str] | None, typer.Argument(help="optional command after --")] = None,
+        ) -> None:
+    """Real ssh with the lab key to the node's management address (`-- CMD` optional)."""
+    from fabric.access import ssh_argv
+    from fabric.lab.site import LabSite
+
+    st, fabric = _state(inventory)
+    site = LabSite(st, fabric)
+    # interactive sessions (no command) may prompt, so no BatchMode there
+    argv = ssh_argv(site.host_credentials(), st.node(node).address, command or None, batch=bool(command))
+    sys.exit(subprocess.run(argv).returncode)
+
+
+@lab_app.command()
+def fault(inventory: InventoryArg,
+          action: Annotated[str, typer.Argument(help="link | throttle | clear")],
+          args: Annotated[list[str] | None,
+                          typer.Argument(help="link DEV:PORT down|up; throttle DEV:PORT RATE")] = None,
+          ) -> None:
+    """Inject or clear faults: `link DEV:PORT down|up`, `throttle DEV:PORT RATE`, `clear`."""
+    from fabric.lab import faults
+
+    st, _ = _state(inventory)
+    args = args or []
+    if action == "link" and len(args) == 2:
+        f = faults.link(st, args[0], args[1])
+        out.print(f"{args[0]} {args[1]}" + (" (fault recorded)" if f else " (fault cleared)"))
+    elif action == "throttle" and len(args) == 2:
+        f = faults.throttle(st, args[0], args[1])
+        out.print(f"{args[0]} throttled to {f.rate} (tbf on {f.node}:{f.ifname})")
+    elif action == "clear" and not args:
+        cleared = faults.clear(st)
+        out.print(f"{len(cleared)} faults cleared")
+    else:
+        raise UsageError("expected `fault INV link DEV:PORT down|up`, `fault INV throttle DEV:PORT RATE` "
+                         f"or `fault INV clear`, found {' '.join([action, *args])!r}")

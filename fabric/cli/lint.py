@@ -1,0 +1,107 @@
+"""`fabric lint`: cross-layer consistency rules over an inventory and/or device configs, for people and CI."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import typer
+from rich.console import Console
+
+from fabric.cli.progress import Tracker, track
+from fabric.errors import InputError, Problem
+from fabric.lint.core import RULES, Severity
+from fabric.lint.rules import all_rules
+
+
+def lint(
+    inventory: Path | None = typer.Argument(None, help="inventory directory (inventories/<name>)"),
+    configs: Path | None = typer.Option(
+        None,
+        "--configs",
+        help="directory of config_db.json, NVUE YAML, EOS CLI (*.cfg, *.eos) and frr.conf files to lint",
+    ),
+    fmt: str = typer.Option("table", "--format", "-f", help="table, json, junit, sarif or github"),
+    fail_on: Severity = typer.Option(Severity.error, "--fail-on", help="exit 1 on findings at or above this"),
+    select: list[str] = typer.Option([], "--select", help="only these rule ids or prefixes (repeatable)"),
+    ignore: list[str] = typer.Option([], "--ignore", help="skip these rule ids or prefixes (repeatable)"),
+    output: Path | None = typer.Option(
+        None, "--output", "-o", help="write the report here instead of stdout"
+    ),
+    list_rules: bool = typer.Option(False, "--list", help="print the rule table and exit"),
+    markdown: bool = typer.Option(False, "--markdown", help="with --list: a Markdown table"),
+    explain: str | None = typer.Option(None, "--explain", help="explain one rule (e.g. RF101) and exit"),
+) -> None:
+    """Lint a fabric: QoS across the cable, NCCL, L1-L3, operations. Exit 0 clean, 1 findings, 2 bad input."""
+    from fabric.lint import output as out
+
+    console = Console(highlight=False, soft_wrap=True)
+    if list_rules:
+        if markdown:
+            typer.echo(out.rule_markdown(), nl=False)
+        else:
+            out.rule_table(console)
+        return
+    if explain:
+        all_rules()
+        rule = RULES.get(explain.upper())
+        if rule is None:
+            raise InputError(
+                Problem("--explain", None, "", "a rule id (see fabric lint --list)", repr(explain))
+            )
+        typer.echo(out.explain(rule), nl=False)
+        return
+    if fmt not in out.FORMATS:
+        raise InputError(Problem("--format", None, "", f"one of {', '.join(out.FORMATS)}", repr(fmt)))
+    if inventory is None and configs is None:
+        raise InputError(
+            Problem("fabric lint", None, "", "an inventory directory, --configs DIR, or both", "none")
+        )
+    with track("lint") as progress:
+        result = run_lint(inventory, configs, select, ignore, progress)
+    if fmt == "table":
+        if output:
+            with output.open("w") as fh:
+                out.table(result, Console(file=fh, width=200, highlight=False))
+        else:
+            out.table(result, console)
+    else:
+        text = {
+            "json": lambda: out.to_json(result),
+            "junit": lambda: out.to_junit(result, fail_on),
+            "sarif": lambda: out.to_sarif(result, Path.cwd()),
+            "github": lambda: out.to_github(result),
+        }[fmt]()
+        if output:
+            output.write_text(text)
+        else:
+            typer.echo(text, nl=False)
+    if result.failed(fail_on):
+        sys.exit(1)  # not typer.Exit: the app runs with standalone_mode=False, which swallows it
+
+
+def run_lint(
+    inventory: Path | None,
+    configs: Path | None,
+    select: list[str] | None = None,
+    ignore: list[str] | None = None,
+    progress: Tracker | None = None,
+):
+    """Load, derive and lint; parse `configs` when given. Bad input raises InputError (exit 2)."""
+    from fabric.lint.configs import load_configs
+    from fabric.lint.context import Context
+    from fabric.lint.engine import run
+    from fabric.model.load import load
+
+    stage = progress.stage if progress is not None else lambda _d: None
+    ctx = None
+    if inventory is not None:
+        stage(f"load and validate {inventory}")
+        loaded = load(inventory)
+        stage(f"derive {inventory}")
+        ctx = Context(loaded)
+    if configs is not None:
+        stage(f"parse the configs in {configs}")
+    cs = load_configs(configs, ctx) if configs is not None else None
+    stage("run the rules")
+    return run(ctx if cs is None or inventory is not None else None, cs, select, ignore)

@@ -1,0 +1,223 @@
+"""`fabric plan` (online), `fabric apply` and `fabric rollback`: the commands around `engine`."""
+
+from __future__ import annotations
+
+import fnmatch
+import functools
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from fabric.access import Credentials, SwitchEndpoint
+from fabric.cli.progress import Tracker, track
+from fabric.cli.site import open_site
+from fabric.errors import UsageError
+from fabric.push import engine, state
+
+out = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
+
+LimitOpt = Annotated[str | None, typer.Option("--limit", help="switch name glob(s), comma-separated")]
+WorkersOpt = Annotated[int, typer.Option("--workers", min=1, help="devices contacted at the same time")]
+InsecureOpt = Annotated[bool, typer.Option("--insecure-lab", help="with --lab: do not verify SSH host keys")]
+LabOpt = Annotated[bool, typer.Option("--lab", help="the running lab of this inventory (FRR in namespaces)")]
+FormatOpt = Annotated[str, typer.Option("--format", help="table or json")]
+InventoryArg = Annotated[Path, typer.Argument(help="inventory directory of YAML files", show_default=False)]
+
+
+class Context:
+    """The site (the inventory's switches, or the lab's with --lab), the selected switches and credentials."""
+
+    def __init__(self, inventory: Path, limit: str | None, *, lab: bool, insecure_lab: bool,
+                 names: list[str] | None = None):
+        _loaded, self.site = open_site(inventory, lab=lab, insecure_lab=insecure_lab)
+        self.fabric = self.site.fabric
+        self.name = self.fabric.name
+        switches = list(self.fabric.switches)
+        if names is not None:
+            unknown = [n for n in names if n not in self.fabric.switches]
+            if unknown:
+                raise UsageError(f"device: expected a switch of {self.name}, found {', '.join(unknown)}")
+            switches = names
+        if limit:
+            pats = [p.strip() for p in limit.split(",") if p.strip()]
+            switches = [s for s in switches if any(fnmatch.fnmatchcase(s, p) for p in pats)]
+            if not switches:
+                raise UsageError(f"--limit: expected a pattern matching switches of {self.name}, found {limit!r}")
+        self.endpoints: list[SwitchEndpoint] = [self.site.switch(n) for n in switches]
+
+    @functools.cached_property
+    def cred(self) -> Credentials:
+        """Resolved on first use (after the apply lock is taken)."""
+        cred = self.site.switch_credentials()
+        if cred.password is not None:
+            state.register_secret(cred.password.get_secret_value())
+        return cred
+
+
+_FINAL = ("done", "applied", "unchanged", "rolled-back", "failed", "unreachable", "reverted-by-timer", "unknown",
+          "skipped")
+
+
+def _devices(progress: Tracker, what: str, total: int) -> Callable[[str, str], None]:
+    """The engine's progress callback (device, stage): one line per device in flight, a count of those done."""
+    progress.stage(what, total=total)
+
+    def update(device: str, stage: str) -> None:
+        done = stage in _FINAL
+        progress.item(device, stage, done=done)
+        if done:
+            progress.advance()
+    return update
+
+
+def _summary(results: list[engine.DeviceResult]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for r in results:
+        counts[r.status] = counts.get(r.status, 0) + 1
+    return counts
+
+
+def print_results(title: str, results: list[engine.DeviceResult], fmt: str, *, diffs: bool = True) -> None:
+    counts = _summary(results)
+    if fmt == "json":
+        sys.stdout.write(json.dumps({"fabric": title, "summary": counts,
+                                     "devices": [r.summary() for r in results]}, indent=2) + "\n")
+        return
+    table = Table(title=title)
+    for col in ("device", "target", "status", "+", "-", "detail"):
+        table.add_column(col, overflow="fold")
+    style = {"unchanged": "green", "applied": "green", "changed": "yellow", "rolled-back": "yellow",
+             "skipped": "dim"}
+    for r in results:
+        table.add_row(r.device, r.target, f"[{style.get(r.status, 'red')}]{r.status}[/]",
+                      str(r.diff.added if r.diff else ""), str(r.diff.removed if r.diff else ""), r.detail)
+    out.print(table)
+    if diffs:
+        for r in results:
+            if r.diff and not r.diff.empty:
+                out.print(f"[bold]{r.device}[/bold] ({r.target}) {r.diff.digest}")
+                for section, items in r.diff.sections().items():
+                    out.print(f"  {section}", markup=False)
+                    for item in items:
+                        out.print(Text(f"    {item}", style="green" if item[0] == "+" else "red"))
+    out.print(", ".join(f"{n} {s}" for s, n in sorted(counts.items())), markup=False)
+
+
+def online_plan(inventory: Path, limit: str | None, fmt: str, workers: int, lab: bool, insecure_lab: bool) -> int:
+    """Diff every selected switch against its intent; exit 1 when a device is unreachable or errs."""
+    ctx = Context(inventory, limit, lab=lab, insecure_lab=insecure_lab)
+    with track("plan") as progress:
+        update = _devices(progress, f"plan {ctx.name}", len(ctx.endpoints))
+        results = engine.plan_all(ctx.endpoints, ctx.cred, workers=workers, progress=update)
+    print_results(f"{ctx.name}: plan", results, fmt)
+    return 1 if any(r.status in ("unreachable", "error") for r in results) else 0
+
+
+def _check_timers(confirm_timer: int, postcheck_timeout: float, settle: float) -> None:
+    if confirm_timer < postcheck_timeout + settle + 10:
+        raise UsageError(f"--confirm-timer: expected at least --postcheck-timeout + --settle + 10 = "
+                         f"{postcheck_timeout + settle + 10:.0f} s, found {confirm_timer}")
+
+
+def _confirm_or_refuse(yes: bool, prompt: str) -> bool:
+    if yes:
+        return True
+    return typer.confirm(prompt, default=False, err=True)
+
+
+def _require_tty(yes: bool, verb: str) -> None:
+    if not yes and not sys.stdin.isatty():
+        raise UsageError(f"refusing to {verb} without --yes: no terminal to confirm on")
+
+
+def apply_command(
+    inventory: InventoryArg,
+    limit: LimitOpt = None,
+    canary: Annotated[int, typer.Option(min=0, help="devices changed first, alone")] = 1,
+    batch: Annotated[str, typer.Option(help="then batches of N devices or P% of the rest")] = "25%",
+    workers: WorkersOpt = 8,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="do not ask for confirmation")] = False,
+    lab: LabOpt = False,
+    insecure_lab: InsecureOpt = False,
+    confirm_timer: Annotated[int, typer.Option(help="seconds the device waits for confirmation")] = 300,
+    postcheck_timeout: Annotated[float, typer.Option(help="seconds for BGP to recover after a change")] = 60,
+    settle: Annotated[float, typer.Option(help="seconds to wait before the post-check")] = 5,
+    fmt: FormatOpt = "table",
+) -> None:
+    """Change the switches to their intent: canary, then batches, each device a transaction with rollback."""
+    import re
+
+    if fmt not in ("table", "json"):
+        raise UsageError(f"--format: expected table or json, found {fmt!r}")
+    if not re.fullmatch(r"\d+%?", batch) or batch in ("0", "0%"):
+        raise UsageError(f"--batch: expected a device count N or a percentage P%, found {batch!r}")
+    _check_timers(confirm_timer, postcheck_timeout, settle)
+    _require_tty(yes, "apply")
+    ctx = Context(inventory, limit, lab=lab, insecure_lab=insecure_lab)
+    opts = engine.ApplyOptions(confirm_seconds=confirm_timer, postcheck_timeout=postcheck_timeout, settle=settle)
+    with state.apply_lock(ctx.name):
+        with track("apply") as progress:
+            update = _devices(progress, f"plan {ctx.name}", len(ctx.endpoints))
+            planned = engine.plan_all(ctx.endpoints, ctx.cred, workers=workers, progress=update)
+        changed = [r.device for r in planned if r.status == "changed"]
+        if fmt == "table":
+            print_results(f"{ctx.name}: plan", planned, fmt)
+        if not changed:
+            if fmt == "json":
+                print_results(ctx.name, planned, fmt)
+            else:
+                out.print("nothing to apply")
+            raise typer.Exit(1 if any(r.status in ("unreachable", "error") for r in planned) else 0)
+        groups = engine.batches(changed, canary, batch)
+        if not _confirm_or_refuse(yes, f"apply to {len(changed)} switches in {len(groups)} batches "
+                                       f"({', '.join(str(len(g)) for g in groups)})?"):
+            raise typer.Exit(1)
+        eps = [ep for ep in ctx.endpoints if ep.device in changed]
+        with track("apply") as progress:
+            update = _devices(progress, f"apply {ctx.name} ({len(groups)} batches)", len(eps))
+            applied = engine.rollout(ctx.name, eps, ctx.cred, opts, canary=canary, batch=batch, workers=workers,
+                                     progress=update)
+    done = {r.device: r for r in applied}
+    results = [done.get(r.device, r) for r in planned]
+    print_results(f"{ctx.name}: apply", results, fmt, diffs=False)
+    raise typer.Exit(0 if all(r.status in ("applied", "unchanged") for r in results) else 1)
+
+
+def rollback_command(
+    inventory: InventoryArg,
+    devices: Annotated[list[str], typer.Argument(help="switches to restore", show_default=False)],
+    workers: WorkersOpt = 8,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="do not ask for confirmation")] = False,
+    lab: LabOpt = False,
+    insecure_lab: InsecureOpt = False,
+    confirm_timer: Annotated[int, typer.Option(help="seconds the device waits for confirmation")] = 300,
+    postcheck_timeout: Annotated[float, typer.Option(help="seconds for BGP to recover")] = 60,
+    settle: Annotated[float, typer.Option(help="seconds to wait before the post-check")] = 5,
+    fmt: FormatOpt = "table",
+) -> None:
+    """Restore switches to the state recorded before the last apply (a transaction like apply)."""
+    _check_timers(confirm_timer, postcheck_timeout, settle)
+    _require_tty(yes, "roll back")
+    ctx = Context(inventory, None, lab=lab, insecure_lab=insecure_lab, names=devices)
+    eps = []
+    for ep in ctx.endpoints:
+        rec = state.load_record(ctx.name, ep.device)
+        if rec is None:
+            raise UsageError(f"{ep.device}: no record of an apply of {ctx.name} in {state.state_dir(ctx.name)}")
+        eps.append(ep.model_copy(update={"intended": rec.snapshot}))
+    if not _confirm_or_refuse(yes, f"roll back {', '.join(devices)}?"):
+        raise typer.Exit(1)
+    opts = engine.ApplyOptions(confirm_seconds=confirm_timer, postcheck_timeout=postcheck_timeout, settle=settle)
+    with state.apply_lock(ctx.name), track("rollback") as progress:
+        update = _devices(progress, f"roll back {ctx.name}", len(eps))
+        results = engine.rollout(ctx.name, eps, ctx.cred, opts, canary=0, batch=str(len(eps)), workers=workers,
+                                 action="rollback", progress=update)
+    print_results(f"{ctx.name}: rollback", results, fmt, diffs=False)
+    raise typer.Exit(0 if all(r.status in ("applied", "unchanged") for r in results) else 1)

@@ -1,0 +1,1 @@
+"""Derivation: the inventory expanded into topology and per-device intent ("facts"). Pure, no I/O."""

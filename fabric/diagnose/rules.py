@@ -1,0 +1,290 @@
+"""Cross-line rules: failures that one line cannot show — a traffic class that differs from the fabric's,
+CNPs that nobody handles, a NCCL_IB_HCA entry NCCL never found, a flapping link. Each is a small `_Rule`,
+fed the lines that hold one of its keywords, with its own reserved id DG9xx (kept apart from the catalog).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+
+from fabric.diagnose.logs import host_of
+from fabric.diagnose.report import BINDING_KEYS, MAX_SUBJECTS, Finding, Severity
+
+DEFAULT_TOS = 106  # DSCP 26 << 2 | ECT(0): the nvidia-roce preset's RoCE traffic class
+TosOf = Callable[[str], int | None]  # a log's host name → the RoCE ToS its inventory gives it (None: unknown)
+
+
+class _Rule:
+    """A check that needs more than one line. Fed the lines holding a keyword; reports at the end.
+
+    `expected_tos` is the fabric's RoCE ToS; `tos_of` (from an inventory) gives a host's own, where known."""
+
+    keywords: tuple[str, ...] = ()
+
+    def __init__(self, expected_tos: int, tos_of: TosOf | None = None) -> None:
+        self.expected_tos = expected_tos
+        self.tos_of = tos_of
+
+    def want_tos(self, host: str) -> int:
+        """The ToS expected of `host`: its inventory's, else the fabric's."""
+        tos = self.tos_of(host) if self.tos_of is not None and host else None
+        return self.expected_tos if tos is None else tos
+
+    def feed(self, file: str, lineno: int, line: str) -> None:
+        raise NotImplementedError
+
+    def findings(self) -> list[Finding]:
+        raise NotImplementedError
+
+
+def _rule_finding(rule_id: str, severity: Severity, file: str, lines: list[int], evidence: str,
+                  subjects: Iterable[dict[str, str]], cause: str, next_step: str,
+                  details: dict[str, list[str]] | None = None) -> Finding:
+    uniq = list({tuple(sorted(s.items())): s for s in subjects if any(s.values())}.values())[:MAX_SUBJECTS]
+    return Finding(id=rule_id, title=RULE_TITLES[rule_id], severity=severity, rule="cross-line",
+                   sources=list(RULE_SOURCES[rule_id]), file=file, first_line=min(lines),
+                   last_line=max(lines), count=len(lines), evidence=evidence,
+                   subjects=[{k: s[k] for k in BINDING_KEYS if s.get(k)} for s in uniq],
+                   details=details or {}, cause=cause, next_step=next_step)
+
+
+def _natural(name: str) -> list[int | str]:
+    """Sort key so that mlx5_2 comes before mlx5_10."""
+    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", name)]
+
+
+def _ecn(tos: int) -> str:
+    return ("Not-ECT", "ECT(1)", "ECT(0)", "CE")[tos & 3]
+
+
+def _tos_text(tos: int) -> str:
+    return f"{tos} (DSCP {tos >> 2}, ECN {_ecn(tos)})"
+
+
+class _TrafficClassRule(_Rule):
+    """DG901: NCCL_IB_TC differs from the fabric's RoCE ToS. DG902: NCCL on RoCE without NCCL_IB_TC."""
+
+    keywords = ("set by environment", "/RoCE")
+    _SET = re.compile(r"NCCL_IB_TC set by environment to (\d+)")
+    _ROCE = re.compile(r"NET/IB ?: Using .*?/RoCE")
+
+    def __init__(self, expected_tos: int, tos_of: TosOf | None = None) -> None:
+        super().__init__(expected_tos, tos_of)
+        self.values: dict[tuple[str, int], list[tuple[int, str]]] = defaultdict(list)  # (file, tc)
+        self.tc_hosts: set[tuple[str, str]] = set()
+        self.env_hosts: set[tuple[str, str]] = set()  # hosts whose ENV lines are in the log
+        self.roce: dict[tuple[str, str], list[int]] = defaultdict(list)
+
+    def feed(self, file: str, lineno: int, line: str) -> None:
+        if "set by environment" in line:
+            host = host_of(line) or ""
+            self.env_hosts.add((file, host))
+            if "NCCL_IB_TC" in line and (m := self._SET.search(line)):
+                self.values[(file, int(m.group(1)))].append((lineno, host))
+                self.tc_hosts.add((file, host))
+        elif "/RoCE" in line and self._ROCE.search(line):
+            self.roce[(file, host_of(line) or "")].append(lineno)
+
+    def findings(self) -> list[Finding]:
+        out = []
+        by_want: dict[tuple[str, int, int], list[tuple[int, str]]] = defaultdict(list)
+        for (file, tc), seen in self.values.items():
+            for lineno, host in seen:
+                by_want[(file, tc, self.want_tos(host))].append((lineno, host))
+        for (file, tc, want), seen in sorted(by_want.items()):
+            if tc == want:
+                continue
+            if tc >> 2 != want >> 2:
+                cause = (f"RoCE traffic is marked DSCP {tc >> 2}, but the fabric's lossless class is DSCP "
+                         f"{want >> 2}: it lands in another (usually lossy) queue, so congestion drops it "
+                         "instead of pausing — completion errors 12, retransmissions, slow collectives.")
+            elif tc & 3 == 0:
+                cause = (f"The DSCP is right but the packets are not ECN-capable ({_ecn(tc)} instead of "
+                         f"{_ecn(want)}): WRED drops them instead of marking them, so DCQCN never slows "
+                         "the senders down.")
+            else:
+                cause = (f"The DSCP is right but the ECN bits are {_ecn(tc)} instead of {_ecn(want)}, "
+                         "which the fabric's ECN/WRED and DCQCN settings were not designed for.")
+            out.append(_rule_finding(
+                "DG901", Severity.error, file, [n for n, _ in seen],
+                f"NCCL_IB_TC={_tos_text(tc)}; the fabric expects {_tos_text(want)}",
+                ({"host": h, "tc": str(tc)} if h else {"tc": str(tc)} for _, h in seen), cause,
+                f"Set NCCL_IB_TC={want} in the job environment (or nccl.conf) on every host; "
+                "`fabric render` emits it in hosts/<host>/nccl.env."))
+        missing = defaultdict(list)
+        for (file, host), lines in sorted(self.roce.items()):
+            if (file, host) in self.env_hosts and (file, host) not in self.tc_hosts:
+                missing[(file, self.want_tos(host))].append((host, lines[0]))
+        for (file, want), hosts in sorted(missing.items()):
+            out.append(_rule_finding(
+                "DG902", Severity.warning, file, [n for _, n in hosts],
+                f"NCCL uses RoCE but NCCL_IB_TC is not set: traffic class 0 (DSCP 0); the fabric "
+                f"expects {_tos_text(want)}",
+                ({"host": h} for h, _ in hosts),
+                "Without NCCL_IB_TC NCCL sends with traffic class 0, which maps to the default lossy "
+                "queue unless the NIC rewrites it (per-device default traffic_class).",
+                f"Set NCCL_IB_TC={want}, or confirm /sys/class/infiniband/<dev>/tc/1/traffic_class is "
+                f"{want} on these hosts."))
+        return out
+
+
+class _IbHcaRule(_Rule):
+    """DG903: NCCL_IB_HCA names a device that NCCL did not find (absent, or its port not ACTIVE)."""
+
+    keywords = ("NCCL_IB_HCA", "Using [", "No device found")
+    _HCA = re.compile(r"NCCL_IB_HCA set (?:by environment )?to (\S+?)\.?\s*$")
+    _USING = re.compile(r"NET/IB ?: Using((?: \[\d+\]\S+)*)")
+    _DEV = re.compile(r"\[\d+\]([\w.-]+):(\d+)")
+
+    def __init__(self, expected_tos: int, tos_of: TosOf | None = None) -> None:
+        super().__init__(expected_tos, tos_of)
+        self.spec: dict[tuple[str, str], tuple[int, str]] = {}
+        self.found: dict[tuple[str, str], list[tuple[str, str]]] = {}
+
+    def feed(self, file: str, lineno: int, line: str) -> None:
+        if "NCCL_IB_HCA" in line and (m := self._HCA.search(line)):
+            self.spec.setdefault((file, host_of(line) or ""), (lineno, m.group(1)))
+        elif "NET/IB" in line:
+            key = (file, host_of(line) or "")
+            if (m := self._USING.search(line)) and key not in self.found:
+                self.found[key] = self._DEV.findall(m.group(1))
+            elif "No device found" in line:
+                self.found.setdefault(key, [])
+
+    def findings(self) -> list[Finding]:
+        per_file: dict[str, list[tuple[int, str, str, str, list[str]]]] = defaultdict(list)
+        for key, (lineno, spec) in sorted(self.spec.items()):
+            if key not in self.found or spec.startswith("^"):
+                continue  # NCCL's pick not in the log, or an exclusion list (absent names are harmless)
+            exact = spec.startswith("=")
+            found = self.found[key]
+            for entry in filter(None, spec.lstrip("=").split(",")):
+                name, _, port = entry.partition(":")
+                port = port.split(":")[0]
+                if not any((dev == name if exact else dev.startswith(name)) and (not port or p == port)
+                           for dev, p in found):
+                    per_file[key[0]].append((lineno, key[1], name, spec, [d for d, _ in found]))
+        out = []
+        for file, missing in per_file.items():
+            names = sorted({m[2] for m in missing})
+            spec, found = missing[0][3], sorted({d for m in missing for d in m[4]}, key=_natural)
+            out.append(_rule_finding(
+                "DG903", Severity.error, file, [m[0] for m in missing],
+                f"NCCL_IB_HCA={spec} names {', '.join(names)}, which NCCL did not find "
+                f"(it uses: {', '.join(found) or 'no RDMA device'})",
+                ({"host": h, "dev": n} if h else {"dev": n} for _, h, n, _, _ in missing),
+                "The device named in NCCL_IB_HCA does not exist on this host (typo, different mlx5 "
+                "numbering, device not passed into the container) or none of its ports is ACTIVE, so "
+                "NCCL silently runs on fewer rails — or falls back to sockets.",
+                "`ibdev2netdev` and `ibv_devinfo` on the host; derive NCCL_IB_HCA from the inventory "
+                "(`fabric render` writes nccl.env) instead of hand-maintaining it."))
+        return out
+
+
+class _CnpRule(_Rule):
+    """DG904: np_cnp_sent grows but rp_cnp_handled stays flat everywhere: CNPs are never acted on."""
+
+    keywords = ("mlx5_", "_cnp_")
+    _COUNTER = re.compile(r"\b(np_cnp_sent|rp_cnp_handled)\b\s*[:=]?\s*(\d+)")
+    _DEV = re.compile(r"\b(mlx5_(?:bond_)?\d+)\b")
+
+    def __init__(self, expected_tos: int, tos_of: TosOf | None = None) -> None:
+        super().__init__(expected_tos, tos_of)
+        self.context_dev: dict[str, str] = {}
+        # (file, host, dev) -> counter -> [(lineno, value)]
+        self.samples: dict[tuple[str, str, str], dict[str, list[tuple[int, int]]]] = defaultdict(
+            lambda: defaultdict(list))
+
+    def feed(self, file: str, lineno: int, line: str) -> None:
+        dev_m = self._DEV.search(line) if "mlx5_" in line else None
+        if dev_m:
+            self.context_dev[file] = dev_m.group(1)
+        if "_cnp_" not in line:
+            return
+        key = (file, host_of(line) or "", dev_m.group(1) if dev_m else self.context_dev.get(file, ""))
+        for name, value in self._COUNTER.findall(line):
+            self.samples[key][name].append((lineno, int(value)))
+
+    def findings(self) -> list[Finding]:
+        sent = {k: c["np_cnp_sent"] for k, c in self.samples.items() if c.get("np_cnp_sent")}
+        handled = [c["rp_cnp_handled"] for c in self.samples.values() if c.get("rp_cnp_handled")]
+        if not sent or not handled:
+            return []
+        series = any(len(v) > 1 for v in sent.values())
+        if series:  # snapshots over time: compare growth
+            growth = {k: v[-1][1] - v[0][1] for k, v in sent.items() if len(v) > 1}
+            handled_growth = sum(v[-1][1] - v[0][1] for v in handled if len(v) > 1)
+            if not any(len(v) > 1 for v in handled) or handled_growth > 0:
+                return []
+        else:  # one snapshot: cumulative since boot
+            growth = {k: v[-1][1] for k, v in sent.items()}
+            if sum(v[-1][1] for v in handled) > 0:
+                return []
+        out = []
+        for file in sorted({k[0] for k, g in growth.items() if g > 0}):
+            keys = [k for k, g in growth.items() if k[0] == file and g > 0]
+            sign = "+" if series else ""
+            parts = [f"{sign}{growth[k]} on {k[2] or '?'}{f' ({k[1]})' if k[1] else ''}" for k in keys]
+            out.append(_rule_finding(
+                "DG904", Severity.error if series else Severity.warning, file,
+                [n for k in keys for n, _ in sent[k]],
+                f"np_cnp_sent {', '.join(parts)}; rp_cnp_handled {sign}0 on every device in the logs",
+                ({"host": k[1], "dev": k[2]} for k in keys),
+                "Receivers see ECN-marked RoCE packets and send CNPs, but no sender's reaction point "
+                "handles them, so DCQCN never reduces rates and congestion turns into PFC pauses and "
+                "pause storms. Typical causes: roce_rp not enabled on the RoCE priority, CNPs sent with "
+                "a DSCP/priority the switch drops or queues behind data, or a mismatched CNP policy "
+                "between NIC firmware settings and the switch.",
+                "On the senders: `cat /sys/class/net/<if>/ecn/roce_rp/enable/<prio>` must be 1; compare "
+                "CNP DSCP/802.1p (np_cnp_dscp, CNP_DSCP_P1) with the switch's CNP class; check "
+                "rp_cnp_ignored."))
+        return out
+
+
+class _LinkFlapRule(_Rule):
+    """DG905: the same NIC port went down more than once — a flapping link."""
+
+    keywords = ("Link down",)
+    _LINK = re.compile(r"mlx5_core (?P<pci>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.\d)"
+                       r"(?: (?P<ifname>[\w.-]+))?: Link down")
+
+    def __init__(self, expected_tos: int, tos_of: TosOf | None = None) -> None:
+        super().__init__(expected_tos, tos_of)
+        self.downs: dict[tuple[str, str, str, str], list[int]] = defaultdict(list)
+
+    def feed(self, file: str, lineno: int, line: str) -> None:
+        if "Link down" in line and (m := self._LINK.search(line)):
+            self.downs[(file, host_of(line) or "", m.group("pci"), m.group("ifname") or "")].append(lineno)
+
+    def findings(self) -> list[Finding]:
+        flaps: dict[str, list[tuple[str, str, str, list[int]]]] = defaultdict(list)
+        for (file, host, pci, ifname), lines in sorted(self.downs.items()):
+            if len(lines) > 1:
+                flaps[file].append((host, pci, ifname, lines))
+        return [_rule_finding(
+            "DG905", Severity.error, file, [n for *_, lines in ports for n in lines],
+            "; ".join(f"{ifname or pci} down {len(lines)} times" + (f" on {host}" if host else "")
+                      for host, pci, ifname, lines in ports),
+            ({k: v for k, v in (("host", h), ("pci", p), ("ifname", i)) if v} for h, p, i, _ in ports),
+            "The link went down repeatedly: a marginal cable or optic (dirty connector, high BER), a "
+            "module overheating, or auto-negotiation/FEC mismatch with the leaf port. Every flap "
+            "breaks the RDMA connections on that rail.",
+            "`mlxlink -d <pci> -m -c -e` (FEC, BER, module temperature, rx power) on the host and the "
+            "leaf port's counters; swap the cable/optic of this rail if errors keep counting.")
+            for file, ports in flaps.items()]
+
+
+RULES: tuple[type[_Rule], ...] = (_TrafficClassRule, _IbHcaRule, _CnpRule, _LinkFlapRule)
+RULE_TITLES = {
+    "DG901": "NCCL_IB_TC differs from the fabric's RoCE traffic class",
+    "DG902": "NCCL on RoCE without NCCL_IB_TC (traffic class 0)",
+    "DG903": "NCCL_IB_HCA names a device NCCL did not find",
+    "DG904": "CNPs sent but never handled (DCQCN not reacting)",
+    "DG905": "NIC link flapping",
+}
+RULE_SOURCES: dict[str, tuple[str, ...]] = {
+    "DG901": ("nccl",), "DG902": ("nccl",), "DG903": ("nccl",), "DG904": ("any",), "DG905": ("kernel",),
+}
+RULE_IDS = frozenset(RULE_TITLES)

@@ -1,0 +1,49 @@
+"""The lab as a `Site`: its switches are FRR in namespaces, its hosts namespaces with sshd, reached with
+the lab's own user, key and known_hosts (or the namespace itself, `via="netns"`, for host commands)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from fabric.access import Credentials, Site, SwitchEndpoint, ssh_argv
+from fabric.design.intent import FabricIntent
+from fabric.lab.plan import rename_ports
+from fabric.lab.state import LabState
+from fabric.render import render_switch
+
+
+class LabSite(Site):
+    kind = "lab"
+    rdma = False  # veths: iperf3 and ping stand in for perftest
+    python = "/usr/bin/python3"
+
+    def __init__(self, state: LabState, fabric: FabricIntent, *, via: str = "netns", insecure: bool = False):
+        self.state, self.fabric, self.via, self.insecure = state, fabric, via, insecure
+        self.agent = str(Path(sys.executable).parent / "fabric")  # the nodes share this machine's files
+
+    def switch(self, name: str) -> SwitchEndpoint:
+        node, d = self.state.node(name), str(self.state.frr_dir(name))
+        conf = render_switch(self.fabric.switches[name], self.fabric)["frr.conf"]
+        return SwitchEndpoint(device=name, target="frr", address=node.address, device_type="linux",
+                              intended=rename_ports(conf, node.ifnames),
+                              options={"confdir": d, "vty_socket": d, "workdir": str(self.state.dir / "push")})
+
+    def _cred(self) -> Credentials:
+        st = self.state
+        return Credentials(username=st.ssh_user, key_file=st.ssh_key,
+                           known_hosts=None if self.insecure else st.known_hosts)
+
+    def switch_credentials(self) -> Credentials:
+        return self._cred()
+
+    def host_credentials(self) -> Credentials:
+        return self._cred()
+
+    def host_address(self, host: str) -> str:
+        return self.state.node(host).address
+
+    def host_argv(self, host: str, argv: list[str]) -> list[str]:
+        if self.via == "ssh":
+            return ssh_argv(self._cred(), self.host_address(host), argv)
+        return self.state.ns_argv(host, argv)

@@ -1,0 +1,1 @@
+"""The inventory as users write it: YAML with lines, pydantic models, units, QoS presets, platforms."""

@@ -1,0 +1,96 @@
+"""The table of network operating systems: one row per NOS, one folder per NOS.
+
+A row says what the rest of the tool needs to know about a NOS without importing its code: how it
+names ports, which files a switch gets, which of them the push diffs and applies, the releases the
+renderer writes for, how a saved running configuration is named, and the netmiko device type. The
+folder `fabric/nos/<name>/` holds the code, found by convention:
+
+    render.py   render(switch_intent, fabric_intent) -> {file name: text}    pure (fabric.render calls it)
+    configs.py  parse(path, device, text) -> DeviceConfig                     pure (`fabric lint --configs`)
+    driver.py   DRIVER: a fabric.targets.base.Driver subclass                 effectful (plan/apply/rollback)
+
+Adding a NOS is one folder with those three modules (plus its templates/<name>/ if it uses Jinja)
+and one row below. This module imports nothing of the project, so every layer may read it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from importlib import import_module
+from types import ModuleType
+
+PortNaming = Callable[[int, int, int], str]  # (sub-ports per physical port, lanes per port, 0-based index)
+
+
+def ethernet_by_lane(ways: int, lanes: int, index: int) -> str:
+    """SONiC: `Ethernet<first lane>` — Ethernet0, Ethernet8, … (2x breakout: Ethernet0, Ethernet4)."""
+    n, k = divmod(index, ways)
+    return f"Ethernet{n * lanes + k * (lanes // ways)}"
+
+
+def ethernet_slash(ways: int, lanes: int, index: int) -> str:
+    """EOS: `Ethernet<port>/<first lane>` — Ethernet1/1, Ethernet1/5 (2x breakout of an 8-lane port)."""
+    n, k = divmod(index, ways)
+    return f"Ethernet{n + 1}/{k * (lanes // ways) + 1}"
+
+
+def swp(ways: int, lanes: int, index: int) -> str:
+    """Cumulus/NVUE and Linux switchdev: swp1, swp2 … (breakout: swp1s0, swp1s1)."""
+    n, k = divmod(index, ways)
+    return f"swp{n + 1}s{k}" if ways > 1 else f"swp{n + 1}"
+
+
+WatchdogFields = dict[str, frozenset[str] | None]  # qos.pfc_watchdog field → the values the NOS takes (None: any)
+
+
+@dataclass(frozen=True)
+class Nos:
+    name: str
+    title: str
+    releases: tuple[str, ...]  # releases the renderer writes for (oldest first)
+    port_name: PortNaming
+    files: tuple[str, ...]  # files rendered per switch
+    intended: str  # the file the push diffs against and applies
+    running_suffix: str  # a saved running configuration: <switch><suffix> (plan --running, lint --configs)
+    device_type: str  # netmiko device type
+    mtu_max: int  # the largest port/L3 MTU the NOS takes; derivation caps switching.mtu to it
+    watchdog: WatchdogFields | None  # PFC watchdog settings it renders; None: the NOS has no PFC watchdog
+    default_release: dict[str, str] = field(default_factory=dict)  # platform → release; others: the newest
+
+    def module(self, part: str) -> ModuleType:
+        """`render`, `configs` or `driver` of this NOS."""
+        return import_module(f"fabric.nos.{self.name}.{part}")
+
+    def release_for(self, platform: str) -> str:
+        """The release a switch of `platform` renders for when the inventory declares none."""
+        return self.default_release.get(platform, self.releases[-1])
+
+
+_ANY = None
+NOS: dict[str, Nos] = {n.name: n for n in (
+    # SONiC: PORT mtu 1312-9216 (sonic-port.yang); PFC_WD has detection_time, restoration_time, action
+    # drop|forward|alert and a global POLL_INTERVAL (sonic-pfcwd.yang), no robustness.
+    Nos(name="sonic", title="SONiC (community, frrcfgd)", releases=("202405", "202411"), port_name=ethernet_by_lane,
+        files=("config_db.json", "sysctl.conf"), intended="config_db.json", running_suffix=".json",
+        device_type="linux", mtu_max=9216,
+        watchdog={"detection": _ANY, "restoration": _ANY, "action": _ANY, "poll_interval": _ANY}),
+    # NVUE: `link mtu` 552-9216; the watchdog has only `qos pfc-watchdog polling-interval` and `robustness`
+    # (tests/fixtures/nvue/paths.yaml). Default release per platform: NVIDIA's minimum release and life cycle
+    # per switch model (same table, `platforms`): Spectrum-4/-3 400G+ on 5.15, the older ones on the 5.9 ESR.
+    Nos(name="nvue", title="NVIDIA Cumulus Linux (NVUE)", releases=("5.9", "5.15"), port_name=swp,
+        files=("nvue-patch.yaml", "nv-set.txt"), intended="nvue-patch.yaml", running_suffix=".yaml",
+        device_type="cumulus_linux", mtu_max=9216, watchdog={"poll_interval": _ANY, "robustness": _ANY},
+        default_release={"sn5600": "5.15", "sn5400": "5.15", "sn4700": "5.15", "sn4600c": "5.9", "msn2700": "5.9"}),
+    # EOS: L3 MTU 68-9214 (arista.com EOS L3 MTU; AVD's p2p_uplinks_mtu default 9214); the watchdog has
+    # timeout, recovery-time, polling-interval and action drop|no-drop, no robustness and no `alert`.
+    Nos(name="eos", title="Arista EOS", releases=("4.32",), port_name=ethernet_slash,
+        files=("running-config.cfg",), intended="running-config.cfg", running_suffix=".cfg",
+        device_type="arista_eos", mtu_max=9214,
+        watchdog={"detection": _ANY, "restoration": _ANY, "poll_interval": _ANY,
+                  "action": frozenset({"drop", "forward"})}),
+    # Linux/FRR white-box: iproute2 dcb has no PFC watchdog; the lab realizes every inventory on this target.
+    Nos(name="frr", title="Linux white-box with FRR (what the lab runs)", releases=("8.4", "10.2"), port_name=swp,
+        files=("frr.conf", "interfaces.sh", "qos.sh"), intended="frr.conf", running_suffix=".conf",
+        device_type="linux", mtu_max=9216, watchdog=None),
+)}

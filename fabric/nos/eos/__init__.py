@@ -1,0 +1,1 @@
+"""Arista EOS: running-config CLI (render), its parser, configuration sessions with commit timer (driver)."""

@@ -1,0 +1,150 @@
+"""Arista EOS CLI → DeviceConfig (qos maps, PFC, watchdog, tx-queue ETS/ECN, MTU, VLANs, BGP, graceful shutdown,
+ARP aging)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from fabric.lint.configs.gshut import GSHUT_VALUES, GshutConfig
+from fabric.lint.configs.model import BgpNeighborConfig, DeviceConfig, PortConfig
+from fabric.lint.view import Ecn, QosView
+
+_UNITS = {"bytes": 1, "kbytes": 1000, "mbytes": 1_000_000, "segments": 208}
+_ECN = re.compile(
+    r"random-detect ecn minimum-threshold (\d+) (\w+) maximum-threshold (\d+) (\w+)"
+    r"(?: max-mark-probability (\d+))?"
+)
+
+
+def _vlans(spec: str) -> list[int]:
+    """`1001,1003-1004` → [1001, 1003, 1004]."""
+    out: list[int] = []
+    for part in spec.split(","):
+        lo, _, hi = part.partition("-")
+        out += range(int(lo), int(hi or lo) + 1)
+    return out
+
+
+def parse(path: Path, name: str, text: str) -> DeviceConfig:
+    dev = DeviceConfig(name=name, file=str(path), kind="eos")
+    dscp: dict[int, int] = {}
+    strict: set[int] = set()
+    dwrr: dict[int, int] = {}
+    ecn: dict[int, Ecn] = {}
+    lossless: set[int] = set()
+    block: list[str] = []  # stack of enclosing block headers
+    iface: PortConfig | None = None
+    txq: int | None = None
+    wd_global = False
+    gs = GshutConfig()
+    rmap: str | None = None  # the route map whose (permit) entry is open
+    for n, raw in enumerate(text.splitlines(), 1):
+        if not raw.strip() or raw.lstrip().startswith("!"):
+            continue
+        depth = (len(raw) - len(raw.lstrip(" "))) // 3
+        line = raw.strip()
+        del block[depth:]
+        block.append(line)
+        top = block[0]
+        if depth == 0:
+            iface, txq = None, None
+            rmap = None
+            if m := re.match(r"ip community-list (?:standard )?(\S+) permit (.+)", line):
+                if GSHUT_VALUES & {w.lower() for w in m.group(2).split()}:
+                    gs.lists.add(m.group(1))
+            elif m := re.match(r"route-map (\S+) (permit|deny)", line):
+                if m.group(2) == "permit":
+                    rmap = m.group(1)
+                    gs.entry(rmap).append((set(), None))
+            elif m := re.match(r"qos map dscp ([\d ]+) to traffic-class (\d)", line):
+                for d in m.group(1).split():
+                    dscp[int(d)] = int(m.group(2))
+                dev.lines.setdefault("dscp_map", n)
+            elif m := re.match(r"arp aging timeout default (\d+)", line):
+                dev.arp_aging, dev.lines["arp_aging"] = int(m.group(1)), n
+            elif m := re.match(r"router bgp (\d+)", line):
+                dev.asn, dev.lines["bgp"] = int(m.group(1)), n
+                dev.graceful_shutdown = None
+            elif m := re.match(r"interface (Ethernet\S+)", line):
+                iface = dev.ports.setdefault(m.group(1), PortConfig(name=m.group(1), line=n))
+            elif line.startswith("priority-flow-control pause watchdog") and "port" not in line:
+                wd_global = wd_global or line == "priority-flow-control pause watchdog"
+            continue
+        if rmap is not None:
+            lists = gs.entry(rmap)[-1][0]
+            if m := re.match(r"match community (\S+)", line):
+                lists.add(m.group(1))
+            elif m := re.match(r"set local-preference (\d+)", line):
+                gs.entry(rmap)[-1] = (lists, int(m.group(1)))
+            continue
+        if top.startswith("interface Ethernet") and iface is not None:
+            if m := re.match(r"switchport access vlan (\d+)", line):
+                iface.access_vlan = int(m.group(1))
+            elif m := re.match(r"switchport trunk allowed vlan ([\d,-]+)", line):
+                iface.tagged_vlans = _vlans(m.group(1))
+            elif m := re.match(r"mtu (\d+)", line):
+                iface.mtu = int(m.group(1))
+            elif m := re.match(r"speed (?:forced )?(\d+)g", line):
+                iface.speed = int(m.group(1))
+            elif m := re.match(r"priority-flow-control priority (\d) no-drop", line):
+                iface.pfc = sorted({*(iface.pfc or []), int(m.group(1))})
+                lossless.add(int(m.group(1)))
+                dev.lines.setdefault("pfc", n)
+            elif line.startswith("priority-flow-control pause watchdog"):
+                iface.watchdog = True
+            elif m := re.match(r"tx-queue (\d)", line):
+                txq = int(m.group(1))
+            elif txq is not None and depth >= 2:
+                if line == "priority strict":
+                    strict.add(txq)
+                    dev.lines.setdefault(f"ets.{txq}", n)
+                elif m := re.match(r"bandwidth (?:guaranteed )?percent (\d+)", line):
+                    dwrr.setdefault(txq, int(m.group(1)))
+                    dev.lines.setdefault(f"ets.{txq}", n)
+                elif m := _ECN.match(line):
+                    ecn.setdefault(
+                        txq,
+                        Ecn(
+                            True,
+                            int(m.group(1)) * _UNITS.get(m.group(2), 1),
+                            int(m.group(3)) * _UNITS.get(m.group(4), 1),
+                            int(m.group(5) or 100),
+                        ),
+                    )
+                    dev.lines.setdefault(f"ecn.{txq}", n)
+        elif top.startswith("router bgp"):
+            if m := re.match(r"neighbor (\S+) route-map (\S+) in$", line):
+                gs.inbound[m.group(1)] = m.group(2)
+            elif m := re.match(r"(no )?neighbor (\S+) send-community\b", line):
+                (gs.no_send if m.group(1) else gs.sends).add(m.group(2))
+            elif m := re.match(r"neighbor interface (\S+) .*?(?:remote-as (\d+))?$", line):
+                dev.neighbors.append(
+                    BgpNeighborConfig(peer=m.group(1), remote_as=m.group(2) or "", interface=True, line=n)
+                )
+                if grp := re.search(r"peer-group (\S+)", line):
+                    gs.groups[m.group(1)] = grp.group(1)
+            elif m := re.match(r"neighbor (\d+\.\d+\.\d+\.\d+) remote-as (\d+)", line):
+                dev.neighbors.append(
+                    BgpNeighborConfig(peer=m.group(1), remote_as=m.group(2), interface=False, line=n)
+                )
+    if wd_global:
+        for p in dev.ports.values():
+            p.watchdog = True
+    if dev.asn is not None:
+        # EOS sends no communities to a neighbour without `send-community`
+        dev.graceful_shutdown, dev.graceful_shutdown_missing = gs.verdict([nb.peer for nb in dev.neighbors], False)
+        dev.lines["graceful_shutdown"] = dev.lines["bgp"]
+    if dscp or lossless:
+        dev.qos = QosView(
+            name=name,
+            dscp_to_priority=dscp or None,
+            default_priority=0,
+            priority_to_tc={},
+            lossless=sorted(lossless),
+            strict_tcs=sorted(strict),
+            dwrr=dwrr,
+            ecn=ecn,
+            at=dev.at,
+        )
+    return dev

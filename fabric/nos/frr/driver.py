@@ -1,0 +1,227 @@
+"""FRR on a Linux white-box (what the lab runs): `frr-reload.py --test` for the diff, `--reload` to apply.
+
+The transaction runs on the device as a detached job, so a dropped SSH connection cannot leave FRR
+half-reloaded: the job reloads the new file, then waits for a `confirm` file; without it in time
+(or on `cancel`) it reloads the previous running configuration, kept in the job directory. A
+confirmed change is written to `<confdir>/frr.conf` (the old one kept as `frr.conf.previous`).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+
+from fabric.parsers.frr import route_widths
+from fabric.parsers.iproute import link_counters
+from fabric.targets import shell
+from fabric.targets.base import Change, DeviceDiff, Driver, Health, TargetError, Txn
+
+RELOAD = "/usr/lib/frr/frr-reload.py"
+
+# Lines frr-reload.py reports that change nothing FRR shows: the OS owns the hostname; vtysh.conf owns
+# the integrated-config switch; `frr defaults datacenter` already means no ebgp-requires-policy.
+NOISE = ("hostname ", "service integrated-vtysh-config", "frr version ")
+DEFAULTS = {"datacenter": {"no bgp ebgp-requires-policy", "timers bgp 3 9"}}
+
+JOB = r"""#!/bin/sh
+# roce-fabric FRR transaction (device side): reload new.conf; revert to previous.conf unless confirmed.
+D=$1; T=$2; CONF=$3; shift 3
+echo $$ > "$D/job.pid"
+echo reloading > "$D/state"
+"$@" --reload "$D/new.conf" > "$D/reload.log" 2>&1; echo $? > "$D/reload.rc"
+echo waiting > "$D/state"
+i=0
+while [ "$i" -lt "$T" ]; do
+  if [ -e "$D/confirm" ]; then
+    [ -f "$CONF/frr.conf" ] && cp -p "$CONF/frr.conf" "$CONF/frr.conf.previous"
+    cp "$D/new.conf" "$CONF/frr.conf.tmp" && mv -f "$CONF/frr.conf.tmp" "$CONF/frr.conf"
+    echo confirmed > "$D/state"; exit 0
+  fi
+  [ -e "$D/cancel" ] && break
+  sleep 1; i=$((i+1))
+done
+echo reverting > "$D/state"
+"$@" --reload "$D/previous.conf" > "$D/revert.log" 2>&1; echo $? > "$D/revert.rc"
+echo reverted > "$D/state"
+"""
+
+
+def clean_running(text: str) -> str:
+    """`show running-config` as a file frr-reload.py accepts (no banner lines)."""
+    keep = [ln for ln in text.splitlines()
+            if ln.strip() not in ("Building configuration...", "Current configuration:")]
+    while keep and not keep[0].strip():
+        keep.pop(0)
+    return "\n".join(keep) + "\n"
+
+
+def parse_reload_test(output: str, running: str, defaults: str = "") -> list[Change]:
+    """frr-reload.py --test output → changes under their section, noise and no-ops dropped."""
+    present = {ln.rstrip() for ln in running.splitlines()}
+    quiet = DEFAULTS.get(defaults, set())
+    changes: list[Change] = []
+    mode = ""
+    block: list[str] = []
+
+    def flush() -> None:
+        ctx: list[str] = []  # context line per indentation level
+        for i, line in enumerate(block):
+            level = len(line) - len(line.lstrip())
+            nxt = block[i + 1] if i + 1 < len(block) else ""
+            if nxt and len(nxt) - len(nxt.lstrip()) > level:  # opens a context
+                del ctx[level:]
+                ctx.append(line.strip())
+                continue
+            section = " / ".join(ctx[:level])
+            orig = line.strip()
+            neg = orig.startswith("no ")
+            op, text = ("-", orig[3:]) if neg else ("-" if mode == "del" else "+", orig)
+            if text.startswith(NOISE) or orig in quiet or (op == "+" and not section and line.rstrip() in present):
+                continue
+            changes.append(Change(section=section or "(global)", op=op, line=text))
+        block.clear()
+
+    for raw in output.splitlines():
+        line = raw.rstrip()
+        if line == "Lines To Delete":
+            flush(); mode = "del"  # noqa: E702
+            continue
+        if line == "Lines To Add":
+            flush(); mode = "add"  # noqa: E702
+            continue
+        if not line or set(line) == {"="} or not mode:
+            continue
+        if not line.startswith(" "):
+            flush()
+        block.append(line)
+    flush()
+    return changes
+
+
+class FrrDriver(Driver):
+    """frr: options `confdir`, `vty_socket`, `workdir`, `reload` (frr-reload.py path)."""
+
+    target = "frr"
+    has_confirm_timer = True
+
+    # -- helpers ------------------------------------------------------------------------------------
+    @property
+    def _sock(self) -> str:
+        s = self.options.get("vty_socket")
+        return f" --vty_socket {shell.quote(s)}" if s else ""
+
+    @property
+    def _confdir(self) -> str:
+        return self.options.get("confdir") or "/etc/frr"
+
+    @property
+    def _workdir(self) -> str:
+        return f"{self.options.get('workdir') or '/var/tmp/roce-fabric'}/{self.device}"
+
+    def _vtysh(self, command: str) -> str:
+        return shell.check(self.conn, f"vtysh{self._sock} -c {shell.quote(command)}", what="vtysh")
+
+    def _reload_argv(self, rundir: str) -> str:
+        sock = f" --vty_socket {shell.quote(self.options['vty_socket'])}" if self.options.get("vty_socket") else ""
+        return (f"{shell.quote(self.options.get('reload') or RELOAD)} --stdout --bindir /usr/bin "
+                f"--confdir {shell.quote(self._confdir)} --rundir {shell.quote(rundir)}{sock}")
+
+    def _defaults(self) -> str:
+        for ln in self.intended.splitlines():
+            if ln.startswith("frr defaults "):
+                return ln.split()[2]
+        return ""
+
+    # -- plan ---------------------------------------------------------------------------------------
+    def running(self) -> str:
+        return clean_running(self._vtysh("show running-config"))
+
+    def diff(self) -> DeviceDiff:
+        d = f"{self._workdir}/plan"
+        shell.upload(self.conn, f"{d}/intended.conf", self.intended)
+        out = shell.check(self.conn, f"{self._reload_argv(d)} --test {shell.quote(d + '/intended.conf')} 2>/dev/null",
+                          what="frr-reload.py --test")
+        return DeviceDiff(device=self.device, target=self.target,
+                          changes=parse_reload_test(out, "", self._defaults()))
+
+    def health(self) -> Health:
+        data = json.loads(self._vtysh("show bgp summary json") or "{}")
+        peers: dict[str, str] = {}
+        for af in data.values():
+            if isinstance(af, dict):
+                for name, p in (af.get("peers") or {}).items():
+                    if peers.get(name) != "Established":
+                        peers[name] = p.get("state", "")
+        return Health(bgp_established=sum(s == "Established" for s in peers.values()), bgp_peers=peers)
+
+    def routes(self) -> dict[str, int]:
+        return route_widths(json.loads(self._vtysh("show ip route json") or "{}"))
+
+    def counters(self) -> dict[str, dict[str, int]]:
+        """Kernel link statistics of every front-panel port (`ip -s -j link`; switchdev ports carry the ASIC's)."""
+        links = json.loads(shell.check(self.conn, "ip -s -j link show", what="ip -s link") or "[]")
+        return {lk["ifname"]: link_counters(lk) for lk in links
+                if isinstance(lk, dict) and lk.get("ifname") not in (None, "lo") and lk.get("link_type") == "ether"
+                and not str(lk.get("ifname")).startswith(("eth", "vlan", "br"))}
+
+    # -- transaction --------------------------------------------------------------------------------
+    def begin(self) -> Txn:
+        busy = shell.run(self.conn, f"grep -l -E '^(reloading|waiting|reverting)$' "
+                                    f"{shell.quote(self._workdir)}/txn-*/state 2>/dev/null")[1].strip()
+        for path in busy.splitlines():
+            pid = shell.run(self.conn, f"cat {shell.quote(path.rsplit('/', 1)[0] + '/job.pid')} 2>/dev/null")[1].strip()
+            if pid.isdigit() and shell.run(self.conn, f"kill -0 {pid} 2>/dev/null")[0] == 0:
+                raise TargetError(f"an earlier transaction is still pending on the device ({path.rsplit('/', 2)[-2]}); "
+                                  "wait for its confirm timer")
+        snapshot = self.running()
+        d = f"{self._workdir}/txn-{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:6]}"
+        shell.check(self.conn, f"mkdir -p {shell.quote(d)}", what="mkdir")
+        shell.upload(self.conn, f"{d}/previous.conf", snapshot)
+        shell.upload(self.conn, f"{d}/new.conf", self.intended)
+        shell.upload(self.conn, f"{d}/job.sh", JOB)
+        return Txn(device=self.device, target=self.target, started=time.time(), snapshot=snapshot,
+                   native={"dir": d})
+
+    def _state(self, txn: Txn) -> str:
+        return shell.run(self.conn, f"cat {shell.quote(txn.native['dir'] + '/state')} 2>/dev/null")[1].strip()
+
+    def _wait(self, txn: Txn, states: set[str], timeout: float) -> str:
+        deadline = time.monotonic() + timeout
+        while True:
+            s = self._state(txn)
+            if s in states or time.monotonic() > deadline:
+                return s
+            time.sleep(0.3)
+
+    def commit(self, txn: Txn, confirm_seconds: int) -> None:
+        d = txn.native["dir"]
+        txn.committed = True  # from here on the device may change: undo by cancel or its own timer
+        # a subshell, so the interactive shell prints no job-control lines; setsid, so a dropped SSH
+        # session (SIGHUP) cannot stop the job half-way
+        job = f"sh {shell.quote(d + '/job.sh')} {shell.quote(d)} {int(confirm_seconds)} {shell.quote(self._confdir)}"
+        shell.check(self.conn, f"( setsid nohup {job} {self._reload_argv(d)} >/dev/null 2>&1 </dev/null & )",
+                    what="start reload job")
+        s = self._wait(txn, {"waiting", "reverting", "reverted"}, 120)
+        rc = shell.run(self.conn, f"cat {shell.quote(d + '/reload.rc')} 2>/dev/null")[1].strip()
+        if s != "waiting" or rc != "0":
+            log = shell.run(self.conn, f"tail -n 3 {shell.quote(d + '/reload.log')} 2>/dev/null")[1]
+            raise TargetError(f"frr-reload.py --reload failed (rc {rc or '?'}): {log.strip()[-200:]}")
+
+    def confirm(self, txn: Txn) -> None:
+        d = txn.native["dir"]
+        shell.check(self.conn, f"touch {shell.quote(d + '/confirm')}", what="confirm")
+        if self._wait(txn, {"confirmed", "reverted"}, 30) != "confirmed":
+            raise TargetError("the confirm timer expired before the change was confirmed; the device reverted")
+
+    def rollback(self, txn: Txn) -> None:
+        d = txn.native["dir"]
+        if not self._state(txn):
+            return  # the job never started: nothing changed
+        shell.check(self.conn, f"touch {shell.quote(d + '/cancel')}", what="cancel")
+        s = self._wait(txn, {"reverted", "confirmed"}, 120)
+        if s != "reverted":
+            raise TargetError(f"revert did not finish (state {s or 'unknown'})")
+
+
+DRIVER = FrrDriver

@@ -1,0 +1,257 @@
+"""NVIDIA Cumulus Linux (NVUE): one `set` tree, written both as `nv config patch` YAML and as `nv set` lines.
+
+Both files are walks of the same tree in the same sorted order, so they cannot disagree. Every path is in
+the form NVIDIA documents for the switch's declared release (5.9 or 5.15, `SwitchIntent.release`); the table
+of those forms with the page each comes from is tests/fixtures/nvue/paths.yaml, which the tests check every
+render against.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections import Counter
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from fabric.design.intent import FabricIntent, PortIntent, QosFacts, SwitchIntent
+from fabric.model.platforms import PLATFORMS
+from fabric.render import Files
+from fabric.serialize import Shared, dumps_yaml
+
+BRIDGE = "br_default"
+VRF = "default"
+PROFILE = "default-global"  # NVUE's profile that applies to every port
+GSHUT_LIST = "GSHUT"
+FABRIC_IN = "FABRIC-IN"
+GSHUT = "65535:0"  # RFC 8326 GRACEFUL_SHUTDOWN; the docs do not show NVUE taking FRR's `graceful-shutdown` keyword
+BFD_PROFILE = "FABRIC"
+Tree = dict[str, Any]
+_SUBPORT = re.compile(r"^(swp\d+)s\d+$")
+
+
+@dataclass(frozen=True)
+class Forms:
+    """The words that differ between the Cumulus Linux releases the tool renders for.
+
+    Source: tests/fixtures/nvue/paths.yaml (every path with its NVIDIA page); 5.15 renamed `ip address` to
+    `ipv4 address` and `enable on|off` to `state enabled|disabled`, and moved BGP BFD to profiles."""
+
+    ip: str  # interface address container
+    on: tuple[str, str]  # (key, value) that turns a feature on: ("enable", "on") or ("state", "enabled")
+    bfd_profiles: bool  # BGP BFD through `router bfd profile` (5.15) instead of per-neighbor `bfd enable on`
+
+
+FORMS = {"5.9": Forms(ip="ip", on=("enable", "on"), bfd_profiles=False),
+         "5.15": Forms(ip="ipv4", on=("state", "enabled"), bfd_profiles=True)}
+
+
+def _put(tree: Tree, path: list[str], value: Any) -> None:
+    node = tree
+    for key in path[:-1]:
+        node = node.setdefault(key, {})
+    if isinstance(value, dict) and isinstance(node.get(path[-1]), dict):
+        node[path[-1]].update(value)
+    else:
+        node[path[-1]] = value
+
+
+def pfc_profiles(sw: SwitchIntent) -> tuple[int | None, dict[str, int]]:
+    """(cable length of default-global, {profile: cable length}) for the lossless ports' cable lengths.
+
+    NVUE sizes PFC headroom from a PFC profile's `cable-length`; one length for all ports would give the 5 m
+    host ports the 40 m uplinks' headroom or the uplinks too little. default-global takes the most common
+    length, every other length gets a profile `pfc-<m>m` applied to its ports."""
+    counts = Counter(p.cable_m for p in sw.ports if p.pfc)
+    if not counts:
+        return None, {}
+    default = max(sorted(counts), key=lambda m: counts[m])
+    return default, {profile_name(m): m for m in sorted(counts) if m != default}
+
+
+def profile_name(cable_m: int) -> str:
+    return f"pfc-{cable_m}m"
+
+
+def _pfc(q: QosFacts, cable: int) -> Tree:
+    return {"switch-priority": {str(p): {} for p in q.lossless_priorities}, "rx": "enable", "tx": "enable",
+            "cable-length": cable}
+
+
+def qos_tree(sw: SwitchIntent) -> Tree:
+    """Every QoS object explicit. NVIDIA's `qos roce` shortcut is never used: it trusts PCP and DSCP and maps
+    DSCP 24-31 to the lossless priority and 48-55 to the CNP one (paths.yaml `roce_lossless_defaults`), which no
+    policy of this tool expresses (trust is dscp or pcp), so it would make AF3x/CS3 lossless on NVUE only.
+
+    Switches with the same facts, cable lengths and watchdog share one tree (and its emitted text)."""
+    default_cable, profiles = pfc_profiles(sw)
+    key = (id(sw.qos), default_cable, tuple(profiles.items()), any(p.watchdog for p in sw.ports))
+    tree = _QOS_TREES.get(key)
+    if tree is None or tree[0] is not sw.qos:
+        tree = _QOS_TREES[key] = (sw.qos, Shared(_qos_tree(sw.qos, default_cable, profiles, key[3])))
+    return tree[1]
+
+
+_QOS_TREES: dict[tuple[object, ...], tuple[QosFacts, Shared]] = {}
+
+
+def _qos_tree(q: QosFacts, default_cable: int | None, profiles: dict[str, int], watchdog: bool) -> Tree:
+    t: Tree = {"mapping": {PROFILE: {
+        "trust": "l3" if q.trust == "dscp" else "l2",
+        "dscp": {str(d): {"switch-priority": prio} for d, prio in enumerate(q.dscp_to_priority)}}}}
+    t["egress-queue-mapping"] = {PROFILE: {"switch-priority": {
+        str(p): {"traffic-class": tc} for p, tc in enumerate(q.priority_to_tc)}}}
+    if q.lossless_priorities and default_cable is not None:
+        # Cumulus gives the whole buffer to the lossy pool until told otherwise (QoS page, Flow Control Buffers)
+        t["traffic-pool"] = {"default-lossless": {"memory-percent": q.lossless_pool_percent},
+                             "default-lossy": {"memory-percent": 100 - q.lossless_pool_percent}}
+        t["pfc"] = {PROFILE: _pfc(q, default_cable), **{name: _pfc(q, m) for name, m in profiles.items()}}
+    t["egress-scheduler"] = {PROFILE: {"traffic-class": {
+        str(tc): {"mode": "strict"} if qu.scheduler == "strict" else {"mode": "dwrr", "bw-percent": qu.weight}
+        for tc, qu in q.queues.items() if qu.scheduler}}}
+    ecn: Tree = {str(tc): {"min-threshold": e.min_bytes, "max-threshold": e.max_bytes,
+                           "probability": e.probability, "ecn": "enable" if e.enabled else "disable"}
+                 for tc, qu in q.queues.items() if (e := qu.ecn) is not None}
+    if "0" not in ecn:  # NVUE's default-global marks TC0 (QoS page, Congestion Control); the policy does not
+        ecn["0"] = {"ecn": "disable"}
+    t["congestion-control"] = {PROFILE: {"traffic-class": ecn}}
+    wd = q.watchdog
+    if wd is not None and watchdog:
+        t["pfc-watchdog"] = {"polling-interval": wd.poll_interval_ms, "robustness": wd.robustness}
+    return t
+
+
+def _breakout(sw: SwitchIntent, p: PortIntent) -> tuple[str, Tree] | None:
+    """(parent, link breakout tree) for a sub-port swpNsK; the split follows platform lanes / port lanes."""
+    m = _SUBPORT.match(p.name)
+    plat = PLATFORMS.get(sw.platform)
+    if not m or plat is None:
+        return None
+    return m.group(1), {"link": {"breakout": {f"{plat.lanes // p.lanes}x": {"lanes-per-port": p.lanes}}}}
+
+
+def policy_tree(sw: SwitchIntent) -> Tree:
+    """RFC 8326 receiver side: routes carrying GRACEFUL_SHUTDOWN get LOCAL_PREF 0 (Optional BGP Configuration,
+    BGP Community Lists; FRR under NVUE does this by itself too, the explicit policy does not depend on it)."""
+    return {"community-list": {GSHUT_LIST: {"rule": {"10": {"action": "permit", "community": GSHUT}}}},
+            "route-map": {FABRIC_IN: {"rule": {
+                "10": {"action": "permit", "match": {"community-list": GSHUT_LIST},
+                       "set": {"local-preference": 0}},
+                "20": {"action": "permit"}}}}}
+
+
+def set_tree(sw: SwitchIntent) -> Tree:
+    """Everything this fabric owns on the switch, as the NVUE `set` object tree, in the forms of its release."""
+    f = FORMS[sw.release]
+    on = dict([f.on])
+    n = sw.neighbor
+    t: Tree = {"system": {"hostname": sw.name, "global": {"arp": {"base-reachable-time": n.aging_s},
+                                                          "nd": {"base-reachable-time": n.aging_s}}}}
+    ifaces: Tree = {"lo": {"type": "loopback", f.ip: {"address": {sw.loopback: {}}}}}
+    _default_cable, profiles = pfc_profiles(sw)
+    by_cable = {m: name for name, m in profiles.items()}
+    for p in sw.ports:
+        if (bo := _breakout(sw, p)) is not None:
+            _put(ifaces, [bo[0]], bo[1])
+        it: Tree = {"type": "swp", "description": p.description,
+                    "link": {"speed": f"{p.speed}G", "mtu": p.mtu}}
+        if p.vlan is not None:
+            # a host that tags its rail VLAN needs a tagged member (VLAN-aware Bridge Mode page); `untagged none`
+            # keeps its untagged frames out of the bridge's default VLAN
+            member = {"vlan": {str(p.vlan): {}}, "untagged": "none"} if p.tagged else {"access": p.vlan}
+            it["bridge"] = {"domain": {BRIDGE: member}}
+        if p.address:
+            it[f.ip] = {"address": {p.address: {}}}
+        qos: Tree = {}
+        if p.pfc and p.cable_m in by_cable:
+            qos["pfc"] = {"profile": by_cable[p.cable_m]}
+        if p.watchdog:
+            qos["pfc-watchdog"] = {"state": "enable"}  # nvue-reference: `qos pfc-watchdog state enable` (5.6+)
+        if qos:
+            it["qos"] = qos
+        if p.adaptive_routing:
+            it["router"] = {"adaptive-routing": dict(on)}
+        _put(ifaces, [p.name], it)
+    for s in sw.svis:
+        ifaces[s.name.lower()] = {"type": "svi", "vlan": s.vlan, f.ip: {"address": {s.address: {}}}}
+    t["interface"] = ifaces
+    if sw.svis:
+        t["bridge"] = {"domain": {BRIDGE: {"vlan": {str(s.vlan): {} for s in sw.svis}}}}
+    t["qos"] = qos_tree(sw)
+    b = sw.bgp
+    router: Tree = {"bgp": {"autonomous-system": b.asn, "router-id": b.router_id}}
+    if b.graceful_shutdown and b.neighbors:
+        router["policy"] = policy_tree(sw)
+    if sw.adaptive_routing:
+        router["adaptive-routing"] = dict(on)
+    if b.bfd and f.bfd_profiles:
+        router["bfd"] = {"state": "enabled", "profile": {BFD_PROFILE: {
+            "detect-multiplier": b.bfd_detect_multiplier, "min-rx-interval": b.bfd_interval_ms,
+            "min-tx-interval": b.bfd_interval_ms}}}
+    t["router"] = router
+    neighbors: Tree = {}
+    for nb_ in b.neighbors:
+        nb: Tree = {"type": "unnumbered", "remote-as": "external",
+                    "timers": {"keepalive": b.keepalive, "hold": b.hold}}
+        if b.bfd:
+            nb["bfd"] = {"profile": BFD_PROFILE} if f.bfd_profiles else dict(on)
+        if b.graceful_shutdown:
+            nb["address-family"] = {"ipv4-unicast": {"policy": {"inbound": {"route-map": FABRIC_IN}}}}
+        neighbors[nb_.port] = nb
+    af: Tree = {"network": {n: {} for n in b.networks}, "multipaths": {"ebgp": b.max_paths}}
+    t["vrf"] = {VRF: {"router": {"bgp": {"neighbor": neighbors, "address-family": {"ipv4-unicast": af}}}}}
+    if b.blackholes:
+        t["vrf"][VRF]["router"]["static"] = {n: {"via": {"blackhole": {}}} for n in b.blackholes}
+    return t
+
+
+def flatten(tree: Tree, prefix: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], str | None]]:
+    """Leaves of the tree in YAML order (sorted keys): (path, value), value None for an empty node.
+
+    The path-tuple form of `set_lines`, for callers that compare trees (tests, drift checks)."""
+    out: list[tuple[tuple[str, ...], str | None]] = []
+    for key in sorted(tree):
+        value = tree[key]
+        path = (*prefix, str(key))
+        if isinstance(value, dict) and value:
+            out += flatten(value, path)
+        elif isinstance(value, dict):
+            out.append((path, None))
+        else:
+            out.append((path, str(value)))
+    return out
+
+
+@lru_cache(maxsize=65536)
+def _quote(word: str) -> str:
+    return shlex.quote(word)
+
+
+def _set_lines(tree: Tree, prefix: str, out: list[str]) -> None:
+    for key in sorted(tree):
+        value = tree[key]
+        path = f"{prefix} {_quote(str(key))}"
+        if isinstance(value, dict) and value:
+            _set_lines(value, path, out)
+        elif isinstance(value, dict):
+            out.append(path)
+        else:
+            out.append(f"{path} {_quote(str(value))}")
+
+
+def set_lines(tree: Tree) -> str:
+    """`nv set …` lines, one per leaf of the tree, in the same order as the patch YAML."""
+    out: list[str] = []
+    _set_lines(tree, "nv set", out)
+    return "\n".join(out) + "\n"
+
+
+def patch_yaml(tree: Tree) -> str:
+    return dumps_yaml([{"set": tree}])
+
+
+def render(sw: SwitchIntent, fabric: FabricIntent, *, extras: bool = True) -> Files:
+    """The patch the push applies; with `extras`, the same tree as `nv set` lines for review."""
+    tree = set_tree(sw)
+    return {"nvue-patch.yaml": patch_yaml(tree), **({"nv-set.txt": set_lines(tree)} if extras else {})}

@@ -1,0 +1,180 @@
+"""SONiC config_db.json → DeviceConfig (DSCP map, PFC, ECN/WRED, schedulers, PFC watchdog, MTU, VLAN members, BGP,
+graceful shutdown), plus the neighbour aging of the sysctl.conf rendered beside it."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from fabric.lint.configs.gshut import GSHUT_VALUES, GshutConfig
+from fabric.lint.configs.model import BgpNeighborConfig, DeviceConfig, PortConfig
+from fabric.lint.view import Ecn, QosView
+from fabric.model.jsonlines import JsonLines
+
+
+def _ints(csv: str) -> list[int]:
+    return sorted(int(x) for x in str(csv).replace(" ", "").split(",") if x.isdigit())
+
+
+def parse(path: Path, name: str, text: str) -> DeviceConfig:
+    jl = JsonLines(text)
+    db: dict[str, Any] = jl.value if isinstance(jl.value, dict) else {}
+    dev = DeviceConfig(name=name, file=str(path), kind="sonic")
+
+    def line(*key: str) -> int | None:
+        return jl.lines.get(tuple(key))
+
+    pqm = db.get("PORT_QOS_MAP", {})
+    maps = db.get("DSCP_TO_TC_MAP", {})
+    bound = sorted({v.get("dscp_to_tc_map", "") for v in pqm.values() if isinstance(v, dict)})
+    map_name = bound[0] if len(bound) == 1 else ""
+    dscp: dict[int, int] | None = None
+    if not bound or "" in bound:
+        dev.default_dscp_map = (
+            "ports without dscp_to_tc_map in PORT_QOS_MAP (the NOS default AZURE map applies)"
+        )
+        dev.lines["dscp_map"] = line("PORT_QOS_MAP") or 1
+    elif any(b not in maps for b in bound):
+        missing = [b for b in bound if b not in maps]
+        dev.default_dscp_map = f"PORT_QOS_MAP binding {', '.join(missing)}, not defined in DSCP_TO_TC_MAP"
+        dev.lines["dscp_map"] = line("PORT_QOS_MAP") or 1
+    elif map_name == "AZURE":
+        dev.default_dscp_map = "the default AZURE map"
+        dev.lines["dscp_map"] = line("DSCP_TO_TC_MAP", "AZURE") or 1
+    if map_name in maps:
+        dscp = {int(k): int(v) for k, v in maps[map_name].items()}
+        dev.lines["dscp_map"] = line("DSCP_TO_TC_MAP", map_name) or 1
+    pfc_all: set[int] = set()
+    wd = db.get("PFC_WD", {})
+    for pname, pc in db.get("PORT", {}).items():
+        p = PortConfig(name=pname, line=line("PORT", pname))
+        if "mtu" in pc:
+            p.mtu = int(pc["mtu"])
+        if "speed" in pc:
+            p.speed = int(pc["speed"]) // 1000
+        q = pqm.get(pname, {})
+        if "pfc_enable" in q:
+            p.pfc = _ints(q["pfc_enable"])
+            pfc_all.update(p.pfc)
+            dev.lines.setdefault("pfc", line("PORT_QOS_MAP", pname, "pfc_enable") or 1)
+        p.watchdog = pname in wd
+        if p.pfc and not p.watchdog:
+            p.line = line("PORT_QOS_MAP", pname) or p.line
+        dev.ports[pname] = p
+    # Schedulers and WRED from the QUEUE table (the first port that has each TC).
+    sched, wred = db.get("SCHEDULER", {}), db.get("WRED_PROFILE", {})
+    strict: set[int] = set()
+    dwrr: dict[int, int] = {}
+    ecn: dict[int, Ecn] = {}
+    for key, qc in db.get("QUEUE", {}).items():
+        _port, _, tcs = key.partition("|")
+        for tc in range(int(tcs.split("-")[0]), int(tcs.split("-")[-1]) + 1) if tcs else []:
+            s = sched.get(qc.get("scheduler", ""), {})
+            if s.get("type", "").upper() == "STRICT":
+                strict.add(tc)
+            elif s and tc not in dwrr:
+                dwrr[tc] = int(s.get("weight", 0))
+            dev.lines.setdefault(
+                f"ets.{tc}", line("SCHEDULER", qc.get("scheduler", "")) or line("QUEUE", key) or 1
+            )
+            w = wred.get(qc.get("wred_profile", ""), {})
+            if w and tc not in ecn:
+                ecn[tc] = Ecn(
+                    enabled=w.get("ecn", "ecn_none") != "ecn_none",
+                    min_bytes=int(w.get("green_min_threshold", 0)),
+                    max_bytes=int(w.get("green_max_threshold", 0)),
+                    probability=int(w.get("green_drop_probability", 100)),
+                )
+                dev.lines[f"ecn.{tc}"] = line("WRED_PROFILE", qc["wred_profile"]) or 1
+    dev.lines.setdefault("ets", line("SCHEDULER") or 1)
+    dev.lines.setdefault("ecn", line("WRED_PROFILE") or line("QUEUE") or 1)
+    if db.get("PORT_QOS_MAP") or maps:
+        dev.qos = QosView(
+            name=name,
+            dscp_to_priority=dscp,
+            default_priority=1 if dscp is None else 0,
+            priority_to_tc={},
+            lossless=sorted(pfc_all),
+            strict_tcs=sorted(strict),
+            dwrr=dwrr,
+            ecn=ecn,
+            at=dev.at,
+        )
+    meta = db.get("DEVICE_METADATA", {}).get("localhost", {})
+    asn = db.get("BGP_GLOBALS", {}).get("default", {}).get("local_asn") or meta.get("bgp_asn")
+    if asn:
+        dev.asn = int(asn)
+        dev.lines["bgp"] = line("BGP_GLOBALS", "default", "local_asn") or line("DEVICE_METADATA") or 1
+    for key, nc in db.get("BGP_NEIGHBOR", {}).items():
+        peer = key.split("|")[-1]
+        iface = not peer[:1].isdigit() and ":" not in peer
+        dev.neighbors.append(
+            BgpNeighborConfig(
+                peer=peer,
+                remote_as=str(nc.get("asn", nc.get("peer_type", ""))),
+                interface=iface,
+                line=line("BGP_NEIGHBOR", key),
+            )
+        )
+    for key, vm in db.get("VLAN_MEMBER", {}).items():
+        vlan, _, port = key.partition("|")
+        p = dev.ports.get(port)
+        vid = int(vlan.removeprefix("Vlan")) if vlan.removeprefix("Vlan").isdigit() else None
+        if p is None or vid is None:
+            continue
+        if (vm or {}).get("tagging_mode") == "tagged":
+            p.tagged_vlans = [*(p.tagged_vlans or []), vid]
+        else:
+            p.access_vlan = vid
+    if dev.asn is not None:
+        dev.graceful_shutdown, dev.graceful_shutdown_missing = _gshut(db).verdict(
+            [n.peer for n in dev.neighbors], True)  # FRR (frrcfgd) sends communities unless send_community none
+        dev.lines["graceful_shutdown"] = dev.lines["bgp"]
+    aging = _sysctl_aging(path.parent / "sysctl.conf")
+    if aging is not None:
+        dev.arp_aging, dev.arp_aging_at = aging
+    return dev
+
+
+def _gshut(db: dict[str, Any]) -> GshutConfig:
+    """COMMUNITY_SET / ROUTE_MAP / BGP_NEIGHBOR_AF route_map_in and send_community, as frrcfgd turns them into
+    `bgp community-list`, `route-map` and `neighbor … route-map … in` (sonic-frr-mgmt-framework frrcfgd.py)."""
+    gs = GshutConfig()
+    for name, cs in db.get("COMMUNITY_SET", {}).items():
+        members = cs.get("community_member", [])
+        members = members if isinstance(members, list) else str(members).split(",")
+        if GSHUT_VALUES & {str(m).lower() for m in members}:
+            gs.lists.add(name)
+    for key, rm in sorted(db.get("ROUTE_MAP", {}).items(), key=lambda kv: kv[0]):
+        name, _, _seq = key.partition("|")
+        if rm.get("route_operation", "permit") != "permit":
+            continue
+        pref = rm.get("set_local_pref")
+        gs.entry(name).append(({rm["match_community"]} if rm.get("match_community") else set(),
+                               int(pref) if str(pref).isdigit() else None))
+    for key, af in db.get("BGP_NEIGHBOR_AF", {}).items():
+        parts = key.split("|")
+        if len(parts) < 3 or parts[-1] != "ipv4_unicast":
+            continue
+        peer = parts[-2]
+        maps = af.get("route_map_in", [])
+        maps = maps if isinstance(maps, list) else [maps]
+        if maps:
+            gs.inbound[peer] = maps[0]
+        if af.get("send_community") == "none":
+            gs.no_send.add(peer)
+    return gs
+
+
+def _sysctl_aging(path: Path) -> tuple[int, tuple[str, int | None]] | None:
+    """The longest IPv4 neighbour reachable time (s) in the sysctl.conf SONiC gets beside its config_db.json (the
+    rendered pair; CONFIG_DB has no knob for it, reference switch-qos.md §1.8) and where it is; None without one."""
+    if not path.is_file():
+        return None
+    times = [(int(m.group(1)) // 1000, n) for n, raw in enumerate(path.read_text().splitlines(), 1)
+             if (m := re.match(r"\s*net\.ipv4\.neigh\.[^.\s]+\.base_reachable_time_ms\s*=\s*(\d+)", raw))]
+    if not times:
+        return None
+    seconds, line = max(times)
+    return seconds, (str(path), line)

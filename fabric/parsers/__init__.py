@@ -1,0 +1,111 @@
+"""Parsers for acceptance-test and host-state outputs: pure functions from text to pydantic models.
+
+Each `parse_*(text, file)` returns a model or raises fabric.errors.InputError naming `file`, the line
+and what was expected vs found. Lines that look like data but cannot be read are never turned into
+numbers: they are listed in the result's `skipped` (or cause the error when nothing else was read).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from fabric.parsers._common import Model, Skipped, fail
+from fabric.parsers.ethtool import EthtoolStats, ethtool_delta, parse_ethtool_stats
+from fabric.parsers.gids import (
+    GidRow,
+    GidTable,
+    gid_index_for,
+    parse_ibv_devinfo_gids,
+    parse_show_gids,
+)
+from fabric.parsers.iperf3 import Iperf3Interval, Iperf3Result, Iperf3Sum, parse_iperf3
+from fabric.parsers.mlnx_qos import MlnxQos, TcConfig, parse_mlnx_qos
+from fabric.parsers.mlxconfig import Mlxconfig, MlxconfigDevice, parse_mlxconfig
+from fabric.parsers.nccl import (
+    NcclOp,
+    NcclRank,
+    NcclResult,
+    NcclRow,
+    busbw_at_largest,
+    parse_nccl,
+    peak_busbw,
+)
+from fabric.parsers.perftest import (
+    BwRow,
+    LatRow,
+    PerftestResult,
+    parse_perftest,
+    parse_perftest_json,
+    parse_perftest_text,
+    perftest_bw_gbps,
+)
+
+PARSERS: dict[str, Callable[[str, str], Model]] = {
+    "perftest": parse_perftest,
+    "nccl": parse_nccl,
+    "iperf3": parse_iperf3,
+    "mlnx_qos": parse_mlnx_qos,
+    "mlxconfig": parse_mlxconfig,
+    "show_gids": parse_show_gids,
+    "ethtool": parse_ethtool_stats,
+}
+
+
+def read_input(path: str) -> str:
+    """Text of `path` ('-' = stdin); undecodable bytes become U+FFFD, a missing file is an InputError."""
+    if path == "-":
+        return sys.stdin.buffer.read().decode("utf-8", errors="replace")
+    try:
+        return Path(path).read_bytes().decode("utf-8", errors="replace")
+    except OSError as exc:
+        raise fail(path, None, "", "a readable file", exc.strerror or str(exc)) from None
+
+
+def parse_file(kind: str, path: str) -> Model:
+    """Parse `path` ('-' = stdin) as `kind` (a key of PARSERS)."""
+    if kind not in PARSERS:
+        raise fail(path, None, "kind", f"one of {', '.join(PARSERS)}", repr(kind))
+    return PARSERS[kind](read_input(path), path)
+
+
+__all__ = [
+    "PARSERS",
+    "BwRow",
+    "EthtoolStats",
+    "GidRow",
+    "GidTable",
+    "Iperf3Interval",
+    "Iperf3Result",
+    "Iperf3Sum",
+    "LatRow",
+    "MlnxQos",
+    "Mlxconfig",
+    "MlxconfigDevice",
+    "Model",
+    "NcclOp",
+    "NcclRank",
+    "NcclResult",
+    "NcclRow",
+    "PerftestResult",
+    "Skipped",
+    "TcConfig",
+    "busbw_at_largest",
+    "ethtool_delta",
+    "gid_index_for",
+    "parse_ethtool_stats",
+    "parse_file",
+    "parse_ibv_devinfo_gids",
+    "parse_iperf3",
+    "parse_mlnx_qos",
+    "parse_mlxconfig",
+    "parse_nccl",
+    "parse_perftest",
+    "parse_perftest_json",
+    "parse_perftest_text",
+    "parse_show_gids",
+    "peak_busbw",
+    "perftest_bw_gbps",
+    "read_input",
+]

@@ -1,0 +1,261 @@
+"""nccl-tests (all_reduce_perf, all_gather_perf, …) text output, current and legacy formats."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from fabric.parsers._common import (
+    CUT,
+    Model,
+    Skipped,
+    fail,
+    integer,
+    num,
+    require_text,
+    show,
+    unterminated,
+)
+
+# Launcher prefixes: `srun --label` ("0: "), Open MPI --tag-output ("[1,0]<stdout>:"), "[0] ".
+_PREFIX = re.compile(r"^\s*(?:\d+:\s|\[\d+(?:,\d+)?\](?:<std(?:out|err)>)?:\s?|\[\d+\]\s)")
+_ROW = re.compile(r"^\s*\d+\s+\d+\s+\S+\s+\S+\s+")
+_RANK = re.compile(
+    r"^#\s+Rank\s+(\d+)\s+(?:Group\s+(\d+)\s+)?Pid\s+(\d+)\s+on\s+(\S+)\s+device\s+(\d+)\s+"
+    r"\[([^\]]*)\]\s*(.*?)\s*$"
+)
+_SETTINGS = re.compile(r"^#\s*nThread\s")
+_AVG = re.compile(r"^#\s*Avg bus bandwidth\s*:\s*(\S+)\s*(OK|FAILED)?")
+_OOB = re.compile(r"^#\s*Out of bounds values\s*:\s*(\d+)\s*(OK|FAILED)?")
+_FAILURE = re.compile(r"Test (?:NCCL )?failure|Test CUDA failure", re.IGNORECASE)
+# Header names → canonical column names (the very old format has no root and 'error' for #wrong).
+_NAMES = {
+    "size": "size",
+    "bytes": "size",
+    "count": "count",
+    "N": "count",
+    "type": "type",
+    "redop": "redop",
+    "op": "redop",
+    "root": "root",
+    "time": "time",
+    "cputime": "time",
+    "algbw": "algbw",
+    "busbw": "busbw",
+    "#wrong": "wrong",
+    "error": "error",
+    "res": "error",
+}
+_DEFAULT_HEADER = [
+    "size",
+    "count",
+    "type",
+    "redop",
+    "root",
+    "time",
+    "algbw",
+    "busbw",
+    "wrong",
+    "time",
+    "algbw",
+    "busbw",
+    "wrong",
+]
+
+
+class NcclOp(Model):
+    """One measurement (out-of-place or in-place): time in µs, bandwidths in GB/s."""
+
+    time_us: float
+    algbw: float
+    busbw: float
+    wrong: int | None = None
+    error: float | None = None
+
+
+class NcclRow(Model):
+    """One message size; `wrong` is None when validation was off (-c 0, printed N/A)."""
+
+    size: int
+    count: int
+    type: str
+    redop: str
+    root: int | None = None
+    out_of_place: NcclOp
+    in_place: NcclOp
+
+
+class NcclRank(Model):
+    """A `#  Rank …` line: where each rank ran."""
+
+    rank: int
+    group: int | None = None
+    pid: int
+    host: str
+    device: int
+    bus_id: str
+    gpu: str
+
+
+class NcclResult(Model):
+    """A nccl-tests run. `avg_busbw` is the mean over every row: judge on `busbw_at_largest()` instead."""
+
+    test: str | None = None
+    version: str | None = None
+    nccl_version: str | None = None
+    settings: dict[str, str] = {}
+    ranks: list[NcclRank] = []
+    rows: list[NcclRow]
+    out_of_bounds: int | None = None
+    out_of_bounds_ok: bool | None = None
+    avg_busbw: float | None = None
+    avg_busbw_check: str | None = None
+    complete: bool
+    skipped: list[Skipped] = []
+
+
+def busbw_at_largest(result: NcclResult, sizes: int = 1) -> float:
+    """Lowest busbw (out-of-place or in-place, GB/s) over the rows of the `sizes` largest message sizes."""
+    largest = sorted({r.size for r in result.rows}, reverse=True)[: max(sizes, 1)]
+    rows = [r for r in result.rows if r.size in largest]
+    return min(min(r.out_of_place.busbw, r.in_place.busbw) for r in rows)
+
+
+def peak_busbw(result: NcclResult) -> float:
+    """Highest busbw (GB/s) of any row, out-of-place or in-place."""
+    return max(max(r.out_of_place.busbw, r.in_place.busbw) for r in result.rows)
+
+
+def _settings(line: str) -> dict[str, str]:
+    """'# nThread 1 nGpus 8 … step: 2(factor) warmup iters: 50 …' → {'nThread': '1', …}."""
+    body = line.lstrip("#").strip()
+    pairs = re.findall(r"([A-Za-z][A-Za-z ]*?):?\s+(\S+)(?=\s+[A-Za-z]|\s*$)", body)
+    return {key.strip().replace(" ", "_"): value for key, value in pairs}
+
+
+def _header(line: str) -> list[str] | None:
+    """The '#  size  count  type …' column header as canonical names, or None if not a header."""
+    tokens = line.lstrip("#").split()
+    if "algbw" not in tokens or "busbw" not in tokens:
+        return None
+    return [_NAMES.get(t, t) for t in tokens]
+
+
+def _op(values: dict[str, str], side: int) -> NcclOp | str:
+    """Build one side's measurement from '<name><side>' keys, or return the reason it cannot be."""
+    op: dict[str, Any] = {}
+    for name in ("time", "algbw", "busbw"):
+        value = num(values.get(f"{name}{side}", ""))
+        if value is None:
+            return f"{name} is not a number: {values.get(f'{name}{side}', '')!r}"
+        op["time_us" if name == "time" else name] = value
+    if f"wrong{side}" in values:
+        token = values[f"wrong{side}"]
+        wrong = num(token)
+        if token != "N/A" and (wrong is None or wrong != int(wrong)):
+            return f"#wrong is not a count: {token!r}"
+        op["wrong"] = None if wrong is None else int(wrong)
+    if f"error{side}" in values:
+        op["error"] = num(values[f"error{side}"])
+        if op["error"] is None and values[f"error{side}"] != "N/A":
+            return f"error is not a number: {values[f'error{side}']!r}"
+    return NcclOp(**op)
+
+
+def _row(columns: list[str], line: str, lineno: int) -> NcclRow | Skipped:
+    tokens = line.split()
+    if len(tokens) < len(columns):
+        return Skipped(line=lineno, text=line.strip(), reason=f"{len(tokens)} of {len(columns)} columns")
+    values: dict[str, str] = {}
+    seen: dict[str, int] = {}
+    for name, token in zip(columns, tokens, strict=False):
+        seen[name] = seen.get(name, 0) + 1
+        values[f"{name}{seen[name]}" if name in {"time", "algbw", "busbw", "wrong", "error"} else name] = (
+            token
+        )
+    size, count = integer(values.get("size", "")), integer(values.get("count", ""))
+    root = integer(values["root"]) if "root" in values else None
+    if size is None or count is None or ("root" in values and root is None):
+        bad = f"root {values['root']!r}" if size is not None and count is not None else "size/count"
+        return Skipped(line=lineno, text=line.strip(), reason=f"{bad} is not an integer")
+    ops = [_op(values, 1), _op(values, 2)]
+    for op in ops:
+        if isinstance(op, str):
+            return Skipped(line=lineno, text=line.strip(), reason=op)
+    return NcclRow(
+        size=size,
+        count=count,
+        type=values.get("type", ""),
+        redop=values.get("redop", ""),
+        root=root,
+        out_of_place=ops[0],
+        in_place=ops[1],
+    )
+
+
+def parse_nccl(text: str, file: str = "-") -> NcclResult:
+    """Parse nccl-tests stdout (stderr noise and launcher prefixes tolerated); rows matched by regex."""
+    lines = require_text(text, file, "nccl-tests output")
+    res: dict[str, Any] = {"settings": {}, "ranks": [], "rows": [], "skipped": [], "complete": False}
+    columns: list[str] | None = None
+    failure: tuple[int, str] | None = None
+    cut = unterminated(text, lines)
+    for lineno, raw in enumerate(lines, 1):
+        line = _PREFIX.sub("", raw, count=1).rstrip()
+        if lineno == cut:
+            if _ROW.match(line):
+                res["skipped"].append(Skipped(line=lineno, text=line.strip(), reason=CUT))
+            continue
+        if line.startswith("#"):
+            if (cols := _header(line)) is not None:
+                columns = cols
+            elif m := _RANK.match(line):
+                res["ranks"].append(
+                    NcclRank(
+                        rank=int(m[1]),
+                        group=integer(m[2] or ""),
+                        pid=int(m[3]),
+                        host=m[4],
+                        device=int(m[5]),
+                        bus_id=m[6],
+                        gpu=m[7],
+                    )
+                )
+            elif _SETTINGS.match(line) and not res["settings"]:
+                res["settings"] = _settings(line)
+            elif m := re.match(r"^#\s*nccl-tests version\s+(\S+)", line):
+                res["version"] = m[1]
+            elif m := re.match(r"^#\s*Collective test starting:\s*(\S+)", line):
+                res["test"] = m[1]
+            elif m := _OOB.match(line):
+                res["out_of_bounds"] = int(m[1])
+                res["out_of_bounds_ok"] = None if m[2] is None else m[2] == "OK"
+            elif m := _AVG.match(line):
+                res["avg_busbw"] = num(m[1])
+                res["avg_busbw_check"] = m[2]
+                res["complete"] = True
+            continue
+        if m := re.match(r"^NCCL version\s+(\S+)", line.strip()):
+            res["nccl_version"] = m[1]
+        elif _ROW.match(line):
+            if columns is None:
+                columns = (
+                    _DEFAULT_HEADER
+                    if len(line.split()) >= 13
+                    else [c for c in _DEFAULT_HEADER if c != "root"]
+                )
+            row = _row(columns, line, lineno)
+            (res["skipped"] if isinstance(row, Skipped) else res["rows"]).append(row)
+        elif failure is None and _FAILURE.search(line):
+            failure = (lineno, line)
+    if not res["rows"]:
+        expected = "nccl-tests result rows (size count type redop root time algbw busbw #wrong …)"
+        if failure:
+            raise fail(file, failure[0], "nccl.rows", expected, f"test failure {show(failure[1])}")
+        if res["skipped"]:
+            first = res["skipped"][0]
+            raise fail(
+                file, first.line, "nccl.row", "a complete result row", f"{first.reason} in {show(first.text)}"
+            )
+        raise fail(file, None, "nccl.rows", expected, f"none in {len(lines)} lines")
+    return NcclResult(**res)

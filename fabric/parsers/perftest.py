@@ -1,0 +1,401 @@
+"""perftest (ib_write_bw, ib_write_lat, …): the text report and the `--out_json` file."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from fabric.parsers._common import (
+    CUT,
+    Model,
+    Skipped,
+    fail,
+    integer,
+    json_line,
+    load_json,
+    num,
+    require_text,
+    show,
+    unterminated,
+)
+
+_RESULT_LINE = re.compile(r"^\s*-{20,}\s*$")
+_TITLE = re.compile(r"^\s*(\S.*\b(?:BW|Latency) Test)\s*$")
+_HEADER = re.compile(r"^\s*#bytes\b")
+_ROW = re.compile(r"^\s*\d+\s+\d+\s+[-+.\d]")
+_KV = re.compile(r"([A-Za-z][\w*.\-/ ]*?)\s*:\s*(\S+)")
+_ADDR = re.compile(r"^\s*(local|remote) address:")
+_GID = re.compile(r"^\s*GID:\s*(\S+)")
+# Multi-word column names become one token each before the header is split on whitespace.
+_MULTIWORD = [
+    (re.compile(r"BW peak\["), "bw_peak["),
+    (re.compile(r"BW average\["), "bw_average["),
+    (re.compile(r"BW Port(\d)\["), r"bw_port\1["),
+    (re.compile(r"MsgRate Port(\d)\["), r"msg_rate_port\1["),
+    (re.compile(r"99\.9% percentile\["), "t_p99_9["),
+    (re.compile(r"99% percentile\["), "t_p99["),
+    (re.compile(r"tps average"), "tps_average"),
+]
+_COLUMNS = {
+    "#bytes": "bytes",
+    "#iterations": "iterations",
+    "#sl": "sl",
+    "bw_peak": "bw_peak",
+    "bw_average": "bw_average",
+    "MsgRate": "msg_rate_mpps",
+    "bw_port1": "bw_port1",
+    "msg_rate_port1": "msg_rate_port1",
+    "bw_port2": "bw_port2",
+    "msg_rate_port2": "msg_rate_port2",
+    "t_min": "t_min",
+    "t_max": "t_max",
+    "t_typical": "t_typical",
+    "t_avg": "t_avg",
+    "t_stdev": "t_stdev",
+    "t_p99": "t_p99",
+    "t_p99_9": "t_p99_9",
+    "tps_average": "tps_average",
+    "CPU_Util": "cpu_util",
+}
+_INT_FIELDS = {"bytes", "iterations", "sl"}
+_BW_NEEDED = {"bw_peak", "bw_average", "msg_rate_mpps"}
+_LAT_ANY = {"t_min", "t_max", "t_typical", "t_avg", "tps_average"}
+# --out_json result keys (perftest_parameters.c write_*_to_file) → row fields.
+_JSON_KEYS = {
+    "MsgSize": "bytes",
+    "n_iterations": "iterations",
+    "BW_peak": "bw_peak",
+    "BW_average": "bw_average",
+    "MsgRate": "msg_rate_mpps",
+    "CPU_util": "cpu_util",
+    "t_min": "t_min",
+    "t_max": "t_max",
+    "t_typical": "t_typical",
+    "t_avg": "t_avg",
+    "t_stdev": "t_stdev",
+    "percentile_99": "t_p99",
+    "percentile_99.9": "t_p99_9",
+    "tps_average": "tps_average",
+}
+_BW_UNITS = {"Gb/sec": 1.0, "MB/sec": 1048576 * 8 / 1e9, "MiB/sec": 1048576 * 8 / 1e9}
+
+
+class BwRow(Model):
+    """One row of a bandwidth table; BW in the result's `bw_unit`."""
+
+    bytes: int
+    iterations: int
+    bw_peak: float
+    bw_average: float
+    msg_rate_mpps: float
+    sl: int | None = None
+    cpu_util: float | None = None
+    bw_port1: float | None = None
+    msg_rate_port1: float | None = None
+    bw_port2: float | None = None
+    msg_rate_port2: float | None = None
+
+
+class LatRow(Model):
+    """One row of a latency table (times in `lat_unit`, one-way for write/send); absent columns are None."""
+
+    bytes: int
+    iterations: int
+    t_min: float | None = None
+    t_max: float | None = None
+    t_typical: float | None = None
+    t_avg: float | None = None
+    t_stdev: float | None = None
+    t_p99: float | None = None
+    t_p99_9: float | None = None
+    tps_average: float | None = None
+    cpu_util: float | None = None
+
+
+class PerftestResult(Model):
+    """A perftest run as reported by one side (client or server)."""
+
+    source: Literal["text", "json"]
+    test: str | None = None
+    kind: Literal["bw", "lat"] | None = None
+    bidirectional: bool = False
+    server: bool = False
+    duration_mode: bool = False
+    bw_unit: str | None = None
+    lat_unit: str | None = None
+    info: dict[str, str] = {}
+    device: str | None = None
+    link_type: str | None = None
+    mtu: int | None = None
+    gid_index: int | None = None
+    num_qps: int | None = None
+    local_gid: str | None = None
+    remote_gid: str | None = None
+    local_ip: str | None = None
+    remote_ip: str | None = None
+    warnings: list[str] = []
+    bw_rows: list[BwRow] = []
+    lat_rows: list[LatRow] = []
+    skipped: list[Skipped] = []
+
+
+def perftest_bw_gbps(result: PerftestResult, size: int | None = None) -> float:
+    """BW average in Gb/s (10^9 bit/s) at message `size` (default: the largest size measured).
+
+    Raises LookupError when there is no such row and ValueError when the unit is unknown
+    (`--out_json` files do not record whether `--report_gbits` was used).
+    """
+    rows = [r for r in result.bw_rows if size is None or r.bytes == size]
+    if not rows:
+        raise LookupError(f"no bandwidth row for size {size}" if size else "no bandwidth rows")
+    row = max(rows, key=lambda r: r.bytes)
+    if result.bw_unit not in _BW_UNITS:
+        raise ValueError(f"unknown bandwidth unit {result.bw_unit!r}")
+    return row.bw_average * _BW_UNITS[result.bw_unit]
+
+
+def parse_perftest(text: str, file: str = "-", bw_unit: str | None = None) -> PerftestResult:
+    """Parse perftest output: the `--out_json` file if it looks like JSON, else the text report."""
+    if text.lstrip().startswith("{"):
+        return parse_perftest_json(text, file, bw_unit)
+    return parse_perftest_text(text, file)
+
+
+def _ip_from_decimal_gid(gid: str) -> str | None:
+    parts = gid.split(":")
+    if len(parts) != 16 or not all(p.isdigit() for p in parts):
+        return None
+    b = [int(p) for p in parts]
+    if b[:10] == [0] * 10 and b[10:12] == [255, 255] and all(x < 256 for x in b[12:]):
+        return ".".join(str(x) for x in b[12:])
+    return None
+
+
+def _columns(line: str, file: str, lineno: int) -> tuple[list[str | None], str | None, str | None]:
+    """Header row → field name per column (None = unknown column, values ignored), BW unit, LAT unit."""
+    normalized = line
+    for pattern, repl in _MULTIWORD:
+        normalized = pattern.sub(repl, normalized)
+    fields: list[str | None] = []
+    bw_unit = lat_unit = None
+    for token in normalized.split():
+        name, _, unit = token.partition("[")
+        unit = unit.rstrip("]")
+        field = _COLUMNS.get(name)
+        if field == "bw_average":
+            bw_unit = unit
+        elif field == "t_avg" or (field == "t_min" and lat_unit is None):
+            lat_unit = unit
+        fields.append(field)
+    starts_ok = fields[:2] == ["bytes", "iterations"] or fields[:3] == ["bytes", "sl", "iterations"]
+    is_bw = "bw_average" in fields
+    if (
+        not starts_ok
+        or (is_bw and not set(fields) >= _BW_NEEDED)
+        or (not is_bw and not _LAT_ANY & set(fields))
+    ):
+        raise fail(
+            file,
+            lineno,
+            "perftest.header",
+            "'#bytes #iterations' then BW peak/BW average/MsgRate or t_* latency columns",
+            show(line),
+        )
+    return fields, bw_unit, lat_unit
+
+
+def _row(fields: list[str | None], line: str, lineno: int) -> dict[str, Any] | Skipped:
+    tokens = line.split()
+    if len(tokens) != len(fields):
+        return Skipped(line=lineno, text=line.strip(), reason=f"{len(tokens)} of {len(fields)} columns")
+    values: dict[str, Any] = {}
+    for field, token in zip(fields, tokens, strict=True):
+        if field is None:
+            continue
+        value = integer(token) if field in _INT_FIELDS else num(token)
+        if value is None:
+            return Skipped(line=lineno, text=line.strip(), reason=f"{field} is not a number: {token!r}")
+        values[field] = value
+    return values
+
+
+def parse_perftest_text(text: str, file: str = "-") -> PerftestResult:
+    """Parse the text report of an ib_*_bw / ib_*_lat run (client or server side)."""
+    lines = require_text(text, file, "perftest output")
+    res: dict[str, Any] = {
+        "source": "text",
+        "info": {},
+        "warnings": [],
+        "bw_rows": [],
+        "lat_rows": [],
+        "skipped": [],
+    }
+    in_info = False
+    side = "local"
+    fields: list[str | None] | None = None
+    seen_header = seen_title = False
+    cut = unterminated(text, lines)
+    for lineno, raw in enumerate(lines, 1):
+        line = raw.rstrip()
+        stripped = line.strip()
+        if not stripped:
+            continue
+        if lineno == cut:
+            if _ROW.match(line):
+                res["skipped"].append(Skipped(line=lineno, text=stripped, reason=CUT))
+            continue
+        if "Waiting for client" in stripped:
+            res["server"] = True
+            continue
+        if stripped.startswith("WARNING:"):
+            res["warnings"].append(stripped)
+            if "peak won't be measured" in stripped:
+                res["duration_mode"] = True
+            continue
+        if _RESULT_LINE.match(line):
+            in_info = False
+            fields = None
+            continue
+        if (m := _TITLE.match(line)) and not seen_header:
+            seen_title = in_info = True
+            res["test"] = m.group(1)
+            res["kind"] = "bw" if m.group(1).endswith("BW Test") else "lat"
+            res["bidirectional"] = "Bidirectional" in m.group(1)
+            continue
+        if in_info:
+            for key, value in _KV.findall(line):
+                res["info"][key.strip()] = value
+            continue
+        if m := _ADDR.match(line):
+            side = m.group(1)
+            continue
+        if m := _GID.match(line):
+            res[f"{side}_gid"] = m.group(1)
+            res[f"{side}_ip"] = _ip_from_decimal_gid(m.group(1))
+            continue
+        if _HEADER.match(line):
+            fields, bw_unit, lat_unit = _columns(line, file, lineno)
+            seen_header = True
+            res["bw_unit"] = res.get("bw_unit") or bw_unit
+            res["lat_unit"] = res.get("lat_unit") or lat_unit
+            if "tps_average" in fields:
+                res["duration_mode"] = True
+            continue
+        if _ROW.match(line):
+            if fields is None:
+                res["skipped"].append(
+                    Skipped(line=lineno, text=stripped, reason="row outside a '#bytes' table")
+                )
+                continue
+            row = _row(fields, line, lineno)
+            if isinstance(row, Skipped):
+                res["skipped"].append(row)
+            elif "bw_average" in row:
+                res["bw_rows"].append(BwRow(**row))
+            else:
+                res["lat_rows"].append(LatRow(**row))
+    if not seen_title and not seen_header:
+        raise fail(
+            file,
+            None,
+            "perftest",
+            "perftest output (a '… BW Test' / '… Latency Test' title or a '#bytes' table)",
+            f"neither in {len(lines)} lines",
+        )
+    if not res["bw_rows"] and not res["lat_rows"]:
+        if res["skipped"]:
+            first = res["skipped"][0]
+            raise fail(
+                file,
+                first.line,
+                "perftest.row",
+                "a complete result row",
+                f"{first.reason} in {show(first.text)}",
+            )
+        if not res.get("server"):
+            raise fail(
+                file,
+                len(lines),
+                "perftest",
+                "a '#bytes' result table (only a server may have none)",
+                "end of input" if not seen_header else "a table header with no rows",
+            )
+    if res.get("kind") is None and (res["bw_rows"] or res["lat_rows"]):
+        res["kind"] = "bw" if res["bw_rows"] else "lat"
+    _typed_info(res)
+    return PerftestResult(**res)
+
+
+def _typed_info(res: dict[str, Any]) -> None:
+    info = res["info"]
+    res["device"] = info.get("Device")
+    res["link_type"] = info.get("Link type")
+    for field, key in (("mtu", "Mtu"), ("gid_index", "GID index"), ("num_qps", "Number of qps")):
+        value = info.get(key, "").removesuffix("[B]")
+        res[field] = integer(value) if value else None
+
+
+def parse_perftest_json(text: str, file: str = "-", bw_unit: str | None = None) -> PerftestResult:
+    """Parse a perftest `--out_json` file (one result: the last size run). Pass `bw_unit` if known."""
+    require_text(text, file, "perftest --out_json output")
+    doc = load_json(text, file)
+    if not isinstance(doc, dict) or not isinstance(doc.get("results"), dict):
+        raise fail(
+            file,
+            1,
+            "results",
+            'a perftest --out_json object with a "results" object',
+            type(doc).__name__ if not isinstance(doc, dict) else f"keys {sorted(doc)}",
+        )
+    test_info = doc.get("test_info") if isinstance(doc.get("test_info"), dict) else {}
+    row: dict[str, Any] = {}
+    for key, value in doc["results"].items():
+        field = _JSON_KEYS.get(key)
+        if field is None:
+            continue
+        number = value if isinstance(value, int | float) and not isinstance(value, bool) else None
+        if number is None and isinstance(value, str):
+            number = num(value)
+        if number is None:
+            raise fail(file, json_line(text, key), f"results.{key}", "a number", repr(value))
+        row[field] = int(number) if field in _INT_FIELDS else float(number)
+    for key in ("bytes", "iterations"):
+        if key not in row:
+            name = "MsgSize" if key == "bytes" else "n_iterations"
+            raise fail(file, json_line(text, "results"), f"results.{name}", "a number", "missing")
+    test = str(test_info.get("test", "")) or None
+    is_bw = "bw_average" in row
+    if not is_bw and not any(k.startswith("t_") for k in row):
+        raise fail(
+            file,
+            json_line(text, "results"),
+            "results",
+            "BW_average or t_* latency values",
+            f"keys {sorted(doc['results'])}",
+        )
+    info = {str(k): str(v) for k, v in test_info.items() if k != "test"}
+    res: dict[str, Any] = {
+        "source": "json",
+        "test": test,
+        "kind": "bw" if is_bw else "lat",
+        "info": info,
+        "bidirectional": "Bidirectional" in (test or ""),
+        "bw_unit": bw_unit if is_bw else None,
+        "lat_unit": None if is_bw else "usec",
+        "device": info.get("Device"),
+        "link_type": info.get("Link_type"),
+        "mtu": integer(info.get("Mtu", "")),
+        "gid_index": integer(info.get("GID_index", "")),
+        "num_qps": integer(info.get("Number_of_qps", "")),
+    }
+    try:
+        res["bw_rows" if is_bw else "lat_rows"] = [BwRow(**row) if is_bw else LatRow(**row)]
+    except ValueError as exc:
+        raise fail(
+            file,
+            json_line(text, "results"),
+            "results",
+            "BW_peak, BW_average and MsgRate",
+            str(exc).splitlines()[0],
+        ) from None
+    return PerftestResult(**res)
