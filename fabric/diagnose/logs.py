@@ -54,6 +54,24 @@ _SYSLOG_PREFIX = re.compile(
 _PDSH_PREFIX = re.compile(r"^(?P<host>[A-Za-z0-9][\w.-]*): (?=\[\s*\d+\.\d+\]|/sys/)")
 
 
+# Launchers that prefix every line with the rank that printed it (the rank is kept for binding to hosts):
+# Open MPI `--tag-output` "[jobid,rank]<stdout>:" (PRRTE: "[nspace@jobid,rank]<stderr>: "), Slurm
+# `srun --label` "rank: " (right-aligned to the widest rank). PyTorch's own "[rankN]:" stays in the line.
+_LAUNCHER_PREFIX = re.compile(r"^(?:\[[^\],\s]*,(?P<mpi>\d+)\]<std(?:out|err)>: ?| {0,5}(?P<srun>\d{1,6}): )")
+_TORCH_RANK = re.compile(r"\[rank(\d+)\]:")
+
+
+def split_rank(line: str) -> tuple[str | None, str]:
+    """(rank, line without the launcher's prefix); the rank from PyTorch's `[rankN]:` if no launcher
+    prefix names it, else None."""
+    m = _LAUNCHER_PREFIX.match(line)
+    if m:
+        return m.group("mpi") or m.group("srun"), line[m.end():]
+    if "[rank" in line and (t := _TORCH_RANK.search(line)):
+        return t.group(1), line
+    return None, line
+
+
 def host_of(line: str) -> str | None:
     """The host that logged `line`: NCCL `host:pid:tid [dev]`, syslog/journal or pdsh prefix."""
     m = _NCCL_PREFIX.search(line) or _SYSLOG_PREFIX.search(line) or _PDSH_PREFIX.search(line)

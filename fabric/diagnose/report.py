@@ -15,7 +15,7 @@ from fabric.findings import Finding as BaseFinding
 __all__ = ["BINDING_KEYS", "SEVERITIES", "Finding", "LogFile", "Report", "Severity", "bind"]
 # Named groups an inventory binding resolves to a host, NIC, rail, leaf port or cable (or checks
 # against the intended GID index / traffic class). Every other named group is a detail.
-BINDING_KEYS = ("host", "dev", "port", "ifname", "pci", "addr", "peer_addr", "oob_addr", "peer_host",
+BINDING_KEYS = ("host", "rank", "dev", "port", "ifname", "pci", "addr", "peer_addr", "oob_addr", "peer_host",
                 "gid_index", "tc", "switch_port")
 MAX_SUBJECTS = 50
 MAX_DETAIL_VALUES = 20
