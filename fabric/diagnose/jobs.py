@@ -97,9 +97,10 @@ class StragglerRule(Rule):
         for (pg, who), p in self.progress.items():
             groups[pg][who] = p
         for key in [g for g in groups if g != "" and "" in groups]:  # group-less lines of ranks in a group
-            for who in list(groups[""]):
-                if who in groups[key]:
-                    groups[key][who].op = groups[key][who].op or groups[""].pop(who).op
+            for who in [w for w in groups[""] if w in groups[key]]:
+                lone, p = groups[""].pop(who), groups[key][who]
+                p.op, p.where = p.op or lone.op, sorted(lone.where + p.where)
+        groups = {g: m for g, m in groups.items() if m}
         for pg, members in sorted(groups.items()):
             done = {who: p.done for who, p in members.items() if p.done is not None}
             if not done:
