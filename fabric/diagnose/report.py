@@ -47,6 +47,13 @@ class Finding(BaseFinding):
         return self.id
 
     @property
+    def host_fault(self) -> bool:
+        """The finding names the faulty host itself — a kernel/NIC/GPU signature on that host (DG2xx), a flapping
+        link (DG905), the straggler (DG906), the sender that ignores CNPs (DG908) — not a symptom every peer of
+        a failed job logs (completion errors, watchdog timeouts), which would drain the healthy hosts too."""
+        return self.id.startswith("DG2") or self.id in ("DG905", "DG906", "DG908")
+
+    @property
     def where(self) -> str:
         span = f"{self.first_line}" if self.first_line == self.last_line else f"{self.first_line}-{self.last_line}"
         return f"{self.file}:{span}"
