@@ -31,7 +31,8 @@ def test_sff8636_qsfp_plus() -> None:
     m = parse_ethtool_module(SFF8636)
     assert (m.identifier, m.vendor, m.revision, m.temperature, m.voltage) == ("0x0d (QSFP+)", "AVAGO", "01", 42.17,
                                                                                3.2917)
-    assert [(ln.lane, ln.bias, ln.tx_power, ln.rx_power) for ln in m.lanes][0] == (1, 6.662, -1.48, -1.15)
+    lane1 = m.lanes[0]
+    assert (lane1.lane, lane1.bias, lane1.tx_power, lane1.rx_power) == (1, 6.662, -1.48, -1.15)
     assert [ln.dark for ln in m.lanes] == [False, True, True, True]
     assert m.thresholds["rx_power"].low_alarm == -13.51 and m.thresholds["bias"].high_warning == 9.5
     assert m.thresholds["tx_power"].high_alarm is None  # 0 mW / -inf: not implemented by the module
