@@ -141,3 +141,18 @@ def test_host_modules_located_to_nic_leaf_port_and_cable(tmp_path: Path) -> None
     assert avago.status == "mismatch" and avago.mismatch == ["vendor: expected Arista, actual AVAGO"]
     assert by[("gpu-su1-03", "rail1")].status == "no module"
     assert by[("gpu-su1-03", "rail1")].reason == "no module (netlink error: Operation not supported)"
+
+
+def test_eos_inventory_identity() -> None:
+    """`show inventory | json` xcvrSlots as ANTA's hardware tests read them (aristanetworks/anta unit data)."""
+    from fabric.targets.transceivers import eos_inventory_modules
+
+    inv = {"xcvrSlots": {"1": {"mfgName": "Arista Networks", "modelName": "QSFP-100G-DR", "serialNum": "XKT203501340",
+                               "hardwareRev": "21"}, "2": {"mfgName": "", "modelName": "", "serialNum": ""}}}
+    got = eos_inventory_modules(inv, ["Ethernet1/1", "Ethernet2/1", "Ethernet3/1"])
+    one = got["Ethernet1/1"]
+    assert not isinstance(one, str) and (one.vendor, one.part, one.serial, one.revision) == (
+        "Arista Networks", "QSFP-100G-DR", "XKT203501340", "21")
+    assert judge(one) == [] and mismatches(one, Expected(part="QSFP-100G-FR")) == [
+        "part: expected QSFP-100G-FR, actual QSFP-100G-DR"]
+    assert got["Ethernet2/1"] == got["Ethernet3/1"] == "no module (empty slot in show inventory)"

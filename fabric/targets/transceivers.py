@@ -5,6 +5,7 @@ Two ways, by what the NOS offers:
   panel port — NVIDIA documents it for Cumulus Linux ("Monitoring Interfaces and Transceivers with
   ethtool", https://docs.nvidia.com/networking-ethernet-software/cumulus-linux-57/Monitoring-and-Troubleshooting/Troubleshooting-Network-Interfaces/Monitoring-Interfaces-and-Transceivers-with-ethtool/);
   a port without a module (or a virtual one) answers with an error: "no module".
+- EOS: identity only, from `show inventory | json` (`xcvrSlots` by front-panel slot); no diagnostics.
 - SONiC: xcvrd's STATE_DB tables TRANSCEIVER_INFO, TRANSCEIVER_DOM_SENSOR and TRANSCEIVER_DOM_THRESHOLD
   (`sonic-db-cli STATE_DB HGETALL 'TABLE|EthernetN'`); field names from the SONiC CMIS diagnostic
   monitoring HLD (https://github.com/sonic-net/SONiC/pull/1828: temperature, voltage, tx{N}power,
@@ -101,4 +102,21 @@ def sonic_modules(conn: Any, ports: list[str], sudo: str = "") -> dict[str, Read
             _, text = shell.run(conn, f"{sudo}sonic-db-cli STATE_DB HGETALL {shlex.quote(f'{table}|{port}')}")
             rows.append(_hgetall(text))
         out[port] = sonic_module(*rows)
+    return out
+
+
+def eos_inventory_modules(inventory: dict[str, Any], ports: list[str]) -> dict[str, Reading]:
+    """`show inventory | json` → per port (EthernetN or EthernetN/M: slot N) the module in that slot."""
+    slots = inventory.get("xcvrSlots") or {}
+    out: dict[str, Reading] = {}
+    for port in ports:
+        m = re.match(r"^(?:Ethernet|Et)(\d+)", port)
+        slot = slots.get(m.group(1)) if m else None
+        vendor = (slot.get("mfgName") or "").strip() if isinstance(slot, dict) else ""
+        if not vendor or vendor == "Not Present" or m is None or not isinstance(slot, dict):
+            out[port] = "no module (empty slot in show inventory)"
+            continue
+        out[port] = Module(identifier=f"EOS xcvrSlot {m.group(1)}", vendor=vendor,
+                           part=slot.get("modelName", ""), serial=slot.get("serialNum", ""),
+                           revision=slot.get("hardwareRev", ""))
     return out
