@@ -53,7 +53,7 @@ class StragglerRule(Rule):
     """DG906: among the ranks whose watchdog fired, those whose last completed collective is behind the
     others' — and, for the default group, ranks of the job that never reported at all."""
 
-    keywords = ("NCCL work", "Watchdog caught", "ncclCommInitRank", "NET/IB")
+    keywords = ("NCCL work", "Watchdog caught", "ncclCommInitRank", "] via NET/IB/", "Using [")
     _CAUGHT = re.compile(r"\[(?:PG (?:ID )?(?P<pg>\w+)[^\]]*?)?Rank (?P<local>\d+)\] Watchdog caught collective "
                          r"operation timeout: WorkNCCL\(SeqNum=(?P<seq>\d+), OpType=(?P<op>\w+)")
     _AT = re.compile(r"\[PG (?:ID )?(?P<pg>\w+)[^\]]*?Rank (?P<local>\d+)\] (?:Exception \(either an error or "
@@ -66,8 +66,8 @@ class StragglerRule(Rule):
         self.global_rank: dict[tuple[str, str], bool] = {}
 
     def feed(self, file: str, lineno: int, line: str, rank: str | None = None) -> None:
-        if "ncclCommInitRank" in line or "NET/IB" in line:
-            self.ranks.saw(rank, host_of(line), line)
+        if "ncclCommInitRank" in line or "] via NET/IB/" in line or ("Using [" in line and "NET/IB" in line):
+            self.ranks.saw(rank, host_of(line), line)  # init, device list and channel lines only: host_of is dear
             return
         m = self._AT.search(line) if "NCCL work" in line else None
         c = None if m else self._CAUGHT.search(line) if "Watchdog caught" in line else None
@@ -172,6 +172,8 @@ class IterationRule(Rule):
         self.kind: dict[tuple[str, str], str] = {}
 
     def feed(self, file: str, lineno: int, line: str, rank: str | None = None) -> None:
+        if "elapsed time per iteration" not in line and "SamplesPerSec=" not in line and "tps:" not in line:
+            return  # fed every line another rule wanted too
         for name, pattern, is_rate in self._FORMATS:
             m = pattern.search(line)
             if not m:

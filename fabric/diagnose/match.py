@@ -44,6 +44,7 @@ def diagnose(logs: Iterable[tuple[str, Iterable[str]]], signatures: list[Signatu
     A launcher's rank prefix (Open MPI --tag-output, srun --label) is taken off every line; the rank is kept
     and bound to the host the rank's other lines name."""
     ranks = Ranks()
+    bound: set[str] = set()  # ranks whose host is known: no more host_of() for their lines
     rules = [rule(expected_tos, tos_of, ranks) for rule in RULES]
     by_id = {s.id: s for s in signatures}
     # Most lines hold nothing of interest. One gate regex over every literal a signature needs, every
@@ -66,8 +67,10 @@ def diagnose(logs: Iterable[tuple[str, Iterable[str]]], signatures: list[Signatu
         lineno = 0
         for lineno, raw in enumerate(lines, 1):
             rank, line = split_rank(raw.rstrip("\r\n"))
-            if rank is not None and not ranks.host(rank):
+            if rank is not None and rank not in bound:
                 ranks.saw(rank, host_of(line), "")
+                if ranks.host(rank):
+                    bound.add(rank)
             candidates = always
             if gate.search(line):
                 candidates = always + list({m[0].id: m for needle, ms in by_needle.items()

@@ -69,7 +69,8 @@ class Ranks:
                 self._nets.setdefault(local, set()).add(c.group(4))
 
     def host(self, rank: str) -> str:
-        return self.info[rank].host if rank in self.info else ""
+        info = self.info.get(rank)
+        return info.host if info is not None else ""
 
     def devs(self, rank: str) -> list[str]:
         """The RDMA devices the rank's network channels used (NET/IB/k → the host's k-th device)."""
