@@ -25,6 +25,7 @@ def optics(
         "--expect", help="YAML: expected vendor/part/firmware/revision per link class (host:, fabric:).")] = None,
     hosts: Annotated[bool, typer.Option(help="read the host rail NICs' modules")] = True,
     switches: Annotated[bool, typer.Option(help="read the switch ports' modules (through each NOS driver)")] = True,
+    limit: Annotated[str | None, typer.Option("--limit", help="host/switch name glob(s), comma-separated")] = None,
     fmt: Annotated[str, typer.Option("--format", help="table or json")] = "table",
     all_rows: Annotated[bool, typer.Option("--all", help="also list modules that are fine and ports without one")
                         ] = False,
@@ -38,7 +39,11 @@ def optics(
         raise UsageError(f"--format: expected table or json, found {fmt!r}")
     expectations = load_expectations(expect) if expect is not None else None
     _loaded, site = open_site(inventory, lab=lab)
-    rows = assess(read(site, hosts=hosts, switches=switches), expectations)
+    pats = [p.strip() for p in (limit or "").split(",") if p.strip()]
+    rows = assess(read(site, hosts=hosts, switches=switches, limit=pats), expectations)
+    if pats and not rows:
+        raise UsageError(f"--limit: expected a pattern matching hosts or switches of {site.fabric.name}, "
+                         f"found {limit!r}")
     if fmt == "json":
         typer.echo(json.dumps([{**r.model_dump(mode="json"), "status": r.status, "where": r.where} for r in rows],
                               indent=2))

@@ -4,6 +4,7 @@ NIC, leaf port, cable — or switch port and its peer)."""
 
 from __future__ import annotations
 
+import fnmatch
 import shlex
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
@@ -94,9 +95,14 @@ def switch_rows(site: Site, switch: str) -> list[OpticsRow]:
     return rows
 
 
-def read(site: Site, *, hosts: bool = True, switches: bool = True, workers: int = 8) -> list[OpticsRow]:
-    jobs = ([(host_rows, h) for h in sorted(site.fabric.hosts)] if hosts else []) + (
-        [(switch_rows, s) for s in sorted(site.fabric.switches)] if switches else [])
+def read(site: Site, *, hosts: bool = True, switches: bool = True, limit: list[str] | None = None,
+         workers: int = 8) -> list[OpticsRow]:
+    """Every host's and switch's modules (only names matching a `limit` glob, when given)."""
+    def wanted(name: str) -> bool:
+        return not limit or any(fnmatch.fnmatchcase(name, pat) for pat in limit)
+
+    jobs = ([(host_rows, h) for h in sorted(site.fabric.hosts) if wanted(h)] if hosts else []) + (
+        [(switch_rows, s) for s in sorted(site.fabric.switches) if wanted(s)] if switches else [])
     with ThreadPoolExecutor(max_workers=workers) as pool:
         parts = list(pool.map(lambda job: job[0](site, job[1]), jobs))
     return [row for part in parts for row in part]
