@@ -73,10 +73,15 @@ def _leftover_tools() -> list[str]:
 
 
 def _accept(inv: str, out: Path, *args: str) -> tuple[int, dict]:
+    rc, data, _ = _accept_out(inv, out, *args)
+    return rc, data
+
+
+def _accept_out(inv: str, out: Path, *args: str) -> tuple[int, dict, str]:
     p = fabric("accept", inv, "--lab", "--format", "json,junit,html", "-o", str(out), *args, timeout=240)
     assert (out / "accept.json").exists(), p.stdout + p.stderr
     assert "Traceback" not in p.stderr
-    return p.returncode, json.loads((out / "accept.json").read_text())
+    return p.returncode, json.loads((out / "accept.json").read_text()), p.stdout
 
 
 def _by_name(data: dict) -> dict[str, dict]:
@@ -102,7 +107,8 @@ def test_healthy_lab_passes_and_skips_what_it_cannot_run(inv: str, tmp_path: Pat
 def test_throttled_rail_is_detected_and_located(inv: str, tmp_path: Path) -> None:
     fabric("lab", "fault", inv, "throttle", "gpu-su1-03:rail2", "100mbit", check=True)
     try:
-        rc, data = _accept(inv, tmp_path, "--quick", "--tags", "rail-bandwidth")
+        rc, data, stdout = _accept_out(inv, tmp_path, "--quick", "--tags", "rail-bandwidth",
+                                       "--scheduler", "slurm,kubernetes")
     finally:
         fabric("lab", "fault", inv, "clear", check=True)
     bw = _by_name(data)["rail-bandwidth"]
@@ -114,7 +120,32 @@ def test_throttled_rail_is_detected_and_located(inv: str, tmp_path: Path) -> Non
     assert loc["rounds"] <= 3  # ⌈log2 4⌉ + 1
     assert "Located: host gpu-su1-03 rail 2" in bw["message"]
     assert any("leaf-su1-r2" in e for e in bw["evidence"])
+    # the located host is handed to the scheduler: printed, not run (no --remediate)
+    tail = stdout[stdout.index("remediation for"):]
+    assert tail.startswith("remediation for 1 host(s) (slurm, kubernetes):")
+    assert ("scontrol update NodeName=gpu-su1-03 State=DRAIN "
+            "'Reason=roce-fabric: rail-bandwidth: rail 2 mlx5_1/rail2 failed'") in tail
+    assert "undo: scontrol update NodeName=gpu-su1-03 State=RESUME" in tail
+    assert "kubectl cordon gpu-su1-03" in tail
+    assert "kubectl taint nodes gpu-su1-03 fabric.roce.io/fault=rail2-rail-bandwidth:NoSchedule --overwrite" in tail
+    assert "undo: kubectl taint nodes gpu-su1-03 fabric.roce.io/fault:NoSchedule-" in tail
+    assert "(printed only: --remediate runs them)" in tail and "gpu-su1-01" not in tail
     assert _leftover_tools() == []
+
+
+def test_optics_reports_no_module_per_port_in_the_lab(inv: str) -> None:
+    """veths have no pluggable module: every host NIC and switch port says so, nothing fails."""
+    p = fabric("optics", inv, "--lab", "--format", "json", timeout=120)
+    assert p.returncode == 0 and "Traceback" not in p.stderr, p.stdout + p.stderr
+    rows = json.loads(p.stdout)
+    hosts = [r for r in rows if r["side"] == "host"]
+    assert len(hosts) == 4 * 4 and {r["status"] for r in rows} == {"no module"}
+    r1 = next(r for r in hosts if (r["device"], r["port"]) == ("gpu-su1-01", "rail1"))
+    assert (r1["nic"], r1["peer"], r1["where"]) == ("mlx5_0", "leaf-su1-r1:swp1", "gpu-su1-01 rail 1 mlx5_0/rail1")
+    assert r1["reason"].startswith("no module (") and "not supported" in r1["reason"].lower()
+    assert any(r["side"] == "switch" and r["device"].startswith("leaf-su1-r1") for r in rows)
+    p = fabric("optics", inv, "--lab", timeout=120)
+    assert p.returncode == 0 and "no module" in p.stdout and "ports:" in p.stdout
 
 
 def test_downed_link_fails_cleanly(inv: str, tmp_path: Path) -> None:

@@ -491,3 +491,118 @@ def test_gzip_logs_are_read(tmp_path: Path) -> None:
     gz = tmp_path / "dmesg.log.gz"
     gz.write_bytes(gzip.compress((LOGS / "kernel_link_flap.log").read_bytes()))
     assert "DG905" in ids(run_logs(gz))
+
+
+# ------------------------------------------------------------------------------------------ jobs: stragglers, slowdowns
+
+JOB = LOGS / "job_straggler_tagged.log"
+
+
+def _straggler(report: Report):
+    (found,) = [f for f in report.findings if f.id == "DG906"]
+    return found
+
+
+def test_straggler_named_with_rank_host_and_nic_from_open_mpi_tagged_output() -> None:
+    found = _straggler(run_logs(JOB))
+    assert found.severity == "error"
+    assert found.subjects == [{"host": "gpu-su1-02", "rank": "5", "dev": "mlx5_1"}]
+    assert found.evidence.startswith("PG 0: rank 5 (gpu-su1-02, mlx5_1) last completed SeqNum 806; "
+                                     "7 other rank(s) completed 807 and timed out in 808 (ALLREDUCE)")
+    assert found.details["behind"] == ["5"] and found.details["silent"] == []
+    # the rank's own watchdog lines are where the finding points
+    lines = JOB.read_text().splitlines()
+    assert "[Rank 5] Watchdog caught" in lines[found.first_line - 1]
+
+
+def test_straggler_from_srun_label_files_per_host(tmp_path: Path) -> None:
+    """The same job launched by `srun --label`, one file per host: ranks are global across files."""
+    text = re.sub(r"^\[1,(\d+)\]<std(?:out|err)>:", lambda m: f"{int(m.group(1)):>2}: ", JOB.read_text(), flags=re.M)
+    files = []
+    for host in ("gpu-su1-01", "gpu-su1-02"):
+        first = 0 if host.endswith("01") else 4
+        path = tmp_path / f"{host}.log"
+        path.write_text("\n".join(line for line in text.splitlines()
+                                  if re.match(r"^ ?(\d+): ", line) and first <= int(line.split(":")[0]) < first + 4))
+        files.append(path)
+    found = _straggler(run_logs(*files))
+    assert found.subjects == [{"host": "gpu-su1-02", "rank": "5", "dev": "mlx5_1"}]
+    assert found.file.endswith("gpu-su1-02.log")
+
+
+def test_silent_rank_is_named_when_it_never_timed_out(tmp_path: Path) -> None:
+    log = tmp_path / "job.log"
+    log.write_text("\n".join(line for line in JOB.read_text().splitlines()
+                             if not (line.startswith("[1,5]<stderr>:") or (line.startswith("[1,5]<stdout>:")
+                                     and "Channel" not in line and "ncclCommInitRank" not in line))))
+    found = _straggler(run_logs(log))
+    assert found.details["silent"] == ["5"] and found.details["behind"] == []
+    assert found.subjects == [{"host": "gpu-su1-02", "rank": "5", "dev": "mlx5_1"}]
+    assert "rank 5 (gpu-su1-02, mlx5_1) never reported a timeout" in found.evidence
+
+
+def test_no_straggler_when_every_rank_is_at_the_same_collective() -> None:
+    """Real watchdog lines of four ranks all stuck in SeqNum 1580 (LlamaFactory #7396): nobody is behind."""
+    assert "DG906" not in ids(run_logs(SIGNATURES / "DG125.log"))
+    lines = [line.replace("SeqNum=807", "SeqNum=808").replace("work: 807,", "work: 808,")
+             .replace("NCCL work: 806.", "NCCL work: 807.") for line in JOB.read_text().splitlines()]
+    assert "DG906" not in ids(diagnose([("job", lines)], CATALOG))
+
+
+def test_straggler_binds_to_leaf_port_with_inventory(capsys, monkeypatch) -> None:
+    code, out, _ = cli(capsys, monkeypatch, "--inventory", EXAMPLE, "-f", "json", JOB)
+    assert code == 1
+    (found,) = [f for f in json.loads(out)["findings"] if f["id"] == "DG906"]
+    (loc,) = found["located"]
+    assert (loc["host"], loc["nic"], loc["rail"], loc["leaf"], loc["leaf_port"]) == (
+        "gpu-su1-02", "mlx5_1", 2, "leaf-su1-r2", "swp2")
+
+
+def test_launcher_prefix_does_not_hide_signatures_and_keeps_rank() -> None:
+    line = ("[1,8]<stdout>:gpu-su1-03:4105:4372 [0] NCCL INFO NET/IB : No device found.")
+    (hit,) = [f for f in diagnose([("x", [line])], CATALOG).findings if f.id == "DG113"]
+    assert hit.subjects == [{"host": "gpu-su1-03", "rank": "8"}]
+    srun = diagnose([("x", ["12: gpu-su1-03:4105:4372 [0] NCCL INFO NET/IB : No device found."])], CATALOG)
+    assert srun.findings[0].subjects == [{"host": "gpu-su1-03", "rank": "12"}]
+
+
+def test_iteration_slowdown_and_when_it_began() -> None:
+    (slow,) = [f for f in run_logs(LOGS / "megatron_slowdown.log").findings if f.id == "DG907"]
+    assert slow.severity == "warning"
+    assert slow.details["began_at_step"] == ["31"] and slow.details["began_at"] == ["2026-05-02 10:01:02"]
+    assert "1.55x the baseline (1.91 vs 1.23 s/step)" in slow.evidence
+    assert slow.first_line == 33  # the line of iteration 31
+
+
+def test_one_slow_step_or_a_short_log_is_not_a_slowdown() -> None:
+    lines = (LOGS / "megatron_slowdown.log").read_text().splitlines()[:32]  # the checkpoint spike, then steady
+    assert "DG907" not in ids(diagnose([("x", lines)], CATALOG))
+    assert "DG907" not in ids(diagnose([("x", lines[:8] + lines[-30:-25])], CATALOG))
+
+
+@pytest.mark.parametrize("fmt", ["deepspeed", "torchtitan"])
+def test_iteration_slowdown_from_throughput_formats(fmt: str) -> None:
+    """Throughput lines (DeepSpeed CurrSamplesPerSec, torchtitan tps) in their real formats: a drop is a slowdown."""
+    def line(step: int, rate: float) -> str:
+        if fmt == "deepspeed":  # https://github.com/deepspeedai/DeepSpeed/issues/5779
+            return (f"[2024-07-17 19:{step // 60:02d}:{step % 60:02d},981] [INFO] [timer.py:258:stop] epoch=0/"
+                    f"micro_step={step}/global_step={step}, RunningAvgSamplesPerSec=16.12, "
+                    f"CurrSamplesPerSec={rate}, MemAllocated=0.02GB, MaxMemAllocated=0.97GB")
+        # https://github.com/pytorch/torchtitan/pull/1287
+        return (f"[rank0]:[titan] 2025-06-16 22:{step // 60:02d}:{step % 60:02d},322 - root - INFO - step: {step}  "
+                f"loss:  6.1384  memory: 49.66GiB(52.28%)  tps: {rate:,.0f}  tflops: 339.16  mfu: 34.29%")
+    rates = [16.8] * 20 + [9.1] * 10 if fmt == "deepspeed" else [5856.0] * 20 + [3100.0] * 10
+    (slow,) = [f for f in diagnose([("x", [line(i + 1, r) for i, r in enumerate(rates)])], CATALOG).findings
+               if f.id == "DG907"]
+    assert slow.details["began_at_step"] == ["21"]
+    if fmt == "torchtitan":
+        assert slow.subjects == [{"rank": "0"}]
+
+
+def test_cnp_asymmetry_names_the_one_sender_that_does_not_react() -> None:
+    report = run_logs(LOGS / "counters_cnp_asymmetric.txt")
+    (asym,) = [f for f in report.findings if f.id == "DG908"]
+    assert asym.severity == "error" and asym.subjects == [{"host": "gpu-su1-04", "dev": "mlx5_1"}]
+    assert "rp_cnp_handled +0 on mlx5_1 (gpu-su1-04); 3 other device(s) handled +38000" in asym.evidence
+    assert "DG904" not in ids(report)
+    assert "DG908" not in ids(run_logs(LOGS / "counters_cnp_ok.txt"))

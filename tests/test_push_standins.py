@@ -165,6 +165,39 @@ def _applied(d: Path) -> dict:
     return read_json(d / "revisions" / f"{meta['applied']}.json")
 
 
+def test_sonic_optics_out_of_threshold_lane_located(sonic: tuple[StandinNet, Path, Path]) -> None:
+    """`fabric optics` reads xcvrd's STATE_DB through the SONiC driver; the values are the real Arista
+    QDD-400G-XDR4 reading (tests/fixtures/optics/ethtool_m_qsfpdd_cmis_arista_xdr4.txt) in xcvrd's fields,
+    with lane 2 receiving -10.5 dBm (below the module's -8.9 dBm low alarm)."""
+    from fabric.design.derive import derive
+    from fabric.model.load import load
+
+    net, inv, state = sonic
+    port = next(p for p in derive(load(inv)).switches[LEAF].ports if p.kind == "host")
+    dom = {"temperature": "70.49", "voltage": "3.2186", "tx1power": "2.03", "tx2power": "2.17", "tx3power": "2.13",
+           "tx4power": "1.58", "rx1power": "3.52", "rx2power": "-10.5", "rx3power": "2.65", "rx4power": "2.6",
+           "tx1bias": "83.806", "tx2bias": "81.878", "tx3bias": "72.9", "tx4bias": "110.1"}
+    thr = {"temphighalarm": "75.0", "templowalarm": "-5.0", "temphighwarning": "70.0", "templowwarning": "0.0",
+           "rxpowerhighalarm": "5.5", "rxpowerlowalarm": "-8.9", "rxpowerhighwarning": "4.5",
+           "rxpowerlowwarning": "-6.9", "txbiashighalarm": "130.0", "txbiaslowalarm": "10.0"}
+    info = {"type": "QSFP-DD Double Density 8X Pluggable Transceiver", "manufacturer": "Arista Networks",
+            "model": "QDD-400G-XDR4", "serial": "XKT242211481", "hardware_rev": "41"}
+    (net.devices[LEAF] / "state_db.json").write_text(json.dumps({
+        f"TRANSCEIVER_INFO|{port.name}": info, f"TRANSCEIVER_DOM_SENSOR|{port.name}": dom,
+        f"TRANSCEIVER_DOM_THRESHOLD|{port.name}": thr}))
+    p = run(net, "optics", str(inv), "--limit", LEAF, "--no-hosts", "--format", "json", state=state)
+    assert p.returncode == 1 and "Traceback" not in p.stderr, p.stdout + p.stderr
+    rows = {r["port"]: r for r in json.loads(p.stdout)}
+    bad = rows.pop(port.name)
+    assert bad["status"] == "alarm" and bad["where"] == f"{LEAF}:{port.name}"
+    assert (bad["peer"], bad["cable_m"], bad["link"]) == (f"{port.peer}:{port.peer_port}", port.cable_m, "host")
+    texts = [i["text"] for i in bad["issues"]]
+    assert "Rx power lane 2 -10.5 dBm below low alarm -8.9 dBm" in texts
+    assert "temperature 70.49 °C above high warning 70 °C" in texts
+    assert {r["status"] for r in rows.values()} == {"no module"}
+    assert {r["reason"] for r in rows.values()} == {"no module (no TRANSCEIVER_INFO in STATE_DB)"}
+
+
 def test_nvue_patch_apply_confirm_and_timer_expiry(nvue: tuple[StandinNet, Path, Path], tmp_path: Path) -> None:
     net, inv, state = nvue
     d = net.devices[LEAF]

@@ -96,7 +96,10 @@ def default_catalog(fabric: FabricIntent, *, rdma: bool = True, launcher: str = 
     else:
         bw = {"tool": "ib_write_bw", "fraction_of_link": 0.9, "seconds": 5}
         lat = {"tool": "ib_write_lat", "max_p99_us": 5.0}
-    entries = [Entry(check="host-config"), Entry(check="bgp"), Entry(check="rail-bandwidth", input=bw)]
+    entries = [Entry(check="host-config")]
+    if rdma:  # GPU hosts: the GPUDirect prerequisites (the lab's hosts have no GPU)
+        entries.append(Entry(check="host-prereqs"))
+    entries += [Entry(check="bgp"), Entry(check="rail-bandwidth", input=bw)]
     if sus > 1:
         entries.append(Entry(check="cross-su-bandwidth", input=bw))
     nccl: dict[str, Any] = {"launcher": launcher, "pairs": "quick", "cluster": True}

@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from fabric.cli.progress import track
+from fabric.cli.remediate import RemediateOpt, SchedulerOpt, accept_faults, hand_over, schedulers
 from fabric.cli.site import open_site
 from fabric.errors import UsageError
 
@@ -46,12 +47,15 @@ def accept(
                                               "perftest; see README)")] = None,
     render_only: Annotated[bool, typer.Option("--render-only", help="k8s: write every manifest to -o and run "
                                               "nothing (no cluster, no SSH)")] = False,
+    scheduler: SchedulerOpt = "slurm,kubernetes",
+    remediate: RemediateOpt = False,
 ) -> None:
     """Acceptance tests: bandwidth, latency, NCCL, counters, host config, BGP; exit 1 when any check fails."""
     from fabric.accept import catalog as cat
     from fabric.accept import engine, report
 
     formats = _formats(fmt)
+    names = schedulers(scheduler)
     if launcher not in ("mpirun", "slurm", "k8s"):
         raise UsageError(f"--launcher: expected mpirun, slurm or k8s, found {launcher!r}")
     if render_only:
@@ -81,6 +85,8 @@ def accept(
         report.table(rep, out)
     if paths:
         out.print("reports: " + ", ".join(str(p) for p in paths))
+    if not rep.ok:
+        hand_over(fabric, accept_faults(fabric, rep.results), names, remediate)
     sys.exit(0 if rep.ok else 1)  # not typer.Exit: main() runs click with standalone_mode=False
 
 

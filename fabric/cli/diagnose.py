@@ -12,12 +12,14 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from fabric.cli.remediate import RemediateOpt, diagnose_faults, hand_over, schedulers
 from fabric.diagnose.bind import FabricIndex, fabric_roce_tos
 from fabric.diagnose.catalog import load_catalog
 from fabric.diagnose.logs import log_name, read_lines
 from fabric.diagnose.match import diagnose as run_diagnose
 from fabric.diagnose.report import SEVERITIES, Finding, Report, bind
 from fabric.diagnose.rules import DEFAULT_TOS
+from fabric.errors import UsageError
 from fabric.findings import Severity
 
 _STYLE = {Severity.error: "bold red", Severity.warning: "yellow", Severity.info: "cyan"}
@@ -43,8 +45,17 @@ def diagnose(
     inventory: Annotated[Path | None, typer.Option(
         "--inventory", help="Inventory to name the host, NIC, rail, leaf port and cable behind a finding.")
     ] = None,
+    scheduler: Annotated[str | None, typer.Option(
+        "--scheduler", help="with --inventory: print (or --remediate) the drain/cordon/taint of the hosts named by "
+                            "error findings, for any of slurm, kubernetes, volcano (comma-separated)")] = None,
+    remediate: RemediateOpt = False,
 ) -> None:
     """Match logs against known RoCE/NCCL failure signatures; exit 1 if any is error-level."""
+    names = schedulers(scheduler) if scheduler else []
+    if (names or remediate) and inventory is None:
+        raise UsageError("--scheduler/--remediate: expected --inventory as well (the scheduler needs the hosts)")
+    if remediate and not names:
+        raise UsageError("--remediate: expected --scheduler as well")
     signatures = load_catalog(catalog)
     fabric = None
     if inventory is not None:  # load first: a bad inventory is a user error before any log is read
@@ -64,6 +75,8 @@ def diagnose(
         typer.echo(json.dumps(report.model_dump(mode="json"), indent=2, sort_keys=True, ensure_ascii=False))
     else:
         print_table(report)
+    if fabric is not None and names:
+        hand_over(fabric, diagnose_faults(report), names, remediate)
     if report.has_errors:
         raise SystemExit(1)  # not typer.Exit: it must survive app(standalone_mode=False)
 

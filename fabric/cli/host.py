@@ -18,7 +18,8 @@ host_app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
-    help="Provision this GPU host: rails, routes, SR-IOV VFs, RDMA netns mode, sysctls, NIC QoS, DCQCN, GID check.",
+    help="Provision this GPU host: rails, routes, SR-IOV VFs, RDMA netns mode, sysctls, NIC QoS, DCQCN, GID check; "
+         "check its GPUDirect RDMA prerequisites.",
 )
 
 
@@ -197,6 +198,35 @@ def apply_cmd(
         mlxconfig,
         rdma_tool,
     )
+
+
+@host_app.command("prereqs")
+def prereqs_cmd(
+    inventory: Path | None = _INV,
+    host: str | None = _HOST,
+    intent: Path | None = _INTENT,
+    sysfs_root: Path = _SYSFS,
+    nccl_version: str | None = typer.Option(None, "--nccl-version", help="NCCL the jobs use (default: the "
+                                            "libnccl.so.2.* found on this host)."),
+    strict: bool = _STRICT,
+    fmt: Format = _FORMAT,
+    verbose: bool = _VERBOSE,
+) -> None:
+    """Check the GPUDirect RDMA prerequisites (GPU↔NIC affinity, ACS, IOMMU, relaxed ordering, ATS, peer memory,
+    NCCL version); changes nothing. Exit 1 if one is not met."""
+    from fabric.host.gpudirect import check, gather
+    from fabric.host.model import HostPlan, HostReport
+    from fabric.host.report import render_checks
+
+    hi = load_intent(intent, inventory, host)
+    result = HostPlan(host=hi.name, items=check(hi, gather(hi, sysfs_root, nccl_version)))
+    ok = result.ok(strict)
+    if fmt is Format.json:
+        typer.echo(HostReport(**result.model_dump(), counts=result.counts, ok=ok, strict=strict)
+                   .model_dump_json(indent=2, by_alias=True))
+    else:
+        typer.echo(render_checks(result, "GPUDirect RDMA prerequisites", verbose))
+    sys.exit(0 if ok else 1)
 
 
 hosts_app = typer.Typer(

@@ -54,6 +54,32 @@ _SYSLOG_PREFIX = re.compile(
 _PDSH_PREFIX = re.compile(r"^(?P<host>[A-Za-z0-9][\w.-]*): (?=\[\s*\d+\.\d+\]|/sys/)")
 
 
+# Launchers that prefix every line with the rank that printed it (the rank is kept for binding to hosts):
+# Open MPI `--tag-output` "[jobid,rank]<stdout>:" (PRRTE: "[nspace@jobid,rank]<stderr>: "), Slurm
+# `srun --label` "rank: " (right-aligned to the widest rank). PyTorch's own "[rankN]:" stays in the line.
+_SRUN_PREFIX = re.compile(r"^ {0,5}(\d{1,6}): ")
+_TORCH_RANK = re.compile(r"\[rank(\d+)\]:")
+
+
+def split_rank(line: str) -> tuple[str | None, str]:
+    """(rank, line without the launcher's prefix); the rank from PyTorch's `[rankN]:` if no launcher
+    prefix names it, else None. String scans first: this runs on every line of every log."""
+    first = line[:1]
+    if first == "[":
+        end = line.find("]<std", 1, 96)
+        if end > 0:
+            comma = line.rfind(",", 1, end)
+            colon = line.find(">:", end, end + 12)
+            if comma > 0 and colon > 0 and line[comma + 1:end].isdigit():
+                rest = line[colon + 2:]
+                return line[comma + 1:end], rest[1:] if rest[:1] == " " else rest
+    elif (first == " " or first.isdigit()) and (m := _SRUN_PREFIX.match(line)):
+        return m.group(1), line[m.end():]
+    if "[rank" in line and (t := _TORCH_RANK.search(line)):
+        return t.group(1), line
+    return None, line
+
+
 def host_of(line: str) -> str | None:
     """The host that logged `line`: NCCL `host:pid:tid [dev]`, syslog/journal or pdsh prefix."""
     m = _NCCL_PREFIX.search(line) or _SYSLOG_PREFIX.search(line) or _PDSH_PREFIX.search(line)

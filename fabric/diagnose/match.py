@@ -10,8 +10,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fabric.diagnose.catalog import Signature
-from fabric.diagnose.logs import COMMON_MARKERS, KIND_GATE, MARKER_KIND, host_of
+from fabric.diagnose.logs import COMMON_MARKERS, KIND_GATE, MARKER_KIND, host_of, split_rank
 from fabric.diagnose.report import BINDING_KEYS, MAX_DETAIL_VALUES, MAX_SUBJECTS, Finding, LogFile, Report
+from fabric.diagnose.rulebase import Ranks
 from fabric.diagnose.rules import DEFAULT_TOS, RULES, TosOf
 
 
@@ -39,8 +40,12 @@ class _Hits:
 def diagnose(logs: Iterable[tuple[str, Iterable[str]]], signatures: list[Signature],
              expected_tos: int = DEFAULT_TOS, tos_of: TosOf | None = None) -> Report:
     """Match every line of every log against the catalog and the cross-line rules. NCCL_IB_TC is judged
-    against `tos_of(host)` where it knows the host (an inventory's hosts), else against `expected_tos`."""
-    rules = [rule(expected_tos, tos_of) for rule in RULES]
+    against `tos_of(host)` where it knows the host (an inventory's hosts), else against `expected_tos`.
+    A launcher's rank prefix (Open MPI --tag-output, srun --label) is taken off every line; the rank is kept
+    and bound to the host the rank's other lines name."""
+    ranks = Ranks()
+    bound: set[str] = set()  # ranks whose host is known: no more host_of() for their lines
+    rules = [rule(expected_tos, tos_of, ranks) for rule in RULES]
     by_id = {s.id: s for s in signatures}
     # Most lines hold nothing of interest. One gate regex over every literal a signature needs, every
     # rule keyword and the rarer kind markers skips them cheaply (kinds are taken from gated lines:
@@ -61,14 +66,18 @@ def diagnose(logs: Iterable[tuple[str, Iterable[str]]], signatures: list[Signatu
         kinds: set[str] = set()
         lineno = 0
         for lineno, raw in enumerate(lines, 1):
-            line = raw.rstrip("\r\n")
+            rank, line = split_rank(raw.rstrip("\r\n"))
+            if rank is not None and rank not in bound:
+                ranks.saw(rank, host_of(line), "")
+                if ranks.host(rank):
+                    bound.add(rank)
             candidates = always
             if gate.search(line):
                 candidates = always + list({m[0].id: m for needle, ms in by_needle.items()
                                             if needle in line for m in ms}.values())
                 kinds.update(MARKER_KIND[m] for m in KIND_GATE.findall(line))
                 for rule in rules:
-                    rule.feed(name, lineno, line)
+                    rule.feed(name, lineno, line, rank)
             for sig, pattern in candidates:
                 m = pattern.search(line)
                 if m is None:
@@ -76,6 +85,8 @@ def diagnose(logs: Iterable[tuple[str, Iterable[str]]], signatures: list[Signatu
                 groups = {k: v for k, v in m.groupdict().items() if v is not None}
                 if "host" not in groups and (host := host_of(line)):
                     groups["host"] = host
+                if rank is not None:
+                    groups.setdefault("rank", rank)
                 hits.setdefault(sig.id, _Hits(lineno, _clip(line.strip()))).add(lineno, groups)
         files.append(LogFile(name=name, lines=lineno, kinds=sorted(kinds)))
         for sig_id, h in hits.items():
@@ -90,8 +101,18 @@ def diagnose(logs: Iterable[tuple[str, Iterable[str]]], signatures: list[Signatu
                 cause=sig.cause, next_step=sig.next_step))
     for rule in rules:
         findings.extend(rule.findings())
+    findings = [_with_rank_hosts(f, ranks) for f in findings]
     findings.sort(key=lambda f: (-f.severity.rank, f.id, f.file, f.first_line))
     return Report(files=files, findings=findings, expected_tos=expected_tos)
+
+
+def _with_rank_hosts(finding: Finding, ranks: Ranks) -> Finding:
+    """Subjects that name only a rank get the host the job's logs bind that rank to."""
+    if not any("rank" in s and "host" not in s for s in finding.subjects):
+        return finding
+    subjects = [{**s, "host": ranks.host(s["rank"])} if "rank" in s and "host" not in s and ranks.host(s["rank"])
+                else s for s in finding.subjects]
+    return finding.model_copy(update={"subjects": subjects})
 
 
 def _trim(literal: str) -> str:

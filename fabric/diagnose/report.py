@@ -15,7 +15,7 @@ from fabric.findings import Finding as BaseFinding
 __all__ = ["BINDING_KEYS", "SEVERITIES", "Finding", "LogFile", "Report", "Severity", "bind"]
 # Named groups an inventory binding resolves to a host, NIC, rail, leaf port or cable (or checks
 # against the intended GID index / traffic class). Every other named group is a detail.
-BINDING_KEYS = ("host", "dev", "port", "ifname", "pci", "addr", "peer_addr", "oob_addr", "peer_host",
+BINDING_KEYS = ("host", "rank", "dev", "port", "ifname", "pci", "addr", "peer_addr", "oob_addr", "peer_host",
                 "gid_index", "tc", "switch_port")
 MAX_SUBJECTS = 50
 MAX_DETAIL_VALUES = 20
@@ -45,6 +45,13 @@ class Finding(BaseFinding):
     @property
     def code(self) -> str:
         return self.id
+
+    @property
+    def host_fault(self) -> bool:
+        """The finding names the faulty host itself — a kernel/NIC/GPU signature on that host (DG2xx), a flapping
+        link (DG905), the straggler (DG906), the sender that ignores CNPs (DG908) — not a symptom every peer of
+        a failed job logs (completion errors, watchdog timeouts), which would drain the healthy hosts too."""
+        return self.id.startswith("DG2") or self.id in ("DG905", "DG906", "DG908")
 
     @property
     def where(self) -> str:

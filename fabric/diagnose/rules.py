@@ -7,47 +7,12 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from typing import Any
 
+from fabric.diagnose.jobs import IterationRule, StragglerRule
 from fabric.diagnose.logs import host_of
-from fabric.diagnose.report import BINDING_KEYS, MAX_SUBJECTS, Finding, Severity
-
-DEFAULT_TOS = 106  # DSCP 26 << 2 | ECT(0): the nvidia-roce preset's RoCE traffic class
-TosOf = Callable[[str], int | None]  # a log's host name → the RoCE ToS its inventory gives it (None: unknown)
-
-
-class _Rule:
-    """A check that needs more than one line. Fed the lines holding a keyword; reports at the end.
-
-    `expected_tos` is the fabric's RoCE ToS; `tos_of` (from an inventory) gives a host's own, where known."""
-
-    keywords: tuple[str, ...] = ()
-
-    def __init__(self, expected_tos: int, tos_of: TosOf | None = None) -> None:
-        self.expected_tos = expected_tos
-        self.tos_of = tos_of
-
-    def want_tos(self, host: str) -> int:
-        """The ToS expected of `host`: its inventory's, else the fabric's."""
-        tos = self.tos_of(host) if self.tos_of is not None and host else None
-        return self.expected_tos if tos is None else tos
-
-    def feed(self, file: str, lineno: int, line: str) -> None:
-        raise NotImplementedError
-
-    def findings(self) -> list[Finding]:
-        raise NotImplementedError
-
-
-def _rule_finding(rule_id: str, severity: Severity, file: str, lines: list[int], evidence: str,
-                  subjects: Iterable[dict[str, str]], cause: str, next_step: str,
-                  details: dict[str, list[str]] | None = None) -> Finding:
-    uniq = list({tuple(sorted(s.items())): s for s in subjects if any(s.values())}.values())[:MAX_SUBJECTS]
-    return Finding(id=rule_id, title=RULE_TITLES[rule_id], severity=severity, rule="cross-line",
-                   sources=list(RULE_SOURCES[rule_id]), file=file, first_line=min(lines),
-                   last_line=max(lines), count=len(lines), evidence=evidence,
-                   subjects=[{k: s[k] for k in BINDING_KEYS if s.get(k)} for s in uniq],
-                   details=details or {}, cause=cause, next_step=next_step)
+from fabric.diagnose.report import Finding, Severity
+from fabric.diagnose.rulebase import DEFAULT_TOS, RULE_IDS, RULE_TITLES, Rule, TosOf, rule_finding
 
 
 def _natural(name: str) -> list[int | str]:
@@ -63,21 +28,21 @@ def _tos_text(tos: int) -> str:
     return f"{tos} (DSCP {tos >> 2}, ECN {_ecn(tos)})"
 
 
-class _TrafficClassRule(_Rule):
+class _TrafficClassRule(Rule):
     """DG901: NCCL_IB_TC differs from the fabric's RoCE ToS. DG902: NCCL on RoCE without NCCL_IB_TC."""
 
     keywords = ("set by environment", "/RoCE")
     _SET = re.compile(r"NCCL_IB_TC set by environment to (\d+)")
     _ROCE = re.compile(r"NET/IB ?: Using .*?/RoCE")
 
-    def __init__(self, expected_tos: int, tos_of: TosOf | None = None) -> None:
-        super().__init__(expected_tos, tos_of)
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
         self.values: dict[tuple[str, int], list[tuple[int, str]]] = defaultdict(list)  # (file, tc)
         self.tc_hosts: set[tuple[str, str]] = set()
         self.env_hosts: set[tuple[str, str]] = set()  # hosts whose ENV lines are in the log
         self.roce: dict[tuple[str, str], list[int]] = defaultdict(list)
 
-    def feed(self, file: str, lineno: int, line: str) -> None:
+    def feed(self, file: str, lineno: int, line: str, rank: str | None = None) -> None:
         if "set by environment" in line:
             host = host_of(line) or ""
             self.env_hosts.add((file, host))
@@ -107,7 +72,7 @@ class _TrafficClassRule(_Rule):
             else:
                 cause = (f"The DSCP is right but the ECN bits are {_ecn(tc)} instead of {_ecn(want)}, "
                          "which the fabric's ECN/WRED and DCQCN settings were not designed for.")
-            out.append(_rule_finding(
+            out.append(rule_finding(
                 "DG901", Severity.error, file, [n for n, _ in seen],
                 f"NCCL_IB_TC={_tos_text(tc)}; the fabric expects {_tos_text(want)}",
                 ({"host": h, "tc": str(tc)} if h else {"tc": str(tc)} for _, h in seen), cause,
@@ -118,7 +83,7 @@ class _TrafficClassRule(_Rule):
             if (file, host) in self.env_hosts and (file, host) not in self.tc_hosts:
                 missing[(file, self.want_tos(host))].append((host, lines[0]))
         for (file, want), hosts in sorted(missing.items()):
-            out.append(_rule_finding(
+            out.append(rule_finding(
                 "DG902", Severity.warning, file, [n for _, n in hosts],
                 f"NCCL uses RoCE but NCCL_IB_TC is not set: traffic class 0 (DSCP 0); the fabric "
                 f"expects {_tos_text(want)}",
@@ -130,7 +95,7 @@ class _TrafficClassRule(_Rule):
         return out
 
 
-class _IbHcaRule(_Rule):
+class _IbHcaRule(Rule):
     """DG903: NCCL_IB_HCA names a device that NCCL did not find (absent, or its port not ACTIVE)."""
 
     keywords = ("NCCL_IB_HCA", "Using [", "No device found")
@@ -138,12 +103,12 @@ class _IbHcaRule(_Rule):
     _USING = re.compile(r"NET/IB ?: Using((?: \[\d+\]\S+)*)")
     _DEV = re.compile(r"\[\d+\]([\w.-]+):(\d+)")
 
-    def __init__(self, expected_tos: int, tos_of: TosOf | None = None) -> None:
-        super().__init__(expected_tos, tos_of)
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
         self.spec: dict[tuple[str, str], tuple[int, str]] = {}
         self.found: dict[tuple[str, str], list[tuple[str, str]]] = {}
 
-    def feed(self, file: str, lineno: int, line: str) -> None:
+    def feed(self, file: str, lineno: int, line: str, rank: str | None = None) -> None:
         if "NCCL_IB_HCA" in line and (m := self._HCA.search(line)):
             self.spec.setdefault((file, host_of(line) or ""), (lineno, m.group(1)))
         elif "NET/IB" in line:
@@ -170,7 +135,7 @@ class _IbHcaRule(_Rule):
         for file, missing in per_file.items():
             names = sorted({m[2] for m in missing})
             spec, found = missing[0][3], sorted({d for m in missing for d in m[4]}, key=_natural)
-            out.append(_rule_finding(
+            out.append(rule_finding(
                 "DG903", Severity.error, file, [m[0] for m in missing],
                 f"NCCL_IB_HCA={spec} names {', '.join(names)}, which NCCL did not find "
                 f"(it uses: {', '.join(found) or 'no RDMA device'})",
@@ -183,21 +148,21 @@ class _IbHcaRule(_Rule):
         return out
 
 
-class _CnpRule(_Rule):
+class _CnpRule(Rule):
     """DG904: np_cnp_sent grows but rp_cnp_handled stays flat everywhere: CNPs are never acted on."""
 
     keywords = ("mlx5_", "_cnp_")
     _COUNTER = re.compile(r"\b(np_cnp_sent|rp_cnp_handled)\b\s*[:=]?\s*(\d+)")
     _DEV = re.compile(r"\b(mlx5_(?:bond_)?\d+)\b")
 
-    def __init__(self, expected_tos: int, tos_of: TosOf | None = None) -> None:
-        super().__init__(expected_tos, tos_of)
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
         self.context_dev: dict[str, str] = {}
         # (file, host, dev) -> counter -> [(lineno, value)]
         self.samples: dict[tuple[str, str, str], dict[str, list[tuple[int, int]]]] = defaultdict(
             lambda: defaultdict(list))
 
-    def feed(self, file: str, lineno: int, line: str) -> None:
+    def feed(self, file: str, lineno: int, line: str, rank: str | None = None) -> None:
         dev_m = self._DEV.search(line) if "mlx5_" in line else None
         if dev_m:
             self.context_dev[file] = dev_m.group(1)
@@ -209,25 +174,26 @@ class _CnpRule(_Rule):
 
     def findings(self) -> list[Finding]:
         sent = {k: c["np_cnp_sent"] for k, c in self.samples.items() if c.get("np_cnp_sent")}
-        handled = [c["rp_cnp_handled"] for c in self.samples.values() if c.get("rp_cnp_handled")]
+        handled = {k: c["rp_cnp_handled"] for k, c in self.samples.items() if c.get("rp_cnp_handled")}
         if not sent or not handled:
             return []
         series = any(len(v) > 1 for v in sent.values())
         if series:  # snapshots over time: compare growth
             growth = {k: v[-1][1] - v[0][1] for k, v in sent.items() if len(v) > 1}
-            handled_growth = sum(v[-1][1] - v[0][1] for v in handled if len(v) > 1)
-            if not any(len(v) > 1 for v in handled) or handled_growth > 0:
+            reacted = {k: v[-1][1] - v[0][1] for k, v in handled.items() if len(v) > 1}
+            if not reacted:
                 return []
         else:  # one snapshot: cumulative since boot
             growth = {k: v[-1][1] for k, v in sent.items()}
-            if sum(v[-1][1] for v in handled) > 0:
-                return []
+            reacted = {k: v[-1][1] for k, v in handled.items()}
+        if sum(reacted.values()) > 0:
+            return self._asymmetry(reacted, handled, series) if sum(growth.values()) > 0 else []
         out = []
         for file in sorted({k[0] for k, g in growth.items() if g > 0}):
             keys = [k for k, g in growth.items() if k[0] == file and g > 0]
             sign = "+" if series else ""
             parts = [f"{sign}{growth[k]} on {k[2] or '?'}{f' ({k[1]})' if k[1] else ''}" for k in keys]
-            out.append(_rule_finding(
+            out.append(rule_finding(
                 "DG904", Severity.error if series else Severity.warning, file,
                 [n for k in keys for n, _ in sent[k]],
                 f"np_cnp_sent {', '.join(parts)}; rp_cnp_handled {sign}0 on every device in the logs",
@@ -243,18 +209,49 @@ class _CnpRule(_Rule):
         return out
 
 
-class _LinkFlapRule(_Rule):
+    def _asymmetry(self, reacted: dict[tuple[str, str, str], int],
+                   handled: dict[tuple[str, str, str], list[tuple[int, int]]], series: bool) -> list[Finding]:
+        """DG908: CNPs flow and most senders' reaction points handle them, but some handle none. A device
+        is judged only against a clear majority (at least two others handling CNPs, it none at all)."""
+        healthy = [v for v in reacted.values() if v > 0]
+        flat = [k for k, v in reacted.items() if v == 0]
+        if len(healthy) < 2 or not flat or len(flat) >= len(healthy):
+            return []
+        sign = "+" if series else ""
+        typical = sorted(healthy)[len(healthy) // 2]
+        out = []
+        for file in sorted({k[0] for k in flat}):
+            keys = [k for k in flat if k[0] == file]
+            names = ", ".join(f"{k[2] or '?'}{f' ({k[1]})' if k[1] else ''}" for k in keys)
+            out.append(rule_finding(
+                "DG908", Severity.error if series else Severity.warning, file,
+                [n for k in keys for n, _ in handled[k]],
+                f"rp_cnp_handled {sign}0 on {names}; {len(healthy)} other device(s) handled {sign}{typical} "
+                "(median) while CNPs were being sent",
+                ({"host": k[1], "dev": k[2]} for k in keys),
+                "The fabric marks congestion and the receivers send CNPs; the other senders slow down, "
+                "this one does not. Its NIC keeps sending at full rate into congestion, so its flows cause "
+                "the PFC pauses everyone else pays for. Typical causes on that host only: roce_rp disabled "
+                "on the RoCE priority (the host agent never ran, or a reboot lost the setting), different "
+                "NIC firmware defaults, or its traffic marked with another DSCP the switch does not ECN-mark.",
+                "On that host: `cat /sys/class/net/<if>/ecn/roce_rp/enable/<prio>` must be 1, compare "
+                "`mlxconfig -d <dev> q` with a healthy host, and `fabric host plan` for drift; if it sent no "
+                "traffic in the interval, this is not a fault."))
+        return out
+
+
+class _LinkFlapRule(Rule):
     """DG905: the same NIC port went down more than once — a flapping link."""
 
     keywords = ("Link down",)
     _LINK = re.compile(r"mlx5_core (?P<pci>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.\d)"
                        r"(?: (?P<ifname>[\w.-]+))?: Link down")
 
-    def __init__(self, expected_tos: int, tos_of: TosOf | None = None) -> None:
-        super().__init__(expected_tos, tos_of)
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
         self.downs: dict[tuple[str, str, str, str], list[int]] = defaultdict(list)
 
-    def feed(self, file: str, lineno: int, line: str) -> None:
+    def feed(self, file: str, lineno: int, line: str, rank: str | None = None) -> None:
         if "Link down" in line and (m := self._LINK.search(line)):
             self.downs[(file, host_of(line) or "", m.group("pci"), m.group("ifname") or "")].append(lineno)
 
@@ -263,7 +260,7 @@ class _LinkFlapRule(_Rule):
         for (file, host, pci, ifname), lines in sorted(self.downs.items()):
             if len(lines) > 1:
                 flaps[file].append((host, pci, ifname, lines))
-        return [_rule_finding(
+        return [rule_finding(
             "DG905", Severity.error, file, [n for *_, lines in ports for n in lines],
             "; ".join(f"{ifname or pci} down {len(lines)} times" + (f" on {host}" if host else "")
                       for host, pci, ifname, lines in ports),
@@ -276,15 +273,6 @@ class _LinkFlapRule(_Rule):
             for file, ports in flaps.items()]
 
 
-RULES: tuple[type[_Rule], ...] = (_TrafficClassRule, _IbHcaRule, _CnpRule, _LinkFlapRule)
-RULE_TITLES = {
-    "DG901": "NCCL_IB_TC differs from the fabric's RoCE traffic class",
-    "DG902": "NCCL on RoCE without NCCL_IB_TC (traffic class 0)",
-    "DG903": "NCCL_IB_HCA names a device NCCL did not find",
-    "DG904": "CNPs sent but never handled (DCQCN not reacting)",
-    "DG905": "NIC link flapping",
-}
-RULE_SOURCES: dict[str, tuple[str, ...]] = {
-    "DG901": ("nccl",), "DG902": ("nccl",), "DG903": ("nccl",), "DG904": ("any",), "DG905": ("kernel",),
-}
-RULE_IDS = frozenset(RULE_TITLES)
+RULES: tuple[type[Rule], ...] = (_TrafficClassRule, _IbHcaRule, _CnpRule, _LinkFlapRule, StragglerRule,
+                                 IterationRule)
+__all__ = ["DEFAULT_TOS", "RULES", "RULE_IDS", "RULE_TITLES", "TosOf"]

@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 Status = Literal["changed", "unchanged", "skipped", "failed"]
 Section = Literal["link", "address", "route", "rule", "sriov", "rdma", "sysctl", "qos", "roce", "dcqcn", "gid",
-                  "persist"]
+                  "gpudirect", "persist"]
 
 
 class Item(BaseModel):

@@ -44,3 +44,12 @@ def render(result: HostPlan, verbose: bool = False) -> str:
     verb = "to change" if plan else "changed"
     lines.append(f"{c.changed} {verb}, {c.unchanged} unchanged, {c.skipped} skipped, {c.failed} failed")
     return "\n".join(lines)
+
+
+def render_checks(result: HostPlan, title: str, verbose: bool = False) -> str:
+    """Checks only (nothing to change): the unmet and unchecked ones (all with verbose), then the counts."""
+    lines = [f"host {result.host}: {title}"]
+    lines += [_line(item, False) for item in result.items if verbose or item.status != "unchanged"]
+    c = result.counts
+    lines.append(f"{c.unchanged} met, {c.failed} not met, {c.skipped} not checked")
+    return "\n".join(lines)

@@ -148,6 +148,12 @@ class Driver(ABC):
         """port → counter name → value (`source:name`), for acceptance and `fabric counters`; None: not read."""
         return None
 
+    # -- optics (fabric optics) ---------------------------------------------------------------------
+    def transceivers(self, ports: list[str]) -> dict[str, Any] | None:
+        """port → its pluggable module (fabric.parsers.transceiver.Module) or why there is none
+        (`no module: …`); None: not read on this NOS."""
+        return None
+
     # -- transaction --------------------------------------------------------------------------------
     @abstractmethod
     def begin(self) -> Txn: ...

@@ -1,6 +1,9 @@
-"""Community SONiC stand-in: `config` (Generic Config Updater), `show runningconfiguration all`, `vtysh`.
+"""Community SONiC stand-in: `config` (Generic Config Updater), `show runningconfiguration all`, `vtysh`,
+`sonic-db-cli STATE_DB HGETALL <key>` (prints the hash as a Python dict literal, as sonic-db-cli does; an
+absent key prints `{}`).
 
-State: `running.json` (CONFIG_DB), `startup.json` (`config save`), `checkpoints/<name>.json`.
+State: `running.json` (CONFIG_DB), `state_db.json` (STATE_DB: e.g. xcvrd's `TRANSCEIVER_INFO|Ethernet0`),
+`startup.json` (`config save`), `checkpoints/<name>.json`.
 `config apply-patch` applies an RFC 6902 JSON Patch all-or-nothing; `config rollback` restores a
 checkpoint. See the package docstring.
 """
@@ -119,6 +122,9 @@ def main(argv: list[str]) -> int:
         return 0
     if prog == "vtysh" and args[:1] == ["-c"] and args[1] == "show bgp summary json":
         print(json.dumps(bgp_summary(d), indent=2))
+        return 0
+    if prog == "sonic-db-cli" and len(args) == 3 and args[:2] == ["STATE_DB", "HGETALL"]:
+        print(read_json(d / "state_db.json", {}).get(args[2], {}))
         return 0
     print(f"{prog}: unsupported in the SONiC stand-in: {' '.join(args)}", file=sys.stderr)
     return 2

@@ -5,7 +5,7 @@ bandwidth  rail-bandwidth, cross-su-bandwidth (and fault location)
 latency    rail-latency
 nccl       nccl-allreduce
 pods       pod-rail-bandwidth (Kubernetes: perftest between pods)
-host       host-config
+host       host-config, host-prereqs (GPUDirect RDMA prerequisites)
 bgp        bgp
 lossless   lossless-counters, pfc-watchdog
 """

@@ -13,8 +13,10 @@ import json
 import re
 import time
 import uuid
+from typing import Any
 
 from fabric.targets.base import Change, DeviceDiff, Driver, Health, TargetError, Txn
+from fabric.targets.transceivers import eos_inventory_modules
 
 
 def config_lines(text: str) -> list[str]:
@@ -102,6 +104,12 @@ class EosDriver(Driver):
         problems = [] if have >= want else [f"PFC: expected {want} no-drop priority lines, actual {have}"]
         return Health(bgp_established=sum(s == "Established" for s in peers.values()), bgp_peers=peers,
                       lossless=problems, lossless_checked=True)
+
+    # -- optics ---------------------------------------------------------------------------------------
+    def transceivers(self, ports: list[str]) -> dict[str, Any]:
+        """Module identity from `show inventory | json` (xcvrSlots: mfgName, modelName, serialNum, hardwareRev, as
+        ANTA's VerifyTransceiversManufacturers reads it); EOS diagnostics (DOM) are not read here."""
+        return eos_inventory_modules(json.loads(self._cmd("show inventory | json") or "{}"), ports)
 
     def begin(self) -> Txn:
         snapshot = self.running()

@@ -11,11 +11,13 @@ from __future__ import annotations
 import json
 import time
 import uuid
+from typing import Any
 
 from fabric.parsers.frr import route_widths
 from fabric.parsers.iproute import link_counters
 from fabric.targets import shell
 from fabric.targets.base import Change, DeviceDiff, Driver, Health, TargetError, Txn
+from fabric.targets.transceivers import ethtool_modules
 
 RELOAD = "/usr/lib/frr/frr-reload.py"
 
@@ -164,6 +166,11 @@ class FrrDriver(Driver):
         return {lk["ifname"]: link_counters(lk) for lk in links
                 if isinstance(lk, dict) and lk.get("ifname") not in (None, "lo") and lk.get("link_type") == "ether"
                 and not str(lk.get("ifname")).startswith(("eth", "vlan", "br"))}
+
+    # -- optics ---------------------------------------------------------------------------------------
+    def transceivers(self, ports: list[str]) -> dict[str, Any]:
+        """`ethtool -m` per port (a Linux white box; the lab's veths have none: "no module")."""
+        return ethtool_modules(self.conn, ports)
 
     # -- transaction --------------------------------------------------------------------------------
     def begin(self) -> Txn:

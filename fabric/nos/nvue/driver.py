@@ -13,11 +13,13 @@ import json
 import math
 import time
 import uuid
+from typing import Any
 
 import yaml
 
 from fabric.targets import shell
 from fabric.targets.base import DeviceDiff, Driver, Health, TargetError, Txn
+from fabric.targets.transceivers import ethtool_modules
 from fabric.targets.treediff import _merge, tree_diff
 
 
@@ -60,6 +62,11 @@ class NvueDriver(Driver):
                         for k, v in sorted(want.items()) if have.get(k) != v]
         return Health(bgp_established=sum(s == "Established" for s in peers.values()), bgp_peers=peers,
                       lossless=problems, lossless_checked=bool(want))
+
+    # -- optics ---------------------------------------------------------------------------------------
+    def transceivers(self, ports: list[str]) -> dict[str, Any]:
+        """`ethtool -m swpN` per port: Cumulus Linux documents ethtool for its module EEPROM and DOM."""
+        return ethtool_modules(self.conn, ports)
 
     def _revisions(self) -> dict:
         return json.loads(shell.check(self.conn, "nv config revision -o json", what="nv config revision") or "{}")

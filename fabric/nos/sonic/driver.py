@@ -12,9 +12,11 @@ from __future__ import annotations
 import json
 import time
 import uuid
+from typing import Any
 
 from fabric.targets import shell
 from fabric.targets.base import DeviceDiff, Driver, Health, TargetError, Txn
+from fabric.targets.transceivers import sonic_modules
 from fabric.targets.treediff import configdb_diff
 
 
@@ -54,6 +56,11 @@ class SonicDriver(Driver):
                     if "pfc_enable" in v and running.get(port, {}).get("pfc_enable") != v["pfc_enable"]]
         return Health(bgp_established=sum(s == "Established" for s in peers.values()), bgp_peers=peers,
                       lossless=problems, lossless_checked=True)
+
+    # -- optics ---------------------------------------------------------------------------------------
+    def transceivers(self, ports: list[str]) -> dict[str, Any]:
+        """xcvrd's TRANSCEIVER_* tables in STATE_DB per port."""
+        return sonic_modules(self.conn, ports, self._sudo)
 
     def begin(self) -> Txn:
         running = self._running()

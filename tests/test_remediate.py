@@ -1,0 +1,116 @@
+"""Remediation handed to the scheduler: Slurm drain/resume, Kubernetes cordon + NoSchedule taint, Volcano
+HyperNode membership; printed by default, run with --remediate/--execute against stand-in `scontrol` and
+`kubectl` (they record their argv; the syntax is scontrol(1)'s and kubectl's), audited."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import sys
+from pathlib import Path
+
+import pytest
+
+from fabric.cli import main
+from fabric.design.derive import derive
+from fabric.model.load import load
+from fabric.remediate import Fault, actions, command_lines, merge
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "inventories" / "example"
+LOGS = Path(__file__).parent / "fixtures" / "logs"
+
+
+def cli(capsys, monkeypatch, *args: object) -> tuple[int, str, str]:
+    monkeypatch.setattr(sys, "argv", ["fabric", *map(str, args)])
+    try:
+        main()
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else int(exc.code is not None)
+    got = capsys.readouterr()
+    return code, got.out, got.err
+
+
+@pytest.fixture
+def standins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """`scontrol` and `kubectl` on PATH that append their argv to calls.log (kubectl fails for gpu-su1-04)."""
+    bin_ = tmp_path / "bin"
+    bin_.mkdir()
+    log = tmp_path / "calls.log"
+    for tool, body in (("scontrol", ""), ("kubectl", 'case "$*" in *gpu-su1-04*) echo "Error from server (NotFound):'
+                                                    ' nodes \\"gpu-su1-04\\" not found" >&2; exit 1;; esac\n')):
+        (bin_ / tool).write_text(f'#!/bin/sh\necho "{tool} $*" >> {log}\n{body}echo ok\n')
+        (bin_ / tool).chmod(stat.S_IRWXU)
+    monkeypatch.setenv("PATH", f"{bin_}:{os.environ['PATH']}")
+    monkeypatch.setenv("FABRIC_STATE", str(tmp_path / "state"))
+    return log
+
+
+def test_commands_per_scheduler_and_their_undo() -> None:
+    fabric = derive(load(EXAMPLE))
+    faults = [Fault(host="gpu-su1-03", rail=2, nic="mlx5_1", reason="rail-bandwidth: rail 2 mlx5_1/rail2 failed",
+                    token="rail2-rail-bandwidth")]
+    slurm, k8s, volcano = actions(fabric, faults, ["slurm", "kubernetes", "volcano"])
+    assert command_lines(slurm) == ["scontrol update NodeName=gpu-su1-03 State=DRAIN "
+                                    "'Reason=roce-fabric: rail-bandwidth: rail 2 mlx5_1/rail2 failed'"]
+    assert command_lines(slurm, revert=True) == ["scontrol update NodeName=gpu-su1-03 State=RESUME"]
+    assert command_lines(k8s) == ["kubectl cordon gpu-su1-03", "kubectl taint nodes gpu-su1-03 "
+                                  "fabric.roce.io/fault=rail2-rail-bandwidth:NoSchedule --overwrite"]
+    assert command_lines(k8s, revert=True) == ["kubectl uncordon gpu-su1-03",
+                                               "kubectl taint nodes gpu-su1-03 fabric.roce.io/fault:NoSchedule-"]
+    patch = json.loads(volcano.apply[0][-1])
+    assert volcano.apply[0][:4] == ["kubectl", "patch", "hypernode", "example-su1"]
+    assert patch == [{"op": "test", "path": "/spec/members/2/selector/exactMatch/name", "value": "gpu-su1-03"},
+                     {"op": "remove", "path": "/spec/members/2"}]
+    # the index is where `fabric export --format volcano` lists the node
+    from fabric.export.kubernetes import hypernodes
+    from fabric.export.tiers import tiers
+
+    su1 = next(h for h in hypernodes(tiers(fabric)) if h["metadata"]["name"] == "example-su1")  # type: ignore[index]
+    assert su1["spec"]["members"][2]["selector"]["exactMatch"]["name"] == "gpu-su1-03"  # type: ignore[index]
+
+
+def test_faults_of_one_host_are_merged_and_taint_values_are_valid() -> None:
+    merged = merge([Fault(host="h", reason="a", token="DG906"), Fault(host="h", reason="b", token="x y/z"),
+                    Fault(host="g", reason="c", token="-c-")])
+    assert [(f.host, f.reason, f.token) for f in merged] == [("h", "a; b", "DG906.x y/z"), ("g", "c", "-c-")]
+    fabric = derive(load(EXAMPLE))
+    (k8s,) = actions(fabric, [Fault(host="gpu-su1-01", reason="r", token="--bad token/" + "x" * 80)], ["kubernetes"])
+    value = k8s.apply[1][4].split("=", 1)[1].removesuffix(":NoSchedule")
+    assert value[0].isalnum() and value[-1].isalnum() and len(value) <= 63 and " " not in value
+
+
+def test_remediate_prints_by_default_and_executes_with_audit(standins: Path, capsys, monkeypatch) -> None:
+    code, out, _ = cli(capsys, monkeypatch, "remediate", EXAMPLE, "--host", "gpu-su1-02", "--reason", "Xid 79")
+    assert code == 0 and "(printed only: --execute runs them)" in out and not standins.exists()
+    code, out, _ = cli(capsys, monkeypatch, "remediate", EXAMPLE, "--host", "gpu-su1-02", "--host", "gpu-su1-04",
+                       "--reason", "Xid 79", "--execute")
+    assert code == 1  # kubectl refused gpu-su1-04
+    calls = standins.read_text().splitlines()
+    assert "scontrol update NodeName=gpu-su1-02 State=DRAIN Reason=roce-fabric: Xid 79" in calls
+    assert "kubectl taint nodes gpu-su1-02 fabric.roce.io/fault=Xid-79:NoSchedule --overwrite" in calls
+    assert "kubectl cordon gpu-su1-04" in calls and "FAILED: kubectl cordon gpu-su1-04…" in out
+    audit = [json.loads(x) for x in (Path(os.environ["FABRIC_STATE"]) / "example" / "audit.jsonl").read_text()
+             .splitlines()]
+    assert {(a["device"], a["target"], a["action"], a["result"]) for a in audit} == {
+        ("gpu-su1-02", "slurm", "remediate", "executed"), ("gpu-su1-02", "kubernetes", "remediate", "executed"),
+        ("gpu-su1-04", "slurm", "remediate", "executed"), ("gpu-su1-04", "kubernetes", "remediate", "failed")}
+    code, out, _ = cli(capsys, monkeypatch, "remediate", EXAMPLE, "--host", "gpu-su1-02", "--revert", "--execute",
+                       "--scheduler", "kubernetes")
+    assert code == 0 and standins.read_text().splitlines()[-2:] == [
+        "kubectl uncordon gpu-su1-02", "kubectl taint nodes gpu-su1-02 fabric.roce.io/fault:NoSchedule-"]
+
+
+def test_diagnose_hands_over_only_the_faulty_host(standins: Path, capsys, monkeypatch) -> None:
+    """Every rank logs the watchdog timeout; only the straggler's host is drained."""
+    code, out, _ = cli(capsys, monkeypatch, "diagnose", "--inventory", EXAMPLE, "--scheduler", "slurm",
+                       LOGS / "job_straggler_tagged.log")
+    assert code == 1
+    tail = out[out.index("remediation for"):]
+    assert tail.startswith("remediation for 1 host(s) (slurm):") and "gpu-su1-02 [slurm] DG906" in tail
+    assert "gpu-su1-01" not in tail
+    code, _, err = cli(capsys, monkeypatch, "diagnose", "--scheduler", "slurm", LOGS / "job_straggler_tagged.log")
+    assert code == 2 and "expected --inventory as well" in err
+    code, _, err = cli(capsys, monkeypatch, "remediate", EXAMPLE, "--host", "gpu-su1-02", "--scheduler", "pbs")
+    assert code == 2 and "--scheduler: expected some of slurm, kubernetes, volcano, found 'pbs'" in err
