@@ -16,7 +16,6 @@ from fabric.nos.eos.driver import parse_session_diff
 from fabric.nos.frr.driver import parse_reload_test
 from fabric.push import engine, state
 from fabric.targets.base import Change, DeviceDiff
-from fabric.targets.treediff import configdb_diff, tree_diff
 from tests.conftest import ROOT
 
 FABRIC = str(Path(sys.executable).with_name("fabric"))
@@ -102,28 +101,48 @@ def test_frr_reload_output_parsed_per_section_without_noise() -> None:
     assert d.added == 1 and d.removed == 3 and d.digest.startswith("sha256:")
 
 
-def test_configdb_diff_and_json_patch() -> None:
-    running = {"PORT": {"Ethernet0": {"mtu": "1500", "fec": "rs"}, "Ethernet4": {"mtu": "9100"}},
-               "NTP": {"global": {"src": "eth0"}}}
+def test_owned_scope_sonic_keeps_platform_fields_and_tables_the_render_lacks() -> None:
+    from fabric.targets.owned import apply_leaves, json_patch, scope, scoped_diff, tree_leaves
+
+    running = {"PORT": {"Ethernet0": {"mtu": "1500", "fec": "rs", "lanes": "0,1,2,3"}, "Ethernet4": {"mtu": "9100"}},
+               "NTP": {"global": {"src": "eth0"}}, "WRED_PROFILE": {"ROCE": {"ecn": "ecn_all", "old": "1"}}}
     intended = {"PORT": {"Ethernet0": {"mtu": "9100"}, "Ethernet8": {"mtu": "9100"}},
+                "WRED_PROFILE": {"ROCE": {"ecn": "ecn_all"}},
                 "BGP_GLOBALS_AF_NETWORK": {"default|ipv4_unicast|10.0.0.0/24": {}}}
-    changes, patch = configdb_diff(running, intended)
+    have, want = tree_leaves(running), tree_leaves(intended)
+    owned = scope(want, have, ("WRED_PROFILE/*",), manifest=[("PORT", "Ethernet4", "mtu")])
+    sd = scoped_diff(have, want, owned, lambda p, v: ("|".join(p[:2]), [f"{p[-1]}={v}"]),
+                     earlier=[("PORT", "Ethernet4", "mtu")])
+    patch = json_patch(running, apply_leaves(running, sd.sets, sd.removes))
     assert {"op": "replace", "path": "/PORT/Ethernet0/mtu", "value": "9100"} in patch
-    assert {"op": "remove", "path": "/PORT/Ethernet0/fec"} in patch
-    assert {"op": "remove", "path": "/PORT/Ethernet4"} in patch
+    assert {"op": "remove", "path": "/WRED_PROFILE/ROCE/old"} in patch  # a wholly owned profile
+    assert {"op": "remove", "path": "/PORT/Ethernet4"} in patch  # rendered earlier, no longer in the inventory
     assert {"op": "add", "path": "/BGP_GLOBALS_AF_NETWORK",
             "value": {"default|ipv4_unicast|10.0.0.0/24": {}}} in patch
-    assert not any(p["path"].startswith("/NTP") for p in patch)  # not owned by the intent
-    assert Change(section="PORT|Ethernet4", op="-", line="mtu=9100") in changes
+    assert not any(p["path"].startswith(("/NTP", "/PORT/Ethernet0/fec", "/PORT/Ethernet0/lanes")) for p in patch)
+    assert sd.unmanaged == 3  # fec, lanes, NTP
+    assert Change(section="PORT|Ethernet4", op="-", line="mtu=9100", earlier=True) in sd.changes
 
 
-def test_tree_diff_sets_and_unsets_inside_owned_objects() -> None:
-    running = {"interface": {"swp1": {"link": {"mtu": 1500, "fec": "rs"}}, "eth0": {"type": "eth"}}}
-    intended = {"interface": {"swp1": {"link": {"mtu": 9216}}}}
-    changes, ops = tree_diff(running, intended)
-    assert ops == [{"unset": {"interface": {"swp1": {"link": {"fec": None}}}}},
-                   {"set": {"interface": {"swp1": {"link": {"mtu": 9216}}}}}]
-    assert [f"{c.op} {c.line}" for c in changes] == ["- fec: rs", "- mtu: 1500", "+ mtu: 9216"]
+def test_owned_scope_text_replaces_a_setting_and_keeps_hand_lines() -> None:
+    from fabric.nos.eos.driver import session_lines
+    from fabric.targets.owned import parse_text, scope, scoped_diff, text_leaves
+
+    running = ("username admin secret x\ninterface Ethernet1/1\n   mtu 1500\n   description hand\n"
+               "   tx-queue 3\n      bandwidth percent 40\n      no priority\n"
+               "ip route 192.0.2.0/24 Null0\nrouter bgp 65101\n   neighbor 10.9.9.9 remote-as 64600\n"
+               "   neighbor swp1 remote-as 65000\n")
+    intended = "interface Ethernet1/1\n   mtu 9214\n   tx-queue 3\n      no priority\nrouter bgp 65101\n" \
+               "   neighbor swp1 remote-as 65000\n"
+    have, want = text_leaves(parse_text(running)), text_leaves(parse_text(intended))
+    sd = scoped_diff(have, want, scope(want, have, ("interface */tx-queue *",)),
+                     lambda p, v: (" / ".join(p[:-1]), list(v)))
+    assert [(c.section, c.op, c.line) for c in sd.changes] == [
+        ("interface Ethernet1/1", "-", "mtu 1500"), ("interface Ethernet1/1", "+", "mtu 9214"),
+        ("interface Ethernet1/1 / tx-queue 3", "-", "bandwidth percent 40")]
+    assert session_lines(sd, have) == ["interface Ethernet1/1", "   mtu 9214", "interface Ethernet1/1",
+                                       "   tx-queue 3", "      no bandwidth percent 40"]
+    assert sd.unmanaged == 4  # username, description, ip route, the other BGP neighbour
 
 
 def test_eos_session_diff_parsed_per_section() -> None:

@@ -50,7 +50,12 @@ class Context:
             switches = [s for s in switches if any(fnmatch.fnmatchcase(s, p) for p in pats)]
             if not switches:
                 raise UsageError(f"--limit: expected a pattern matching switches of {self.name}, found {limit!r}")
-        self.endpoints: list[SwitchEndpoint] = [self.site.switch(n) for n in switches]
+        self.endpoints: list[SwitchEndpoint] = [self._owned(self.site.switch(n)) for n in switches]
+
+    def _owned(self, ep: SwitchEndpoint) -> SwitchEndpoint:
+        """The endpoint with what the last confirmed apply rendered (its removal is in the owned scope)."""
+        man = state.manifest(self.name, ep.device)
+        return ep if man is None else ep.model_copy(update={"options": {**ep.options, "manifest": man}})
 
     @functools.cached_property
     def cred(self) -> Credentials:
@@ -62,7 +67,7 @@ class Context:
 
 
 _FINAL = ("done", "applied", "unchanged", "rolled-back", "failed", "unreachable", "reverted-by-timer", "unknown",
-          "skipped")
+          "skipped", "pending")
 
 
 def _devices(progress: Tracker, what: str, total: int) -> Callable[[str, str], None]:
@@ -102,12 +107,17 @@ def print_results(title: str, results: list[engine.DeviceResult], fmt: str, *, d
     if diffs:
         for r in results:
             if r.diff and not r.diff.empty:
-                out.print(f"[bold]{r.device}[/bold] ({r.target}) {r.diff.digest}")
+                out.print(f"[bold]{r.device}[/bold] ({r.target}) {r.diff.digest}; {r.diff.unmanaged} settings the "
+                          "inventory does not render left as they are")
                 for section, items in r.diff.sections().items():
                     out.print(f"  {section}", markup=False)
                     for item in items:
                         out.print(Text(f"    {item}", style="green" if item[0] == "+" else "red"))
     out.print(", ".join(f"{n} {s}" for s, n in sorted(counts.items())), markup=False)
+    unmanaged = [r.diff.unmanaged for r in results if r.diff]
+    if unmanaged:
+        out.print(f"left alone: {sum(unmanaged)} settings the inventory does not render, on {len(unmanaged)} "
+                  "switches", markup=False)
 
 
 def online_plan(inventory: Path, limit: str | None, fmt: str, workers: int, lab: bool, insecure_lab: bool) -> int:
@@ -118,6 +128,17 @@ def online_plan(inventory: Path, limit: str | None, fmt: str, workers: int, lab:
         results = engine.plan_all(ctx.endpoints, ctx.cred, workers=workers, progress=update)
     print_results(f"{ctx.name}: plan", results, fmt)
     return 1 if any(r.status in ("unreachable", "error") for r in results) else 0
+
+
+def running_plan(inventory: Path, running: Path, limit: str | None, fmt: str) -> int:
+    """The online plan's diff against saved running configurations `<running>/<switch><suffix>`; a switch
+    without a file is reported (exit 1, like an unreachable one), the others are still diffed."""
+    if not running.is_dir():
+        raise UsageError(f"--running: expected a directory of saved running configurations, found {str(running)!r}")
+    ctx = Context(inventory, limit, lab=False, insecure_lab=False)
+    results = [engine.plan_saved(ep, running) for ep in ctx.endpoints]
+    print_results(f"{ctx.name}: plan against {running}", results, fmt)
+    return 1 if any(r.status in ("no-file", "error") for r in results) else 0
 
 
 def _check_timers(confirm_timer: int, postcheck_timeout: float, settle: float) -> None:

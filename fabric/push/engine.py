@@ -11,19 +11,22 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any, Literal
 
+import yaml
 from pydantic import BaseModel
 
 from fabric.access import Credentials, SwitchEndpoint
 from fabric.errors import one_line
+from fabric.nos import NOS
 from fabric.push import state
-from fabric.targets import driver_class
+from fabric.targets import driver, driver_class
 from fabric.targets.base import DeviceDiff, Driver, TargetError, Txn
 from fabric.targets.session import close, conn_errors, open_driver
 
 Status = Literal["unchanged", "changed", "unreachable", "error", "applied", "rolled-back", "failed",
-                 "skipped", "reverted-by-timer", "unknown"]
+                 "skipped", "reverted-by-timer", "unknown", "no-file", "pending"]
 Progress = Callable[[str, str], None]  # (device, stage)
 
 
@@ -38,7 +41,7 @@ class DeviceResult(BaseModel):
     def summary(self) -> dict[str, Any]:
         d = self.diff
         return {"device": self.device, "target": self.target, "status": self.status,
-                "added": d.added if d else 0, "removed": d.removed if d else 0,
+                "added": d.added if d else 0, "removed": d.removed if d else 0, "unmanaged": d.unmanaged if d else 0,
                 "digest": d.digest if d and not d.empty else "", "sections": d.sections() if d else {},
                 "detail": self.detail, "seconds": round(self.seconds, 2)}
 
@@ -74,6 +77,19 @@ def plan_device(ep: SwitchEndpoint, cred: Credentials, *, timeout: float = 10,
     finally:
         close(drv)
         progress(ep.device, "done")
+
+
+def plan_saved(ep: SwitchEndpoint, running_dir: Path) -> DeviceResult:
+    """The same diff as `plan_device`, against a saved running configuration `<dir>/<switch><suffix>`."""
+    path = running_dir / f"{ep.device}{NOS[ep.target].running_suffix}"
+    if not path.is_file():
+        return DeviceResult(device=ep.device, target=ep.target, status="no-file", detail=f"no {path}")
+    drv = driver(ep.target, None, ep.device, ep.intended, options=ep.options)
+    try:
+        diff = drv.device_diff(drv.scoped(path.read_text()))
+    except (OSError, ValueError, yaml.YAMLError) as exc:
+        return DeviceResult(device=ep.device, target=ep.target, status="error", detail=f"{path}: {one_line(exc)}")
+    return DeviceResult(device=ep.device, target=ep.target, status="unchanged" if diff.empty else "changed", diff=diff)
 
 
 def plan_all(eps: list[SwitchEndpoint], cred: Credentials, *, workers: int = 8, timeout: float = 10,

@@ -23,12 +23,42 @@ from fabric.errors import UsageError
 from fabric.targets.base import Txn
 
 
-def state_dir(fabric: str) -> Path:
+def state_root(fabric: str) -> Path:
     base = os.environ.get("FABRIC_STATE")
-    root = Path(base) if base else Path.home() / ".local" / "state" / "roce-fabric"
-    d = root / fabric
+    return (Path(base) if base else Path.home() / ".local" / "state" / "roce-fabric") / fabric
+
+
+def state_dir(fabric: str) -> Path:
+    d = state_root(fabric)
     d.mkdir(parents=True, exist_ok=True, mode=0o700)
     return d
+
+
+def manifest(fabric: str, device: str) -> list[list[str]] | None:
+    """The leaves the last confirmed apply rendered (`fabric.targets.owned`), read without creating anything."""
+    path = state_root(fabric) / "records" / f"{device}.json"
+    try:
+        return Txn.model_validate_json(path.read_text()).native.get("manifest")
+    except (OSError, ValueError):
+        return None
+
+
+def check_writable(fabric: str, need: int = 1 << 20) -> None:
+    """Refuse before any device is touched when the audit log and records cannot be written (read-only,
+    full): write, fsync and remove a probe of `need` bytes."""
+    try:
+        d = state_dir(fabric)
+        probe = d / f".probe-{os.getpid()}"
+        fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            os.write(fd, b"\0" * need)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+            probe.unlink(missing_ok=True)
+    except OSError as exc:
+        raise UsageError(f"state directory {state_root(fabric)}: expected writable with free space for the audit log "
+                         f"and records, found {exc.strerror or exc}; nothing was changed") from None
 
 
 _SECRETS: set[str] = set()

@@ -1,10 +1,14 @@
 """Cumulus Linux NVUE (bash over netmiko `cumulus_linux`): patch, diff, apply with a confirm timer.
 
 diff: `nv config show -o json` (the applied revision) against the tree the rendered
-`nvue-patch.yaml` sets, as a `nv config diff`-like list; removals are leaves of objects the intent
-defines. Transaction: `nv config detach`, `nv config patch <yaml>` (set + unset), `nv config diff`,
-`nv config apply --confirm <T> -y`, post-check, then `nv config apply --confirm-yes` — or
-`--confirm-no`; the switch itself reverts to the previous revision when nobody confirms in time.
+`nvue-patch.yaml` sets, inside what the tool owns (`fabric.targets.owned`, `Nos.owned_whole`): the leaves
+the render sets, its BGP neighbours and QoS maps as whole objects, and what an earlier apply rendered.
+System, users, SNMP, syslog, NTP, the management VRF, other BGP neighbours and static routes stay.
+Transaction: refuse when a pending revision already holds changes (`nv config diff` not empty: another
+operator's work, never detached or discarded), `nv config patch <yaml>` (set + unset, owned leaves
+only), `nv config diff`, `nv config apply --confirm <T> -y`, post-check, then
+`nv config apply --confirm-yes` — or `--confirm-no`; the switch itself reverts to the previous
+revision when nobody confirms in time.
 """
 
 from __future__ import annotations
@@ -17,8 +21,24 @@ import uuid
 import yaml
 
 from fabric.targets import shell
-from fabric.targets.base import DeviceDiff, Driver, Health, TargetError, Txn
-from fabric.targets.treediff import _merge, tree_diff
+from fabric.targets.base import Driver, Health, TargetError, Txn
+from fabric.targets.owned import Path, ScopedDiff, tree_leaves
+from fabric.targets.treediff import _merge, nest
+
+
+def _lines(path: Path, value: object) -> tuple[str, list[str]]:
+    return " ".join(path[:-1]), [f"{path[-1]}: {value if isinstance(value, str) else repr(value)}"]
+
+
+def load_running(text: str) -> dict:
+    """`nv config show -o json` (the tree) or `-o yaml` (a list: `- header:`, `- set:`) → the applied tree."""
+    data = yaml.safe_load(text) if text.strip() else {}
+    if isinstance(data, list):
+        tree: dict = {}
+        for doc in data:
+            _merge(tree, (doc or {}).get("set") or {})
+        return tree
+    return data or {}
 
 
 class NvueDriver(Driver):
@@ -44,9 +64,8 @@ class NvueDriver(Driver):
             _merge(tree, op.get("set") or {})
         return tree
 
-    def diff(self) -> DeviceDiff:
-        changes, _ = tree_diff(self._applied(), self._intended())
-        return DeviceDiff(device=self.device, target=self.target, changes=changes)
+    def scoped(self, running: str) -> ScopedDiff:
+        return self.scoped_from(tree_leaves(load_running(running)), tree_leaves(self._intended()), _lines)
 
     def health(self) -> Health:
         out = shell.check(self.conn, "nv show vrf default router bgp neighbor -o json", what="nv show")
@@ -67,16 +86,25 @@ class NvueDriver(Driver):
     def begin(self) -> Txn:
         applied = self._applied()
         previous = next((r for r, v in self._revisions().items() if v.get("state") == "applied"), None)
-        _, ops = tree_diff(applied, self._intended())
+        sd = self.scoped(json.dumps(applied))
+        ops: list[dict] = [{"unset": nest(p, None)} for p in sorted(sd.removes)]
+        sets: dict = {}
+        for p, v in sorted(sd.sets.items()):
+            _merge(sets, nest(p, v))
+        ops += [{"set": sets}] if sets else []
+        if shell.check(self.conn, "nv config diff", what="nv config diff").strip():
+            raise TargetError("a pending revision already holds changes (`nv config diff` is not empty): another "
+                              "operator's unapplied work; apply or detach it on the switch first, then re-run")
         path = f"/tmp/roce-fabric-{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:4]}.yaml"
-        shell.check(self.conn, "nv config detach", what="nv config detach")
         shell.upload(self.conn, path, yaml.safe_dump(ops, sort_keys=True))
         shell.check(self.conn, f"nv config patch {path}", what="nv config patch")
         pending = shell.check(self.conn, "nv config diff", what="nv config diff")
         if not pending.strip():
             raise TargetError("nv config diff: the patch changed nothing in the pending revision")
-        return Txn(device=self.device, target=self.target, started=time.time(),
-                   snapshot=json.dumps(applied, indent=2, sort_keys=True), native={"previous": previous, "patch": path})
+        txn = Txn(device=self.device, target=self.target, started=time.time(),
+                  snapshot=json.dumps(applied, indent=2, sort_keys=True), native={"previous": previous, "patch": path})
+        self.record_scope(txn, sd, tree_leaves(self._intended()))
+        return txn
 
     def commit(self, txn: Txn, confirm_seconds: int) -> None:
         txn.committed = True
