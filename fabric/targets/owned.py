@@ -212,7 +212,7 @@ def _whole_prefix(path: Path, patterns: tuple[str, ...]) -> Path | None:
 def scope(intent: Leaves, running: Leaves, whole: tuple[str, ...] = (), manifest: Iterable[Path] = ()) -> set[Path]:
     """The leaves the tool owns on this device (see the module docstring)."""
     entries = {pre for p in intent if (pre := _whole_prefix(p, whole)) is not None}
-    owned = set(intent) | set(manifest)
+    owned = set(intent) | set(manifest) | (_empty(running) & _prefixes(intent))  # an empty object it fills
     owned |= {p for p in running if (pre := _whole_prefix(p, whole)) is not None and pre in entries}
     return owned
 
@@ -242,8 +242,10 @@ def scoped_diff(running: Leaves, target: Leaves, owned: set[Path], lines: Lines,
     `earlier`: manifest paths (rendered by an earlier apply) — their removals are marked as such.
     """
     earlier = set(earlier) - set(target)
-    sets = {p: v for p, v in target.items() if p in owned and running.get(p, _MISSING) != v}
-    removes = {p for p in running if p in owned and p not in target}
+    filled, present = _prefixes(target), _prefixes(running)
+    sets = {p: v for p, v in target.items()
+            if p in owned and running.get(p, _MISSING) != v and not (v == {} and p in present)}
+    removes = {p for p in running if p in owned and p not in target and p not in filled}
     changes: list[Change] = []
     for p in sorted(set(sets) | removes):
         sec, old = lines(p, running[p]) if p in running else ("", [])
@@ -257,6 +259,14 @@ def scoped_diff(running: Leaves, target: Leaves, owned: set[Path], lines: Lines,
 
 
 _MISSING = object()
+
+
+def _prefixes(leaves: Leaves) -> set[Path]:
+    return {p[:i] for p in leaves for i in range(1, len(p))}
+
+
+def _empty(leaves: Leaves) -> set[Path]:
+    return {p for p, v in leaves.items() if v == {}}
 
 
 def manifest_paths(data: Iterable[Iterable[str]] | None) -> set[Path]:
