@@ -140,8 +140,8 @@ def test_owned_scope_text_replaces_a_setting_and_keeps_hand_lines() -> None:
     assert [(c.section, c.op, c.line) for c in sd.changes] == [
         ("interface Ethernet1/1", "-", "mtu 1500"), ("interface Ethernet1/1", "+", "mtu 9214"),
         ("interface Ethernet1/1 / tx-queue 3", "-", "bandwidth percent 40")]
-    assert session_lines(sd, have) == ["interface Ethernet1/1", "   mtu 9214", "interface Ethernet1/1",
-                                       "   tx-queue 3", "      no bandwidth percent 40"]
+    assert session_lines(sd, have) == ["interface Ethernet1/1", "   no mtu 1500", "   mtu 9214",
+                                       "interface Ethernet1/1", "   tx-queue 3", "      no bandwidth percent 40"]
     assert sd.unmanaged == 4  # username, description, ip route, the other BGP neighbour
 
 

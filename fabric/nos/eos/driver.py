@@ -36,8 +36,7 @@ def session_lines(sd: ScopedDiff, running: dict[Path, tuple[str, ...]]) -> list[
         old, new = running.get(path, ()), sd.sets.get(path, ())
         out += [INDENT * i + sec for i, sec in enumerate(path[:-1])]
         pad = INDENT * (len(path) - 1)
-        if not (len(old) == 1 and len(new) == 1):  # a single setting is replaced by the new line
-            out += [pad + (f"default {ln[3:]}" if ln.startswith("no ") else f"no {ln}") for ln in old if ln not in new]
+        out += [pad + (f"default {ln[3:]}" if ln.startswith("no ") else f"no {ln}") for ln in old if ln not in new]
         out += [pad + ln for ln in new if ln not in old]
     return out
 

@@ -48,8 +48,8 @@ class NvueDriver(Driver):
     def _applied(self) -> dict:
         out = shell.check(self.conn, "nv config show -o json", what="nv config show")
         try:
-            return json.loads(out or "{}")
-        except ValueError as exc:
+            return load_running(out)
+        except (ValueError, yaml.YAMLError) as exc:
             raise TargetError(f"nv config show: not JSON ({exc})") from None
 
     def running(self) -> str:
@@ -85,7 +85,8 @@ class NvueDriver(Driver):
 
     def begin(self) -> Txn:
         applied = self._applied()
-        previous = next((r for r, v in self._revisions().items() if v.get("state") == "applied"), None)
+        applied_revs = [r for r, v in self._revisions().items() if str(v.get("state", "")).startswith("applied")]
+        previous = max(applied_revs, key=lambda r: int(r) if r.isdigit() else -1, default=None)
         sd = self.scoped(json.dumps(applied))
         ops: list[dict] = [{"unset": nest(p, None)} for p in sorted(sd.removes)]
         sets: dict = {}
@@ -97,10 +98,13 @@ class NvueDriver(Driver):
                               "operator's unapplied work; apply or detach it on the switch first, then re-run")
         path = f"/tmp/roce-fabric-{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:4]}.yaml"
         shell.upload(self.conn, path, yaml.safe_dump(ops, sort_keys=True))
-        shell.check(self.conn, f"nv config patch {path}", what="nv config patch")
-        pending = shell.check(self.conn, "nv config diff", what="nv config diff")
-        if not pending.strip():
-            raise TargetError("nv config diff: the patch changed nothing in the pending revision")
+        try:
+            shell.check(self.conn, f"nv config patch {path}", what="nv config patch")
+            if not shell.check(self.conn, "nv config diff", what="nv config diff").strip():
+                raise TargetError("nv config diff: the patch changed nothing in the pending revision")
+        except TargetError:
+            shell.run(self.conn, "nv config detach")  # our own pending revision (it was empty before the patch)
+            raise
         txn = Txn(device=self.device, target=self.target, started=time.time(),
                   snapshot=json.dumps(applied, indent=2, sort_keys=True), native={"previous": previous, "patch": path})
         self.record_scope(txn, sd, tree_leaves(self._intended()))
