@@ -90,8 +90,8 @@ def _applied(drv: Driver, text: str) -> tuple[str, dict, dict]:
 
 
 @pytest.mark.parametrize(("inv", "target", "switch", "fixture"), CASES, ids=[f"{c[3]}:{c[2]}" for c in CASES])
-def test_plan_running_changes_only_the_owned_scope_and_converges(tmp_path: Path, inv: str, target: str | None,
-                                                                   switch: str, fixture: str) -> None:
+def test_plan_running_changes_only_the_owned_scope_converges_and_rolls_back(
+        tmp_path: Path, inv: str, target: str | None, switch: str, fixture: str) -> None:
     drv = _driver(_inventory(tmp_path, inv, target), switch)
     text = (RUNNING / fixture).read_text()
     sd = drv.scoped(text)
@@ -103,6 +103,11 @@ def test_plan_running_changes_only_the_owned_scope_and_converges(tmp_path: Path,
         {p: v for p, v in after.items() if p not in sd.owned}  # unmanaged: byte for byte the same values
     again = drv.scoped(after_text)
     assert again.empty, [f"{c.section}: {c.op} {c.line}" for c in again.changes[:10]]
+    # `fabric rollback`: the recorded snapshot inside the recorded scope gives back the device as it was
+    scope = sorted(list(p) for p in sd.owned)
+    undo = driver(drv.target, None, switch, text, options={"scope": scope})
+    _, _, back = _applied(undo, after_text)
+    assert back == before
 
 
 def test_sonic_keeps_platform_fields_and_buffer_defaults(tmp_path: Path) -> None:

@@ -242,10 +242,11 @@ def scoped_diff(running: Leaves, target: Leaves, owned: set[Path], lines: Lines,
     `earlier`: manifest paths (rendered by an earlier apply) — their removals are marked as such.
     """
     earlier = set(earlier) - set(target)
-    filled, present = _prefixes(target), _prefixes(running)
+    filled = _prefixes(target)
+    removes = {p for p in running if p in owned and p not in target and p not in filled}
+    present = _prefixes({p: v for p, v in running.items() if p not in removes})  # objects that stay non-empty
     sets = {p: v for p, v in target.items()
             if p in owned and running.get(p, _MISSING) != v and not (v == {} and p in present)}
-    removes = {p for p in running if p in owned and p not in target and p not in filled}
     changes: list[Change] = []
     for p in sorted(set(sets) | removes):
         sec, old = lines(p, running[p]) if p in running else ("", [])

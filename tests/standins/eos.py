@@ -84,6 +84,9 @@ def merge_line(cfg: str, ctx: list[str], raw: str) -> tuple[str, list[str], str]
         if node is None:
             return cfg, ctx, "% Invalid input (not in that mode)"
         siblings = node[1]
+    other = next((n[0] for n in nodes if n[0].startswith("router bgp ") and n[0] != line), None)
+    if not ctx and line.startswith("router bgp ") and other:
+        return cfg, ctx, f"% BGP is already running with AS number {other.split()[2]}"
     if words[0] in ("no", "default") and len(words) > 1:
         rest = " ".join(words[1:])
         hit = [n for n in siblings if n[0] == rest] or [n for n in siblings if _key(n[0]) == _key(rest)]

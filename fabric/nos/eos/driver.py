@@ -5,8 +5,9 @@ diff: `show running-config` against the rendered lines, inside what the tool own
 tx-queue blocks and route-maps as a whole, and what an earlier apply rendered. AAA, usernames,
 Management1, `management api`, SNMP, logging, NTP, other static routes… are never in a session.
 Transaction: a session that starts from the running-config (never `rollback clean-config`) holding only
-the owned lines — the section lines to enter, each changed setting, `no <line>` (`default <…>` for a
-`no …` line) for an owned setting to remove — then `show session-config diffs` (the device's view; a
+the owned lines — `no <section>` for a section of which every line goes (an old `router bgp <asn>`), the
+section lines to enter, `no <line>` (`default <…>` for a `no …` line) for an owned setting to remove, each
+new setting — then `show session-config diffs` (the device's view; a
 rejected line aborts the session), `commit timer hh:mm:ss`, post-check, then
 `configure session <name> commit` to confirm — or `configure session <name> abort`; the switch rolls
 back by itself when the timer expires unconfirmed.
@@ -32,7 +33,10 @@ def _lines(path: Path, value: tuple[str, ...]) -> tuple[str, list[str]]:
 def session_lines(sd: ScopedDiff, running: dict[Path, tuple[str, ...]]) -> list[str]:
     """The CLI lines of a session that makes the owned changes and nothing else."""
     out: list[str] = []
-    for path in sorted(set(sd.sets) | sd.removes):
+    gone = {p[0] for p in sd.removes if len(p) > 1}  # sections whose every line goes: `no <section>`
+    gone -= {p[0] for p in running if p not in sd.removes} | {p[0] for p in sd.sets}
+    out += [f"no {sec}" for sec in sorted(gone)]
+    for path in sorted(p for p in set(sd.sets) | sd.removes if not (len(p) > 1 and p[0] in gone)):
         old, new = running.get(path, ()), sd.sets.get(path, ())
         out += [INDENT * i + sec for i, sec in enumerate(path[:-1])]
         pad = INDENT * (len(path) - 1)
@@ -103,7 +107,8 @@ class EosDriver(Driver):
             buf += chunk
             if not chunk:
                 time.sleep(0.02)
-        errors = [ln.strip() for ln in buf.splitlines() if ln.lstrip().startswith("% ")]
+        # an error line starts a line, or follows a prompt when the echoes came first (one write, many lines)
+        errors = [e.strip() for e in re.findall(r"(?m)(?:^|[#>])[ \t]*(% [^\r\n]*)", buf)]
         if errors:
             self._cmd("abort")
             raise TargetError(f"configure session {name}: {errors[0]}")

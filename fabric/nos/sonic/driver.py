@@ -10,7 +10,7 @@ Transaction: `config checkpoint <name>`, then a detached job on the switch (so a
 a killed tool cannot leave it half-done): `config apply-patch <file>` (RFC 6902, only the owned
 changes), then it waits for a `confirm` file; with it, `config save -y`; without it in time (or on
 `cancel`), `config rollback <name>`. SONiC itself has no confirm timer: this job is the tool's, and the
-same one answers `fabric rollback`/`--resume` through its `state` file (`/var/tmp/roce-fabric/<txn>/`).
+same one answers `fabric rollback`/`--resume` through its `state` file (`~/.roce-fabric/<txn>/`).
 """
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ class SonicDriver(Driver):
 
     @property
     def _workdir(self) -> str:
-        return self.options.get("workdir") or "/var/tmp/roce-fabric"
+        return self.options.get("workdir") or ".roce-fabric"  # relative: the login directory
 
     def _running(self) -> dict:
         out = shell.check(self.conn, "show runningconfiguration all", what="show runningconfiguration all")
