@@ -37,7 +37,10 @@ def test_lock_is_exclusive_and_names_the_holder(state_env: Path) -> None:
         assert "\n" not in msg and f"pid {os.getpid()}" in msg and "another apply of f1 is running" in msg
         with state.apply_lock("f2"):  # other fabrics are independent
             pass
-    assert not path.exists()
+        assert state.lock_held("f1")
+    assert not state.lock_held("f1")
+    with state.apply_lock("f1"):  # released: taken again
+        pass
 
 
 def test_a_stale_lock_is_taken_over(state_env: Path) -> None:

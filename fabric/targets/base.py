@@ -184,6 +184,11 @@ class Driver(ABC):
     @abstractmethod
     def rollback(self, txn: Txn) -> None: ...
 
+    def discard(self, txn: Txn) -> None:
+        """Undo what `begin` prepared on the device when the commit never happens (a session, a pending
+        revision); nothing by default."""
+        return None
+
     def txn_state(self, txn: Txn) -> str | None:
         """Where a transaction stands on the device (after a lost session or a crash of the tool):
         `waiting` (committed, not confirmed), `confirmed`, `reverted`, `failed`…; None: not readable."""

@@ -83,6 +83,15 @@ def apply_leaves(tree: dict, sets: Leaves, removes: Iterable[Path]) -> dict:
     return out
 
 
+def removal_roots(running: Leaves, sets: Leaves, removes: Iterable[Path]) -> list[Path]:
+    """The highest paths to unset so that every removed leaf goes and the objects left empty go too
+    (NVUE keeps an object whose last leaf is unset)."""
+    stay = [p for p in running if p not in set(removes)] + list(sets)
+    keep = {p[:i] for p in stay for i in range(1, len(p) + 1)}
+    roots = {next(p[:i] for i in range(1, len(p) + 1) if p[:i] not in keep) for p in removes}
+    return sorted(r for r in roots if not any(r[:i] in roots for i in range(1, len(r))))
+
+
 def _ptr(path: Iterable[str]) -> str:
     return "".join("/" + p.replace("~", "~0").replace("/", "~1") for p in path)
 
@@ -169,10 +178,12 @@ def render_text(nodes: list[Node], indent: str = " ", depth: int = 0) -> str:
 
 
 def apply_text(nodes: list[Node], sets: Leaves, removes: Iterable[Path]) -> list[Node]:
-    """A copy of the text tree with each changed key's lines replaced (or dropped), new ones appended."""
+    """A copy of the text tree with each changed key's lines replaced (or dropped), new ones appended;
+    a section that loses its last line goes too."""
     out = copy.deepcopy(nodes)
     todo = {**{p: () for p in removes}, **sets}
     for path, lines in todo.items():
+        chain: list[tuple[list[Node], Node]] = []  # (siblings, section) from the top
         siblings = out
         for sec in path[:-1]:
             node = next((n for n in siblings if n.line == sec and n.children), None)
@@ -181,6 +192,7 @@ def apply_text(nodes: list[Node], sets: Leaves, removes: Iterable[Path]) -> list
                     break
                 node = Node(sec)
                 siblings.append(node)
+            chain.append((siblings, node))
             siblings = node.children
         else:
             idx = [i for i, n in enumerate(siblings) if not n.children and line_key(n.line) == path[-1]]
@@ -188,16 +200,11 @@ def apply_text(nodes: list[Node], sets: Leaves, removes: Iterable[Path]) -> list
             for i in reversed(idx):
                 del siblings[i]
             siblings[at:at] = [Node(ln) for ln in lines]
-    _prune(out)
+            for parent, node in reversed(chain):
+                if node.children:
+                    break
+                parent.remove(node)
     return out
-
-
-def _prune(nodes: list[Node]) -> None:
-    for n in list(nodes):
-        if n.children:
-            _prune(n.children)
-            if not n.children:
-                nodes.remove(n)
 
 
 # -- the scope and the diff inside it ---------------------------------------------------------------

@@ -165,6 +165,16 @@ def repl(d: Path) -> None:
             if cmd == "show running-config":
                 out(running)
                 continue
+            if cmd.startswith("show configuration sessions"):
+                # shape: arista.com um-eos "Configure Session" / null.53bits.co.uk "Configuration Session"
+                # (`show configuration sessions` after `commit timer`); the state names are inferred
+                pend = read_json(d / "pending.json")
+                rows = [(p.stem, "pending") for p in sorted((d / "sessions").glob("*.cfg"))]
+                rows += [(pend["session"], "pending-commit-timer")] if pend else []
+                out("Maximum number of completed sessions: 1\nMaximum number of pending sessions: 5\n\n"
+                    f"  {'Name':<24} {'State':<24} {'User':<8} Terminal\n  {'-' * 24} {'-' * 24} {'-' * 8} --------\n"
+                    + "".join(f"  {n:<24} {st:<24} {'admin':<8} vty3\n" for n, st in rows))
+                continue
             if cmd == "show ip bgp summary | json":
                 out(json.dumps(bgp_summary(d, running), indent=2))
                 continue

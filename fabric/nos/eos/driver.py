@@ -148,6 +148,20 @@ class EosDriver(Driver):
         self._prepare()
         self._cmd(f"configure session {txn.native['session']} commit")
 
+    def discard(self, txn: Txn) -> None:
+        self._prepare()
+        self._cmd(f"configure session {txn.native['session']} abort")
+
+    def txn_state(self, txn: Txn) -> str | None:
+        """`show configuration sessions detail`: the session's row says `pending-commit-timer` while the
+        timer runs; otherwise the change is in place (confirmed) or not (reverted)."""
+        self._prepare()
+        rows = [ln for ln in self._cmd("show configuration sessions detail").splitlines()
+                if ln.split()[:1] == [txn.native["session"]]]
+        if rows and "pending" in rows[0]:
+            return "waiting"
+        return "confirmed" if self.scoped(self._cmd("show running-config")).empty else "reverted"
+
     def rollback(self, txn: Txn) -> None:
         self._prepare()
         self._cmd(f"configure session {txn.native['session']} abort")

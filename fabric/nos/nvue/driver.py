@@ -22,7 +22,7 @@ import yaml
 
 from fabric.targets import shell
 from fabric.targets.base import Driver, Health, TargetError, Txn
-from fabric.targets.owned import Path, ScopedDiff, tree_leaves
+from fabric.targets.owned import Path, ScopedDiff, removal_roots, tree_leaves
 from fabric.targets.treediff import _merge, nest
 
 
@@ -88,7 +88,8 @@ class NvueDriver(Driver):
         applied_revs = [r for r, v in self._revisions().items() if str(v.get("state", "")).startswith("applied")]
         previous = max(applied_revs, key=lambda r: int(r) if r.isdigit() else -1, default=None)
         sd = self.scoped(json.dumps(applied))
-        ops: list[dict] = [{"unset": nest(p, None)} for p in sorted(sd.removes)]
+        ops: list[dict] = [{"unset": nest(p, None)}
+                           for p in removal_roots(tree_leaves(applied), sd.sets, sd.removes)]
         sets: dict = {}
         for p, v in sorted(sd.sets.items()):
             _merge(sets, nest(p, v))
@@ -119,6 +120,18 @@ class NvueDriver(Driver):
 
     def confirm(self, txn: Txn) -> None:
         shell.check(self.conn, "nv config apply --confirm-yes", what="nv config apply --confirm-yes")
+
+    def discard(self, txn: Txn) -> None:
+        shell.run(self.conn, "nv config detach")  # the pending revision is ours: it was empty before the patch
+
+    def txn_state(self, txn: Txn) -> str | None:
+        if "left" in shell.run(self.conn, "nv config apply --confirm-status")[1]:
+            return "waiting"
+        applied = [r for r, v in self._revisions().items() if str(v.get("state", "")).startswith("applied")]
+        current = max(applied, key=lambda r: int(r) if r.isdigit() else -1, default=None)
+        if txn.native.get("revision") is not None:
+            return "confirmed" if current == txn.native["revision"] else "reverted"
+        return "confirmed" if self.scoped(json.dumps(self._applied())).empty else "reverted"
 
     def rollback(self, txn: Txn) -> None:
         status = shell.run(self.conn, "nv config apply --confirm-status")[1]
