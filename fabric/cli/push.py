@@ -308,4 +308,6 @@ def rollback_command(
         if not state.interrupted(ctx.name)[1]:
             state.end_journal(ctx.name)
     print_results(f"{ctx.name}: rollback", results, fmt, diffs=False)
-    raise typer.Exit(0 if all(r.status in ("applied", "unchanged") for r in results) else 1)
+    # an interrupted transaction reverted on the device (or by its timer) is a successful rollback
+    ok = {d: ("applied", "unchanged", "rolled-back", "reverted-by-timer") for d in unsettled}
+    raise typer.Exit(0 if all(r.status in ok.get(r.device, ("applied", "unchanged")) for r in results) else 1)

@@ -146,7 +146,7 @@ def apply_device(fabric: str, ep: SwitchEndpoint, cred: Credentials, opts: Apply
     res = DeviceResult(device=ep.device, target=ep.target, status="failed")
     txn: Txn | None = None
     drv: Driver | None = None
-    stop = stop or Stop()
+    stop = stop if stop is not None else Stop()
     try:
         stage("connecting")
         drv = open_driver(ep, cred, timeout=opts.connect_timeout, progress=stage)
@@ -163,12 +163,15 @@ def apply_device(fabric: str, ep: SwitchEndpoint, cred: Credentials, opts: Apply
         txn = drv.begin()
         txn.native["bgp_before"] = before.bgp_established
         try:
-            state.save_record(fabric, txn)  # the journal entry: written before anything changes
+            # the journal entry, written before anything changes: from here on the change may reach the device
+            state.save_record(fabric, txn.model_copy(update={"committed": True}))
         except OSError as exc:
             drv.discard(txn)
             raise TargetError(f"cannot write the record to the state directory ({exc.strerror or exc})") from None
         stage("commit")
         drv.commit(txn, opts.confirm_seconds)
+        with contextlib.suppress(OSError):
+            state.save_record(fabric, txn)  # with what the commit returned (NVUE: the revision)
         stage("post-check")
         problems = drv.postcheck(before, timeout=opts.postcheck_timeout, settle=opts.settle)
         if stop:
@@ -303,7 +306,7 @@ def rollout(fabric: str, eps: list[SwitchEndpoint], cred: Credentials, opts: App
     same transaction as `fabric rollback`). A journal in the state directory names the rollout while
     it runs, so a run that is killed is found by the next one.
     """
-    stop = stop or Stop()
+    stop = stop if stop is not None else Stop()
     by_name = {ep.device: ep for ep in eps}
     results: dict[str, DeviceResult] = {}
     plan = batches(list(by_name), canary, batch)
