@@ -31,7 +31,9 @@ from fabric.targets.owned import apply_leaves, tree_leaves
 from tests.conftest import ROOT
 from tests.standins.common import read_json, write_json
 from tests.standins.harness import StandinNet, seed, standins
-from tests.test_push_standins import FABRIC, RUNNING, _inventory, _json, _prereq, run
+from tests.test_push_standins import FABRIC, RUNNING, _inventory, _json, _prereq, eos, nvue, run
+
+FIXTURES = (eos, nvue)  # the stand-in fixtures, used through request.getfixturevalue
 
 pytestmark = [pytest.mark.root]
 LEAVES = ("leaf-su1-r1", "leaf-su1-r2")
@@ -296,3 +298,37 @@ def test_failed_batch_stops_and_rollback_on_failure_returns_the_earlier_batch(
              map(json.loads, (state / "sonic-example" / "audit.jsonl").read_text().splitlines())]
     assert audit == [(LEAVES[0], "apply", "applied"), (LEAVES[1], "apply", "rolled-back"),
                      (LEAVES[0], "rollback", "applied")]
+
+
+def _nvue_waiting(d: Path) -> bool:
+    return bool((read_json(d / "meta.json") or {}).get("confirm"))
+
+
+def _eos_waiting(d: Path) -> bool:
+    return (d / "pending.json").exists()
+
+
+@pytest.mark.parametrize("target", ["nvue", "eos"])
+def test_session_dropped_after_commit_on_nvue_and_eos(target: str, request: pytest.FixtureRequest) -> None:
+    """The same fault as on SONiC (above) and FRR (test_push_frr.py): read back, rolled back."""
+    from tests.test_push_standins import LEAF
+
+    net, inv, state = request.getfixturevalue(target)[:3]
+    d = net.devices[LEAF]
+    snapshot = (lambda: read_json(d / "meta.json")["applied"]) if target == "nvue" else \
+        (lambda: (d / "running.cfg").read_text())
+    before = snapshot()
+    proc = _start(net, state, "apply", str(inv), "--limit", LEAF, "--yes", "--format", "json", *SLOW)
+    try:
+        _wait(lambda: (_nvue_waiting if target == "nvue" else _eos_waiting)(d), 60, "the commit on the device")
+        for pid in _session_pids(net):
+            os.kill(pid, signal.SIGKILL)
+        out, err = proc.communicate(timeout=90)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    res = json.loads(out)["devices"][0]
+    assert proc.returncode == 1 and res["status"] == "rolled-back", out + err
+    assert "connection lost" in res["detail"] and res["detail"].endswith("rolled back")
+    assert not (_nvue_waiting if target == "nvue" else _eos_waiting)(d)
+    assert snapshot() == before if target == "eos" else read_json(d / "meta.json")["history"][-1]["how"] == "confirm-no"
