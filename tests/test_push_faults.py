@@ -332,3 +332,28 @@ def test_session_dropped_after_commit_on_nvue_and_eos(target: str, request: pyte
     assert "connection lost" in res["detail"] and res["detail"].endswith("rolled back")
     assert not (_nvue_waiting if target == "nvue" else _eos_waiting)(d)
     assert snapshot() == before if target == "eos" else read_json(d / "meta.json")["history"][-1]["how"] == "confirm-no"
+
+
+def test_drain_and_undrain_through_the_transaction_on_sonic(sonic2: tuple[StandinNet, Path, Path]) -> None:
+    """drain sets BGP_GLOBALS graceful_shutdown as a confirmed transaction (checkpoint, job, save); undrain
+    removes exactly that, shown as rendered by an earlier apply. Rates are not read on SONiC: said so."""
+    net, inv, state = sonic2
+    d = net.devices[LEAVES[0]]
+    assert run(net, "apply", str(inv), *LIMIT, "--yes", *FAST, state=state).returncode == 0
+    applied = read_json(d / "running.json")
+    p = run(net, "drain", str(inv), LEAVES[0], "--yes", "--format", "json", "--interval", "0.2", *FAST, state=state)
+    res = json.loads(p.stdout)
+    assert p.returncode == 0 and res["status"] == "applied", p.stdout + p.stderr
+    assert res["sections"] == {"BGP_GLOBALS|default": ["+ graceful_shutdown=true"]}
+    assert res["before_bps"] is None and res["quiet"] is None  # not readable here, and reported as such
+    assert read_json(d / "running.json")["BGP_GLOBALS"]["default"]["graceful_shutdown"] == "true"
+    assert read_json(d / "startup.json") == read_json(d / "running.json")  # confirmed: config save
+    plan = _json(run(net, "plan", str(inv), *LIMIT, "--format", "json", state=state))[LEAVES[0]]
+    assert plan["sections"] == {"BGP_GLOBALS|default": [
+        "- graceful_shutdown=true  (rendered by an earlier apply, no longer in the inventory)"]}
+    p = run(net, "undrain", str(inv), LEAVES[0], "--yes", "--format", "json", *FAST, state=state)
+    assert p.returncode == 0 and json.loads(p.stdout)["status"] == "applied", p.stdout + p.stderr
+    assert read_json(d / "running.json") == applied
+    audit = [(e["action"], e["result"]) for e in
+             map(json.loads, (state / "sonic-example" / "audit.jsonl").read_text().splitlines())]
+    assert audit[-2:] == [("drain", "applied"), ("undrain", "applied")]

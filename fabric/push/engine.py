@@ -209,7 +209,7 @@ def _settle(fabric: str, ep: SwitchEndpoint, action: str, txn: Txn | None, res: 
     """Record and audit the outcome; a state directory that fails now is reported, never raised."""
     try:
         if txn is not None and res.status not in ("pending", "unknown"):
-            state.settle_record(fabric, ep.device, applied=res.status == "applied" and action == "apply")
+            state.settle_record(fabric, ep.device, applied=res.status == "applied" and action != "rollback")
         if res.status not in ("unchanged", "unreachable", "skipped") or txn is not None:
             d = res.diff
             state.audit(fabric, state.AuditEntry(

@@ -171,6 +171,11 @@ class Driver(ABC):
         """port → counter name → value (`source:name`), for acceptance and `fabric counters`; None: not read."""
         return None
 
+    @classmethod
+    def drained(cls, intended: str) -> str:
+        """The intent with BGP graceful shutdown (RFC 8326) on: what `fabric drain` applies."""
+        raise TargetError(f"{cls.target}: drain is not supported on this target")
+
     # -- transaction --------------------------------------------------------------------------------
     @abstractmethod
     def begin(self) -> Txn: ...

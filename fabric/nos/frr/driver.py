@@ -14,6 +14,7 @@ confirmed change is written to `<confdir>/frr.conf` (the old one kept as `frr.co
 from __future__ import annotations
 
 import json
+import re
 import time
 import uuid
 
@@ -146,6 +147,11 @@ class FrrDriver(Driver):
             if ln.startswith("frr defaults "):
                 return ln.split()[2]
         return ""
+
+    @classmethod
+    def drained(cls, intended: str) -> str:
+        """`bgp graceful-shutdown` in the default instance (FRR: announce GRACEFUL_SHUTDOWN, RFC 8326)."""
+        return re.sub(r"^(router bgp \d+)$", r"\1\n bgp graceful-shutdown", intended, count=1, flags=re.M)
 
     # -- plan ---------------------------------------------------------------------------------------
     def running(self) -> str:

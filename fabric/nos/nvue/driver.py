@@ -64,6 +64,12 @@ class NvueDriver(Driver):
             _merge(tree, op.get("set") or {})
         return tree
 
+    @classmethod
+    def drained(cls, intended: str) -> str:
+        """`nv set router bgp graceful-shutdown on`."""
+        ops = yaml.safe_load(intended) or []
+        return yaml.safe_dump([*ops, {"set": {"router": {"bgp": {"graceful-shutdown": "on"}}}}], sort_keys=True)
+
     def scoped(self, running: str) -> ScopedDiff:
         return self.scoped_from(tree_leaves(load_running(running)), tree_leaves(self._intended()), _lines)
 

@@ -77,6 +77,13 @@ class SonicDriver(Driver):
     def _intended(self) -> dict:
         return json.loads(self.intended)
 
+    @classmethod
+    def drained(cls, intended: str) -> str:
+        """BGP_GLOBALS|default `graceful_shutdown` (frrcfgd → `bgp graceful-shutdown`)."""
+        data = json.loads(intended)
+        data.setdefault("BGP_GLOBALS", {}).setdefault("default", {})["graceful_shutdown"] = "true"
+        return json.dumps(data, indent=2, sort_keys=True)
+
     def scoped(self, running: str) -> ScopedDiff:
         return self.scoped_from(tree_leaves(json.loads(running)), tree_leaves(self._intended()), _lines)
 
