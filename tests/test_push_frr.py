@@ -211,3 +211,44 @@ def test_killing_sshd_mid_apply_leaves_the_device_as_it_was(lab: dict) -> None:
     assert p.returncode == 0, p.stdout + p.stderr
     assert "timers bgp 5 15" not in vtysh("show running-config")
     assert ("resume", "reverted-by-timer") in {(e["action"], e["result"]) for e in audit_lines(state)}
+
+
+def _path_to(prefix: str) -> tuple[int, dict[str, int]]:
+    """On LEAF: the ECMP width of `prefix` and the local preference of each BGP path by its peer."""
+    data = json.loads(vtysh(f"show bgp ipv4 unicast {prefix} json") or "{}")
+    prefs = {str(p.get("peer", {}).get("hostname") or p.get("peer", {}).get("peerId")): int(p.get("locPrf", 100))
+             for p in data.get("paths", [])}
+    route = json.loads(vtysh(f"show ip route {prefix} json") or "{}").get(prefix, [{}])[0]
+    return sum(1 for nh in route.get("nexthops", []) if nh.get("active")), prefs
+
+
+def test_drain_a_spine_moves_ecmp_away_and_undrain_brings_it_back(lab: dict) -> None:
+    """Real FRR: `fabric drain spine1` (bgp graceful-shutdown) → the leaves' routes via spine1 get
+    LOCAL_PREF 0 and ECMP to another leaf's loopback narrows from 2 paths to 1; undrain restores both."""
+    inv, state = lab["inv"], lab["state"]
+    remote = "10.254.0.4/32"  # leaf-su1-r2's loopback, reached from LEAF through spine1 and spine2
+    assert wait_established(2) == 2
+    deadline = time.monotonic() + 30
+    while _path_to(remote)[0] != 2 and time.monotonic() < deadline:
+        time.sleep(1)
+    width, prefs = _path_to(remote)
+    assert width == 2 and set(prefs.values()) == {100}, (width, prefs)
+    p = run("drain", str(inv), "spine1", "--lab", "--yes", "--format", "json", "--interval", "1",
+            "--threshold", "1000000", "--timeout", "30", *FAST, state=state)
+    res = json.loads(p.stdout)
+    assert p.returncode == 0 and res["status"] == "applied", p.stdout + p.stderr
+    assert res["sections"] == {"router bgp 65000": ["+ bgp graceful-shutdown"]}
+    assert res["before_bps"] is not None and res["after_bps"] is not None and res["quiet"] is True
+    deadline = time.monotonic() + 30
+    while _path_to(remote)[0] != 1 and time.monotonic() < deadline:
+        time.sleep(1)
+    width, prefs = _path_to(remote)
+    assert width == 1 and sorted(prefs.values()) == [0, 100], (width, prefs)  # via spine1: LOCAL_PREF 0
+    p = run("undrain", str(inv), "spine1", "--lab", "--yes", "--format", "json", "--interval", "1", *FAST,
+            state=state)
+    assert p.returncode == 0 and json.loads(p.stdout)["status"] == "applied", p.stdout + p.stderr
+    deadline = time.monotonic() + 30
+    while _path_to(remote)[0] != 2 and time.monotonic() < deadline:
+        time.sleep(1)
+    assert _path_to(remote)[0] == 2
+    assert [e["action"] for e in audit_lines(state)][-2:] == ["drain", "undrain"]
