@@ -7,6 +7,7 @@ import os
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -170,3 +171,73 @@ def test_insecure_lab_is_refused_without_a_lab(state_env: Path, tmp_path: Path) 
                            text=True, env=env, cwd=ROOT, stdin=subprocess.DEVNULL, timeout=60)
         assert p.returncode == 2
         assert p.stderr.startswith("error: no lab for fabric 'example'"), p.stderr
+
+
+def _take(fabric: str, state_dir: str, out: str) -> None:
+    os.environ["FABRIC_STATE"] = state_dir
+    try:
+        with state.apply_lock(fabric):
+            with open(out, "a") as f:
+                f.write(f"{os.getpid()}\n")
+            time.sleep(1.5)
+    except UsageError:
+        pass
+
+
+def test_a_stale_lock_taken_over_by_many_at_once_has_one_holder(state_env: Path, tmp_path: Path) -> None:
+    """flock: whoever races for a stale lock, exactly one process holds it; no file to clean up."""
+    import multiprocessing
+
+    path = state.state_dir("f1") / "apply.lock"
+    path.write_text(json.dumps({"pid": 999999, "host": "gone", "time": "t", "who": "x"}))
+    got = tmp_path / "got"
+    ctx = multiprocessing.get_context("fork")
+    procs = [ctx.Process(target=_take, args=("f1", str(state_env), str(got))) for _ in range(6)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(10)
+    assert len(got.read_text().split()) == 1
+
+
+def test_an_audit_write_that_fails_after_the_change_is_reported_not_raised(
+        state_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from fabric.access import SwitchEndpoint
+    from fabric.push import engine
+    from fabric.targets.base import Txn
+
+    def full(*_a: object, **_k: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(state, "audit", full)
+    ep = SwitchEndpoint(device="leaf1", target="frr", address="192.0.2.1", device_type="linux", intended="")
+    res = engine.DeviceResult(device="leaf1", target="frr", status="applied")
+    txn = Txn(device="leaf1", target="frr", started=0, snapshot="", committed=True)
+    engine._settle("f1", ep, "apply", txn, res)
+    assert res.status == "applied" and "No space left on device" in res.detail and "audit line missing" in res.detail
+
+
+def test_sonic_standin_refuses_a_patch_that_fails_yang(tmp_path: Path) -> None:
+    """As SONiC's config updater: the patched CONFIG_DB is validated first; invalid → nothing changes."""
+    from tests.standins.common import write_json
+    from tests.test_sonic_yang import CHECKER, YANG_PY, _prerequisites
+
+    _prerequisites()
+    d = tmp_path / "dev"
+    d.mkdir()
+    running = (ROOT / "tests" / "fixtures" / "running" / "sonic" / "msn2700.json").read_text()
+    (d / "running.json").write_text(running)
+    write_json(d / "yang.json", {"python": str(YANG_PY), "checker": str(CHECKER)})
+    patch = tmp_path / "p.json"
+    env = {**os.environ, "STANDIN_DEV": str(d), "PYTHONPATH": str(ROOT)}
+    outputs = []
+    for ops, rc in (([{"op": "remove", "path": "/PORT/Ethernet0/lanes"}], 1),
+                    ([{"op": "replace", "path": "/PORT/Ethernet0/mtu", "value": "9000"}], 0)):
+        patch.write_text(json.dumps(ops))
+        p = subprocess.run([sys.executable, "-m", "tests.standins.sonic", "config", "apply-patch", str(patch)],
+                           capture_output=True, text=True, env=env, cwd=ROOT, timeout=300)
+        assert p.returncode == rc, p.stdout + p.stderr
+        outputs.append(p.stdout)
+    assert "Given patch will produce invalid config" in outputs[0] and "lanes" in outputs[0]
+    after = json.loads((d / "running.json").read_text())
+    assert after["PORT"]["Ethernet0"]["lanes"] == "0,1,2,3" and after["PORT"]["Ethernet0"]["mtu"] == "9000"
