@@ -12,7 +12,7 @@ import typer
 from fabric.cli.push import Context, FormatOpt, InsecureOpt, InventoryArg, LabOpt, _check_timers, _require_tty, out
 from fabric.errors import UsageError
 from fabric.push import engine, state
-from fabric.push.drain import DrainResult, _fmt, drain
+from fabric.push.drain import DrainResult, drain, fmt_rate
 
 SwitchArg = Annotated[str, typer.Argument(help="the switch to drain", show_default=False)]
 
@@ -50,9 +50,9 @@ def _print(verb: str, res: DrainResult, threshold: float, fmt: str) -> None:
                                      "waited": round(res.waited, 1)}, indent=2) + "\n")
         return
     out.print(f"{r.device}: {verb} {r.status}{': ' + r.detail if r.detail else ''}", markup=False)
-    out.print(f"fabric ports ({len(res.ports)}): {_fmt(res.before_bps)} before, {_fmt(res.after_bps)} after"
+    out.print(f"fabric ports ({len(res.ports)}): {fmt_rate(res.before_bps)} before, {fmt_rate(res.after_bps)} after"
               + ("" if res.quiet is None else f" ({'at or under' if res.quiet else 'still above'} "
-                 f"{_fmt(threshold)} after {res.waited:.0f} s)"), markup=False)
+                 f"{fmt_rate(threshold)} after {res.waited:.0f} s)"), markup=False)
 
 
 ThresholdOpt = Annotated[float, typer.Option("--threshold", help="bit/s over the fabric ports that counts as drained")]

@@ -60,7 +60,7 @@ def drain(fabric: str, ep: SwitchEndpoint, cred: Credentials, opts: ApplyOptions
     """Drain (or undrain) `ep`'s switch; after a drain, wait until its fabric ports are quiet."""
     target = ep if undrain else ep.model_copy(update={"intended": driver_class(ep.target).drained(ep.intended)})
     before = fabric_rate(ep, cred, ports, interval)
-    note(f"{ep.device}: fabric ports {_fmt(before)} before")
+    note(f"{ep.device}: fabric ports {fmt_rate(before)} before")
     res = apply_device(fabric, target, cred, opts, action="undrain" if undrain else "drain", progress=progress)
     out = DrainResult(result=res, ports=ports, before_bps=before)
     if res.status not in ("applied", "unchanged"):
@@ -71,13 +71,13 @@ def drain(fabric: str, ep: SwitchEndpoint, cred: Credentials, opts: ApplyOptions
         out.after_bps, out.waited = rate, time.monotonic() - t0
         if rate is None or undrain:
             return out
-        note(f"{ep.device}: fabric ports {_fmt(rate)} (threshold {_fmt(threshold_bps)})")
+        note(f"{ep.device}: fabric ports {fmt_rate(rate)} (threshold {fmt_rate(threshold_bps)})")
         out.quiet = rate <= threshold_bps
         if out.quiet or out.waited >= timeout:
             return out
 
 
-def _fmt(bps: float | None) -> str:
+def fmt_rate(bps: float | None) -> str:
     if bps is None:
         return "rate not readable"
     for unit, div in (("Gbit/s", 1e9), ("Mbit/s", 1e6), ("kbit/s", 1e3)):
