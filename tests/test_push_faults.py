@@ -357,3 +357,24 @@ def test_drain_and_undrain_through_the_transaction_on_sonic(sonic2: tuple[Standi
     audit = [(e["action"], e["result"]) for e in
              map(json.loads, (state / "sonic-example" / "audit.jsonl").read_text().splitlines())]
     assert audit[-2:] == [("drain", "applied"), ("undrain", "applied")]
+
+
+def test_an_unexpected_reply_after_commit_rolls_back_without_a_traceback(
+        sonic2: tuple[StandinNet, Path, Path]) -> None:
+    """Not a transport error: the post-check's `show bgp summary json` is not JSON (bgpd restarting)."""
+    net, inv, state = sonic2
+    d = net.devices[LEAVES[0]]
+    before = read_json(d / "running.json")
+    proc = _start(net, state, "apply", str(inv), "--limit", LEAVES[0], "--yes", "--format", "json", *SLOW)
+    try:
+        _wait(lambda: _job_state(d)[1] == "waiting", 60, "the patch on the device")
+        (d / "bgpd-restarting").write_text("")
+        out, err = proc.communicate(timeout=90)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    res = json.loads(out)["devices"][0]
+    assert proc.returncode == 1 and res["status"] == "rolled-back", out + err
+    assert "Traceback" not in err and res["detail"].endswith("rolled back")
+    assert read_json(d / "running.json") == before and _job_state(d)[1] == "reverted"
+    assert not list((state / "sonic-example" / "records").glob("*.pending.json"))
