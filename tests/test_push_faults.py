@@ -40,6 +40,7 @@ LEAVES = ("leaf-su1-r1", "leaf-su1-r2")
 SLOW = ("--settle", "6", "--postcheck-timeout", "3", "--confirm-timer", "25")
 FAST = ("--settle", "0.5", "--postcheck-timeout", "3", "--confirm-timer", "20")
 LIMIT = ("--limit", ",".join(LEAVES))
+LONG = ("--settle", "6", "--postcheck-timeout", "3", "--confirm-timer", "120")  # the tool, not the timer, acts
 
 
 def _intents(inv: Path) -> dict[str, tuple[object, dict]]:
@@ -217,7 +218,7 @@ def test_session_dropped_after_commit_is_read_back_and_rolled_back(sonic2: tuple
     net, inv, state = sonic2
     d = net.devices[LEAVES[0]]
     before = read_json(d / "running.json")
-    proc = _start(net, state, "apply", str(inv), "--limit", LEAVES[0], "--yes", "--format", "json", *SLOW)
+    proc = _start(net, state, "apply", str(inv), "--limit", LEAVES[0], "--yes", "--format", "json", *LONG)
     try:
         _wait(lambda: _job_state(d)[1] == "waiting", 60, "the patch on the device")
         for pid in _session_pids(net):
@@ -318,7 +319,7 @@ def test_session_dropped_after_commit_on_nvue_and_eos(target: str, request: pyte
     snapshot = (lambda: read_json(d / "meta.json")["applied"]) if target == "nvue" else \
         (lambda: (d / "running.cfg").read_text())
     before = snapshot()
-    proc = _start(net, state, "apply", str(inv), "--limit", LEAF, "--yes", "--format", "json", *SLOW)
+    proc = _start(net, state, "apply", str(inv), "--limit", LEAF, "--yes", "--format", "json", *LONG)
     try:
         _wait(lambda: (_nvue_waiting if target == "nvue" else _eos_waiting)(d), 60, "the commit on the device")
         for pid in _session_pids(net):
@@ -365,7 +366,7 @@ def test_an_unexpected_reply_after_commit_rolls_back_without_a_traceback(
     net, inv, state = sonic2
     d = net.devices[LEAVES[0]]
     before = read_json(d / "running.json")
-    proc = _start(net, state, "apply", str(inv), "--limit", LEAVES[0], "--yes", "--format", "json", *SLOW)
+    proc = _start(net, state, "apply", str(inv), "--limit", LEAVES[0], "--yes", "--format", "json", *LONG)
     try:
         _wait(lambda: _job_state(d)[1] == "waiting", 60, "the patch on the device")
         (d / "bgpd-restarting").write_text("")
