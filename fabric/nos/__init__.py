@@ -59,6 +59,7 @@ class Nos:
     # Ownership (fabric/targets/owned.py): the tool owns every leaf its render has, what an earlier apply
     # rendered, and every leaf under an entry of its render matching one of these paths ("/"-joined globs)
     owned_whole: tuple[str, ...] = ()
+    owned_single: tuple[str, ...] = ()  # top-level entries a device has one of (regexes): the tool's whatever the key
     default_release: dict[str, str] = field(default_factory=dict)  # platform → release; others: the newest
 
     def module(self, part: str) -> ModuleType:
@@ -98,9 +99,10 @@ NOS: dict[str, Nos] = {n.name: n for n in (
         device_type="arista_eos", mtu_max=9214,
         watchdog={"detection": _ANY, "restoration": _ANY, "poll_interval": _ANY,
                   "action": frozenset({"drop", "forward"})},
-        owned_whole=("interface */tx-queue *", "route-map *")),
+        owned_whole=("interface */tx-queue *", "route-map *"), owned_single=(r"router bgp \d+",)),
     # Linux/FRR white-box: iproute2 dcb has no PFC watchdog; the lab realizes every inventory on this target.
     Nos(name="frr", title="Linux white-box with FRR (what the lab runs)", releases=("8.4", "10.2"), port_name=swp,
         files=("frr.conf", "interfaces.sh", "qos.sh"), intended="frr.conf", running_suffix=".conf",
-        device_type="linux", mtu_max=9216, watchdog=None, owned_whole=("route-map *",)),
+        device_type="linux", mtu_max=9216, watchdog=None, owned_whole=("route-map *",),
+        owned_single=(r"router bgp \d+",)),
 )}

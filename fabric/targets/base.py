@@ -130,7 +130,8 @@ class Driver(ABC):
             owned = manifest_paths(self.options["scope"])
             return owned, {p: v for p, v in intent.items() if p in owned}, set()
         manifest = manifest_paths(self.options.get("manifest"))
-        return scope(intent, running, NOS[self.target].owned_whole, manifest), intent, manifest
+        nos = NOS[self.target]
+        return scope(intent, running, nos.owned_whole, manifest, nos.owned_single), intent, manifest
 
     def scoped_from(self, running: Leaves, intent: Leaves, lines: Lines) -> ScopedDiff:
         owned, target, manifest = self.owned_scope(intent, running)

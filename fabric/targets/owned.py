@@ -11,7 +11,8 @@ The tool owns (`scope`):
    keyed as the inventory names them) and only the fields it renders: platform fields such as a SONiC
    PORT's `lanes`/`fec` or an NVUE port's breakout stay as they are;
 2. every leaf under an entry the intent has whose path matches a pattern the NOS row declares wholly owned
-   (`Nos.owned_whole`, e.g. a QoS map the tool defines: a mapping the intent lacks is removed);
+   (`Nos.owned_whole`, e.g. a QoS map the tool defines: a mapping the intent lacks is removed), and the
+   device's one instance of what it has one of (`Nos.owned_single`: `router bgp <asn>`);
 3. every leaf an earlier apply rendered (`manifest`, kept in the push state): removing it is in scope and
    the plan marks it `(rendered by an earlier apply)` — a port dropped from the inventory, a renamed profile.
 
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import copy
 import fnmatch
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -142,10 +144,16 @@ def parse_text(text: str) -> list[Node]:
 
 
 def line_key(line: str) -> str:
+    """The setting a line sets: without a leading `no`, its last word and the plain numbers before it
+    (`timers bgp 3 9` → `timers bgp`; `ip route 192.0.2.0/24 Null0` → `ip route 192.0.2.0/24`)."""
     words = line.split()
     if words and words[0] == "no" and len(words) > 1:
         words = words[1:]
-    return " ".join(words[:-1]) if len(words) > 1 else " ".join(words)
+    if len(words) > 1:
+        words = words[:-1]
+        while len(words) > 1 and words[-1].isdigit():
+            words = words[:-1]
+    return " ".join(words)
 
 
 def text_leaves(nodes: list[Node], path: Path = ()) -> Leaves:
@@ -216,11 +224,17 @@ def _whole_prefix(path: Path, patterns: tuple[str, ...]) -> Path | None:
     return None
 
 
-def scope(intent: Leaves, running: Leaves, whole: tuple[str, ...] = (), manifest: Iterable[Path] = ()) -> set[Path]:
-    """The leaves the tool owns on this device (see the module docstring)."""
+def scope(intent: Leaves, running: Leaves, whole: tuple[str, ...] = (), manifest: Iterable[Path] = (),
+          single: tuple[str, ...] = ()) -> set[Path]:
+    """The leaves the tool owns on this device (see the module docstring). `single`: patterns (regular
+    expressions) of top-level entries a device has one of (`router bgp <asn>`): when the intent has one,
+    the device's one is the tool's whatever its key (an ASN changed by hand or by the inventory)."""
     entries = {pre for p in intent if (pre := _whole_prefix(p, whole)) is not None}
     owned = set(intent) | set(manifest) | (_empty(running) & _prefixes(intent))  # an empty object it fills
     owned |= {p for p in running if (pre := _whole_prefix(p, whole)) is not None and pre in entries}
+    for pat in single:
+        if any(re.fullmatch(pat, p[0]) for p in intent):
+            owned |= {p for p in running if re.fullmatch(pat, p[0])}
     return owned
 
 

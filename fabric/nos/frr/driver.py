@@ -166,7 +166,8 @@ class FrrDriver(Driver):
         """The owned diff; a line `frr defaults <x>` already implies (DEFAULTS) counts as present."""
         have, want = _leaves(running), _leaves(self.intended)
         quiet = DEFAULTS.get(self._defaults(), set())
-        have |= {p: v for p, v in want.items() if p not in have and set(v) <= quiet}
+        sections = {p[:-1] for p in have}
+        have |= {p: v for p, v in want.items() if p not in have and set(v) <= quiet and p[:-1] in sections}
         return self.scoped_from(have, want, _lines)
 
     def merged(self, running: str, sd: ScopedDiff) -> str:
