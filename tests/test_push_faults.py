@@ -379,3 +379,21 @@ def test_an_unexpected_reply_after_commit_rolls_back_without_a_traceback(
     assert "Traceback" not in err and res["detail"].endswith("rolled back")
     assert read_json(d / "running.json") == before and _job_state(d)[1] == "reverted"
     assert not list((state / "sonic-example" / "records").glob("*.pending.json"))
+
+
+def test_session_lost_right_after_the_switch_confirmed_is_reported_applied(request: pytest.FixtureRequest) -> None:
+    """EOS: the confirming `configure session … commit` goes through, then the session drops before the
+    tool sees the prompt. Read back: no timer pending, the change in place → `applied`, not a revert."""
+    from tests.test_push_standins import LEAF
+
+    net, inv, state = request.getfixturevalue("eos")[:3]
+    d = net.devices[LEAF]
+    (d / "drop-after-commit").write_text("")
+    p = run(net, "apply", str(inv), "--limit", LEAF, "--yes", "--format", "json", *FAST, state=state)
+    res = _json(p)[LEAF]
+    assert p.returncode == 0 and res["status"] == "applied", p.stdout + p.stderr
+    assert "connection lost" in res["detail"] and "had confirmed the change" in res["detail"]
+    assert not (d / "pending.json").exists() and not (d / "drop-after-commit").exists()
+    assert _json(run(net, "plan", str(inv), "--limit", LEAF, "--format", "json", state=state))[LEAF]["status"] \
+        == "unchanged"
+    assert (state / "eos-example" / "records" / f"{LEAF}.json").exists()  # the record of a confirmed apply

@@ -185,6 +185,9 @@ def repl(d: Path) -> None:
                 if action == "commit":
                     if pend and pend["session"] == name:
                         (d / "pending.json").unlink()
+                        if (d / "drop-after-commit").exists():  # a fault the tests inject: the line drops
+                            (d / "drop-after-commit").unlink()
+                            return
                     else:
                         out(f"% No pending commit timer for session {name}")
                 elif action == "abort":

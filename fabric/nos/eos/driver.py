@@ -146,7 +146,7 @@ class EosDriver(Driver):
 
     def confirm(self, txn: Txn) -> None:
         self._prepare()
-        self._cmd(f"configure session {txn.native['session']} commit")
+        self._cmd(f"configure session {txn.native['session']} commit", timeout=20)  # answers at once when alive
 
     def discard(self, txn: Txn) -> None:
         self._prepare()
