@@ -9,8 +9,11 @@ operator chose) and that the next run says clearly what happened:
 - two applies at once: the second is refused by the lock the first holds;
 - the session dropped after the commit, on every target: reconnected, the transaction read back and
   rolled back; with the switch unreachable the result is `pending` (not verified), never a guess;
+- the session lost right after the switch confirmed: read back, reported `applied` (not a revert);
+- a reply after the commit that is not what was expected (bgpd restarting): rolled back, no traceback;
 - a read-only or full state directory: refused before any device is touched;
-- a failed batch: the rollout stops and `--rollback-on-failure` returns the earlier batch.
+- a failed batch: the rollout stops and `--rollback-on-failure` returns the earlier batch;
+- drain/undrain go through the same transaction.
 (FRR against real FRR: tests/test_push_frr.py.)
 """
 
