@@ -4,6 +4,11 @@ The stand-ins are real sshd sessions in a test namespace running small programs 
 state in files and implement each OS's transactional commands; the tool reaches them through the
 same netmiko code path (device types `linux`, `cumulus_linux`, `arista_eos`) as in production,
 with host keys verified against a test known_hosts and a key from the inventory's `access`.
+
+Each stand-in starts from a realistic running config (tests/fixtures/running/<nos>/: AAA, users,
+management VRF, SNMP, syslog, NTP, LLDP, unused ports, platform port and buffer settings) with the
+tool's fabric part from an earlier apply and a hand change; everything the tool does not own must
+survive apply and rollback unchanged.
 """
 
 from __future__ import annotations
@@ -18,9 +23,12 @@ from pathlib import Path
 
 import pytest
 
+from fabric.targets.owned import apply_leaves, parse_text, tree_leaves
 from tests.conftest import ROOT, require
-from tests.standins.common import read_json
+from tests.standins.common import read_json, write_json
 from tests.standins.harness import StandinNet, seed, standins
+
+RUNNING = ROOT / "tests" / "fixtures" / "running"
 
 pytestmark = [pytest.mark.root]
 FABRIC = str(Path(os.sys.executable).with_name("fabric"))
@@ -77,17 +85,27 @@ def sonic(tmp_path: Path) -> Iterator[tuple[StandinNet, Path, Path]]:
     _prereq()
     inv = _inventory("sonic-example", tmp_path / "inv", tmp_path)
     sw, files = _intent(inv)
+    from tests.test_sonic_yang import CHECKER, YANG_PY, _prerequisites
+
+    _prerequisites()
     with standins(tmp_path, {LEAF: ("sonic", sw.management.split("/")[0])}) as net:
         intended = json.loads(files["config_db.json"])
-        running = json.loads(json.dumps(intended))
+        base = json.loads((RUNNING / "sonic" / "msn2700.json").read_text())  # the platform's CONFIG_DB, site config
+        running = apply_leaves(base, tree_leaves(intended), ())  # + the fabric part of an earlier apply
         running["BGP_NEIGHBOR"]["default|Ethernet16"]["holdtime"] = "180"  # a hand change
         running["PORT_QOS_MAP"] = {k: {**v, "pfc_enable": "3,4"} if "pfc_enable" in v else v
                                    for k, v in running["PORT_QOS_MAP"].items()}
-        running["NTP_SERVER"] = {"192.0.2.123": {}}  # a table the intent does not own
+        running.setdefault("NTP_SERVER", {})["192.0.2.123"] = {}  # in a table the intent does not own
         asn = int(intended["BGP_GLOBALS"]["default"]["local_asn"])
         seed(net.devices[LEAF], "sonic", json.dumps(running),
              {k.split("|")[1]: asn for k in intended["BGP_NEIGHBOR"]})
+        write_json(net.devices[LEAF] / "yang.json", {"python": str(YANG_PY), "checker": str(CHECKER)})
         yield net, inv, tmp_path / "state"
+
+
+def _unowned(cfg: dict, intended: dict) -> dict:
+    """CONFIG_DB without the fields the render sets (what the tool must never change)."""
+    return {p: v for p, v in tree_leaves(cfg).items() if p not in tree_leaves(intended)}
 
 
 def test_sonic_plan_apply_checkpoint_and_rollback(sonic: tuple[StandinNet, Path, Path], tmp_path: Path) -> None:
@@ -118,7 +136,9 @@ def test_sonic_plan_apply_checkpoint_and_rollback(sonic: tuple[StandinNet, Path,
     assert p.returncode == 0, p.stdout + p.stderr
     after = read_json(d / "running.json")
     assert after["BGP_NEIGHBOR"]["default|Ethernet16"]["holdtime"] == "9"
-    assert after["NTP_SERVER"] == before["NTP_SERVER"]
+    intended = json.loads(_intent(inv)[1]["config_db.json"])
+    assert _unowned(after, intended) == _unowned(before, intended)  # AAA, NTP, PORT lanes/fec, buffers … kept
+    assert after["NTP_SERVER"] == before["NTP_SERVER"] and after["PORT"]["Ethernet0"]["lanes"] == "0,1,2,3"
     assert read_json(d / "startup.json") == after  # confirmed: config save
     assert list((d / "checkpoints").glob("roce-fabric-*.json"))  # config checkpoint before the patch
     assert _json(run(net, "plan", str(inv), "--limit", LEAF, "--format", "json", state=state))[LEAF]["status"] \
@@ -144,20 +164,31 @@ def test_sonic_plan_apply_checkpoint_and_rollback(sonic: tuple[StandinNet, Path,
 
 @pytest.fixture
 def nvue(tmp_path: Path) -> Iterator[tuple[StandinNet, Path, Path]]:
-    _prereq()
-    inv = _inventory("example", tmp_path / "inv", tmp_path, target="nvue")
-    sw, files = _intent(inv)
-    import yaml
+    from fabric.nos.nvue.driver import load_running
 
-    tree = yaml.safe_load(files["nvue-patch.yaml"])[0]["set"]
-    tree["interface"]["swp1"]["link"]["mtu"] = 1500  # a hand change
-    tree["interface"]["swp1"]["link"]["fec"] = "rs"  # a leaf the intent does not have: a removal
-    tree["interface"]["eth0"] = {"type": "eth"}  # an object the intent does not own: stays
+    _prereq()
+    inv = _inventory("h100-400g", tmp_path / "inv", tmp_path)
+    sw, _files = _intent(inv)
+    tree = load_running((RUNNING / "nvue" / "leaf-su1-r1.yaml").read_text())  # system, users, mgmt VRF, SNMP…
+    tree["interface"]["swp10s0"]["link"]["mtu"] = 1500  # a hand change
     asn = tree["router"]["bgp"]["autonomous-system"]
     nbrs = tree["vrf"]["default"]["router"]["bgp"]["neighbor"]
     with standins(tmp_path, {LEAF: ("nvue", sw.management.split("/")[0])}) as net:
         seed(net.devices[LEAF], "nvue", json.dumps(tree), dict.fromkeys(nbrs, asn))
         yield net, inv, tmp_path / "state"
+
+
+def _unowned_tree(tree: dict, intent: dict) -> dict:
+    """Leaves the tool does not own: neither rendered nor an empty object the render fills."""
+    want = tree_leaves(intent)
+    filled = {p[:i] for p in want for i in range(1, len(p))}
+    return {p: v for p, v in tree_leaves(tree).items() if p not in want and p not in filled}
+
+
+def _nv(d: Path, *argv: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "STANDIN_DEV": str(d), "PYTHONPATH": str(ROOT)}
+    return subprocess.run([os.sys.executable, "-m", "tests.standins.nvue", "nv", *argv], env=env, cwd=ROOT,
+                          capture_output=True, text=True, check=True)
 
 
 def _applied(d: Path) -> dict:
@@ -199,56 +230,91 @@ def test_sonic_optics_out_of_threshold_lane_located(sonic: tuple[StandinNet, Pat
 
 
 def test_nvue_patch_apply_confirm_and_timer_expiry(nvue: tuple[StandinNet, Path, Path], tmp_path: Path) -> None:
+    import yaml
+
     net, inv, state = nvue
     d = net.devices[LEAF]
+    before = _applied(d)
+    intent = yaml.safe_load(_intent(inv)[1]["nvue-patch.yaml"])[0]["set"]
     res = _json(run(net, "plan", str(inv), "--limit", LEAF, "--format", "json", state=state))[LEAF]
     assert res["status"] == "changed"
-    assert res["sections"]["interface swp1 link"] == ["- fec: rs", "- mtu: 1500", "+ mtu: 9216"]
-    assert not any(s.startswith("interface eth0") for s in res["sections"])
+    assert res["sections"]["interface swp10s0 link"] == ["- mtu: 1500", "+ mtu: 9216"]
+    assert not any(s.startswith(("system aaa", "system ssh-server", "service", "vrf mgmt", "interface eth0",
+                                 "interface swp64", "vrf default router bgp neighbor 10.250.0.1",
+                                 "vrf default router static")) for s in res["sections"])
+    assert res["unmanaged"] > 50
+
+    # another operator's pending revision is never detached: the apply refuses, the revision stays
+    patch = tmp_path / "other.yaml"
+    patch.write_text("- set:\n    system:\n      message:\n        post-login: other operator\n")
+    _nv(d, "config", "patch", str(patch))
+    p = run(net, "apply", str(inv), "--limit", LEAF, "--yes", "--format", "json", *FAST, state=state)
+    res = _json(p)[LEAF]
+    assert p.returncode == 1 and res["status"] == "failed" and "pending revision" in res["detail"], res
+    assert "post-login" in _nv(d, "config", "diff").stdout and _applied(d) == before
+    _nv(d, "config", "detach")
 
     p = run(net, "apply", str(inv), "--limit", LEAF, "--yes", *FAST, state=state)
     assert p.returncode == 0, p.stdout + p.stderr
     tree, meta = _applied(d), read_json(d / "meta.json")
-    assert tree["interface"]["swp1"]["link"] == {"mtu": 9216, "speed": "100G"}
-    assert tree["interface"]["eth0"] == {"type": "eth"}
-    assert meta["confirm"] is None and meta["applied"] == 1  # patched revision 1, applied, confirmed
+    assert tree["interface"]["swp10s0"]["link"]["mtu"] == 9216
+    assert _unowned_tree(tree, intent) == _unowned_tree(before, intent)  # byte for byte the same values
+    assert meta["confirm"] is None and meta["history"][-1]["how"] == "apply"
     assert _json(run(net, "plan", str(inv), "--limit", LEAF, "--format", "json", state=state))[LEAF]["status"] \
         == "unchanged"
+    history = _nv(d, "config", "history").stdout
+    assert history.splitlines()[0].startswith("Rev ID") and " CLI " in history
 
     # a wrong ASN: the peers stay idle → --confirm-no → the previous revision is applied again
-    bad = _inventory("example", tmp_path / "bad", tmp_path, target="nvue", asn=65199)
+    bad = _inventory("h100-400g", tmp_path / "bad", tmp_path, asn=65199)
     res = _json(run(net, "apply", str(bad), "--limit", LEAF, "--yes", "--format", "json", *FAST, state=state))[LEAF]
     assert res["status"] == "rolled-back" and "BGP" in res["detail"], res
     assert _applied(d) == tree and read_json(d / "meta.json")["history"][-1]["how"] == "confirm-no"
 
+    # fabric rollback: the owned leaves back to the recorded state, the rest untouched
+    p = run(net, "rollback", str(inv), LEAF, "--yes", *FAST, state=state)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert _applied(d) == before
+
     # the switch's own timer: an apply --confirm nobody confirms reverts by itself
-    env = {**os.environ, "STANDIN_DEV": str(d), "PYTHONPATH": str(ROOT)}
     patch = tmp_path / "p.yaml"
-    patch.write_text("- set:\n    interface:\n      swp2:\n        link:\n          mtu: 1500\n")
-    for argv in (["config", "patch", str(patch)], ["config", "apply", "--confirm", "2s", "-y"]):
-        subprocess.run([os.sys.executable, "-m", "tests.standins.nvue", "nv", *argv], env=env, check=True,
-                       cwd=ROOT, capture_output=True)
-    assert _applied(d)["interface"]["swp2"]["link"]["mtu"] == 1500
+    patch.write_text("- set:\n    interface:\n      swp11s0:\n        link:\n          mtu: 1500\n")
+    _nv(d, "config", "patch", str(patch))
+    _nv(d, "config", "apply", "--confirm", "2s", "-y")
+    assert _applied(d)["interface"]["swp11s0"]["link"]["mtu"] == 1500
     deadline = time.monotonic() + 15
     while read_json(d / "meta.json")["confirm"] and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert _applied(d) == tree and read_json(d / "meta.json")["history"][-1]["how"] == "auto-rollback"
+    assert _applied(d) == before and read_json(d / "meta.json")["history"][-1]["how"] == "auto-rollback"
 
 
 @pytest.fixture
 def eos(tmp_path: Path) -> Iterator[tuple[StandinNet, Path, Path, str]]:
-    from fabric.nos.eos.driver import config_lines
-
     _prereq()
     inv = _inventory("eos-example", tmp_path / "inv", tmp_path)
     sw, files = _intent(inv)
-    lines = config_lines(files["running-config.cfg"])
-    intended = "\n".join(lines) + "\n"
-    hand = intended.replace("   mtu 9214\n", "   mtu 1500\n", 1) + "ip route 192.0.2.0/24 Null0\n"
-    nbrs = [ln.split()[2] for ln in lines if ln.strip().startswith("neighbor interface")]
+    fixture = (RUNNING / "eos" / f"{LEAF}.cfg").read_text()  # AAA, users, Management1, SNMP, logging, NTP…
+    assert "interface Ethernet1/1\n   description" in fixture and "   mtu 9214\n" in fixture
+    hand = fixture.replace("   mtu 9214\n", "   mtu 1500\n", 1) + "ip route 192.0.2.0/24 Null0\n"  # hand changes
+    nbrs = [ln.split()[2] for ln in files["running-config.cfg"].splitlines()
+            if ln.strip().startswith("neighbor interface")]
     with standins(tmp_path, {LEAF: ("eos", sw.management.split("/")[0])}) as net:
         seed(net.devices[LEAF], "eos", hand, dict.fromkeys(nbrs, sw.bgp.asn))
-        yield net, inv, tmp_path / "state", intended
+        yield net, inv, tmp_path / "state", files["running-config.cfg"]
+
+
+def _eos_unowned(text: str, intended: str) -> dict:
+    from fabric.targets import driver
+    from fabric.targets.owned import text_leaves
+
+    owned = driver("eos", None, LEAF, intended).scoped(text).owned
+    return {p: v for p, v in text_leaves(parse_text(text)).items() if p not in owned}
+
+
+def _eos_leaves(text: str) -> dict:
+    from fabric.targets.owned import text_leaves
+
+    return text_leaves(parse_text(text))
 
 
 def test_eos_session_diffs_commit_timer_confirm_and_abort(eos: tuple[StandinNet, Path, Path, str],
@@ -259,26 +325,68 @@ def test_eos_session_diffs_commit_timer_confirm_and_abort(eos: tuple[StandinNet,
     res = _json(run(net, "plan", str(inv), "--limit", LEAF, "--format", "json", state=state))[LEAF]
     assert res["status"] == "changed", res["detail"]
     assert res["sections"]["interface Ethernet1/1"] == ["- mtu 1500", "+ mtu 9214"]
-    assert res["sections"]["(global)"] == ["- ip route 192.0.2.0/24 Null0"]
-    assert (d / "running.cfg").read_text() == hand and not list((d / "sessions").glob("*.cfg"))  # plan aborted
+    assert "- ip route 192.0.2.0/24 Null0" not in res["sections"].get("(global)", [])  # a hand route is kept
+    assert not any(s.startswith(("username", "aaa", "management", "snmp", "logging", "ntp", "daemon",
+                                 "interface Management1", "tacacs")) for s in res["sections"])
+    assert (d / "running.cfg").read_text() == hand and not list((d / "sessions").glob("*.cfg"))  # plan: no session
 
     p = run(net, "apply", str(inv), "--limit", LEAF, "--yes", *FAST, state=state)
     assert p.returncode == 0, p.stdout + p.stderr
-    assert (d / "running.cfg").read_text() == intended and not (d / "pending.json").exists()
+    applied = (d / "running.cfg").read_text()
+    assert not (d / "pending.json").exists() and "ip route 192.0.2.0/24 Null0" in applied
+    assert _eos_unowned(applied, intended) == _eos_unowned(hand, intended)  # every unmanaged line kept
+    assert _json(run(net, "plan", str(inv), "--limit", LEAF, "--format", "json", state=state))[LEAF]["status"] \
+        == "unchanged"
 
     bad = _inventory("eos-example", tmp_path / "bad", tmp_path, asn=65199)
     res = _json(run(net, "apply", str(bad), "--limit", LEAF, "--yes", "--format", "json", *FAST, state=state))[LEAF]
     assert res["status"] == "rolled-back" and "BGP" in res["detail"], res
-    assert (d / "running.cfg").read_text() == intended  # configure session … abort restored it
+    assert (d / "running.cfg").read_text() == applied  # configure session … abort restored it
 
     p = run(net, "rollback", str(inv), LEAF, "--yes", *FAST, state=state)
     assert p.returncode == 0, p.stdout + p.stderr
-    assert (d / "running.cfg").read_text() == hand
+    assert _eos_leaves((d / "running.cfg").read_text()) == _eos_leaves(hand)
 
     # commit timer expiry without confirmation: the switch rolls back by itself
     from tests.standins.eos import expire
 
-    (d / "pending.json").write_text(json.dumps({"session": "x", "before": intended, "deadline": 0}))
+    (d / "pending.json").write_text(json.dumps({"session": "x", "before": applied, "deadline": 0}))
     (d / "running.cfg").write_text("hostname broken\n")
     expire(d, "x", 0)
-    assert (d / "running.cfg").read_text() == intended
+    assert (d / "running.cfg").read_text() == applied
+
+
+def test_eos_rejected_lines_abort_the_session(eos: tuple[StandinNet, Path, Path, str], tmp_path: Path) -> None:
+    """What EOS rejects (an MTU above 9214, an unknown command) fails the transaction before any commit."""
+    net, _inv, _state, intended = eos
+    d = net.devices[LEAF]
+    hand = (d / "running.cfg").read_text()
+    code = (
+        "import sys\n"
+        "from fabric.access import Credentials, SwitchEndpoint\n"
+        "from fabric.targets.base import TargetError\n"
+        "from fabric.targets.session import close, open_driver\n"
+        f"cred = Credentials(username='root', key_file={str(tmp_path / 'id_ed25519')!r}, "
+        f"known_hosts={str(tmp_path / 'known_hosts')!r})\n"
+        "for bad in sys.argv[2:]:\n"
+        "    ep = SwitchEndpoint(device='leaf-su1-r1', target='eos', address=sys.argv[1], device_type='arista_eos',\n"
+        "                        intended=open(bad).read())\n"
+        "    drv = open_driver(ep, cred)\n"
+        "    try:\n"
+        "        drv.begin()\n"
+        "        print('ACCEPTED')\n"
+        "    except TargetError as exc:\n"
+        "        print('REJECTED', exc)\n"
+        "    finally:\n"
+        "        close(drv)\n")
+    mtu, unknown = tmp_path / "mtu.cfg", tmp_path / "unknown.cfg"
+    mtu.write_text(intended.replace("   mtu 9214\n", "   mtu 9216\n", 1))
+    unknown.write_text(intended + "interface Ethernet1/1\n   flux-capacitor enable\n")
+    addr = d.name
+    p = subprocess.run(net.argv([os.sys.executable, "-c", code, addr, str(mtu), str(unknown)]), capture_output=True,
+                       text=True, timeout=120, cwd=ROOT)
+    lines = [ln for ln in p.stdout.splitlines() if ln.startswith(("REJECTED", "ACCEPTED"))]
+    assert len(lines) == 2 and all(ln.startswith("REJECTED") and "% Invalid input" in ln for ln in lines), \
+        p.stdout + p.stderr
+    assert "9216" in lines[0] and "flux-capacitor" in lines[1]
+    assert (d / "running.cfg").read_text() == hand and not list((d / "sessions").glob("*.cfg"))

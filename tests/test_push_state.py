@@ -7,6 +7,7 @@ import os
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,6 @@ from fabric.nos.eos.driver import parse_session_diff
 from fabric.nos.frr.driver import parse_reload_test
 from fabric.push import engine, state
 from fabric.targets.base import Change, DeviceDiff
-from fabric.targets.treediff import configdb_diff, tree_diff
 from tests.conftest import ROOT
 
 FABRIC = str(Path(sys.executable).with_name("fabric"))
@@ -38,7 +38,10 @@ def test_lock_is_exclusive_and_names_the_holder(state_env: Path) -> None:
         assert "\n" not in msg and f"pid {os.getpid()}" in msg and "another apply of f1 is running" in msg
         with state.apply_lock("f2"):  # other fabrics are independent
             pass
-    assert not path.exists()
+        assert state.lock_held("f1")
+    assert not state.lock_held("f1")
+    with state.apply_lock("f1"):  # released: taken again
+        pass
 
 
 def test_a_stale_lock_is_taken_over(state_env: Path) -> None:
@@ -102,28 +105,48 @@ def test_frr_reload_output_parsed_per_section_without_noise() -> None:
     assert d.added == 1 and d.removed == 3 and d.digest.startswith("sha256:")
 
 
-def test_configdb_diff_and_json_patch() -> None:
-    running = {"PORT": {"Ethernet0": {"mtu": "1500", "fec": "rs"}, "Ethernet4": {"mtu": "9100"}},
-               "NTP": {"global": {"src": "eth0"}}}
+def test_owned_scope_sonic_keeps_platform_fields_and_tables_the_render_lacks() -> None:
+    from fabric.targets.owned import apply_leaves, json_patch, scope, scoped_diff, tree_leaves
+
+    running = {"PORT": {"Ethernet0": {"mtu": "1500", "fec": "rs", "lanes": "0,1,2,3"}, "Ethernet4": {"mtu": "9100"}},
+               "NTP": {"global": {"src": "eth0"}}, "WRED_PROFILE": {"ROCE": {"ecn": "ecn_all", "old": "1"}}}
     intended = {"PORT": {"Ethernet0": {"mtu": "9100"}, "Ethernet8": {"mtu": "9100"}},
+                "WRED_PROFILE": {"ROCE": {"ecn": "ecn_all"}},
                 "BGP_GLOBALS_AF_NETWORK": {"default|ipv4_unicast|10.0.0.0/24": {}}}
-    changes, patch = configdb_diff(running, intended)
+    have, want = tree_leaves(running), tree_leaves(intended)
+    owned = scope(want, have, ("WRED_PROFILE/*",), manifest=[("PORT", "Ethernet4", "mtu")])
+    sd = scoped_diff(have, want, owned, lambda p, v: ("|".join(p[:2]), [f"{p[-1]}={v}"]),
+                     earlier=[("PORT", "Ethernet4", "mtu")])
+    patch = json_patch(running, apply_leaves(running, sd.sets, sd.removes))
     assert {"op": "replace", "path": "/PORT/Ethernet0/mtu", "value": "9100"} in patch
-    assert {"op": "remove", "path": "/PORT/Ethernet0/fec"} in patch
-    assert {"op": "remove", "path": "/PORT/Ethernet4"} in patch
+    assert {"op": "remove", "path": "/WRED_PROFILE/ROCE/old"} in patch  # a wholly owned profile
+    assert {"op": "remove", "path": "/PORT/Ethernet4"} in patch  # rendered earlier, no longer in the inventory
     assert {"op": "add", "path": "/BGP_GLOBALS_AF_NETWORK",
             "value": {"default|ipv4_unicast|10.0.0.0/24": {}}} in patch
-    assert not any(p["path"].startswith("/NTP") for p in patch)  # not owned by the intent
-    assert Change(section="PORT|Ethernet4", op="-", line="mtu=9100") in changes
+    assert not any(p["path"].startswith(("/NTP", "/PORT/Ethernet0/fec", "/PORT/Ethernet0/lanes")) for p in patch)
+    assert sd.unmanaged == 3  # fec, lanes, NTP
+    assert Change(section="PORT|Ethernet4", op="-", line="mtu=9100", earlier=True) in sd.changes
 
 
-def test_tree_diff_sets_and_unsets_inside_owned_objects() -> None:
-    running = {"interface": {"swp1": {"link": {"mtu": 1500, "fec": "rs"}}, "eth0": {"type": "eth"}}}
-    intended = {"interface": {"swp1": {"link": {"mtu": 9216}}}}
-    changes, ops = tree_diff(running, intended)
-    assert ops == [{"unset": {"interface": {"swp1": {"link": {"fec": None}}}}},
-                   {"set": {"interface": {"swp1": {"link": {"mtu": 9216}}}}}]
-    assert [f"{c.op} {c.line}" for c in changes] == ["- fec: rs", "- mtu: 1500", "+ mtu: 9216"]
+def test_owned_scope_text_replaces_a_setting_and_keeps_hand_lines() -> None:
+    from fabric.nos.eos.driver import session_lines
+    from fabric.targets.owned import parse_text, scope, scoped_diff, text_leaves
+
+    running = ("username admin secret x\ninterface Ethernet1/1\n   mtu 1500\n   description hand\n"
+               "   tx-queue 3\n      bandwidth percent 40\n      no priority\n"
+               "ip route 192.0.2.0/24 Null0\nrouter bgp 65101\n   neighbor 10.9.9.9 remote-as 64600\n"
+               "   neighbor swp1 remote-as 65000\n")
+    intended = "interface Ethernet1/1\n   mtu 9214\n   tx-queue 3\n      no priority\nrouter bgp 65101\n" \
+               "   neighbor swp1 remote-as 65000\n"
+    have, want = text_leaves(parse_text(running)), text_leaves(parse_text(intended))
+    sd = scoped_diff(have, want, scope(want, have, ("interface */tx-queue *",)),
+                     lambda p, v: (" / ".join(p[:-1]), list(v)))
+    assert [(c.section, c.op, c.line) for c in sd.changes] == [
+        ("interface Ethernet1/1", "-", "mtu 1500"), ("interface Ethernet1/1", "+", "mtu 9214"),
+        ("interface Ethernet1/1 / tx-queue 3", "-", "bandwidth percent 40")]
+    assert session_lines(sd, have) == ["interface Ethernet1/1", "   no mtu 1500", "   mtu 9214",
+                                       "interface Ethernet1/1", "   tx-queue 3", "      no bandwidth percent 40"]
+    assert sd.unmanaged == 4  # username, description, ip route, the other BGP neighbour
 
 
 def test_eos_session_diff_parsed_per_section() -> None:
@@ -148,3 +171,73 @@ def test_insecure_lab_is_refused_without_a_lab(state_env: Path, tmp_path: Path) 
                            text=True, env=env, cwd=ROOT, stdin=subprocess.DEVNULL, timeout=60)
         assert p.returncode == 2
         assert p.stderr.startswith("error: no lab for fabric 'example'"), p.stderr
+
+
+def _take(fabric: str, state_dir: str, out: str) -> None:
+    os.environ["FABRIC_STATE"] = state_dir
+    try:
+        with state.apply_lock(fabric):
+            with open(out, "a") as f:
+                f.write(f"{os.getpid()}\n")
+            time.sleep(1.5)
+    except UsageError:
+        pass
+
+
+def test_a_stale_lock_taken_over_by_many_at_once_has_one_holder(state_env: Path, tmp_path: Path) -> None:
+    """flock: whoever races for a stale lock, exactly one process holds it; no file to clean up."""
+    import multiprocessing
+
+    path = state.state_dir("f1") / "apply.lock"
+    path.write_text(json.dumps({"pid": 999999, "host": "gone", "time": "t", "who": "x"}))
+    got = tmp_path / "got"
+    ctx = multiprocessing.get_context("fork")
+    procs = [ctx.Process(target=_take, args=("f1", str(state_env), str(got))) for _ in range(6)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(10)
+    assert len(got.read_text().split()) == 1
+
+
+def test_an_audit_write_that_fails_after_the_change_is_reported_not_raised(
+        state_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from fabric.access import SwitchEndpoint
+    from fabric.push import engine
+    from fabric.targets.base import Txn
+
+    def full(*_a: object, **_k: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(state, "audit", full)
+    ep = SwitchEndpoint(device="leaf1", target="frr", address="192.0.2.1", device_type="linux", intended="")
+    res = engine.DeviceResult(device="leaf1", target="frr", status="applied")
+    txn = Txn(device="leaf1", target="frr", started=0, snapshot="", committed=True)
+    engine._settle("f1", ep, "apply", txn, res)
+    assert res.status == "applied" and "No space left on device" in res.detail and "audit line missing" in res.detail
+
+
+def test_sonic_standin_refuses_a_patch_that_fails_yang(tmp_path: Path) -> None:
+    """As SONiC's config updater: the patched CONFIG_DB is validated first; invalid → nothing changes."""
+    from tests.standins.common import write_json
+    from tests.test_sonic_yang import CHECKER, YANG_PY, _prerequisites
+
+    _prerequisites()
+    d = tmp_path / "dev"
+    d.mkdir()
+    running = (ROOT / "tests" / "fixtures" / "running" / "sonic" / "msn2700.json").read_text()
+    (d / "running.json").write_text(running)
+    write_json(d / "yang.json", {"python": str(YANG_PY), "checker": str(CHECKER)})
+    patch = tmp_path / "p.json"
+    env = {**os.environ, "STANDIN_DEV": str(d), "PYTHONPATH": str(ROOT)}
+    outputs = []
+    for ops, rc in (([{"op": "remove", "path": "/PORT/Ethernet0/lanes"}], 1),
+                    ([{"op": "replace", "path": "/PORT/Ethernet0/mtu", "value": "9000"}], 0)):
+        patch.write_text(json.dumps(ops))
+        p = subprocess.run([sys.executable, "-m", "tests.standins.sonic", "config", "apply-patch", str(patch)],
+                           capture_output=True, text=True, env=env, cwd=ROOT, timeout=300)
+        assert p.returncode == rc, p.stdout + p.stderr
+        outputs.append(p.stdout)
+    assert "Given patch will produce invalid config" in outputs[0] and "lanes" in outputs[0]
+    after = json.loads((d / "running.json").read_text())
+    assert after["PORT"]["Ethernet0"]["lanes"] == "0,1,2,3" and after["PORT"]["Ethernet0"]["mtu"] == "9000"

@@ -102,9 +102,15 @@ def plan(inventory: InventoryArg,
          workers: Annotated[int, typer.Option("--workers", min=1, help="switches contacted at once")] = 8,
          lab: Annotated[bool, typer.Option("--lab", help="the running lab of this inventory")] = False,
          insecure_lab: Annotated[bool, typer.Option("--insecure-lab", help="with --lab: skip host-key checks")] = False,
+         running: Annotated[Path | None, typer.Option("--running", help="diff saved running configs DIR/<switch>"
+                                                      ".json|.yaml|.cfg|.conf instead of the switches")] = None,
          ) -> None:
     """Diff every switch's running configuration against its intent (--offline: summarize the intent)."""
     _check_format(fmt)
+    if running is not None:
+        from fabric.cli.push import running_plan
+
+        raise typer.Exit(running_plan(inventory, running, limit, fmt))
     if not offline:
         from fabric.cli.push import online_plan
 

@@ -6,6 +6,7 @@ import fnmatch
 import functools
 import json
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
@@ -50,7 +51,12 @@ class Context:
             switches = [s for s in switches if any(fnmatch.fnmatchcase(s, p) for p in pats)]
             if not switches:
                 raise UsageError(f"--limit: expected a pattern matching switches of {self.name}, found {limit!r}")
-        self.endpoints: list[SwitchEndpoint] = [self.site.switch(n) for n in switches]
+        self.endpoints: list[SwitchEndpoint] = [self._owned(self.site.switch(n)) for n in switches]
+
+    def _owned(self, ep: SwitchEndpoint) -> SwitchEndpoint:
+        """The endpoint with what the last confirmed apply rendered (its removal is in the owned scope)."""
+        man = state.manifest(self.name, ep.device)
+        return ep if man is None else ep.model_copy(update={"options": {**ep.options, "manifest": man}})
 
     @functools.cached_property
     def cred(self) -> Credentials:
@@ -62,7 +68,7 @@ class Context:
 
 
 _FINAL = ("done", "applied", "unchanged", "rolled-back", "failed", "unreachable", "reverted-by-timer", "unknown",
-          "skipped")
+          "skipped", "pending")
 
 
 def _devices(progress: Tracker, what: str, total: int) -> Callable[[str, str], None]:
@@ -102,22 +108,63 @@ def print_results(title: str, results: list[engine.DeviceResult], fmt: str, *, d
     if diffs:
         for r in results:
             if r.diff and not r.diff.empty:
-                out.print(f"[bold]{r.device}[/bold] ({r.target}) {r.diff.digest}")
+                out.print(f"[bold]{r.device}[/bold] ({r.target}) {r.diff.digest}; {r.diff.unmanaged} settings the "
+                          "inventory does not render left as they are")
                 for section, items in r.diff.sections().items():
                     out.print(f"  {section}", markup=False)
                     for item in items:
                         out.print(Text(f"    {item}", style="green" if item[0] == "+" else "red"))
     out.print(", ".join(f"{n} {s}" for s, n in sorted(counts.items())), markup=False)
+    unmanaged = [r.diff.unmanaged for r in results if r.diff]
+    if unmanaged:
+        out.print(f"left alone: {sum(unmanaged)} settings the inventory does not render, on {len(unmanaged)} "
+                  "switches", markup=False)
 
 
 def online_plan(inventory: Path, limit: str | None, fmt: str, workers: int, lab: bool, insecure_lab: bool) -> int:
     """Diff every selected switch against its intent; exit 1 when a device is unreachable or errs."""
     ctx = Context(inventory, limit, lab=lab, insecure_lab=insecure_lab)
+    warn_interrupted(ctx.name)
     with track("plan") as progress:
         update = _devices(progress, f"plan {ctx.name}", len(ctx.endpoints))
         results = engine.plan_all(ctx.endpoints, ctx.cred, workers=workers, progress=update)
     print_results(f"{ctx.name}: plan", results, fmt)
     return 1 if any(r.status in ("unreachable", "error") for r in results) else 0
+
+
+def interrupted_note(fabric: str) -> str:
+    """One line per transaction an interrupted (killed) run left, or ''."""
+    journal, pending = state.interrupted(fabric)
+    if not pending and journal is None:
+        return ""
+    head = (f"an earlier {journal.action} of {fabric} did not finish (pid {journal.pid} on {journal.host} by "
+            f"{journal.who} since {journal.started})" if journal else f"unsettled transactions of {fabric}")
+    lines = [head + (":" if pending else "; no device was left mid-change")]
+    for device, txn in pending.items():
+        at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(txn.started))
+        lines.append(f"  {device} ({txn.target}): " + ("committed" if txn.committed else "prepared, not committed")
+                     + f" at {at}, not confirmed by the tool")
+    if pending:
+        lines.append(f"  `fabric apply --resume` reads each back and confirms what is healthy; `fabric rollback "
+                     f"INVENTORY {' '.join(pending)}` reverts them")
+    return "\n".join(lines)
+
+
+def warn_interrupted(fabric: str) -> None:
+    note = "" if state.lock_held(fabric) else interrupted_note(fabric)  # a run in progress is not interrupted
+    if note:
+        sys.stderr.write(f"warning: {note}\n")
+
+
+def running_plan(inventory: Path, running: Path, limit: str | None, fmt: str) -> int:
+    """The online plan's diff against saved running configurations `<running>/<switch><suffix>`; a switch
+    without a file is reported (exit 1, like an unreachable one), the others are still diffed."""
+    if not running.is_dir():
+        raise UsageError(f"--running: expected a directory of saved running configurations, found {str(running)!r}")
+    ctx = Context(inventory, limit, lab=False, insecure_lab=False)
+    results = [engine.plan_saved(ep, running) for ep in ctx.endpoints]
+    print_results(f"{ctx.name}: plan against {running}", results, fmt)
+    return 1 if any(r.status in ("no-file", "error") for r in results) else 0
 
 
 def _check_timers(confirm_timer: int, postcheck_timeout: float, settle: float) -> None:
@@ -150,6 +197,10 @@ def apply_command(
     postcheck_timeout: Annotated[float, typer.Option(help="seconds for BGP to recover after a change")] = 60,
     settle: Annotated[float, typer.Option(help="seconds to wait before the post-check")] = 5,
     fmt: FormatOpt = "table",
+    resume: Annotated[bool, typer.Option("--resume", help="first settle what an interrupted run left: confirm "
+                                         "what is healthy, roll back the rest")] = False,
+    rollback_on_failure: Annotated[bool, typer.Option("--rollback-on-failure", help="when a batch fails, return "
+                                                      "the earlier batches to their recorded state")] = False,
 ) -> None:
     """Change the switches to their intent: canary, then batches, each device a transaction with rollback."""
     import re
@@ -162,7 +213,9 @@ def apply_command(
     _require_tty(yes, "apply")
     ctx = Context(inventory, limit, lab=lab, insecure_lab=insecure_lab)
     opts = engine.ApplyOptions(confirm_seconds=confirm_timer, postcheck_timeout=postcheck_timeout, settle=settle)
-    with state.apply_lock(ctx.name):
+    state.check_writable(ctx.name)  # the audit log and records first: refuse before any device is touched
+    with state.apply_lock(ctx.name), engine.signals_handled(engine.Stop()) as stop:
+        settled = _settle_interrupted(ctx, opts, resume=resume)
         with track("apply") as progress:
             update = _devices(progress, f"plan {ctx.name}", len(ctx.endpoints))
             planned = engine.plan_all(ctx.endpoints, ctx.cred, workers=workers, progress=update)
@@ -183,11 +236,29 @@ def apply_command(
         with track("apply") as progress:
             update = _devices(progress, f"apply {ctx.name} ({len(groups)} batches)", len(eps))
             applied = engine.rollout(ctx.name, eps, ctx.cred, opts, canary=canary, batch=batch, workers=workers,
-                                     progress=update)
-    done = {r.device: r for r in applied}
+                                     progress=update, rollback_on_failure=rollback_on_failure, stop=stop)
+    done = {r.device: r for r in [*settled, *applied]}
     results = [done.get(r.device, r) for r in planned]
     print_results(f"{ctx.name}: apply", results, fmt, diffs=False)
+    if stop:
+        sys.stderr.write(f"interrupted by {stop.signal}: changes not confirmed were rolled back\n")
+        raise typer.Exit(130 if stop.signal == "SIGINT" else 143)
     raise typer.Exit(0 if all(r.status in ("applied", "unchanged") for r in results) else 1)
+
+
+def _settle_interrupted(ctx: Context, opts: engine.ApplyOptions, *, resume: bool) -> list[engine.DeviceResult]:
+    """Refuse to start over an interrupted run's unsettled transactions, unless --resume settles them."""
+    _journal, pending = state.interrupted(ctx.name)
+    if not pending:
+        state.end_journal(ctx.name)  # a journal without pending transactions: nothing was mid-change
+        return []
+    if not resume:
+        raise UsageError(interrupted_note(ctx.name).replace("\n", " ").replace("  ", " "))
+    by_name = {ep.device: ep for ep in ctx.endpoints}
+    results = [engine.resume_device(ctx.name, by_name.get(d) or ctx.site.switch(d), ctx.cred, opts, txn, finish=True)
+               for d, txn in pending.items()]
+    state.end_journal(ctx.name)
+    return results
 
 
 def rollback_command(
@@ -206,18 +277,37 @@ def rollback_command(
     _check_timers(confirm_timer, postcheck_timeout, settle)
     _require_tty(yes, "roll back")
     ctx = Context(inventory, None, lab=lab, insecure_lab=insecure_lab, names=devices)
-    eps = []
+    eps, unsettled = [], {}
     for ep in ctx.endpoints:
+        pend = state.load_pending(ctx.name, ep.device)
         rec = state.load_record(ctx.name, ep.device)
-        if rec is None:
+        if pend is not None:  # an interrupted run's transaction: revert it on the device first
+            unsettled[ep.device] = pend
+        elif rec is None:
             raise UsageError(f"{ep.device}: no record of an apply of {ctx.name} in {state.state_dir(ctx.name)}")
-        eps.append(ep.model_copy(update={"intended": rec.snapshot}))
+        else:
+            eps.append(engine.restore_endpoint(ep, rec))
     if not _confirm_or_refuse(yes, f"roll back {', '.join(devices)}?"):
         raise typer.Exit(1)
     opts = engine.ApplyOptions(confirm_seconds=confirm_timer, postcheck_timeout=postcheck_timeout, settle=settle)
+    state.check_writable(ctx.name)
+    by_name = {ep.device: ep for ep in ctx.endpoints}
     with state.apply_lock(ctx.name), track("rollback") as progress:
-        update = _devices(progress, f"roll back {ctx.name}", len(eps))
-        results = engine.rollout(ctx.name, eps, ctx.cred, opts, canary=0, batch=str(len(eps)), workers=workers,
-                                 action="rollback", progress=update)
+        update = _devices(progress, f"roll back {ctx.name}", len(eps) + len(unsettled))
+        results = [engine.resume_device(ctx.name, by_name[d], ctx.cred, opts, txn, finish=False, progress=update)
+                   for d, txn in unsettled.items()]
+        for r in results:  # confirmed before the interruption: restore the snapshot like any apply
+            txn = unsettled[r.device]
+            if r.status == "applied":
+                state.settle_record(ctx.name, r.device, applied=False)
+                eps.append(engine.restore_endpoint(by_name[r.device], txn))
+        results = [r for r in results if r.status != "applied"]
+        if eps:
+            results += engine.rollout(ctx.name, eps, ctx.cred, opts, canary=0, batch=str(len(eps)), workers=workers,
+                                      action="rollback", progress=update)
+        if not state.interrupted(ctx.name)[1]:
+            state.end_journal(ctx.name)
     print_results(f"{ctx.name}: rollback", results, fmt, diffs=False)
-    raise typer.Exit(0 if all(r.status in ("applied", "unchanged") for r in results) else 1)
+    # an interrupted transaction reverted on the device (or by its timer) is a successful rollback
+    ok = {d: ("applied", "unchanged", "rolled-back", "reverted-by-timer") for d in unsettled}
+    raise typer.Exit(0 if all(r.status in ok.get(r.device, ("applied", "unchanged")) for r in results) else 1)

@@ -56,6 +56,10 @@ class Nos:
     device_type: str  # netmiko device type
     mtu_max: int  # the largest port/L3 MTU the NOS takes; derivation caps switching.mtu to it
     watchdog: WatchdogFields | None  # PFC watchdog settings it renders; None: the NOS has no PFC watchdog
+    # Ownership (fabric/targets/owned.py): the tool owns every leaf its render has, what an earlier apply
+    # rendered, and every leaf under an entry of its render matching one of these paths ("/"-joined globs)
+    owned_whole: tuple[str, ...] = ()
+    owned_single: tuple[str, ...] = ()  # top-level entries a device has one of (regexes): the tool's whatever the key
     default_release: dict[str, str] = field(default_factory=dict)  # platform → release; others: the newest
 
     def module(self, part: str) -> ModuleType:
@@ -74,13 +78,19 @@ NOS: dict[str, Nos] = {n.name: n for n in (
     Nos(name="sonic", title="SONiC (community, frrcfgd)", releases=("202405", "202411"), port_name=ethernet_by_lane,
         files=("config_db.json", "sysctl.conf"), intended="config_db.json", running_suffix=".json",
         device_type="linux", mtu_max=9216,
-        watchdog={"detection": _ANY, "restoration": _ANY, "action": _ANY, "poll_interval": _ANY}),
+        watchdog={"detection": _ANY, "restoration": _ANY, "action": _ANY, "poll_interval": _ANY},
+        # the QoS maps, profiles and BGP objects the tool names: a field its render lacks is removed
+        owned_whole=("DSCP_TO_TC_MAP/*", "TC_TO_QUEUE_MAP/*", "TC_TO_PRIORITY_GROUP_MAP/*",
+                     "MAP_PFC_PRIORITY_TO_QUEUE/*", "PFC_PRIORITY_TO_PRIORITY_GROUP_MAP/*", "WRED_PROFILE/*",
+                     "SCHEDULER/*", "BGP_NEIGHBOR/*", "BGP_NEIGHBOR_AF/*", "ROUTE_MAP/*", "COMMUNITY_SET/*")),
     # NVUE: `link mtu` 552-9216; the watchdog has only `qos pfc-watchdog polling-interval` and `robustness`
     # (tests/fixtures/nvue/paths.yaml). Default release per platform: NVIDIA's minimum release and life cycle
     # per switch model (same table, `platforms`): Spectrum-4/-3 400G+ on 5.15, the older ones on the 5.9 ESR.
     Nos(name="nvue", title="NVIDIA Cumulus Linux (NVUE)", releases=("5.9", "5.15"), port_name=swp,
         files=("nvue-patch.yaml", "nv-set.txt"), intended="nvue-patch.yaml", running_suffix=".yaml",
         device_type="cumulus_linux", mtu_max=9216, watchdog={"poll_interval": _ANY, "robustness": _ANY},
+        owned_whole=("vrf/*/router/bgp/neighbor/*", "qos/mapping/*", "qos/egress-scheduler/*",
+                     "qos/congestion-control/*", "qos/egress-queue-mapping/*", "router/policy/route-map/*"),
         default_release={"sn5600": "5.15", "sn5400": "5.15", "sn4700": "5.15", "sn4600c": "5.9", "msn2700": "5.9"}),
     # EOS: L3 MTU 68-9214 (arista.com EOS L3 MTU; AVD's p2p_uplinks_mtu default 9214); the watchdog has
     # timeout, recovery-time, polling-interval and action drop|no-drop, no robustness and no `alert`.
@@ -88,9 +98,11 @@ NOS: dict[str, Nos] = {n.name: n for n in (
         files=("running-config.cfg",), intended="running-config.cfg", running_suffix=".cfg",
         device_type="arista_eos", mtu_max=9214,
         watchdog={"detection": _ANY, "restoration": _ANY, "poll_interval": _ANY,
-                  "action": frozenset({"drop", "forward"})}),
+                  "action": frozenset({"drop", "forward"})},
+        owned_whole=("interface */tx-queue *", "route-map *"), owned_single=(r"router bgp \d+",)),
     # Linux/FRR white-box: iproute2 dcb has no PFC watchdog; the lab realizes every inventory on this target.
     Nos(name="frr", title="Linux white-box with FRR (what the lab runs)", releases=("8.4", "10.2"), port_name=swp,
         files=("frr.conf", "interfaces.sh", "qos.sh"), intended="frr.conf", running_suffix=".conf",
-        device_type="linux", mtu_max=9216, watchdog=None),
+        device_type="linux", mtu_max=9216, watchdog=None, owned_whole=("route-map *",),
+        owned_single=(r"router bgp \d+",)),
 )}

@@ -8,22 +8,28 @@ the device cannot be reached again, a target with a confirm timer reverts by its
 
 from __future__ import annotations
 
+import contextlib
+import signal
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any, Literal
 
+import yaml
 from pydantic import BaseModel
 
 from fabric.access import Credentials, SwitchEndpoint
 from fabric.errors import one_line
+from fabric.nos import NOS
 from fabric.push import state
-from fabric.targets import driver_class
-from fabric.targets.base import DeviceDiff, Driver, TargetError, Txn
+from fabric.targets import driver, driver_class
+from fabric.targets.base import DeviceDiff, Driver, Health, TargetError, Txn
 from fabric.targets.session import close, conn_errors, open_driver
 
 Status = Literal["unchanged", "changed", "unreachable", "error", "applied", "rolled-back", "failed",
-                 "skipped", "reverted-by-timer", "unknown"]
+                 "skipped", "reverted-by-timer", "unknown", "no-file", "pending"]
 Progress = Callable[[str, str], None]  # (device, stage)
 
 
@@ -38,7 +44,7 @@ class DeviceResult(BaseModel):
     def summary(self) -> dict[str, Any]:
         d = self.diff
         return {"device": self.device, "target": self.target, "status": self.status,
-                "added": d.added if d else 0, "removed": d.removed if d else 0,
+                "added": d.added if d else 0, "removed": d.removed if d else 0, "unmanaged": d.unmanaged if d else 0,
                 "digest": d.digest if d and not d.empty else "", "sections": d.sections() if d else {},
                 "detail": self.detail, "seconds": round(self.seconds, 2)}
 
@@ -76,6 +82,19 @@ def plan_device(ep: SwitchEndpoint, cred: Credentials, *, timeout: float = 10,
         progress(ep.device, "done")
 
 
+def plan_saved(ep: SwitchEndpoint, running_dir: Path) -> DeviceResult:
+    """The same diff as `plan_device`, against a saved running configuration `<dir>/<switch><suffix>`."""
+    path = running_dir / f"{ep.device}{NOS[ep.target].running_suffix}"
+    if not path.is_file():
+        return DeviceResult(device=ep.device, target=ep.target, status="no-file", detail=f"no {path}")
+    drv = driver(ep.target, None, ep.device, ep.intended, options=ep.options)
+    try:
+        diff = drv.device_diff(drv.scoped(path.read_text()))
+    except (OSError, ValueError, yaml.YAMLError) as exc:
+        return DeviceResult(device=ep.device, target=ep.target, status="error", detail=f"{path}: {one_line(exc)}")
+    return DeviceResult(device=ep.device, target=ep.target, status="unchanged" if diff.empty else "changed", diff=diff)
+
+
 def plan_all(eps: list[SwitchEndpoint], cred: Credentials, *, workers: int = 8, timeout: float = 10,
              progress: Progress = lambda _d, _s: None) -> list[DeviceResult]:
     """Diff every endpoint, at most `workers` at a time; results in the order of `eps`."""
@@ -84,14 +103,50 @@ def plan_all(eps: list[SwitchEndpoint], cred: Credentials, *, workers: int = 8, 
         return [f.result() for f in futs]
 
 
+class Stop:
+    """Set by SIGTERM/SIGHUP/SIGINT (`signals_handled`): no new device is started; a device whose change
+    was committed is rolled back instead of confirmed; every device still gets its audit line."""
+
+    def __init__(self) -> None:
+        self.event = threading.Event()
+        self.signal = ""
+
+    def __bool__(self) -> bool:
+        return self.event.is_set()
+
+
+@contextlib.contextmanager
+def signals_handled(stop: Stop) -> Iterator[Stop]:
+    """Turn SIGTERM, SIGHUP (the operator's ssh dropped) and SIGINT into `stop` for the duration."""
+    def handler(signum: int, _frame: object) -> None:
+        stop.signal = signal.Signals(signum).name
+        stop.event.set()
+
+    if threading.current_thread() is not threading.main_thread():
+        yield stop
+        return
+    old = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)}
+    try:
+        yield stop
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
 def apply_device(fabric: str, ep: SwitchEndpoint, cred: Credentials, opts: ApplyOptions, *, action: str = "apply",
-                 progress: Progress = lambda _d, _s: None) -> DeviceResult:
-    """One device transaction; always audited when the device was (or may have been) changed."""
+                 progress: Progress = lambda _d, _s: None, stop: Stop | None = None) -> DeviceResult:
+    """One device transaction; always audited when the device was (or may have been) changed.
+
+    Any exception after the commit — a refused command, a lost session, a reply that is not what was
+    expected, a full disk, an interrupt — rolls the device back, over a new session when needed, after
+    reading where the transaction stands on the device (`Driver.txn_state`).
+    """
     t0 = time.monotonic()
     stage = lambda s: progress(ep.device, s)  # noqa: E731
     res = DeviceResult(device=ep.device, target=ep.target, status="failed")
     txn: Txn | None = None
     drv: Driver | None = None
+    stop = stop if stop is not None else Stop()
     try:
         stage("connecting")
         drv = open_driver(ep, cred, timeout=opts.connect_timeout, progress=stage)
@@ -101,68 +156,133 @@ def apply_device(fabric: str, ep: SwitchEndpoint, cred: Credentials, opts: Apply
             res.status = "unchanged"
             return res
         before = drv.health()
+        if stop:
+            res.status, res.detail = "skipped", f"interrupted ({stop.signal}) before the change; device unchanged"
+            return res
         stage("snapshot")
         txn = drv.begin()
-        if action == "apply":
-            state.save_record(fabric, txn)
+        txn.native["bgp_before"] = before.bgp_established
+        try:
+            # the journal entry, written before anything changes: from here on the change may reach the device
+            state.save_record(fabric, txn.model_copy(update={"committed": True}))
+        except OSError as exc:
+            drv.discard(txn)
+            raise TargetError(f"cannot write the record to the state directory ({exc.strerror or exc})") from None
         stage("commit")
         drv.commit(txn, opts.confirm_seconds)
+        with contextlib.suppress(OSError):
+            state.save_record(fabric, txn)  # with what the commit returned (NVUE: the revision)
         stage("post-check")
         problems = drv.postcheck(before, timeout=opts.postcheck_timeout, settle=opts.settle)
+        if stop:
+            problems = [f"interrupted ({stop.signal}) before the confirm"]
         if problems:
             stage("rollback")
             drv.rollback(txn)
-            res.status, res.detail = "rolled-back", "post-check failed: " + "; ".join(problems)
+            res.status, res.detail = "rolled-back", ("post-check failed: " if not stop else "") + "; ".join(problems)
         else:
             stage("confirm")
             drv.confirm(txn)
             res.status = "applied"
-    except TargetError as exc:
-        res.detail = state.scrub(str(exc))
-        if txn is not None and txn.committed and drv is not None:
-            res.status, res.detail = _undo(ep, cred, opts, txn, drv, res.detail, reconnect=False)
-        else:
-            res.detail += "; device unchanged"
-    except conn_errors() as exc:
+    except Exception as exc:
+        lost = isinstance(exc, conn_errors())
+        why = state.scrub(str(exc)) if isinstance(exc, TargetError) else _short(exc)
         if drv is None:
-            res.status, res.detail = "unreachable", _short(exc)
+            res.status, res.detail = ("unreachable" if lost else "failed"), why
         elif txn is None or not txn.committed:
-            res.detail = f"connection lost before the change ({_short(exc)}); device unchanged"
+            res.detail = (f"connection lost before the change ({why})" if lost else why) + "; device unchanged"
+            if txn is not None and not lost:
+                with contextlib.suppress(Exception):
+                    drv.discard(txn)
         else:
-            res.status, res.detail = _undo(ep, cred, opts, txn, None, f"connection lost ({_short(exc)})",
-                                           reconnect=True)
+            res.status, res.detail = _undo(ep, cred, opts, txn, None if lost else drv,
+                                           f"connection lost ({why})" if lost else why)
     finally:
         close(drv)
         res.seconds = time.monotonic() - t0
-        if action == "apply" and txn is not None and res.status in ("applied", "rolled-back", "failed"):
-            state.settle_record(fabric, ep.device, applied=res.status == "applied")
+        _settle(fabric, ep, action, txn, res)
         stage(res.status)
-        if res.status not in ("unchanged", "unreachable"):
+    return res
+
+
+def _settle(fabric: str, ep: SwitchEndpoint, action: str, txn: Txn | None, res: DeviceResult) -> None:
+    """Record and audit the outcome; a state directory that fails now is reported, never raised."""
+    try:
+        if txn is not None and res.status not in ("pending", "unknown"):
+            state.settle_record(fabric, ep.device, applied=res.status == "applied" and action != "rollback")
+        if res.status not in ("unchanged", "unreachable", "skipped") or txn is not None:
             d = res.diff
             state.audit(fabric, state.AuditEntry(
                 time=state.now(), who=state.who(), fabric=fabric, device=ep.device, target=ep.target,
                 action=action, diff_digest=d.digest if d else "", added=d.added if d else 0,
                 removed=d.removed if d else 0, result=res.status, detail=res.detail))
-    return res
+    except OSError as exc:
+        res.detail += f"; the state directory could not be written ({exc.strerror or exc}): audit line missing"
 
 
-def _undo(ep: SwitchEndpoint, cred: Credentials, opts: ApplyOptions, txn: Txn, drv: Driver | None, why: str, *,
-          reconnect: bool) -> tuple[Status, str]:
-    """Roll a committed change back, over a new connection when the old one dropped."""
+def _undo(ep: SwitchEndpoint, cred: Credentials, opts: ApplyOptions, txn: Txn, drv: Driver | None,
+          why: str) -> tuple[Status, str]:
+    """A committed change after a failure: read where it stands on the device, then roll it back."""
     fresh: Driver | None = None
     try:
-        if reconnect:
+        if drv is None:
             drv = fresh = open_driver(ep, cred, timeout=opts.connect_timeout)
-        assert drv is not None
+        where = drv.txn_state(txn)
+        if where == "confirmed":
+            return "applied", f"{why}; the device had confirmed the change (read back): it stays"
+        if where == "reverted":
+            return "reverted-by-timer", f"{why}; the device already reverted it (read back)"
         drv.rollback(txn)
         return "rolled-back", f"{why}; rolled back"
-    except (TargetError, *conn_errors()) as exc:
+    except Exception as exc:
         if driver_class(ep.target).has_confirm_timer:
-            return "reverted-by-timer", (f"{why}; rollback not possible ({_short(exc)}); the device reverts by "
-                                         f"its confirm timer ({opts.confirm_seconds}s after commit, not verified)")
+            at = time.strftime("%H:%M:%S UTC", time.gmtime(txn.started + opts.confirm_seconds + 60))
+            return "pending", (f"{why}; rollback not possible ({_short(exc)}); not verified: the device reverts by its "
+                               f"confirm timer ({opts.confirm_seconds}s after the commit, by about {at}) — "
+                               f"`fabric apply --resume` or `fabric rollback` reads it back")
         return "unknown", f"{why}; rollback failed ({_short(exc)}); run `fabric rollback` for {ep.device}"
     finally:
         close(fresh)
+
+
+def resume_device(fabric: str, ep: SwitchEndpoint, cred: Credentials, opts: ApplyOptions, txn: Txn, *,
+                  finish: bool, progress: Progress = lambda _d, _s: None) -> DeviceResult:
+    """A transaction an interrupted run left (its pending record): read where it stands on the device;
+    `finish`: confirm it when it still waits and the device is healthy; else roll it back."""
+    t0 = time.monotonic()
+    res = DeviceResult(device=ep.device, target=ep.target, status="unknown")
+    drv: Driver | None = None
+    try:
+        progress(ep.device, "connecting")
+        drv = open_driver(ep, cred, timeout=opts.connect_timeout)
+        where = drv.txn_state(txn)
+        if where == "confirmed":
+            res.status, res.detail = ("applied", "the interrupted transaction had been confirmed") if finish else \
+                ("applied", "confirmed before the interruption; `fabric rollback` restores the state before it")
+        elif where in ("reverted", "failed", ""):
+            res.status = "reverted-by-timer"
+            res.detail = f"the interrupted transaction is not in place ({where or 'none'})"
+        elif finish:
+            before = Health(bgp_established=int(txn.native.get("bgp_before", 0)))
+            problems = drv.postcheck(before, timeout=opts.postcheck_timeout, settle=0)
+            if problems:
+                drv.rollback(txn)
+                res.status, res.detail = "rolled-back", "resume: post-check failed: " + "; ".join(problems)
+            else:
+                drv.confirm(txn)
+                res.status, res.detail = "applied", "resume: the interrupted transaction confirmed"
+        else:
+            drv.rollback(txn)
+            res.status, res.detail = "rolled-back", "the interrupted transaction rolled back"
+    except Exception as exc:
+        res.detail = f"could not settle the interrupted transaction: {_short(exc)}"
+    finally:
+        close(drv)
+        res.seconds = time.monotonic() - t0
+        if res.status != "unknown":
+            _settle(fabric, ep, "resume" if finish else "rollback", txn, res)
+        progress(ep.device, res.status)
+    return res
 
 
 def batches(devices: list[str], canary: int, batch: str) -> list[list[str]]:
@@ -178,21 +298,64 @@ def batches(devices: list[str], canary: int, batch: str) -> list[list[str]]:
 
 
 def rollout(fabric: str, eps: list[SwitchEndpoint], cred: Credentials, opts: ApplyOptions, *, canary: int, batch: str,
-            workers: int, action: str = "apply", progress: Progress = lambda _d, _s: None) -> list[DeviceResult]:
-    """Apply batch by batch; the first batch with a device not applied/unchanged stops the rollout."""
+            workers: int, action: str = "apply", progress: Progress = lambda _d, _s: None,
+            rollback_on_failure: bool = False, stop: Stop | None = None) -> list[DeviceResult]:
+    """Apply batch by batch; the first batch with a device not applied/unchanged stops the rollout.
+
+    `rollback_on_failure`: the devices earlier batches applied go back to their recorded state (the
+    same transaction as `fabric rollback`). A journal in the state directory names the rollout while
+    it runs, so a run that is killed is found by the next one.
+    """
+    stop = stop if stop is not None else Stop()
     by_name = {ep.device: ep for ep in eps}
     results: dict[str, DeviceResult] = {}
     plan = batches(list(by_name), canary, batch)
-    for i, group in enumerate(plan):
-        with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-            futs = {n: pool.submit(apply_device, fabric, by_name[n], cred, opts, action=action, progress=progress)
-                    for n in group}
-            for n, f in futs.items():
-                results[n] = f.result()
-        if any(results[n].status not in ("applied", "unchanged") for n in group):
-            for later in plan[i + 1:]:
-                for n in later:
-                    results[n] = DeviceResult(device=n, target=by_name[n].target, status="skipped",
-                                              detail=f"rollout stopped: batch {i + 1} failed")
-            break
+    state.begin_journal(fabric, action, list(by_name))
+    try:
+        for i, group in enumerate(plan):
+            with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+                futs = {n: pool.submit(apply_device, fabric, by_name[n], cred, opts, action=action,
+                                       progress=progress, stop=stop) for n in group}
+                for n, f in futs.items():
+                    results[n] = f.result()
+            if stop or any(results[n].status not in ("applied", "unchanged") for n in group):
+                why = f"interrupted ({stop.signal})" if stop else f"batch {i + 1} failed"
+                for later in plan[i + 1:]:
+                    for n in later:
+                        results[n] = DeviceResult(device=n, target=by_name[n].target, status="skipped",
+                                                  detail=f"rollout stopped: {why}")
+                if rollback_on_failure and action == "apply":
+                    earlier = [n for g in plan[:i + 1] for n in g if results[n].status == "applied"]
+                    _roll_back_applied(fabric, [by_name[n] for n in earlier], cred, opts, results, workers, progress)
+                break
+    finally:
+        state.end_journal(fabric)
     return [results[ep.device] for ep in eps]
+
+
+def _roll_back_applied(fabric: str, eps: list[SwitchEndpoint], cred: Credentials, opts: ApplyOptions,
+                       results: dict[str, DeviceResult], workers: int, progress: Progress) -> None:
+    """--rollback-on-failure: each device this rollout applied back to the state recorded before it."""
+    todo = []
+    for ep in eps:
+        rec = state.load_record(fabric, ep.device)
+        if rec is None:
+            results[ep.device].detail += "; no record to roll back to"
+            continue
+        todo.append(restore_endpoint(ep, rec))
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        futs = {ep.device: pool.submit(apply_device, fabric, ep, cred, opts, action="rollback", progress=progress)
+                for ep in todo}
+        for n, f in futs.items():
+            r = f.result()
+            ok = r.status in ("applied", "unchanged")
+            results[n] = results[n].model_copy(update={
+                "status": "rolled-back" if ok else "failed",
+                "detail": f"applied, then rolled back (--rollback-on-failure): {r.status}"
+                          + (f" ({r.detail})" if r.detail and not ok else "")})
+
+
+def restore_endpoint(ep: SwitchEndpoint, rec: Txn) -> SwitchEndpoint:
+    """The endpoint whose intent is a recorded snapshot, inside the scope that apply owned."""
+    return ep.model_copy(update={"intended": rec.snapshot,
+                                 "options": {**ep.options, "scope": rec.native.get("scope"), "manifest": None}})

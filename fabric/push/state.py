@@ -1,8 +1,10 @@
 """The push state directory: audit log, apply lock, and what each device looked like before an apply.
 
 `$FABRIC_STATE/<fabric>/` or `~/.local/state/roce-fabric/<fabric>/` (mode 0700):
-`audit.jsonl` (one JSON line per device change), `apply.lock` (pid, host, time), and
-`records/<device>.json` (the Txn of the last successful apply: snapshot and native checkpoint/revision).
+`audit.jsonl` (one JSON line per device change), `apply.lock` (flock; pid, host, time), `journal.json`
+(a rollout in flight), `records/<device>.json` (the Txn of the last confirmed apply: snapshot, native
+checkpoint/revision, owned scope and manifest) and `records/<device>.pending.json` (a transaction
+between its commit and its outcome; kept when the outcome is not known).
 Credentials are never written here; `scrub` removes any secret value that reaches a message.
 """
 
@@ -10,8 +12,8 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import fcntl
 import getpass
-import json
 import os
 import socket
 from collections.abc import Iterator
@@ -23,12 +25,42 @@ from fabric.errors import UsageError
 from fabric.targets.base import Txn
 
 
-def state_dir(fabric: str) -> Path:
+def state_root(fabric: str) -> Path:
     base = os.environ.get("FABRIC_STATE")
-    root = Path(base) if base else Path.home() / ".local" / "state" / "roce-fabric"
-    d = root / fabric
+    return (Path(base) if base else Path.home() / ".local" / "state" / "roce-fabric") / fabric
+
+
+def state_dir(fabric: str) -> Path:
+    d = state_root(fabric)
     d.mkdir(parents=True, exist_ok=True, mode=0o700)
     return d
+
+
+def manifest(fabric: str, device: str) -> list[list[str]] | None:
+    """The leaves the last confirmed apply rendered (`fabric.targets.owned`), read without creating anything."""
+    path = state_root(fabric) / "records" / f"{device}.json"
+    try:
+        return Txn.model_validate_json(path.read_text()).native.get("manifest")
+    except (OSError, ValueError):
+        return None
+
+
+def check_writable(fabric: str, need: int = 1 << 20) -> None:
+    """Refuse before any device is touched when the audit log and records cannot be written (read-only,
+    full): write, fsync and remove a probe of `need` bytes."""
+    try:
+        d = state_dir(fabric)
+        probe = d / f".probe-{os.getpid()}"
+        fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            os.write(fd, b"\0" * need)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+            probe.unlink(missing_ok=True)
+    except OSError as exc:
+        raise UsageError(f"state directory {state_root(fabric)}: expected writable with free space for the audit log "
+                         f"and records, found {exc.strerror or exc}; nothing was changed") from None
 
 
 _SECRETS: set[str] = set()
@@ -112,42 +144,91 @@ class LockInfo(BaseModel):
     who: str
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 @contextlib.contextmanager
 def apply_lock(fabric: str) -> Iterator[Path]:
-    """Hold `apply.lock` for the duration; a stale lock (its pid gone on this host) is taken over."""
+    """Hold `apply.lock` for the duration: an exclusive `flock` on the file, with its holder written in it.
+
+    The kernel (or the NFS lock manager, when `$FABRIC_STATE` is a shared mount so that several machines
+    and users take the same lock) releases it when the holder exits or is killed, so a stale lock is
+    never a file to clean up, and two processes can never both take one over.
+    """
     path = state_dir(fabric) / "apply.lock"
     info = LockInfo(pid=os.getpid(), host=socket.gethostname(), time=now(), who=who())
-    for _ in range(3):
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
         try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        except FileExistsError:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
             try:
                 held = LockInfo.model_validate_json(path.read_text())
+                holder = f"pid {held.pid} on {held.host} by {held.who} since {held.time}"
             except (OSError, ValueError):
-                held = None
-            if held is None or (held.host == info.host and not _alive(held.pid)):
-                path.unlink(missing_ok=True)  # stale: the process that held it is gone
-                continue
-            raise UsageError(f"another apply of {fabric} is running (pid {held.pid} on {held.host} by {held.who} "
-                             f"since {held.time}); lock {path}") from None
-        with os.fdopen(fd, "w") as f:
-            f.write(info.model_dump_json())
-        break
-    else:
-        raise UsageError(f"could not take the apply lock {path}")
-    try:
+                holder = "holder unknown"
+            raise UsageError(f"another apply of {fabric} is running ({holder}); lock {path}") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, info.model_dump_json().encode(), 0)
         yield path
     finally:
-        with contextlib.suppress(OSError):
-            if json.loads(path.read_text()).get("pid") == info.pid:
-                path.unlink()
+        os.close(fd)  # releases the flock
+
+
+def lock_held(fabric: str) -> bool:
+    """Whether an apply or rollback of `fabric` holds the lock now (read without taking it for long)."""
+    path = state_root(fabric) / "apply.lock"
+    if not path.exists():
+        return False
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        return False
+    except OSError:
+        return True
+    finally:
+        os.close(fd)
+
+
+# -- the journal of a rollout in flight -------------------------------------------------------------
+class Journal(BaseModel):
+    """`journal.json` while a rollout runs: who runs it and on which devices. Left behind by a crash
+    (SIGKILL, power loss), it tells the next run that the pending records are an interrupted rollout's."""
+
+    pid: int
+    host: str
+    who: str
+    started: str
+    action: str
+    devices: list[str]
+
+
+def begin_journal(fabric: str, action: str, devices: list[str]) -> None:
+    j = Journal(pid=os.getpid(), host=socket.gethostname(), who=who(), started=now(), action=action, devices=devices)
+    path = state_dir(fabric) / "journal.json"
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(j.model_dump_json(indent=2))
+    tmp.replace(path)
+
+
+def end_journal(fabric: str) -> None:
+    with contextlib.suppress(OSError):
+        (state_root(fabric) / "journal.json").unlink()
+
+
+def interrupted(fabric: str) -> tuple[Journal | None, dict[str, Txn]]:
+    """An earlier rollout's journal (if it never ended) and every pending record (device → Txn)."""
+    root = state_root(fabric)
+    journal = None
+    with contextlib.suppress(OSError, ValueError):
+        journal = Journal.model_validate_json((root / "journal.json").read_text())
+    pending: dict[str, Txn] = {}
+    for path in sorted((root / "records").glob("*.pending.json")) if (root / "records").is_dir() else []:
+        with contextlib.suppress(OSError, ValueError):
+            pending[path.name.removesuffix(".pending.json")] = Txn.model_validate_json(path.read_text())
+    return journal, pending
+
+
+def load_pending(fabric: str, device: str) -> Txn | None:
+    path = state_root(fabric) / "records" / f"{device}.pending.json"
+    try:
+        return Txn.model_validate_json(path.read_text())
+    except (OSError, ValueError):
+        return None

@@ -1,5 +1,6 @@
-"""Switch targets: the driver contract (`base`), the bash-over-SSH helpers (`shell`) and tree diffs
-(`treediff`) that the NOS drivers in fabric/nos/<name>/driver.py are built from.
+"""Switch targets: the driver contract (`base`), the bash-over-SSH helpers (`shell`), what the tool owns on
+a device and the diff inside it (`owned`), and NVUE patch helpers (`treediff`) that the NOS drivers in
+fabric/nos/<name>/driver.py are built from.
 """
 
 from __future__ import annotations

@@ -22,22 +22,19 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel
 
+from fabric.nos import NOS
+from fabric.targets.owned import EARLIER, Change, Leaves, Lines, Path, ScopedDiff, manifest_paths, scope, scoped_diff
 
-class Change(BaseModel):
-    """One line of a section-aware diff: `+` to add, `-` to remove, under a section path."""
-
-    model_config = ConfigDict(frozen=True)
-    section: str
-    op: str  # "+" or "-"
-    line: str
+__all__ = ["Change", "DeviceDiff", "Driver", "Health", "TargetError", "Txn"]
 
 
 class DeviceDiff(BaseModel):
     device: str
     target: str
     changes: list[Change] = []
+    unmanaged: int = 0  # settings on the device outside what the tool owns, left alone
 
     @property
     def empty(self) -> bool:
@@ -54,7 +51,7 @@ class DeviceDiff(BaseModel):
     def sections(self) -> dict[str, list[str]]:
         out: dict[str, list[str]] = {}
         for c in self.changes:
-            out.setdefault(c.section, []).append(f"{c.op} {c.line}")
+            out.setdefault(c.section, []).append(f"{c.op} {c.line}{EARLIER if c.earlier else ''}")
         return out
 
     def text(self) -> str:
@@ -116,7 +113,34 @@ class Driver(ABC):
     def running(self) -> str: ...
 
     @abstractmethod
-    def diff(self) -> DeviceDiff: ...
+    def scoped(self, running: str) -> ScopedDiff:
+        """Pure: the diff of a running configuration (as `running()` returns it, or a saved one) against
+        the intent, inside what the tool owns (`fabric.targets.owned`)."""
+
+    def diff(self) -> DeviceDiff:
+        return self.device_diff(self.scoped(self.running()))
+
+    def device_diff(self, sd: ScopedDiff) -> DeviceDiff:
+        return DeviceDiff(device=self.device, target=self.target, changes=sd.changes, unmanaged=sd.unmanaged)
+
+    def owned_scope(self, intent: Leaves, running: Leaves) -> tuple[set[Path], Leaves, set[Path]]:
+        """(scope, target leaves, manifest): normally the intent in the NOS's owned scope; for
+        `fabric rollback` (option `scope`) the recorded scope with the recorded snapshot as the target."""
+        if self.options.get("scope") is not None:
+            owned = manifest_paths(self.options["scope"])
+            return owned, {p: v for p, v in intent.items() if p in owned}, set()
+        manifest = manifest_paths(self.options.get("manifest"))
+        nos = NOS[self.target]
+        return scope(intent, running, nos.owned_whole, manifest, nos.owned_single), intent, manifest
+
+    def scoped_from(self, running: Leaves, intent: Leaves, lines: Lines) -> ScopedDiff:
+        owned, target, manifest = self.owned_scope(intent, running)
+        return scoped_diff(running, target, owned, lines, earlier=manifest)
+
+    def record_scope(self, txn: Txn, sd: ScopedDiff, intent: Leaves) -> None:
+        """Keep the scope (for `fabric rollback`) and the intent's leaves (the next apply's manifest)."""
+        txn.native["scope"] = sorted(list(p) for p in sd.owned)
+        txn.native["manifest"] = sorted(list(p) for p in intent)
 
     # -- health -------------------------------------------------------------------------------------
     @abstractmethod
@@ -153,6 +177,10 @@ class Driver(ABC):
         """port → its pluggable module (fabric.parsers.transceiver.Module) or why there is none
         (`no module: …`); None: not read on this NOS."""
         return None
+    @classmethod
+    def drained(cls, intended: str) -> str:
+        """The intent with BGP graceful shutdown (RFC 8326) on: what `fabric drain` applies."""
+        raise TargetError(f"{cls.target}: drain is not supported on this target")
 
     # -- transaction --------------------------------------------------------------------------------
     @abstractmethod
@@ -166,6 +194,16 @@ class Driver(ABC):
 
     @abstractmethod
     def rollback(self, txn: Txn) -> None: ...
+
+    def discard(self, txn: Txn) -> None:
+        """Undo what `begin` prepared on the device when the commit never happens (a session, a pending
+        revision); nothing by default."""
+        return None
+
+    def txn_state(self, txn: Txn) -> str | None:
+        """Where a transaction stands on the device (after a lost session or a crash of the tool):
+        `waiting` (committed, not confirmed), `confirmed`, `reverted`, `failed`…; None: not readable."""
+        return None
 
 
 def canonical_json(data: Any) -> str:

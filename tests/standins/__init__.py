@@ -6,13 +6,17 @@ OpenSSH sshd (`ForceCommand`) in a test network namespace and driven through the
 path `fabric plan/apply` uses in production:
 
 * `sonic` — a bash shell with `config checkpoint|apply-patch|rollback|save|list-checkpoints`,
-  `show runningconfiguration all`, `vtysh -c 'show bgp summary json'`, `sudo`.
+  `show runningconfiguration all`, `vtysh -c 'show bgp summary json'`, `sudo`; `apply-patch` refuses a
+  result that fails SONiC's YANG models when the device names the checker (`yang.json`).
 * `nvue` — a bash shell with `nv config patch|diff|apply [rev] [--confirm T]|detach|revision|show`,
   `nv config apply --confirm-yes|--confirm-no|--confirm-status`, `nv show … -o json`; an unconfirmed
   apply reverts to the previous revision when its timer expires (a detached timer process).
-* `eos` — an EOS-like CLI (`>`/`#` prompts, `configure session`, `rollback clean-config`,
-  `show session-config diffs`, `commit`, `commit timer`, `abort`, `configure session X commit|abort`,
-  `show ip bgp summary | json`); a timed commit not confirmed in time is rolled back.
+* `eos` — an EOS-like CLI (`>`/`#` prompts, `configure session` starting from the running-config with
+  lines merged by mode, `rollback clean-config`, `show session-config diffs`, `commit`, `commit timer`,
+  `abort`, `configure session X commit|abort`, `show configuration sessions detail`,
+  `show ip bgp summary | json`); unknown commands and an MTU above 9214 are `% Invalid input`; a timed
+  commit not confirmed in time is rolled back.
 
-BGP peers are simulated by `peers.json` in the device directory: the local ASN each peer expects.
+BGP peers are simulated by `peers.json` in the device directory: the local ASN each peer expects. The
+tests seed each stand-in from the realistic running configs in tests/fixtures/running/<nos>/.
 """

@@ -4,6 +4,13 @@ State: `running.cfg`, `sessions/<name>.cfg`, `pending.json` (a `commit timer` wa
 `configure session <name> commit`: the session, the configuration before it, the deadline). A
 detached timer process restores the configuration before the commit when the timer expires;
 `configure session <name> abort` does that at once. See the package docstring.
+
+A session starts as a copy of the running-config (as on EOS) and each line is merged into it by mode:
+a line at the indentation of a section enters that section (creating it), `no <line>` / `default
+<line>` remove the matching setting, any other line is added where it is not already. Like EOS, the
+CLI rejects what it does not know with `% Invalid input` (commands outside those the tool renders and
+the session/show commands), and an MTU above the platform's 9214 (EOS L3 MTU range 68-9214,
+arista.com/en/um-eos/eos-ipv4 "mtu (Interface configuration)"; DCS-7060X5 maximum frame 9236 B).
 """
 
 from __future__ import annotations
@@ -16,6 +23,78 @@ import time
 from pathlib import Path
 
 from tests.standins.common import dev_dir, locked, peers, read_json, spawn, write_json
+
+KNOWN = frozenset((
+    "hostname", "service", "qos", "priority-flow-control", "vlan", "name", "interface", "description", "mtu", "speed",
+    "switchport", "tx-queue", "bandwidth", "random-detect", "priority", "ip", "ipv6", "router", "router-id",
+    "neighbor", "address-family", "network", "maximum-paths", "bgp", "route-map", "match", "set", "arp", "timers",
+    "peer-group", "shutdown", "no", "default"))
+MTU_MAX = 9214
+
+
+def _key(line: str) -> str:
+    words = line.split()
+    if words[:1] in (["no"], ["default"]) and len(words) > 1:
+        words = words[1:]
+    return " ".join(words[:-1]) if len(words) > 1 else " ".join(words)
+
+
+def _tree(text: str) -> list:
+    """[line, children] nodes by indentation; `!` lines, `end` dropped."""
+    root: list = []
+    stack: list[tuple[int, list]] = [(-1, root)]
+    for raw in text.splitlines():
+        s = raw.strip()
+        if not s or s.startswith("!") or s == "end":
+            continue
+        indent = len(raw) - len(raw.lstrip())
+        while stack[-1][0] >= indent:
+            stack.pop()
+        node = [s, []]
+        stack[-1][1].append(node)
+        stack.append((indent, node[1]))
+    return root
+
+
+def _text(nodes: list, depth: int = 0) -> str:
+    out = []
+    for line, children in nodes:
+        out.append("   " * depth + line)
+        if children:
+            out.append(_text(children, depth + 1).rstrip("\n"))
+        if depth == 0:
+            out.append("!")
+    return "\n".join(out) + "\n"
+
+
+def merge_line(cfg: str, ctx: list[str], raw: str) -> tuple[str, list[str], str]:
+    """Apply one session line: (new config text, new context, error or '')."""
+    line = raw.strip()
+    words = line.split()
+    if words[0] not in KNOWN:
+        return cfg, ctx, f"% Invalid input (at token 0: '{words[0]}')"
+    if words[0] == "mtu" and len(words) == 2 and words[1].isdigit() and not 68 <= int(words[1]) <= MTU_MAX:
+        return cfg, ctx, f"% Invalid input (at token 1: '{words[1]}')"
+    depth = (len(raw) - len(raw.lstrip())) // 3
+    ctx = ctx[:depth]
+    nodes = _tree(cfg)
+    siblings = nodes
+    for sec in ctx:
+        node = next((n for n in siblings if n[0] == sec), None)
+        if node is None:
+            return cfg, ctx, "% Invalid input (not in that mode)"
+        siblings = node[1]
+    other = next((n[0] for n in nodes if n[0].startswith("router bgp ") and n[0] != line), None)
+    if not ctx and line.startswith("router bgp ") and other:
+        return cfg, ctx, f"% BGP is already running with AS number {other.split()[2]}"
+    if words[0] in ("no", "default") and len(words) > 1:
+        rest = " ".join(words[1:])
+        hit = [n for n in siblings if n[0] == rest] or [n for n in siblings if _key(n[0]) == _key(rest)]
+        for n in hit:
+            siblings.remove(n)
+    elif not any(n[0] == line for n in siblings):
+        siblings.append([line, []])
+    return _text(nodes), [*ctx, line], ""
 
 
 def hostname(text: str) -> str:
@@ -49,6 +128,7 @@ def expire(d: Path, name: str, secs: int) -> None:
 def repl(d: Path) -> None:
     enabled = False
     session: str | None = None
+    ctx: list[str] = []
 
     def out(text: str) -> None:
         sys.stdout.write(text.rstrip("\n") + "\n" if text else "")
@@ -85,6 +165,16 @@ def repl(d: Path) -> None:
             if cmd == "show running-config":
                 out(running)
                 continue
+            if cmd.startswith("show configuration sessions"):
+                # shape: arista.com um-eos "Configure Session" / null.53bits.co.uk "Configuration Session"
+                # (`show configuration sessions` after `commit timer`); the state names are inferred
+                pend = read_json(d / "pending.json")
+                rows = [(p.stem, "pending") for p in sorted((d / "sessions").glob("*.cfg"))]
+                rows += [(pend["session"], "pending-commit-timer")] if pend else []
+                out("Maximum number of completed sessions: 1\nMaximum number of pending sessions: 5\n\n"
+                    f"  {'Name':<24} {'State':<24} {'User':<8} Terminal\n  {'-' * 24} {'-' * 24} {'-' * 8} --------\n"
+                    + "".join(f"  {n:<24} {st:<24} {'admin':<8} vty3\n" for n, st in rows))
+                continue
             if cmd == "show ip bgp summary | json":
                 out(json.dumps(bgp_summary(d, running), indent=2))
                 continue
@@ -95,6 +185,9 @@ def repl(d: Path) -> None:
                 if action == "commit":
                     if pend and pend["session"] == name:
                         (d / "pending.json").unlink()
+                        if (d / "drop-after-commit").exists():  # a fault the tests inject: the line drops
+                            (d / "drop-after-commit").unlink()
+                            return
                     else:
                         out(f"% No pending commit timer for session {name}")
                 elif action == "abort":
@@ -106,10 +199,10 @@ def repl(d: Path) -> None:
                     if pend:
                         out(f"% Session {pend['session']} has a pending commit timer")
                         continue
-                    session = name
+                    session, ctx = name, []
                     f = d / "sessions" / f"{name}.cfg"
                     if not f.exists():
-                        f.write_text(running)  # a new session starts from the running-config
+                        f.write_text(_text(_tree(running)))  # a new session starts from the running-config
                 continue
             if session and sess_file is not None:
                 if cmd in ("end", "exit"):
@@ -117,7 +210,7 @@ def repl(d: Path) -> None:
                 elif cmd == "rollback clean-config":
                     sess_file.write_text("")
                 elif cmd == "show session-config diffs":
-                    out(session_diff(running, sess_file.read_text(), session))
+                    out(session_diff(_text(_tree(running)), sess_file.read_text(), session))
                 elif cmd == "abort":
                     sess_file.unlink(missing_ok=True)
                     session = None
@@ -134,8 +227,11 @@ def repl(d: Path) -> None:
                     sess_file.unlink()
                     session = None
                 else:
-                    with sess_file.open("a") as f:
-                        f.write(line.rstrip("\n") + "\n")
+                    new, ctx, err = merge_line(sess_file.read_text(), ctx, line.rstrip("\n"))
+                    if err:
+                        out(err)
+                    else:
+                        sess_file.write_text(new)
                 continue
             out(f"% Invalid input: {cmd}")
 

@@ -1,5 +1,14 @@
 """Cumulus Linux NVUE stand-in: `nv config patch|diff|apply|detach|revision|history|show`, `nv show`.
 
+Output shapes as NVIDIA documents them (tests/fixtures/nvue/outputs/SOURCE.md lists the pages):
+`nv config show -o yaml|json` is a list of a `header` and a `set` document (NVUE CLI page, "Show Switch
+Configuration", docs.nvidia.com/networking-ethernet-software/cumulus-linux-515/System-Configuration/
+NVIDIA-User-Experience-NVUE/NVUE-CLI/); `nv config diff` a YAML list of `- set:` / `- unset:` documents
+with unset leaves valueless (same page, "View Differences Between Configurations"); `nv config revision
+-o json` the REST revision object `{"<rev>": {"state": "applied_and_saved"|"pending"|…, "transition":
+…}}` (NVUE API page); `nv config history` a table of revision, date and time, user and type (Config
+Commands reference, docs.nvidia.com/networking-ethernet-software/nvue-reference/Config-Commands/).
+
 State: `revisions/<n>.json` (config trees) and `meta.json` (`applied`, `pending`, `confirm`,
 `next`). `nv config apply --confirm T` applies and arms a timer (T minutes, or `Ns` seconds):
 unless `nv config apply --confirm-yes` comes first, the previous revision is applied again
@@ -74,15 +83,27 @@ class Store:
         self.meta["applied"] = rev
 
 
-def _diff_ops(old: dict, new: dict) -> list[dict]:
+HEADER = {"model": "SN5600", "nvue-api-version": "nvue_v1", "rev-id": 1.0, "version": "Cumulus Linux 5.15.0"}
+
+
+def _nest(path: list[str], value: Any) -> dict:
+    out: Any = value
+    for p in reversed(path):
+        out = {p: out}
+    return out
+
+
+def _diff_docs(old: dict, new: dict) -> list[dict]:
+    """`nv config diff`: `- set:` (leaves new or changed) and `- unset:` (leaves gone, no value)."""
     a, b = flat(old), flat(new)
-    ops: list[dict] = []
+    sets: dict = {}
+    unsets: dict = {}
     for path in sorted(set(a) - set(b)):
-        ops.append({"unset": path})
+        merge(unsets, _nest(path.split(" "), None))
     for path in sorted(b):
         if a.get(path, object()) != b[path]:
-            ops.append({"set": path, "value": b[path]})
-    return ops
+            merge(sets, _nest(path.split(" "), b[path]))
+    return ([{"set": sets}] if sets else []) + ([{"unset": unsets}] if unsets else [])
 
 
 def nv_config(args: list[str]) -> int:
@@ -115,12 +136,9 @@ def nv_config(args: list[str]) -> int:
             revs = [r for r in rest if not r.startswith("-") and r not in ("json", "commands")]
             old, new = (s.tree(revs[0]), s.tree(revs[1])) if len(revs) == 2 else (s.tree("applied"),
                                                                                  s.tree("pending"))
-            ops = _diff_ops(old, new)
-            if "-o" in rest and "json" in rest:
-                print(json.dumps(ops, indent=2))
-            else:
-                for op in ops:
-                    print(f"- unset: {op['unset']}" if "unset" in op else f"- set: {op['set']} {op['value']}")
+            docs = _diff_docs(old, new)
+            if docs:
+                print(json.dumps(docs, indent=2) if "json" in rest else yaml.safe_dump(docs, sort_keys=True).rstrip())
             return 0
         if cmd == "detach":
             s.meta["pending"] = None
@@ -128,20 +146,25 @@ def nv_config(args: list[str]) -> int:
             return 0
         if cmd == "show":
             rev = next((r for r in rest if not r.startswith("-") and r not in ("json", "yaml")), None)
-            tree = s.tree(rev)
-            print(json.dumps(tree, indent=2, sort_keys=True) if "json" in rest else yaml.safe_dump(tree))
+            doc = [{"header": HEADER}, {"set": s.tree(rev)}]
+            print(json.dumps(doc, indent=2, sort_keys=True) if "json" in rest else yaml.safe_dump(doc).rstrip())
             return 0
         if cmd == "revision":
-            revs = {str(p.stem): {"state": "inactive"} for p in (d / "revisions").glob("*.json")}
-            revs[str(s.meta["applied"])] = {"state": "applied"}
+            tr = {"issue": {}, "progress": ""}
+            revs = {str(p.stem): {"state": "inactive", "transition": tr} for p in (d / "revisions").glob("*.json")}
+            revs[str(s.meta["applied"])] = {"state": "applied_and_saved", "transition": tr}
             if s.meta["pending"] is not None:
-                revs[str(s.meta["pending"])] = {"state": "pending"}
+                revs[str(s.meta["pending"])] = {"state": "pending", "transition": tr}
             if s.meta["confirm"]:
-                revs[str(s.meta["confirm"]["rev"])] = {"state": "confirm"}
+                revs[str(s.meta["confirm"]["rev"])] = {"state": "confirm", "transition": tr}
             print(json.dumps(revs, indent=2))
             return 0
         if cmd == "history":
-            print(json.dumps(s.meta["history"], indent=2))
+            print(f"{'Rev ID':<8}{'Date and Time':<22}{'User':<10}{'Type':<10}How\n{'-' * 6:<8}{'-' * 19:<22}"
+                  f"{'-' * 8:<10}{'-' * 8:<10}---")
+            for h in s.meta["history"]:
+                when = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(h["time"]))
+                print(f"{h['rev']:<8}{when:<22}{'root':<10}{'CLI':<10}{h['how']}")
             return 0
         if cmd == "apply":
             return _apply(s, rest)

@@ -1,10 +1,16 @@
 """Arista EOS (netmiko `arista_eos`): configuration sessions with `commit timer`.
 
-diff: a session (`configure session <name>`, `rollback clean-config`, the rendered lines), then
-`show session-config diffs` (a unified diff against running-config, parsed per top-level section)
-and `abort`. Transaction: the same session, `commit timer hh:mm:ss`, post-check, then
-`configure session <name> commit` to confirm — or `configure session <name> abort`; the switch
-rolls back by itself when the timer expires unconfirmed.
+diff: `show running-config` against the rendered lines, inside what the tool owns
+(`fabric.targets.owned`, `Nos.owned_whole`): the settings (line keys) of the sections the render has, its
+tx-queue blocks and route-maps as a whole, and what an earlier apply rendered. AAA, usernames,
+Management1, `management api`, SNMP, logging, NTP, other static routes… are never in a session.
+Transaction: a session that starts from the running-config (never `rollback clean-config`) holding only
+the owned lines — `no <section>` for a section of which every line goes (an old `router bgp <asn>`), the
+section lines to enter, `no <line>` (`default <…>` for a `no …` line) for an owned setting to remove, each
+new setting — then `show session-config diffs` (the device's view; a
+rejected line aborts the session), `commit timer hh:mm:ss`, post-check, then
+`configure session <name> commit` to confirm — or `configure session <name> abort`; the switch rolls
+back by itself when the timer expires unconfirmed.
 """
 
 from __future__ import annotations
@@ -15,8 +21,30 @@ import time
 import uuid
 from typing import Any
 
-from fabric.targets.base import Change, DeviceDiff, Driver, Health, TargetError, Txn
+from fabric.targets.base import Change, Driver, Health, TargetError, Txn
+from fabric.targets.owned import Path, ScopedDiff, parse_text, text_leaves
 from fabric.targets.transceivers import eos_inventory_modules
+
+INDENT = "   "
+
+
+def _lines(path: Path, value: tuple[str, ...]) -> tuple[str, list[str]]:
+    return " / ".join(path[:-1]) or "(global)", list(value)
+
+
+def session_lines(sd: ScopedDiff, running: dict[Path, tuple[str, ...]]) -> list[str]:
+    """The CLI lines of a session that makes the owned changes and nothing else."""
+    out: list[str] = []
+    gone = {p[0] for p in sd.removes if len(p) > 1}  # sections whose every line goes: `no <section>`
+    gone -= {p[0] for p in running if p not in sd.removes} | {p[0] for p in sd.sets}
+    out += [f"no {sec}" for sec in sorted(gone)]
+    for path in sorted(p for p in set(sd.sets) | sd.removes if not (len(p) > 1 and p[0] in gone)):
+        old, new = running.get(path, ()), sd.sets.get(path, ())
+        out += [INDENT * i + sec for i, sec in enumerate(path[:-1])]
+        pad = INDENT * (len(path) - 1)
+        out += [pad + (f"default {ln[3:]}" if ln.startswith("no ") else f"no {ln}") for ln in old if ln not in new]
+        out += [pad + ln for ln in new if ln not in old]
+    return out
 
 
 def config_lines(text: str) -> list[str]:
@@ -63,13 +91,15 @@ class EosDriver(Driver):
         self._prepare()
         return self._cmd("show running-config")
 
-    def _session(self, name: str) -> str:
-        """Open a session with the intended lines; returns its diffs (still in the session)."""
+    def scoped(self, running: str) -> ScopedDiff:
+        return self.scoped_from(text_leaves(parse_text(running)), text_leaves(parse_text(self.intended)), _lines)
+
+    def _session(self, name: str, lines: list[str]) -> str:
+        """Open a session with `lines`; returns its diffs (still in the session)."""
         self._prepare()
         self.conn.send_command(f"configure session {name}", expect_string=r"\(config-s-[^)]*\)#\s*$")
         # one write for all lines (netmiko's per-line pacing costs 50 ms a line), then read until the
         # session prompt came back once per line (echoes arrive early; prompts only once processed)
-        lines = ["rollback clean-config", *config_lines(self.intended)]
         self.conn.write_channel("\n".join(lines) + "\n")
         buf, deadline = "", time.monotonic() + 120
         while len(re.findall(r"\(config-s-[^)]*\)#", buf)) < len(lines):
@@ -79,19 +109,12 @@ class EosDriver(Driver):
             buf += chunk
             if not chunk:
                 time.sleep(0.02)
-        errors = [ln.strip() for ln in buf.splitlines() if ln.lstrip().startswith("% ")]
+        # an error line starts a line, or follows a prompt when the echoes came first (one write, many lines)
+        errors = [e.strip() for e in re.findall(r"(?m)(?:^|[#>])[ \t]*(% [^\r\n]*)", buf)]
         if errors:
             self._cmd("abort")
             raise TargetError(f"configure session {name}: {errors[0]}")
         return self._cmd("show session-config diffs")
-
-    def diff(self) -> DeviceDiff:
-        name = f"rf-plan-{uuid.uuid4().hex[:6]}"
-        try:
-            diffs = self._session(name)
-        finally:
-            self._cmd("abort")
-        return DeviceDiff(device=self.device, target=self.target, changes=parse_session_diff(diffs))
 
     def health(self) -> Health:
         self._prepare()
@@ -113,13 +136,16 @@ class EosDriver(Driver):
 
     def begin(self) -> Txn:
         snapshot = self.running()
+        sd = self.scoped(snapshot)
         name = f"rf-{time.strftime('%m%d%H%M%S')}-{uuid.uuid4().hex[:4]}"
-        diffs = self._session(name)
+        diffs = self._session(name, session_lines(sd, text_leaves(parse_text(snapshot))))
         if not parse_session_diff(diffs):
             self._cmd("abort")
             raise TargetError("show session-config diffs: the session changes nothing")
-        return Txn(device=self.device, target=self.target, started=time.time(), snapshot=snapshot,
-                   native={"session": name})
+        txn = Txn(device=self.device, target=self.target, started=time.time(), snapshot=snapshot,
+                  native={"session": name})
+        self.record_scope(txn, sd, text_leaves(parse_text(self.intended)))
+        return txn
 
     def commit(self, txn: Txn, confirm_seconds: int) -> None:
         txn.committed = True
@@ -128,7 +154,21 @@ class EosDriver(Driver):
 
     def confirm(self, txn: Txn) -> None:
         self._prepare()
-        self._cmd(f"configure session {txn.native['session']} commit")
+        self._cmd(f"configure session {txn.native['session']} commit", timeout=20)  # answers at once when alive
+
+    def discard(self, txn: Txn) -> None:
+        self._prepare()
+        self._cmd(f"configure session {txn.native['session']} abort")
+
+    def txn_state(self, txn: Txn) -> str | None:
+        """`show configuration sessions detail`: the session's row says `pending-commit-timer` while the
+        timer runs; otherwise the change is in place (confirmed) or not (reverted)."""
+        self._prepare()
+        rows = [ln for ln in self._cmd("show configuration sessions detail").splitlines()
+                if ln.split()[:1] == [txn.native["session"]]]
+        if rows and "pending" in rows[0]:
+            return "waiting"
+        return "confirmed" if self.scoped(self._cmd("show running-config")).empty else "reverted"
 
     def rollback(self, txn: Txn) -> None:
         self._prepare()

@@ -1,5 +1,10 @@
 """FRR on a Linux white-box (what the lab runs): `frr-reload.py --test` for the diff, `--reload` to apply.
 
+What the tool owns (`fabric.targets.owned`): the settings (line keys) of the sections its `frr.conf` has,
+its route-maps as a whole, and what an earlier apply rendered. The file given to frr-reload.py is the
+running configuration with only those lines changed, so a hand `ip route`, another VRF, `log` or
+`line vty` settings and anything else the render lacks stay.
+
 The transaction runs on the device as a detached job, so a dropped SSH connection cannot leave FRR
 half-reloaded: the job reloads the new file, then waits for a `confirm` file; without it in time
 (or on `cancel`) it reloads the previous running configuration, kept in the job directory. A
@@ -9,6 +14,7 @@ confirmed change is written to `<confdir>/frr.conf` (the old one kept as `frr.co
 from __future__ import annotations
 
 import json
+import re
 import time
 import uuid
 from typing import Any
@@ -17,6 +23,7 @@ from fabric.parsers.frr import route_widths
 from fabric.parsers.iproute import link_counters
 from fabric.targets import shell
 from fabric.targets.base import Change, DeviceDiff, Driver, Health, TargetError, Txn
+from fabric.targets.owned import Leaves, Path, ScopedDiff, apply_text, parse_text, render_text, text_leaves
 from fabric.targets.transceivers import ethtool_modules
 
 RELOAD = "/usr/lib/frr/frr-reload.py"
@@ -101,6 +108,19 @@ def parse_reload_test(output: str, running: str, defaults: str = "") -> list[Cha
     return changes
 
 
+def _lines(path: Path, value: tuple[str, ...]) -> tuple[str, list[str]]:
+    return " / ".join(path[:-1]) or "(global)", list(value)
+
+
+_SEQ = re.compile(r"^((?:bgp community-list|ip prefix-list|ipv6 prefix-list) .*?) seq \d+ ")
+
+
+def _leaves(text: str) -> Leaves:
+    """Text leaves without noise lines; list entries without the `seq N` FRR numbers them with itself."""
+    text = "\n".join(_SEQ.sub(r"\1 ", ln) for ln in text.splitlines())
+    return {p: v for p, v in text_leaves(parse_text(text)).items() if not all(ln.startswith(NOISE) for ln in v)}
+
+
 class FrrDriver(Driver):
     """frr: options `confdir`, `vty_socket`, `workdir`, `reload` (frr-reload.py path)."""
 
@@ -135,16 +155,35 @@ class FrrDriver(Driver):
                 return ln.split()[2]
         return ""
 
+    @classmethod
+    def drained(cls, intended: str) -> str:
+        """`bgp graceful-shutdown` in the default instance (FRR: announce GRACEFUL_SHUTDOWN, RFC 8326)."""
+        return re.sub(r"^(router bgp \d+)$", r"\1\n bgp graceful-shutdown", intended, count=1, flags=re.M)
+
     # -- plan ---------------------------------------------------------------------------------------
     def running(self) -> str:
         return clean_running(self._vtysh("show running-config"))
 
+    def scoped(self, running: str) -> ScopedDiff:
+        """The owned diff; a line `frr defaults <x>` already implies (DEFAULTS) counts as present."""
+        have, want = _leaves(running), _leaves(self.intended)
+        quiet = DEFAULTS.get(self._defaults(), set())
+        sections = {p[:-1] for p in have}
+        have |= {p: v for p, v in want.items() if p not in have and set(v) <= quiet and p[:-1] in sections}
+        return self.scoped_from(have, want, _lines)
+
+    def merged(self, running: str, sd: ScopedDiff) -> str:
+        """The running configuration with only the owned changes made: the file frr-reload.py gets."""
+        return render_text(apply_text(parse_text(running), sd.sets, sd.removes))
+
     def diff(self) -> DeviceDiff:
+        running = self.running()
+        sd = self.scoped(running)
         d = f"{self._workdir}/plan"
-        shell.upload(self.conn, f"{d}/intended.conf", self.intended)
+        shell.upload(self.conn, f"{d}/intended.conf", self.merged(running, sd))
         out = shell.check(self.conn, f"{self._reload_argv(d)} --test {shell.quote(d + '/intended.conf')} 2>/dev/null",
                           what="frr-reload.py --test")
-        return DeviceDiff(device=self.device, target=self.target,
+        return DeviceDiff(device=self.device, target=self.target, unmanaged=sd.unmanaged,
                           changes=parse_reload_test(out, "", self._defaults()))
 
     def health(self) -> Health:
@@ -182,13 +221,16 @@ class FrrDriver(Driver):
                 raise TargetError(f"an earlier transaction is still pending on the device ({path.rsplit('/', 2)[-2]}); "
                                   "wait for its confirm timer")
         snapshot = self.running()
+        sd = self.scoped(snapshot)
         d = f"{self._workdir}/txn-{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:6]}"
         shell.check(self.conn, f"mkdir -p {shell.quote(d)}", what="mkdir")
         shell.upload(self.conn, f"{d}/previous.conf", snapshot)
-        shell.upload(self.conn, f"{d}/new.conf", self.intended)
+        shell.upload(self.conn, f"{d}/new.conf", self.merged(snapshot, sd))
         shell.upload(self.conn, f"{d}/job.sh", JOB)
-        return Txn(device=self.device, target=self.target, started=time.time(), snapshot=snapshot,
-                   native={"dir": d})
+        txn = Txn(device=self.device, target=self.target, started=time.time(), snapshot=snapshot,
+                  native={"dir": d})
+        self.record_scope(txn, sd, _leaves(self.intended))
+        return txn
 
     def _state(self, txn: Txn) -> str:
         return shell.run(self.conn, f"cat {shell.quote(txn.native['dir'] + '/state')} 2>/dev/null")[1].strip()
@@ -214,6 +256,9 @@ class FrrDriver(Driver):
         if s != "waiting" or rc != "0":
             log = shell.run(self.conn, f"tail -n 3 {shell.quote(d + '/reload.log')} 2>/dev/null")[1]
             raise TargetError(f"frr-reload.py --reload failed (rc {rc or '?'}): {log.strip()[-200:]}")
+
+    def txn_state(self, txn: Txn) -> str:
+        return self._state(txn)
 
     def confirm(self, txn: Txn) -> None:
         d = txn.native["dir"]

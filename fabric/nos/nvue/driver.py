@@ -1,10 +1,14 @@
 """Cumulus Linux NVUE (bash over netmiko `cumulus_linux`): patch, diff, apply with a confirm timer.
 
 diff: `nv config show -o json` (the applied revision) against the tree the rendered
-`nvue-patch.yaml` sets, as a `nv config diff`-like list; removals are leaves of objects the intent
-defines. Transaction: `nv config detach`, `nv config patch <yaml>` (set + unset), `nv config diff`,
-`nv config apply --confirm <T> -y`, post-check, then `nv config apply --confirm-yes` — or
-`--confirm-no`; the switch itself reverts to the previous revision when nobody confirms in time.
+`nvue-patch.yaml` sets, inside what the tool owns (`fabric.targets.owned`, `Nos.owned_whole`): the leaves
+the render sets, its BGP neighbours and QoS maps as whole objects, and what an earlier apply rendered.
+System, users, SNMP, syslog, NTP, the management VRF, other BGP neighbours and static routes stay.
+Transaction: refuse when a pending revision already holds changes (`nv config diff` not empty: another
+operator's work, never detached or discarded), `nv config patch <yaml>` (set + unset, owned leaves
+only), `nv config diff`, `nv config apply --confirm <T> -y`, post-check, then
+`nv config apply --confirm-yes` — or `--confirm-no`; the switch itself reverts to the previous
+revision when nobody confirms in time.
 """
 
 from __future__ import annotations
@@ -18,9 +22,25 @@ from typing import Any
 import yaml
 
 from fabric.targets import shell
-from fabric.targets.base import DeviceDiff, Driver, Health, TargetError, Txn
+from fabric.targets.base import Driver, Health, TargetError, Txn
+from fabric.targets.owned import Path, ScopedDiff, removal_roots, tree_leaves
 from fabric.targets.transceivers import ethtool_modules
-from fabric.targets.treediff import _merge, tree_diff
+from fabric.targets.treediff import _merge, nest
+
+
+def _lines(path: Path, value: object) -> tuple[str, list[str]]:
+    return " ".join(path[:-1]), [f"{path[-1]}: {value if isinstance(value, str) else repr(value)}"]
+
+
+def load_running(text: str) -> dict:
+    """`nv config show -o json` (the tree) or `-o yaml` (a list: `- header:`, `- set:`) → the applied tree."""
+    data = yaml.safe_load(text) if text.strip() else {}
+    if isinstance(data, list):
+        tree: dict = {}
+        for doc in data:
+            _merge(tree, (doc or {}).get("set") or {})
+        return tree
+    return data or {}
 
 
 class NvueDriver(Driver):
@@ -30,8 +50,8 @@ class NvueDriver(Driver):
     def _applied(self) -> dict:
         out = shell.check(self.conn, "nv config show -o json", what="nv config show")
         try:
-            return json.loads(out or "{}")
-        except ValueError as exc:
+            return load_running(out)
+        except (ValueError, yaml.YAMLError) as exc:
             raise TargetError(f"nv config show: not JSON ({exc})") from None
 
     def running(self) -> str:
@@ -46,9 +66,14 @@ class NvueDriver(Driver):
             _merge(tree, op.get("set") or {})
         return tree
 
-    def diff(self) -> DeviceDiff:
-        changes, _ = tree_diff(self._applied(), self._intended())
-        return DeviceDiff(device=self.device, target=self.target, changes=changes)
+    @classmethod
+    def drained(cls, intended: str) -> str:
+        """`nv set router bgp graceful-shutdown on`."""
+        ops = yaml.safe_load(intended) or []
+        return yaml.safe_dump([*ops, {"set": {"router": {"bgp": {"graceful-shutdown": "on"}}}}], sort_keys=True)
+
+    def scoped(self, running: str) -> ScopedDiff:
+        return self.scoped_from(tree_leaves(load_running(running)), tree_leaves(self._intended()), _lines)
 
     def health(self) -> Health:
         out = shell.check(self.conn, "nv show vrf default router bgp neighbor -o json", what="nv show")
@@ -73,17 +98,31 @@ class NvueDriver(Driver):
 
     def begin(self) -> Txn:
         applied = self._applied()
-        previous = next((r for r, v in self._revisions().items() if v.get("state") == "applied"), None)
-        _, ops = tree_diff(applied, self._intended())
+        applied_revs = [r for r, v in self._revisions().items() if str(v.get("state", "")).startswith("applied")]
+        previous = max(applied_revs, key=lambda r: int(r) if r.isdigit() else -1, default=None)
+        sd = self.scoped(json.dumps(applied))
+        ops: list[dict] = [{"unset": nest(p, None)}
+                           for p in removal_roots(tree_leaves(applied), sd.sets, sd.removes)]
+        sets: dict = {}
+        for p, v in sorted(sd.sets.items()):
+            _merge(sets, nest(p, v))
+        ops += [{"set": sets}] if sets else []
+        if shell.check(self.conn, "nv config diff", what="nv config diff").strip():
+            raise TargetError("a pending revision already holds changes (`nv config diff` is not empty): another "
+                              "operator's unapplied work; apply or detach it on the switch first, then re-run")
         path = f"/tmp/roce-fabric-{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:4]}.yaml"
-        shell.check(self.conn, "nv config detach", what="nv config detach")
         shell.upload(self.conn, path, yaml.safe_dump(ops, sort_keys=True))
-        shell.check(self.conn, f"nv config patch {path}", what="nv config patch")
-        pending = shell.check(self.conn, "nv config diff", what="nv config diff")
-        if not pending.strip():
-            raise TargetError("nv config diff: the patch changed nothing in the pending revision")
-        return Txn(device=self.device, target=self.target, started=time.time(),
-                   snapshot=json.dumps(applied, indent=2, sort_keys=True), native={"previous": previous, "patch": path})
+        try:
+            shell.check(self.conn, f"nv config patch {path}", what="nv config patch")
+            if not shell.check(self.conn, "nv config diff", what="nv config diff").strip():
+                raise TargetError("nv config diff: the patch changed nothing in the pending revision")
+        except TargetError:
+            shell.run(self.conn, "nv config detach")  # our own pending revision (it was empty before the patch)
+            raise
+        txn = Txn(device=self.device, target=self.target, started=time.time(),
+                  snapshot=json.dumps(applied, indent=2, sort_keys=True), native={"previous": previous, "patch": path})
+        self.record_scope(txn, sd, tree_leaves(self._intended()))
+        return txn
 
     def commit(self, txn: Txn, confirm_seconds: int) -> None:
         txn.committed = True
@@ -94,6 +133,18 @@ class NvueDriver(Driver):
 
     def confirm(self, txn: Txn) -> None:
         shell.check(self.conn, "nv config apply --confirm-yes", what="nv config apply --confirm-yes")
+
+    def discard(self, txn: Txn) -> None:
+        shell.run(self.conn, "nv config detach")  # the pending revision is ours: it was empty before the patch
+
+    def txn_state(self, txn: Txn) -> str | None:
+        if "left" in shell.run(self.conn, "nv config apply --confirm-status")[1]:
+            return "waiting"
+        applied = [r for r, v in self._revisions().items() if str(v.get("state", "")).startswith("applied")]
+        current = max(applied, key=lambda r: int(r) if r.isdigit() else -1, default=None)
+        if txn.native.get("revision") is not None:
+            return "confirmed" if current == txn.native["revision"] else "reverted"
+        return "confirmed" if self.scoped(json.dumps(self._applied())).empty else "reverted"
 
     def rollback(self, txn: Txn) -> None:
         status = shell.run(self.conn, "nv config apply --confirm-status")[1]

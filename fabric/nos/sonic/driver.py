@@ -1,10 +1,16 @@
-"""Community SONiC (bash over netmiko `linux`): checkpoint, JSON Patch, rollback.
+"""Community SONiC (bash over netmiko `linux`): checkpoint, JSON Patch, a confirm timer of the tool's own.
 
-diff: `show runningconfiguration all` against the rendered `config_db.json`, table by table (only
-tables the intent has), as `TABLE|key` field changes. Transaction: `config checkpoint <name>`,
-`config apply-patch <file>` (RFC 6902, computed from the diff), post-check, then `config save -y`
-— or `config rollback <name>`. SONiC has no confirm timer: a dropped connection is handled by
-reconnecting and rolling back to the checkpoint.
+diff: `show runningconfiguration all` against the rendered `config_db.json`, inside what the tool owns
+(`fabric.targets.owned`; `Nos.owned_whole` for SONiC): the tables, entries and fields the render has,
+the QoS maps/profiles and BGP neighbours it names as whole entries, and what an earlier apply rendered.
+PORT lanes/fec/index, DEVICE_METADATA's platform fields, platform buffer defaults, AAA, syslog, NTP,
+SNMP… are never in a patch.
+
+Transaction: `config checkpoint <name>`, then a detached job on the switch (so a dropped SSH session or
+a killed tool cannot leave it half-done): `config apply-patch <file>` (RFC 6902, only the owned
+changes), then it waits for a `confirm` file; with it, `config save -y`; without it in time (or on
+`cancel`), `config rollback <name>`. SONiC itself has no confirm timer: this job is the tool's, and the
+same one answers `fabric rollback`/`--resume` through its `state` file (`~/.roce-fabric/<txn>/`).
 """
 
 from __future__ import annotations
@@ -16,17 +22,49 @@ from typing import Any
 
 from fabric.targets import shell
 from fabric.targets.base import DeviceDiff, Driver, Health, TargetError, Txn
+from fabric.targets.owned import Path, ScopedDiff, apply_leaves, json_patch, tree_leaves
 from fabric.targets.transceivers import sonic_modules
-from fabric.targets.treediff import configdb_diff
+
+JOB = r"""#!/bin/sh
+# roce-fabric SONiC transaction (device side): apply the patch; save when confirmed, else roll back.
+D=$1; T=$2; CP=$3; SUDO=$4
+echo $$ > "$D/job.pid"
+echo applying > "$D/state"
+$SUDO config apply-patch "$D/patch.json" > "$D/apply.log" 2>&1; echo $? > "$D/apply.rc"
+if [ "$(cat "$D/apply.rc")" != 0 ]; then echo failed > "$D/state"; exit 1; fi
+echo waiting > "$D/state"
+i=0
+while [ "$i" -lt "$T" ]; do
+  if [ -e "$D/confirm" ]; then
+    $SUDO config save -y > "$D/save.log" 2>&1
+    echo confirmed > "$D/state"; exit 0
+  fi
+  [ -e "$D/cancel" ] && break
+  sleep 1; i=$((i+1))
+done
+echo reverting > "$D/state"
+$SUDO config rollback "$CP" > "$D/revert.log" 2>&1; echo $? > "$D/revert.rc"
+echo reverted > "$D/state"
+"""
+
+
+def _lines(path: Path, value: object) -> tuple[str, list[str]]:
+    if len(path) >= 3:
+        return f"{path[0]}|{path[1]}", [f"{'|'.join(path[2:])}={value if isinstance(value, str) else repr(value)}"]
+    return "|".join(path), ["(key)"]
 
 
 class SonicDriver(Driver):
     target = "sonic"
-    has_confirm_timer = False
+    has_confirm_timer = True  # the device-side job above
 
     @property
     def _sudo(self) -> str:
         return self.options.get("sudo", "sudo -n ")
+
+    @property
+    def _workdir(self) -> str:
+        return self.options.get("workdir") or ".roce-fabric"  # relative: the login directory
 
     def _running(self) -> dict:
         out = shell.check(self.conn, "show runningconfiguration all", what="show runningconfiguration all")
@@ -41,9 +79,15 @@ class SonicDriver(Driver):
     def _intended(self) -> dict:
         return json.loads(self.intended)
 
-    def diff(self) -> DeviceDiff:
-        changes, _ = configdb_diff(self._running(), self._intended())
-        return DeviceDiff(device=self.device, target=self.target, changes=changes)
+    @classmethod
+    def drained(cls, intended: str) -> str:
+        """BGP_GLOBALS|default `graceful_shutdown` (frrcfgd → `bgp graceful-shutdown`)."""
+        data = json.loads(intended)
+        data.setdefault("BGP_GLOBALS", {}).setdefault("default", {})["graceful_shutdown"] = "true"
+        return json.dumps(data, indent=2, sort_keys=True)
+
+    def scoped(self, running: str) -> ScopedDiff:
+        return self.scoped_from(tree_leaves(json.loads(running)), tree_leaves(self._intended()), _lines)
 
     def health(self) -> Health:
         data = json.loads(shell.check(self.conn, "vtysh -c 'show bgp summary json'", what="vtysh") or "{}")
@@ -61,27 +105,64 @@ class SonicDriver(Driver):
     def transceivers(self, ports: list[str]) -> dict[str, Any]:
         """xcvrd's TRANSCEIVER_* tables in STATE_DB per port."""
         return sonic_modules(self.conn, ports, self._sudo)
+    def diff(self) -> DeviceDiff:
+        return self.device_diff(self.scoped(json.dumps(self._running())))
 
     def begin(self) -> Txn:
         running = self._running()
+        sd = self.scoped(json.dumps(running))
+        patch = json_patch(running, apply_leaves(running, sd.sets, sd.removes))
+        if not patch:
+            raise TargetError("nothing to change inside the owned scope")
         name = f"roce-fabric-{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:4]}"
+        d = f"{self._workdir}/{name}"
         shell.check(self.conn, f"{self._sudo}config checkpoint {name}", what="config checkpoint")
-        _, patch = configdb_diff(running, self._intended())
-        path = f"/tmp/{name}.json-patch"
-        shell.upload(self.conn, path, json.dumps(patch, indent=2))
-        return Txn(device=self.device, target=self.target, started=time.time(),
-                   snapshot=json.dumps(running, indent=2, sort_keys=True),
-                   native={"checkpoint": name, "patch": path})
+        shell.upload(self.conn, f"{d}/patch.json", json.dumps(patch, indent=2))
+        shell.upload(self.conn, f"{d}/job.sh", JOB)
+        txn = Txn(device=self.device, target=self.target, started=time.time(),
+                  snapshot=json.dumps(running, indent=2, sort_keys=True), native={"checkpoint": name, "dir": d})
+        self.record_scope(txn, sd, tree_leaves(self._intended()))
+        return txn
+
+    def _state(self, txn: Txn) -> str:
+        return shell.run(self.conn, f"cat {shell.quote(txn.native['dir'] + '/state')} 2>/dev/null")[1].strip()
+
+    def _wait(self, txn: Txn, states: set[str], timeout: float) -> str:
+        deadline = time.monotonic() + timeout
+        while True:
+            s = self._state(txn)
+            if s in states or time.monotonic() > deadline:
+                return s
+            time.sleep(0.3)
 
     def commit(self, txn: Txn, confirm_seconds: int) -> None:
-        txn.committed = True
-        shell.check(self.conn, f"{self._sudo}config apply-patch {txn.native['patch']}", what="config apply-patch")
+        d = txn.native["dir"]
+        txn.committed = True  # from here on the device may change: undo by cancel or the job's timer
+        job = (f"sh {shell.quote(d + '/job.sh')} {shell.quote(d)} {int(confirm_seconds)} "
+               f"{shell.quote(txn.native['checkpoint'])} {shell.quote(self._sudo.strip())}")
+        shell.check(self.conn, f"( setsid nohup {job} >/dev/null 2>&1 </dev/null & )", what="start apply job")
+        s = self._wait(txn, {"waiting", "failed", "reverting", "reverted"}, 300)
+        if s != "waiting":
+            log = shell.run(self.conn, f"tail -n 3 {shell.quote(d + '/apply.log')} 2>/dev/null")[1]
+            raise TargetError(f"config apply-patch failed: {log.strip()[-300:] or s or 'no state'}")
 
     def confirm(self, txn: Txn) -> None:
-        shell.check(self.conn, f"{self._sudo}config save -y", what="config save")
+        shell.check(self.conn, f"touch {shell.quote(txn.native['dir'] + '/confirm')}", what="confirm")
+        if self._wait(txn, {"confirmed", "reverted"}, 60) != "confirmed":
+            raise TargetError("the confirm timer expired before the change was confirmed; the device reverted")
 
     def rollback(self, txn: Txn) -> None:
-        shell.check(self.conn, f"{self._sudo}config rollback {txn.native['checkpoint']}", what="config rollback")
+        s = self._state(txn)
+        if s in ("", "failed", "reverted"):
+            return  # the job never changed anything, or it already reverted
+        shell.check(self.conn, f"touch {shell.quote(txn.native['dir'] + '/cancel')}", what="cancel")
+        s = self._wait(txn, {"reverted", "confirmed"}, 120)
+        if s != "reverted":
+            raise TargetError(f"revert did not finish (state {s or 'unknown'})")
+
+    def txn_state(self, txn: Txn) -> str:
+        """The device-side job's state: applying, waiting, confirmed, reverting, reverted, failed ('' none)."""
+        return self._state(txn)
 
 
 DRIVER = SonicDriver

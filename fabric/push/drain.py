@@ -1,0 +1,86 @@
+"""Drain and undrain one switch: BGP graceful shutdown (RFC 8326) through the same device transaction
+as `apply`, then wait until its fabric ports carry no more than a threshold of traffic.
+
+Draining is the rendered intent plus the NOS's graceful-shutdown setting (`Driver.drained`): FRR
+`bgp graceful-shutdown`, SONiC BGP_GLOBALS `graceful_shutdown`, NVUE `router bgp graceful-shutdown on`.
+The switch then announces its routes with GRACEFUL_SHUTDOWN (65535:0); its peers' inbound policy (rendered
+on every target, README "Graceful shutdown") gives them LOCAL_PREF 0, so ECMP moves to the other paths.
+The drained intent is recorded like any apply, so `undrain` (the plain intent) removes exactly that
+setting, shown as rendered by an earlier apply. Rates are read through the push driver's `counters()`
+(bytes in and out of the fabric ports), sampled `interval` seconds apart.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from pydantic import BaseModel
+
+from fabric.access import Credentials, SwitchEndpoint
+from fabric.push.engine import ApplyOptions, DeviceResult, Progress, apply_device
+from fabric.targets import driver_class
+from fabric.targets.session import close, conn_errors, open_driver
+
+
+class DrainResult(BaseModel):
+    result: DeviceResult
+    ports: list[str]
+    before_bps: float | None = None  # bits per second in + out over the fabric ports (None: not readable)
+    after_bps: float | None = None
+    quiet: bool | None = None  # at or under the threshold before the timeout (None: not measured)
+    waited: float = 0.0
+
+
+def fabric_rate(ep: SwitchEndpoint, cred: Credentials, ports: list[str], interval: float,
+                timeout: float = 10) -> float | None:
+    """Bits per second in + out over `ports`, from two counter reads `interval` apart; None: not readable."""
+    drv = None
+    try:
+        drv = open_driver(ep, cred, timeout=timeout)
+        first, t0 = drv.counters(), time.monotonic()
+        if first is None:
+            return None
+        time.sleep(interval)
+        second, t1 = drv.counters() or {}, time.monotonic()
+    except conn_errors():
+        return None
+    finally:
+        close(drv)
+
+    def total(c: dict[str, dict[str, int]]) -> int:
+        return sum(c.get(p, {}).get("link:rx_bytes", 0) + c.get(p, {}).get("link:tx_bytes", 0) for p in ports)
+
+    return max(0.0, (total(second) - total(first)) * 8 / max(t1 - t0, 1e-6))
+
+
+def drain(fabric: str, ep: SwitchEndpoint, cred: Credentials, opts: ApplyOptions, ports: list[str], *,
+          undrain: bool = False, threshold_bps: float = 1e6, timeout: float = 300, interval: float = 5,
+          progress: Progress = lambda _d, _s: None, note: Callable[[str], None] = lambda _s: None) -> DrainResult:
+    """Drain (or undrain) `ep`'s switch; after a drain, wait until its fabric ports are quiet."""
+    target = ep if undrain else ep.model_copy(update={"intended": driver_class(ep.target).drained(ep.intended)})
+    before = fabric_rate(ep, cred, ports, interval)
+    note(f"{ep.device}: fabric ports {fmt_rate(before)} before")
+    res = apply_device(fabric, target, cred, opts, action="undrain" if undrain else "drain", progress=progress)
+    out = DrainResult(result=res, ports=ports, before_bps=before)
+    if res.status not in ("applied", "unchanged"):
+        return out
+    t0 = time.monotonic()
+    while True:
+        rate = fabric_rate(ep, cred, ports, interval)
+        out.after_bps, out.waited = rate, time.monotonic() - t0
+        if rate is None or undrain:
+            return out
+        note(f"{ep.device}: fabric ports {fmt_rate(rate)} (threshold {fmt_rate(threshold_bps)})")
+        out.quiet = rate <= threshold_bps
+        if out.quiet or out.waited >= timeout:
+            return out
+
+
+def fmt_rate(bps: float | None) -> str:
+    if bps is None:
+        return "rate not readable"
+    for unit, div in (("Gbit/s", 1e9), ("Mbit/s", 1e6), ("kbit/s", 1e3)):
+        if bps >= div:
+            return f"{bps / div:.2f} {unit}"
+    return f"{bps:.0f} bit/s"

@@ -1,0 +1,296 @@
+"""What the tool owns on a switch, and the diff restricted to it: one mechanism for every NOS.
+
+A configuration is seen as leaves, path → value:
+- SONiC CONFIG_DB and NVUE: the leaves of the nested tree — (`PORT`, `Ethernet0`, `mtu`) → "9216";
+- EOS and FRR text: (section line, …, key) → the lines with that key, where a line's key is the line
+  without a leading `no` and without its last word (`mtu 9214` → `mtu`; `neighbor swp5 remote-as 65000`
+  → `neighbor swp5 remote-as`), so `mtu 1500` on the device and `mtu 9214` in the intent are one setting.
+
+The tool owns (`scope`):
+1. every leaf the intent has — the entries it renders (its ports, BGP neighbours, QoS maps and profiles,
+   keyed as the inventory names them) and only the fields it renders: platform fields such as a SONiC
+   PORT's `lanes`/`fec` or an NVUE port's breakout stay as they are;
+2. every leaf under an entry the intent has whose path matches a pattern the NOS row declares wholly owned
+   (`Nos.owned_whole`, e.g. a QoS map the tool defines: a mapping the intent lacks is removed), and the
+   device's one instance of what it has one of (`Nos.owned_single`: `router bgp <asn>`);
+3. every leaf an earlier apply rendered (`manifest`, kept in the push state): removing it is in scope and
+   the plan marks it `(rendered by an earlier apply)` — a port dropped from the inventory, a renamed profile.
+
+Everything else on the device is unmanaged: never changed, and counted (`ScopedDiff.unmanaged`).
+"""
+
+from __future__ import annotations
+
+import copy
+import fnmatch
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+
+class Change(BaseModel):
+    """One line of a section-aware diff: `+` to add, `-` to remove, under a section path."""
+
+    model_config = ConfigDict(frozen=True)
+    section: str
+    op: str  # "+" or "-"
+    line: str
+    earlier: bool = False  # a removal of what an earlier apply rendered and the inventory no longer has
+
+
+EARLIER = "  (rendered by an earlier apply, no longer in the inventory)"
+
+
+Path = tuple[str, ...]
+Leaves = dict[Path, Any]
+
+
+# -- trees (SONiC CONFIG_DB, NVUE) ------------------------------------------------------------------
+def tree_leaves(tree: Any, path: Path = ()) -> Leaves:
+    """Leaves of a nested dict by path; an empty dict is a leaf (a SONiC key without fields, NVUE `{}`)."""
+    if not isinstance(tree, dict) or not tree:
+        return {path: tree} if path else {}
+    out: Leaves = {}
+    for k, v in tree.items():
+        out.update(tree_leaves(v, (*path, str(k))))
+    return out
+
+
+def apply_leaves(tree: dict, sets: Leaves, removes: Iterable[Path]) -> dict:
+    """A copy of `tree` with leaves set and removed; containers that only the removals emptied go too."""
+    out = copy.deepcopy(tree)
+    for path in removes:
+        chain = [out]
+        for p in path[:-1]:
+            nxt = chain[-1].get(p)
+            if not isinstance(nxt, dict):
+                break
+            chain.append(nxt)
+        else:
+            chain[-1].pop(path[-1], None)
+            for i in range(len(chain) - 1, 0, -1):  # prune what became empty
+                if chain[i]:
+                    break
+                chain[i - 1].pop(path[i - 1], None)
+    for path, value in sets.items():
+        node = out
+        for p in path[:-1]:
+            if not isinstance(node.get(p), dict):
+                node[p] = {}
+            node = node[p]
+        node[path[-1]] = copy.deepcopy(value)
+    return out
+
+
+def removal_roots(running: Leaves, sets: Leaves, removes: Iterable[Path]) -> list[Path]:
+    """The highest paths to unset so that every removed leaf goes and the objects left empty go too
+    (NVUE keeps an object whose last leaf is unset)."""
+    stay = [p for p in running if p not in set(removes)] + list(sets)
+    keep = {p[:i] for p in stay for i in range(1, len(p) + 1)}
+    roots = {next(p[:i] for i in range(1, len(p) + 1) if p[:i] not in keep) for p in removes}
+    return sorted(r for r in roots if not any(r[:i] in roots for i in range(1, len(r))))
+
+
+def _ptr(path: Iterable[str]) -> str:
+    return "".join("/" + p.replace("~", "~0").replace("/", "~1") for p in path)
+
+
+def json_patch(old: dict, new: dict, path: Path = ()) -> list[dict]:
+    """The RFC 6902 operations that turn `old` into `new`, as deep as both sides are non-empty dicts."""
+    ops: list[dict] = []
+    for k in sorted(set(old) | set(new)):
+        p = (*path, k)
+        if k not in new:
+            ops.append({"op": "remove", "path": _ptr(p)})
+        elif k not in old:
+            ops.append({"op": "add", "path": _ptr(p), "value": new[k]})
+        elif isinstance(old[k], dict) and isinstance(new[k], dict) and old[k] and new[k]:
+            ops += json_patch(old[k], new[k], p)
+        elif old[k] != new[k]:
+            ops.append({"op": "replace", "path": _ptr(p), "value": new[k]})
+    return ops
+
+
+# -- text configurations (EOS, FRR) -----------------------------------------------------------------
+@dataclass
+class Node:
+    line: str
+    children: list[Node] = field(default_factory=list)
+
+
+CLOSERS = frozenset({"exit", "exit-address-family", "exit-vrf", "exit-vni", "end", "!"})
+BANNERS = ("Building configuration...", "Current configuration:")
+
+
+def parse_text(text: str) -> list[Node]:
+    """Indentation → nesting; comments (`!`…), closers (`exit`, `end`) and banners dropped."""
+    root = Node("")
+    stack: list[tuple[int, Node]] = [(-1, root)]
+    for raw in text.splitlines():
+        line = raw.rstrip()
+        s = line.strip()
+        if not s or s.startswith("!") or s in CLOSERS or s in BANNERS:
+            continue
+        indent = len(line) - len(line.lstrip())
+        while stack[-1][0] >= indent:
+            stack.pop()
+        node = Node(s)
+        stack[-1][1].children.append(node)
+        stack.append((indent, node))
+    return root.children
+
+
+def line_key(line: str) -> str:
+    """The setting a line sets: without a leading `no`, its last word and the plain numbers before it
+    (`timers bgp 3 9` → `timers bgp`; `ip route 192.0.2.0/24 Null0` → `ip route 192.0.2.0/24`)."""
+    words = line.split()
+    if words and words[0] == "no" and len(words) > 1:
+        words = words[1:]
+    if len(words) > 1:
+        words = words[:-1]
+        while len(words) > 1 and words[-1].isdigit():
+            words = words[:-1]
+    return " ".join(words)
+
+
+def text_leaves(nodes: list[Node], path: Path = ()) -> Leaves:
+    """(section lines…, key) → the lines with that key (a section with children is a path element)."""
+    out: Leaves = {}
+    for n in nodes:
+        if n.children:
+            for p, v in text_leaves(n.children, (*path, n.line)).items():
+                out[p] = out.get(p, ()) + v
+        else:
+            p = (*path, line_key(n.line))
+            out[p] = (*out.get(p, ()), n.line)
+    return out
+
+
+def render_text(nodes: list[Node], indent: str = " ", depth: int = 0) -> str:
+    """FRR-style text: children indented, `exit` after each section (`exit-address-family` for one)."""
+    out: list[str] = []
+    for n in nodes:
+        out.append(indent * depth + n.line)
+        if n.children:
+            out.append(render_text(n.children, indent, depth + 1).rstrip("\n"))
+            if n.line.startswith("address-family"):
+                out.append(indent * depth + "exit-address-family")
+            elif depth == 0 or n.line.startswith("vrf "):
+                out.append(indent * depth + ("exit-vrf" if depth and n.line.startswith("vrf ") else "exit"))
+        if depth == 0:
+            out.append("!")
+    return "\n".join(out) + "\n"
+
+
+def apply_text(nodes: list[Node], sets: Leaves, removes: Iterable[Path]) -> list[Node]:
+    """A copy of the text tree with each changed key's lines replaced (or dropped), new ones appended;
+    a section that loses its last line goes too."""
+    out = copy.deepcopy(nodes)
+    todo = {**{p: () for p in removes}, **sets}
+    for path, lines in todo.items():
+        chain: list[tuple[list[Node], Node]] = []  # (siblings, section) from the top
+        siblings = out
+        for sec in path[:-1]:
+            node = next((n for n in siblings if n.line == sec and n.children), None)
+            if node is None:
+                if not lines:
+                    break
+                node = Node(sec)
+                siblings.append(node)
+            chain.append((siblings, node))
+            siblings = node.children
+        else:
+            idx = [i for i, n in enumerate(siblings) if not n.children and line_key(n.line) == path[-1]]
+            at = idx[0] if idx else len(siblings)
+            for i in reversed(idx):
+                del siblings[i]
+            siblings[at:at] = [Node(ln) for ln in lines]
+            for parent, node in reversed(chain):
+                if node.children:
+                    break
+                parent.remove(node)
+    return out
+
+
+# -- the scope and the diff inside it ---------------------------------------------------------------
+def _whole_prefix(path: Path, patterns: tuple[str, ...]) -> Path | None:
+    for pat in patterns:
+        parts = tuple(pat.split("/"))
+        if len(path) >= len(parts) and all(fnmatch.fnmatchcase(p, q) for p, q in zip(path, parts, strict=False)):
+            return path[:len(parts)]
+    return None
+
+
+def scope(intent: Leaves, running: Leaves, whole: tuple[str, ...] = (), manifest: Iterable[Path] = (),
+          single: tuple[str, ...] = ()) -> set[Path]:
+    """The leaves the tool owns on this device (see the module docstring). `single`: patterns (regular
+    expressions) of top-level entries a device has one of (`router bgp <asn>`): when the intent has one,
+    the device's one is the tool's whatever its key (an ASN changed by hand or by the inventory)."""
+    entries = {pre for p in intent if (pre := _whole_prefix(p, whole)) is not None}
+    owned = set(intent) | set(manifest) | (_empty(running) & _prefixes(intent))  # an empty object it fills
+    owned |= {p for p in running if (pre := _whole_prefix(p, whole)) is not None and pre in entries}
+    for pat in single:
+        if any(re.fullmatch(pat, p[0]) for p in intent):
+            owned |= {p for p in running if re.fullmatch(pat, p[0])}
+    return owned
+
+
+Lines = Callable[[Path, Any], tuple[str, list[str]]]  # a leaf → (section, its lines as the plan prints them)
+
+
+@dataclass
+class ScopedDiff:
+    """Running vs target inside the owned scope: what to set, what to remove, and what was left alone."""
+
+    sets: Leaves
+    removes: set[Path]
+    changes: list[Change]
+    owned: set[Path]
+    unmanaged: int  # leaves on the device outside the scope (never touched)
+
+    @property
+    def empty(self) -> bool:
+        return not self.changes
+
+
+def scoped_diff(running: Leaves, target: Leaves, owned: set[Path], lines: Lines, *,
+                earlier: Iterable[Path] = ()) -> ScopedDiff:
+    """Set the owned leaves `target` has and the device differs on; remove owned leaves `target` lacks.
+
+    `earlier`: manifest paths (rendered by an earlier apply) — their removals are marked as such.
+    """
+    earlier = set(earlier) - set(target)
+    filled = _prefixes(target)
+    removes = {p for p in running if p in owned and p not in target and p not in filled}
+    present = _prefixes({p: v for p, v in running.items() if p not in removes})  # objects that stay non-empty
+    sets = {p: v for p, v in target.items()
+            if p in owned and running.get(p, _MISSING) != v and not (v == {} and p in present)}
+    changes: list[Change] = []
+    for p in sorted(set(sets) | removes):
+        sec, old = lines(p, running[p]) if p in running else ("", [])
+        sec2, new = lines(p, sets[p]) if p in sets else (sec, [])
+        mark = p in earlier and p in removes
+        changes += [Change(section=sec or sec2, op="-", line=ln, earlier=mark) for ln in old if ln not in new]
+        changes += [Change(section=sec2 or sec, op="+", line=ln) for ln in new if ln not in old]
+    changes.sort(key=lambda c: c.section)  # stable: `-` before `+` within a section
+    return ScopedDiff(sets=sets, removes=removes, changes=changes, owned=owned,
+                      unmanaged=sum(1 for p in running if p not in owned))
+
+
+_MISSING = object()
+
+
+def _prefixes(leaves: Leaves) -> set[Path]:
+    return {p[:i] for p in leaves for i in range(1, len(p))}
+
+
+def _empty(leaves: Leaves) -> set[Path]:
+    return {p for p, v in leaves.items() if v == {}}
+
+
+def manifest_paths(data: Iterable[Iterable[str]] | None) -> set[Path]:
+    """The JSON form (lists of strings) of a manifest or scope back as paths."""
+    return {tuple(p) for p in data or ()}
