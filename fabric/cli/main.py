@@ -13,7 +13,7 @@ try:  # typer ≥ 0.20 vendors click
 except ImportError:  # pragma: no cover
     from click import ClickException
 
-from fabric.cli import accept, core, diagnose, export, host, lab, lint, parse, progress, push
+from fabric.cli import accept, core, diagnose, export, fetch, host, lab, lint, parse, progress, push
 from fabric.errors import InputError, UsageError
 
 # add_completion: `fabric --install-completion [SHELL]` / `--show-completion [SHELL]` (bash, zsh, fish, pwsh)
@@ -79,7 +79,7 @@ def _register() -> None:
                           ("explain", core.explain), ("show", core.show), ("schema", core.schema), ("lint", lint.lint),
                           ("diagnose", diagnose.diagnose), ("export", export.export_command),
                           ("accept", accept.accept), ("counters", accept.counters), ("apply", push.apply_command),
-                          ("rollback", push.rollback_command)):
+                          ("rollback", push.rollback_command), ("fetch", fetch.fetch_command)):
         app.command(name)(command)
     app.add_typer(generate, name="generate")
     app.add_typer(parse.app)

@@ -6,7 +6,6 @@ import fnmatch
 import functools
 import json
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
@@ -16,12 +15,13 @@ from rich.table import Table
 from rich.text import Text
 
 from fabric.access import Credentials, SwitchEndpoint
-from fabric.cli.progress import Tracker, track
-from fabric.cli.site import open_site
+from fabric.cli.progress import devices, track
+from fabric.cli.site import none_answered, open_site
 from fabric.errors import UsageError
 from fabric.push import engine, state
 
 out = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
+err = Console(stderr=True, highlight=False)
 
 LimitOpt = Annotated[str | None, typer.Option("--limit", help="switch name glob(s), comma-separated")]
 WorkersOpt = Annotated[int, typer.Option("--workers", min=1, help="devices contacted at the same time")]
@@ -61,22 +61,6 @@ class Context:
         return cred
 
 
-_FINAL = ("done", "applied", "unchanged", "rolled-back", "failed", "unreachable", "reverted-by-timer", "unknown",
-          "skipped")
-
-
-def _devices(progress: Tracker, what: str, total: int) -> Callable[[str, str], None]:
-    """The engine's progress callback (device, stage): one line per device in flight, a count of those done."""
-    progress.stage(what, total=total)
-
-    def update(device: str, stage: str) -> None:
-        done = stage in _FINAL
-        progress.item(device, stage, done=done)
-        if done:
-            progress.advance()
-    return update
-
-
 def _summary(results: list[engine.DeviceResult]) -> dict[str, int]:
     counts: dict[str, int] = {}
     for r in results:
@@ -110,14 +94,21 @@ def print_results(title: str, results: list[engine.DeviceResult], fmt: str, *, d
     out.print(", ".join(f"{n} {s}" for s, n in sorted(counts.items())), markup=False)
 
 
-def online_plan(inventory: Path, limit: str | None, fmt: str, workers: int, lab: bool, insecure_lab: bool) -> int:
-    """Diff every selected switch against its intent; exit 1 when a device is unreachable or errs."""
+def online_plan(inventory: Path, limit: str | None, fmt: str, workers: int, lab: bool, insecure_lab: bool,
+                detailed: bool = False) -> int:
+    """Diff every selected switch against its intent; exit 1 when a device is unreachable or errs, and with
+    `detailed` (`--detailed-exitcode`, as terraform plan) 3 when every switch answered and some would change."""
     ctx = Context(inventory, limit, lab=lab, insecure_lab=insecure_lab)
     with track("plan") as progress:
-        update = _devices(progress, f"plan {ctx.name}", len(ctx.endpoints))
+        update = devices(progress, f"plan {ctx.name}", len(ctx.endpoints))
         results = engine.plan_all(ctx.endpoints, ctx.cred, workers=workers, progress=update)
     print_results(f"{ctx.name}: plan", results, fmt)
-    return 1 if any(r.status in ("unreachable", "error") for r in results) else 0
+    if results and all(r.status == "unreachable" for r in results):
+        err.print(f"error: {none_answered(ctx.site, 'switches', [r.device for r in results])}", markup=False,
+                  soft_wrap=True)
+    if any(r.status in ("unreachable", "error") for r in results):
+        return 1
+    return 3 if detailed and any(r.status == "changed" for r in results) else 0
 
 
 def _check_timers(confirm_timer: int, postcheck_timeout: float, settle: float) -> None:
@@ -164,7 +155,7 @@ def apply_command(
     opts = engine.ApplyOptions(confirm_seconds=confirm_timer, postcheck_timeout=postcheck_timeout, settle=settle)
     with state.apply_lock(ctx.name):
         with track("apply") as progress:
-            update = _devices(progress, f"plan {ctx.name}", len(ctx.endpoints))
+            update = devices(progress, f"plan {ctx.name}", len(ctx.endpoints))
             planned = engine.plan_all(ctx.endpoints, ctx.cred, workers=workers, progress=update)
         changed = [r.device for r in planned if r.status == "changed"]
         if fmt == "table":
@@ -181,7 +172,7 @@ def apply_command(
             raise typer.Exit(1)
         eps = [ep for ep in ctx.endpoints if ep.device in changed]
         with track("apply") as progress:
-            update = _devices(progress, f"apply {ctx.name} ({len(groups)} batches)", len(eps))
+            update = devices(progress, f"apply {ctx.name} ({len(groups)} batches)", len(eps))
             applied = engine.rollout(ctx.name, eps, ctx.cred, opts, canary=canary, batch=batch, workers=workers,
                                      progress=update)
     done = {r.device: r for r in applied}
@@ -216,7 +207,7 @@ def rollback_command(
         raise typer.Exit(1)
     opts = engine.ApplyOptions(confirm_seconds=confirm_timer, postcheck_timeout=postcheck_timeout, settle=settle)
     with state.apply_lock(ctx.name), track("rollback") as progress:
-        update = _devices(progress, f"roll back {ctx.name}", len(eps))
+        update = devices(progress, f"roll back {ctx.name}", len(eps))
         results = engine.rollout(ctx.name, eps, ctx.cred, opts, canary=0, batch=str(len(eps)), workers=workers,
                                  action="rollback", progress=update)
     print_results(f"{ctx.name}: rollback", results, fmt, diffs=False)

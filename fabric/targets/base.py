@@ -115,6 +115,10 @@ class Driver(ABC):
     @abstractmethod
     def running(self) -> str: ...
 
+    def saved(self) -> str:
+        """The running configuration as the NOS's own show command writes it (`fabric fetch`)."""
+        return self.running()
+
     @abstractmethod
     def diff(self) -> DeviceDiff: ...
 

@@ -1,0 +1,116 @@
+"""`fabric fetch` and `fabric plan --detailed-exitcode`: against the lab (real sshd and FRR), and against
+switches that cannot be reached (a network namespace of the test's own with no route, so nothing leaves
+the machine)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.test_lab_support import FABRIC, ROOT, env, lab_state, require_lab
+
+NAME = "fetchlab"
+LEAF = "leaf-su1-r1"
+
+
+def _inventory(dst: Path) -> Path:
+    shutil.copytree(ROOT / "inventories" / "example", dst)
+    fab = dst / "fabric.yaml"
+    fab.write_text(fab.read_text().replace("name: example", f"name: {NAME}")
+                   + "lab:\n  prefix: fl\n  management: 198.18.94.0/24\n")
+    addr = dst / "addressing.yaml"
+    addr.write_text(addr.read_text().replace("198.18.0.0/24", "198.18.94.0/24"))
+    return dst
+
+
+def run(*args: str, netns: bool = False, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    argv = ["unshare", "-n", FABRIC, *args] if netns else [FABRIC, *args]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, cwd=ROOT,
+                          env={**env(), "FABRIC_PASSWORD": "x"})
+
+
+@pytest.fixture
+def unreachable_inventory(tmp_path: Path) -> Path:
+    """The example with access settings, its switches at 198.18.0.x — unroutable inside `unshare -n`."""
+    require_lab()
+    inv = tmp_path / "inv"
+    shutil.copytree(ROOT / "inventories" / "example", inv)
+    (tmp_path / "known_hosts").write_text("")
+    (inv / "access.yaml").write_text(f"access:\n  username: admin\n  known_hosts: {tmp_path / 'known_hosts'}\n")
+    return inv
+
+
+@pytest.mark.root
+def test_fetch_and_plan_say_which_switches_are_unreachable_and_fail_fast(unreachable_inventory: Path,
+                                                                        tmp_path: Path) -> None:
+    t0 = time.monotonic()
+    p = run("fetch", str(unreachable_inventory), "-o", str(tmp_path / "out"), netns=True)
+    assert time.monotonic() - t0 < 30
+    assert p.returncode == 1
+    for sw in ("spine1", "spine2", "leaf-su1-r1", "leaf-su1-r4"):
+        assert f"{sw}: unreachable" in p.stderr  # reported as it happens, display or not
+        assert f"TCP connection to 198.18.0." in p.stdout
+    assert "saved 0 of 6 running configurations" in p.stdout
+    assert "error: none of the 6 switches of example answered" in p.stderr
+    assert not list((tmp_path / "out").iterdir())
+
+    p = run("plan", str(unreachable_inventory), "--detailed-exitcode", "--format", "json", netns=True)
+    assert p.returncode == 1
+    assert json.loads(p.stdout)["summary"] == {"unreachable": 6}
+    assert "error: none of the 6 switches of example answered" in p.stderr
+
+
+def test_plan_detailed_exitcode_refuses_offline() -> None:
+    p = subprocess.run([FABRIC, "plan", "inventories/example", "--offline", "--detailed-exitcode"],
+                       capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert p.returncode == 2 and "error: --detailed-exitcode: expected a plan against the switches" in p.stderr
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    require_lab()
+    inv = _inventory(tmp_path_factory.mktemp("fetchlab") / "inv")
+    try:
+        p = run("lab", "up", str(inv), "--timeout", "90", timeout=180)
+        assert p.returncode == 0, p.stdout + p.stderr
+        yield inv
+    finally:
+        assert run("lab", "down", str(inv)).returncode == 0
+
+
+@pytest.mark.root
+@pytest.mark.lab
+def test_fetch_saves_every_switch_where_lint_reads_it_and_detailed_exitcode_tells_drift(lab: Path,
+                                                                                       tmp_path: Path) -> None:
+    out = tmp_path / "fetched"
+    p = run("fetch", str(lab), "--lab", "-o", str(out))
+    assert p.returncode == 0, p.stdout + p.stderr
+    files = sorted(f.name for f in out.iterdir())
+    assert files == sorted(f"{s}.conf" for s in ("spine1", "spine2", *(f"leaf-su1-r{r}" for r in range(1, 5))))
+    text = (out / f"{LEAF}.conf").read_text()
+    assert text.startswith("!\nfrr version") and "router bgp 65101" in text and "Building configuration" not in text
+    assert "saved 6 of 6 running configurations" in p.stdout
+
+    # the saved files are what `lint --configs` reads (none recognised would be exit 2): the lab's FRR
+    # matches the inventory's policy
+    p = run("lint", str(lab), "--configs", str(out), "--format", "json")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert not [f for f in json.loads(p.stdout)["findings"] if f["severity"] != "info"]
+
+    assert run("plan", str(lab), "--lab", "--detailed-exitcode").returncode == 0  # in sync
+    lab_state(NAME).vtysh(LEAF, "configure terminal", "ip prefix-list FETCH seq 5 permit 192.0.2.0/24")
+    try:
+        p = run("plan", str(lab), "--lab", "--detailed-exitcode")
+        assert p.returncode == 3, p.stdout + p.stderr
+        assert "1 changed, 5 unchanged" in p.stdout
+        assert run("plan", str(lab), "--lab").returncode == 0  # without the flag: drift is no failure
+        run("fetch", str(lab), "--lab", "-o", str(out), "--limit", LEAF)
+        assert "ip prefix-list FETCH seq 5 permit 192.0.2.0/24" in (out / f"{LEAF}.conf").read_text()
+    finally:
+        lab_state(NAME).vtysh(LEAF, "configure terminal", "no ip prefix-list FETCH")
