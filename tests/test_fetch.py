@@ -55,7 +55,7 @@ def test_fetch_and_plan_say_which_switches_are_unreachable_and_fail_fast(unreach
     assert p.returncode == 1
     for sw in ("spine1", "spine2", "leaf-su1-r1", "leaf-su1-r4"):
         assert f"{sw}: unreachable" in p.stderr  # reported as it happens, display or not
-        assert f"TCP connection to 198.18.0." in p.stdout
+        assert "TCP connection to 198.18.0." in p.stdout
     assert "saved 0 of 6 running configurations" in p.stdout
     assert "error: none of the 6 switches of example answered" in p.stderr
     assert not list((tmp_path / "out").iterdir())
@@ -64,6 +64,25 @@ def test_fetch_and_plan_say_which_switches_are_unreachable_and_fail_fast(unreach
     assert p.returncode == 1
     assert json.loads(p.stdout)["summary"] == {"unreachable": 6}
     assert "error: none of the 6 switches of example answered" in p.stderr
+
+
+@pytest.mark.root
+@pytest.mark.parametrize(("argv", "kind"), [
+    (["counters"], "hosts and switches"),
+    (["accept", "--quick", "-o", "{tmp}/accept"], "hosts"),
+    (["hosts", "plan"], "hosts"),
+])
+def test_commands_that_reach_devices_name_the_unreachable_and_fail_in_seconds(
+        unreachable_inventory: Path, tmp_path: Path, argv: list[str], kind: str) -> None:
+    t0 = time.monotonic()
+    args = [a.replace("{tmp}", str(tmp_path)) for a in argv]
+    p = run(*args[:2 if argv[0] == "hosts" else 1], str(unreachable_inventory), *args[2 if argv[0] == "hosts"
+                                                                                    else 1:], netns=True)
+    assert time.monotonic() - t0 < 30, "unreachable devices must be reported in seconds"
+    assert p.returncode == 1, p.stdout + p.stderr
+    for host in ("gpu-su1-01", "gpu-su1-04"):
+        assert f"{host}: unreachable" in p.stderr
+    assert f"error: none of the {10 if 'switches' in kind else 4} {kind} of example answered" in p.stderr
 
 
 def test_plan_detailed_exitcode_refuses_offline() -> None:
@@ -102,6 +121,11 @@ def test_fetch_saves_every_switch_where_lint_reads_it_and_detailed_exitcode_tell
     p = run("lint", str(lab), "--configs", str(out), "--format", "json")
     assert p.returncode == 0, p.stdout + p.stderr
     assert not [f for f in json.loads(p.stdout)["findings"] if f["severity"] != "info"]
+
+    # without --lab the inventory's addresses are the lab's management bridge, but not its key: no silent
+    # empty table, and the hint names the lab
+    p = run("counters", str(lab), "--no-switches")
+    assert p.returncode == 1 and "a lab of this fabric is running: add --lab" in p.stderr, p.stderr
 
     assert run("plan", str(lab), "--lab", "--detailed-exitcode").returncode == 0  # in sync
     lab_state(NAME).vtysh(LEAF, "configure terminal", "ip prefix-list FETCH seq 5 permit 192.0.2.0/24")

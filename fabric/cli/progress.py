@@ -149,7 +149,7 @@ def track(description: str, total: int | None = None, *, console: Console | None
 
 
 FINAL = ("done", "applied", "unchanged", "rolled-back", "failed", "unreachable", "reverted-by-timer", "unknown",
-         "skipped", "saved", "error")
+         "skipped", "saved", "error", "reachable")
 PROBLEMS = ("unreachable", "failed", "error")
 
 
