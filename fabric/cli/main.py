@@ -58,7 +58,13 @@ def main() -> None:
     try:
         rc = app(standalone_mode=False, prog_name="fabric")  # returns the code of a typer.Exit in this mode
         sys.exit(rc if isinstance(rc, int) else 0)
-    except (InputError, UsageError) as exc:
+    except InputError as exc:
+        from fabric.design.derive import semantic_problems
+
+        for problem in semantic_problems(exc):
+            err.print(f"error: {problem}", markup=False, soft_wrap=True)
+        sys.exit(2)
+    except UsageError as exc:
         for line in str(exc).splitlines():
             err.print(f"error: {line}", markup=False)
         sys.exit(2)
