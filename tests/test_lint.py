@@ -197,6 +197,23 @@ def test_waiver_marks_finding(tmp_path: Path) -> None:
     assert not result.failed(Severity.info)
 
 
+def test_readme_waiver_names_the_objects_of_a_grouped_finding(tmp_path: Path) -> None:
+    """README: `lint: {waive: [{rule: RF404, objects: [leaf-su1-*], …}]}` waives the leaves of a finding
+    reported once under `switching`; the spines stay a finding of their own."""
+    inv = inventory(tmp_path, switching={"neighbor": {"aging": "1200s"}},
+                    lint={"waive": [{"rule": "RF404", "objects": ["leaf-su1-*"], "reason": "lab leaves"}]})
+    result = run(Context(load(inv)), select=["RF404"])
+    got = [(f.object, f.message, f.waived) for f in result.findings]
+    assert got == [
+        ("switching", "ARP aging: expected at most 600 s, found 1200 s (on 2 switches: spine1, spine2)", None),
+        ("switching", "ARP aging: expected at most 600 s, found 1200 s (on 4 switches: leaf-su1-r1, leaf-su1-r2, "
+                      "leaf-su1-r3, …)", "lab leaves"),
+    ]
+    inv2 = inventory(tmp_path / "all", switching={"neighbor": {"aging": "1200s"}},
+                     lint={"waive": [{"rule": "RF404", "objects": ["leaf-*", "spine?"], "reason": "lab"}]})
+    assert [f.waived for f in run(Context(load(inv2)), select=["RF404"]).findings] == ["lab"]
+
+
 def test_cli_exit_codes_and_formats(tmp_path: Path) -> None:
     r = CliRunner()
     assert r.invoke(app, ["lint", str(EXAMPLE)]).exit_code == 0
