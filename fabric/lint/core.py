@@ -50,7 +50,10 @@ class Finding(BaseFinding):
     def sort_key(self) -> tuple[object, ...]:
         from fabric.design.derive import natural
 
-        return (-self.severity.rank, self.rule, natural(self.object), natural(self.item), self.message)
+        # every field, so no two different findings tie: the order (and every output) never depends on the
+        # hash seed of the run (findings are deduplicated through a set)
+        return (-self.severity.rank, self.rule, natural(self.object), natural(self.item), self.message,
+                natural(self.file), self.line or 0, self.waived or "", self.title)
 
 
 class Rule:
