@@ -136,5 +136,30 @@ def test_fetch_saves_every_switch_where_lint_reads_it_and_detailed_exitcode_tell
         assert run("plan", str(lab), "--lab").returncode == 0  # without the flag: drift is no failure
         run("fetch", str(lab), "--lab", "-o", str(out), "--limit", LEAF)
         assert "ip prefix-list FETCH seq 5 permit 192.0.2.0/24" in (out / f"{LEAF}.conf").read_text()
+        # the rollout says its order before it changes anything
+        p = subprocess.run([FABRIC, "apply", str(lab), "--lab", "--yes", "--settle", "2", "--postcheck-timeout", "8",
+                            "--confirm-timer", "25"], capture_output=True, text=True, timeout=120, cwd=ROOT,
+                           env={**env(), "FABRIC_STATE": str(tmp_path / "state")})
+        assert p.returncode == 0, p.stdout + p.stderr
+        order = p.stdout.index(f"  canary    {LEAF}\n")
+        assert p.stdout.index("rollout: 1 switches in 1 steps") < order < p.stdout.index("1 applied")
+        assert run("plan", str(lab), "--lab", "--detailed-exitcode").returncode == 0
     finally:
         lab_state(NAME).vtysh(LEAF, "configure terminal", "no ip prefix-list FETCH")
+
+
+def test_rollout_order_is_printed_canary_then_batches() -> None:
+    from rich.console import Console
+
+    from fabric.cli.push import print_order
+    from fabric.push.engine import batches
+
+    console = Console(record=True, width=200)
+    names = [f"leaf{i}" for i in range(1, 7)]
+    print_order(batches(names, 1, "40%"), 1, console)
+    assert console.export_text().splitlines() == [
+        "rollout: 6 switches in 4 steps, each after the one before succeeded",
+        "  canary    leaf1", "  batch 1   leaf2, leaf3", "  batch 2   leaf4, leaf5", "  batch 3   leaf6"]
+    console = Console(record=True, width=200)
+    print_order(batches(names[:2], 0, "1"), 0, console)
+    assert console.export_text().splitlines()[1:] == ["  batch 1   leaf1", "  batch 2   leaf2"]

@@ -111,6 +111,15 @@ def online_plan(inventory: Path, limit: str | None, fmt: str, workers: int, lab:
     return 3 if detailed and any(r.status == "changed" for r in results) else 0
 
 
+def print_order(groups: list[list[str]], canary: int, console: Console) -> None:
+    """The rollout's order, before anything is asked or changed: the canary, then each batch."""
+    console.print(f"rollout: {sum(map(len, groups))} switches in {len(groups)} steps, each after the one before "
+                  "succeeded", markup=False)
+    for i, group in enumerate(groups):
+        label = "canary" if i == 0 and canary else f"batch {i + (0 if canary else 1)}"
+        console.print(f"  {label:<9} {', '.join(group)}", markup=False, soft_wrap=True)
+
+
 def _check_timers(confirm_timer: int, postcheck_timeout: float, settle: float) -> None:
     if confirm_timer < postcheck_timeout + settle + 10:
         raise UsageError(f"--confirm-timer: expected at least --postcheck-timeout + --settle + 10 = "
@@ -167,6 +176,7 @@ def apply_command(
                 out.print("nothing to apply")
             raise typer.Exit(1 if any(r.status in ("unreachable", "error") for r in planned) else 0)
         groups = engine.batches(changed, canary, batch)
+        print_order(groups, canary, err if fmt == "json" else out)
         if not _confirm_or_refuse(yes, f"apply to {len(changed)} switches in {len(groups)} batches "
                                        f"({', '.join(str(len(g)) for g in groups)})?"):
             raise typer.Exit(1)
