@@ -85,6 +85,31 @@ def test_commands_that_reach_devices_name_the_unreachable_and_fail_in_seconds(
     assert f"error: none of the {10 if 'switches' in kind else 4} {kind} of example answered" in p.stderr
 
 
+# A namespace where the switches' and hosts' addresses resolve to a veth whose peer drops everything: no
+# error comes back, every connection attempt must run into its timeout (the slow case of a real outage).
+BLACKHOLE = """set -e
+ip link set lo up
+ip link add v0 type veth peer name v1
+ip addr add 198.18.0.254/24 dev v0
+ip link set v0 up; ip link set v1 up
+for i in $(seq 1 20); do ip neigh replace 198.18.0.$i lladdr 02:00:00:00:00:01 dev v0 nud permanent; done
+exec "$@"
+"""
+
+
+@pytest.mark.root
+@pytest.mark.parametrize(("argv", "limit"), [(["counters"], 20), (["fetch", "--timeout", "3"], 15)])
+def test_silent_devices_time_out_together_not_one_after_another(unreachable_inventory: Path, argv: list[str],
+                                                                limit: float) -> None:
+    t0 = time.monotonic()
+    p = subprocess.run(["unshare", "-n", "sh", "-c", BLACKHOLE, "sh", FABRIC, argv[0], str(unreachable_inventory),
+                        *argv[1:]], capture_output=True, text=True, timeout=120, cwd=ROOT,
+                       env={**env(), "FABRIC_PASSWORD": "x"})
+    assert time.monotonic() - t0 < limit, "connect timeouts must be short and run concurrently"
+    assert p.returncode == 1 and "answered" in p.stderr, p.stdout + p.stderr
+    assert "spine1: unreachable" in p.stderr
+
+
 def test_plan_detailed_exitcode_refuses_offline() -> None:
     p = subprocess.run([FABRIC, "plan", "inventories/example", "--offline", "--detailed-exitcode"],
                        capture_output=True, text=True, cwd=ROOT, timeout=60)
