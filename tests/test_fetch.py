@@ -67,22 +67,23 @@ def test_fetch_and_plan_say_which_switches_are_unreachable_and_fail_fast(unreach
 
 
 @pytest.mark.root
-@pytest.mark.parametrize(("argv", "kind"), [
-    (["counters"], "hosts and switches"),
-    (["accept", "--quick", "-o", "{tmp}/accept"], "hosts"),
-    (["hosts", "plan"], "hosts"),
+@pytest.mark.parametrize(("argv", "kind", "count"), [
+    (["counters"], "hosts and switches", 10),
+    (["accept", "--quick", "-o", "{tmp}/accept"], "hosts", 4),
+    (["hosts", "plan"], "hosts", 4),
+    (["apply", "--yes"], "switches", 6),
 ])
 def test_commands_that_reach_devices_name_the_unreachable_and_fail_in_seconds(
-        unreachable_inventory: Path, tmp_path: Path, argv: list[str], kind: str) -> None:
+        unreachable_inventory: Path, tmp_path: Path, argv: list[str], kind: str, count: int) -> None:
     t0 = time.monotonic()
     args = [a.replace("{tmp}", str(tmp_path)) for a in argv]
-    p = run(*args[:2 if argv[0] == "hosts" else 1], str(unreachable_inventory), *args[2 if argv[0] == "hosts"
-                                                                                    else 1:], netns=True)
+    n = 2 if argv[0] == "hosts" else 1
+    p = run(*args[:n], str(unreachable_inventory), *args[n:], netns=True)
     assert time.monotonic() - t0 < 30, "unreachable devices must be reported in seconds"
     assert p.returncode == 1, p.stdout + p.stderr
-    for host in ("gpu-su1-01", "gpu-su1-04"):
-        assert f"{host}: unreachable" in p.stderr
-    assert f"error: none of the {10 if 'switches' in kind else 4} {kind} of example answered" in p.stderr
+    for device in ("gpu-su1-01", "gpu-su1-04") if "hosts" in kind else ("spine1", "leaf-su1-r4"):
+        assert f"{device}: unreachable" in p.stderr
+    assert f"error: none of the {count} {kind} of example answered" in p.stderr
 
 
 # A namespace where the switches' and hosts' addresses resolve to a veth whose peer drops everything: no

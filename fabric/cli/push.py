@@ -15,7 +15,8 @@ from rich.table import Table
 from rich.text import Text
 
 from fabric.access import Credentials, SwitchEndpoint
-from fabric.cli.progress import devices, track
+from fabric.cli.progress import devices as device_progress
+from fabric.cli.progress import track
 from fabric.cli.site import none_answered, open_site
 from fabric.errors import UsageError
 from fabric.push import engine, state
@@ -100,7 +101,7 @@ def online_plan(inventory: Path, limit: str | None, fmt: str, workers: int, lab:
     `detailed` (`--detailed-exitcode`, as terraform plan) 3 when every switch answered and some would change."""
     ctx = Context(inventory, limit, lab=lab, insecure_lab=insecure_lab)
     with track("plan") as progress:
-        update = devices(progress, f"plan {ctx.name}", len(ctx.endpoints))
+        update = device_progress(progress, f"plan {ctx.name}", len(ctx.endpoints))
         results = engine.plan_all(ctx.endpoints, ctx.cred, workers=workers, progress=update)
     print_results(f"{ctx.name}: plan", results, fmt)
     if results and all(r.status == "unreachable" for r in results):
@@ -164,9 +165,12 @@ def apply_command(
     opts = engine.ApplyOptions(confirm_seconds=confirm_timer, postcheck_timeout=postcheck_timeout, settle=settle)
     with state.apply_lock(ctx.name):
         with track("apply") as progress:
-            update = devices(progress, f"plan {ctx.name}", len(ctx.endpoints))
+            update = device_progress(progress, f"plan {ctx.name}", len(ctx.endpoints))
             planned = engine.plan_all(ctx.endpoints, ctx.cred, workers=workers, progress=update)
         changed = [r.device for r in planned if r.status == "changed"]
+        if planned and all(r.status == "unreachable" for r in planned):
+            err.print(f"error: {none_answered(ctx.site, 'switches', [r.device for r in planned])}", markup=False,
+                      soft_wrap=True)
         if fmt == "table":
             print_results(f"{ctx.name}: plan", planned, fmt)
         if not changed:
@@ -182,7 +186,7 @@ def apply_command(
             raise typer.Exit(1)
         eps = [ep for ep in ctx.endpoints if ep.device in changed]
         with track("apply") as progress:
-            update = devices(progress, f"apply {ctx.name} ({len(groups)} batches)", len(eps))
+            update = device_progress(progress, f"apply {ctx.name} ({len(groups)} batches)", len(eps))
             applied = engine.rollout(ctx.name, eps, ctx.cred, opts, canary=canary, batch=batch, workers=workers,
                                      progress=update)
     done = {r.device: r for r in applied}
@@ -217,7 +221,7 @@ def rollback_command(
         raise typer.Exit(1)
     opts = engine.ApplyOptions(confirm_seconds=confirm_timer, postcheck_timeout=postcheck_timeout, settle=settle)
     with state.apply_lock(ctx.name), track("rollback") as progress:
-        update = devices(progress, f"roll back {ctx.name}", len(eps))
+        update = device_progress(progress, f"roll back {ctx.name}", len(eps))
         results = engine.rollout(ctx.name, eps, ctx.cred, opts, canary=0, batch=str(len(eps)), workers=workers,
                                  action="rollback", progress=update)
     print_results(f"{ctx.name}: rollback", results, fmt, diffs=False)
