@@ -115,6 +115,9 @@ def test_plan_detailed_exitcode_refuses_offline() -> None:
     p = subprocess.run([FABRIC, "plan", "inventories/example", "--offline", "--detailed-exitcode"],
                        capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert p.returncode == 2 and "error: --detailed-exitcode: expected a plan against the switches" in p.stderr
+    help_text = subprocess.run([FABRIC, "plan", "--help"], capture_output=True, text=True, cwd=ROOT, timeout=60,
+                               env={**env(), "COLUMNS": "200"}).stdout
+    assert "exit 0 in sync, 3 changes pending, 1 a switch unreachable or failed, 2 bad input" in help_text
 
 
 @pytest.fixture(scope="module")
