@@ -206,3 +206,21 @@ def test_rollout_order_is_printed_canary_then_batches() -> None:
     console = Console(record=True, width=200)
     print_order(batches(names[:2], 0, "1"), 0, console)
     assert console.export_text().splitlines()[1:] == ["  batch 1   leaf1", "  batch 2   leaf2"]
+
+
+@pytest.mark.root
+@pytest.mark.lab
+def test_accept_names_an_unreachable_host_and_cannot_pass_without_it(lab: Path, tmp_path: Path) -> None:
+    """One host's sshd gone (the last test on this lab): accept says so at once, the report fails on it."""
+    import os
+    import signal
+
+    pidfile = lab_state(NAME).ssh_dir() / "sshd_gpu-su1-04.pid"
+    os.kill(int(pidfile.read_text().split()[0]), signal.SIGTERM)
+    p = run("accept", str(lab), "--lab", "--via", "ssh", "--tags", "bgp", "-o", str(tmp_path), "--format", "json")
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert "gpu-su1-04: unreachable" in p.stderr and "gpu-su1-01: unreachable" not in p.stderr
+    results = json.loads((tmp_path / "accept.json").read_text())["results"]
+    assert results[0]["check"] == "reachability" and results[0]["status"] == "fail"
+    assert "1 of 4 did not: gpu-su1-04" in results[0]["message"]
+    assert [r["status"] for r in results[1:]] == ["pass"]  # bgp, judged on the switches that answered

@@ -84,6 +84,14 @@ def accept(
     with track("accept", total=len(selected)) as progress:
         rep = engine.run(site, selected, quick=quick, report_dir=out_dir, progress=progress.note,
                          done=lambda _r: progress.advance())
+    if dead:  # the checks judged the hosts that answered; the run cannot pass with hosts missing
+        from fabric.accept.results import CheckResult
+
+        rep.results.insert(0, CheckResult(
+            name="reachability", check="reachability", status="fail",
+            message=f"Expected every host to answer over SSH. Actual: {len(dead)} of {len(hosts)} did not: "
+                    + ", ".join(sorted(dead)),
+            evidence=[f"{h}: {why}" for h, why in sorted(dead.items())]))
     paths = report.write(rep, out_dir, formats)
     if "table" in formats:
         report.table(rep, out)
