@@ -195,3 +195,18 @@ def test_a_link_to_a_host_port_in_use_says_so(tmp_path: Path) -> None:
         f"error: {inv}/links.yaml:3: links[1].b: expected a switch port (a host NIC is cabled by hosts.nics, to its "
         "rail's leaf), found gpu-su1-02:eth7, no NIC of host gpu-su1-02",
     ]
+
+
+def test_a_dropped_key_is_not_blamed_elsewhere_in_its_section(tmp_path: Path) -> None:
+    """The semantic checks run without the refused keys (defaults in their place), so what they find in a
+    section with a structural problem is not reported: it could come from a default; other sections are."""
+    inv = _example(tmp_path)
+    _edit(inv / "hosts.yaml", "{rail: 1, rdma: mlx5_0", "{rail: one, rdma: mlx5_0")
+    _edit(inv / "hosts.yaml", "{rail: 4, rdma: mlx5_3", "{rail: 5, rdma: mlx5_3")
+    _edit(inv / "addressing.yaml", "  rail_prefix_length: 24", "  rail_prefix_length: 24x")
+    (inv / "links.yaml").write_text("links:\n  - {a: leaf-su1-r1:swp9, b: spine9:swp1}\n")
+    p = fabric("validate", str(inv))
+    assert p.returncode == 2
+    assert [ln.split(": ", 2)[1] for ln in p.stderr.splitlines()] == [
+        f"{inv}/addressing.yaml:5", f"{inv}/hosts.yaml:7", f"{inv}/links.yaml:2"]
+    assert "hosts.yaml:10" not in p.stderr  # rail 5: in the section whose NIC list was dropped

@@ -398,7 +398,9 @@ def derive(loaded: Loaded, target: str | None = None) -> FabricIntent:
 
 def semantic_problems(exc: InputError) -> list[Problem]:
     """Every problem of a failed load: its structural ones, then the semantic ones (the model's, the
-    topology's) of the remainder that validated without the offending keys — none at a place already named."""
+    topology's) of the remainder that validated without the offending keys — only in sections without a
+    structural problem (a dropped key's default must not be blamed elsewhere in its section), and none at a
+    place already named."""
     from fabric.model.load import IncompleteInput
 
     problems = list(exc.problems)
@@ -408,5 +410,12 @@ def semantic_problems(exc: InputError) -> list[Problem]:
         Deriver(exc.partial)
     except InputError as more:
         seen = {(p.file, p.line) for p in problems} | {p.path for p in problems}
-        problems += [p for p in more.problems if (p.file, p.line) not in seen and p.path not in seen]
+        broken = {_section(p.path) for p in problems}
+        problems += [p for p in more.problems
+                     if (p.file, p.line) not in seen and p.path not in seen and _section(p.path) not in broken]
     return problems
+
+
+def _section(path: str) -> str:
+    """`hosts.defaults.nics[3].rail` → `hosts`."""
+    return path.split(".", 1)[0].split("[", 1)[0]
