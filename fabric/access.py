@@ -100,8 +100,8 @@ def ssh_argv(cred: Credentials, address: str, command: list[str] | None = None, 
 def ansible_ssh_args(cred: Credentials) -> str:
     """`ansible_ssh_common_args`: the host-key policy (user, key and port go in the inventory vars)."""
     if cred.known_hosts is None:
-        return "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null"
-    return f"-o StrictHostKeyChecking=yes -o UserKnownHostsFile={shlex.quote(cred.known_hosts)}"
+        return "-o ConnectTimeout=5 -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null"
+    return f"-o ConnectTimeout=5 -o StrictHostKeyChecking=yes -o UserKnownHostsFile={shlex.quote(cred.known_hosts)}"
 
 
 def netmiko_params(cred: Credentials, ep: SwitchEndpoint, *, timeout: float) -> dict[str, Any]:

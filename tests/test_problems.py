@@ -138,3 +138,75 @@ def test_json_source_lines_and_odd_input() -> None:
         with pytest.raises(InputError) as exc:
             json_source(text, "x.json", SourceMap())
         assert "expected valid JSON" in str(exc.value)
+
+
+# -- inventories: structural and semantic problems in one run -----------------------------------------
+
+def _example(tmp_path: Path) -> Path:
+    import shutil
+
+    dst = tmp_path / "inv"
+    shutil.copytree(ROOT / "inventories" / "example", dst)
+    return dst
+
+
+def _edit(path: Path, old: str, new: str) -> None:
+    text = path.read_text()
+    assert old in text
+    path.write_text(text.replace(old, new))
+
+
+def test_structural_and_semantic_problems_come_out_of_one_run(tmp_path: Path) -> None:
+    inv = _example(tmp_path)
+    _edit(inv / "switching.yaml", "  mtu: 9216", "  mtus: 9216")  # unknown key
+    _edit(inv / "fabric.yaml", "cable: 5m}", "cable: 5ft}")  # bad unit
+    _edit(inv / "hosts.yaml", "{rail: 4, rdma: mlx5_3", "{rail: 5, rdma: mlx5_3")  # semantic: no rail-5 leaf
+    p = fabric("validate", str(inv))
+    assert p.returncode == 2 and "Traceback" not in p.stderr
+    assert p.stderr.splitlines() == [
+        f"error: {inv}/fabric.yaml:18: cabling.host_leaf.cable: expected a cable length in metres like 5m or 40m, "
+        "found '5ft'",
+        f"error: {inv}/switching.yaml:2: switching.mtus: expected one of mtu, adaptive_routing, neighbor, bgp, "
+        "found unknown key 'mtus'",
+        f"error: {inv}/hosts.yaml:10: hosts.defaults.nics[3].rail: expected a rail with a leaf in SU 1 "
+        "(rails 1-4), found rail 5 on gpu-su1-01",
+    ]
+
+
+def test_a_structural_problem_in_a_list_keeps_the_other_semantic_checks(tmp_path: Path) -> None:
+    inv = _example(tmp_path)
+    _edit(inv / "hosts.yaml", "{rail: 1, rdma: mlx5_0, netdev: rail1}", "{rail: one, rdma: mlx5_0, netdev: rail1}")
+    (inv / "links.yaml").write_text("links:\n  - {a: leaf-su1-r1:swp9, b: spine9:swp1}\n")
+    p = fabric("validate", str(inv))
+    assert p.returncode == 2
+    assert "hosts.defaults.nics[0].rail: expected a valid integer" in p.stderr
+    assert f"{inv}/links.yaml:2: links[0].b: expected a switch of this fabric, found 'spine9'" in p.stderr
+
+
+def test_a_link_to_a_host_port_in_use_says_so(tmp_path: Path) -> None:
+    inv = _example(tmp_path)
+    (inv / "links.yaml").write_text("links:\n  - {a: leaf-su1-r1:swp9, b: gpu-su1-01:rail1}\n"
+                                    "  - {a: leaf-su1-r2:swp9, b: gpu-su1-02:eth7}\n")
+    p = fabric("validate", str(inv))
+    assert p.returncode == 2
+    assert p.stderr.splitlines() == [
+        f"error: {inv}/links.yaml:2: links[0].b: expected a switch port (a host NIC is cabled by hosts.nics, to its "
+        "rail's leaf), found gpu-su1-01:rail1, already cabled to leaf-su1-r1:swp1",
+        f"error: {inv}/links.yaml:3: links[1].b: expected a switch port (a host NIC is cabled by hosts.nics, to its "
+        "rail's leaf), found gpu-su1-02:eth7, no NIC of host gpu-su1-02",
+    ]
+
+
+def test_a_dropped_key_is_not_blamed_elsewhere_in_its_section(tmp_path: Path) -> None:
+    """The semantic checks run without the refused keys (defaults in their place), so what they find in a
+    section with a structural problem is not reported: it could come from a default; other sections are."""
+    inv = _example(tmp_path)
+    _edit(inv / "hosts.yaml", "{rail: 1, rdma: mlx5_0", "{rail: one, rdma: mlx5_0")
+    _edit(inv / "hosts.yaml", "{rail: 4, rdma: mlx5_3", "{rail: 5, rdma: mlx5_3")
+    _edit(inv / "addressing.yaml", "  rail_prefix_length: 24", "  rail_prefix_length: 24x")
+    (inv / "links.yaml").write_text("links:\n  - {a: leaf-su1-r1:swp9, b: spine9:swp1}\n")
+    p = fabric("validate", str(inv))
+    assert p.returncode == 2
+    assert [ln.split(": ", 2)[1] for ln in p.stderr.splitlines()] == [
+        f"{inv}/addressing.yaml:5", f"{inv}/hosts.yaml:7", f"{inv}/links.yaml:2"]
+    assert "hosts.yaml:10" not in p.stderr  # rail 5: in the section whose NIC list was dropped

@@ -390,3 +390,35 @@ def test_eos_rejected_lines_abort_the_session(eos: tuple[StandinNet, Path, Path,
         p.stdout + p.stderr
     assert "9216" in lines[0] and "flux-capacitor" in lines[1]
     assert (d / "running.cfg").read_text() == hand and not list((d / "sessions").glob("*.cfg"))
+
+
+def _fetched(net: StandinNet, inv: Path, state: Path, tmp_path: Path, suffix: str) -> str:
+    """`fabric fetch` saves the switch as DIR/<switch><suffix>, which `lint --configs` reads (not exit 2)."""
+    out = tmp_path / "fetched"
+    p = run(net, "fetch", str(inv), "--limit", LEAF, "-o", str(out), state=state)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert [f.name for f in out.iterdir()] == [f"{LEAF}{suffix}"]
+    lint = run(net, "lint", str(inv), "--configs", str(out), "--format", "json", state=state)
+    assert lint.returncode in (0, 1) and json.loads(lint.stdout)["rules"], lint.stderr
+    return (out / f"{LEAF}{suffix}").read_text()
+
+
+def test_fetch_saves_sonic_as_show_runningconfiguration_all(sonic: tuple[StandinNet, Path, Path],
+                                                           tmp_path: Path) -> None:
+    net, inv, state = sonic
+    saved = json.loads(_fetched(net, inv, state, tmp_path, ".json"))  # show runningconfiguration all
+    assert saved == read_json(net.devices[LEAF] / "running.json")
+
+
+def test_fetch_saves_nvue_as_nv_config_show_yaml(nvue: tuple[StandinNet, Path, Path], tmp_path: Path) -> None:
+    import yaml
+
+    net, inv, state = nvue
+    saved = yaml.safe_load(_fetched(net, inv, state, tmp_path, ".yaml"))
+    assert saved == _applied(net.devices[LEAF]) and saved["interface"]["swp1"]["link"]["mtu"] == 1500
+
+
+def test_fetch_saves_eos_running_config(eos: tuple[StandinNet, Path, Path, str], tmp_path: Path) -> None:
+    net, inv, state, _intended = eos
+    saved = _fetched(net, inv, state, tmp_path, ".cfg")
+    assert "   mtu 1500\n" in saved and "ip route 192.0.2.0/24 Null0" in saved

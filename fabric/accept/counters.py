@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 from pydantic import BaseModel
@@ -21,7 +22,7 @@ from fabric.errors import InputError
 from fabric.parsers import parse_ethtool_stats
 from fabric.parsers.iproute import link_counters
 from fabric.targets.base import TargetError
-from fabric.targets.session import conn_errors, session
+from fabric.targets.session import conn_errors, reason, session
 
 # node → port (rail netdev or switch port) → counter → value
 Snapshot = dict[str, dict[str, dict[str, int]]]
@@ -87,30 +88,51 @@ def parse_host_dump(text: str) -> dict[str, dict[str, int]]:
     return out
 
 
+class Unreachable(Exception):
+    """A node whose counters could not be read at all (no SSH session)."""
+
+
 def host_snapshot(site: Site, host: str) -> dict[str, dict[str, int]]:
     netdevs = [(r.ifname, r.rdma) for r in site.fabric.hosts[host].rails]
     c = tr.run(site, host, ["sh", "-c", _host_script(netdevs)], timeout=20)
+    if c.unreachable:
+        raise Unreachable(c.last_error)
     return parse_host_dump(c.stdout)
 
 
-def switch_snapshot(site: Site, switch: str) -> dict[str, dict[str, int]]:
+def switch_snapshot(site: Site, switch: str, *, timeout: float = 5) -> dict[str, dict[str, int]]:
     """The switch's port counters through its NOS driver (empty where the driver reads none)."""
     try:
-        with session(site.switch(switch), site.switch_credentials()) as drv:
+        with session(site.switch(switch), site.switch_credentials(), timeout=timeout) as drv:
             return drv.counters() or {}
-    except (TargetError, ValueError, *conn_errors()):
+    except conn_errors() as exc:
+        raise Unreachable(reason(exc)) from None
+    except (TargetError, ValueError):
         return {}
 
 
-def snapshot(site: Site, *, switches: bool = False, workers: int = 4) -> Snapshot:
+def snapshot(site: Site, *, switches: bool = False, workers: int = 32, nodes: list[str] | None = None,
+             progress: Callable[[str, str], None] = lambda _n, _s: None) -> Snapshot:
+    """Counters of every host (and switch), all at once; a node that cannot be reached has no entry and is
+    reported to `progress` as `unreachable` the moment that is known."""
     fabric = site.fabric
-    nodes = list(fabric.hosts) + (list(fabric.switches) if switches else [])
+    if nodes is None:
+        nodes = list(fabric.hosts) + (list(fabric.switches) if switches else [])
 
-    def one(n: str) -> tuple[str, dict[str, dict[str, int]]]:
-        return n, host_snapshot(site, n) if n in fabric.hosts else switch_snapshot(site, n)
+    def one(n: str) -> tuple[str, dict[str, dict[str, int]] | None]:
+        progress(n, "reading")
+        try:
+            got = host_snapshot(site, n) if n in fabric.hosts else switch_snapshot(site, n)
+        except Unreachable:
+            progress(n, "unreachable")
+            return n, None
+        progress(n, "done")
+        return n, got
 
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        return dict(pool.map(one, nodes))
+    if not nodes:
+        return {}
+    with ThreadPoolExecutor(max_workers=max(1, min(workers, len(nodes)))) as pool:
+        return {n: got for n, got in pool.map(one, nodes) if got is not None}
 
 
 def delta(before: Snapshot, after: Snapshot) -> Snapshot:

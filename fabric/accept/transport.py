@@ -12,6 +12,8 @@ import os
 import shlex
 import signal
 import subprocess
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from fabric.access import Site
@@ -27,6 +29,11 @@ class Completed:
     def last_error(self) -> str:
         lines = [ln.strip() for ln in (self.stderr or self.stdout).splitlines() if ln.strip()]
         return lines[-1] if lines else f"exit {self.rc}"
+
+    @property
+    def unreachable(self) -> bool:
+        """ssh could not connect or log in (OpenSSH's own exit 255), or the command timed out."""
+        return self.rc in (124, 255)
 
 
 def run(site: Site, host: str, argv: list[str], *, timeout: float = 30, stdin: str | None = None) -> Completed:
@@ -65,3 +72,19 @@ def stop(proc: subprocess.Popen[str], grace: float = 2.0) -> tuple[str, str]:
 
 def which(site: Site, host: str, tool: str) -> bool:
     return run(site, host, ["sh", "-c", f"command -v {shlex.quote(tool)}"], timeout=10).rc == 0
+
+
+def reachable(site: Site, hosts: list[str], *, workers: int = 32, timeout: float = 10,
+              progress: Callable[[str, str], None] = lambda _h, _s: None) -> dict[str, str]:
+    """Hosts that do not answer (`true` over the site's transport, all at once): host → why. Each host is
+    reported to `progress` as it is known (`reachable` or `unreachable`), so a dead fleet shows in seconds."""
+
+    def one(host: str) -> tuple[str, str]:
+        progress(host, "connecting")
+        c = run(site, host, ["true"], timeout=timeout)
+        why = c.last_error if c.rc else ""
+        progress(host, "unreachable" if why else "reachable")
+        return host, why
+
+    with ThreadPoolExecutor(max_workers=max(1, min(workers, len(hosts)))) as pool:
+        return {h: why for h, why in pool.map(one, hosts) if why}

@@ -11,12 +11,13 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from fabric.cli.progress import track
+from fabric.cli.progress import devices, track
 from fabric.cli.remediate import RemediateOpt, SchedulerOpt, accept_faults, hand_over, schedulers
-from fabric.cli.site import open_site
+from fabric.cli.site import none_answered, open_site
 from fabric.errors import UsageError
 
 out = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
+err = Console(stderr=True, highlight=False)
 InventoryArg = Annotated[Path, typer.Argument(help="inventory directory of YAML files", show_default=False)]
 
 
@@ -53,6 +54,7 @@ def accept(
     """Acceptance tests: bandwidth, latency, NCCL, counters, host config, BGP; exit 1 when any check fails."""
     from fabric.accept import catalog as cat
     from fabric.accept import engine, report
+    from fabric.accept import transport as tr
 
     formats = _formats(fmt)
     names = schedulers(scheduler)
@@ -77,9 +79,23 @@ def accept(
     if not selected:
         raise UsageError(f"--tags: no check has any of {', '.join(tag_list)}")
     out_dir = output or Path("build") / fabric.name / "accept"
+    hosts = list(fabric.hosts)
+    with track("accept") as progress:
+        dead = tr.reachable(site, hosts, progress=devices(progress, f"reach the hosts of {fabric.name}", len(hosts)))
+    if len(dead) == len(hosts):
+        err.print(f"error: {none_answered(site, 'hosts', hosts)}", markup=False, soft_wrap=True)
+        sys.exit(1)
     with track("accept", total=len(selected)) as progress:
         rep = engine.run(site, selected, quick=quick, report_dir=out_dir, progress=progress.note,
                          done=lambda _r: progress.advance())
+    if dead:  # the checks judged the hosts that answered; the run cannot pass with hosts missing
+        from fabric.accept.results import CheckResult
+
+        rep.results.insert(0, CheckResult(
+            name="reachability", check="reachability", status="fail",
+            message=f"Expected every host to answer over SSH. Actual: {len(dead)} of {len(hosts)} did not: "
+                    + ", ".join(sorted(dead)),
+            evidence=[f"{h}: {why}" for h, why in sorted(dead.items())]))
     paths = report.write(rep, out_dir, formats)
     if "table" in formats:
         report.table(rep, out)
@@ -126,12 +142,19 @@ def counters(
     if step <= 0:
         raise UsageError("--watch/--interval: expected a positive number of seconds")
     _loaded, site = open_site(inventory, lab=lab)
-    n = 0
-    before = cn.snapshot(site, switches=switches)
+    nodes = list(site.fabric.hosts) + (list(site.fabric.switches) if switches else [])
+    with track("counters") as progress:
+        before = cn.snapshot(site, nodes=nodes, progress=devices(progress, f"counters {site.name}", len(nodes)))
     t_before = time.monotonic()
+    missing = [n for n in nodes if n not in before]
+    if not before:
+        err.print(f"error: {none_answered(site, 'hosts and switches' if switches else 'hosts', nodes)}",
+                  markup=False, soft_wrap=True)
+        sys.exit(1)
+    n = 0
     while True:
         time.sleep(step)
-        after = cn.snapshot(site, switches=switches)
+        after = cn.snapshot(site, nodes=list(before))
         t_after = time.monotonic()
         rows = cn.rates(cn.delta(before, after), t_after - t_before)
         n += 1
@@ -141,9 +164,16 @@ def counters(
             out.print_json(json.dumps([r.model_dump() for r in rows]))
         else:
             _counters_table(rows, t_after - t_before)
+        gone = [x for x in nodes if x not in after]
+        if gone:
+            err.print(f"unreachable: {', '.join(gone)} ({len(gone)} of {len(nodes)} nodes, no counters)",
+                      markup=False, soft_wrap=True)
+        if not rows:
+            err.print(f"error: no counters from the {len(after)} nodes that answered (no readable port)",
+                      markup=False, soft_wrap=True)
         if not watch or (count and n >= count):
             bad = any(r.anomalies and any("discards" in a or "storm" in a for a in r.anomalies) for r in rows)
-            sys.exit(1 if bad else 0)
+            sys.exit(1 if bad or missing or gone or not rows else 0)
         before, t_before = after, t_after
 
 

@@ -104,17 +104,26 @@ def plan(inventory: InventoryArg,
          insecure_lab: Annotated[bool, typer.Option("--insecure-lab", help="with --lab: skip host-key checks")] = False,
          running: Annotated[Path | None, typer.Option("--running", help="diff saved running configs DIR/<switch>"
                                                       ".json|.yaml|.cfg|.conf instead of the switches")] = None,
+         detailed_exitcode: Annotated[bool, typer.Option(
+             "--detailed-exitcode", help="exit 0 in sync, 3 changes pending, 1 a switch unreachable or failed, "
+                                         "2 bad input (without it: 0 unless something failed)")] = False,
          ) -> None:
-    """Diff every switch's running configuration against its intent (--offline: summarize the intent)."""
+    """Diff every switch's running configuration against its intent (--offline: summarize the intent).
+
+    Exit codes: 0 every switch answered (and, with --detailed-exitcode, is in sync); 3 with
+    --detailed-exitcode when changes are pending; 1 a switch unreachable or failed; 2 bad input."""
     _check_format(fmt)
     if running is not None:
         from fabric.cli.push import running_plan
 
-        raise typer.Exit(running_plan(inventory, running, limit, fmt))
+        raise typer.Exit(running_plan(inventory, running, limit, fmt, detailed_exitcode))
     if not offline:
         from fabric.cli.push import online_plan
 
-        raise typer.Exit(online_plan(inventory, limit, fmt, workers, lab, insecure_lab))
+        raise typer.Exit(online_plan(inventory, limit, fmt, workers, lab, insecure_lab, detailed_exitcode))
+    if detailed_exitcode:
+        raise UsageError("--detailed-exitcode: expected a plan against the switches, found --offline "
+                         "(it contacts nothing, so nothing can be in sync or pending)")
     with track("plan --offline") as progress:
         _, fabric = _load(inventory, progress)
         progress.stage("summarize")

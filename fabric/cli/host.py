@@ -293,6 +293,14 @@ def _fleet(
             python=python,
             on_host=on_host,
         )
+    names = [h.host for h in result.hosts]
+    if not names:
+        raise UsageError(f"--limit: expected a pattern matching hosts of {fabric.name}, found {limit!r}")
+    if all(h.status == "unreachable" for h in result.hosts):
+        from fabric.cli.site import none_answered
+
+        Console(stderr=True, highlight=False).print(f"error: {none_answered(site, 'hosts', names)}", markup=False,
+                                                    soft_wrap=True)
     if fmt is Format.json:
         typer.echo(json.dumps({**result.model_dump(mode="json"), "ok": result.ok}, indent=2))
     else:

@@ -13,7 +13,22 @@ try:  # typer ≥ 0.20 vendors click
 except ImportError:  # pragma: no cover
     from click import ClickException
 
-from fabric.cli import accept, core, diagnose, drain, export, host, lab, lint, optics, parse, progress, push, remediate
+from fabric.cli import (
+    accept,
+    core,
+    diagnose,
+    drain,
+    export,
+    fetch,
+    host,
+    lab,
+    lint,
+    optics,
+    parse,
+    progress,
+    push,
+    remediate,
+)
 from fabric.errors import InputError, UsageError
 
 # add_completion: `fabric --install-completion [SHELL]` / `--show-completion [SHELL]` (bash, zsh, fish, pwsh)
@@ -58,7 +73,13 @@ def main() -> None:
     try:
         rc = app(standalone_mode=False, prog_name="fabric")  # returns the code of a typer.Exit in this mode
         sys.exit(rc if isinstance(rc, int) else 0)
-    except (InputError, UsageError) as exc:
+    except InputError as exc:
+        from fabric.design.derive import semantic_problems
+
+        for problem in semantic_problems(exc):
+            err.print(f"error: {problem}", markup=False, soft_wrap=True)
+        sys.exit(2)
+    except UsageError as exc:
         for line in str(exc).splitlines():
             err.print(f"error: {line}", markup=False)
         sys.exit(2)
@@ -81,7 +102,7 @@ def _register() -> None:
                           ("accept", accept.accept), ("counters", accept.counters), ("apply", push.apply_command),
                           ("rollback", push.rollback_command), ("drain", drain.drain_command),
                           ("undrain", drain.undrain_command), ("optics", optics.optics),
-                          ("remediate", remediate.remediate)):
+                          ("remediate", remediate.remediate), ("fetch", fetch.fetch_command)):
         app.command(name)(command)
     app.add_typer(generate, name="generate")
     app.add_typer(parse.app)

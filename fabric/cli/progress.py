@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -146,3 +146,30 @@ def track(description: str, total: int | None = None, *, console: Console | None
     """`with track("render") as p: p.stage(...); p.advance()` — the display, if any, is gone afterwards."""
     with Tracker(description, total, console or stderr_console(), delay) as tracker:
         yield tracker
+
+
+FINAL = ("done", "applied", "unchanged", "rolled-back", "failed", "unreachable", "reverted-by-timer", "unknown",
+         "skipped", "saved", "error", "reachable", "pending", "no-file")
+PROBLEMS = ("unreachable", "failed", "error")
+
+
+def devices(progress: Tracker, what: str, total: int) -> Callable[[str, str], None]:
+    """The per-device callback (device, stage) of commands that reach devices: one display line per device
+    in flight, a count of those done, and — always, display or not — a line on stderr as soon as a device
+    turns out unreachable or fails, so a long run never leaves the user guessing."""
+    progress.stage(what, total=total)
+    finished: set[str] = set()
+    lock = threading.Lock()
+
+    def update(device: str, stage: str) -> None:
+        done = stage in FINAL
+        progress.item(device, stage, done=done)
+        if done:
+            with lock:
+                first = device not in finished
+                finished.add(device)
+            if first:
+                progress.advance()
+                if stage in PROBLEMS:
+                    progress.print(f"{device}: {stage}", style="red")
+    return update

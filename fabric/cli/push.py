@@ -7,7 +7,6 @@ import functools
 import json
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
@@ -17,12 +16,14 @@ from rich.table import Table
 from rich.text import Text
 
 from fabric.access import Credentials, SwitchEndpoint
-from fabric.cli.progress import Tracker, track
-from fabric.cli.site import open_site
+from fabric.cli.progress import devices as device_progress
+from fabric.cli.progress import track
+from fabric.cli.site import none_answered, open_site
 from fabric.errors import UsageError
 from fabric.push import engine, state
 
 out = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
+err = Console(stderr=True, highlight=False)
 
 LimitOpt = Annotated[str | None, typer.Option("--limit", help="switch name glob(s), comma-separated")]
 WorkersOpt = Annotated[int, typer.Option("--workers", min=1, help="devices contacted at the same time")]
@@ -67,22 +68,6 @@ class Context:
         return cred
 
 
-_FINAL = ("done", "applied", "unchanged", "rolled-back", "failed", "unreachable", "reverted-by-timer", "unknown",
-          "skipped", "pending")
-
-
-def _devices(progress: Tracker, what: str, total: int) -> Callable[[str, str], None]:
-    """The engine's progress callback (device, stage): one line per device in flight, a count of those done."""
-    progress.stage(what, total=total)
-
-    def update(device: str, stage: str) -> None:
-        done = stage in _FINAL
-        progress.item(device, stage, done=done)
-        if done:
-            progress.advance()
-    return update
-
-
 def _summary(results: list[engine.DeviceResult]) -> dict[str, int]:
     counts: dict[str, int] = {}
     for r in results:
@@ -121,15 +106,31 @@ def print_results(title: str, results: list[engine.DeviceResult], fmt: str, *, d
                   "switches", markup=False)
 
 
-def online_plan(inventory: Path, limit: str | None, fmt: str, workers: int, lab: bool, insecure_lab: bool) -> int:
-    """Diff every selected switch against its intent; exit 1 when a device is unreachable or errs."""
+def online_plan(inventory: Path, limit: str | None, fmt: str, workers: int, lab: bool, insecure_lab: bool,
+                detailed: bool = False) -> int:
+    """Diff every selected switch against its intent; exit 1 when a device is unreachable or errs, and with
+    `detailed` (`--detailed-exitcode`, as terraform plan) 3 when every switch answered and some would change."""
     ctx = Context(inventory, limit, lab=lab, insecure_lab=insecure_lab)
     warn_interrupted(ctx.name)
     with track("plan") as progress:
-        update = _devices(progress, f"plan {ctx.name}", len(ctx.endpoints))
+        update = device_progress(progress, f"plan {ctx.name}", len(ctx.endpoints))
         results = engine.plan_all(ctx.endpoints, ctx.cred, workers=workers, progress=update)
     print_results(f"{ctx.name}: plan", results, fmt)
-    return 1 if any(r.status in ("unreachable", "error") for r in results) else 0
+    if results and all(r.status == "unreachable" for r in results):
+        err.print(f"error: {none_answered(ctx.site, 'switches', [r.device for r in results])}", markup=False,
+                  soft_wrap=True)
+    if any(r.status in ("unreachable", "error") for r in results):
+        return 1
+    return 3 if detailed and any(r.status == "changed" for r in results) else 0
+
+
+def print_order(groups: list[list[str]], canary: int, console: Console) -> None:
+    """The rollout's order, before anything is asked or changed: the canary, then each batch."""
+    console.print(f"rollout: {sum(map(len, groups))} switches in {len(groups)} steps, each after the one before "
+                  "succeeded", markup=False)
+    for i, group in enumerate(groups):
+        label = "canary" if i == 0 and canary else f"batch {i + (0 if canary else 1)}"
+        console.print(f"  {label:<9} {', '.join(group)}", markup=False, soft_wrap=True)
 
 
 def interrupted_note(fabric: str) -> str:
@@ -156,15 +157,18 @@ def warn_interrupted(fabric: str) -> None:
         sys.stderr.write(f"warning: {note}\n")
 
 
-def running_plan(inventory: Path, running: Path, limit: str | None, fmt: str) -> int:
+def running_plan(inventory: Path, running: Path, limit: str | None, fmt: str, detailed: bool = False) -> int:
     """The online plan's diff against saved running configurations `<running>/<switch><suffix>`; a switch
-    without a file is reported (exit 1, like an unreachable one), the others are still diffed."""
+    without a file is reported (exit 1, like an unreachable one), the others are still diffed; `detailed` as
+    in `online_plan`."""
     if not running.is_dir():
         raise UsageError(f"--running: expected a directory of saved running configurations, found {str(running)!r}")
     ctx = Context(inventory, limit, lab=False, insecure_lab=False)
     results = [engine.plan_saved(ep, running) for ep in ctx.endpoints]
     print_results(f"{ctx.name}: plan against {running}", results, fmt)
-    return 1 if any(r.status in ("no-file", "error") for r in results) else 0
+    if any(r.status in ("no-file", "error") for r in results):
+        return 1
+    return 3 if detailed and any(r.status == "changed" for r in results) else 0
 
 
 def _check_timers(confirm_timer: int, postcheck_timeout: float, settle: float) -> None:
@@ -217,9 +221,12 @@ def apply_command(
     with state.apply_lock(ctx.name), engine.signals_handled(engine.Stop()) as stop:
         settled = _settle_interrupted(ctx, opts, resume=resume)
         with track("apply") as progress:
-            update = _devices(progress, f"plan {ctx.name}", len(ctx.endpoints))
+            update = device_progress(progress, f"plan {ctx.name}", len(ctx.endpoints))
             planned = engine.plan_all(ctx.endpoints, ctx.cred, workers=workers, progress=update)
         changed = [r.device for r in planned if r.status == "changed"]
+        if planned and all(r.status == "unreachable" for r in planned):
+            err.print(f"error: {none_answered(ctx.site, 'switches', [r.device for r in planned])}", markup=False,
+                      soft_wrap=True)
         if fmt == "table":
             print_results(f"{ctx.name}: plan", planned, fmt)
         if not changed:
@@ -229,12 +236,13 @@ def apply_command(
                 out.print("nothing to apply")
             raise typer.Exit(1 if any(r.status in ("unreachable", "error") for r in planned) else 0)
         groups = engine.batches(changed, canary, batch)
+        print_order(groups, canary, err if fmt == "json" else out)
         if not _confirm_or_refuse(yes, f"apply to {len(changed)} switches in {len(groups)} batches "
                                        f"({', '.join(str(len(g)) for g in groups)})?"):
             raise typer.Exit(1)
         eps = [ep for ep in ctx.endpoints if ep.device in changed]
         with track("apply") as progress:
-            update = _devices(progress, f"apply {ctx.name} ({len(groups)} batches)", len(eps))
+            update = device_progress(progress, f"apply {ctx.name} ({len(groups)} batches)", len(eps))
             applied = engine.rollout(ctx.name, eps, ctx.cred, opts, canary=canary, batch=batch, workers=workers,
                                      progress=update, rollback_on_failure=rollback_on_failure, stop=stop)
     done = {r.device: r for r in [*settled, *applied]}
@@ -293,7 +301,7 @@ def rollback_command(
     state.check_writable(ctx.name)
     by_name = {ep.device: ep for ep in ctx.endpoints}
     with state.apply_lock(ctx.name), track("rollback") as progress:
-        update = _devices(progress, f"roll back {ctx.name}", len(eps) + len(unsettled))
+        update = device_progress(progress, f"roll back {ctx.name}", len(eps) + len(unsettled))
         results = [engine.resume_device(ctx.name, by_name[d], ctx.cred, opts, txn, finish=False, progress=update)
                    for d, txn in unsettled.items()]
         for r in results:  # confirmed before the interruption: restore the snapshot like any apply

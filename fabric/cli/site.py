@@ -33,3 +33,22 @@ def open_site(inventory: Path, *, lab: bool = False, via: str = "netns",
         raise UsageError(f"--lab: expected a running lab of {fabric.name}, found one in phase {st.phase!r} "
                          "(fabric lab up)")
     return loaded, LabSite(st, fabric, via=via, insecure=insecure_lab)
+
+
+def running_lab(fabric_name: str) -> bool:
+    """Whether a lab of this fabric is up (for the hint when the inventory's devices do not answer)."""
+    from fabric.lab.state import load_state
+
+    try:
+        st = load_state(fabric_name, required=False)
+    except (OSError, ValueError):
+        return False
+    return st is not None and st.phase == "up"
+
+
+def none_answered(site: Site, kind: str, names: list[str]) -> str:
+    """The one message when not a single device answered: which, and the likely reason."""
+    shown = ", ".join(names[:4]) + (f", … ({len(names)} in all)" if len(names) > 4 else "")
+    hint = ("a lab of this fabric is running: add --lab to reach its devices" if site.kind == "ssh"
+            and running_lab(site.name) else "check the management network, the addresses and the access section")
+    return f"none of the {len(names)} {kind} of {site.name} answered ({shown}); {hint}"

@@ -31,7 +31,7 @@ from fabric.design.intent import (
 )
 from fabric.design.pci import pci_from_netdev
 from fabric.design.topology import Host, Nic, Switch, Topo, build
-from fabric.errors import InputError
+from fabric.errors import InputError, Problem
 from fabric.model.load import Loaded
 from fabric.model.platforms import ASIC_BUFFER
 from fabric.model.ports import sonic_port_map
@@ -394,3 +394,28 @@ class Deriver:
 def derive(loaded: Loaded, target: str | None = None) -> FabricIntent:
     """The whole fabric's intent; `target` forces one NOS (the lab uses `frr`)."""
     return Deriver(loaded, target).fabric()
+
+
+def semantic_problems(exc: InputError) -> list[Problem]:
+    """Every problem of a failed load: its structural ones, then the semantic ones (the model's, the
+    topology's) of the remainder that validated without the offending keys — only in sections without a
+    structural problem (a dropped key's default must not be blamed elsewhere in its section), and none at a
+    place already named."""
+    from fabric.model.load import IncompleteInput
+
+    problems = list(exc.problems)
+    if not isinstance(exc, IncompleteInput) or exc.partial is None:
+        return problems
+    try:
+        Deriver(exc.partial)
+    except InputError as more:
+        seen = {(p.file, p.line) for p in problems} | {p.path for p in problems}
+        broken = {_section(p.path) for p in problems}
+        problems += [p for p in more.problems
+                     if (p.file, p.line) not in seen and p.path not in seen and _section(p.path) not in broken]
+    return problems
+
+
+def _section(path: str) -> str:
+    """`hosts.defaults.nics[3].rail` → `hosts`."""
+    return path.split(".", 1)[0].split("[", 1)[0]

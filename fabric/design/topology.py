@@ -386,7 +386,13 @@ class _Builder:
             ends = []
             for dev, port, key in ((a, pa, "a"), (b, pb, "b")):
                 sw = self.t.switches.get(dev)
-                if sw is None:
+                host = self.t.hosts.get(dev)
+                if host is not None:
+                    nic = next((n for n in host.nics if n.netdev == port), None)
+                    self.problem((*loc, key), "a switch port (a host NIC is cabled by hosts.nics, to its rail's leaf)",
+                                 f"{dev}:{port}, " + (f"already cabled to {nic.leaf}:{nic.leaf_port}" if nic
+                                                      else f"no NIC of host {dev}"))
+                elif sw is None:
                     self.problem((*loc, key), "a switch of this fabric", repr(dev))
                 elif port in sw.used:
                     self.problem((*loc, key), f"a free port ({port} is cabled to {sw.used[port]})",

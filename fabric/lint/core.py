@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, ClassVar
 
-from pydantic import ConfigDict
+from pydantic import ConfigDict, Field
 
 from fabric.findings import Finding as BaseFinding
 from fabric.findings import Severity
@@ -30,6 +30,10 @@ class Finding(BaseFinding):
     message: str  # "<what>: expected …, found …"
     line: int | None = None
     waived: str | None = None  # the waiver's reason
+    # a cause shared by many objects, reported once under its section (`object`): every one of them and
+    # what they are, so a waiver can name them (not in the outputs: the message lists the first few)
+    members: tuple[str, ...] = Field(default=(), exclude=True)
+    kind: str = Field(default="", exclude=True)
 
     @property
     def code(self) -> str:
@@ -46,7 +50,10 @@ class Finding(BaseFinding):
     def sort_key(self) -> tuple[object, ...]:
         from fabric.design.derive import natural
 
-        return (-self.severity.rank, self.rule, natural(self.object), natural(self.item), self.message)
+        # every field, so no two different findings tie: the order (and every output) never depends on the
+        # hash seed of the run (findings are deduplicated through a set)
+        return (-self.severity.rank, self.rule, natural(self.object), natural(self.item), self.message,
+                natural(self.file), self.line or 0, self.waived or "", self.title)
 
 
 class Rule:
@@ -101,8 +108,19 @@ class Rule:
             if len(objs) == 1:
                 yield self.finding(objs[0], message, where, item, severity)
             else:
-                shown = ", ".join(objs[:3]) + (", …" if len(objs) > 3 else "")
-                yield self.finding(section, f"{message} (on {len(objs)} {kind}: {shown})", where, item, severity)
+                yield group(self.finding(section, message, where, item, severity), objs, kind)
+
+
+def on_many(objs: list[str] | tuple[str, ...], kind: str) -> str:
+    """The suffix of a grouped finding's message: ` (on 12 hosts: a, b, c, …)`."""
+    return f" (on {len(objs)} {kind}: {', '.join(objs[:3])}{', …' if len(objs) > 3 else ''})"
+
+
+def group(f: Finding, objs: list[str] | tuple[str, ...], kind: str) -> Finding:
+    """`f` (its message without the suffix) standing for `objs`; one object is a finding of its own."""
+    if len(objs) == 1:
+        return f.model_copy(update={"object": objs[0], "members": (), "kind": ""})
+    return f.model_copy(update={"message": f.message + on_many(objs, kind), "members": tuple(objs), "kind": kind})
 
 
 RULES: dict[str, Rule] = {}  # filled by the rule modules; fabric.lint.rules.catalog() imports them all

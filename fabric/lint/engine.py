@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict
 from fabric.errors import InputError, Problem
 from fabric.lint.configs.model import ConfigSet
 from fabric.lint.context import Context
-from fabric.lint.core import Finding, Rule, Severity
+from fabric.lint.core import Finding, Rule, Severity, group, on_many
 from fabric.lint.rules import all_rules
 from fabric.model.inventory import Waiver
 
@@ -59,19 +59,31 @@ def selected(select: list[str] | None = None, ignore: list[str] | None = None) -
 
 
 def waive(findings: list[Finding], waivers: list[Waiver]) -> list[Finding]:
-    """Mark findings whose rule and object (or object:item; shell patterns allowed) a waiver names."""
+    """Mark findings whose rule and object (or object:item; shell patterns allowed) a waiver names.
+
+    A finding reported once for many objects (named after its section) is matched object by object: the
+    objects a waiver names are waived, the others stay a finding of their own."""
+
+    def reason(f: Finding, obj: str) -> str | None:
+        target = f"{obj}:{f.item}" if f.item else obj
+        return next((w.reason for w in waivers if w.rule == f.rule
+                     and any(fnmatchcase(obj, o) or fnmatchcase(target, o) for o in w.objects)), None)
+
     out = []
     for f in findings:
-        reason = next(
-            (
-                w.reason
-                for w in waivers
-                if w.rule == f.rule
-                and any(fnmatchcase(f.object, o) or fnmatchcase(f.target, o) for o in w.objects)
-            ),
-            None,
-        )
-        out.append(f.model_copy(update={"waived": reason}) if reason else f)
+        why = reason(f, f.object)
+        if why or not f.members:
+            out.append(f.model_copy(update={"waived": why}) if why else f)
+            continue
+        by_reason: dict[str | None, list[str]] = {}
+        for m in f.members:
+            by_reason.setdefault(reason(f, m), []).append(m)
+        if list(by_reason) == [None]:
+            out.append(f)
+            continue
+        base = f.model_copy(update={"message": f.message.removesuffix(on_many(f.members, f.kind))})
+        for why, objs in by_reason.items():
+            out.append(group(base, objs, f.kind).model_copy(update={"waived": why}))
     return out
 
 

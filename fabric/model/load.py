@@ -84,25 +84,78 @@ def expand_qos(raw: Any, smap: SourceMap) -> tuple[QosPolicy, dict[str, Any]]:
         raise InputError(pydantic_problems(exc, smap, QosPolicy, ("qos",))) from None
 
 
+class IncompleteInput(InputError):
+    """Structural problems, plus — where the inventory still validates without the offending keys — that
+    remainder (`partial`), so the semantic checks can run on it and one run reports both kinds."""
+
+    def __init__(self, problems: list[Problem], partial: Loaded | None):
+        super().__init__(problems)
+        self.partial = partial
+
+
+def _drop(data: Any, loc: tuple[Any, ...]) -> bool:
+    """Remove the key a pydantic error points at (the deepest mapping key on its path, so a bad list item
+    drops its list: indexes elsewhere stay true); False when nothing on the path exists."""
+    path: list[tuple[dict[str, Any], str]] = []
+    node = data
+    for part in loc:
+        if isinstance(node, dict) and part in node:
+            path.append((node, part))
+            node = node[part]
+        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+            node = node[part]
+        elif isinstance(part, str) and "[" in part:  # a validator's tag in the location, not a key
+            continue
+        else:
+            break
+    if not path:
+        return False
+    parent, key = path[-1]
+    del parent[key]
+    return True
+
+
+def _remainder(data: dict[str, Any], exc: ValidationError) -> Inventory | None:
+    """The inventory without the keys pydantic refused (defaults in their place), if that validates."""
+    import copy
+
+    pruned = copy.deepcopy(data)
+    for _ in range(3):  # a dropped key may uncover another problem (a required key): a few rounds at most
+        if not all(_drop(pruned, tuple(e["loc"])) for e in exc.errors()):
+            return None
+        try:
+            return Inventory.model_validate(pruned)
+        except ValidationError as again:
+            exc = again
+    return None
+
+
 def load(directory: str | Path) -> Loaded:
-    """Load and validate an inventory directory; raise InputError listing every structural problem."""
+    """Load and validate an inventory directory; raise InputError listing every structural problem
+    (IncompleteInput with the remainder that validates, for the semantic checks)."""
     from fabric.model.checks import model_problems
 
     smap = SourceMap()
     data = read_sections(Path(directory), smap)
     problems: list[Problem] = []
-    inv = None
+    inv = partial = None
     try:
         inv = Inventory.model_validate(data)
     except ValidationError as exc:
         problems += pydantic_problems(exc, smap, Inventory)
+        partial = _remainder(data, exc)
     qos = overrides = None
     try:
         qos, overrides = expand_qos(data.get("qos", {"preset": "nvidia-roce"}), smap)
     except InputError as exc:
         problems += exc.problems
     if problems or inv is None or qos is None:
-        raise InputError(problems)
+        rest = inv or partial
+        if rest is None or qos is None:
+            raise IncompleteInput(problems, None)
+        loaded = Loaded(rest, smap, qos, overrides or {})
+        loaded.problems = model_problems(loaded)
+        raise IncompleteInput(problems, loaded)
     loaded = Loaded(inv, smap, qos, overrides or {})
     loaded.problems = model_problems(loaded)
     return loaded

@@ -170,5 +170,6 @@ def pydantic_problems(exc: ValidationError, smap: SourceMap, model: type[BaseMod
         else:
             msg = e["msg"].removeprefix("Value error, ").removeprefix("Input should be ")
             msg = msg.replace("String should match pattern", "a string matching")
+            msg = msg.replace("Input is not a valid", "a valid")  # ipaddress types: "Input is not a valid IPv4 …"
             out.append(smap.problem(loc, msg, describe(e.get("input"))))
     return out

@@ -26,7 +26,7 @@ from fabric.nos import NOS
 from fabric.push import state
 from fabric.targets import driver, driver_class
 from fabric.targets.base import DeviceDiff, Driver, Health, TargetError, Txn
-from fabric.targets.session import close, conn_errors, open_driver
+from fabric.targets.session import close, conn_errors, open_driver, reason
 
 Status = Literal["unchanged", "changed", "unreachable", "error", "applied", "rolled-back", "failed",
                  "skipped", "reverted-by-timer", "unknown", "no-file", "pending"]
@@ -57,7 +57,7 @@ class ApplyOptions(BaseModel):
 
 
 def _short(exc: BaseException) -> str:
-    return state.scrub(one_line(exc))
+    return state.scrub(reason(exc))
 
 
 def plan_device(ep: SwitchEndpoint, cred: Credentials, *, timeout: float = 10,
@@ -67,6 +67,7 @@ def plan_device(ep: SwitchEndpoint, cred: Credentials, *, timeout: float = 10,
     try:
         drv = open_driver(ep, cred, timeout=timeout, progress=lambda s: progress(ep.device, s))
     except conn_errors() as exc:
+        progress(ep.device, "unreachable")
         return DeviceResult(device=ep.device, target=ep.target, status="unreachable", detail=_short(exc),
                             seconds=time.monotonic() - t0)
     try:
@@ -75,6 +76,7 @@ def plan_device(ep: SwitchEndpoint, cred: Credentials, *, timeout: float = 10,
         return DeviceResult(device=ep.device, target=ep.target, status="unchanged" if diff.empty else "changed",
                             diff=diff, seconds=time.monotonic() - t0)
     except (TargetError, *conn_errors()) as exc:
+        progress(ep.device, "error")
         return DeviceResult(device=ep.device, target=ep.target, status="error", detail=_short(exc),
                             seconds=time.monotonic() - t0)
     finally:

@@ -112,6 +112,10 @@ class Driver(ABC):
     @abstractmethod
     def running(self) -> str: ...
 
+    def saved(self) -> str:
+        """The running configuration as the NOS's own show command writes it (`fabric fetch`)."""
+        return self.running()
+
     @abstractmethod
     def scoped(self, running: str) -> ScopedDiff:
         """Pure: the diff of a running configuration (as `running()` returns it, or a saved one) against

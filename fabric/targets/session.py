@@ -40,3 +40,12 @@ def session(ep: SwitchEndpoint, cred: Credentials, *, timeout: float = 10) -> It
         yield drv
     finally:
         close(drv)
+
+
+def reason(exc: BaseException) -> str:
+    """Why a switch could not be reached, in one short line (netmiko's own message is a paragraph)."""
+    text = " ".join(str(exc).split())
+    if text.startswith("TCP connection to device failed"):
+        where = text.rpartition("Device settings: ")[2].split() or ["the device"]
+        return f"TCP connection to {where[-1]} failed (no route, refused or timed out)"
+    return f"{type(exc).__name__}: {text}"[:240] if text else type(exc).__name__

@@ -28,7 +28,8 @@ def kind_of(path: Path, text: str) -> str | None:
         return "sonic"
     if name.endswith((".yaml", ".yml")):
         return "nvue"
-    if name == "frr.conf" or name.endswith(".frr") or text.lstrip().startswith(("frr ", "frr version")):
+    first = next((ln for ln in text.splitlines() if ln.strip() and not ln.startswith("!")), "")
+    if name == "frr.conf" or name.endswith(".frr") or first.startswith("frr "):  # `show running-config` too
         return "frr"
     if name.endswith((".cfg", ".eos")) or name == "running-config":
         return "eos"

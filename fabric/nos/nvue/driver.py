@@ -57,6 +57,10 @@ class NvueDriver(Driver):
     def running(self) -> str:
         return json.dumps(self._applied(), indent=2, sort_keys=True)
 
+    def saved(self) -> str:
+        """As `nv config show -o yaml` prints the applied tree."""
+        return yaml.safe_dump(self._applied(), sort_keys=True, default_flow_style=False)
+
     def _intended(self) -> dict:
         data = yaml.safe_load(self.intended)
         if isinstance(data, dict):  # a recorded snapshot (fabric rollback): the whole tree
