@@ -171,14 +171,15 @@ def test_fetch_saves_every_switch_where_lint_reads_it_and_detailed_exitcode_tell
     assert p.returncode == 1 and "a lab of this fabric is running: add --lab" in p.stderr, p.stderr
 
     assert run("plan", str(lab), "--lab", "--detailed-exitcode").returncode == 0  # in sync
-    lab_state(NAME).vtysh(LEAF, "configure terminal", "ip prefix-list FETCH seq 5 permit 192.0.2.0/24")
+    # a drift inside what the tool owns (a hand prefix-list would be left alone, not drift)
+    lab_state(NAME).vtysh(LEAF, "configure terminal", "router bgp 65101", "timers bgp 5 15")
     try:
         p = run("plan", str(lab), "--lab", "--detailed-exitcode")
         assert p.returncode == 3, p.stdout + p.stderr
         assert "1 changed, 5 unchanged" in p.stdout
         assert run("plan", str(lab), "--lab").returncode == 0  # without the flag: drift is no failure
         run("fetch", str(lab), "--lab", "-o", str(out), "--limit", LEAF)
-        assert "ip prefix-list FETCH seq 5 permit 192.0.2.0/24" in (out / f"{LEAF}.conf").read_text()
+        assert " timers bgp 5 15\n" in (out / f"{LEAF}.conf").read_text()
         # the rollout says its order before it changes anything
         p = subprocess.run([FABRIC, "apply", str(lab), "--lab", "--yes", "--settle", "2", "--postcheck-timeout", "8",
                             "--confirm-timer", "25"], capture_output=True, text=True, timeout=120, cwd=ROOT,
@@ -188,7 +189,7 @@ def test_fetch_saves_every_switch_where_lint_reads_it_and_detailed_exitcode_tell
         assert p.stdout.index("rollout: 1 switches in 1 steps") < order < p.stdout.index("1 applied")
         assert run("plan", str(lab), "--lab", "--detailed-exitcode").returncode == 0
     finally:
-        lab_state(NAME).vtysh(LEAF, "configure terminal", "no ip prefix-list FETCH")
+        lab_state(NAME).vtysh(LEAF, "configure terminal", "router bgp 65101", "timers bgp 3 9")
 
 
 def test_rollout_order_is_printed_canary_then_batches() -> None:

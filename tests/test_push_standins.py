@@ -415,7 +415,7 @@ def test_fetch_saves_nvue_as_nv_config_show_yaml(nvue: tuple[StandinNet, Path, P
 
     net, inv, state = nvue
     saved = yaml.safe_load(_fetched(net, inv, state, tmp_path, ".yaml"))
-    assert saved == _applied(net.devices[LEAF]) and saved["interface"]["swp1"]["link"]["mtu"] == 1500
+    assert saved == _applied(net.devices[LEAF]) and saved["interface"]["swp10s0"]["link"]["mtu"] == 1500
 
 
 def test_fetch_saves_eos_running_config(eos: tuple[StandinNet, Path, Path, str], tmp_path: Path) -> None:
