@@ -109,7 +109,7 @@ def default_catalog(fabric: FabricIntent, *, rdma: bool = True, launcher: str = 
         if sus > 1:
             entries.append(Entry(check="pod-rail-bandwidth", name="pod-cross-su-bandwidth",
                                  input={**pod, "scope": "cross-su"}))
-    entries += [Entry(check="lossless-counters"), Entry(check="pfc-watchdog")]
+    entries += [Entry(check="lossless-counters"), Entry(check="pfc-watchdog"), Entry(check="traffic-class")]
     return Catalog(checks=entries)
 
 

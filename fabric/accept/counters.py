@@ -16,6 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pydantic import BaseModel
 
 from fabric.accept import transport as tr
+from fabric.accept.results import Planned
 from fabric.access import Site
 from fabric.errors import InputError
 from fabric.parsers import parse_ethtool_stats
@@ -27,11 +28,20 @@ from fabric.targets.session import conn_errors, session
 Snapshot = dict[str, dict[str, dict[str, int]]]
 
 DISCARD = re.compile(r"(discard|^link:(rx|tx)_(dropped|errors)$|out_of_buffer$)")
+QUEUE_DROPS = re.compile(r"^queue:(?P<n>\d):drops$")  # judged on lossless queues only (lossy ones may drop)
 SEQUENCE = re.compile(r"^hw:(out_of_sequence|packet_seq_err|implied_nak_seq_err|local_ack_timeout_err)$")
-PAUSE = re.compile(r"^ethtool:(rx|tx)_prio\d_pause$")
-ECN = re.compile(r"^(ethtool:rx_prio\d_marked|hw:np_ecn_marked_roce_packets)$")
+PAUSE = re.compile(r"^(ethtool:(rx|tx)_prio\d_pause|pfc:\d:(rx|tx)_pause)$")
+ECN = re.compile(r"^(ethtool:rx_prio\d_marked|hw:np_ecn_marked_roce_packets|queue:\d:ecn_marked)$")
 CNP_SENT, CNP_HANDLED = "hw:np_cnp_sent", "hw:rp_cnp_handled"
-STORM = re.compile(r"^ethtool:tx_pause_storm_(warning|error)_events$")
+STORM = re.compile(r"^(ethtool:tx_pause_storm_(warning|error)_events|pfcwd:\d:storm_detected)$")
+# per-priority bytes of a NIC (mlx5 ethtool -S) and per-queue bytes of a switch port (the drivers' `queue:`)
+PRIO_BYTES = re.compile(r"^ethtool:(?P<dir>rx|tx)_prio(?P<n>\d)_bytes$")
+QUEUE_BYTES = re.compile(r"^queue:(?P<n>\d):tx_bytes$")
+
+# Switch counters, the same names on every NOS driver (fabric.nos.*.driver.counters):
+#   queue:<tc>:tx_bytes|tx_packets|drops|ecn_marked   egress queue (TC) of the port
+#   pfc:<prio>:rx_pause|tx_pause                      PFC frames per priority
+#   pfcwd:<prio>:storm_detected|storm_restored        PFC watchdog events
 
 
 def _host_script(netdevs: list[tuple[str, str]]) -> str:
@@ -100,6 +110,20 @@ def switch_snapshot(site: Site, switch: str) -> dict[str, dict[str, int]]:
             return drv.counters() or {}
     except (TargetError, ValueError, *conn_errors()):
         return {}
+
+
+def planned_snapshot(site: Site, *, switches: bool = True) -> list[Planned]:
+    """The reads of one `snapshot`, for `--dry-run`."""
+    out = [Planned(host=h, role="read", command=shlex.join(["sh", "-c", _host_script(
+        [(r.ifname, r.rdma) for r in site.fabric.hosts[h].rails])])) for h in site.fabric.hosts]
+    if switches:
+        from fabric.nos import NOS
+
+        for name, sw in site.fabric.switches.items():
+            reads = NOS[sw.target].module("driver").DRIVER.counter_commands
+            out.append(Planned(host=name, role="read", command="; ".join(reads) if reads
+                               else f"({sw.target} driver reads no counters)"))
+    return out
 
 
 def snapshot(site: Site, *, switches: bool = False, workers: int = 4) -> Snapshot:

@@ -29,6 +29,15 @@ class Measurement(Model):
     detail: str = ""
 
 
+class Planned(Model):
+    """One command a check would run (`fabric accept --dry-run`): where, in which round, in which role."""
+
+    round: str = ""  # "1", "1 reverse", "" when the check has no rounds
+    host: str  # host or switch it runs on ("here": this machine)
+    role: str = ""  # server, client, launcher, read
+    command: str
+
+
 class CheckResult(Model):
     """One catalog entry's outcome. `message` reads "Expected … Actual …" on failure."""
 

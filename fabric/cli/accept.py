@@ -46,6 +46,8 @@ def accept(
                                               "perftest; see README)")] = None,
     render_only: Annotated[bool, typer.Option("--render-only", help="k8s: write every manifest to -o and run "
                                               "nothing (no cluster, no SSH)")] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="print every command per check and round with its host, "
+                                          "write the launch files to -o; run nothing")] = False,
 ) -> None:
     """Acceptance tests: bandwidth, latency, NCCL, counters, host config, BGP; exit 1 when any check fails."""
     from fabric.accept import catalog as cat
@@ -73,6 +75,9 @@ def accept(
     if not selected:
         raise UsageError(f"--tags: no check has any of {', '.join(tag_list)}")
     out_dir = output or Path("build") / fabric.name / "accept"
+    if dry_run:
+        _dry_run(engine.plan(site, selected, quick=quick, report_dir=out_dir), out_dir)
+        return
     with track("accept", total=len(selected)) as progress:
         rep = engine.run(site, selected, quick=quick, report_dir=out_dir, progress=progress.note,
                          done=lambda _r: progress.advance())
@@ -82,6 +87,24 @@ def accept(
     if paths:
         out.print("reports: " + ", ".join(str(p) for p in paths))
     sys.exit(0 if rep.ok else 1)  # not typer.Exit: main() runs click with standalone_mode=False
+
+
+def _dry_run(plan, out_dir: Path) -> None:
+    """Print the plan (check, round, host, role, command) and keep it as dry-run.txt beside the launch files."""
+    lines: list[str] = []
+    for name, steps in plan:
+        lines.append(f"== {name}" + ("" if steps else "  (reads only what the counter snapshots read)"))
+        for p in steps:
+            where = f"round {p.round} " if p.round else ""
+            lines.append(f"  {where}{p.host} [{p.role}]: {p.command}")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    text = "\n".join(lines) + "\n"
+    (out_dir / "dry-run.txt").write_text(text)
+    sys.stdout.write(text)
+    launch = out_dir / "launch"
+    files = sorted(p for p in launch.rglob("*") if p.is_file()) if launch.exists() else []
+    out.print(f"dry run: {sum(len(s) for _, s in plan)} commands in {len(plan)} steps, nothing run; "
+              f"{out_dir / 'dry-run.txt'}" + (f", {len(files)} launch files in {launch}" if files else ""))
 
 
 def _render_k8s(inventory: Path, launcher: str, image: str | None, output: Path | None, quick: bool) -> None:

@@ -7,7 +7,7 @@ nccl       nccl-allreduce
 pods       pod-rail-bandwidth (Kubernetes: perftest between pods)
 host       host-config
 bgp        bgp
-lossless   lossless-counters, pfc-watchdog
+lossless   lossless-counters, pfc-watchdog, traffic-class
 """
 
 from fabric.accept.checks.base import CHECKS, Check, Context, Input, register, run_check

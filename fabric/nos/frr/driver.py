@@ -104,6 +104,8 @@ class FrrDriver(Driver):
 
     target = "frr"
     has_confirm_timer = True
+    bgp_commands = ("vtysh -c 'show bgp summary json'", "vtysh -c 'show ip route json'")
+    counter_commands = ("ip -s -j link show",)
 
     # -- helpers ------------------------------------------------------------------------------------
     @property
