@@ -126,14 +126,16 @@ def planned_snapshot(site: Site, *, switches: bool = True) -> list[Planned]:
     return out
 
 
-def snapshot(site: Site, *, switches: bool = False, workers: int = 4) -> Snapshot:
+def snapshot(site: Site, *, switches: bool = False, workers: int = 4, nodes: list[str] | None = None) -> Snapshot:
+    """Counters of every host (and switch), or of `nodes`, read `workers` at a time."""
     fabric = site.fabric
-    nodes = list(fabric.hosts) + (list(fabric.switches) if switches else [])
+    if nodes is None:
+        nodes = list(fabric.hosts) + (list(fabric.switches) if switches else [])
 
     def one(n: str) -> tuple[str, dict[str, dict[str, int]]]:
         return n, host_snapshot(site, n) if n in fabric.hosts else switch_snapshot(site, n)
 
-    with ThreadPoolExecutor(max_workers=workers) as pool:
+    with ThreadPoolExecutor(max_workers=max(1, min(workers, len(nodes)))) as pool:
         return dict(pool.map(one, nodes))
 
 

@@ -54,6 +54,16 @@ class CheckResult(Model):
     seconds: float = 0.0
 
 
+class CounterChange(Model):
+    """A switch port counter before and after the traffic checks."""
+
+    node: str
+    port: str
+    counter: str
+    before: int
+    after: int
+
+
 class AcceptReport(Model):
     fabric: str
     mode: Literal["lab", "ssh"]
@@ -61,6 +71,7 @@ class AcceptReport(Model):
     started: str
     seconds: float
     results: list[CheckResult]
+    switch_counters: list[CounterChange] = []  # queue/PFC/watchdog counters of switch ports that moved
 
     @property
     def ok(self) -> bool:

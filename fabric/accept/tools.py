@@ -82,8 +82,9 @@ class Iperf3(Tool):
 
     name, unit, base_port = "iperf3", "Gb/s", 5200
 
-    def __init__(self, tos: int | None = None) -> None:
+    def __init__(self, tos: int | None = None, streams: int = 1) -> None:
         self.tos = tos  # None: the End's RoCE ToS; 0: best effort (the ETS check's bulk flow)
+        self.streams = streams  # -P: parallel TCP streams
 
     def server(self, dst: End, port: int, seconds: float) -> list[str]:
         return ["iperf3", "-s", "-1", "-B", dst.ip, "-p", str(port), "-J"]
@@ -91,7 +92,8 @@ class Iperf3(Tool):
     def client(self, src: End, dst: End, port: int, seconds: float) -> list[str]:
         tos = self.tos if self.tos is not None else src.tos
         return ["iperf3", "-c", dst.ip, "-B", src.ip, "-p", str(port), "-t", f"{max(1, round(seconds))}",
-                "-J", "--connect-timeout", "2000", *(["-S", str(tos)] if tos else [])]
+                "-J", "--connect-timeout", "2000", *(["-S", str(tos)] if tos else []),
+                *(["-P", str(self.streams)] if self.streams > 1 else [])]
 
     def value(self, client_out: str, server_out: str) -> float:
         r = parse_iperf3(client_out, "iperf3 client")
@@ -208,14 +210,26 @@ def missing(site: Site, tool: Tool, hosts: list[str], fabric: FabricIntent) -> s
 def planned_links(tool: Tool, links: list[tuple[End, End]], *, seconds: float, round_: str) -> list[Planned]:
     """The commands `measure_links` runs for these links: each server, then each client."""
     out = []
-    for src, dst in links:
-        port = tool.base_port + src.rail
+    ports = link_ports(tool, links)
+    for (_src, dst), port in zip(links, ports, strict=True):
         argv = tool.server(dst, port, seconds)
         if argv:
             out.append(Planned(round=round_, host=dst.host, role="server", command=shlex.join(argv)))
-    for src, dst in links:
+    for (src, dst), port in zip(links, ports, strict=True):
         out.append(Planned(round=round_, host=src.host, role="client",
-                           command=shlex.join(tool.client(src, dst, tool.base_port + src.rail, seconds))))
+                           command=shlex.join(tool.client(src, dst, port, seconds))))
+    return out
+
+
+def link_ports(tool: Tool, links: list[tuple[End, End]]) -> list[int]:
+    """The server port of each link: the tool's base + rail, + 100 for each earlier link into the same receiver
+    NIC (an incast's senders each get their own server)."""
+    seen: dict[tuple[str, int], int] = {}
+    out = []
+    for src, dst in links:
+        k = seen.get((dst.host, dst.rail), 0)
+        seen[(dst.host, dst.rail)] = k + 1
+        out.append(tool.base_port + src.rail + 100 * k)
     return out
 
 
@@ -225,16 +239,17 @@ def measure_links(site: Site, tool: Tool, links: list[tuple[End, End]], *, secon
 
     A host may appear once as sender and once as receiver per rail (pairs, rings)."""
     servers: list[subprocess.Popen[str] | None] = []
+    ports = link_ports(tool, links)
     try:
-        for src, dst in links:
-            argv = tool.server(dst, tool.base_port + src.rail, seconds)
+        for (_src, dst), port in zip(links, ports, strict=True):
+            argv = tool.server(dst, port, seconds)
             servers.append(tr.start(site, dst.host, argv, seconds=timeout) if argv else None)
         if any(servers):
             time.sleep(0.3)
 
         def client(i: int) -> tuple[tr.Completed, float]:
             src, dst = links[i]
-            argv = tool.client(src, dst, tool.base_port + src.rail, seconds)
+            argv = tool.client(src, dst, ports[i], seconds)
             t0 = time.monotonic()
             for attempt in range(3):  # the server may not listen yet
                 c = tr.run(site, src.host, argv, timeout=timeout)

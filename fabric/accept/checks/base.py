@@ -35,6 +35,9 @@ class Context:
     report_dir: Path | None = None
     progress: Callable[[str], None] = lambda _m: None
     traffic: list[Measurement] = field(default_factory=list)  # links exercised by traffic checks
+    # (node, port) → priorities (host NICs) or TCs (switch ports) a check loaded on purpose beside the RoCE
+    # class (the ets check's bulk TCP), left out when the traffic-class check attributes bytes
+    off_class: dict[tuple[str, str], set[int]] = field(default_factory=dict)
     before: cn.Snapshot | None = None
     after: cn.Snapshot | None = None
 

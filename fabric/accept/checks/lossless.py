@@ -107,11 +107,12 @@ class ClassInput(Input):
 
 
 def class_shares(d: cn.Snapshot, traffic: list[Measurement], fabric: FabricIntent, *, min_share: float,
-                 min_bytes: int) -> list[Measurement]:
+                 min_bytes: int, off_class: dict[tuple[str, str], set[int]] | None = None) -> list[Measurement]:
     """Where the RoCE traffic went: on every sender NIC the lossless priority's `tx_prio<P>_bytes` (and on
     every receiver NIC its `rx_prio<P>_bytes`) carries ≥ `min_share` of the per-priority bytes, and so does
     the lossless queue on the leaf port toward each receiver (`queue:<TC>:tx_bytes`). CNPs (their own
-    priority) are not counted against it. A port without the counters is not measured."""
+    priority) are not counted against it, nor what a check loaded on purpose (`off_class`: the ets check's bulk
+    TCP). A port without the counters is not measured."""
     from fabric.accept.tools import lossless_priority
 
     ms: list[Measurement] = []
@@ -125,9 +126,10 @@ def class_shares(d: cn.Snapshot, traffic: list[Measurement], fabric: FabricInten
     def judge(node: str, port: str, rail: int, counters: dict[str, int], pattern, want: int, skip: int,
               what: str, direction: str | None = None) -> None:
         per: dict[int, int] = {}
+        ignore = {skip} | (off_class or {}).get((node, port.split()[0]), set())
         for k, v in counters.items():
             g = pattern.match(k)
-            if g and (direction is None or g.group("dir") == direction) and int(g.group("n")) != skip:
+            if g and (direction is None or g.group("dir") == direction) and int(g.group("n")) not in ignore:
                 per[int(g.group("n"))] = per.get(int(g.group("n")), 0) + v
         total = sum(per.values())
         if not per or total < min_bytes:
@@ -167,7 +169,7 @@ class TrafficClass(Check):
         if ctx.before is None or ctx.after is None or not ctx.traffic:
             return self.result("skipped", "no traffic checks ran (nothing to attribute)")
         ms = class_shares(cn.delta(ctx.before, ctx.after), ctx.traffic, ctx.fabric, min_share=inputs.min_share,
-                          min_bytes=inputs.min_bytes)
+                          min_bytes=inputs.min_bytes, off_class=ctx.off_class)
         if not ms:
             return self.result("skipped", "no NIC exposes per-priority byte counters (ethtool -S tx_prio<N>_bytes) "
                                "and no switch per-queue counters were read")
