@@ -472,3 +472,32 @@ def test_nccl_json_preferred_text_fallback() -> None:
 def test_runner_detects_json_support_from_usage() -> None:
     assert launchers.supports_json("  -J,--output_file <file> \n  -T,--timeout <time in seconds>")
     assert not launchers.supports_json("USAGE: all_reduce_perf [-t,--nthreads <num threads>]")
+
+
+def _hw(cnp_sent: int = 0, handled: int = 0, oos: int = 0) -> dict[str, int]:
+    return {"hw:np_cnp_sent": cnp_sent, "hw:rp_cnp_handled": handled, "hw:out_of_sequence": oos}
+
+
+def test_cnp_asymmetry_is_judged_per_sender(example) -> None:
+    """Three senders into one receiver that sends CNPs: the one sender that handles none is named, the two
+    that do are not (the old rule only fired when every sender was deaf)."""
+    r, s1, s2, s3 = sorted(example.hosts)
+    before = {h: {"rail1": _hw()} for h in (r, s1, s2, s3)}
+    after = {r: {"rail1": _hw(cnp_sent=900)}, s1: {"rail1": _hw(handled=300)}, s2: {"rail1": _hw()},
+             s3: {"rail1": _hw(handled=310)}}
+    traffic = [Measurement(rail=1, src=s, dst=r, value=30.0) for s in (s1, s2, s3)]
+    ms, problems = lossless_findings(before, after, traffic, example)
+    deaf = [m for m in ms if m.unit == "CNPs handled"]
+    assert [(m.src, m.dst, m.ok) for m in deaf] == [(s2, r, False)]
+    assert len(problems) == 1 and f"flat on sender {s2}" in problems[0]
+
+
+def test_out_of_sequence_tolerated_only_where_adaptive_routing_is_on(example) -> None:
+    ar = derive(load(ROOT / "inventories" / "h100-400g"))
+    for fab, tolerated in ((ar, True), (example, False)):
+        h = sorted(fab.hosts)[0]
+        port = fab.hosts[h].rails[0].ifname
+        ms, problems = lossless_findings({h: {port: _hw()}}, {h: {port: _hw(oos=1234)}}, [], fab)
+        [m] = [m for m in ms if m.src == h]
+        assert m.ok is tolerated and ("adaptive routing on" in m.detail) is tolerated, m.detail
+        assert bool(problems) is not tolerated

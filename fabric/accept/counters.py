@@ -32,6 +32,7 @@ QUEUE_DROPS = re.compile(r"^queue:(?P<n>\d):drops$")  # judged on lossless queue
 SEQUENCE = re.compile(r"^hw:(out_of_sequence|packet_seq_err|implied_nak_seq_err|local_ack_timeout_err)$")
 PAUSE = re.compile(r"^(ethtool:(rx|tx)_prio\d_pause|pfc:\d:(rx|tx)_pause)$")
 ECN = re.compile(r"^(ethtool:rx_prio\d_marked|hw:np_ecn_marked_roce_packets|queue:\d:ecn_marked)$")
+REORDER = {"hw:out_of_sequence"}  # expected where adaptive routing sprays a flow over paths
 CNP_SENT, CNP_HANDLED = "hw:np_cnp_sent", "hw:rp_cnp_handled"
 STORM = re.compile(r"^(ethtool:tx_pause_storm_(warning|error)_events|pfcwd:\d:storm_detected)$")
 # per-priority bytes of a NIC (mlx5 ethtool -S) and per-queue bytes of a switch port (the drivers' `queue:`)
