@@ -162,6 +162,7 @@ class PortRates(BaseModel):
     discards: float = 0.0
     rx_gbps: float = 0.0
     tx_gbps: float = 0.0
+    queues_gbps: dict[int, float] = {}  # switch port: egress Gb/s per traffic class
     exposed: list[str] = []  # which sources this port has (ethtool, link, hw)
     anomalies: list[str] = []
 
@@ -177,8 +178,13 @@ def rates(d: Snapshot, seconds: float) -> list[PortRates]:
                           discards=(total(cs, DISCARD) + total(cs, SEQUENCE)) / seconds,
                           rx_gbps=cs.get("link:rx_bytes", 0) * 8 / seconds / 1e9,
                           tx_gbps=cs.get("link:tx_bytes", 0) * 8 / seconds / 1e9,
+                          queues_gbps={int(m["n"]): round(v * 8 / seconds / 1e9, 3) for k, v in cs.items()
+                                       if (m := QUEUE_BYTES.match(k))},
                           exposed=sorted({k.split(":", 1)[0] for k in cs}))
             bad = {k: v for k, v in cs.items() if (DISCARD.search(k) or SEQUENCE.search(k)) and v > 0}
+            dropped = {k: v for k, v in cs.items() if QUEUE_DROPS.match(k) and v > 0}
+            if dropped:  # a lossy queue may drop; which queue is lossless is judged by the acceptance checks
+                r.anomalies.append("queue drops: " + ", ".join(f"{k}+{v}" for k, v in sorted(dropped.items())))
             if bad:
                 r.anomalies.append("discards/errors: " + ", ".join(f"{k}+{v}" for k, v in sorted(bad.items())))
             if total(cs, STORM) > 0:

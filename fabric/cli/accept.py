@@ -133,45 +133,55 @@ def counters(
     switches: Annotated[bool, typer.Option(help="also switch ports, through each switch's NOS driver")] = True,
     fmt: Annotated[str, typer.Option("--format", help="table or json")] = "table",
     count: Annotated[int, typer.Option(help="samples with --watch (0 = until Ctrl-C)")] = 0,
+    workers: Annotated[int, typer.Option(help="hosts and switches read at the same time")] = 16,
 ) -> None:
-    """PFC pause, ECN-marked, CNP and discard counters per host NIC and switch port, as per-second rates."""
+    """PFC pause, ECN-marked, CNP and discard counters per host NIC and switch port (queues included), as
+    per-second rates; with --watch a new sample every SECONDS, and a note when reading takes longer."""
     from fabric.accept import counters as cn
 
     if fmt not in ("table", "json"):
         raise UsageError(f"--format: expected table or json, found {fmt!r}")
     step = watch if watch else interval
-    if step <= 0:
-        raise UsageError("--watch/--interval: expected a positive number of seconds")
+    if step <= 0 or workers < 1:
+        raise UsageError("--watch/--interval: expected a positive number of seconds; --workers: at least 1")
     _loaded, site = open_site(inventory, lab=lab)
     n = 0
-    before = cn.snapshot(site, switches=switches)
+    before = cn.snapshot(site, switches=switches, workers=workers)
     t_before = time.monotonic()
     while True:
-        time.sleep(step)
-        after = cn.snapshot(site, switches=switches)
+        time.sleep(max(0.0, t_before + step - time.monotonic()))  # the interval from the last read's start
+        t_read = time.monotonic()
+        after = cn.snapshot(site, switches=switches, workers=workers)
         t_after = time.monotonic()
-        rows = cn.rates(cn.delta(before, after), t_after - t_before)
+        took, span = t_after - t_read, t_read - t_before
+        rows = cn.rates(cn.delta(before, after), span)
         n += 1
+        slow = (f"reading {len(after)} nodes took {took:.1f}s, longer than the {step:g}s interval: rates are "
+                f"over {span:.1f}s (raise --workers or --watch)") if took > step else ""
         if fmt == "json":
             import json
 
-            out.print_json(json.dumps([r.model_dump() for r in rows]))
+            out.print_json(json.dumps({"seconds": round(span, 3), "read_seconds": round(took, 3), "note": slow,
+                                       "rows": [r.model_dump() for r in rows]}))
         else:
-            _counters_table(rows, t_after - t_before)
+            _counters_table(rows, span)
+            if slow:
+                out.print(f"[yellow]note:[/yellow] {slow}")
         if not watch or (count and n >= count):
             bad = any(r.anomalies and any("discards" in a or "storm" in a for a in r.anomalies) for r in rows)
             sys.exit(1 if bad else 0)
-        before, t_before = after, t_after
+        before, t_before = after, t_read
 
 
 def _counters_table(rows, seconds: float) -> None:
     t = Table(title=f"lossless counters, per second over {seconds:.1f}s")
-    for col in ("node", "port", "rx Gb/s", "tx Gb/s", "PFC pause/s", "ECN marked/s", "CNP sent/s",
+    for col in ("node", "port", "rx Gb/s", "tx Gb/s", "queues Gb/s", "PFC pause/s", "ECN marked/s", "CNP sent/s",
                 "CNP handled/s", "discards/s", "sources", "anomalies"):
         t.add_column(col, overflow="fold")
     for r in rows:
         hot = bool(r.anomalies)
-        t.add_row(r.node, r.port, f"{r.rx_gbps:.2f}", f"{r.tx_gbps:.2f}", f"{r.pause:.1f}", f"{r.ecn:.1f}",
+        queues = " ".join(f"TC{tc}:{v:.2f}" for tc, v in sorted(r.queues_gbps.items()) if v >= 0.005)
+        t.add_row(r.node, r.port, f"{r.rx_gbps:.2f}", f"{r.tx_gbps:.2f}", queues, f"{r.pause:.1f}", f"{r.ecn:.1f}",
                   f"{r.cnp_sent:.1f}", f"{r.cnp_handled:.1f}",
                   f"[red]{r.discards:.1f}[/red]" if r.discards else "0", ",".join(r.exposed),
                   f"[bold red]{'; '.join(r.anomalies)}[/bold red]" if hot else "")
