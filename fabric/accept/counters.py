@@ -30,8 +30,8 @@ Snapshot = dict[str, dict[str, dict[str, int]]]
 DISCARD = re.compile(r"(discard|^link:(rx|tx)_(dropped|errors)$|out_of_buffer$)")
 QUEUE_DROPS = re.compile(r"^queue:(?P<n>\d):drops$")  # judged on lossless queues only (lossy ones may drop)
 SEQUENCE = re.compile(r"^hw:(out_of_sequence|packet_seq_err|implied_nak_seq_err|local_ack_timeout_err)$")
-PAUSE = re.compile(r"^(ethtool:(rx|tx)_prio\d_pause|pfc:\d:(rx|tx)_pause)$")
-ECN = re.compile(r"^(ethtool:rx_prio\d_marked|hw:np_ecn_marked_roce_packets|queue:\d:ecn_marked)$")
+PAUSE = re.compile(r"^(ethtool:(rx|tx)_prio\d_pause|pfc:(\d|all):(rx|tx)_pause)$")
+ECN = re.compile(r"^(ethtool:rx_prio\d_marked|hw:np_ecn_marked_roce_packets|queue:\d:ecn_marked|port:ecn_marked)$")
 REORDER = {"hw:out_of_sequence"}  # expected where adaptive routing sprays a flow over paths
 CNP_SENT, CNP_HANDLED = "hw:np_cnp_sent", "hw:rp_cnp_handled"
 STORM = re.compile(r"^(ethtool:tx_pause_storm_(warning|error)_events|pfcwd:\d:storm_detected)$")
@@ -41,7 +41,8 @@ QUEUE_BYTES = re.compile(r"^queue:(?P<n>\d):tx_bytes$")
 
 # Switch counters, the same names on every NOS driver (fabric.nos.*.driver.counters):
 #   queue:<tc>:tx_bytes|tx_packets|drops|ecn_marked   egress queue (TC) of the port
-#   pfc:<prio>:rx_pause|tx_pause                      PFC frames per priority
+#   pfc:<prio>:rx_pause|tx_pause                      PFC frames per priority (`all`: the NOS counts per port)
+#   port:ecn_marked                                   ECN-marked packets where the NOS counts per port only
 #   pfcwd:<prio>:storm_detected|storm_restored        PFC watchdog events
 
 

@@ -51,8 +51,12 @@ def _port(fabric: FabricIntent, host: str, rail: int) -> tuple[str, str]:
 
 
 def _queue(d: cn.Snapshot, leaf: str, port: str, tc: int) -> dict[str, int | None]:
+    """The queue's counters (ECN marks from the port where the NOS counts them per port only)."""
     cs = d.get(leaf, {}).get(port, {})
-    return {k: cs.get(f"queue:{tc}:{k}") for k in ("ecn_marked", "drops", "tx_bytes")}
+    q = {k: cs.get(f"queue:{tc}:{k}") for k in ("ecn_marked", "drops", "tx_bytes")}
+    if q["ecn_marked"] is None:
+        q["ecn_marked"] = cs.get("port:ecn_marked")
+    return q
 
 
 def _pauses(d: cn.Snapshot, leaf: str, port: str) -> int | None:

@@ -16,6 +16,7 @@ import uuid
 
 import yaml
 
+from fabric.parsers import switch_counters
 from fabric.targets import shell
 from fabric.targets.base import DeviceDiff, Driver, Health, TargetError, Txn
 from fabric.targets.treediff import _merge, tree_diff
@@ -24,6 +25,9 @@ from fabric.targets.treediff import _merge, tree_diff
 class NvueDriver(Driver):
     target = "nvue"
     has_confirm_timer = True
+    bgp_commands = ("nv show vrf default router bgp neighbor -o json",)
+    counter_commands = ("nv show interface <swp> counters qos -o json",
+                        "nv show interface <swp> qos pfc-watchdog -o json")
 
     def _applied(self) -> dict:
         out = shell.check(self.conn, "nv config show -o json", what="nv config show")
@@ -47,6 +51,25 @@ class NvueDriver(Driver):
     def diff(self) -> DeviceDiff:
         changes, _ = tree_diff(self._applied(), self._intended())
         return DeviceDiff(device=self.device, target=self.target, changes=changes)
+
+    def counters(self) -> dict[str, dict[str, int]]:
+        """Per front-panel port of the intent: QoS counters (queues per TC, PFC per priority, ECN-marked per
+        port) and the PFC watchdog's deadlocks, all ports in one round trip
+        (fabric.parsers.switch_counters.nvue)."""
+        ports = sorted(p for p in (self._intended().get("interface") or {}) if p.startswith("swp"))
+        if not ports:
+            return {}
+        script = "; ".join(f"echo '@@@ {p}'; nv show interface {p} counters qos -o json; echo '@@@'; "
+                           f"nv show interface {p} qos pfc-watchdog -o json" for p in ports)
+        out: dict[str, dict[str, int]] = {}
+        chunks = shell.check(self.conn, script, what="nv show interface … counters qos").split("@@@")
+        for head, qos, wd in zip(chunks[1::3], chunks[2::3], chunks[3::3], strict=False):
+            port = head.strip()
+            try:
+                out.update(switch_counters.nvue(port, json.loads(qos.strip() or "{}"), json.loads(wd.strip() or "{}")))
+            except ValueError:
+                continue  # a port NVUE has no counters for
+        return out
 
     def health(self) -> Health:
         out = shell.check(self.conn, "nv show vrf default router bgp neighbor -o json", what="nv show")

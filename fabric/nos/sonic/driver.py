@@ -13,6 +13,8 @@ import json
 import time
 import uuid
 
+from fabric.parsers import switch_counters
+from fabric.parsers.frr import route_widths
 from fabric.targets import shell
 from fabric.targets.base import DeviceDiff, Driver, Health, TargetError, Txn
 from fabric.targets.treediff import configdb_diff
@@ -21,6 +23,8 @@ from fabric.targets.treediff import configdb_diff
 class SonicDriver(Driver):
     target = "sonic"
     has_confirm_timer = False
+    bgp_commands = ("vtysh -c 'show bgp summary json'", "vtysh -c 'show ip route json'")
+    counter_commands = ("queuestat -j", "wredstat -j", "pfcstat -s all")
 
     @property
     def _sudo(self) -> str:
@@ -54,6 +58,21 @@ class SonicDriver(Driver):
                     if "pfc_enable" in v and running.get(port, {}).get("pfc_enable") != v["pfc_enable"]]
         return Health(bgp_established=sum(s == "Established" for s in peers.values()), bgp_peers=peers,
                       lossless=problems, lossless_checked=True)
+
+    def routes(self) -> dict[str, int]:
+        return route_widths(json.loads(shell.check(self.conn, "vtysh -c 'show ip route json'", what="vtysh") or "{}"))
+
+    def counters(self) -> dict[str, dict[str, int]]:
+        """Queues (`queuestat -j`, `wredstat -j`: bytes, drops, ECN-marked) and PFC frames per priority
+        (`pfcstat -s all`), in one round trip (fabric.parsers.switch_counters.sonic)."""
+        out = shell.check(self.conn, "queuestat -j; echo @@@; wredstat -j; echo @@@; pfcstat -s all",
+                          what="queuestat/wredstat/pfcstat")
+        parts = [*out.split("@@@"), "", ""][:3]
+        try:
+            q, w = (json.loads(p.strip() or "{}") for p in parts[:2])
+        except ValueError as exc:
+            raise TargetError(f"queuestat/wredstat -j: not JSON ({exc})") from None
+        return switch_counters.sonic(q, w, parts[2])
 
     def begin(self) -> Txn:
         running = self._running()
