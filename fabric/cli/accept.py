@@ -131,6 +131,7 @@ def counters(
     interval: Annotated[float, typer.Option(help="seconds between the two reads of one sample")] = 1.0,
     lab: Annotated[bool, typer.Option("--lab", help="the running lab of this inventory")] = False,
     switches: Annotated[bool, typer.Option(help="also switch ports, through each switch's NOS driver")] = True,
+    hosts: Annotated[bool, typer.Option(help="host NICs (over SSH)")] = True,
     fmt: Annotated[str, typer.Option("--format", help="table or json")] = "table",
     count: Annotated[int, typer.Option(help="samples with --watch (0 = until Ctrl-C)")] = 0,
     workers: Annotated[int, typer.Option(help="hosts and switches read at the same time")] = 16,
@@ -145,13 +146,16 @@ def counters(
     if step <= 0 or workers < 1:
         raise UsageError("--watch/--interval: expected a positive number of seconds; --workers: at least 1")
     _loaded, site = open_site(inventory, lab=lab)
+    nodes = (list(site.fabric.hosts) if hosts else []) + (list(site.fabric.switches) if switches else [])
+    if not nodes:
+        raise UsageError("--no-hosts --no-switches: nothing to read")
     n = 0
-    before = cn.snapshot(site, switches=switches, workers=workers)
+    before = cn.snapshot(site, nodes=nodes, workers=workers)
     t_before = time.monotonic()
     while True:
         time.sleep(max(0.0, t_before + step - time.monotonic()))  # the interval from the last read's start
         t_read = time.monotonic()
-        after = cn.snapshot(site, switches=switches, workers=workers)
+        after = cn.snapshot(site, nodes=nodes, workers=workers)
         t_after = time.monotonic()
         took, span = t_after - t_read, t_read - t_before
         rows = cn.rates(cn.delta(before, after), span)

@@ -12,7 +12,8 @@ from pathlib import Path
 
 from tests.standins.common import ROOT
 
-SHIMS = {"sonic": {"config": "sonic", "show": "sonic", "vtysh": "sonic"}, "nvue": {"nv": "nvue"}}
+SHIMS = {"sonic": {"config": "sonic", "show": "sonic", "vtysh": "sonic", "queuestat": "sonic", "wredstat": "sonic",
+                   "pfcstat": "sonic"}, "nvue": {"nv": "nvue"}}
 
 
 def shims(bindir: Path, kind: str) -> None:

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from tests.standins import telemetry
 from tests.standins.common import dev_dir, locked, peers, read_json, write_json
 
 
@@ -119,6 +120,10 @@ def main(argv: list[str]) -> int:
         return 0
     if prog == "vtysh" and args[:1] == ["-c"] and args[1] == "show bgp summary json":
         print(json.dumps(bgp_summary(d), indent=2))
+        return 0
+    command = args[1] if prog == "vtysh" and args[:1] == ["-c"] and len(args) > 1 else " ".join([prog, *args])
+    if (answer := telemetry.answer_sonic(command, d)) is not None:
+        print(answer)
         return 0
     print(f"{prog}: unsupported in the SONiC stand-in: {' '.join(args)}", file=sys.stderr)
     return 2

@@ -61,6 +61,7 @@ class EosDriver(Driver):
         return switch_counters.eos(*(self._json(c) for c in self.counter_commands))
 
     def _json(self, command: str) -> dict:
+        self._prepare()
         try:
             data = json.loads(self._cmd(command) or "{}")
         except ValueError as exc:

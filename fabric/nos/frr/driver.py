@@ -164,9 +164,9 @@ class FrrDriver(Driver):
         """Per front-panel port: kernel link statistics (`ip -s -j link`; switchdev ports carry the ASIC's) and the
         egress queues of the rendered tc tree (`queue:<tc>:…`, fabric.parsers.iproute.queue_counters), in one
         round trip."""
-        out = shell.check(self.conn, "ip -s -j link show; echo @@qdisc; tc -s -j qdisc show; "
-                          "for d in /sys/class/net/*; do echo \"@@class ${d##*/}\"; tc -s class show dev \"${d##*/}\"; "
-                          "done", what="ip -s link / tc -s")
+        out = shell.check(self.conn, "ip -s -j link show; echo '@@''qdisc'; tc -s -j qdisc show; "
+                          "for d in /sys/class/net/*; do echo \"@@\"\"class ${d##*/}\"; tc -s class show dev "
+                          "\"${d##*/}\"; done", what="ip -s link / tc -s")
         links_text, _, rest = out.partition("@@qdisc")
         qdisc_text, _, classes = rest.partition("@@class ")
         links = json.loads(links_text or "[]")

@@ -59,12 +59,13 @@ class NvueDriver(Driver):
         ports = sorted(p for p in (self._intended().get("interface") or {}) if p.startswith("swp"))
         if not ports:
             return {}
-        script = "; ".join(f"echo '@@@ {p}'; nv show interface {p} counters qos -o json; echo '@@@'; "
+        # the marker is quoted apart so that an echoed (wrapped) command line never contains it
+        script = "; ".join(f"echo '@@''@ {p}'; nv show interface {p} counters qos -o json; echo '@@''@'; "
                            f"nv show interface {p} qos pfc-watchdog -o json" for p in ports)
         out: dict[str, dict[str, int]] = {}
         chunks = shell.check(self.conn, script, what="nv show interface … counters qos").split("@@@")
-        for head, qos, wd in zip(chunks[1::3], chunks[2::3], chunks[3::3], strict=False):
-            port = head.strip()
+        for head, wd in zip(chunks[1::2], chunks[2::2], strict=False):  # "<port>\n<qos json>", "<watchdog json>"
+            port, _, qos = head.strip().partition("\n")
             try:
                 out.update(switch_counters.nvue(port, json.loads(qos.strip() or "{}"), json.loads(wd.strip() or "{}")))
             except ValueError:

@@ -65,7 +65,7 @@ class SonicDriver(Driver):
     def counters(self) -> dict[str, dict[str, int]]:
         """Queues (`queuestat -j`, `wredstat -j`: bytes, drops, ECN-marked) and PFC frames per priority
         (`pfcstat -s all`), in one round trip (fabric.parsers.switch_counters.sonic)."""
-        out = shell.check(self.conn, "queuestat -j; echo @@@; wredstat -j; echo @@@; pfcstat -s all",
+        out = shell.check(self.conn, "queuestat -j; echo '@@''@'; wredstat -j; echo '@@''@'; pfcstat -s all",
                           what="queuestat/wredstat/pfcstat")
         parts = [*out.split("@@@"), "", ""][:3]
         try:
