@@ -53,7 +53,7 @@ def _host_script(netdevs: list[tuple[str, str]]) -> str:
         parts.append(f"echo '@@ {netdev} ethtool'; ethtool -S {q} 2>/dev/null; "
                      f"echo '@@ {netdev} link'; ip -s -j link show dev {q} 2>/dev/null; echo")
         if rdma:
-            d = f"/sys/class/infiniband/{shlex.quote(rdma)}/ports/1/hw_counters"
+            d = f"{tr.SYSFS}/class/infiniband/{shlex.quote(rdma)}/ports/1/hw_counters"
             parts.append(f"echo '@@ {netdev} hw'; for f in {d}/*; do [ -r \"$f\" ] && "
                          f"echo \"     ${{f##*/}}: $(cat \"$f\")\"; done 2>/dev/null; true")
     return "; ".join(parts)

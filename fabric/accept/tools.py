@@ -202,7 +202,8 @@ def missing(site: Site, tool: Tool, hosts: list[str], fabric: FabricIntent) -> s
         if tool.needs_rdma:
             rails = fabric.hosts[host].rails
             dev = rails[0].rdma if rails else ""
-            if tr.run(site, host, ["test", "-e", f"/sys/class/infiniband/{dev}"], timeout=10).rc != 0:
+            path = f"{tr.SYSFS}/class/infiniband/{shlex.quote(dev)}"
+            if tr.run(site, host, ["sh", "-c", f'test -e "{path}"'], timeout=10).rc != 0:
                 return f"no RDMA device {dev} on {host} (/sys/class/infiniband/{dev} missing)"
     return ""
 
