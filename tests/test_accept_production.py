@@ -105,3 +105,40 @@ def test_slow_nic_located_and_pfc_storm_named(fleet) -> None:
     wd = r["pfc-watchdog"]
     assert wd["status"] == "fail" and all(m["src"] == slow for m in wd["measurements"] if not m["ok"])
     assert "tx_pause_storm_error_events=3" in wd["message"]
+
+
+def test_slurm_runner_submits_and_each_task_takes_its_nodes_env(tmp_path: Path) -> None:
+    """`--launcher slurm` with an sbatch on PATH: the rendered script is submitted and waited for; every task
+    sources its own node's NCCL variables (a mixed DGX/HGX job), rank 0's `-J` JSON is judged."""
+    import sys
+
+    from fabric.design.derive import derive
+    from fabric.model.load import load
+
+    inv = Path(__file__).parent / "fixtures" / "inventories" / "mixed-dgx-hgx"
+    fabric = derive(load(inv))
+    bindir, root = tmp_path / "bin", tmp_path / "root"
+    bindir.mkdir()
+    root.mkdir()
+    for tool, module in (("sbatch", "slurm"), ("all_reduce_perf", "host all_reduce_perf")):
+        (bindir / tool).write_text(f'#!/bin/sh\nexec {sys.executable} -m tests.standins.{module} "$@"\n')
+        (bindir / tool).chmod(0o755)
+    cat = tmp_path / "catalog.yaml"
+    cat.write_text(yaml.safe_dump({"checks": [{"check": "nccl-allreduce", "input": {
+        "launcher": "slurm", "pairs": "none", "cluster": True, "timeout_s": 120}}]}))
+    env = {**os.environ, "PATH": f"{bindir}:{os.environ['PATH']}", "STANDIN_ROOT": str(root),
+           "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    p = subprocess.run([FABRIC, "accept", str(inv), "--catalog", str(cat), "--format", "json", "-o",
+                        str(tmp_path / "out")], capture_output=True, text=True, timeout=300, env=env,
+                       cwd=Path(__file__).resolve().parent.parent)
+    assert (tmp_path / "out" / "accept.json").exists(), p.stdout + p.stderr
+    data = json.loads((tmp_path / "out" / "accept.json").read_text())
+    [nccl] = data["results"]
+    assert p.returncode == 0 and nccl["status"] == "pass", (nccl, p.stderr[-800:])
+    assert nccl["measurements"][0]["detail"].startswith("JSON")
+    ranks = [json.loads(ln) for ln in (root / "nccl-ranks.log").read_text().splitlines()]
+    order = sorted(fabric.hosts)
+    assert len(ranks) == 8 * len(order)
+    for x in ranks:
+        assert x["NCCL_IB_HCA"] == fabric.hosts[order[x["rank"] // 8]].nccl_env["NCCL_IB_HCA"]
+    assert {x["NCCL_IB_HCA"] for x in ranks} == {h.nccl_env["NCCL_IB_HCA"] for h in fabric.hosts.values()}

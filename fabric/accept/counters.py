@@ -18,7 +18,7 @@ from pydantic import BaseModel
 from fabric.accept import transport as tr
 from fabric.accept.results import Planned
 from fabric.access import Site
-from fabric.errors import InputError
+from fabric.errors import InputError, UsageError
 from fabric.parsers import parse_ethtool_stats
 from fabric.parsers.iproute import link_counters
 from fabric.targets.base import TargetError
@@ -133,6 +133,13 @@ def snapshot(site: Site, *, switches: bool = False, workers: int = 4, nodes: lis
     fabric = site.fabric
     if nodes is None:
         nodes = list(fabric.hosts) + (list(fabric.switches) if switches else [])
+    if any(n in fabric.switches for n in nodes):
+        try:
+            site.switch_credentials()
+        except UsageError:  # no switch credentials here: host counters only
+            nodes = [n for n in nodes if n not in fabric.switches]
+    if not nodes:
+        return {}
 
     def one(n: str) -> tuple[str, dict[str, dict[str, int]]]:
         return n, host_snapshot(site, n) if n in fabric.hosts else switch_snapshot(site, n)
