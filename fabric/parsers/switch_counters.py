@@ -6,7 +6,9 @@ Sources of the formats:
 - SONiC (sonic-net/sonic-utilities `scripts/`): `queuestat -j` (`show queue counters --json`: port → `UC<n>` →
   totalpacket/totalbytes/droppacket/dropbytes, strings or "N/A"), `wredstat -j` (`show queue wredcounters
   --json`: port → `UC<n>` → wreddroppacket/…/ecnmarkedpacket/ecnmarkedbytes), `pfcstat -s all` (`show pfc
-  counters`: two tabulate "simple" tables, `Port Rx` and `Port Tx` × PFC0…PFC7, numbers with commas).
+  counters`: two tabulate "simple" tables, `Port Rx` and `Port Tx` × PFC0…PFC7, numbers with commas),
+  `show pfcwd stats` (pfcwd/main.py: rows `<port>:<queue>  <status>  <detected>/<restored>  …`, queues whose
+  counters are all 0/0 left out).
 - NVUE (tests/fixtures/nvue/outputs/SOURCE.md): `nv show interface <swp> counters qos -o json`
   (egress-queue-stats per TC, pfc-stats per switch priority, port-stats tx-stats ecn-marked-packets) and
   `nv show interface <swp> qos pfc-watchdog -o json` (status per TC with deadlock-count).
@@ -38,7 +40,10 @@ def _put(out: Counters, port: str, name: str, value: Any) -> None:
         out.setdefault(port, {})[name] = n
 
 
-def sonic(queuestat: dict, wredstat: dict, pfcstat: str) -> Counters:
+_PFCWD_ROW = re.compile(r"^\s*(\S+):(\d+)\s+\S+\s+(\d+)/(\d+)\s")
+
+
+def sonic(queuestat: dict, wredstat: dict, pfcstat: str, pfcwd: str = "") -> Counters:
     out: Counters = {}
     for port, queues in (queuestat or {}).items():
         for q, v in queues.items() if isinstance(queues, dict) else ():
@@ -59,6 +64,10 @@ def sonic(queuestat: dict, wredstat: dict, pfcstat: str) -> Counters:
         elif direction and len(cells) == 9 and not set(line.strip()) <= {"-", " "}:
             for prio, v in enumerate(cells[1:]):
                 _put(out, cells[0], f"pfc:{prio}:{direction}_pause", v)
+    for m in map(_PFCWD_ROW.match, pfcwd.splitlines()):
+        if m:
+            _put(out, m[1], f"pfcwd:{m[2]}:storm_detected", m[3])
+            _put(out, m[1], f"pfcwd:{m[2]}:storm_restored", m[4])
     return out
 
 

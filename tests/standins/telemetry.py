@@ -8,8 +8,9 @@ State: `telemetry.json` in the device directory, written by the test (a neutral 
 
 Formats (see fabric.parsers.switch_counters for the sources): SONiC `queuestat -j`, `wredstat -j` (sonic-utilities
 `json_dump`: indent 4, counter values as strings, a `time` key per port, MC queues beside UC), `pfcstat -s all`
-(tabulate "simple", right-aligned, numbers with thousands commas) and FRR's `show ip route json`; NVUE
-`nv show interface <swp> counters qos -o json` and `… qos pfc-watchdog -o json` (tests/fixtures/nvue/outputs);
+(tabulate "simple", right-aligned, numbers with thousands commas), `show pfcwd stats` and FRR's
+`show ip route json`; NVUE `nv show interface <swp> counters qos -o json` and `… qos pfc-watchdog -o json`
+(tests/fixtures/nvue/outputs);
 EOS eAPI `| json` of `show priority-flow-control counters`, `show qos interfaces ecn counters queue`,
 `show interfaces counters queue drops`, `show priority-flow-control counters watchdog`, `show ip route`.
 Each `answer_*` returns the text, or None when the command is not a telemetry read.
@@ -70,6 +71,11 @@ def answer_sonic(command: str, d: Path) -> str | None:
                     for p, v in ports.items()]
             tables.append(_simple_table([title, *(f"PFC{k}" for k in range(8))], rows))
         return tables[0] + "\n\n" + tables[1]
+    if command == "show pfcwd stats":
+        rows = [[f"{p}:{tc}", "operational", f"{w.get('stuck', 0)}/{w.get('recovered', 0)}", "0/0", "0/0", "0/0",
+                 "0/0"] for p, v in ports.items() for tc, w in v.get("wd", {}).items()]
+        return _simple_table(["QUEUE", "STATUS", "STORM DETECTED/RESTORED", "TX OK/DROP", "RX OK/DROP",
+                              "TX LAST OK/DROP", "RX LAST OK/DROP"], rows)
     if command == "show ip route json":
         return json.dumps(_frr_routes(st["routes"]), indent=2)
     return None

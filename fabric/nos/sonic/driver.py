@@ -24,7 +24,7 @@ class SonicDriver(Driver):
     target = "sonic"
     has_confirm_timer = False
     bgp_commands = ("vtysh -c 'show bgp summary json'", "vtysh -c 'show ip route json'")
-    counter_commands = ("queuestat -j", "wredstat -j", "pfcstat -s all")
+    counter_commands = ("queuestat -j", "wredstat -j", "pfcstat -s all", "show pfcwd stats")
 
     @property
     def _sudo(self) -> str:
@@ -63,16 +63,17 @@ class SonicDriver(Driver):
         return route_widths(json.loads(shell.check(self.conn, "vtysh -c 'show ip route json'", what="vtysh") or "{}"))
 
     def counters(self) -> dict[str, dict[str, int]]:
-        """Queues (`queuestat -j`, `wredstat -j`: bytes, drops, ECN-marked) and PFC frames per priority
-        (`pfcstat -s all`), in one round trip (fabric.parsers.switch_counters.sonic)."""
-        out = shell.check(self.conn, "queuestat -j; echo '@@''@'; wredstat -j; echo '@@''@'; pfcstat -s all",
-                          what="queuestat/wredstat/pfcstat")
-        parts = [*out.split("@@@"), "", ""][:3]
+        """Queues (`queuestat -j`, `wredstat -j`: bytes, drops, ECN-marked), PFC frames per priority
+        (`pfcstat -s all`) and watchdog storms (`show pfcwd stats`), in one round trip
+        (fabric.parsers.switch_counters.sonic)."""
+        out = shell.check(self.conn, "queuestat -j; echo '@@''@'; wredstat -j; echo '@@''@'; pfcstat -s all; "
+                          "echo '@@''@'; show pfcwd stats", what="queuestat/wredstat/pfcstat/pfcwd")
+        parts = [*out.split("@@@"), "", "", ""][:4]
         try:
             q, w = (json.loads(p.strip() or "{}") for p in parts[:2])
         except ValueError as exc:
             raise TargetError(f"queuestat/wredstat -j: not JSON ({exc})") from None
-        return switch_counters.sonic(q, w, parts[2])
+        return switch_counters.sonic(q, w, parts[2], parts[3])
 
     def begin(self) -> Txn:
         running = self._running()
