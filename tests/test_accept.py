@@ -501,3 +501,15 @@ def test_out_of_sequence_tolerated_only_where_adaptive_routing_is_on(example) ->
         [m] = [m for m in ms if m.src == h]
         assert m.ok is tolerated and ("adaptive routing on" in m.detail) is tolerated, m.detail
         assert bool(problems) is not tolerated
+
+
+def test_lossless_queue_drops_on_a_pfc_switch_port_fail(example) -> None:
+    """Drops on the lossless TC of a switch port that runs PFC fail; a lossy queue's drops and a port without
+    PFC counters (the lab's software switch) do not."""
+    before = {"leaf-su1-r1": {"swp1": {"pfc:3:rx_pause": 0, "queue:3:drops": 0, "queue:0:drops": 0},
+                              "swp2": {"queue:3:drops": 0}}}
+    after = {"leaf-su1-r1": {"swp1": {"pfc:3:rx_pause": 9, "queue:3:drops": 5, "queue:0:drops": 40},
+                             "swp2": {"queue:3:drops": 7}}}
+    ms, problems = lossless_findings(before, after, [], example)
+    assert problems == ["leaf-su1-r1 swp1: queue:3:drops +5 (lossless queue)"]
+    assert [(m.src, m.dst, m.value) for m in ms if not m.ok] == [("leaf-su1-r1", "swp1", 5)]

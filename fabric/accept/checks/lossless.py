@@ -28,6 +28,20 @@ def lossless_findings(before: cn.Snapshot, after: cn.Snapshot, traffic: list[Mea
     ms: list[Measurement] = []
     problems: list[str] = []
     netdev = {(h.name, r.ifname): r for h in fabric.hosts.values() for r in h.rails}
+    for node, ports in sorted(d.items()):
+        sw = fabric.switches.get(node)
+        if sw is None:
+            continue
+        for port, cs in sorted(ports.items()):  # a PFC switch port drops nothing on a lossless queue
+            if not any(k.startswith("pfc:") for k in cs):
+                continue  # no PFC here (the lab's software switch): its queues may drop
+            drops = {k: v for k, v in cs.items() if v > 0 and (m := cn.QUEUE_DROPS.match(k))
+                     and int(m["n"]) in sw.qos.lossless_tcs and k not in allow}
+            if drops:
+                text = ", ".join(f"{k} +{v}" for k, v in sorted(drops.items()))
+                problems.append(f"{node} {port}: {text} (lossless queue)")
+                ms.append(Measurement(src=node, dst=port, value=sum(drops.values()), unit="increments", threshold=0,
+                                      ok=False, detail=text))
     for host, ports in sorted(d.items()):
         if host not in fabric.hosts:
             continue
