@@ -101,15 +101,18 @@ def test_incast_and_ets_pass_with_switch_counters(inv: str, tmp_path: Path) -> N
 
 def test_throttled_sender_and_misshaped_port_are_located(inv: str, tmp_path: Path) -> None:
     fabric("lab", "fault", inv, "throttle", "gpu-su1-03:rail3", "100mbit", check=True)
-    fabric("lab", "fault", inv, "throttle", "leaf-su1-r2:swp1", "1gbit", check=True)  # one FIFO, no classes
+    # one FIFO, no classes (slower than the lab rate, so the hosts' CPUs never decide the shares)
+    fabric("lab", "fault", inv, "throttle", "leaf-su1-r2:swp1", "200mbit", check=True)
     try:
         rc, data = _accept(inv, tmp_path, "--tags", "incast,ets")
     finally:
         fabric("lab", "fault", inv, "clear", check=True)
     r = {x["name"]: x for x in data["results"]}
     assert rc == 1 and r["incast"]["status"] == "fail" and r["ets"]["status"] == "fail"
-    assert [loc["hosts"] for loc in r["incast"]["locations"]] == [["gpu-su1-03"]]
-    assert r["incast"]["locations"][0]["rail"] == 3 and "leaf-su1-r3:swp3" in r["incast"]["message"]
+    # incast names the throttled sender (rail 3) and, behind the 200 Mb/s port, the receiver's side (rail 2)
+    assert sorted((loc["rail"], loc["hosts"]) for loc in r["incast"]["locations"]) == [
+        (2, ["gpu-su1-01"]), (3, ["gpu-su1-03"])]
+    assert "leaf-su1-r3:swp3" in r["incast"]["message"] and "receiver port leaf-su1-r2:swp1" in r["incast"]["message"]
     bad = [m for m in r["ets"]["measurements"] if not m["ok"]]
     assert [(m["src"], m["dst"]) for m in bad] == [("leaf-su1-r2", "swp1")] and bad[0]["value"] < 0.4
     assert "Located: leaf-su1-r2:swp1" in r["ets"]["message"]
