@@ -5,6 +5,10 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import shlex
+import subprocess
+import sys
 from itertools import combinations
 from pathlib import Path
 from xml.etree import ElementTree as ET
@@ -194,7 +198,7 @@ def test_catalog_errors_name_the_entry(tmp_path: Path) -> None:
 def test_tags_select_checks(example) -> None:
     checks = cat.build(cat.default_catalog(example))
     assert {c.name for c in cat.select(checks, ["latency"])} == {"rail-latency"}
-    assert {c.name for c in cat.select(checks, ["counters"])} == {"lossless-counters", "pfc-watchdog"}
+    assert {c.name for c in cat.select(checks, ["counters"])} == {"lossless-counters", "pfc-watchdog", "traffic-class"}
     # every check but cross-SU (one SU) and pod-rail-bandwidth (only with --launcher k8s)
     assert len(cat.select(checks, None)) == len(checks) == len(CHECKS) - 2
     k8s = cat.build(cat.default_catalog(example, launcher="k8s", image="img"))
@@ -211,12 +215,13 @@ def test_launchers_render_nccl_env_hostfile_sbatch_and_mpijob(example, tmp_path:
     job = launchers.nccl_job(example, hosts, inputs, name="nccl-all")
     env = example.hosts[hosts[0]].nccl_env
     files = launchers.render(job, "mpirun", example, tmp_path)
-    hostfile, cmd = (p.read_text() for p in files)
+    hostfile, wrapper, cmd = (p.read_text() for p in files)
     assert hostfile.splitlines() == [f"{example.hosts[h].management_address.split('/')[0]} slots=4" for h in hosts]
-    assert "-np 16" in cmd and f"-x NCCL_IB_HCA={env['NCCL_IB_HCA']}" in cmd and "all_reduce_perf -b 8 -e 8G" in cmd
-    sb = launchers.render(job, "slurm", example, tmp_path)[0].read_text()
-    assert "#SBATCH --nodes=4" in sb and "#SBATCH --ntasks-per-node=4" in sb and "export NCCL_IB_TC=106" in sb
-    assert "srun --mpi=pmix all_reduce_perf" in sb
+    assert "-np 16" in cmd and f"NCCL_IB_HCA={env['NCCL_IB_HCA']}" in wrapper and "all_reduce_perf -b 8 -e 8G" in cmd
+    assert wrapper.removeprefix("#!/bin/sh\n") in shlex.split(cmd.removeprefix("#!/bin/sh\n"))  # passed inline
+    sb = launchers.render(job, "slurm", example, tmp_path)[1].read_text()
+    assert "#SBATCH --nodes=4" in sb and "#SBATCH --ntasks-per-node=4" in sb and "NCCL_IB_TC=106" in sb
+    assert "srun --mpi=pmix sh -c" in sb and "nccl-env all_reduce_perf -b 8" in sb
     # k8s: the PodGroup is the gang (launcher and workers), pods find their own NCCL devices
     # (in depth: tests/test_k8s.py)
     docs = [d for d in yaml.safe_load_all(launchers.render(job, "k8s", example, tmp_path)[0].read_text()) if d]
@@ -335,3 +340,176 @@ def test_heatmap_finds_a_one_way_fault() -> None:
     _, _, cells = report.heatmap(rep)
     assert sorted(h for (h, _), (v, t, _) in cells.items() if v < t) == ["c"]
     assert cells[("c", 2)][2].startswith("sent: median of 3 tests, 3 below 5")
+
+
+MIXED = Path(__file__).parent / "fixtures" / "inventories" / "mixed-dgx-hgx"
+
+
+def _rank_env(argv: list[str], env: dict[str, str]) -> dict[str, str]:
+    """Run a launcher's per-rank argv (the wrapper, then the test) here with `env`, the test replaced by a
+    dump of the NCCL variables the rank would see."""
+    i = argv.index("nccl-env")
+    probe = [*argv[: i + 1], "sh", "-c", "env | grep ^NCCL_"]
+    p = subprocess.run(probe, capture_output=True, text=True, env={"PATH": os.environ["PATH"], **env}, timeout=10)
+    assert p.returncode == 0, p.stderr
+    return dict(line.split("=", 1) for line in p.stdout.splitlines())
+
+
+def test_every_launcher_gives_each_rank_its_own_hosts_nccl_env(tmp_path: Path) -> None:
+    """DGX H100 (mlx5_0,3,4,5,6,9,10,11) and HGX H100 (mlx5_0..7) in one job: each rank exports its own host's
+    NCCL_IB_HCA, under mpirun (rank → node in hostfile order) and Slurm (SLURMD_NODENAME)."""
+    fab = derive(load(MIXED))
+    hosts = sorted(fab.hosts)
+    assert hosts == ["dgx-01", "dgx-02", "hgx-01", "hgx-02"]
+    job = launchers.nccl_job(fab, hosts, NcclInput(), name="mixed")
+    dgx = "=mlx5_0:1,mlx5_3:1,mlx5_4:1,mlx5_5:1,mlx5_6:1,mlx5_9:1,mlx5_10:1,mlx5_11:1"
+    hgx = "=mlx5_0:1,mlx5_1:1,mlx5_2:1,mlx5_3:1,mlx5_4:1,mlx5_5:1,mlx5_6:1,mlx5_7:1"
+    argv = launchers.mpirun_argv(job, "mixed.hostfile")
+    rank_argv = argv[argv.index("sh"):]
+    for rank, want in ((0, dgx), (7, dgx), (8, dgx), (16, hgx), (31, hgx)):  # 8 GPUs per host
+        got = _rank_env(rank_argv, {"OMPI_COMM_WORLD_RANK": str(rank)})
+        assert got["NCCL_IB_HCA"] == want, rank
+        assert got["NCCL_IB_TC"] == "106" and got["NCCL_SOCKET_IFNAME"] == "=eno1"
+    sbatch = launchers.render(job, "slurm", fab, tmp_path)[1].read_text()
+    srun = shlex.split(sbatch[sbatch.index("\nsrun "):])
+    for node, want in (("dgx-02", dgx), ("hgx-01", hgx)):
+        assert _rank_env(srun[srun.index("sh"):], {"SLURMD_NODENAME": node})["NCCL_IB_HCA"] == want
+    p = subprocess.run(srun[srun.index("sh"):], env={"PATH": os.environ["PATH"], "SLURMD_NODENAME": "other"},
+                       capture_output=True, text=True, timeout=10)
+    assert p.returncode == 2 and "no NCCL environment for node 'other'" in p.stderr
+    # Kubernetes: the pods discover their own NICs, so the manifest forwards no host's NCCL_IB_HCA
+    k8s = (tmp_path / "k8s")
+    docs = [d for d in yaml.safe_load_all(launchers.render(job, "k8s", fab, k8s)[0].read_text()) if d]
+    worker = docs[1]["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
+    assert "NCCL_IB_HCA" not in {e["name"] for e in worker["env"]} and "mlx5_9" not in json.dumps(docs)
+
+
+# -- lossless class: ToS on every perftest line, per-priority counters -----------------------------------
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", "from fabric.cli import main; main()", *args], capture_output=True,
+                          text=True, timeout=120, cwd=ROOT, env={**os.environ, "PATH": "/nonexistent"})
+
+
+def test_dry_run_prints_every_command_with_tclass_and_writes_launch_files(tmp_path: Path) -> None:
+    """No ssh, mpirun or sbatch on PATH: a dry run needs none, runs nothing and writes what a run writes."""
+    p = _cli("accept", "inventories/h100-400g", "--dry-run", "--quick", "-o", str(tmp_path))
+    assert p.returncode == 0, p.stderr
+    perftest = [ln for ln in p.stdout.splitlines() if "ib_write_" in ln]
+    assert len(perftest) > 100 and all("--tclass=106" in ln for ln in perftest)
+    first = "  round 1 gpu-su1-02 [server]: ib_write_bw -d mlx5_0 -x 3 --tclass=106"
+    assert any(ln.startswith(first) for ln in perftest)
+    assert any("[client]: ib_write_lat -d mlx5_7 -x 3 --tclass=106" in ln for ln in perftest)
+    sections = [ln[3:].split("  (")[0] for ln in p.stdout.splitlines() if ln.startswith("== ")]
+    assert sections[:3] == ["host-config", "bgp", "counters before traffic"]
+    assert sections.index("counters after traffic") < sections.index("lossless-counters")
+    assert (tmp_path / "dry-run.txt").read_text() in p.stdout
+    launch = tmp_path / "launch" / "nccl-allreduce"
+    assert (launch / "nccl-allreduce-0.hostfile").exists() and (launch / "nccl-allreduce-0.nccl-env.sh").exists()
+    assert not (tmp_path / "accept.json").exists()  # nothing ran, so no report
+
+
+def test_rdma_cm_carries_the_tos_with_T(example) -> None:
+    from fabric.accept.tools import IbWriteBw, IbWriteLat, ends
+
+    ep = ends(example)
+    a, b = ep[("gpu-su1-01", 1)], ep[("gpu-su1-02", 1)]
+    assert IbWriteBw(rdma_cm=True).client(a, b, 18516, 5)[5:8] == ["-R", "-T", "106"]
+    assert "--tclass=106" in IbWriteLat().server(b, 18601, 1) and "-R" not in IbWriteLat().server(b, 18601, 1)
+
+
+def _prio_snapshot(prio_bytes: dict[int, int], rx: bool = False) -> dict[str, int]:
+    d = "rx" if rx else "tx"
+    return {f"ethtool:{d}_prio{p}_bytes": v for p, v in prio_bytes.items()}
+
+
+def test_traffic_class_share_on_the_lossless_priority(example) -> None:
+    """Sender tx_prio3_bytes and receiver rx_prio3_bytes carry the RoCE bytes; CNPs (priority 6) do not count;
+    a sender whose traffic went out on priority 0 (no ToS) fails, named with its NIC."""
+    from fabric.accept.checks.lossless import class_shares
+
+    base = {h: {"rail1": {**_prio_snapshot({0: 0, 3: 0, 6: 0}), **_prio_snapshot({0: 0, 3: 0}, rx=True)}}
+            for h in ("gpu-su1-01", "gpu-su1-02")}
+    after = {"gpu-su1-01": {"rail1": {**_prio_snapshot({0: 10_000, 3: 5_000_000_000, 6: 0}),
+                                      **_prio_snapshot({0: 0, 3: 1_000}, rx=True)}},
+             "gpu-su1-02": {"rail1": {**_prio_snapshot({0: 4_000_000_000, 3: 0, 6: 9_000_000}),
+                                      **_prio_snapshot({0: 2_000, 3: 5_000_000_000}, rx=True)}}}
+    traffic = [Measurement(rail=1, src="gpu-su1-01", dst="gpu-su1-02", value=390.0, unit="Gb/s"),
+               Measurement(rail=1, src="gpu-su1-02", dst="gpu-su1-01", value=390.0, unit="Gb/s")]
+    ms = {(m.src, m.dst): m for m in class_shares(delta(base, after), traffic, example, min_share=0.9,
+                                                     min_bytes=1 << 20)}
+    assert ms[("gpu-su1-01", "rail1 tx")].ok and ms[("gpu-su1-01", "rail1 tx")].value == 1.0
+    assert ms[("gpu-su1-02", "rail1 rx")].ok
+    bad = ms[("gpu-su1-02", "rail1 tx")]
+    assert not bad.ok and bad.value == 0.0 and "prio0 +4000000000" in bad.detail
+    assert ("gpu-su1-01", "rail1 rx") not in ms  # 1,000 B: too little to judge
+
+
+def test_traffic_class_reads_real_mlx5_counter_names() -> None:
+    dump = "@@ ens1np0 ethtool\n" + sample("extra_ethtool_S_mlx5_prio3.txt")
+    counters = parse_host_dump(dump)["ens1np0"]
+    from fabric.accept.counters import PRIO_BYTES
+
+    assert {k for k in counters if PRIO_BYTES.match(k)} >= {"ethtool:tx_prio3_bytes", "ethtool:rx_prio3_bytes"}
+
+
+# -- nccl-tests -J JSON ---------------------------------------------------------------------------------------
+
+def test_nccl_json_preferred_text_fallback() -> None:
+    from fabric.parsers import parse_nccl_json
+
+    doc = (SAMPLES / "extra_nccl_all_reduce_2node.json").read_text()
+    res = parse_nccl_json(doc, "nccl.json")
+    assert [r.size for r in res.rows][-1] == 17179869184 and res.rows[-1].in_place.busbw == 485.52
+    assert res.out_of_bounds == 0 and res.out_of_bounds_ok is True and res.complete and len(res.ranks) == 16
+    text = sample("nccl_all_reduce_2node_h200_v2.18_format.txt")
+    m = judge_nccl(text, expected_gbytes=400, fraction=0.9, largest=2, json_text=doc)
+    assert m.ok and m.value == 485.01 and m.detail.startswith("JSON")
+    cut = judge_nccl(text, expected_gbytes=400, fraction=0.9, largest=2, json_text=doc[: len(doc) // 2])
+    assert cut.detail.startswith("text") and cut.value == 485.01  # interrupted JSON: the text decides
+
+
+def test_runner_detects_json_support_from_usage() -> None:
+    assert launchers.supports_json("  -J,--output_file <file> \n  -T,--timeout <time in seconds>")
+    assert not launchers.supports_json("USAGE: all_reduce_perf [-t,--nthreads <num threads>]")
+
+
+def _hw(cnp_sent: int = 0, handled: int = 0, oos: int = 0) -> dict[str, int]:
+    return {"hw:np_cnp_sent": cnp_sent, "hw:rp_cnp_handled": handled, "hw:out_of_sequence": oos}
+
+
+def test_cnp_asymmetry_is_judged_per_sender(example) -> None:
+    """Three senders into one receiver that sends CNPs: the one sender that handles none is named, the two
+    that do are not (the old rule only fired when every sender was deaf)."""
+    r, s1, s2, s3 = sorted(example.hosts)
+    before = {h: {"rail1": _hw()} for h in (r, s1, s2, s3)}
+    after = {r: {"rail1": _hw(cnp_sent=900)}, s1: {"rail1": _hw(handled=300)}, s2: {"rail1": _hw()},
+             s3: {"rail1": _hw(handled=310)}}
+    traffic = [Measurement(rail=1, src=s, dst=r, value=30.0) for s in (s1, s2, s3)]
+    ms, problems = lossless_findings(before, after, traffic, example)
+    deaf = [m for m in ms if m.unit == "CNPs handled"]
+    assert [(m.src, m.dst, m.ok) for m in deaf] == [(s2, r, False)]
+    assert len(problems) == 1 and f"flat on sender {s2}" in problems[0]
+
+
+def test_out_of_sequence_tolerated_only_where_adaptive_routing_is_on(example) -> None:
+    ar = derive(load(ROOT / "inventories" / "h100-400g"))
+    for fab, tolerated in ((ar, True), (example, False)):
+        h = sorted(fab.hosts)[0]
+        port = fab.hosts[h].rails[0].ifname
+        ms, problems = lossless_findings({h: {port: _hw()}}, {h: {port: _hw(oos=1234)}}, [], fab)
+        [m] = [m for m in ms if m.src == h]
+        assert m.ok is tolerated and ("adaptive routing on" in m.detail) is tolerated, m.detail
+        assert bool(problems) is not tolerated
+
+
+def test_lossless_queue_drops_on_a_pfc_switch_port_fail(example) -> None:
+    """Drops on the lossless TC of a switch port that runs PFC fail; a lossy queue's drops and a port without
+    PFC counters (the lab's software switch) do not."""
+    before = {"leaf-su1-r1": {"swp1": {"pfc:3:rx_pause": 0, "queue:3:drops": 0, "queue:0:drops": 0},
+                              "swp2": {"queue:3:drops": 0}}}
+    after = {"leaf-su1-r1": {"swp1": {"pfc:3:rx_pause": 9, "queue:3:drops": 5, "queue:0:drops": 40},
+                             "swp2": {"queue:3:drops": 7}}}
+    ms, problems = lossless_findings(before, after, [], example)
+    assert problems == ["leaf-su1-r1 swp1: queue:3:drops +5 (lossless queue)"]
+    assert [(m.src, m.dst, m.value) for m in ms if not m.ok] == [("leaf-su1-r1", "swp1", 5)]

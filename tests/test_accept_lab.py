@@ -175,9 +175,17 @@ def test_downed_link_fails_cleanly(inv: str, tmp_path: Path) -> None:
 def test_counters_reads_veth_statistics(inv: str) -> None:
     p = fabric("counters", inv, "--lab", "--format", "json", "--interval", "1", timeout=60)
     assert p.returncode == 0, p.stderr
-    rows = json.loads(p.stdout)
+    sample = json.loads(p.stdout)
+    rows = sample["rows"]
     hosts = {(x["node"], x["port"]) for x in rows}
     assert ("gpu-su1-01", "rail1") in hosts and any(n.startswith("leaf-su1-r1") for n, _ in hosts)
     assert all("link" in x["exposed"] for x in rows)
+    leaf = next(x for x in rows if x["node"] == "leaf-su1-r1" and x["port"] == "swp1")
+    assert "queue" in leaf["exposed"] and set(leaf["queues_gbps"]) == {str(tc) for tc in range(8)}
+    assert 0.5 < sample["seconds"] < 5 and sample["read_seconds"] > 0
     p = fabric("counters", inv, "--lab", "--watch", "1", "--count", "2", timeout=60)
     assert p.returncode == 0 and p.stdout.count("lossless counters, per second") == 2
+    assert "queues Gb/s" in p.stdout
+    # a read slower than the interval is said, with the span the rates are over
+    p = fabric("counters", inv, "--lab", "--watch", "0.05", "--count", "1", "--workers", "1", timeout=60)
+    assert p.returncode == 0 and "longer than the 0.05s interval" in p.stdout

@@ -90,12 +90,15 @@ def default_catalog(fabric: FabricIntent, *, rdma: bool = True, launcher: str = 
     `launcher` runs nccl-tests; with `k8s` the pod-to-pod checks join (pod-rail-bandwidth, and across
     SUs pod-cross-su-bandwidth), all with `image`."""
     sus = len({h.su for h in fabric.hosts.values()})
-    if not rdma:
+    if not rdma:  # the lab: its switch ports are shaped to fabric.lab.qos.PORT_RATE (1 Gb/s)
         bw = {"tool": "iperf3", "threshold_gbps": 0.5, "seconds": 1, "timeout_s": 15, "parallel": 8}
         lat = {"tool": "ping", "max_p99_us": 5000.0, "timeout_s": 15, "parallel": 8}
+        incast: dict[str, Any] = {"tool": "iperf3", "threshold_gbps": 0.8, "seconds": 3, "timeout_s": 20}
+        ets: dict[str, Any] = {"tool": "iperf3", "seconds": 3, "timeout_s": 20}
     else:
         bw = {"tool": "ib_write_bw", "fraction_of_link": 0.9, "seconds": 5}
         lat = {"tool": "ib_write_lat", "max_p99_us": 5.0}
+        incast, ets = {"tool": "ib_write_bw"}, {"tool": "ib_write_bw"}
     entries = [Entry(check="host-config")]
     if rdma:  # GPU hosts: the GPUDirect prerequisites (the lab's hosts have no GPU)
         entries.append(Entry(check="host-prereqs"))
@@ -105,14 +108,15 @@ def default_catalog(fabric: FabricIntent, *, rdma: bool = True, launcher: str = 
     nccl: dict[str, Any] = {"launcher": launcher, "pairs": "quick", "cluster": True}
     if launcher == "k8s" and image:
         nccl["image"] = image
-    entries += [Entry(check="rail-latency", input=lat), Entry(check="nccl-allreduce", input=nccl)]
+    entries += [Entry(check="rail-latency", input=lat), Entry(check="incast", input=incast),
+                Entry(check="ets", input=ets), Entry(check="nccl-allreduce", input=nccl)]
     if launcher == "k8s":
         pod = {"image": image} if image else {}
         entries.append(Entry(check="pod-rail-bandwidth", input=pod))
         if sus > 1:
             entries.append(Entry(check="pod-rail-bandwidth", name="pod-cross-su-bandwidth",
                                  input={**pod, "scope": "cross-su"}))
-    entries += [Entry(check="lossless-counters"), Entry(check="pfc-watchdog")]
+    entries += [Entry(check="lossless-counters"), Entry(check="pfc-watchdog"), Entry(check="traffic-class")]
     return Catalog(checks=entries)
 
 

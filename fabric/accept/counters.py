@@ -17,8 +17,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pydantic import BaseModel
 
 from fabric.accept import transport as tr
+from fabric.accept.results import Planned
 from fabric.access import Site
-from fabric.errors import InputError
+from fabric.errors import InputError, UsageError
 from fabric.parsers import parse_ethtool_stats
 from fabric.parsers.iproute import link_counters
 from fabric.targets.base import TargetError
@@ -28,11 +29,22 @@ from fabric.targets.session import conn_errors, reason, session
 Snapshot = dict[str, dict[str, dict[str, int]]]
 
 DISCARD = re.compile(r"(discard|^link:(rx|tx)_(dropped|errors)$|out_of_buffer$)")
+QUEUE_DROPS = re.compile(r"^queue:(?P<n>\d):drops$")  # judged on lossless queues only (lossy ones may drop)
 SEQUENCE = re.compile(r"^hw:(out_of_sequence|packet_seq_err|implied_nak_seq_err|local_ack_timeout_err)$")
-PAUSE = re.compile(r"^ethtool:(rx|tx)_prio\d_pause$")
-ECN = re.compile(r"^(ethtool:rx_prio\d_marked|hw:np_ecn_marked_roce_packets)$")
+PAUSE = re.compile(r"^(ethtool:(rx|tx)_prio\d_pause|pfc:(\d|all):(rx|tx)_pause)$")
+ECN = re.compile(r"^(ethtool:rx_prio\d_marked|hw:np_ecn_marked_roce_packets|queue:\d:ecn_marked|port:ecn_marked)$")
+REORDER = {"hw:out_of_sequence"}  # expected where adaptive routing sprays a flow over paths
 CNP_SENT, CNP_HANDLED = "hw:np_cnp_sent", "hw:rp_cnp_handled"
-STORM = re.compile(r"^ethtool:tx_pause_storm_(warning|error)_events$")
+STORM = re.compile(r"^(ethtool:tx_pause_storm_(warning|error)_events|pfcwd:\d:storm_detected)$")
+# per-priority bytes of a NIC (mlx5 ethtool -S) and per-queue bytes of a switch port (the drivers' `queue:`)
+PRIO_BYTES = re.compile(r"^ethtool:(?P<dir>rx|tx)_prio(?P<n>\d)_bytes$")
+QUEUE_BYTES = re.compile(r"^queue:(?P<n>\d):tx_bytes$")
+
+# Switch counters, the same names on every NOS driver (fabric.nos.*.driver.counters):
+#   queue:<tc>:tx_bytes|tx_packets|drops|ecn_marked   egress queue (TC) of the port
+#   pfc:<prio>:rx_pause|tx_pause                      PFC frames per priority (`all`: the NOS counts per port)
+#   port:ecn_marked                                   ECN-marked packets where the NOS counts per port only
+#   pfcwd:<prio>:storm_detected|storm_restored        PFC watchdog events
 
 
 def _host_script(netdevs: list[tuple[str, str]]) -> str:
@@ -42,7 +54,7 @@ def _host_script(netdevs: list[tuple[str, str]]) -> str:
         parts.append(f"echo '@@ {netdev} ethtool'; ethtool -S {q} 2>/dev/null; "
                      f"echo '@@ {netdev} link'; ip -s -j link show dev {q} 2>/dev/null; echo")
         if rdma:
-            d = f"/sys/class/infiniband/{shlex.quote(rdma)}/ports/1/hw_counters"
+            d = f"{tr.SYSFS}/class/infiniband/{shlex.quote(rdma)}/ports/1/hw_counters"
             parts.append(f"echo '@@ {netdev} hw'; for f in {d}/*; do [ -r \"$f\" ] && "
                          f"echo \"     ${{f##*/}}: $(cat \"$f\")\"; done 2>/dev/null; true")
     return "; ".join(parts)
@@ -111,6 +123,20 @@ def switch_snapshot(site: Site, switch: str, *, timeout: float = 5) -> dict[str,
         return {}
 
 
+def planned_snapshot(site: Site, *, switches: bool = True) -> list[Planned]:
+    """The reads of one `snapshot`, for `--dry-run`."""
+    out = [Planned(host=h, role="read", command=shlex.join(["sh", "-c", _host_script(
+        [(r.ifname, r.rdma) for r in site.fabric.hosts[h].rails])])) for h in site.fabric.hosts]
+    if switches:
+        from fabric.nos import NOS
+
+        for name, sw in site.fabric.switches.items():
+            reads = NOS[sw.target].module("driver").DRIVER.counter_commands
+            out.append(Planned(host=name, role="read", command="; ".join(reads) if reads
+                               else f"({sw.target} driver reads no counters)"))
+    return out
+
+
 def snapshot(site: Site, *, switches: bool = False, workers: int = 32, nodes: list[str] | None = None,
              progress: Callable[[str, str], None] = lambda _n, _s: None) -> Snapshot:
     """Counters of every host (and switch), all at once; a node that cannot be reached has no entry and is
@@ -118,6 +144,13 @@ def snapshot(site: Site, *, switches: bool = False, workers: int = 32, nodes: li
     fabric = site.fabric
     if nodes is None:
         nodes = list(fabric.hosts) + (list(fabric.switches) if switches else [])
+    if any(n in fabric.switches for n in nodes):
+        try:
+            site.switch_credentials()
+        except UsageError:  # no switch credentials here: host counters only
+            nodes = [n for n in nodes if n not in fabric.switches]
+    if not nodes:
+        return {}
 
     def one(n: str) -> tuple[str, dict[str, dict[str, int]] | None]:
         progress(n, "reading")
@@ -129,8 +162,6 @@ def snapshot(site: Site, *, switches: bool = False, workers: int = 32, nodes: li
         progress(n, "done")
         return n, got
 
-    if not nodes:
-        return {}
     with ThreadPoolExecutor(max_workers=max(1, min(workers, len(nodes)))) as pool:
         return {n: got for n, got in pool.map(one, nodes) if got is not None}
 
@@ -157,6 +188,7 @@ class PortRates(BaseModel):
     discards: float = 0.0
     rx_gbps: float = 0.0
     tx_gbps: float = 0.0
+    queues_gbps: dict[int, float] = {}  # switch port: egress Gb/s per traffic class
     exposed: list[str] = []  # which sources this port has (ethtool, link, hw)
     anomalies: list[str] = []
 
@@ -172,8 +204,13 @@ def rates(d: Snapshot, seconds: float) -> list[PortRates]:
                           discards=(total(cs, DISCARD) + total(cs, SEQUENCE)) / seconds,
                           rx_gbps=cs.get("link:rx_bytes", 0) * 8 / seconds / 1e9,
                           tx_gbps=cs.get("link:tx_bytes", 0) * 8 / seconds / 1e9,
+                          queues_gbps={int(m["n"]): round(v * 8 / seconds / 1e9, 3) for k, v in cs.items()
+                                       if (m := QUEUE_BYTES.match(k))},
                           exposed=sorted({k.split(":", 1)[0] for k in cs}))
             bad = {k: v for k, v in cs.items() if (DISCARD.search(k) or SEQUENCE.search(k)) and v > 0}
+            dropped = {k: v for k, v in cs.items() if QUEUE_DROPS.match(k) and v > 0}
+            if dropped:  # a lossy queue may drop; which queue is lossless is judged by the acceptance checks
+                r.anomalies.append("queue drops: " + ", ".join(f"{k}+{v}" for k, v in sorted(dropped.items())))
             if bad:
                 r.anomalies.append("discards/errors: " + ", ".join(f"{k}+{v}" for k, v in sorted(bad.items())))
             if total(cs, STORM) > 0:

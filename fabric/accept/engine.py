@@ -9,7 +9,7 @@ from pathlib import Path
 
 from fabric.accept import counters as cn
 from fabric.accept.checks import Check, Context, run_check
-from fabric.accept.results import AcceptReport, CheckResult
+from fabric.accept.results import AcceptReport, CheckResult, CounterChange, Planned
 from fabric.access import Site
 
 PHASES = ("pre", "traffic", "post")
@@ -23,19 +23,61 @@ def run(site: Site, checks: list[Check], *, quick: bool = False, report_dir: Pat
     started = datetime.now(UTC).isoformat(timespec="seconds")
     ctx = Context(site=site, quick=quick, report_dir=report_dir, progress=progress)
     ordered = sorted(checks, key=lambda c: PHASES.index(c.phase))
-    want_counters = any(c.phase == "post" for c in ordered)
+    want_counters = any(c.phase != "pre" for c in ordered)
     results: list[CheckResult] = []
-    snapped_before = False
-    for check in ordered:
-        if want_counters and not snapped_before and check.phase != "pre":
-            progress("counters: snapshot before traffic")
-            ctx.before, snapped_before = cn.snapshot(site), True
-        if check.phase == "post" and ctx.after is None and ctx.before is not None:
+
+    def snap_after() -> None:
+        if ctx.before is not None and ctx.after is None:
             progress("counters: snapshot after traffic")
-            ctx.after = cn.snapshot(site)
+            ctx.after = cn.snapshot(site, switches=True)
+
+    for check in ordered:
+        if want_counters and ctx.before is None and check.phase != "pre":
+            progress("counters: snapshot before traffic")
+            ctx.before = cn.snapshot(site, switches=True)
+        if check.phase == "post":
+            snap_after()
         progress(f"{check.id}: running")
         res = run_check(check, ctx)
         results.append(res)
         done(res)
+    snap_after()
     return AcceptReport(fabric=site.name, mode=site.kind, quick=quick,
-                        started=started, seconds=round(time.monotonic() - t0, 2), results=results)
+                        started=started, seconds=round(time.monotonic() - t0, 2), results=results,
+                        switch_counters=switch_changes(site, ctx.before, ctx.after))
+
+
+SWITCH_COUNTERS = ("queue:", "pfc:", "pfcwd:")
+
+
+def switch_changes(site: Site, before: cn.Snapshot | None, after: cn.Snapshot | None) -> list[CounterChange]:
+    """The switch ports' queue, PFC and watchdog counters between the two snapshots, for every queue or priority
+    where one of them moved (so a flat drop counter shows beside the bytes that went through)."""
+    if before is None or after is None:
+        return []
+    out = []
+    for node in sorted(n for n in after if n in site.fabric.switches):
+        for port, cs in sorted(after[node].items()):
+            was = before.get(node, {}).get(port, {})
+            pairs = {k: (was[k], v) for k, v in cs.items() if k.startswith(SWITCH_COUNTERS) and k in was}
+            moved = {k.rsplit(":", 1)[0] for k, (b, a) in pairs.items() if a != b}
+            out += [CounterChange(node=node, port=port, counter=k, before=b, after=a)
+                    for k, (b, a) in sorted(pairs.items()) if k.rsplit(":", 1)[0] in moved]
+    return out
+
+
+def plan(site: Site, checks: list[Check], *, quick: bool = False,
+         report_dir: Path | None = None) -> list[tuple[str, list[Planned]]]:
+    """`--dry-run`: per check (in run order, the counter snapshots where they would be taken) the commands it
+    would run with their hosts and rounds; launch files are written to `report_dir`. Nothing runs."""
+    ctx = Context(site=site, quick=quick, report_dir=report_dir)
+    ordered = sorted(checks, key=lambda c: PHASES.index(c.phase))
+    snap = cn.planned_snapshot(site) if any(c.phase == "post" for c in ordered) else []
+    out: list[tuple[str, list[Planned]]] = []
+    for i, check in enumerate(ordered):
+        if snap and check.phase != "pre" and (i == 0 or ordered[i - 1].phase == "pre"):
+            out.append(("counters before traffic", snap))
+        if snap and check.phase == "post" and (i == 0 or ordered[i - 1].phase != "post"):
+            out.append(("counters after traffic", snap))
+        out.append((check.id, check.plan(ctx)))
+    return out

@@ -240,17 +240,23 @@ def nccl_pod_job(fabric: FabricIntent, name: str, hosts: list[str], argv: list[s
                   needs=["sshd", "ssh-keygen", "mpirun", argv[0]], timeout_s=timeout_s)
 
 
-def perftest_argv(tool: str, size: int = 1 << 20, qps: int = 4, seconds: float = 5, port: str = "18515") -> list[str]:
+def perftest_argv(tool: str, size: int = 1 << 20, qps: int = 4, seconds: float = 5, port: str = "18515",
+                  tos: int | None = None) -> list[str]:
     """The host check's perftest argv (fabric.accept.tools, so both judge the same run) with the device and
-    GID left to the pod (`@DEV@`, `@GID@`) and the port given; the pod entrypoint appends the server address
-    on the client."""
+    GID left to the pod (`@DEV@`, `@GID@`), the traffic class `tos` and the port given; the pod entrypoint
+    appends the server address on the client."""
     from fabric.accept.tools import TOOLS, End
 
     cls = TOOLS[tool]
     t = cls(size=size, qps=qps) if tool == "ib_write_bw" else cls()  # type: ignore[call-arg]
-    argv = t.server(End(host="", rail=0, ip="", rdma="@DEV@", netdev="", gid_index=0), 0, seconds) or []
+    argv = t.server(End(host="", rail=0, ip="", rdma="@DEV@", netdev="", gid_index=0, tos=tos), 0, seconds) or []
     value = {"-x": "@GID@", "-p": port}
     return [value.get(argv[i - 1], a) if i else a for i, a in enumerate(argv)]
+
+
+def _roce_tos(fabric: FabricIntent, hosts: list[str]) -> int | None:
+    """The pods' RoCE ToS: the hosts' (one per job; a fleet mixing ToS values is a lint finding)."""
+    return fabric.hosts[hosts[0]].nic_qos.roce_tos if hosts else None
 
 
 def perftest_pod_job(fabric: FabricIntent, name: str, rounds: list[list[PodPair]], *, tool: str, image: str,
@@ -277,7 +283,8 @@ def perftest_pod_job(fabric: FabricIntent, name: str, rounds: list[list[PodPair]
         "return 0; fi",
         f"  $MPI -np 2 --host \"$s,$c\" sh -c 'if [ \"$OMPI_COMM_WORLD_RANK\" = 0 ]; then r=server; else r=client; "
         f"fi; exec sh \"${{ROCE_FABRIC_RUN:-{RUN_DIR}}}/pod.sh\" perftest \"$r\" \"$@\"' roce-pair \"$2\" \"$s\" "
-        + " ".join(shlex.quote(a) if a != "$5" else '"$5"' for a in perftest_argv(tool, size, qps, seconds, port="$5"))
+        + " ".join(shlex.quote(a) if a != "$5" else '"$5"' for a in perftest_argv(tool, size, qps, seconds, port="$5",
+                                                                            tos=_roce_tos(fabric, hosts)))
         + " 2>&1",
         f'  echo "{MARK} end $1 rc=$?"',
         "}",

@@ -5,7 +5,12 @@
 - `k8s`: fabric.accept.k8s — a gang-scheduled MPIJob (Kubeflow MPI Operator v2beta1, Volcano PodGroup with
   a network-topology constraint) whose pods attach the rail networks and find their own NCCL devices;
   applied and followed when `kubectl` reaches a cluster.
-mpirun and Slurm jobs carry the host's rendered NCCL environment (`nccl_env`).
+Every rank gets its own host's rendered NCCL environment (`nccl_env`): a fleet mixing DGX H100
+(`mlx5_0,3,4,5,6,9,10,11`) and HGX H100 (`mlx5_0..7`) needs a different `NCCL_IB_HCA` per host. mpirun and
+Slurm run each rank through `nccl_env_wrapper` (passed inline with `sh -c`, so nothing has to be copied to the
+nodes): it finds the rank's host (Slurm: `$SLURMD_NODENAME`; mpirun: the rank's node in hostfile order,
+`OMPI_COMM_WORLD_RANK / slots`, as `--map-by ppr:N:node` places them), exports that host's variables and
+execs the test. Kubernetes pods discover their NICs and GID themselves (fabric.accept.k8s).
 """
 
 from __future__ import annotations
@@ -27,21 +32,31 @@ class NcclJob:
     hosts: list[str]
     addresses: list[str]  # management addresses (mpirun -H, hostfile)
     gpus: int  # per host
-    env: dict[str, str]
+    envs: dict[str, dict[str, str]]  # host → its NCCL environment
     argv: list[str]  # all_reduce_perf …
     sus: list[int]
     rails: list[int]
     image: str
 
 
-def nccl_job(fabric: FabricIntent, hosts: list[str], inputs, *, name: str) -> NcclJob:
-    """One all_reduce_perf run over `hosts`, one rank per GPU, with the first host's NCCL environment."""
+def json_path(launcher: str, name: str) -> str | None:
+    """Where rank 0 writes nccl-tests' `-J` JSON: /tmp on the head host (mpirun), the job's working directory
+    (Slurm runs it in the submit directory); Kubernetes jobs are judged on their log."""
+    return {"mpirun": f"/tmp/{name}.json", "slurm": f"{name}.json"}.get(launcher)
+
+
+def nccl_job(fabric: FabricIntent, hosts: list[str], inputs, *, name: str, json_output: bool = False) -> NcclJob:
+    """One all_reduce_perf run over `hosts`, one rank per GPU, each host with its own NCCL environment.
+    With `json_output`, nccl-tests ≥ 2.17 also writes its JSON result (`-J <file>`; text stays the fallback)."""
     first = fabric.hosts[hosts[0]]
-    gpus = inputs.gpus_per_host or first.gpus
+    gpus = inputs.gpus_per_host or min(fabric.hosts[h].gpus for h in hosts)
     argv = [inputs.binary, "-b", inputs.min_bytes, "-e", inputs.max_bytes, "-f", "2", "-g", "1", "-c", "1", "-n", "20"]
+    path = json_path(inputs.launcher, name)
+    if json_output and path:
+        argv += ["-J", path]
     return NcclJob(name=name, hosts=list(hosts),
                    addresses=[fabric.hosts[h].management_address.split("/")[0] for h in hosts], gpus=gpus,
-                   env=dict(sorted(first.nccl_env.items())), argv=argv,
+                   envs={h: dict(sorted(fabric.hosts[h].nccl_env.items())) for h in hosts}, argv=argv,
                    sus=sorted({fabric.hosts[h].su for h in hosts}), rails=[r.rail for r in first.rails],
                    image=inputs.image or "")
 
@@ -50,35 +65,75 @@ def hostfile(job: NcclJob) -> str:
     return "".join(f"{a} slots={job.gpus}\n" for a in job.addresses)
 
 
+def nccl_env_wrapper(job: NcclJob) -> str:
+    """A POSIX sh script: export the rank's own host's NCCL variables, then exec its arguments. Hosts with the
+    same environment share one `case` branch, so its size grows with the hosts' names only."""
+    groups: dict[tuple[tuple[str, str], ...], list[str]] = {}
+    for h in job.hosts:
+        groups.setdefault(tuple(job.envs[h].items()), []).append(h)
+    lines = [f"# NCCL environment per host of {job.name} (rendered by fabric): each rank takes its own host's.",
+             'node="${SLURMD_NODENAME:-}"',
+             'if [ -z "$node" ]; then',
+             f'  i=$(( ${{OMPI_COMM_WORLD_RANK:?not started by mpirun or srun}} / {job.gpus} + 1 ))',
+             f"  node=$(echo {' '.join(job.hosts)} | cut -d ' ' -f \"$i\")",
+             "fi",
+             'case "$node" in']
+    for env, hosts in groups.items():
+        exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in env)
+        lines.append(f"  {'|'.join(hosts)}) export {exports} ;;")
+    lines += ['  *) echo "nccl-env: no NCCL environment for node \'$node\' in this job" >&2; exit 2 ;;', "esac",
+              'exec "$@"']
+    return "\n".join(lines) + "\n"
+
+
+def wrapped_argv(job: NcclJob) -> list[str]:
+    """The test's argv behind the inline per-host environment wrapper."""
+    return ["sh", "-c", nccl_env_wrapper(job), "nccl-env", *job.argv]
+
+
 def mpirun_argv(job: NcclJob, hostfile_path: str) -> list[str]:
-    argv = ["mpirun", "--allow-run-as-root", "-np", str(job.gpus * len(job.hosts)), "--hostfile", hostfile_path,
-            "--bind-to", "none", "--map-by", f"ppr:{job.gpus}:node"]
-    for k in job.env:
-        argv += ["-x", f"{k}={job.env[k]}"]
-    return [*argv, *job.argv]
+    return ["mpirun", "--allow-run-as-root", "-np", str(job.gpus * len(job.hosts)), "--hostfile", hostfile_path,
+            "--bind-to", "none", "--map-by", f"ppr:{job.gpus}:node", *wrapped_argv(job)]
 
 
 def sbatch_script(job: NcclJob) -> str:
-    env = "".join(f"export {k}={shlex.quote(v)}\n" for k, v in job.env.items())
     return (f"#!/bin/bash\n#SBATCH --job-name={job.name}\n#SBATCH --nodes={len(job.hosts)}\n"
             f"#SBATCH --ntasks-per-node={job.gpus}\n#SBATCH --gpus-per-node={job.gpus}\n"
             f"#SBATCH --nodelist={','.join(job.hosts)}\n#SBATCH --exclusive\n#SBATCH --time=00:15:00\n"
-            f"#SBATCH --output={job.name}.out\n\n{env}\nsrun --mpi=pmix {shlex.join(job.argv)}\n")
+            f"#SBATCH --output={job.name}.out\n\n"
+            f"# every task runs behind {job.name}.nccl-env.sh (inline): its own host's NCCL environment\n"
+            f"srun --mpi=pmix {shlex.join(wrapped_argv(job))}\n")
+
+
+def launch_command(job: NcclJob, launcher: str, out_dir: Path) -> tuple[str, str]:
+    """(where, command) that starts a rendered job: the head host for mpirun, this machine otherwise."""
+    if launcher == "mpirun":  # shown with the wrapper by name (`sh -c "$(cat …)"` runs the same)
+        argv = mpirun_argv(job, f"/tmp/{job.name}.hostfile")
+        i = argv.index("nccl-env")
+        return job.hosts[0], (shlex.join(argv[: i - 1]) + f' "$(cat {shlex.quote(job.name + ".nccl-env.sh")})" '
+                              + shlex.join(argv[i:]))
+    if launcher == "slurm":
+        return "here", f"cd {shlex.quote(str(out_dir))} && sbatch --wait --parsable {job.name}.sbatch"
+    return "here", f"kubectl apply -f {shlex.quote(str(out_dir / 'networks.yaml'))} -f " \
+                   f"{shlex.quote(str(out_dir / (job.name + '.k8s.yaml')))}"
 
 
 def render(job: NcclJob, launcher: str, fabric: FabricIntent, out_dir: Path) -> list[Path]:
     """Write the launcher's files for `job` (always, so they can be reviewed or run by hand)."""
     out_dir.mkdir(parents=True, exist_ok=True)
+    if launcher in ("mpirun", "slurm"):
+        wrapper = out_dir / f"{job.name}.nccl-env.sh"
+        wrapper.write_text("#!/bin/sh\n" + nccl_env_wrapper(job))  # for review; the launchers pass it inline
     if launcher == "mpirun":
         hf = out_dir / f"{job.name}.hostfile"
         hf.write_text(hostfile(job))
         cmd = out_dir / f"{job.name}.mpirun.sh"
         cmd.write_text("#!/bin/sh\n" + shlex.join(mpirun_argv(job, hf.name)) + "\n")
-        return [hf, cmd]
+        return [hf, wrapper, cmd]
     if launcher == "slurm":
         p = out_dir / f"{job.name}.sbatch"
         p.write_text(sbatch_script(job))
-        return [p]
+        return [wrapper, p]
     from fabric.accept import k8s
 
     p = out_dir / f"{job.name}.k8s.yaml"
@@ -92,13 +147,26 @@ def k8s_job(job: NcclJob, fabric: FabricIntent):  # fabric.accept.k8s.PodJob (im
     return k8s.nccl_pod_job(fabric, job.name, job.hosts, job.argv, job.gpus, job.image)
 
 
+@dataclass
+class RunOutput:
+    text: str  # the test's stdout
+    error: str = ""  # why the run failed ('' when it ran)
+    json: str = ""  # the `-J` JSON document where one was written
+
+
 class Runner:
-    """Runs rendered jobs; `skip` says why it cannot (render-only)."""
+    """Runs rendered jobs; `skip` says why it cannot (render-only); `json` whether the binary has `-J`."""
 
     skip = ""
+    json = False
 
-    def run(self, job: NcclJob, out_dir: Path, timeout: float) -> tuple[str, str]:
+    def run(self, job: NcclJob, out_dir: Path, timeout: float) -> RunOutput:
         raise NotImplementedError
+
+
+def supports_json(help_text: str) -> bool:
+    """nccl-tests ≥ 2.17 lists `-J,--output_file <file>` in its usage."""
+    return "--output_file" in help_text
 
 
 class MpirunRunner(Runner):
@@ -109,31 +177,50 @@ class MpirunRunner(Runner):
                 if not tr.which(site, h, tool):
                     self.skip = f"{tool} not found on {h}"
                     return
+        usage = tr.run(site, self.head, [binary, "-h"], timeout=20)
+        self.json = supports_json(usage.stdout + usage.stderr)
 
-    def run(self, job: NcclJob, out_dir: Path, timeout: float) -> tuple[str, str]:
+    def run(self, job: NcclJob, out_dir: Path, timeout: float) -> RunOutput:
         path = f"/tmp/{job.name}.hostfile"
         c = tr.run(self.site, job.hosts[0], ["sh", "-c", f"cat > {path} <<'EOF'\n{hostfile(job)}EOF"], timeout=10)
         if c.rc != 0:
-            return "", f"hostfile: {c.last_error}"
+            return RunOutput("", f"hostfile: {c.last_error}")
+        doc = json_path("mpirun", job.name) if "-J" in job.argv else None
+        if doc:  # nccl-tests never overwrites (it writes <file>.0 instead): start clean
+            tr.run(self.site, job.hosts[0], ["rm", "-f", doc], timeout=10)
         c = tr.run(self.site, job.hosts[0], mpirun_argv(job, path), timeout=timeout)
         (out_dir / f"{job.name}.out").write_text(c.stdout + c.stderr)
-        return (c.stdout, "") if c.rc == 0 else (c.stdout, f"mpirun exited {c.rc}: {c.last_error}")
+        if c.rc != 0:
+            return RunOutput(c.stdout, f"mpirun exited {c.rc}: {c.last_error}")
+        js = tr.run(self.site, job.hosts[0], ["cat", doc], timeout=20).stdout if doc else ""
+        if js:
+            (out_dir / f"{job.name}.json").write_text(js)
+        return RunOutput(c.stdout, json=js)
 
 
 class SlurmRunner(Runner):
-    def __init__(self) -> None:
+    def __init__(self, binary: str) -> None:
         if not shutil.which("sbatch"):
             self.skip = "sbatch not found here (render-only)"
+            return
+        try:  # the submit host usually has the tests on the shared filesystem as well
+            p = subprocess.run([binary, "-h"], capture_output=True, text=True, timeout=20)
+            self.json = supports_json(p.stdout + p.stderr)
+        except (OSError, subprocess.TimeoutExpired):
+            self.json = False
 
-    def run(self, job: NcclJob, out_dir: Path, timeout: float) -> tuple[str, str]:
+    def run(self, job: NcclJob, out_dir: Path, timeout: float) -> RunOutput:
         try:
             p = subprocess.run(["sbatch", "--wait", "--parsable", f"{job.name}.sbatch"], cwd=out_dir,
                                capture_output=True, text=True, timeout=timeout)
         except subprocess.TimeoutExpired:
-            return "", f"sbatch --wait timed out after {timeout:.0f}s"
+            return RunOutput("", f"sbatch --wait timed out after {timeout:.0f}s")
         out = out_dir / f"{job.name}.out"
         text = out.read_text() if out.exists() else ""
-        return (text, "") if p.returncode == 0 else (text, f"sbatch exited {p.returncode}: {p.stderr.strip()}")
+        if p.returncode != 0:
+            return RunOutput(text, f"sbatch exited {p.returncode}: {p.stderr.strip()}")
+        doc = out_dir / f"{job.name}.json"
+        return RunOutput(text, json=doc.read_text() if "-J" in job.argv and doc.exists() else "")
 
 
 class K8sRunner(Runner):
@@ -146,13 +233,15 @@ class K8sRunner(Runner):
         self.k = k8s.K8sRunner(fabric.kubernetes.namespace)
         self.skip = self.k.skip
 
-    def run(self, job: NcclJob, out_dir: Path, timeout: float) -> tuple[str, str]:
-        return self.k.run(out_dir / f"{job.name}.k8s.yaml", job.name, timeout, networks=out_dir / "networks.yaml")
+    def run(self, job: NcclJob, out_dir: Path, timeout: float) -> RunOutput:
+        text, err = self.k.run(out_dir / f"{job.name}.k8s.yaml", job.name, timeout,
+                               networks=out_dir / "networks.yaml")
+        return RunOutput(text, err)
 
 
 def runner(launcher: str, site: Site, hosts: list[str], binary: str) -> Runner:
     if launcher == "mpirun":
         return MpirunRunner(site, hosts, binary)
     if launcher == "slurm":
-        return SlurmRunner()
+        return SlurmRunner(binary)
     return K8sRunner(site.fabric)

@@ -32,9 +32,43 @@ def table(report: AcceptReport, console: Console) -> None:
     for r in report.results:
         for line in r.evidence[:30]:
             console.print(f"[dim]{r.name}:[/dim] {line}", markup=True, highlight=False)
+    if report.switch_counters:
+        console.print(counters_table(report))
     c = report.counts()
     console.print(f"{c['pass']} passed, {c['fail']} failed, {c['skipped']} skipped, {c['error']} errors "
                   f"in {report.seconds:.1f}s")
+
+
+def counter_rows(report: AcceptReport, min_bytes: int = 1 << 20) -> list[list[str]]:
+    """One row per switch port and queue (or PFC priority) that carried ≥ `min_bytes` or marked, dropped or paused
+    anything: the counters before → after (every change is in the JSON report)."""
+    groups: dict[tuple[str, str, str], dict[str, tuple[int, int]]] = {}
+    for c in report.switch_counters:
+        kind, _, rest = c.counter.partition(":")
+        n, _, name = rest.partition(":")
+        label = f"TC{n}" if kind == "queue" else f"{kind} prio {n}"
+        groups.setdefault((c.node, c.port, label), {})[name] = (c.before, c.after)
+    rows = []
+    for (node, port, label), cs in groups.items():
+        moved = {k: b - a for k, (a, b) in cs.items()}
+        if moved.get("tx_bytes", 0) < min_bytes and not any(v for k, v in moved.items() if k not in ("tx_bytes",
+                                                                                                      "tx_packets")):
+            continue
+        cells = [f"{cs[k][0]:,} → {cs[k][1]:,}" if k in cs else "-" for k in ("tx_bytes", "ecn_marked", "drops")]
+        others = ", ".join(f"{k} {a:,} → {b:,}" for k, (a, b) in sorted(cs.items())
+                           if k not in ("tx_bytes", "tx_packets", "ecn_marked", "drops"))
+        rows.append([node, port, label, *cells, others])
+    return rows
+
+
+def counters_table(report: AcceptReport) -> Table:
+    t = Table(title="switch counters before → after the traffic checks (queues that carried ≥ 1 MiB or "
+              "marked, dropped or paused)")
+    for col in ("switch", "port", "queue", "tx bytes", "CE-marked", "drops", "other"):
+        t.add_column(col, overflow="fold")
+    for row in counter_rows(report):
+        t.add_row(*row)
+    return t
 
 
 def to_json(report: AcceptReport) -> str:
@@ -96,6 +130,11 @@ def to_markdown(report: AcceptReport) -> str:
     for r in report.results:
         if r.evidence:
             lines += ["", f"## {r.name}: evidence", "", "```", *r.evidence, "```"]
+    if report.switch_counters:
+        lines += ["", "## Switch counters before → after the traffic checks", "",
+                  "| switch | port | queue | tx bytes | CE-marked | drops | other |",
+                  "| --- | --- | --- | --- | --- | --- | --- |"]
+        lines += ["| " + " | ".join(row) + " |" for row in counter_rows(report)]
     return "\n".join(lines) + "\n"
 
 
@@ -175,6 +214,12 @@ def to_html(report: AcceptReport) -> str:
     for r in report.results:
         if r.evidence:
             out.append(f"<h2>{e(r.name)}: evidence</h2><pre>{e(chr(10).join(r.evidence))}</pre>")
+    if report.switch_counters:
+        out.append("<h2>Switch counters before → after the traffic checks</h2><table><tr>"
+                   + "".join(f"<th>{h}</th>" for h in ("switch", "port", "queue", "tx bytes", "CE-marked", "drops",
+                                                       "other")) + "</tr>")
+        out += ["<tr>" + "".join(f"<td>{e(c)}</td>" for c in row) + "</tr>" for row in counter_rows(report)]
+        out.append("</table>")
     out.append("</body></html>")
     return "\n".join(out) + "\n"
 

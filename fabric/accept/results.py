@@ -29,6 +29,15 @@ class Measurement(Model):
     detail: str = ""
 
 
+class Planned(Model):
+    """One command a check would run (`fabric accept --dry-run`): where, in which round, in which role."""
+
+    round: str = ""  # "1", "1 reverse", "" when the check has no rounds
+    host: str  # host or switch it runs on ("here": this machine)
+    role: str = ""  # server, client, launcher, read
+    command: str
+
+
 class CheckResult(Model):
     """One catalog entry's outcome. `message` reads "Expected … Actual …" on failure."""
 
@@ -45,6 +54,16 @@ class CheckResult(Model):
     seconds: float = 0.0
 
 
+class CounterChange(Model):
+    """A switch port counter before and after the traffic checks."""
+
+    node: str
+    port: str
+    counter: str
+    before: int
+    after: int
+
+
 class AcceptReport(Model):
     fabric: str
     mode: Literal["lab", "ssh"]
@@ -52,6 +71,7 @@ class AcceptReport(Model):
     started: str
     seconds: float
     results: list[CheckResult]
+    switch_counters: list[CounterChange] = []  # queue/PFC/watchdog counters of switch ports that moved
 
     @property
     def ok(self) -> bool:

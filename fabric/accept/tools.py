@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import re
+import shlex
 import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -17,7 +18,7 @@ from dataclasses import dataclass
 from ipaddress import IPv4Interface
 
 from fabric.accept import transport as tr
-from fabric.accept.results import Measurement
+from fabric.accept.results import Measurement, Planned
 from fabric.access import Site
 from fabric.design.intent import FabricIntent
 from fabric.parsers import parse_iperf3, parse_perftest, perftest_bw_gbps
@@ -33,12 +34,27 @@ class End:
     rdma: str
     netdev: str
     gid_index: int
+    tos: int | None = None  # the RoCE ToS (DSCP << 2 | ECN) the traffic must carry; None: the host default
 
 
 def ends(fabric: FabricIntent) -> dict[tuple[str, int], End]:
     return {(h.name, r.rail): End(h.name, r.rail, str(IPv4Interface(r.address).ip), r.rdma, r.ifname,
-                                  h.gid.index)
+                                  h.gid.index, h.nic_qos.roce_tos)
             for h in fabric.hosts.values() for r in h.rails}
+
+
+def lossless_priority(fabric: FabricIntent, host: str) -> int:
+    """The switch/NIC priority the host's RoCE ToS maps to (its DSCP through the host's dscp2prio)."""
+    q = fabric.hosts[host].nic_qos
+    return q.dscp2prio.get(q.roce_tos >> 2, 0)
+
+
+def perftest_class(end: End, rdma_cm: bool) -> list[str]:
+    """The traffic-class arguments of perftest: `--tclass=<ToS>` on the GRH, or with rdma_cm `-R -T <ToS>`
+    (perftest's `-T/--tos` works only with `-R`)."""
+    if end.tos is None:
+        return ["-R"] if rdma_cm else []
+    return ["-R", "-T", str(end.tos)] if rdma_cm else [f"--tclass={end.tos}"]
 
 
 class Tool:
@@ -61,16 +77,23 @@ class Tool:
 
 
 class Iperf3(Tool):
-    """TCP bandwidth between rail addresses (the lab's stand-in for ib_write_bw), Gb/s."""
+    """TCP bandwidth between rail addresses (the lab's stand-in for ib_write_bw), Gb/s. `-S` carries the RoCE
+    ToS, so the switches classify the stand-in like RoCE (the kernel keeps the ECN bits TCP's own)."""
 
     name, unit, base_port = "iperf3", "Gb/s", 5200
+
+    def __init__(self, tos: int | None = None, streams: int = 1) -> None:
+        self.tos = tos  # None: the End's RoCE ToS; 0: best effort (the ETS check's bulk flow)
+        self.streams = streams  # -P: parallel TCP streams
 
     def server(self, dst: End, port: int, seconds: float) -> list[str]:
         return ["iperf3", "-s", "-1", "-B", dst.ip, "-p", str(port), "-J"]
 
     def client(self, src: End, dst: End, port: int, seconds: float) -> list[str]:
+        tos = self.tos if self.tos is not None else src.tos
         return ["iperf3", "-c", dst.ip, "-B", src.ip, "-p", str(port), "-t", f"{max(1, round(seconds))}",
-                "-J", "--connect-timeout", "2000"]
+                "-J", "--connect-timeout", "2000", *(["-S", str(tos)] if tos else []),
+                *(["-P", str(self.streams)] if self.streams > 1 else [])]
 
     def value(self, client_out: str, server_out: str) -> float:
         r = parse_iperf3(client_out, "iperf3 client")
@@ -87,12 +110,13 @@ class IbWriteBw(Tool):
 
     name, unit, needs_rdma, base_port = "ib_write_bw", "Gb/s", True, 18515
 
-    def __init__(self, size: int = 1 << 20, qps: int = 4) -> None:
-        self.size, self.qps = size, qps
+    def __init__(self, size: int = 1 << 20, qps: int = 4, rdma_cm: bool = False) -> None:
+        self.size, self.qps, self.rdma_cm = size, qps, rdma_cm
 
     def _common(self, end: End, port: int, seconds: float) -> list[str]:
-        return ["ib_write_bw", "-d", end.rdma, "-x", str(end.gid_index), "-F", "--report_gbits",
-                "-s", str(self.size), "-q", str(self.qps), "-D", f"{max(1, round(seconds))}", "-p", str(port)]
+        return ["ib_write_bw", "-d", end.rdma, "-x", str(end.gid_index), *perftest_class(end, self.rdma_cm), "-F",
+                "--report_gbits", "-s", str(self.size), "-q", str(self.qps), "-D", f"{max(1, round(seconds))}",
+                "-p", str(port)]
 
     def server(self, dst: End, port: int, seconds: float) -> list[str]:
         return self._common(dst, port, seconds)
@@ -109,12 +133,12 @@ class IbWriteLat(Tool):
 
     name, unit, higher_is_better, needs_rdma, base_port = "ib_write_lat", "us", False, True, 18600
 
-    def __init__(self, iterations: int = 5000) -> None:
-        self.iterations = iterations
+    def __init__(self, iterations: int = 5000, rdma_cm: bool = False) -> None:
+        self.iterations, self.rdma_cm = iterations, rdma_cm
 
     def _common(self, end: End, port: int) -> list[str]:
-        return ["ib_write_lat", "-d", end.rdma, "-x", str(end.gid_index), "-F", "-s", "2",
-                "-n", str(self.iterations), "-p", str(port)]
+        return ["ib_write_lat", "-d", end.rdma, "-x", str(end.gid_index), *perftest_class(end, self.rdma_cm), "-F",
+                "-s", "2", "-n", str(self.iterations), "-p", str(port)]
 
     def server(self, dst: End, port: int, seconds: float) -> list[str]:
         return self._common(dst, port)
@@ -178,9 +202,36 @@ def missing(site: Site, tool: Tool, hosts: list[str], fabric: FabricIntent) -> s
         if tool.needs_rdma:
             rails = fabric.hosts[host].rails
             dev = rails[0].rdma if rails else ""
-            if tr.run(site, host, ["test", "-e", f"/sys/class/infiniband/{dev}"], timeout=10).rc != 0:
+            path = f"{tr.SYSFS}/class/infiniband/{shlex.quote(dev)}"
+            if tr.run(site, host, ["sh", "-c", f'test -e "{path}"'], timeout=10).rc != 0:
                 return f"no RDMA device {dev} on {host} (/sys/class/infiniband/{dev} missing)"
     return ""
+
+
+def planned_links(tool: Tool, links: list[tuple[End, End]], *, seconds: float, round_: str) -> list[Planned]:
+    """The commands `measure_links` runs for these links: each server, then each client."""
+    out = []
+    ports = link_ports(tool, links)
+    for (_src, dst), port in zip(links, ports, strict=True):
+        argv = tool.server(dst, port, seconds)
+        if argv:
+            out.append(Planned(round=round_, host=dst.host, role="server", command=shlex.join(argv)))
+    for (src, dst), port in zip(links, ports, strict=True):
+        out.append(Planned(round=round_, host=src.host, role="client",
+                           command=shlex.join(tool.client(src, dst, port, seconds))))
+    return out
+
+
+def link_ports(tool: Tool, links: list[tuple[End, End]]) -> list[int]:
+    """The server port of each link: the tool's base + rail, + 100 for each earlier link into the same receiver
+    NIC (an incast's senders each get their own server)."""
+    seen: dict[tuple[str, int], int] = {}
+    out = []
+    for src, dst in links:
+        k = seen.get((dst.host, dst.rail), 0)
+        seen[(dst.host, dst.rail)] = k + 1
+        out.append(tool.base_port + src.rail + 100 * k)
+    return out
 
 
 def measure_links(site: Site, tool: Tool, links: list[tuple[End, End]], *, seconds: float,
@@ -189,16 +240,17 @@ def measure_links(site: Site, tool: Tool, links: list[tuple[End, End]], *, secon
 
     A host may appear once as sender and once as receiver per rail (pairs, rings)."""
     servers: list[subprocess.Popen[str] | None] = []
+    ports = link_ports(tool, links)
     try:
-        for src, dst in links:
-            argv = tool.server(dst, tool.base_port + src.rail, seconds)
+        for (_src, dst), port in zip(links, ports, strict=True):
+            argv = tool.server(dst, port, seconds)
             servers.append(tr.start(site, dst.host, argv, seconds=timeout) if argv else None)
         if any(servers):
             time.sleep(0.3)
 
         def client(i: int) -> tuple[tr.Completed, float]:
             src, dst = links[i]
-            argv = tool.client(src, dst, tool.base_port + src.rail, seconds)
+            argv = tool.client(src, dst, ports[i], seconds)
             t0 = time.monotonic()
             for attempt in range(3):  # the server may not listen yet
                 c = tr.run(site, src.host, argv, timeout=timeout)

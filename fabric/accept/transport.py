@@ -18,6 +18,10 @@ from dataclasses import dataclass
 
 from fabric.access import Site
 
+# The hosts' sysfs root in commands run there: /sys, or $ROCE_FABRIC_SYSFS where a host (a test's stand-in host,
+# as in the pod entrypoint of fabric.render.k8s) sets one.
+SYSFS = "${ROCE_FABRIC_SYSFS:-/sys}"
+
 
 @dataclass
 class Completed:

@@ -50,6 +50,8 @@ def accept(
                                               "nothing (no cluster, no SSH)")] = False,
     scheduler: SchedulerOpt = "slurm,kubernetes",
     remediate: RemediateOpt = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="print every command per check and round with its host, "
+                                          "write the launch files to -o; run nothing")] = False,
 ) -> None:
     """Acceptance tests: bandwidth, latency, NCCL, counters, host config, BGP; exit 1 when any check fails."""
     from fabric.accept import catalog as cat
@@ -79,6 +81,9 @@ def accept(
     if not selected:
         raise UsageError(f"--tags: no check has any of {', '.join(tag_list)}")
     out_dir = output or Path("build") / fabric.name / "accept"
+    if dry_run:
+        _dry_run(engine.plan(site, selected, quick=quick, report_dir=out_dir), out_dir)
+        return
     hosts = list(fabric.hosts)
     with track("accept") as progress:
         dead = tr.reachable(site, hosts, progress=devices(progress, f"reach the hosts of {fabric.name}", len(hosts)))
@@ -106,6 +111,24 @@ def accept(
     sys.exit(0 if rep.ok else 1)  # not typer.Exit: main() runs click with standalone_mode=False
 
 
+def _dry_run(plan, out_dir: Path) -> None:
+    """Print the plan (check, round, host, role, command) and keep it as dry-run.txt beside the launch files."""
+    lines: list[str] = []
+    for name, steps in plan:
+        lines.append(f"== {name}" + ("" if steps else "  (reads only what the counter snapshots read)"))
+        for p in steps:
+            where = f"round {p.round} " if p.round else ""
+            lines.append(f"  {where}{p.host} [{p.role}]: {p.command}")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    text = "\n".join(lines) + "\n"
+    (out_dir / "dry-run.txt").write_text(text)
+    sys.stdout.write(text)
+    launch = out_dir / "launch"
+    files = sorted(p for p in launch.rglob("*") if p.is_file()) if launch.exists() else []
+    out.print(f"dry run: {sum(len(s) for _, s in plan)} commands in {len(plan)} steps, nothing run; "
+              f"{out_dir / 'dry-run.txt'}" + (f", {len(files)} launch files in {launch}" if files else ""))
+
+
 def _render_k8s(inventory: Path, launcher: str, image: str | None, output: Path | None, quick: bool) -> None:
     """`--launcher k8s --render-only`: the whole Kubernetes bundle (fabric.accept.k8s.render_bundle)."""
     from fabric.accept import k8s
@@ -130,21 +153,27 @@ def counters(
     interval: Annotated[float, typer.Option(help="seconds between the two reads of one sample")] = 1.0,
     lab: Annotated[bool, typer.Option("--lab", help="the running lab of this inventory")] = False,
     switches: Annotated[bool, typer.Option(help="also switch ports, through each switch's NOS driver")] = True,
+    hosts: Annotated[bool, typer.Option(help="host NICs (over SSH)")] = True,
     fmt: Annotated[str, typer.Option("--format", help="table or json")] = "table",
     count: Annotated[int, typer.Option(help="samples with --watch (0 = until Ctrl-C)")] = 0,
+    workers: Annotated[int, typer.Option(help="hosts and switches read at the same time")] = 16,
 ) -> None:
-    """PFC pause, ECN-marked, CNP and discard counters per host NIC and switch port, as per-second rates."""
+    """PFC pause, ECN-marked, CNP and discard counters per host NIC and switch port (queues included), as
+    per-second rates; with --watch a new sample every SECONDS, and a note when reading takes longer."""
     from fabric.accept import counters as cn
 
     if fmt not in ("table", "json"):
         raise UsageError(f"--format: expected table or json, found {fmt!r}")
     step = watch if watch else interval
-    if step <= 0:
-        raise UsageError("--watch/--interval: expected a positive number of seconds")
+    if step <= 0 or workers < 1:
+        raise UsageError("--watch/--interval: expected a positive number of seconds; --workers: at least 1")
     _loaded, site = open_site(inventory, lab=lab)
-    nodes = list(site.fabric.hosts) + (list(site.fabric.switches) if switches else [])
+    nodes = (list(site.fabric.hosts) if hosts else []) + (list(site.fabric.switches) if switches else [])
+    if not nodes:
+        raise UsageError("--no-hosts --no-switches: nothing to read")
     with track("counters") as progress:
-        before = cn.snapshot(site, nodes=nodes, progress=devices(progress, f"counters {site.name}", len(nodes)))
+        before = cn.snapshot(site, nodes=nodes, workers=workers,
+                             progress=devices(progress, f"counters {site.name}", len(nodes)))
     t_before = time.monotonic()
     missing = [n for n in nodes if n not in before]
     if not before:
@@ -153,17 +182,24 @@ def counters(
         sys.exit(1)
     n = 0
     while True:
-        time.sleep(step)
-        after = cn.snapshot(site, nodes=list(before))
+        time.sleep(max(0.0, t_before + step - time.monotonic()))  # the interval from the last read's start
+        t_read = time.monotonic()
+        after = cn.snapshot(site, nodes=list(before), workers=workers)
         t_after = time.monotonic()
-        rows = cn.rates(cn.delta(before, after), t_after - t_before)
+        took, span = t_after - t_read, t_read - t_before
+        rows = cn.rates(cn.delta(before, after), span)
         n += 1
+        slow = (f"reading {len(after)} nodes took {took:.1f}s, longer than the {step:g}s interval: rates are "
+                f"over {span:.1f}s (raise --workers or --watch)") if took > step else ""
         if fmt == "json":
             import json
 
-            out.print_json(json.dumps([r.model_dump() for r in rows]))
+            out.print_json(json.dumps({"seconds": round(span, 3), "read_seconds": round(took, 3), "note": slow,
+                                       "rows": [r.model_dump() for r in rows]}))
         else:
-            _counters_table(rows, t_after - t_before)
+            _counters_table(rows, span)
+            if slow:
+                out.print(f"note: {slow}", markup=False)
         gone = [x for x in nodes if x not in after]
         if gone:
             err.print(f"unreachable: {', '.join(gone)} ({len(gone)} of {len(nodes)} nodes, no counters)",
@@ -174,17 +210,18 @@ def counters(
         if not watch or (count and n >= count):
             bad = any(r.anomalies and any("discards" in a or "storm" in a for a in r.anomalies) for r in rows)
             sys.exit(1 if bad or missing or gone or not rows else 0)
-        before, t_before = after, t_after
+        before, t_before = after, t_read
 
 
 def _counters_table(rows, seconds: float) -> None:
     t = Table(title=f"lossless counters, per second over {seconds:.1f}s")
-    for col in ("node", "port", "rx Gb/s", "tx Gb/s", "PFC pause/s", "ECN marked/s", "CNP sent/s",
+    for col in ("node", "port", "rx Gb/s", "tx Gb/s", "queues Gb/s", "PFC pause/s", "ECN marked/s", "CNP sent/s",
                 "CNP handled/s", "discards/s", "sources", "anomalies"):
         t.add_column(col, overflow="fold")
     for r in rows:
         hot = bool(r.anomalies)
-        t.add_row(r.node, r.port, f"{r.rx_gbps:.2f}", f"{r.tx_gbps:.2f}", f"{r.pause:.1f}", f"{r.ecn:.1f}",
+        queues = " ".join(f"TC{tc}:{v:.2f}" for tc, v in sorted(r.queues_gbps.items()) if v >= 0.005)
+        t.add_row(r.node, r.port, f"{r.rx_gbps:.2f}", f"{r.tx_gbps:.2f}", queues, f"{r.pause:.1f}", f"{r.ecn:.1f}",
                   f"{r.cnp_sent:.1f}", f"{r.cnp_handled:.1f}",
                   f"[red]{r.discards:.1f}[/red]" if r.discards else "0", ",".join(r.exposed),
                   f"[bold red]{'; '.join(r.anomalies)}[/bold red]" if hot else "")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from fabric.errors import UsageError
 from fabric.lab.sh import quiet, run
@@ -52,13 +53,15 @@ def throttle(st: LabState, spec: str, rate: str) -> Fault:
 
 
 def clear(st: LabState) -> list[Fault]:
-    """Undo every recorded fault: links up, tbf qdiscs removed."""
+    """Undo every recorded fault: links up, tbf qdiscs removed (a switch port gets its queues back)."""
     cleared = list(st.faults)
     for f in cleared:
         if f.kind == "link":
             quiet(st.ns_argv(f.node, ["ip", "link", "set", "dev", f.ifname, "up"]))
         else:
             quiet(st.ns_argv(f.node, ["tc", "qdisc", "del", "dev", f.ifname, "root"]))
+            if st.nodes[f.node].kind == "switch" and st.qos:
+                _restore_queues(st, f.node, f.port)
     st.faults = []
     st.save()
     return cleared
@@ -67,3 +70,14 @@ def clear(st: LabState) -> list[Fault]:
 def qdisc(st: LabState, node: str, ifname: str) -> str:
     """`tc qdisc show` of one interface (to verify a throttle)."""
     return st.run(node, ["tc", "qdisc", "show", "dev", ifname]).stdout
+
+
+def _restore_queues(st: LabState, node: str, port: str) -> None:
+    from fabric.design.derive import derive
+    from fabric.lab import qos
+    from fabric.model.load import load
+    from fabric.render import render_switch
+
+    fabric = derive(load(Path(st.inventory)), target="frr")
+    qos.apply(st, fabric, node, render_switch(fabric.switches[node], fabric), st.qos_rate or qos.PORT_RATE,
+              ports=[port])

@@ -18,6 +18,7 @@ from pathlib import Path
 from fabric.design.intent import FabricIntent
 from fabric.errors import UsageError
 from fabric.lab import daemons
+from fabric.lab import qos as lab_qos
 from fabric.lab.plan import build_state, rename_ports
 from fabric.lab.sh import StepError, alive, cmdline, quiet, run, terminate
 from fabric.lab.state import LabState, load_state, state_dir
@@ -115,6 +116,7 @@ def _create(st: LabState, fabric: FabricIntent, log: Callable[[str], None]) -> N
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(script)
         run(st.ns_argv(name, ["sh", str(path)]), f"interfaces.sh {name}")
+        st.qos, st.qos_rate = lab_qos.apply(st, fabric, name, files), lab_qos.PORT_RATE
         n.pids.update(daemons.start_frr(st, name, rename_ports(files["frr.conf"], n.ifnames)))
 
     log(f"switches: interfaces.sh + FRR on {len(switches)}")

@@ -76,6 +76,8 @@ class LabState(_Model):
     ssh_key: str = ""  # private key path; the public key is next to it with .pub
     known_hosts: str = ""
     up_seconds: float | None = None  # lab up → converged
+    qos: str = ""  # switch egress queues: "ets+red" (the rendered tree) or "htb" (fabric.lab.qos), at qos_rate
+    qos_rate: str = ""
 
     # -- paths ------------------------------------------------------------------------------------
     @property

@@ -30,6 +30,7 @@ from fabric.parsers.nccl import (
     NcclRow,
     busbw_at_largest,
     parse_nccl,
+    parse_nccl_json,
     peak_busbw,
 )
 from fabric.parsers.perftest import (
@@ -101,6 +102,7 @@ __all__ = [
     "parse_mlnx_qos",
     "parse_mlxconfig",
     "parse_nccl",
+    "parse_nccl_json",
     "parse_perftest",
     "parse_perftest_json",
     "parse_perftest_text",

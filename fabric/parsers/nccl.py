@@ -259,3 +259,51 @@ def parse_nccl(text: str, file: str = "-") -> NcclResult:
             )
         raise fail(file, None, "nccl.rows", expected, f"none in {len(lines)} lines")
     return NcclResult(**res)
+
+
+def _json_op(op: dict[str, Any] | None) -> NcclOp | None:
+    if not isinstance(op, dict) or not all(isinstance(op.get(k), int | float) for k in ("alg_bw", "bus_bw")):
+        return None
+    time_us = op.get("time", op.get("cpu_time"))
+    wrong = op.get("nwrong")
+    return NcclOp(time_us=float(time_us) if isinstance(time_us, int | float) else 0.0, algbw=float(op["alg_bw"]),
+                  busbw=float(op["bus_bw"]), wrong=int(wrong) if isinstance(wrong, int | float) else None)
+
+
+def parse_nccl_json(text: str, file: str = "-") -> NcclResult:
+    """nccl-tests `-J/--output_file` JSON (nccl-tests ≥ 2.17, `JSON_FILE_VERSION` 2, src/util.cu): `config`
+    (ngpus, bytes, iterations, `devices`), `results` — per size `out_of_place`/`in_place` with `time`,
+    `alg_bw`, `bus_bw`, `nwrong` — `out_of_bounds` {count, okay} and `average_bus_bandwidth` {bandwidth, okay}.
+    An interrupted run leaves no closing brace: an InputError, so the caller falls back to the text."""
+    import json
+
+    require_text(text, file, "nccl-tests JSON (-J)")
+    try:
+        doc = json.loads(text)
+    except ValueError as exc:
+        raise fail(file, getattr(exc, "lineno", None), "nccl.json", "a complete nccl-tests JSON document",
+                   str(exc)) from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("results"), list):
+        raise fail(file, None, "nccl.json.results", "a list of results", show(str(doc)[:80]))
+    rows = []
+    for i, r in enumerate(doc["results"]):
+        oop, inp = _json_op(r.get("out_of_place")), _json_op(r.get("in_place"))
+        if not isinstance(r, dict) or not isinstance(r.get("size"), int) or inp is None:
+            raise fail(file, None, f"nccl.json.results[{i}]", "size, in_place.alg_bw/bus_bw", show(str(r)[:80]))
+        root = str(r.get("root", "")).strip()
+        rows.append(NcclRow(size=r["size"], count=int(r.get("count") or 0), type=str(r.get("type", "")),
+                            redop=str(r.get("redop", "")), root=int(root) if root.lstrip("-").isdigit() else None,
+                            out_of_place=oop or inp, in_place=inp))
+    devices = (doc.get("config") or {}).get("devices") or []
+    ranks = [NcclRank(rank=d["rank"], group=d.get("group"), pid=d.get("pid", 0), host=str(d.get("hostname", "")),
+                      device=d.get("device", 0), bus_id=str(d.get("device_hex", "")), gpu=str(d.get("device_info", "")))
+             for d in devices if isinstance(d, dict) and isinstance(d.get("rank"), int)]
+    oob = doc.get("out_of_bounds") or {}
+    avg = doc.get("average_bus_bandwidth") or {}
+    okay = avg.get("okay")
+    return NcclResult(
+        nccl_version=str(doc["nccl_version"]) if "nccl_version" in doc else None, ranks=ranks, rows=rows,
+        settings={k: str(v) for k, v in (doc.get("config") or {}).items() if not isinstance(v, list | dict)},
+        out_of_bounds=oob.get("count"), out_of_bounds_ok=None if "okay" not in oob else str(oob["okay"]) == "true",
+        avg_busbw=avg.get("bandwidth"), avg_busbw_check=None if okay in (None, "unchecked") else
+        ("OK" if str(okay) == "true" else "FAILED"), complete="end_time" in doc)

@@ -99,6 +99,8 @@ class Driver(ABC):
 
     target: str = ""
     has_confirm_timer: bool = False  # the device reverts by itself when not confirmed in time
+    bgp_commands: tuple[str, ...] = ()  # what `health()` and `routes()` read (acceptance --dry-run shows them)
+    counter_commands: tuple[str, ...] = ()  # what `counters()` reads
 
     def __init__(self, conn: Any, device: str, intended: str, *, progress: ProgressFn = lambda _s: None,
                  options: dict[str, Any] | None = None):

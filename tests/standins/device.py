@@ -1,7 +1,8 @@
 """sshd's ForceCommand for the stand-ins: pick the device by the address the client connected to.
 
 `$STANDIN_ROOT/<address>/kind` names the OS: `sonic` and `nvue` get an interactive bash whose PATH
-starts with the stand-in commands; `eos` gets the EOS-like CLI.
+starts with the stand-in commands; `eos` gets the EOS-like CLI; `host` (a GPU host, tests.standins.host) runs
+the command ssh was given with perftest, nccl-tests, mpirun and ethtool stand-ins first on its PATH.
 """
 
 from __future__ import annotations
@@ -12,8 +13,10 @@ from pathlib import Path
 
 from tests.standins.common import ROOT
 
-SHIMS = {"sonic": {"config": "sonic", "show": "sonic", "vtysh": "sonic", "sonic-db-cli": "sonic"},
-         "nvue": {"nv": "nvue"}}
+HOST_TOOLS = ("ib_write_bw", "ib_write_lat", "mpirun", "all_reduce_perf", "ethtool")
+SHIMS = {"host": dict.fromkeys(HOST_TOOLS, "host"),
+         "sonic": {"config": "sonic", "show": "sonic", "vtysh": "sonic", "queuestat": "sonic", "wredstat": "sonic",
+                   "pfcstat": "sonic", "sonic-db-cli": "sonic"}, "nvue": {"nv": "nvue"}}
 
 
 def shims(bindir: Path, kind: str) -> None:
@@ -36,6 +39,11 @@ def main() -> int:
         os.chdir(ROOT)
         os.execve(sys.executable, [sys.executable, "-m", "tests.standins.eos"], env)
     shims(d / "bin", kind)
+    if kind == "host":  # a GPU host: the command ssh was given, with the stand-in tools and sysfs first
+        env.update(PATH=f"{d / 'bin'}:{os.environ.get('PATH', '/usr/bin:/bin')}", ROCE_FABRIC_SYSFS=str(d / "sys"))
+        os.chdir(d)
+        command = os.environ.get("SSH_ORIGINAL_COMMAND", "")
+        os.execve("/bin/sh", ["sh", "-c", command] if command else ["sh"], env)
     env.update(PATH=f"{d / 'bin'}:{os.environ.get('PATH', '/usr/bin:/bin')}", PS1=f"admin@{d.name}:~$ ",
                TERM="dumb")
     os.chdir(d)

@@ -22,6 +22,7 @@ import sys
 import time
 from pathlib import Path
 
+from tests.standins import telemetry
 from tests.standins.common import dev_dir, locked, peers, read_json, spawn, write_json
 
 KNOWN = frozenset((
@@ -177,6 +178,9 @@ def repl(d: Path) -> None:
                 continue
             if cmd == "show ip bgp summary | json":
                 out(json.dumps(bgp_summary(d, running), indent=2))
+                continue
+            if (answer := telemetry.answer_eos(cmd, d)) is not None:
+                out(answer)
                 continue
             m = re.fullmatch(r"configure session (\S+)(?: (commit|abort))?", cmd)
             if m:

@@ -26,6 +26,7 @@ from typing import Any
 
 import yaml
 
+from tests.standins import telemetry
 from tests.standins.common import dev_dir, locked, peers, read_json, spawn, write_json
 
 
@@ -243,6 +244,9 @@ def expire(d: Path, rev: int, secs: int) -> None:
 
 def nv_show(args: list[str]) -> int:
     d = dev_dir()
+    if (answer := telemetry.answer_nvue(args, d)) is not None:
+        print(answer)
+        return 0
     s = Store(d)
     tree = s.tree("applied")
     path = [a for a in args if not a.startswith("-") and a != "json"]

@@ -22,6 +22,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from tests.standins import telemetry
 from tests.standins.common import dev_dir, locked, peers, read_json, write_json
 
 
@@ -158,6 +159,10 @@ def main(argv: list[str]) -> int:
         return 0
     if prog == "sonic-db-cli" and len(args) == 3 and args[:2] == ["STATE_DB", "HGETALL"]:
         print(read_json(d / "state_db.json", {}).get(args[2], {}))
+        return 0
+    command = args[1] if prog == "vtysh" and args[:1] == ["-c"] and len(args) > 1 else " ".join([prog, *args])
+    if (answer := telemetry.answer_sonic(command, d)) is not None:
+        print(answer)
         return 0
     print(f"{prog}: unsupported in the SONiC stand-in: {' '.join(args)}", file=sys.stderr)
     return 2

@@ -3,17 +3,18 @@ run_check), then one module per family that registers its checks:
 
 bandwidth  rail-bandwidth, cross-su-bandwidth (and fault location)
 latency    rail-latency
+congestion incast, ets (queue counters of the receivers' leaf ports before/after)
 nccl       nccl-allreduce
 pods       pod-rail-bandwidth (Kubernetes: perftest between pods)
 host       host-config, host-prereqs (GPUDirect RDMA prerequisites)
 bgp        bgp
-lossless   lossless-counters, pfc-watchdog
+lossless   lossless-counters, pfc-watchdog, traffic-class
 """
 
 from fabric.accept.checks.base import CHECKS, Check, Context, Input, register, run_check
 
 # Importing a family registers its checks; this order is the catalog's order.
-from fabric.accept.checks import host, bgp, bandwidth, latency, nccl, pods, lossless  # noqa: F401  # isort: skip
+from fabric.accept.checks import host, bgp, bandwidth, latency, congestion, nccl, pods, lossless  # noqa: F401  # isort: skip
 from fabric.accept.checks.lossless import lossless_findings
 from fabric.accept.checks.nccl import NcclInput, expected_busbw, judge_nccl
 

@@ -10,9 +10,9 @@ from pydantic import Field
 
 from fabric.accept.checks.base import Check, Context, Input, hosts_per_rail, register
 from fabric.accept.locate import GroupOutcome, Link, Location, locate
-from fabric.accept.results import CheckResult, Measurement
+from fabric.accept.results import CheckResult, Measurement, Planned
 from fabric.accept.schedule import Pair, cross_rounds, schedule
-from fabric.accept.tools import TOOLS, Tool, ends, measure_links, missing
+from fabric.accept.tools import TOOLS, End, Tool, ends, measure_links, missing, planned_links
 from fabric.design.intent import FabricIntent
 
 
@@ -24,6 +24,7 @@ class TrafficInput(Input):
     timeout_s: float = Field(30, gt=0, description="per test, servers included")
     message_size: int = Field(1 << 20, description="ib_write_bw -s (large messages)")
     qps: int = Field(4, ge=1)
+    rdma_cm: bool = Field(False, description="perftest -R: connect with rdma_cm, ToS by -T (else --tclass)")
     parallel: int = Field(16, ge=1, description="concurrent tests (bounded)")
     quick: bool | None = Field(None, description="pair every host once (default: --quick)")
     locate: bool = Field(True, description="bisect failures down to a host and rail")
@@ -35,7 +36,7 @@ def _tool(inputs: TrafficInput) -> Tool:
         raise ValueError(f"tool: expected one of {', '.join(TOOLS)}, found {inputs.tool!r}")
     cls = TOOLS[inputs.tool]
     if inputs.tool == "ib_write_bw":
-        return cls(size=inputs.message_size, qps=inputs.qps)  # type: ignore[call-arg]
+        return cls(size=inputs.message_size, qps=inputs.qps, rdma_cm=inputs.rdma_cm)  # type: ignore[call-arg]
     return cls()
 
 
@@ -84,6 +85,12 @@ def location_evidence(loc: Location, fabric: FabricIntent) -> list[str]:
     return lines
 
 
+def round_links(rd: dict[int, list[Pair]], ep: dict[tuple[str, int], End], direction: int) -> list[tuple[End, End]]:
+    """One round's links in one direction (0: a→b, 1: b→a)."""
+    return [(ep[(a, rail)], ep[(b, rail)]) if direction == 0 else (ep[(b, rail)], ep[(a, rail)])
+            for rail, ps in rd.items() for a, b in ps]
+
+
 class PairBandwidth(Check):
     """Shared by rail-bandwidth and cross-su-bandwidth: scheduled pairs, both directions, per rail."""
 
@@ -92,6 +99,14 @@ class PairBandwidth(Check):
 
     def pairs(self, ctx: Context, quick: bool) -> list[dict[int, list[Pair]]]:
         raise NotImplementedError
+
+    def plan(self, ctx: Context) -> list[Planned]:
+        inputs: TrafficInput = self.inputs  # type: ignore[assignment]
+        tool, ep = _tool(inputs), ends(ctx.fabric)
+        rounds = self.pairs(ctx, ctx.quick if inputs.quick is None else inputs.quick)
+        return [p for k, rd in enumerate(rounds, 1) for direction in (0, 1)
+                for p in planned_links(tool, round_links(rd, ep, direction), seconds=inputs.seconds,
+                                       round_=f"{k}{' reverse' if direction else ''}")]
 
     def run(self, ctx: Context) -> CheckResult:
         inputs: TrafficInput = self.inputs  # type: ignore[assignment]
@@ -110,8 +125,7 @@ class PairBandwidth(Check):
             jobs = [(rail, a, b) for rail, ps in rd.items() for a, b in ps]
             ctx.progress(f"{self.id}: round {k}/{len(rounds)}, {len(jobs)} pairs × 2 directions")
             for direction in (0, 1):
-                links = [(ep[(a, rail)], ep[(b, rail)]) if direction == 0 else (ep[(b, rail)], ep[(a, rail)])
-                         for rail, a, b in jobs]
+                links = round_links(rd, ep, direction)
                 thr = {rail: _threshold(inputs, ctx.fabric, rail) for rail, _, _ in jobs}
                 got = measure_links(ctx.site, tool, links, seconds=inputs.seconds, timeout=inputs.timeout_s,
                                     threshold=None, workers=inputs.parallel)

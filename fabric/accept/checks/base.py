@@ -17,7 +17,7 @@ from typing import ClassVar, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict
 
 from fabric.accept import counters as cn
-from fabric.accept.results import CheckResult, Measurement
+from fabric.accept.results import CheckResult, Measurement, Planned
 from fabric.access import Site
 from fabric.design.intent import FabricIntent
 
@@ -35,6 +35,9 @@ class Context:
     report_dir: Path | None = None
     progress: Callable[[str], None] = lambda _m: None
     traffic: list[Measurement] = field(default_factory=list)  # links exercised by traffic checks
+    # (node, port) → priorities (host NICs) or TCs (switch ports) a check loaded on purpose beside the RoCE
+    # class (the ets check's bulk TCP), left out when the traffic-class check attributes bytes
+    off_class: dict[tuple[str, str], set[int]] = field(default_factory=dict)
     before: cn.Snapshot | None = None
     after: cn.Snapshot | None = None
 
@@ -62,6 +65,12 @@ class Check:
 
     def run(self, ctx: Context) -> CheckResult:
         raise NotImplementedError
+
+    def plan(self, ctx: Context) -> list[Planned]:
+        """The commands `run` would issue, with their hosts and rounds, running nothing (`--dry-run`);
+        launch files are written to `ctx.report_dir` as a real run writes them. Empty: the check only reads
+        what the engine's counter snapshots read."""
+        return []
 
 
 CHECKS: dict[str, type[Check]] = {}  # name → class, in the order the family modules register them

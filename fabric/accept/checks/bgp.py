@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pydantic import Field
 
 from fabric.accept.checks.base import Check, Context, Input, register
-from fabric.accept.results import CheckResult, Measurement
+from fabric.accept.results import CheckResult, Measurement, Planned
 from fabric.design.bgp import expectation
 from fabric.errors import one_line
 from fabric.targets.base import TargetError
@@ -27,6 +27,12 @@ class Bgp(Check):
     name = "bgp"
     tags = ["switch", "bgp"]
     Input = BgpInput
+
+    def plan(self, ctx: Context) -> list[Planned]:
+        from fabric.nos import NOS
+
+        return [Planned(host=name, role="read", command="; ".join(NOS[sw.target].module("driver").DRIVER.bgp_commands))
+                for name, sw in sorted(ctx.fabric.switches.items())]
 
     def run(self, ctx: Context) -> CheckResult:
         inputs: BgpInput = self.inputs  # type: ignore[assignment]

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+import shlex
 from concurrent.futures import ThreadPoolExecutor
 
 from pydantic import Field
 
 from fabric.accept import transport as tr
 from fabric.accept.checks.base import Check, Context, Input, register
-from fabric.accept.results import CheckResult, Measurement
+from fabric.accept.results import CheckResult, Measurement, Planned
 
 
 class HostConfigInput(Input):
@@ -26,6 +27,13 @@ class HostConfig(Check):
     tags = ["host", "config"]
     Input = HostConfigInput
 
+    def argv(self, ctx: Context) -> list[str]:
+        return [ctx.site.agent, "host", "plan", "--intent", "-", "--format", "json"]
+
+    def plan(self, ctx: Context) -> list[Planned]:
+        return [Planned(host=h, role="read", command=shlex.join(self.argv(ctx)) + " < intent.json")
+                for h in sorted(ctx.fabric.hosts)]
+
     def run(self, ctx: Context) -> CheckResult:
         from fabric.host.model import HostReport
 
@@ -33,8 +41,7 @@ class HostConfig(Check):
 
         def one(name: str) -> Measurement:
             intent = ctx.fabric.hosts[name]
-            c = tr.run(ctx.site, name, [ctx.site.agent, "host", "plan", "--intent", "-", "--format", "json"],
-                       timeout=60, stdin=intent.model_dump_json())
+            c = tr.run(ctx.site, name, self.argv(ctx), timeout=60, stdin=intent.model_dump_json())
             try:
                 if c.rc not in (0, 1):
                     raise ValueError(c.last_error)

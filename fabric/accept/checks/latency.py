@@ -5,15 +5,16 @@ from __future__ import annotations
 from pydantic import Field
 
 from fabric.accept.checks.base import Check, Context, Input, hosts_per_rail, register
-from fabric.accept.results import CheckResult, Measurement
+from fabric.accept.results import CheckResult, Measurement, Planned
 from fabric.accept.schedule import schedule
-from fabric.accept.tools import TOOLS, ends, measure_links, missing
+from fabric.accept.tools import TOOLS, Tool, ends, measure_links, missing, planned_links
 
 
 class LatencyInput(Input):
     tool: str = Field("ib_write_lat", description="ib_write_lat (RDMA) or ping (lab stand-in)")
     max_p99_us: float = Field(5.0, gt=0, description="one-way p99 latency limit")
     iterations: int = Field(5000, ge=10)
+    rdma_cm: bool = Field(False, description="perftest -R: connect with rdma_cm, ToS by -T (else --tclass)")
     timeout_s: float = 30
     parallel: int = 16
     quick: bool | None = None
@@ -29,14 +30,30 @@ class RailLatency(Check):
     phase = "traffic"
     Input = LatencyInput
 
-    def run(self, ctx: Context) -> CheckResult:
+    def _tool(self) -> Tool:
         inputs: LatencyInput = self.inputs  # type: ignore[assignment]
         cls = TOOLS.get(inputs.tool)
         if cls is None or cls.higher_is_better:
             raise ValueError(f"tool: expected ib_write_lat or ping, found {inputs.tool!r}")
-        tool = cls(iterations=inputs.iterations) if inputs.tool == "ib_write_lat" else cls()  # type: ignore[call-arg]
-        quick = ctx.quick if inputs.quick is None else inputs.quick
-        rounds = schedule(hosts_per_rail(ctx.fabric, inputs.rails), quick=quick)
+        if inputs.tool == "ib_write_lat":
+            return cls(iterations=inputs.iterations, rdma_cm=inputs.rdma_cm)  # type: ignore[call-arg]
+        return cls()
+
+    def _rounds(self, ctx: Context):
+        inputs: LatencyInput = self.inputs  # type: ignore[assignment]
+        return schedule(hosts_per_rail(ctx.fabric, inputs.rails), quick=ctx.quick if inputs.quick is None
+                        else inputs.quick)
+
+    def plan(self, ctx: Context) -> list[Planned]:
+        tool, ep = self._tool(), ends(ctx.fabric)
+        return [p for k, rd in enumerate(self._rounds(ctx), 1)
+                for p in planned_links(tool, [(ep[(a, rail)], ep[(b, rail)]) for rail, a, b in rd.jobs], seconds=1,
+                                       round_=str(k))]
+
+    def run(self, ctx: Context) -> CheckResult:
+        inputs: LatencyInput = self.inputs  # type: ignore[assignment]
+        tool = self._tool()
+        rounds = self._rounds(ctx)
         if not rounds:
             return self.result("skipped", "fewer than two hosts per rail")
         hosts = sorted({h for rd in rounds for _, a, b in rd.jobs for h in (a, b)})

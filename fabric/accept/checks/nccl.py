@@ -10,7 +10,7 @@ from pydantic import Field
 
 from fabric.accept.checks.bandwidth import TrafficInput, locate_rails, location_evidence
 from fabric.accept.checks.base import Check, Context, Input, register
-from fabric.accept.results import CheckResult, Measurement
+from fabric.accept.results import CheckResult, Measurement, Planned
 from fabric.accept.schedule import schedule
 from fabric.accept.tools import TOOLS, missing
 from fabric.design.intent import FabricIntent
@@ -31,6 +31,8 @@ class NcclInput(Input):
     timeout_s: float = 600
     image: str | None = Field(None, description="k8s launcher: the container image (requirements: fabric.accept.k8s)")
     locate_tool: str = Field("ib_write_bw", description="rail tool for fault location after a failure")
+    json_output: Literal["auto", "on", "off"] = Field("auto", description="nccl-tests -J JSON result (2.17+); auto: "
+                                               "when the binary's usage lists --output_file; text is the fallback")
 
 
 def expected_busbw(fabric: FabricIntent, hosts: list[str]) -> float:
@@ -39,11 +41,19 @@ def expected_busbw(fabric: FabricIntent, hosts: list[str]) -> float:
 
 
 def judge_nccl(text: str, *, expected_gbytes: float, fraction: float, largest: int, file: str = "nccl",
-               absolute: float | None = None) -> Measurement:
-    """Judge nccl-tests output on busbw at the largest sizes (never the 'Avg bus bandwidth' line)."""
-    from fabric.parsers import busbw_at_largest, parse_nccl
+               absolute: float | None = None, json_text: str = "") -> Measurement:
+    """Judge nccl-tests output on busbw at the largest sizes (never the 'Avg bus bandwidth' line): the `-J`
+    JSON where there is one, else (or when it is incomplete) the text."""
+    from fabric.errors import InputError
+    from fabric.parsers import busbw_at_largest, parse_nccl, parse_nccl_json
 
-    res = parse_nccl(text, file)
+    source = "text"
+    try:
+        if not json_text:
+            raise InputError([])
+        res, source = parse_nccl_json(json_text, file + ".json"), "JSON"
+    except InputError:
+        res = parse_nccl(text, file)
     threshold = absolute if absolute is not None else round(expected_gbytes * fraction, 2)
     if not res.rows:
         return Measurement(unit="GB/s", threshold=threshold, ok=False, tool="all_reduce_perf",
@@ -51,7 +61,7 @@ def judge_nccl(text: str, *, expected_gbytes: float, fraction: float, largest: i
     value = busbw_at_largest(res, largest)
     wrong = sum((r.out_of_place.wrong or 0) + (r.in_place.wrong or 0) for r in res.rows)
     ok = value >= threshold and wrong == 0 and res.out_of_bounds_ok is not False
-    detail = f"avg line {res.avg_busbw} GB/s (not judged)" + (f"; {wrong} wrong" if wrong else "")
+    detail = f"{source}; avg line {res.avg_busbw} GB/s (not judged)" + (f"; {wrong} wrong" if wrong else "")
     return Measurement(value=value, unit="GB/s", threshold=threshold, ok=ok, tool="all_reduce_perf",
                        detail=detail)
 
@@ -65,6 +75,41 @@ class NcclAllReduce(Check):
     phase = "traffic"
     Input = NcclInput
 
+    def _groups(self, ctx: Context) -> list[list[str]]:
+        inputs: NcclInput = self.inputs  # type: ignore[assignment]
+        hosts = sorted(ctx.fabric.hosts)
+        groups: list[list[str]] = []
+        if inputs.pairs != "none":
+            for rd in schedule({0: hosts}, quick=inputs.pairs == "quick"):
+                groups += [list(p) for p in rd.pairs.get(0, [])]
+        if inputs.cluster and len(hosts) > 2:
+            groups.append(hosts)
+        return groups
+
+    def _render(self, ctx: Context, json_output: bool):
+        from fabric.accept import launchers
+
+        inputs: NcclInput = self.inputs  # type: ignore[assignment]
+        out_dir = (ctx.report_dir or Path("build/accept")) / "launch" / self.id
+        jobs = [launchers.nccl_job(ctx.fabric, g, inputs, name=f"{self.id}-{i}", json_output=json_output)
+                for i, g in enumerate(self._groups(ctx))]
+        rendered = list(dict.fromkeys(str(p) for j in jobs for p in launchers.render(j, inputs.launcher, ctx.fabric,
+                                                                                   out_dir)))
+        return jobs, out_dir, rendered
+
+    def plan(self, ctx: Context) -> list[Planned]:
+        from fabric.accept import launchers
+
+        inputs: NcclInput = self.inputs  # type: ignore[assignment]
+        if len(ctx.fabric.hosts) < 2 or (inputs.launcher == "k8s" and not inputs.image):
+            return []
+        jobs, out_dir, _ = self._render(ctx, inputs.json_output == "on")
+        planned = []
+        for k, j in enumerate(jobs, 1):
+            where, cmd = launchers.launch_command(j, inputs.launcher, out_dir)
+            planned.append(Planned(round=str(k), host=where, role=inputs.launcher, command=cmd))
+        return planned
+
     def run(self, ctx: Context) -> CheckResult:
         from fabric.accept import launchers
 
@@ -72,34 +117,28 @@ class NcclAllReduce(Check):
         hosts = sorted(ctx.fabric.hosts)
         if len(hosts) < 2:
             return self.result("skipped", "fewer than two hosts")
-        groups: list[list[str]] = []
-        if inputs.pairs != "none":
-            for rd in schedule({0: hosts}, quick=inputs.pairs == "quick"):
-                groups += [list(p) for p in rd.pairs.get(0, [])]
-        if inputs.cluster and len(hosts) > 2:
-            groups.append(hosts)
         if inputs.launcher == "k8s" and not inputs.image:
             return self.result("skipped", "k8s: no container image: set the check input `image` (or --image) to an "
                                "image with sshd, OpenMPI and nccl-tests (fabric.accept.k8s)")
-        out_dir = (ctx.report_dir or Path("build/accept")) / "launch" / self.id
-        jobs = [launchers.nccl_job(ctx.fabric, g, inputs, name=f"{self.id}-{i}") for i, g in enumerate(groups)]
-        rendered = list(dict.fromkeys(str(p) for j in jobs for p in launchers.render(j, inputs.launcher, ctx.fabric,
-                                                                                   out_dir)))
         runner = launchers.runner(inputs.launcher, ctx.site, hosts, inputs.binary)
+        use_json = inputs.json_output == "on" or (inputs.json_output == "auto" and runner.json)
+        jobs, out_dir, rendered = self._render(ctx, use_json)
         if runner.skip:
             return self.result("skipped", f"{inputs.launcher}: {runner.skip} (rendered {len(rendered)} files "
                                f"in {out_dir})", rendered=rendered)
         ms: list[Measurement] = []
         for j in jobs:
             ctx.progress(f"{self.id}: {j.name} ({len(j.hosts)} hosts)")
-            text, err = runner.run(j, out_dir, inputs.timeout_s)
+            got = runner.run(j, out_dir, inputs.timeout_s)
+            text, err = got.text, got.error
             exp = expected_busbw(ctx.fabric, j.hosts)
             if err:
                 m = Measurement(unit="GB/s", ok=False, tool=inputs.binary, detail=err)
             else:
                 try:
                     m = judge_nccl(text, expected_gbytes=exp, fraction=inputs.fraction_of_line,
-                                   largest=inputs.largest_sizes, file=j.name, absolute=inputs.min_busbw_gbytes)
+                                   largest=inputs.largest_sizes, file=j.name, absolute=inputs.min_busbw_gbytes,
+                                   json_text=got.json)
                 except Exception as exc:
                     m = Measurement(unit="GB/s", ok=False, tool=inputs.binary, detail=str(exc).splitlines()[0])
             m.src, m.dst = j.hosts[0], (j.hosts[1] if len(j.hosts) == 2 else f"{len(j.hosts)} hosts")

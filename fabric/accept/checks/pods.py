@@ -17,7 +17,7 @@ from pydantic import Field
 
 from fabric.accept.checks.bandwidth import CrossSuBandwidth, RailBandwidth, TrafficInput, _threshold
 from fabric.accept.checks.base import Check, Context, register
-from fabric.accept.results import CheckResult
+from fabric.accept.results import CheckResult, Planned
 
 
 class PodTrafficInput(TrafficInput):
@@ -36,7 +36,8 @@ class PodRailBandwidth(Check):
     phase = "traffic"
     Input = PodTrafficInput
 
-    def run(self, ctx: Context) -> CheckResult:
+    def _render(self, ctx: Context):
+        """(job, manifest, networks) written to the report's launch directory, or a reason it cannot be."""
         from fabric.accept import k8s
 
         inputs: PodTrafficInput = self.inputs  # type: ignore[assignment]
@@ -44,10 +45,10 @@ class PodRailBandwidth(Check):
         source = (RailBandwidth if inputs.scope == "rail" else CrossSuBandwidth)(inputs)
         rounds = source.pairs(ctx, quick)
         if not rounds:
-            return self.result("skipped", source.no_pairs_reason(ctx))
+            return source.no_pairs_reason(ctx)
         if not inputs.image:
-            return self.result("skipped", "no container image: set the check input `image` (or --image) to an "
-                               "image with sshd, OpenMPI and perftest (fabric.accept.k8s)")
+            return ("no container image: set the check input `image` (or --image) to an image with sshd, OpenMPI "
+                    "and perftest (fabric.accept.k8s)")
         job = k8s.perftest_pod_job(ctx.fabric, self.id, k8s.pod_pairs(ctx.fabric, rounds, "p"), tool=inputs.tool,
                                    image=inputs.image, size=inputs.message_size, qps=inputs.qps,
                                    seconds=inputs.seconds, timeout_s=inputs.job_timeout_s)
@@ -55,14 +56,30 @@ class PodRailBandwidth(Check):
         out_dir.mkdir(parents=True, exist_ok=True)
         manifest = out_dir / f"{job.name}.k8s.yaml"
         manifest.write_text(k8s.manifests_yaml(job, ctx.fabric))
-        networks = k8s.write_networks(ctx.fabric, out_dir)
+        return job, manifest, k8s.write_networks(ctx.fabric, out_dir)
+
+    def plan(self, ctx: Context) -> list[Planned]:
+        got = self._render(ctx)
+        if isinstance(got, str):
+            return []
+        _job, manifest, networks = got
+        return [Planned(host="here", role="k8s", command=f"kubectl apply -f {networks} -f {manifest}")]
+
+    def run(self, ctx: Context) -> CheckResult:
+        from fabric.accept import k8s
+
+        inputs: PodTrafficInput = self.inputs  # type: ignore[assignment]
+        got = self._render(ctx)
+        if isinstance(got, str):
+            return self.result("skipped", got)
+        job, manifest, networks = got
         rendered = [str(manifest), str(networks)]
         runner = k8s.K8sRunner(ctx.fabric.kubernetes.namespace)
         if runner.skip:
             return self.result("skipped", f"k8s: {runner.skip} (rendered {manifest})", rendered=rendered)
         ctx.progress(f"{self.id}: MPIJob {job.name}, {len(job.hosts)} pods, {len(job.pairs)} rounds")
         log, err = runner.run(manifest, job.name, inputs.job_timeout_s, networks=networks, progress=ctx.progress)
-        (out_dir / f"{job.name}.log").write_text(log)
+        (manifest.parent / f"{job.name}.log").write_text(log)
         thr = {rail: _threshold(inputs, ctx.fabric, rail) for rd in job.pairs for rail in {p.rail for p in rd}}
         ms = k8s.judge_pairs(job, log, thr)
         bad = [m for m in ms if not m.ok]

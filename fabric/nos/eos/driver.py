@@ -21,6 +21,7 @@ import time
 import uuid
 from typing import Any
 
+from fabric.parsers import switch_counters
 from fabric.targets.base import Change, Driver, Health, TargetError, Txn
 from fabric.targets.owned import Path, ScopedDiff, parse_text, text_leaves
 from fabric.targets.transceivers import eos_inventory_modules
@@ -76,6 +77,26 @@ def parse_session_diff(text: str) -> list[Change]:
 class EosDriver(Driver):
     target = "eos"
     has_confirm_timer = True
+    bgp_commands = ("show ip bgp summary | json", "show ip route | json")
+    counter_commands = ("show priority-flow-control counters | json", "show qos interfaces ecn counters queue | json",
+                        "show interfaces counters queue drops | json",
+                        "show priority-flow-control counters watchdog | json")
+
+    def routes(self) -> dict[str, int]:
+        return switch_counters.eos_route_widths(self._json("show ip route | json"))
+
+    def counters(self) -> dict[str, dict[str, int]]:
+        """PFC frames per port, ECN-marked and dropped packets per queue, watchdog stuck/recovered per queue
+        (fabric.parsers.switch_counters.eos)."""
+        return switch_counters.eos(*(self._json(c) for c in self.counter_commands))
+
+    def _json(self, command: str) -> dict:
+        self._prepare()
+        try:
+            data = json.loads(self._cmd(command) or "{}")
+        except ValueError as exc:
+            raise TargetError(f"{command}: not JSON ({exc})") from None
+        return data if isinstance(data, dict) else {}
 
     def _cmd(self, command: str, timeout: float = 60) -> str:
         out = self.conn.send_command(command, read_timeout=timeout, expect_string=r"[>#]\s*$")

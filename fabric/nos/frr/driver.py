@@ -20,7 +20,7 @@ import uuid
 from typing import Any
 
 from fabric.parsers.frr import route_widths
-from fabric.parsers.iproute import link_counters
+from fabric.parsers.iproute import link_counters, queue_counters
 from fabric.targets import shell
 from fabric.targets.base import Change, DeviceDiff, Driver, Health, TargetError, Txn
 from fabric.targets.owned import Leaves, Path, ScopedDiff, apply_text, parse_text, render_text, text_leaves
@@ -126,6 +126,8 @@ class FrrDriver(Driver):
 
     target = "frr"
     has_confirm_timer = True
+    bgp_commands = ("vtysh -c 'show bgp summary json'", "vtysh -c 'show ip route json'")
+    counter_commands = ("ip -s -j link show", "tc -s -j qdisc show", "tc -s class show dev <port> (each port)")
 
     # -- helpers ------------------------------------------------------------------------------------
     @property
@@ -200,9 +202,20 @@ class FrrDriver(Driver):
         return route_widths(json.loads(self._vtysh("show ip route json") or "{}"))
 
     def counters(self) -> dict[str, dict[str, int]]:
-        """Kernel link statistics of every front-panel port (`ip -s -j link`; switchdev ports carry the ASIC's)."""
-        links = json.loads(shell.check(self.conn, "ip -s -j link show", what="ip -s link") or "[]")
-        return {lk["ifname"]: link_counters(lk) for lk in links
+        """Per front-panel port: kernel link statistics (`ip -s -j link`; switchdev ports carry the ASIC's) and the
+        egress queues of the rendered tc tree (`queue:<tc>:…`, fabric.parsers.iproute.queue_counters), in one
+        round trip."""
+        out = shell.check(self.conn, "ip -s -j link show; echo '@@''qdisc'; tc -s -j qdisc show; "
+                          "for d in /sys/class/net/*; do echo \"@@\"\"class ${d##*/}\"; tc -s class show dev "
+                          "\"${d##*/}\"; done", what="ip -s link / tc -s")
+        links_text, _, rest = out.partition("@@qdisc")
+        qdisc_text, _, classes = rest.partition("@@class ")
+        links = json.loads(links_text or "[]")
+        qdiscs = json.loads(qdisc_text.strip() or "[]")
+        per_dev = {chunk.split("\n", 1)[0].strip(): chunk for chunk in ("@@class " + classes).split("@@class ")[1:]}
+        return {lk["ifname"]: {**link_counters(lk),
+                               **queue_counters(per_dev.get(lk["ifname"], ""), qdiscs, lk["ifname"])}
+                for lk in links
                 if isinstance(lk, dict) and lk.get("ifname") not in (None, "lo") and lk.get("link_type") == "ether"
                 and not str(lk.get("ifname")).startswith(("eth", "vlan", "br"))}
 

@@ -21,6 +21,7 @@ from typing import Any
 
 import yaml
 
+from fabric.parsers import switch_counters
 from fabric.targets import shell
 from fabric.targets.base import Driver, Health, TargetError, Txn
 from fabric.targets.owned import Path, ScopedDiff, removal_roots, tree_leaves
@@ -46,6 +47,9 @@ def load_running(text: str) -> dict:
 class NvueDriver(Driver):
     target = "nvue"
     has_confirm_timer = True
+    bgp_commands = ("nv show vrf default router bgp neighbor -o json",)
+    counter_commands = ("nv show interface <swp> counters qos -o json",
+                        "nv show interface <swp> qos pfc-watchdog -o json")
 
     def _applied(self) -> dict:
         out = shell.check(self.conn, "nv config show -o json", what="nv config show")
@@ -78,6 +82,26 @@ class NvueDriver(Driver):
 
     def scoped(self, running: str) -> ScopedDiff:
         return self.scoped_from(tree_leaves(load_running(running)), tree_leaves(self._intended()), _lines)
+
+    def counters(self) -> dict[str, dict[str, int]]:
+        """Per front-panel port of the intent: QoS counters (queues per TC, PFC per priority, ECN-marked per
+        port) and the PFC watchdog's deadlocks, all ports in one round trip
+        (fabric.parsers.switch_counters.nvue)."""
+        ports = sorted(p for p in (self._intended().get("interface") or {}) if p.startswith("swp"))
+        if not ports:
+            return {}
+        # the marker is quoted apart so that an echoed (wrapped) command line never contains it
+        script = "; ".join(f"echo '@@''@ {p}'; nv show interface {p} counters qos -o json; echo '@@''@'; "
+                           f"nv show interface {p} qos pfc-watchdog -o json" for p in ports)
+        out: dict[str, dict[str, int]] = {}
+        chunks = shell.check(self.conn, script, what="nv show interface … counters qos").split("@@@")
+        for head, wd in zip(chunks[1::2], chunks[2::2], strict=False):  # "<port>\n<qos json>", "<watchdog json>"
+            port, _, qos = head.strip().partition("\n")
+            try:
+                out.update(switch_counters.nvue(port, json.loads(qos.strip() or "{}"), json.loads(wd.strip() or "{}")))
+            except ValueError:
+                continue  # a port NVUE has no counters for
+        return out
 
     def health(self) -> Health:
         out = shell.check(self.conn, "nv show vrf default router bgp neighbor -o json", what="nv show")

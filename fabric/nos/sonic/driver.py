@@ -20,6 +20,8 @@ import time
 import uuid
 from typing import Any
 
+from fabric.parsers import switch_counters
+from fabric.parsers.frr import route_widths
 from fabric.targets import shell
 from fabric.targets.base import DeviceDiff, Driver, Health, TargetError, Txn
 from fabric.targets.owned import Path, ScopedDiff, apply_leaves, json_patch, tree_leaves
@@ -57,6 +59,8 @@ def _lines(path: Path, value: object) -> tuple[str, list[str]]:
 class SonicDriver(Driver):
     target = "sonic"
     has_confirm_timer = True  # the device-side job above
+    bgp_commands = ("vtysh -c 'show bgp summary json'", "vtysh -c 'show ip route json'")
+    counter_commands = ("queuestat -j", "wredstat -j", "pfcstat -s all", "show pfcwd stats")
 
     @property
     def _sudo(self) -> str:
@@ -105,8 +109,25 @@ class SonicDriver(Driver):
     def transceivers(self, ports: list[str]) -> dict[str, Any]:
         """xcvrd's TRANSCEIVER_* tables in STATE_DB per port."""
         return sonic_modules(self.conn, ports, self._sudo)
+
     def diff(self) -> DeviceDiff:
         return self.device_diff(self.scoped(json.dumps(self._running())))
+
+    def routes(self) -> dict[str, int]:
+        return route_widths(json.loads(shell.check(self.conn, "vtysh -c 'show ip route json'", what="vtysh") or "{}"))
+
+    def counters(self) -> dict[str, dict[str, int]]:
+        """Queues (`queuestat -j`, `wredstat -j`: bytes, drops, ECN-marked), PFC frames per priority
+        (`pfcstat -s all`) and watchdog storms (`show pfcwd stats`), in one round trip
+        (fabric.parsers.switch_counters.sonic)."""
+        out = shell.check(self.conn, "queuestat -j; echo '@@''@'; wredstat -j; echo '@@''@'; pfcstat -s all; "
+                          "echo '@@''@'; show pfcwd stats", what="queuestat/wredstat/pfcstat/pfcwd")
+        parts = [*out.split("@@@"), "", "", ""][:4]
+        try:
+            q, w = (json.loads(p.strip() or "{}") for p in parts[:2])
+        except ValueError as exc:
+            raise TargetError(f"queuestat/wredstat -j: not JSON ({exc})") from None
+        return switch_counters.sonic(q, w, parts[2], parts[3])
 
     def begin(self) -> Txn:
         running = self._running()

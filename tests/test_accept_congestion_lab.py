@@ -1,0 +1,120 @@
+"""The incast and ets checks in the namespace lab, for real: every switch port is shaped and queued by the
+rendered tree (fabric.lab.qos), iperf3 TCP with ECN carrying the RoCE ToS stands in for RoCE, and the switch
+counters come from the FRR driver (`tc -s class`/`qdisc`) before and after each round.
+
+Faults: a sender's rail throttled (incast names it) and a leaf port whose queues are replaced by one plain tbf
+(ets names the port: the bulk flow takes the RoCE class's share)."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.conftest import require
+from tests.test_lab_support import fabric, lab_state, require_lab
+
+pytestmark = [pytest.mark.root, pytest.mark.lab]
+ROOT = Path(__file__).resolve().parent.parent
+NAME = "congestlab"
+
+
+@pytest.fixture(scope="module")
+def inv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The example fabric under its own name, prefix and management subnet; the lab lock held throughout."""
+    require_lab()
+    require(shutil.which("iperf3") is not None, "iperf3")
+    d = tmp_path_factory.mktemp("cg") / NAME
+    shutil.copytree(ROOT / "inventories" / "example", d)
+    fab = yaml.safe_load((d / "fabric.yaml").read_text())
+    fab["fabric"]["name"] = NAME
+    (d / "fabric.yaml").write_text(yaml.safe_dump(fab))
+    addr = yaml.safe_load((d / "addressing.yaml").read_text())
+    addr["addressing"]["management"] = "198.51.102.0/24"
+    (d / "addressing.yaml").write_text(yaml.safe_dump(addr))
+    (d / "lab.yaml").write_text(yaml.safe_dump({"lab": {"prefix": "cg", "management": "198.51.102.0/24"}}))
+    with open("/tmp/roce-lab.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            fabric("lab", "up", str(d), "--timeout", "90", check=True)
+            yield str(d)
+        finally:
+            fabric("lab", "fault", str(d), "clear")
+            p = fabric("lab", "down", str(d))
+            assert p.returncode == 0, p.stderr
+
+
+def _accept(inv: str, out: Path, *args: str) -> tuple[int, dict]:
+    p = fabric("accept", inv, "--lab", "--format", "json,markdown", "-o", str(out), *args, timeout=240)
+    assert (out / "accept.json").exists(), p.stdout + p.stderr
+    assert "Traceback" not in p.stderr
+    return p.returncode, json.loads((out / "accept.json").read_text())
+
+
+def _tc(inv_name: str, node: str, *argv: str) -> str:
+    st = lab_state(inv_name)
+    return subprocess.run(["ip", "netns", "exec", st.nodes[node].netns, "tc", *argv], capture_output=True,
+                          text=True, timeout=10).stdout
+
+
+def test_every_switch_port_has_the_rendered_queues(inv: str) -> None:
+    st = lab_state(NAME)
+    assert st.qos in ("ets+red", "htb") and st.qos_rate == "1gbit"
+    classes = _tc(NAME, "leaf-su1-r1", "class", "show", "dev", "swp1")
+    assert all(f"1:{n} " in classes for n in range(1, 9))  # one class per band, band b = TC 7-b
+    filters = _tc(NAME, "leaf-su1-r1", "filter", "show", "dev", "swp1")
+    assert "match 00680000/00fc0000" in filters and "flowid 1:5" in filters  # DSCP 26 → TC3 → band 4
+    if st.qos == "ets+red":
+        qdiscs = _tc(NAME, "leaf-su1-r1", "qdisc", "show", "dev", "swp1")
+        assert "ets" in qdiscs and "red" in qdiscs and "ecn" in qdiscs
+
+
+def test_incast_and_ets_pass_with_switch_counters(inv: str, tmp_path: Path) -> None:
+    rc, data = _accept(inv, tmp_path, "--tags", "incast,ets,traffic-class")
+    r = {x["name"]: x for x in data["results"]}
+    assert rc == 0, [(x["name"], x["status"], x["message"]) for x in data["results"]]
+    incast, ets = r["incast"], r["ets"]
+    ports = [m for m in incast["measurements"] if m["unit"] == "CE-marked packets"]
+    assert {(m["src"], m["dst"]) for m in ports} == {(f"leaf-su1-r{k}", "swp1") for k in range(1, 5)}
+    assert all("CE-marked" in m["detail"] and "TC3" in m["detail"] for m in ports)
+    if lab_state(NAME).qos == "ets+red":  # a kernel with sch_red marks; without it nothing can
+        assert all(m["value"] and m["value"] > 0 for m in ports)
+    else:
+        assert all(m["value"] is None for m in ports) and "CE marks not counted" in incast["message"]
+    senders = [m for m in incast["measurements"] if m["unit"] == "Gb/s" and m["dst"] != "aggregate"]
+    assert len(senders) == 4 * 3 and all(m["value"] >= m["threshold"] > 0 for m in senders)
+    shares = ets["measurements"]
+    assert len(shares) == 4 and all(m["unit"] == "RoCE share" and m["value"] >= m["threshold"] >= 0.4
+                                    for m in shares)
+    assert "port queues" in shares[0]["detail"]  # judged on the leaf port's own queue counters
+    assert r["traffic-class"]["status"] == "pass"
+    moved = {(c["node"], c["port"], c["counter"]) for c in data["switch_counters"] if c["after"] > c["before"]}
+    assert ("leaf-su1-r1", "swp1", "queue:3:tx_bytes") in moved
+    assert "Switch counters before → after" in (tmp_path / "accept.md").read_text()
+
+
+def test_throttled_sender_and_misshaped_port_are_located(inv: str, tmp_path: Path) -> None:
+    fabric("lab", "fault", inv, "throttle", "gpu-su1-03:rail3", "100mbit", check=True)
+    # one FIFO, no classes (slower than the lab rate, so the hosts' CPUs never decide the shares)
+    fabric("lab", "fault", inv, "throttle", "leaf-su1-r2:swp1", "200mbit", check=True)
+    try:
+        rc, data = _accept(inv, tmp_path, "--tags", "incast,ets")
+    finally:
+        fabric("lab", "fault", inv, "clear", check=True)
+    r = {x["name"]: x for x in data["results"]}
+    assert rc == 1 and r["incast"]["status"] == "fail" and r["ets"]["status"] == "fail"
+    # incast names the throttled sender (rail 3) and, behind the 200 Mb/s port, the receiver's side (rail 2)
+    assert sorted((loc["rail"], loc["hosts"]) for loc in r["incast"]["locations"]) == [
+        (2, ["gpu-su1-01"]), (3, ["gpu-su1-03"])]
+    assert "leaf-su1-r3:swp3" in r["incast"]["message"] and "receiver port leaf-su1-r2:swp1" in r["incast"]["message"]
+    bad = [m for m in r["ets"]["measurements"] if not m["ok"]]
+    assert [(m["src"], m["dst"]) for m in bad] == [("leaf-su1-r2", "swp1")] and bad[0]["value"] < 0.4
+    assert "Located: leaf-su1-r2:swp1" in r["ets"]["message"]
+    # clearing the fault gives the switch port its queues back
+    assert "1:5 " in _tc(NAME, "leaf-su1-r2", "class", "show", "dev", "swp1")
