@@ -163,7 +163,7 @@ class Deriver:
         inv, qos = self.inv, self.qos
         nos = NOS[sw.target]
         mtu = min(inv.switching.mtu, nos.mtu_max)  # a longer MTU line is refused by the NOS (and the commit with it)
-        pm = sonic_port_map(sw.platform.name) if sw.target == "sonic" else None
+        pm = sonic_port_map(sw.platform.name) if nos.platform_ports else None
         hw_ports = pm.layout(sw.ways, sw.port_speed) if pm else None
         breakout: dict[str, str] = {}
         ar_on = sw.adaptive_routing if sw.adaptive_routing is not None else inv.switching.adaptive_routing.enabled

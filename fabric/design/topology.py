@@ -178,7 +178,7 @@ class _Builder:
                 self.report((*release_loc, "release"), f"one of the {nos.title} releases the tool renders for: "
                             f"{', '.join(nos.releases)}", repr(release))
                 release = nos.release_for(platform)
-        if target == "sonic" and not forced:  # forced: the lab and tests realize any platform on the target
+        if NOS[target].platform_ports and not forced:  # forced: the lab and tests realize any platform on the target
             self.sonic_ports(plat, ways, speed, breakout, breakout_loc, platform_loc)
         sw = Switch(name, role, plat, target, ways, speed, asn=asn, adaptive_routing=ar, release=release,
                     release_origin=origin, loc=loc, **kw)

@@ -61,6 +61,11 @@ class Nos:
     owned_whole: tuple[str, ...] = ()
     owned_single: tuple[str, ...] = ()  # top-level entries a device has one of (regexes): the tool's whatever the key
     default_release: dict[str, str] = field(default_factory=dict)  # platform → release; others: the newest
+    # ports come from the platform's own port map (SONiC `platform.json`/`port_config.ini`: lanes, index,
+    # alias and the breakouts it defines), refused where the platform lacks them
+    platform_ports: bool = False
+    # DSCPs a map leaves out fall to the NOS's own default rather than to best effort: list all 64
+    dscp_map_complete: bool = False
 
     def module(self, part: str) -> ModuleType:
         """`render`, `configs` or `driver` of this NOS."""
@@ -77,7 +82,7 @@ NOS: dict[str, Nos] = {n.name: n for n in (
     # drop|forward|alert and a global POLL_INTERVAL (sonic-pfcwd.yang), no robustness.
     Nos(name="sonic", title="SONiC (community, frrcfgd)", releases=("202405", "202411"), port_name=ethernet_by_lane,
         files=("config_db.json", "sysctl.conf"), intended="config_db.json", running_suffix=".json",
-        device_type="linux", mtu_max=9216,
+        device_type="linux", mtu_max=9216, platform_ports=True, dscp_map_complete=True,
         watchdog={"detection": _ANY, "restoration": _ANY, "action": _ANY, "poll_interval": _ANY},
         # the QoS maps, profiles and BGP objects the tool names: a field its render lacks is removed
         owned_whole=("DSCP_TO_TC_MAP/*", "TC_TO_QUEUE_MAP/*", "TC_TO_PRIORITY_GROUP_MAP/*",

@@ -9,6 +9,7 @@ from fabric.lint.context import Context
 from fabric.lint.core import Finding, Rule, Severity, rule
 from fabric.lint.rules._util import Hit, on_configs, on_policies, policy_groups, prios
 from fabric.lint.view import QosView
+from fabric.nos import NOS
 
 #: Headroom above this fraction of the packet buffer leaves too little shared buffer (see RF107).
 HEADROOM_BUDGET_FRACTION = 0.5
@@ -439,7 +440,7 @@ class SonicDscpMap(Rule):
                 "DSCP_TO_TC_MAP",
             )
             for sw in ctx.switches
-            if sw.target == "sonic"
+            if NOS[sw.target].dscp_map_complete
         ]
         yield from self.grouped(hits, "qos", "SONiC switches")
 
