@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
 from fabric.errors import Problem
-from fabric.model.inventory import HostSettings, Inventory, NicDef
+from fabric.model.inventory import NAME, HostSettings, Inventory, NicDef, sysctl_interface
 from fabric.model.platforms import PLATFORMS, Platform
 from fabric.model.ports import sonic_port_map
 from fabric.model.source import SourceMap, dotted
@@ -131,7 +132,19 @@ class _Builder:
     def problem(self, loc: tuple[Any, ...], expected: str, found: str = "") -> None:
         self.t.problems.append(self.smap.problem(loc, expected, found))
 
+    def bad_name(self, name: str, role: str) -> bool:
+        """A generated name that is no device name (too long, say): one problem per pattern, at the pattern."""
+        if re.fullmatch(NAME, name):
+            return False
+        loc = ("topology", "names", role.replace("-", "_"))
+        if loc not in self.reported:
+            self.reported.add(loc)
+            self.problem(loc, f"names matching {NAME} (at most 63 characters)", repr(name[:80]))
+        return True
+
     def add_switch(self, name: str, role: str, **kw: Any) -> Switch | None:
+        if self.bad_name(name, role):
+            return None
         loc: tuple[Any, ...] = ("topology",)
         settings = self.inv.roles.get(role)  # type: ignore[call-overload]
         over = self.overrides.get(name)
@@ -330,6 +343,8 @@ class _Builder:
             self.add_host(name, hd.su, count + 1, (i, hd))
 
     def add_host(self, name: str, su: int, h: int, explicit: tuple[int, Any] | None) -> None:
+        if self.bad_name(name, "host"):
+            return
         loc: tuple[Any, ...] = ("hosts", "list", explicit[0]) if explicit else ("topology",)
         if name in self.t.hosts or name in self.t.switches:
             self.problem(loc, "each device name once", f"{name} twice")
@@ -360,7 +375,31 @@ class _Builder:
             if ln:
                 nic.leaf, nic.leaf_port = leaf.name, ln.b_port
             host.nics.append(nic)
+        self.own_interfaces(host, loc, explicit)
         self.t.hosts[name] = host
+
+    def own_interfaces(self, host: Host, loc: tuple[Any, ...], explicit: tuple[int, Any] | None) -> None:
+        """The host agent manages the rail NICs only: never the management interface, nor a sysctl of an
+        interface outside the rails (a shared default reported once)."""
+        mgmt = host.settings["management_interface"]
+        own = {"all", "default", "{if}", *(n.netdev for n in host.nics),
+               *(f"{n.netdev}.{n.vlan}" for n in host.nics if n.vlan)}
+        layer = loc if explicit and explicit[1].nics is not None else ("hosts", "defaults")
+        for j, nic in enumerate(host.nics):
+            if nic.netdev == mgmt:
+                self.problem_once((*layer, "nics", j, "netdev"),
+                                  f"a rail NIC other than the management interface {mgmt}", nic.netdev)
+        layer = loc if explicit and explicit[1].sysctls is not None else ("hosts", "defaults")
+        for key in host.settings.get("sysctls") or {}:
+            dev = sysctl_interface(key)
+            if dev is not None and dev not in own:
+                self.problem_once((*layer, "sysctls", key), "a sysctl of all, default, {if} or a rail interface "
+                                  f"({', '.join(sorted(own - {'all', 'default', '{if}'}))})", dev)
+
+    def problem_once(self, loc: tuple[Any, ...], expected: str, found: str) -> None:
+        if loc not in self.reported:
+            self.reported.add(loc)
+            self.problem(loc, expected, found)
 
     def explicit(self) -> None:
         for i, sd in enumerate(self.inv.switches):

@@ -2,17 +2,74 @@
 
 from __future__ import annotations
 
+import re
 from ipaddress import IPv4Interface, IPv4Network
-from typing import Any, Literal
+from string import Formatter
+from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints, field_validator
 
 from fabric.model.units import Bytes, Gbps, Metres, Seconds
 from fabric.nos import NOS
 
 Target = Literal[tuple(NOS)]  # the NOS table: sonic, nvue, eos, frr
 Role = Literal["super-spine", "spine", "leaf"]
-NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
+# The one set of string patterns every name, port, key and value is checked against at the model, so nothing
+# downstream (file names, shell scripts, config sessions, sysctl.d, env files) ever sees a path, a newline or a
+# shell metacharacter.
+NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$"  # a device name: also a file name and a DNS label
+PORT = r"^[A-Za-z][A-Za-z0-9_./-]{0,63}$"  # Ethernet0, swp1s0, Ethernet1/1, eth1
+IFNAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,14}$"  # a Linux netdev (IFNAMSIZ 16 with the NUL; no / or :)
+# net.ipv4.conf.all.arp_ignore, net.ipv4.conf.{if}.rp_filter (each rail), net/ipv4/conf/rail1.1001/…
+SYSCTL_KEY = r"^[a-z0-9_]+(?:[./](?:\{if\}|[A-Za-z0-9_-][A-Za-z0-9_.-]*))+$"
+SYSCTL_VALUE = r"^[A-Za-z0-9_.,:+ -]{0,256}$"  # 1, 4096 87380 6291456
+ENV_KEY = r"^[A-Za-z_][A-Za-z0-9_]{0,127}$"
+ENV_VALUE = r"^[^\x00-\x1f\x7f]{0,4096}$"  # one line; the templates quote it
+Name = Annotated[str, StringConstraints(pattern=NAME)]
+IfName = Annotated[str, StringConstraints(pattern=IFNAME)]
+SysctlKey = Annotated[str, StringConstraints(pattern=SYSCTL_KEY)]
+
+
+def _text(v: object) -> object:
+    """A number written without quotes is the same text (sysctl values, environment values)."""
+    if isinstance(v, bool):
+        return str(int(v))
+    if isinstance(v, int) and -2**63 <= v < 2**64:
+        return str(v)
+    return v
+
+
+SysctlValue = Annotated[str, BeforeValidator(_text), StringConstraints(pattern=SYSCTL_VALUE)]
+EnvKey = Annotated[str, StringConstraints(pattern=ENV_KEY)]
+EnvValue = Annotated[str, BeforeValidator(_text), StringConstraints(pattern=ENV_VALUE)]
+
+
+def sysctl_interface(key: str) -> str | None:
+    """The interface a per-interface sysctl key names (net.ipv4.conf.X.rp_filter, net/ipv6/neigh/X/…), else None."""
+    parts = key.split("/") if "/" in key else key.split(".")
+    if len(parts) >= 5 and parts[0] == "net" and parts[2] in ("conf", "neigh"):
+        return ".".join(parts[3:-1]) if "/" not in key else parts[3]
+    return None
+
+
+def format_problem(pattern: str, fields: tuple[str, ...]) -> str | None:
+    """Why a `topology.names` format string cannot make device names (None: it can): only the role's fields,
+    no conversions, a numeric spec of at most two digits, and a result that is a device name."""
+    try:
+        parts = list(Formatter().parse(pattern))
+    except ValueError as exc:
+        return f"a format string ({exc})"
+    for _text, field, spec, conversion in parts:
+        if field is None:
+            continue
+        if field not in fields:
+            return f"fields among {{{'}, {'.join(fields)}}} (not {{{field}}})"
+        if conversion or not re.fullmatch(r"0?[1-9]?d?", spec or ""):
+            return f"plain fields such as {{{fields[0]}}} or {{{fields[0]}:02d}}"
+    sample = pattern.format(**dict.fromkeys(fields, 1))
+    if not re.fullmatch(NAME, sample):
+        return f"names of at most 63 letters, digits, _ . - (it makes {sample!r})"
+    return None
 
 
 class Strict(BaseModel):
@@ -27,10 +84,22 @@ class FabricInfo(Strict):
 class NamePatterns(Strict):
     """Python format strings; fields: su, rail, n (1-based), h (host in SU, 1-based), pod, plane."""
 
-    super_spine: str = "super{plane}-{n}"
-    spine: str = "spine{n}"
-    leaf: str = "leaf-su{su}-r{rail}"
-    host: str = "gpu-su{su}-{h:02d}"
+    FIELDS: ClassVar[dict[str, tuple[str, ...]]] = {
+        "super_spine": ("plane", "n"), "spine": ("n", "pod", "plane"), "leaf": ("su", "rail", "pod"),
+        "host": ("su", "h")}
+
+    super_spine: str = Field("super{plane}-{n}", max_length=64)
+    spine: str = Field("spine{n}", max_length=64)
+    leaf: str = Field("leaf-su{su}-r{rail}", max_length=64)
+    host: str = Field("gpu-su{su}-{h:02d}", max_length=64)
+
+    @field_validator("super_spine", "spine", "leaf", "host")
+    @classmethod
+    def _pattern(cls, v: str, info: Any) -> str:
+        why = format_problem(v, cls.FIELDS[info.field_name])
+        if why:
+            raise ValueError(why)
+        return v
 
 
 class Topology(Strict):
@@ -95,11 +164,14 @@ class Cabling(Strict):
     spine_super_spine: LinkClass = LinkClass(speed="400G", cable="100m")
 
 
+LINK_END = NAME[:-1] + ":" + PORT[1:]  # device:port
+
+
 class LinkDef(Strict):
     """`a`/`b` as `device:port`. Matching a generated link overrides its speed/cable; otherwise adds one."""
 
-    a: str = Field(pattern=r"^[^:\s]+:\S+$")
-    b: str = Field(pattern=r"^[^:\s]+:\S+$")
+    a: str = Field(pattern=LINK_END)
+    b: str = Field(pattern=LINK_END)
     speed: Gbps | None = None
     cable: Metres | None = None
 
@@ -157,7 +229,7 @@ class Switching(Strict):
 class NicDef(Strict):
     rail: int = Field(ge=1)
     rdma: str = Field(pattern=r"^[A-Za-z0-9_]+$", description="RDMA device, e.g. mlx5_0")
-    netdev: str = Field(pattern=r"^[A-Za-z0-9_.-]{1,15}$")
+    netdev: IfName
     vlan: int | None = Field(None, ge=1, le=4094, description="tag on the host side")
     vfs: int = Field(0, ge=0, le=127, description="SR-IOV virtual functions")
     pci: str | None = Field(None, pattern=r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$",
@@ -189,15 +261,15 @@ class Gid(Strict):
 
 class HostSettings(Strict):
     gpus: int | None = Field(None, ge=0, le=64)
-    management_interface: str | None = None
+    management_interface: IfName | None = None
     nics: list[NicDef] | None = None
     mtu: int | None = Field(None, ge=1280, le=9216)
     roce_mtu: Literal[256, 512, 1024, 2048, 4096] | None = None
     roce_tos: int | None = Field(None, ge=0, le=255)
     dcqcn: Dcqcn | None = None
     gid: Gid | None = None
-    sysctls: dict[str, str | int] | None = None
-    nccl_env: dict[str, str | int] | None = None
+    sysctls: dict[SysctlKey, SysctlValue] | None = None
+    nccl_env: dict[EnvKey, EnvValue] | None = None
 
 
 class HostDef(HostSettings):

@@ -5,6 +5,7 @@ of user files uses: inventories, the acceptance and diagnose catalogs, host inte
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, get_args, get_origin
 
@@ -19,6 +20,7 @@ except AttributeError:  # pragma: no cover
     _Loader = yaml.SafeLoader
 
 Loc = tuple[str | int, ...]
+_TAG = re.compile(r"^(?:constrained-)?(?:str|int|float|bool|list|dict|none)$|\[|^function-|^literal|^lax-|^json-")
 
 
 class SourceMap:
@@ -157,18 +159,27 @@ def _fields_at(model: type[BaseModel], loc: Loc) -> list[str] | None:
 def pydantic_problems(exc: ValidationError, smap: SourceMap, model: type[BaseModel],
                       base: Loc = ()) -> list[Problem]:
     """One Problem per pydantic error, with file:line from the source map."""
-    out = []
+    out: dict[tuple[Loc, bool], Problem] = {}
     for e in exc.errors():
-        loc = (*base, *(p for p in e["loc"] if not (isinstance(p, str) and "[" in p)))
+        loc: Loc = base
+        for p in e["loc"]:  # leave out pydantic's union member tags (str, constrained-int, function-after[…])
+            if not (isinstance(p, str) and _TAG.match(p) and (*loc, p) not in smap.lines):
+                loc = (*loc, p)
         kind = e["type"]
         if kind == "extra_forbidden":
             allowed = _fields_at(model, tuple(loc[len(base):-1]))
             expected = f"one of {', '.join(allowed)}" if allowed else "a known key"
-            out.append(smap.problem(loc, expected, f"unknown key {loc[-1]!r}"))
+            problem = smap.problem(loc, expected, f"unknown key {describe(loc[-1])}")
         elif kind == "missing":
-            out.append(smap.problem(loc, "this required key", "nothing"))
+            problem = smap.problem(loc, "this required key", "nothing")
         else:
             msg = e["msg"].removeprefix("Value error, ").removeprefix("Input should be ")
             msg = msg.replace("String should match pattern", "a string matching")
-            out.append(smap.problem(loc, msg, describe(e.get("input"))))
-    return out
+            if "[key]" in e["loc"]:
+                msg = "a key: " + msg
+            problem = smap.problem(loc, msg, describe(e.get("input")))
+        at = (loc, "[key]" in e["loc"])
+        if at in out:  # the members of a union: one problem, every alternative
+            problem = replace(out[at], expected=f"{out[at].expected} or {problem.expected}")
+        out[at] = problem
+    return list(out.values())
