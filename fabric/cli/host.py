@@ -13,6 +13,7 @@ from pydantic import ValidationError
 from fabric.cli.site import open_site
 from fabric.design.intent import HostIntent
 from fabric.errors import InputError, Problem, UsageError
+from fabric.model.source import MAX_BYTES, read_user_file
 
 host_app = typer.Typer(
     no_args_is_help=True,
@@ -32,11 +33,7 @@ def load_intent(intent_file: Path | None, inventory: Path | None, host: str | No
     if intent_file is not None:
         if inventory is not None:
             raise UsageError("give either --intent FILE or INVENTORY --host NAME, not both")
-        try:
-            text = sys.stdin.read() if str(intent_file) == "-" else intent_file.read_text()
-        except (OSError, UnicodeDecodeError) as exc:
-            why = getattr(exc, "strerror", None) or str(exc)
-            raise InputError(Problem(str(intent_file), None, "", "a readable host.json", why)) from None
+        text = sys.stdin.read(MAX_BYTES) if str(intent_file) == "-" else read_user_file(intent_file, "a host.json")
         try:
             return HostIntent.model_validate_json(text)
         except ValidationError as exc:
