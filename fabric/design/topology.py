@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any
 
@@ -128,9 +128,23 @@ class _Builder:
         self.inv, self.smap, self.t, self.force_target = inv, smap, Topo(), target
         self.overrides = {s.name: (i, s) for i, s in enumerate(inv.switches)}
         self.reported: set[tuple[Any, ...]] = set()
+        self.shared: dict[tuple[Any, ...], list[int]] = {}  # loc → [index in problems, count]
 
     def problem(self, loc: tuple[Any, ...], expected: str, found: str = "") -> None:
+        """A problem; one from a shared default (hosts.defaults) is reported once, with the count of hosts."""
+        if loc[:2] == ("hosts", "defaults"):
+            if loc in self.shared:
+                self.shared[loc][1] += 1
+                return
+            self.shared[loc] = [len(self.t.problems), 1]
         self.t.problems.append(self.smap.problem(loc, expected, found))
+
+    def finish(self) -> Topo:
+        for i, count in self.shared.values():
+            if count > 1:
+                p = self.t.problems[i]
+                self.t.problems[i] = replace(p, found=f"{p.found} (from the shared default: {count} hosts)")
+        return self.t
 
     def bad_name(self, name: str, role: str) -> bool:
         """A generated name that is no device name (too long, say): one problem per pattern, at the pattern."""
@@ -363,10 +377,8 @@ class _Builder:
             seen.add(nd.netdev)
             leaf_name = self.t.leaf_of.get((su, nd.rail))
             if leaf_name is None:
-                if nic_loc not in self.reported:  # a shared default is reported once, not per host
-                    self.reported.add(nic_loc)
-                    self.problem((*nic_loc, "rail"), f"a rail with a leaf in SU {su} "
-                                 f"(rails 1-{self.inv.topology.rails})", f"rail {nd.rail} on {name}")
+                self.problem((*nic_loc, "rail"), f"a rail with a leaf in SU {su} "
+                             f"(rails 1-{self.inv.topology.rails})", f"rail {nd.rail} on {name}")
                 continue
             nic = Nic(nd.rail, nd.rdma, nd.netdev, nd.vlan, nd.vfs, pci=nd.pci)
             leaf = self.t.switches[leaf_name]
@@ -387,19 +399,14 @@ class _Builder:
         layer = loc if explicit and explicit[1].nics is not None else ("hosts", "defaults")
         for j, nic in enumerate(host.nics):
             if nic.netdev == mgmt:
-                self.problem_once((*layer, "nics", j, "netdev"),
+                self.problem((*layer, "nics", j, "netdev"),
                                   f"a rail NIC other than the management interface {mgmt}", nic.netdev)
         layer = loc if explicit and explicit[1].sysctls is not None else ("hosts", "defaults")
         for key in host.settings.get("sysctls") or {}:
             dev = sysctl_interface(key)
             if dev is not None and dev not in own:
-                self.problem_once((*layer, "sysctls", key), "a sysctl of all, default, {if} or a rail interface "
+                self.problem((*layer, "sysctls", key), "a sysctl of all, default, {if} or a rail interface "
                                   f"({', '.join(sorted(own - {'all', 'default', '{if}'}))})", dev)
-
-    def problem_once(self, loc: tuple[Any, ...], expected: str, found: str) -> None:
-        if loc not in self.reported:
-            self.reported.add(loc)
-            self.problem(loc, expected, found)
 
     def explicit(self) -> None:
         for i, sd in enumerate(self.inv.switches):
@@ -451,4 +458,4 @@ def build(inv: Inventory, smap: SourceMap, target: str | None = None) -> Topo:
     b.explicit()
     if inv.topology.scalable_units == 0:
         b.generate_hosts()
-    return b.t
+    return b.finish()

@@ -7,7 +7,7 @@ from ipaddress import IPv4Interface, IPv4Network
 from string import Formatter
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints, field_validator, model_validator
 
 from fabric.model.units import Bytes, Gbps, Metres, Seconds
 from fabric.nos import NOS
@@ -25,6 +25,8 @@ SYSCTL_KEY = r"^[a-z0-9_]+(?:[./](?:\{if\}|[A-Za-z0-9_-][A-Za-z0-9_.-]*))+$"
 SYSCTL_VALUE = r"^[A-Za-z0-9_.,:+ -]{0,256}$"  # 1, 4096 87380 6291456
 ENV_KEY = r"^[A-Za-z_][A-Za-z0-9_]{0,127}$"
 ENV_VALUE = r"^[^\x00-\x1f\x7f]{0,4096}$"  # one line; the templates quote it
+LINE = r"^[^\x00-\x1f\x7f]*$"  # free text: one line, no control characters
+MAX_HOSTS, MAX_SWITCHES, MAX_LINKS = 65_536, 16_384, 1_048_576
 Name = Annotated[str, StringConstraints(pattern=NAME)]
 IfName = Annotated[str, StringConstraints(pattern=IFNAME)]
 SysctlKey = Annotated[str, StringConstraints(pattern=SYSCTL_KEY)]
@@ -78,7 +80,7 @@ class Strict(BaseModel):
 
 class FabricInfo(Strict):
     name: str = Field(pattern=NAME)
-    description: str = ""
+    description: str = Field("", max_length=200, pattern=LINE)
 
 
 class NamePatterns(Strict):
@@ -106,14 +108,25 @@ class Topology(Strict):
     """Rail-optimized generation. Leave `scalable_units` at 0 to describe everything explicitly."""
 
     rails: int = Field(ge=1, le=16)
-    scalable_units: int = Field(0, ge=0)
-    hosts_per_su: int = Field(0, ge=0)
-    spines: int = Field(0, ge=0, description="spines (per pod when super_spines > 0)")
-    uplinks_per_spine: int = Field(1, ge=1, description="parallel links from each leaf to each spine")
-    pods: int = Field(1, ge=1, description="pods of scalable units, each with its own spines (3-tier)")
-    super_spines: int = Field(0, ge=0, description="super-spines per plane; plane k joins spine k of every pod")
-    uplinks_per_super_spine: int = Field(1, ge=1)
+    scalable_units: int = Field(0, ge=0, le=4096)
+    hosts_per_su: int = Field(0, ge=0, le=1024)
+    spines: int = Field(0, ge=0, le=512, description="spines (per pod when super_spines > 0)")
+    uplinks_per_spine: int = Field(1, ge=1, le=64, description="parallel links from each leaf to each spine")
+    pods: int = Field(1, ge=1, le=256, description="pods of scalable units, each with its own spines (3-tier)")
+    super_spines: int = Field(0, ge=0, le=512, description="super-spines per plane; plane k joins spine k of every pod")
+    uplinks_per_super_spine: int = Field(1, ge=1, le=64)
     names: NamePatterns = NamePatterns()
+
+    @model_validator(mode="after")
+    def _size(self) -> Topology:
+        """Refused before anything is built: a fabric larger than any cluster this tool is for."""
+        hosts = self.scalable_units * self.hosts_per_su
+        switches = self.scalable_units * self.rails + self.pods * self.spines + self.spines * self.super_spines
+        links = hosts * self.rails + self.scalable_units * self.rails * self.spines * self.uplinks_per_spine
+        if hosts > MAX_HOSTS or switches > MAX_SWITCHES or links > MAX_LINKS:
+            raise ValueError(f"a fabric of at most {MAX_HOSTS} hosts, {MAX_SWITCHES} switches and {MAX_LINKS} links, "
+                             f"found {hosts} hosts, {switches} switches, {links} links")
+        return self
 
 
 RELEASE = r"^[0-9][0-9A-Za-z.]*$"
@@ -145,10 +158,10 @@ class SwitchDef(Strict):
     platform: str | None = None
     target: Target | None = None
     breakout: str | None = Field(None, pattern=r"^[1-8]x\d+G$")
-    su: int | None = Field(None, ge=1)
-    rail: int | None = Field(None, ge=1)
-    pod: int | None = Field(None, ge=1)
-    asn: int | None = None
+    su: int | None = Field(None, ge=1, le=4096)
+    rail: int | None = Field(None, ge=1, le=16)
+    pod: int | None = Field(None, ge=1, le=256)
+    asn: int | None = Field(None, ge=1, le=4294967295)
     adaptive_routing: bool | None = None
     release: str | None = Field(None, pattern=RELEASE, description="NOS release of this switch (overrides the role's)")
 
@@ -179,9 +192,10 @@ class LinkDef(Strict):
 class AsnPlan(Strict):
     """RFC 7938: one ASN for all spines (per pod in 3 tiers), one per leaf, one for super-spines."""
 
-    super_spines: int = 64900
-    spines: int = 65000
-    leaves: int = Field(65100, description="ASN of the first leaf; each next leaf takes the next number")
+    super_spines: int = Field(64900, ge=1, le=4294967295)
+    spines: int = Field(65000, ge=1, le=4294967295)
+    leaves: int = Field(65100, ge=1, le=4294967295,
+                        description="ASN of the first leaf; each next leaf takes the next number")
 
 
 class Addressing(Strict):
@@ -205,7 +219,8 @@ class Neighbor(Strict):
     """ARP/ND: containers reuse addresses fast, so stale entries must age out quickly."""
 
     aging: Seconds = Field(300, description="ARP base reachable time / aging")
-    table_size: int | None = Field(None, ge=128, description="gc_thresh3; default sized from hosts × (1+VFs)")
+    table_size: int | None = Field(None, ge=128, le=2**31 - 1,
+                                   description="gc_thresh3; default sized from hosts × (1+VFs)")
 
 
 class BgpOptions(Strict):
@@ -215,7 +230,8 @@ class BgpOptions(Strict):
     graceful_shutdown: bool = Field(True, description="RFC 8326: routes from peers that carry GRACEFUL_SHUTDOWN "
                                     "(65535:0) get LOCAL_PREF 0, and the switch can send the community when drained")
     bfd: bool = False
-    maximum_routes: int = Field(256000, ge=0, description="routes accepted per fabric neighbour (0: no limit); "
+    maximum_routes: int = Field(256000, ge=0, le=2**32 - 1,
+                                description="routes accepted per fabric neighbour (0: no limit); "
                                 "rendered where the NOS limits by default (EOS `maximum-routes`)")
 
 
@@ -227,8 +243,8 @@ class Switching(Strict):
 
 
 class NicDef(Strict):
-    rail: int = Field(ge=1)
-    rdma: str = Field(pattern=r"^[A-Za-z0-9_]+$", description="RDMA device, e.g. mlx5_0")
+    rail: int = Field(ge=1, le=16)
+    rdma: str = Field(pattern=r"^[A-Za-z0-9_]{1,64}$", description="RDMA device, e.g. mlx5_0")
     netdev: IfName
     vlan: int | None = Field(None, ge=1, le=4094, description="tag on the host side")
     vfs: int = Field(0, ge=0, le=127, description="SR-IOV virtual functions")
@@ -247,8 +263,11 @@ class NicDef(Strict):
 
 class Dcqcn(Strict):
     enabled: bool = True
-    priorities: list[int] | None = Field(None, description="default: the lossless priorities")
-    cc_params: dict[str, int] = Field(default_factory=dict, description="mlx5 cc_params, e.g. rp_ai_rate")
+    priorities: list[Annotated[int, Field(ge=0, le=7)]] | None = Field(None, max_length=8,
+                                                                      description="default: the lossless priorities")
+    cc_params: dict[Annotated[str, StringConstraints(pattern=r"^[a-z0-9_]{1,64}$")],
+                    Annotated[int, Field(ge=0, le=2**32 - 1)]] = Field(
+        default_factory=dict, description="mlx5 cc_params, e.g. rp_ai_rate")
 
 
 class Gid(Strict):
@@ -262,7 +281,7 @@ class Gid(Strict):
 class HostSettings(Strict):
     gpus: int | None = Field(None, ge=0, le=64)
     management_interface: IfName | None = None
-    nics: list[NicDef] | None = None
+    nics: list[NicDef] | None = Field(None, max_length=64)
     mtu: int | None = Field(None, ge=1280, le=9216)
     roce_mtu: Literal[256, 512, 1024, 2048, 4096] | None = None
     roce_tos: int | None = Field(None, ge=0, le=255)
@@ -274,7 +293,7 @@ class HostSettings(Strict):
 
 class HostDef(HostSettings):
     name: str = Field(pattern=NAME)
-    su: int | None = Field(None, ge=1)
+    su: int | None = Field(None, ge=1, le=4096)
     management: IPv4Interface | None = None
 
 
@@ -285,13 +304,13 @@ class Hosts(Strict):
 
 class Waiver(Strict):
     rule: str = Field(pattern=r"^RF\d+$")
-    objects: list[str] = Field(min_length=1)
-    reason: str = Field(min_length=3)
+    objects: list[Annotated[str, StringConstraints(pattern=LINE, max_length=200)]] = Field(min_length=1)
+    reason: str = Field(min_length=3, max_length=500, pattern=LINE)
 
 
 class LintSettings(Strict):
     waive: list[Waiver] = Field(default_factory=list)
-    oversubscription_warn: float = Field(1.0, gt=0)
+    oversubscription_warn: float = Field(1.0, gt=0, le=1000, allow_inf_nan=False)
 
 
 class LabSettings(Strict):
@@ -302,11 +321,11 @@ class LabSettings(Strict):
 class Access(Strict):
     """How to reach devices. Only names of variables and files, never secrets."""
 
-    username: str | None = None
-    username_env: str = "FABRIC_USERNAME"
-    password_env: str = "FABRIC_PASSWORD"
-    key_file: str | None = None
-    known_hosts: str = "~/.ssh/known_hosts"
+    username: str | None = Field(None, pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.@-]{0,63}$")
+    username_env: str = Field("FABRIC_USERNAME", pattern=ENV_KEY)
+    password_env: str = Field("FABRIC_PASSWORD", pattern=ENV_KEY)
+    key_file: str | None = Field(None, pattern=LINE, max_length=4096)
+    known_hosts: str = Field("~/.ssh/known_hosts", pattern=LINE, max_length=4096)
     port: int = Field(22, ge=1, le=65535)
 
 
