@@ -230,9 +230,9 @@ def _fleet(
     python: str | None,
     lab: bool = False,
 ) -> None:
-    from rich.console import Console
     from rich.table import Table
 
+    from fabric.cli.console import console
     from fabric.cli.progress import track
     from fabric.host.fleet import HostOutcome, run
 
@@ -268,7 +268,7 @@ def _fleet(
             table.add_column(col)
         for h in result.hosts:
             table.add_row(h.host, h.status, str(h.changed), str(h.unchanged), str(h.skipped), str(h.failed), h.note)
-        Console(highlight=False, width=200).print(table)
+        console(width=200).print(table)
         bad = sum(h.status != "ok" for h in result.hosts)
         typer.echo(f"{len(result.hosts)} hosts, {bad} failed")
     sys.exit(0 if result.ok else 1)

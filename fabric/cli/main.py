@@ -6,7 +6,6 @@ import sys
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
 try:  # typer ≥ 0.20 vendors click
     from typer._click.exceptions import ClickException
@@ -14,12 +13,14 @@ except ImportError:  # pragma: no cover
     from click import ClickException
 
 from fabric.cli import accept, core, diagnose, export, host, lab, lint, parse, progress, push
+from fabric.cli.console import console
 from fabric.errors import InputError, UsageError
 
 # add_completion: `fabric --install-completion [SHELL]` / `--show-completion [SHELL]` (bash, zsh, fish, pwsh)
 app = typer.Typer(no_args_is_help=True, add_completion=True, pretty_exceptions_enable=False,
                   help="Provision and validate RoCEv2 lossless Ethernet fabrics for GPU clusters.")
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+err = console(stderr=True, soft_wrap=True)
+MAX_ERRORS = 200  # problems printed; the rest counted
 
 
 def version() -> str:
@@ -59,8 +60,11 @@ def main() -> None:
         rc = app(standalone_mode=False, prog_name="fabric")  # returns the code of a typer.Exit in this mode
         sys.exit(rc if isinstance(rc, int) else 0)
     except (InputError, UsageError) as exc:
-        for line in str(exc).splitlines():
-            err.print(f"error: {line}", markup=False)
+        lines = str(exc).splitlines()
+        for line in lines[:MAX_ERRORS]:
+            err.print(f"error: {line}")
+        if len(lines) > MAX_ERRORS:
+            err.print(f"error: … and {len(lines) - MAX_ERRORS} more problems")
         sys.exit(2)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)

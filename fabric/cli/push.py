@@ -11,17 +11,17 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 from fabric.access import Credentials, SwitchEndpoint
+from fabric.cli.console import console, styled
 from fabric.cli.progress import Tracker, track
 from fabric.cli.site import open_site
 from fabric.errors import UsageError
 from fabric.push import engine, state
 
-out = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
+out = console()
 
 LimitOpt = Annotated[str | None, typer.Option("--limit", help="switch name glob(s), comma-separated")]
 WorkersOpt = Annotated[int, typer.Option("--workers", min=1, help="devices contacted at the same time")]
@@ -96,13 +96,13 @@ def print_results(title: str, results: list[engine.DeviceResult], fmt: str, *, d
     style = {"unchanged": "green", "applied": "green", "changed": "yellow", "rolled-back": "yellow",
              "skipped": "dim"}
     for r in results:
-        table.add_row(r.device, r.target, f"[{style.get(r.status, 'red')}]{r.status}[/]",
+        table.add_row(r.device, r.target, styled(r.status, style.get(r.status, "red")),
                       str(r.diff.added if r.diff else ""), str(r.diff.removed if r.diff else ""), r.detail)
     out.print(table)
     if diffs:
         for r in results:
             if r.diff and not r.diff.empty:
-                out.print(f"[bold]{r.device}[/bold] ({r.target}) {r.diff.digest}")
+                out.print(Text.assemble((r.device, "bold"), f" ({r.target}) {r.diff.digest}"))
                 for section, items in r.diff.sections().items():
                     out.print(f"  {section}", markup=False)
                     for item in items:

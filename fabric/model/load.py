@@ -39,6 +39,7 @@ def read_sections(directory: Path, smap: SourceMap) -> dict[str, Any]:
     if not directory.is_dir():
         raise InputError(Problem(str(directory), None, "", "an inventory directory of YAML files",
                                  "no such directory" if not directory.exists() else "a file"))
+    smap.root = str(directory)
     files = sorted([*directory.glob("*.yaml"), *directory.glob("*.yml")])
     if not files:
         raise InputError(Problem(str(directory), None, "", "at least one *.yaml file", "none"))

@@ -30,6 +30,7 @@ class SourceMap:
     def __init__(self) -> None:
         self.lines: dict[Loc, tuple[str, int]] = {}
         self.files: list[str] = []
+        self.root: str | None = None  # a directory of files (an inventory): where a missing section belongs
 
     def where(self, loc: Loc) -> tuple[str, int | None]:
         """The file and line of `loc`, or of its nearest ancestor that has one (the document itself, `()`,
@@ -40,7 +41,7 @@ class SourceMap:
             if hit:
                 return hit
             if not loc:
-                return (self.files[0] if self.files else "", None)
+                return (self.root or (self.files[0] if self.files else ""), None)
             loc = loc[:-1]
 
     def problem(self, loc: Loc, expected: str, found: str = "") -> Problem:
