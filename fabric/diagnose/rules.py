@@ -10,6 +10,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable
 
 from fabric.diagnose.logs import host_of
+from fabric.diagnose.regex import linear
 from fabric.diagnose.report import BINDING_KEYS, MAX_SUBJECTS, Finding, Severity
 
 DEFAULT_TOS = 106  # DSCP 26 << 2 | ECT(0): the nvidia-roce preset's RoCE traffic class
@@ -67,8 +68,8 @@ class _TrafficClassRule(_Rule):
     """DG901: NCCL_IB_TC differs from the fabric's RoCE ToS. DG902: NCCL on RoCE without NCCL_IB_TC."""
 
     keywords = ("set by environment", "/RoCE")
-    _SET = re.compile(r"NCCL_IB_TC set by environment to (\d+)")
-    _ROCE = re.compile(r"NET/IB ?: Using .*?/RoCE")
+    _SET = linear(r"NCCL_IB_TC set by environment to (\d+)")
+    _ROCE = linear(r"NET/IB ?: Using .*?/RoCE")
 
     def __init__(self, expected_tos: int, tos_of: TosOf | None = None) -> None:
         super().__init__(expected_tos, tos_of)
@@ -134,9 +135,9 @@ class _IbHcaRule(_Rule):
     """DG903: NCCL_IB_HCA names a device that NCCL did not find (absent, or its port not ACTIVE)."""
 
     keywords = ("NCCL_IB_HCA", "Using [", "No device found")
-    _HCA = re.compile(r"NCCL_IB_HCA set (?:by environment )?to (\S+?)\.?\s*$")
-    _USING = re.compile(r"NET/IB ?: Using((?: \[\d+\]\S+)*)")
-    _DEV = re.compile(r"\[\d+\]([\w.-]+):(\d+)")
+    _HCA = linear(r"NCCL_IB_HCA set (?:by environment )?to (\S+?)\.?\s*$")
+    _USING = linear(r"NET/IB ?: Using((?: \[\d+\]\S+)*)")
+    _DEV = linear(r"\[\d+\]([\w.-]+):(\d+)")
 
     def __init__(self, expected_tos: int, tos_of: TosOf | None = None) -> None:
         super().__init__(expected_tos, tos_of)
@@ -187,8 +188,8 @@ class _CnpRule(_Rule):
     """DG904: np_cnp_sent grows but rp_cnp_handled stays flat everywhere: CNPs are never acted on."""
 
     keywords = ("mlx5_", "_cnp_")
-    _COUNTER = re.compile(r"\b(np_cnp_sent|rp_cnp_handled)\b\s*[:=]?\s*(\d+)")
-    _DEV = re.compile(r"\b(mlx5_(?:bond_)?\d+)\b")
+    _COUNTER = linear(r"\b(np_cnp_sent|rp_cnp_handled)\b\s*[:=]?\s*(\d+)")
+    _DEV = linear(r"\b(mlx5_(?:bond_)?\d+)\b")
 
     def __init__(self, expected_tos: int, tos_of: TosOf | None = None) -> None:
         super().__init__(expected_tos, tos_of)
@@ -247,7 +248,7 @@ class _LinkFlapRule(_Rule):
     """DG905: the same NIC port went down more than once — a flapping link."""
 
     keywords = ("Link down",)
-    _LINK = re.compile(r"mlx5_core (?P<pci>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.\d)"
+    _LINK = linear(r"mlx5_core (?P<pci>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.\d)"
                        r"(?: (?P<ifname>[\w.-]+))?: Link down")
 
     def __init__(self, expected_tos: int, tos_of: TosOf | None = None) -> None:
