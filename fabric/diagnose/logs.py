@@ -8,12 +8,11 @@ import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO
 
 from fabric.diagnose.regex import linear
 from fabric.errors import InputError, Problem
+from fabric.parsers._common import capped_lines, regular_file
 
-MAX_LINE = 64 * 1024  # characters of one line that are kept; the rest of a longer line is dropped unread
 MAX_GZIP = 8 * 2**30  # characters a .gz log may decompress to (a gzip bomb stops here)
 
 
@@ -23,6 +22,7 @@ def read_lines(path: Path) -> Iterator[str]:
     if str(path) == "-":
         yield from capped_lines(sys.stdin)
         return
+    regular_file(str(path), "a readable log file")
     try:
         gz = path.suffix == ".gz"
         opener = gzip.open if gz else open
@@ -31,25 +31,6 @@ def read_lines(path: Path) -> Iterator[str]:
     except (OSError, EOFError, gzip.BadGzipFile) as exc:
         raise InputError(Problem(str(path), None, "", "a readable log file",
                                  getattr(exc, "strerror", None) or str(exc))) from None
-
-
-def capped_lines(fh: IO[str], total: int | None = None, name: str = "") -> Iterator[str]:
-    """The lines of `fh`, each cut at MAX_LINE characters (the rest read in pieces and dropped); with `total`,
-    an InputError once more characters than that were read."""
-    seen = 0
-    while line := fh.readline(MAX_LINE):
-        seen += len(line)
-        if len(line) == MAX_LINE and not line.endswith("\n"):
-            while (rest := fh.readline(MAX_LINE)) and not rest.endswith("\n"):
-                seen += len(rest)
-                if total is not None and seen > total:
-                    break
-            seen += len(rest)
-            line += "\n"
-        if total is not None and seen > total:
-            raise InputError(Problem(name, None, "", f"a log of at most {total // 2**30} GiB decompressed",
-                                     "more (a gzip bomb?)"))
-        yield line
 
 
 def log_name(path: Path) -> str:

@@ -6,15 +6,17 @@ from __future__ import annotations
 
 import gzip
 import io
+import os
 import time
 from pathlib import Path
 
 import pytest
 
 from fabric.diagnose.catalog import load_catalog
-from fabric.diagnose.logs import MAX_LINE, capped_lines, read_lines
+from fabric.diagnose.logs import read_lines
 from fabric.diagnose.match import diagnose
 from fabric.errors import InputError
+from fabric.parsers._common import MAX_LINE, capped_lines
 
 MB = 1_000_000
 UNITS = ["NET/IB: Got completion with error 12 ", "NET/IB : Got completion with error 12 vendor err ", "a", " ", "1",
@@ -82,3 +84,40 @@ def test_a_gzip_bomb_stays_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(logs, "MAX_GZIP", 2**20)
     with pytest.raises(InputError, match="decompressed"):
         list(read_lines(bomb))
+
+
+SAMPLES = Path(__file__).resolve().parents[1] / "fixtures" / "samples"
+
+
+def test_perftest_says_whether_its_table_is_complete() -> None:
+    from fabric.parsers import parse_perftest
+
+    text = (SAMPLES / "ib_write_lat_all_sizes_client.txt").read_text()
+    assert parse_perftest(text).complete
+    table_end = text.rindex("---")
+    cut = text[:text.rindex("\n", 0, table_end - 1) - 10]  # the last row cut in the middle, no closing line
+    res = parse_perftest(cut)
+    assert not res.complete and res.skipped and res.skipped[-1].reason.startswith("no newline")
+    res = parse_perftest(text[:table_end])  # every row whole, the closing line missing
+    assert not res.complete and res.lat_rows
+
+
+@pytest.mark.parametrize(("kind", "sample", "marker"), [
+    ("perftest", "ib_write_lat_all_sizes_client.txt", "#bytes"),
+    ("nccl", "nccl_all_reduce_2node_h200_v2.18_format.txt", "(elements)")])
+def test_parse_streams_and_caps_rows(tmp_path: Path, kind: str, sample: str, marker: str) -> None:
+    from fabric.parsers import parse_file
+
+    lines = (SAMPLES / sample).read_text().splitlines(keepends=True)
+    start = next(i for i, ln in enumerate(lines) if marker in ln) + 1
+    big = tmp_path / "big.txt"
+    big.write_text("".join(lines[:start]) + "".join(lines[start:start + 2]) * 6000 + "".join(lines[start:]))
+    with pytest.raises(InputError, match=r"big.txt:\d+: \w+.row: expected at most 10000 result rows"):
+        parse_file(kind, str(big))
+    noisy = tmp_path / "noisy.txt"
+    noisy.write_text("".join(lines[:start]) + ("junk " * 40_000 + "\n") * 5 + "".join(lines[start:]))
+    assert parse_file(kind, str(noisy)).complete
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    with pytest.raises(InputError, match="a FIFO or device"):
+        parse_file(kind, str(fifo))
