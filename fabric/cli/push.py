@@ -20,6 +20,7 @@ from fabric.cli.progress import Tracker, track
 from fabric.cli.site import open_site
 from fabric.errors import UsageError
 from fabric.push import engine, state
+from fabric.secrets import MASK, mask, mask_line
 
 out = console()
 
@@ -84,11 +85,28 @@ def _summary(results: list[engine.DeviceResult]) -> dict[str, int]:
     return counts
 
 
+def _masked(r: engine.DeviceResult) -> tuple[dict[str, list[str]], int]:
+    """The device's diff sections with the secret of every secret line masked (fabric.secrets), and the count."""
+    sections: dict[str, list[str]] = {}
+    count = 0
+    for section, items in (r.diff.sections() if r.diff else {}).items():
+        (name,), hit = mask([section])
+        sections[name], n = mask(items)
+        count += n + hit
+    return sections, count
+
+
 def print_results(title: str, results: list[engine.DeviceResult], fmt: str, *, diffs: bool = True) -> None:
+    """The results as a table (with each diff) or JSON; secret lines of running configs (passwords, secrets,
+    keys, communities) are masked in both, and the output says how many were."""
     counts = _summary(results)
+    masked = {r.device: _masked(r) for r in results}
+    hidden = sum(n for _, n in masked.values())
     if fmt == "json":
-        sys.stdout.write(json.dumps({"fabric": title, "summary": counts,
-                                     "devices": [r.summary() for r in results]}, indent=2) + "\n")
+        devices = [{**r.summary(), "sections": masked[r.device][0], "detail": mask_line(r.detail)[0],
+                    "masked_lines": masked[r.device][1]} for r in results]
+        sys.stdout.write(json.dumps({"fabric": title, "summary": counts, "masked_lines": hidden,
+                                     "devices": devices}, indent=2) + "\n")
         return
     table = Table(title=title)
     for col in ("device", "target", "status", "+", "-", "detail"):
@@ -97,17 +115,20 @@ def print_results(title: str, results: list[engine.DeviceResult], fmt: str, *, d
              "skipped": "dim"}
     for r in results:
         table.add_row(r.device, r.target, styled(r.status, style.get(r.status, "red")),
-                      str(r.diff.added if r.diff else ""), str(r.diff.removed if r.diff else ""), r.detail)
+                      str(r.diff.added if r.diff else ""), str(r.diff.removed if r.diff else ""),
+                      mask_line(r.detail)[0])
     out.print(table)
     if diffs:
         for r in results:
             if r.diff and not r.diff.empty:
                 out.print(Text.assemble((r.device, "bold"), f" ({r.target}) {r.diff.digest}"))
-                for section, items in r.diff.sections().items():
-                    out.print(f"  {section}", markup=False)
+                for section, items in masked[r.device][0].items():
+                    out.print(f"  {section}")
                     for item in items:
                         out.print(Text(f"    {item}", style="green" if item[0] == "+" else "red"))
-    out.print(", ".join(f"{n} {s}" for s, n in sorted(counts.items())), markup=False)
+    out.print(", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
+    if hidden:
+        out.print(f"{hidden} secret lines masked (password, secret, key, community: shown as {MASK})")
 
 
 def online_plan(inventory: Path, limit: str | None, fmt: str, workers: int, lab: bool, insecure_lab: bool) -> int:
