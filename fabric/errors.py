@@ -38,7 +38,7 @@ class InputError(Exception):
             problems = [Problem(file="", line=None, path="", expected=problems)]
         elif isinstance(problems, Problem):
             problems = [problems]
-        self.problems = problems
+        self.problems = list(dict.fromkeys(problems))  # one line per problem: the same one found twice, once
         super().__init__("\n".join(str(p) for p in problems))
 
 

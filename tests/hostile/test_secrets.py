@@ -162,3 +162,17 @@ def test_hosts_insecure_lab_needs_lab(command: str) -> None:
     r = subprocess.run([sys.executable, "-c", "from fabric.cli.main import main; main()", "hosts", command,
                         str(EXAMPLE), "--insecure-lab"], capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert r.returncode == 2 and "--insecure-lab: expected --lab as well" in r.stderr, r.stderr
+
+
+def test_a_running_lab_of_the_same_name_is_used_only_with_lab(monkeypatch: pytest.MonkeyPatch) -> None:
+    """plan/apply/rollback and hosts open their site here: without --lab it is the inventory's devices even
+    while a lab of the same fabric name is up."""
+    from fabric.access import InventorySite
+    from fabric.cli.site import open_site
+    from fabric.lab import state
+    from fabric.lab.state import LabState
+
+    running = LabState(fabric="example", inventory=str(EXAMPLE), prefix="rf", state_dir="/nonexistent", phase="up")
+    monkeypatch.setattr(state, "load_state", lambda *a, **k: running)
+    _loaded, site = open_site(EXAMPLE)
+    assert isinstance(site, InventorySite)
