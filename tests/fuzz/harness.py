@@ -88,6 +88,9 @@ def run(*args: str, stdin: str = "") -> Outcome:
     """`fabric ARGS` in this process; exceptions other than SystemExit are reported, not raised."""
     from fabric.cli.main import main
 
+    if trace := os.environ.get("FUZZ_TRACE"):  # the command about to run, kept when the process dies (OOM)
+        with open(trace, "a") as fh:
+            fh.write(" ".join(args) + "\n")
     out, err = io.StringIO(), io.StringIO()
     old = signal.signal(signal.SIGALRM, _alarm)
     signal.setitimer(signal.ITIMER_REAL, TIME_BOUND_S)

@@ -92,7 +92,7 @@ def tree_mutation(draw: st.DrawFn, tree: Any) -> Any:
         parent[key] = [parent[key]]
     elif op == "deep":
         value: Any = parent[key]
-        for _ in range(draw(st.sampled_from([10, 70, 300]))):
+        for _ in range(draw(st.sampled_from([10, 70, 150]))):
             value = {"k": value} if draw(st.booleans()) else [value]
         parent[key] = value
     elif op == "key" and isinstance(parent, dict):
