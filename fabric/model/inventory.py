@@ -42,6 +42,17 @@ def _text(v: object) -> object:
 
 
 SysctlValue = Annotated[str, BeforeValidator(_text), StringConstraints(pattern=SYSCTL_VALUE)]
+
+
+def _address(v: object) -> object:
+    """An address or prefix as text: pydantic would read `true` or `5` as 0.0.0.1/32 and 0.0.0.5/32."""
+    if isinstance(v, str | IPv4Network | IPv4Interface):
+        return v
+    raise ValueError("an IPv4 prefix written as text, like 10.0.0.0/16")
+
+
+Network = Annotated[IPv4Network, BeforeValidator(_address)]
+Interface = Annotated[IPv4Interface, BeforeValidator(_address)]
 EnvKey = Annotated[str, StringConstraints(pattern=ENV_KEY)]
 EnvValue = Annotated[str, BeforeValidator(_text), StringConstraints(pattern=ENV_VALUE)]
 
@@ -200,10 +211,10 @@ class AsnPlan(Strict):
 
 class Addressing(Strict):
     mode: Literal["svi", "p2p31"] = "svi"
-    loopbacks: IPv4Network
-    rails: IPv4Network
+    loopbacks: Network
+    rails: Network
     rail_prefix_length: int = Field(24, ge=8, le=30, description="block per (scalable unit, rail)")
-    management: IPv4Network = IPv4Network("198.18.0.0/16")
+    management: Network = IPv4Network("198.18.0.0/16")
     vlan_base: int = Field(1000, ge=2, le=4000, description="svi: VLAN id = vlan_base + rail")
     table_base: int = Field(100, ge=1, le=250, description="host routing table = table_base + rail")
     rule_priority_base: int = Field(1000, ge=1, le=30000)
@@ -294,7 +305,7 @@ class HostSettings(Strict):
 class HostDef(HostSettings):
     name: str = Field(pattern=NAME)
     su: int | None = Field(None, ge=1, le=4096)
-    management: IPv4Interface | None = None
+    management: Interface | None = None
 
 
 class Hosts(Strict):
@@ -314,7 +325,7 @@ class LintSettings(Strict):
 
 
 class LabSettings(Strict):
-    management: IPv4Network = IPv4Network("198.18.0.0/16")
+    management: Network = IPv4Network("198.18.0.0/16")
     prefix: str = Field("rf", pattern=r"^[a-z]{1,4}$", description="prefix of every lab namespace and link")
 
 

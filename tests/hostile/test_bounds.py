@@ -32,6 +32,8 @@ def problems(inv: Path) -> list[str]:
     ("switching.yaml", lambda d: d["switching"]["neighbor"].update(aging="9999999999s"), "switching.neighbor.aging"),
     ("fabric.yaml", lambda d: d.update(switches=[{"name": "spine1", "asn": 2**40}]), "switches[0].asn"),
     ("addressing.yaml", lambda d: d["addressing"].update(loopbacks="255.255.255.255/32"), "addressing.loopbacks"),
+    ("addressing.yaml", lambda d: d["addressing"].update(loopbacks=True), "addressing.loopbacks"),  # not 0.0.0.1/32
+    ("addressing.yaml", lambda d: d["addressing"].update(rails=167772160), "addressing.rails"),
     ("hosts.yaml", lambda d: d["hosts"]["defaults"].update(dcqcn={"cc_params": {"rp_ai_rate": 2**70}}),
      "hosts.defaults.dcqcn.cc_params"),
 ])
