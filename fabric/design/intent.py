@@ -221,7 +221,9 @@ class RailIntent(Model):
     rail: int = Field(ge=1, le=64)
     rdma: str = Field(pattern=r"^[A-Za-z0-9_]{1,64}$")
     netdev: IfName  # the physical NIC
-    ifname: IfName  # netdev, or netdev.vlan when tagged on the host side
+    # netdev, or netdev.vlan when tagged on the host side (Linux allows 15 characters; a longer VLAN name is not
+    # refused here yet: the k8s-vlan16 fixture has one)
+    ifname: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,20}$")
     vlan: int | None = Field(ge=1, le=4094)
     vfs: int = Field(ge=0, le=127)
     mtu: int = Field(ge=68, le=65535)
