@@ -11,7 +11,7 @@ import io
 import sys
 from collections.abc import Callable, Iterable
 
-from fabric.parsers._common import Model, Skipped, capped_lines, fail, regular_file
+from fabric.parsers._common import Model, Skipped, capped_lines, fail, regular_file, without_long_lines
 from fabric.parsers.ethtool import EthtoolStats, ethtool_delta, parse_ethtool_stats
 from fabric.parsers.gids import (
     GidRow,
@@ -86,7 +86,8 @@ def parse_file(kind: str, path: str) -> Model:
     if kind not in PARSERS:
         raise fail(path, None, "kind", f"one of {', '.join(PARSERS)}", repr(kind))
     if kind not in STREAMED:
-        return PARSERS[kind](read_input(path), path)
+        text = read_input(path)
+        return PARSERS[kind](text if kind == "iperf3" else without_long_lines(text), path)  # iperf3 -J: JSON
     if path == "-":
         return STREAMED[kind](capped_lines(io.TextIOWrapper(sys.stdin.buffer, "utf-8", "replace", newline="")), path)
     regular_file(path)

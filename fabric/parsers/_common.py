@@ -66,6 +66,7 @@ CUT = "no newline at end of input (truncated?)"
 MAX_LINE = 64 * 1024  # characters of one line that are kept; the rest of a longer line is dropped unread
 MAX_ROWS = 10_000  # result rows in one output (perftest writes ~23 sizes, nccl-tests ~30)
 MAX_SKIPPED = 100  # skipped lines listed; the rest are counted
+MAX_DATA_LINE = 4096  # no tool writes a longer line of data: a longer one is noise, and never reaches a regex
 
 
 def capped_lines(fh: IO[str], total: int | None = None, name: str = "") -> Iterator[str]:
@@ -98,6 +99,13 @@ def regular_file(path: str, what: str = "a readable file") -> None:
                    "a directory" if stat.S_ISDIR(mode) else "a FIFO or device")
 
 
+def without_long_lines(text: str) -> str:
+    """`text` with every line longer than MAX_DATA_LINE emptied (the line numbers stay)."""
+    if all(len(line) <= MAX_DATA_LINE for line in text.split("\n")):
+        return text
+    return "\n".join(line if len(line) <= MAX_DATA_LINE else "" for line in text.split("\n"))
+
+
 def text_lines(text: str) -> Iterator[str]:
     """`text` as the lines a file would give (endings kept), for the parsers that stream."""
     return iter(io.StringIO(text, newline=""))
@@ -116,7 +124,8 @@ class Lines:
         for self.count, raw in enumerate(self._lines, 1):  # noqa: B020 - the count is kept on purpose
             if self.blank and raw.strip():
                 self.blank = False
-            yield self.count, raw.rstrip("\r\n"), not raw.endswith(("\n", "\r"))
+            cut = not raw.endswith(("\n", "\r"))
+            yield self.count, raw.rstrip("\r\n") if len(raw) <= MAX_DATA_LINE else "", cut
 
 
 class SkipList(list[Skipped]):

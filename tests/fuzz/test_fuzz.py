@@ -10,6 +10,7 @@ import json
 import os
 import shutil
 import tempfile
+import time
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -71,6 +72,8 @@ class Case:
     def __init__(self, stats: Stats):
         self.stats = stats
         self.dir = Path(tempfile.mkdtemp(prefix=f"fuzz-{stats.target}-"))
+        if not stats.cases:
+            stats.started = time.monotonic()
         stats.cases += 1
 
     def check(self, outcome: Any, located_at: tuple[str, ...], out_dir: Path | None = None) -> None:

@@ -4,6 +4,7 @@ whether their table is complete."""
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import io
 import os
@@ -121,3 +122,25 @@ def test_parse_streams_and_caps_rows(tmp_path: Path, kind: str, sample: str, mar
     os.mkfifo(fifo)
     with pytest.raises(InputError, match="a FIFO or device"):
         parse_file(kind, str(fifo))
+
+
+@pytest.mark.parametrize(("kind", "sample", "after"), [
+    ("perftest", "extra_ib_write_lat_duration.txt", "Mtu"),  # the info block: a lazy key: value regex
+    ("nccl", "nccl_all_reduce_2node_h200_v2.18_format.txt", "nThread"),  # the settings line
+    ("mlnx_qos", "mlnx_qos_trust_dscp_os_controlled.txt", "DCBX"),
+    ("show_gids", "show_gids_single_dev_tabs.txt", "DEV"),
+])
+def test_a_long_line_in_a_tool_output_is_not_matched_by_a_regex(tmp_path: Path, kind: str, sample: str,
+                                                                  after: str) -> None:
+    """The fuzzer found a 200,000-character line in perftest's info block took 60 s (a quadratic regex)."""
+    from fabric.parsers import parse_file
+
+    lines = (SAMPLES / sample).read_text().splitlines(keepends=True)
+    i = next((n for n, ln in enumerate(lines) if after in ln), 1)
+    path = tmp_path / "out.txt"
+    for junk in ("x" * 200_000, "# nThread " + "a " * 100_000, "a:" * 100_000):
+        path.write_text("".join([*lines[:i + 1], junk + "\n", *lines[i + 1:]]))
+        t0 = time.monotonic()
+        with contextlib.suppress(InputError):
+            parse_file(kind, str(path))
+        assert time.monotonic() - t0 < 1.0, (kind, junk[:20])
