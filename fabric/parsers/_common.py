@@ -153,13 +153,15 @@ def load_json(text: str, file: str) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         error = exc
+    except RecursionError:  # no tool nests JSON hundreds deep
+        raise fail(file, None, "json", "JSON nested at most a few hundred levels", "deeper") from None
     repaired = re.sub(r",(\s*[}\]])", r"\1", text)
     repaired = re.sub(
         r"(:\s*)(?!true\b|false\b|null\b)([A-Za-z_][\w.\-/]*)(\s*[,}\n])", r'\1"\2"\3', repaired
     )
     try:
         return json.loads(repaired)
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):
         lines = text.splitlines()
         bad = lines[error.lineno - 1] if error.lineno <= len(lines) else ""
         found = show(bad) if bad.strip() else "nothing"

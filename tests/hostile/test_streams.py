@@ -144,3 +144,14 @@ def test_a_long_line_in_a_tool_output_is_not_matched_by_a_regex(tmp_path: Path, 
         with contextlib.suppress(InputError):
             parse_file(kind, str(path))
         assert time.monotonic() - t0 < 1.0, (kind, junk[:20])
+
+
+@pytest.mark.parametrize("kind", ["perftest", "iperf3"])
+def test_deeply_nested_json_output_is_located(tmp_path: Path, kind: str) -> None:
+    """The fuzzer found `[[[[…` in a perftest --out_json file ended in RecursionError."""
+    from fabric.parsers import parse_file
+
+    path = tmp_path / "out.json"
+    path.write_text('{"results": ' + "[" * 100_000 + "]" * 100_000 + "}\n")
+    with pytest.raises(InputError, match=r"out.json: json: expected JSON nested at most"):
+        parse_file(kind, str(path))
