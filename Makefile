@@ -7,7 +7,7 @@ APT_PACKAGES := frr frr-pythontools openssh-server openssh-client iperf3 iproute
 # Side venv for ../shared/tools/sonic_yang_check.py (libyang C 2 from Debian, its PyPI bindings)
 YANG_VENV := .refs/yang-venv
 
-.PHONY: demo test lint bench deps venv refs refs-yang refs-avd clean
+.PHONY: demo test lint bench fuzz deps venv refs refs-yang refs-avd clean
 
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
@@ -74,6 +74,16 @@ test: deps venv refs
 	$(VENV)/bin/ruff check fabric tests bench
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/pytest -q
+
+# The fuzzer (tests/fuzz), long: FUZZ_EXAMPLES inventory mutations, the other targets by FUZZ_SHARES of that;
+# counts and throughput in build/fuzz/*.json, inputs of defects kept in build/fuzz/defects/. CI runs the same
+# tests with the defaults (a fixed seed, ~2 minutes).
+FUZZ_EXAMPLES ?= 10000
+FUZZ_SHARES ?= configs=0.2,outputs=0.2,intents=0.1
+FUZZ_SEED ?= 17
+fuzz: venv
+	FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) FUZZ_SHARES=$(FUZZ_SHARES) FUZZ_SEED=$(FUZZ_SEED) $(VENV)/bin/pytest -q -p no:cacheprovider tests/fuzz; \
+	  rc=$$?; cat build/fuzz/*.json; exit $$rc
 
 bench: venv
 	$(PY) bench/render_scale.py

@@ -16,10 +16,16 @@ class Problem:
     found: str = ""
 
     def __str__(self) -> str:
-        where = f"{self.file}:{self.line}" if self.line else self.file
-        field = f" {self.path}:" if self.path else ""
-        found = f", found {self.found}" if self.found else ""
-        return f"{where}:{field} expected {self.expected}{found}"
+        where = f"{printable(self.file)}:{self.line}" if self.line else printable(self.file)
+        field = f" {printable(self.path)}:" if self.path else ""
+        found = f", found {printable(self.found)}" if self.found else ""
+        return f"{where}:{field} expected {printable(self.expected)}{found}"
+
+
+def printable(text: str) -> str:
+    """`text` on one line: newlines and other control characters escaped (\\n, \\x00), so one problem stays one
+    line whatever a name holds."""
+    return text if text.isprintable() else "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 class InputError(Exception):
@@ -32,7 +38,7 @@ class InputError(Exception):
             problems = [Problem(file="", line=None, path="", expected=problems)]
         elif isinstance(problems, Problem):
             problems = [problems]
-        self.problems = problems
+        self.problems = list(dict.fromkeys(problems))  # one line per problem: the same one found twice, once
         super().__init__("\n".join(str(p) for p in problems))
 
 

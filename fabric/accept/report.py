@@ -11,6 +11,7 @@ from xml.etree import ElementTree as ET
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from fabric.accept.results import AcceptReport, CheckResult
 
@@ -26,12 +27,12 @@ def table(report: AcceptReport, console: Console) -> None:
     for r in report.results:
         bad = sum(not m.ok for m in r.measurements)
         tests = f"{len(r.measurements) - bad}/{len(r.measurements)}" if r.measurements else "-"
-        t.add_row(r.name, f"[{_STYLE[r.status]}]{r.status}[/]", tests, str(r.rounds or "-"), f"{r.seconds:.1f}",
+        t.add_row(r.name, Text(r.status, style=_STYLE[r.status]), tests, str(r.rounds or "-"), f"{r.seconds:.1f}",
                   r.message)
     console.print(t)
     for r in report.results:
         for line in r.evidence[:30]:
-            console.print(f"[dim]{r.name}:[/dim] {line}", markup=True, highlight=False)
+            console.print(Text.assemble((f"{r.name}:", "dim"), f" {line}"))
     if report.switch_counters:
         console.print(counters_table(report))
     c = report.counts()

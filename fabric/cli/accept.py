@@ -8,16 +8,16 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
+from fabric.cli.console import console, styled
 from fabric.cli.progress import devices, track
 from fabric.cli.remediate import RemediateOpt, SchedulerOpt, accept_faults, hand_over, schedulers
 from fabric.cli.site import none_answered, open_site
 from fabric.errors import UsageError
 
-out = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
-err = Console(stderr=True, highlight=False)
+out = console()
+err = console(stderr=True)
 InventoryArg = Annotated[Path, typer.Argument(help="inventory directory of YAML files", show_default=False)]
 
 
@@ -223,6 +223,6 @@ def _counters_table(rows, seconds: float) -> None:
         queues = " ".join(f"TC{tc}:{v:.2f}" for tc, v in sorted(r.queues_gbps.items()) if v >= 0.005)
         t.add_row(r.node, r.port, f"{r.rx_gbps:.2f}", f"{r.tx_gbps:.2f}", queues, f"{r.pause:.1f}", f"{r.ecn:.1f}",
                   f"{r.cnp_sent:.1f}", f"{r.cnp_handled:.1f}",
-                  f"[red]{r.discards:.1f}[/red]" if r.discards else "0", ",".join(r.exposed),
-                  f"[bold red]{'; '.join(r.anomalies)}[/bold red]" if hot else "")
+                  styled(f"{r.discards:.1f}", "red") if r.discards else "0", ",".join(r.exposed),
+                  styled("; ".join(r.anomalies), "bold red") if hot else "")
     out.print(t)

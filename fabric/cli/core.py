@@ -8,13 +8,13 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
+from fabric.cli.console import console
 from fabric.cli.progress import Tracker, track
 from fabric.errors import InputError, Problem, UsageError
 
-out = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
+out = console()
 InventoryArg = Annotated[Path, typer.Argument(help="inventory directory of YAML files", show_default=False)]
 FormatOpt = Annotated[str, typer.Option("--format", help="table or json")]
 

@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from fabric.cli.console import console as make_console
 from fabric.cli.remediate import RemediateOpt, diagnose_faults, hand_over, schedulers
 from fabric.diagnose.bind import FabricIndex, fabric_roce_tos
 from fabric.diagnose.catalog import load_catalog
@@ -83,7 +84,7 @@ def diagnose(
 
 def print_table(report: Report, console: Console | None = None) -> None:
     """One table per severity (errors first), then a one-line summary."""
-    console = console or Console(highlight=False, width=None if _is_tty() else 160)
+    console = console or make_console()
     for severity in SEVERITIES:
         rows = [f for f in report.findings if f.severity == severity]
         if not rows:

@@ -8,15 +8,15 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
+from fabric.cli.console import console
 from fabric.cli.progress import devices, track
 from fabric.cli.push import Context, FormatOpt, InsecureOpt, InventoryArg, LabOpt, LimitOpt, WorkersOpt
 from fabric.cli.site import none_answered
 from fabric.errors import UsageError
 
-out = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
-err = Console(stderr=True, highlight=False)
+out = console()
+err = console(stderr=True)
 
 
 def fetch_command(

@@ -13,6 +13,7 @@ from pydantic import ValidationError
 from fabric.cli.site import open_site
 from fabric.design.intent import HostIntent
 from fabric.errors import InputError, Problem, UsageError
+from fabric.model.source import MAX_BYTES, read_user_file
 
 host_app = typer.Typer(
     no_args_is_help=True,
@@ -33,11 +34,7 @@ def load_intent(intent_file: Path | None, inventory: Path | None, host: str | No
     if intent_file is not None:
         if inventory is not None:
             raise UsageError("give either --intent FILE or INVENTORY --host NAME, not both")
-        try:
-            text = sys.stdin.read() if str(intent_file) == "-" else intent_file.read_text()
-        except (OSError, UnicodeDecodeError) as exc:
-            why = getattr(exc, "strerror", None) or str(exc)
-            raise InputError(Problem(str(intent_file), None, "", "a readable host.json", why)) from None
+        text = sys.stdin.read(MAX_BYTES) if str(intent_file) == "-" else read_user_file(intent_file, "a host.json")
         try:
             return HostIntent.model_validate_json(text)
         except ValidationError as exc:
@@ -263,9 +260,9 @@ def _fleet(
     python: str | None,
     lab: bool = False,
 ) -> None:
-    from rich.console import Console
     from rich.table import Table
 
+    from fabric.cli.console import console
     from fabric.cli.progress import track
     from fabric.host.fleet import HostOutcome, run
 
@@ -297,10 +294,10 @@ def _fleet(
     if not names:
         raise UsageError(f"--limit: expected a pattern matching hosts of {fabric.name}, found {limit!r}")
     if all(h.status == "unreachable" for h in result.hosts):
+        from fabric.cli.console import console
         from fabric.cli.site import none_answered
 
-        Console(stderr=True, highlight=False).print(f"error: {none_answered(site, 'hosts', names)}", markup=False,
-                                                    soft_wrap=True)
+        console(stderr=True).print(f"error: {none_answered(site, 'hosts', names)}", soft_wrap=True)
     if fmt is Format.json:
         typer.echo(json.dumps({**result.model_dump(mode="json"), "ok": result.ok}, indent=2))
     else:
@@ -309,7 +306,7 @@ def _fleet(
             table.add_column(col)
         for h in result.hosts:
             table.add_row(h.host, h.status, str(h.changed), str(h.unchanged), str(h.skipped), str(h.failed), h.note)
-        Console(highlight=False, width=200).print(table)
+        console(width=200).print(table)
         bad = sum(h.status != "ok" for h in result.hosts)
         typer.echo(f"{len(result.hosts)} hosts, {bad} failed")
     sys.exit(0 if result.ok else 1)

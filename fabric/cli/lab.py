@@ -9,15 +9,16 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
+from fabric.cli.console import console, styled
 from fabric.errors import UsageError
 
 lab_app = typer.Typer(no_args_is_help=True,
                       help="A whole fabric on this machine: namespaces, veths, FRR, sshd.")
-out = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
-err = Console(stderr=True, highlight=False)
+out = console()
+err = console(stderr=True)
 
 InventoryArg = Annotated[Path, typer.Argument(help="inventory directory of YAML files", show_default=False)]
 
@@ -55,7 +56,7 @@ def up(inventory: InventoryArg,
     try:
         st = lab_up(fabric, inventory=str(inventory), prefix=loaded.inv.lab.prefix,
                     management=loaded.inv.lab.management, timeout=timeout,
-                    log=lambda m: err.print(f"[dim]{time.monotonic() - t0:5.1f}s[/dim] {m}"))
+                    log=lambda m: err.print(Text.assemble((f"{time.monotonic() - t0:5.1f}s", "dim"), f" {m}")))
     except StepError as exc:
         raise UsageError(f"lab up failed at {exc.step}: {exc.detail} (lab torn down)") from None
     out.print(f"lab {st.fabric} up in {st.up_seconds:.1f}s: {len(fabric.switches)} switches, "
@@ -107,9 +108,9 @@ def _print_status(s, fabric) -> None:
         bad = ", ".join(f"{x.neighbor}({x.peer}) {x.state}" for x in sw.sessions if x.state != "Established")
         ecmp = f"{sw.ecmp_min if sw.ecmp_min is not None else '-'}/{sw.ecmp_expected or '-'}"
         ok_ecmp = sw.ecmp_expected is None or (sw.ecmp_min or 0) >= sw.ecmp_expected
-        t.add_row(sw.name, sw.role, f"{est}/{len(sw.sessions)}", f"[red]{bad}[/red]" if bad else "",
-                  ecmp if ok_ecmp else f"[red]{ecmp}[/red]",
-                  f"[red]{len(sw.missing)}[/red]" if sw.missing else "0")
+        t.add_row(sw.name, sw.role, f"{est}/{len(sw.sessions)}", styled(bad, "red") if bad else "",
+                  ecmp if ok_ecmp else styled(ecmp, "red"),
+                  styled(str(len(sw.missing)), "red") if sw.missing else "0")
     out.print(t)
     if s.pings:
         rails = sorted({p.rail for p in s.pings})
@@ -127,7 +128,7 @@ def _print_status(s, fabric) -> None:
                     continue
                 down = [str(p.rail) for p in ps if not p.ok]
                 cell = f"{len(ps) - len(down)}/{len(ps)}"
-                row.append(f"[red]{cell} rail {','.join(down)}[/red]" if down else f"[green]{cell}[/green]")
+                row.append(styled(f"{cell} rail {','.join(down)}", "red") if down else styled(cell, "green"))
             m.add_row(a, *row)
         out.print(m)
         r = Table(title="reachability per rail")
@@ -142,7 +143,7 @@ def _print_status(s, fabric) -> None:
             def frac(group: list) -> str:
                 ok = sum(p.ok for p in group)
                 return "-" if not group else (f"{ok}/{len(group)}" if ok == len(group)
-                                              else f"[red]{ok}/{len(group)}[/red]")
+                                              else styled(f"{ok}/{len(group)}", "red"))
             r.add_row(str(rail), frac(w), frac(x), f"{sum(rtts) / len(rtts):.3f}" if rtts else "-")
         out.print(r)
     if s.faults:
@@ -152,8 +153,8 @@ def _print_status(s, fabric) -> None:
         for x in s.faults:
             f.add_row(x.kind, f"{x.node}:{x.port}", x.ifname, x.rate or "")
         out.print(f)
-    out.print("[green]all sessions established, full ECMP, every rail reachable[/green]" if s.ok
-              else f"[red]{len(s.problems)} problems[/red]: " + "; ".join(s.problems[:5]))
+    out.print(styled("all sessions established, full ECMP, every rail reachable", "green") if s.ok
+              else Text.assemble((f"{len(s.problems)} problems", "red"), ": " + "; ".join(s.problems[:5])))
 
 
 @lab_app.command("exec", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})

@@ -6,8 +6,8 @@ import sys
 from pathlib import Path
 
 import typer
-from rich.console import Console
 
+from fabric.cli.console import console
 from fabric.cli.progress import Tracker, track
 from fabric.errors import InputError, Problem
 from fabric.lint.core import RULES, Severity
@@ -35,12 +35,12 @@ def lint(
     """Lint a fabric: QoS across the cable, NCCL, L1-L3, operations. Exit 0 clean, 1 findings, 2 bad input."""
     from fabric.lint import output as out
 
-    console = Console(highlight=False, soft_wrap=True)
+    con = console(soft_wrap=True)
     if list_rules:
         if markdown:
             typer.echo(out.rule_markdown(), nl=False)
         else:
-            out.rule_table(console)
+            out.rule_table(con)
         return
     if explain:
         all_rules()
@@ -62,9 +62,9 @@ def lint(
     if fmt == "table":
         if output:
             with output.open("w") as fh:
-                out.table(result, Console(file=fh, width=200, highlight=False))
+                out.table(result, console(file=fh, width=200))
         else:
-            out.table(result, console)
+            out.table(result, con)
     else:
         text = {
             "json": lambda: out.to_json(result),

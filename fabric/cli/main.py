@@ -6,7 +6,6 @@ import sys
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
 try:  # typer ≥ 0.20 vendors click
     from typer._click.exceptions import ClickException
@@ -29,12 +28,23 @@ from fabric.cli import (
     push,
     remediate,
 )
+from fabric.cli.console import console
 from fabric.errors import InputError, UsageError
 
 # add_completion: `fabric --install-completion [SHELL]` / `--show-completion [SHELL]` (bash, zsh, fish, pwsh)
 app = typer.Typer(no_args_is_help=True, add_completion=True, pretty_exceptions_enable=False,
                   help="Provision and validate RoCEv2 lossless Ethernet fabrics for GPU clusters.")
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+err = console(stderr=True, soft_wrap=True)
+MAX_ERRORS = 200  # problems printed; the rest counted
+
+
+def _errors(lines: list[str]) -> None:
+    """One `error:` line per problem (each once), at most MAX_ERRORS, then how many more."""
+    lines = list(dict.fromkeys(lines))
+    for line in lines[:MAX_ERRORS]:
+        err.print(f"error: {line}")
+    if len(lines) > MAX_ERRORS:
+        err.print(f"error: … and {len(lines) - MAX_ERRORS} more problems")
 
 
 def version() -> str:
@@ -76,12 +86,10 @@ def main() -> None:
     except InputError as exc:
         from fabric.design.derive import semantic_problems
 
-        for problem in semantic_problems(exc):
-            err.print(f"error: {problem}", markup=False, soft_wrap=True)
+        _errors([str(p) for p in semantic_problems(exc)])
         sys.exit(2)
     except UsageError as exc:
-        for line in str(exc).splitlines():
-            err.print(f"error: {line}", markup=False)
+        _errors(str(exc).splitlines())
         sys.exit(2)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)

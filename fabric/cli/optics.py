@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
+from fabric.cli.console import console as make_console
 from fabric.cli.site import open_site
 from fabric.errors import UsageError
 
@@ -53,7 +53,7 @@ def optics(
 
 
 def _table(rows, all_rows: bool) -> None:
-    console = Console(highlight=False, width=None if Console().is_terminal else 200)
+    console = make_console(width=None if sys.stdout.isatty() else 200)
     shown = [r for r in rows if all_rows or r.status not in ("ok", "no module")]
     t = Table(title="optics", show_lines=False)
     for col in ("where", "cable to", "module", "status", "details"):

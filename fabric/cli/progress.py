@@ -35,6 +35,8 @@ from rich.progress import (
 )
 from rich.text import Text
 
+from fabric.cli.console import console
+
 DELAY = float(os.environ.get("FABRIC_PROGRESS_DELAY", "2"))  # seconds of work before the display appears
 _state = {"quiet": False}
 
@@ -57,7 +59,7 @@ def configure(*, quiet: bool) -> None:
 
 
 def stderr_console() -> Console:
-    return Console(stderr=True, highlight=False)
+    return console(stderr=True)
 
 
 def enabled(console: Console) -> bool:

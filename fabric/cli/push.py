@@ -16,14 +16,16 @@ from rich.table import Table
 from rich.text import Text
 
 from fabric.access import Credentials, SwitchEndpoint
+from fabric.cli.console import console, styled
 from fabric.cli.progress import devices as device_progress
 from fabric.cli.progress import track
 from fabric.cli.site import none_answered, open_site
 from fabric.errors import UsageError
 from fabric.push import engine, state
+from fabric.secrets import MASK, mask, mask_line
 
-out = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
-err = Console(stderr=True, highlight=False)
+out = console()
+err = console(stderr=True)
 
 LimitOpt = Annotated[str | None, typer.Option("--limit", help="switch name glob(s), comma-separated")]
 WorkersOpt = Annotated[int, typer.Option("--workers", min=1, help="devices contacted at the same time")]
@@ -75,11 +77,28 @@ def _summary(results: list[engine.DeviceResult]) -> dict[str, int]:
     return counts
 
 
+def _masked(r: engine.DeviceResult) -> tuple[dict[str, list[str]], int]:
+    """The device's diff sections with the secret of every secret line masked (fabric.secrets), and the count."""
+    sections: dict[str, list[str]] = {}
+    count = 0
+    for section, items in (r.diff.sections() if r.diff else {}).items():
+        (name,), hit = mask([section])
+        sections[name], n = mask(items)
+        count += n + hit
+    return sections, count
+
+
 def print_results(title: str, results: list[engine.DeviceResult], fmt: str, *, diffs: bool = True) -> None:
+    """The results as a table (with each diff) or JSON; secret lines of running configs (passwords, secrets,
+    keys, communities) are masked in both, and the output says how many were."""
     counts = _summary(results)
+    masked = {r.device: _masked(r) for r in results}
+    hidden = sum(n for _, n in masked.values())
     if fmt == "json":
-        sys.stdout.write(json.dumps({"fabric": title, "summary": counts,
-                                     "devices": [r.summary() for r in results]}, indent=2) + "\n")
+        devices = [{**r.summary(), "sections": masked[r.device][0], "detail": mask_line(r.detail)[0],
+                    "masked_lines": masked[r.device][1]} for r in results]
+        sys.stdout.write(json.dumps({"fabric": title, "summary": counts, "masked_lines": hidden,
+                                     "devices": devices}, indent=2) + "\n")
         return
     table = Table(title=title)
     for col in ("device", "target", "status", "+", "-", "detail"):
@@ -87,23 +106,26 @@ def print_results(title: str, results: list[engine.DeviceResult], fmt: str, *, d
     style = {"unchanged": "green", "applied": "green", "changed": "yellow", "rolled-back": "yellow",
              "skipped": "dim"}
     for r in results:
-        table.add_row(r.device, r.target, f"[{style.get(r.status, 'red')}]{r.status}[/]",
-                      str(r.diff.added if r.diff else ""), str(r.diff.removed if r.diff else ""), r.detail)
+        table.add_row(r.device, r.target, styled(r.status, style.get(r.status, "red")),
+                      str(r.diff.added if r.diff else ""), str(r.diff.removed if r.diff else ""),
+                      mask_line(r.detail)[0])
     out.print(table)
     if diffs:
         for r in results:
             if r.diff and not r.diff.empty:
-                out.print(f"[bold]{r.device}[/bold] ({r.target}) {r.diff.digest}; {r.diff.unmanaged} settings the "
-                          "inventory does not render left as they are")
-                for section, items in r.diff.sections().items():
-                    out.print(f"  {section}", markup=False)
+                out.print(Text.assemble((r.device, "bold"), f" ({r.target}) {r.diff.digest}; {r.diff.unmanaged} "
+                                        "settings the inventory does not render left as they are"))
+                for section, items in masked[r.device][0].items():
+                    out.print(f"  {section}")
                     for item in items:
                         out.print(Text(f"    {item}", style="green" if item[0] == "+" else "red"))
-    out.print(", ".join(f"{n} {s}" for s, n in sorted(counts.items())), markup=False)
+    out.print(", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
     unmanaged = [r.diff.unmanaged for r in results if r.diff]
     if unmanaged:
         out.print(f"left alone: {sum(unmanaged)} settings the inventory does not render, on {len(unmanaged)} "
-                  "switches", markup=False)
+                  "switches")
+    if hidden:
+        out.print(f"{hidden} secret lines masked (password, secret, key, community: shown as {MASK})")
 
 
 def online_plan(inventory: Path, limit: str | None, fmt: str, workers: int, lab: bool, insecure_lab: bool,

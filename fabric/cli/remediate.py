@@ -8,13 +8,13 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
+from fabric.cli.console import console
 from fabric.design.intent import FabricIntent
 from fabric.errors import UsageError
 from fabric.remediate import SCHEDULERS, Fault, actions, command_lines, execute
 
-out = Console(highlight=False, soft_wrap=True)
+out = console(soft_wrap=True)
 
 SchedulerOpt = Annotated[str, typer.Option(
     "--scheduler", help=f"where located faults are handed: any of {', '.join(SCHEDULERS)} (comma-separated)")]

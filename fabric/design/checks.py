@@ -18,9 +18,10 @@ def capacity_problems(loaded: Loaded, topo: Topo) -> list[Problem]:
     out: list[Problem] = []
     # Pools large enough for what they must number.
     nsw = len(topo.switches)
-    if a.loopbacks.num_addresses - 2 < nsw and a.loopbacks.prefixlen < 31:
+    room = a.loopbacks.num_addresses - 2 if a.loopbacks.prefixlen < 31 else a.loopbacks.num_addresses - 1
+    if room < nsw:  # loopbacks are network address + 1, + 2, …
         out.append(smap.problem(("addressing", "loopbacks"), f"room for {nsw} switch loopbacks",
-                                f"{a.loopbacks} with {a.loopbacks.num_addresses - 2} addresses"))
+                                f"{a.loopbacks} with {room} addresses"))
     ndev = nsw + len(topo.hosts)
     if a.management.num_addresses - 2 < ndev:
         out.append(smap.problem(("addressing", "management"), f"room for {ndev} management addresses",

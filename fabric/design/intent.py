@@ -7,17 +7,43 @@ to `host.json` and read back by the host agent, so its shape is a stable boundar
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from ipaddress import IPv4Address, IPv4Interface, IPv4Network
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
 from fabric.design.headroom import Headroom
-from fabric.model.inventory import Target
+from fabric.model.inventory import (
+    ENV_KEY,
+    ENV_VALUE,
+    IFNAME,
+    NAME,
+    PORT,
+    SYSCTL_KEY,
+    SYSCTL_VALUE,
+    Target,
+    sysctl_interface,
+)
 from fabric.model.ports import HwPort
 
 
 class Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+def _ipv4(kind: type) -> AfterValidator:
+    """A string that must parse as `kind` (host.json is read back by the agent: an IPv6 or malformed address is
+    a located error there, not a traceback later)."""
+    def check(v: str) -> str:
+        kind(v)
+        return v
+    return AfterValidator(check)
+
+
+IfName = Annotated[str, StringConstraints(pattern=IFNAME)]
+Ipv4If = Annotated[str, StringConstraints(max_length=18), _ipv4(IPv4Interface)]
+Ipv4Net = Annotated[str, StringConstraints(max_length=18), _ipv4(IPv4Network)]
+Ipv4 = Annotated[str, StringConstraints(max_length=15), _ipv4(IPv4Address)]
 
 
 class EcnFacts(Model):
@@ -192,23 +218,25 @@ class PodRail(Model):
 
 
 class RailIntent(Model):
-    rail: int
-    rdma: str
-    netdev: str  # the physical NIC
-    ifname: str  # netdev, or netdev.vlan when tagged on the host side
-    vlan: int | None
-    vfs: int
-    mtu: int
-    speed: int
-    address: str  # 172.16.0.11/24
-    gateway: str
-    subnet: str
-    table: int
-    rule_priority: int
-    routes: list[str]  # destinations via the gateway, in the rail's table
-    leaf: str
-    leaf_port: str
-    cable_m: int
+    rail: int = Field(ge=1, le=64)
+    rdma: str = Field(pattern=r"^[A-Za-z0-9_]{1,64}$")
+    netdev: IfName  # the physical NIC
+    # netdev, or netdev.vlan when tagged on the host side (Linux allows 15 characters; a longer VLAN name is not
+    # refused here yet: the k8s-vlan16 fixture has one)
+    ifname: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,20}$")
+    vlan: int | None = Field(ge=1, le=4094)
+    vfs: int = Field(ge=0, le=127)
+    mtu: int = Field(ge=68, le=65535)
+    speed: int = Field(ge=1, le=10_000)
+    address: Ipv4If  # 172.16.0.11/24
+    gateway: Ipv4
+    subnet: Ipv4Net
+    table: int = Field(ge=1, le=2**31)
+    rule_priority: int = Field(ge=1, le=2**31)
+    routes: list[Ipv4Net]  # destinations via the gateway, in the rail's table
+    leaf: str = Field(pattern=NAME)
+    leaf_port: str = Field(pattern=PORT)
+    cable_m: int = Field(ge=0, le=100_000)
     pci: str | None = None  # PCI address of the NIC (inventory, or read from a predictable netdev name)
     vf_trust: bool = True  # with vfs > 0: `ip link set <netdev> vf N trust on|off`
     vf_spoof_check: bool = False  # with vfs > 0: `… spoofchk on|off`
@@ -241,20 +269,35 @@ class GidIntent(Model):
 
 
 class HostIntent(Model):
-    name: str
+    name: str = Field(pattern=NAME)
     su: int
     gpus: int
-    management_interface: str
-    management_address: str
+    management_interface: IfName
+    management_address: Ipv4If
     roce_mtu: int
     rails: list[RailIntent]
-    sysctls: dict[str, str]  # /proc/sys relative path (net/ipv4/conf/eth1/arp_ignore) → value
+    # /proc/sys relative path (net/ipv4/conf/eth1/arp_ignore) → value
+    sysctls: dict[Annotated[str, StringConstraints(pattern=SYSCTL_KEY)],
+                  Annotated[str, StringConstraints(pattern=SYSCTL_VALUE)]]
     nic_qos: NicQos
     dcqcn: DcqcnIntent
     gid: GidIntent
-    nccl_env: dict[str, str]
+    nccl_env: dict[Annotated[str, StringConstraints(pattern=ENV_KEY)],
+                   Annotated[str, StringConstraints(pattern=ENV_VALUE)]]
     rdma_netns: Literal["exclusive", "shared"] | None = None  # RDMA subsystem netns mode; None: not managed
     origins: dict[str, str] = {}
+
+    @model_validator(mode="after")
+    def _own_interfaces(self) -> HostIntent:
+        """The agent manages the rail interfaces only: never the management interface, nor a sysctl of an
+        interface the intent does not name."""
+        own = {r.netdev for r in self.rails} | {r.ifname for r in self.rails}
+        if self.management_interface in own:
+            raise ValueError(f"rails other than the management interface {self.management_interface}")
+        foreign = sorted({d for k in self.sysctls if (d := sysctl_interface(k)) and d not in own | {"all", "default"}})
+        if foreign:
+            raise ValueError(f"sysctls of all, default or a rail interface, found {', '.join(foreign)}")
+        return self
 
 
 @dataclass(slots=True, kw_only=True)

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import re
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any
 
 from fabric.errors import Problem
-from fabric.model.inventory import HostSettings, Inventory, NicDef
+from fabric.model.inventory import NAME, HostSettings, Inventory, NicDef, sysctl_interface
 from fabric.model.platforms import PLATFORMS, Platform
 from fabric.model.ports import sonic_port_map
 from fabric.model.source import SourceMap, dotted
@@ -127,11 +128,37 @@ class _Builder:
         self.inv, self.smap, self.t, self.force_target = inv, smap, Topo(), target
         self.overrides = {s.name: (i, s) for i, s in enumerate(inv.switches)}
         self.reported: set[tuple[Any, ...]] = set()
+        self.shared: dict[tuple[Any, ...], list[int]] = {}  # loc → [index in problems, count]
 
     def problem(self, loc: tuple[Any, ...], expected: str, found: str = "") -> None:
+        """A problem; one from a shared default (hosts.defaults) is reported once, with the count of hosts."""
+        if loc[:2] == ("hosts", "defaults"):
+            if loc in self.shared:
+                self.shared[loc][1] += 1
+                return
+            self.shared[loc] = [len(self.t.problems), 1]
         self.t.problems.append(self.smap.problem(loc, expected, found))
 
+    def finish(self) -> Topo:
+        for i, count in self.shared.values():
+            if count > 1:
+                p = self.t.problems[i]
+                self.t.problems[i] = replace(p, found=f"{p.found} (from the shared default: {count} hosts)")
+        return self.t
+
+    def bad_name(self, name: str, role: str) -> bool:
+        """A generated name that is no device name (too long, say): one problem per pattern, at the pattern."""
+        if re.fullmatch(NAME, name):
+            return False
+        loc = ("topology", "names", role.replace("-", "_"))
+        if loc not in self.reported:
+            self.reported.add(loc)
+            self.problem(loc, f"names matching {NAME} (at most 63 characters)", repr(name[:80]))
+        return True
+
     def add_switch(self, name: str, role: str, **kw: Any) -> Switch | None:
+        if self.bad_name(name, role):
+            return None
         loc: tuple[Any, ...] = ("topology",)
         settings = self.inv.roles.get(role)  # type: ignore[call-overload]
         over = self.overrides.get(name)
@@ -330,6 +357,8 @@ class _Builder:
             self.add_host(name, hd.su, count + 1, (i, hd))
 
     def add_host(self, name: str, su: int, h: int, explicit: tuple[int, Any] | None) -> None:
+        if self.bad_name(name, "host"):
+            return
         loc: tuple[Any, ...] = ("hosts", "list", explicit[0]) if explicit else ("topology",)
         if name in self.t.hosts or name in self.t.switches:
             self.problem(loc, "each device name once", f"{name} twice")
@@ -348,10 +377,8 @@ class _Builder:
             seen.add(nd.netdev)
             leaf_name = self.t.leaf_of.get((su, nd.rail))
             if leaf_name is None:
-                if nic_loc not in self.reported:  # a shared default is reported once, not per host
-                    self.reported.add(nic_loc)
-                    self.problem((*nic_loc, "rail"), f"a rail with a leaf in SU {su} "
-                                 f"(rails 1-{self.inv.topology.rails})", f"rail {nd.rail} on {name}")
+                self.problem((*nic_loc, "rail"), f"a rail with a leaf in SU {su} "
+                             f"(rails 1-{self.inv.topology.rails})", f"rail {nd.rail} on {name}")
                 continue
             nic = Nic(nd.rail, nd.rdma, nd.netdev, nd.vlan, nd.vfs, pci=nd.pci)
             leaf = self.t.switches[leaf_name]
@@ -360,7 +387,26 @@ class _Builder:
             if ln:
                 nic.leaf, nic.leaf_port = leaf.name, ln.b_port
             host.nics.append(nic)
+        self.own_interfaces(host, loc, explicit)
         self.t.hosts[name] = host
+
+    def own_interfaces(self, host: Host, loc: tuple[Any, ...], explicit: tuple[int, Any] | None) -> None:
+        """The host agent manages the rail NICs only: never the management interface, nor a sysctl of an
+        interface outside the rails (a shared default reported once)."""
+        mgmt = host.settings["management_interface"]
+        own = {"all", "default", "{if}", *(n.netdev for n in host.nics),
+               *(f"{n.netdev}.{n.vlan}" for n in host.nics if n.vlan)}
+        layer = loc if explicit and explicit[1].nics is not None else ("hosts", "defaults")
+        for j, nic in enumerate(host.nics):
+            if nic.netdev == mgmt:
+                self.problem((*layer, "nics", j, "netdev"),
+                                  f"a rail NIC other than the management interface {mgmt}", nic.netdev)
+        layer = loc if explicit and explicit[1].sysctls is not None else ("hosts", "defaults")
+        for key in host.settings.get("sysctls") or {}:
+            dev = sysctl_interface(key)
+            if dev is not None and dev not in own:
+                self.problem((*layer, "sysctls", key), "a sysctl of all, default, {if} or a rail interface "
+                                  f"({', '.join(sorted(own - {'all', 'default', '{if}'}))})", dev)
 
     def explicit(self) -> None:
         for i, sd in enumerate(self.inv.switches):
@@ -418,4 +464,4 @@ def build(inv: Inventory, smap: SourceMap, target: str | None = None) -> Topo:
     b.explicit()
     if inv.topology.scalable_units == 0:
         b.generate_hosts()
-    return b.t
+    return b.finish()

@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
+from fabric.diagnose.regex import Pattern, linear
 from fabric.diagnose.report import Severity
 from fabric.diagnose.rules import RULE_IDS
 from fabric.errors import InputError, Problem
@@ -30,28 +31,39 @@ class Signature(BaseModel):
     severity: Severity
     sources: list[SourceKind] = Field(min_length=1)
     regex: str = Field(min_length=1)
+    unless: str | None = Field(None, min_length=1, description="a regex that vetoes a hit on the same line (RE2 has "
+                               "no lookaround: `unless` says what a negative lookahead would)")
     cause: str = Field(min_length=1)
     next_step: str = Field(min_length=1)
-    _pattern: re.Pattern[str] = PrivateAttr()
+    _pattern: Pattern = PrivateAttr()
 
-    @field_validator("regex")
+    @field_validator("regex", "unless")
     @classmethod
-    def _compiles(cls, value: str) -> str:
+    def _compiles(cls, value: str | None) -> str | None:
+        if value is None:
+            return value
         try:
             re.compile(value)
-        except re.error as exc:
+        except (re.error, RecursionError, OverflowError) as exc:
             raise ValueError(f"a valid Python regular expression ({exc})") from None
+        linear(value)  # raises ValueError: a pattern only a backtracking engine runs
         return value
 
     _needles: tuple[str, ...] = PrivateAttr()
+    _unless: Pattern | None = PrivateAttr()
 
     def model_post_init(self, context: Any) -> None:
-        self._pattern = re.compile(self.regex)
+        self._pattern = linear(self.regex)
+        self._unless = linear(self.unless) if self.unless else None
         self._needles = required_literals(self.regex)
 
     @property
-    def pattern(self) -> re.Pattern[str]:
+    def pattern(self) -> Pattern:
         return self._pattern
+
+    @property
+    def unless_pattern(self) -> Pattern | None:
+        return self._unless
 
     @property
     def needles(self) -> tuple[str, ...]:

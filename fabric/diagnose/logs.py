@@ -9,19 +9,26 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+from fabric.diagnose.regex import linear
 from fabric.errors import InputError, Problem
+from fabric.parsers._common import capped_lines, regular_file
+
+MAX_GZIP = 8 * 2**30  # characters a .gz log may decompress to (a gzip bomb stops here)
 
 
 def read_lines(path: Path) -> Iterator[str]:
-    """Lines of a log file (`-` is stdin, `.gz` is decompressed); unreadable files are user errors."""
+    """Lines of a log file (`-` is stdin, `.gz` is decompressed), each at most MAX_LINE characters, so memory
+    stays flat whatever the input; unreadable files are user errors."""
     if str(path) == "-":
-        yield from sys.stdin
+        yield from capped_lines(sys.stdin)
         return
+    regular_file(str(path), "a readable log file")
     try:
-        opener = gzip.open if path.suffix == ".gz" else open
+        gz = path.suffix == ".gz"
+        opener = gzip.open if gz else open
         with opener(path, "rt", encoding="utf-8", errors="replace") as fh:
-            yield from fh
-    except (OSError, EOFError) as exc:
+            yield from capped_lines(fh, MAX_GZIP if gz else None, str(path))
+    except (OSError, EOFError, gzip.BadGzipFile) as exc:
         raise InputError(Problem(str(path), None, "", "a readable log file",
                                  getattr(exc, "strerror", None) or str(exc))) from None
 
@@ -46,7 +53,7 @@ MARKER_KIND = {marker: kind for kind, markers in _KIND_MARKERS.items() for marke
 COMMON_MARKERS = frozenset({"NCCL INFO"})  # on most lines of an NCCL log: not worth a gate pass
 KIND_GATE = re.compile("|".join(map(re.escape, sorted(MARKER_KIND, key=len, reverse=True))))
 
-_NCCL_PREFIX = re.compile(r"(?:^|[\s\]])(?P<host>[A-Za-z0-9][\w.-]*):\d+:\d+ \[\d+\]")
+_NCCL_PREFIX = linear(r"(?:^|[\s\]])(?P<host>[A-Za-z0-9][\w.-]*):\d+:\d+ \[\d+\]")
 _SYSLOG_PREFIX = re.compile(
     r"^(?:[A-Z][a-z]{2}\s+\d+\s+\d\d:\d\d:\d\d(?:\.\d+)?|\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d\S*)\s+"
     r"(?!(?:INFO|WARN|WARNING|ERROR|DEBUG|NOTICE|CRITICAL)\b)(?P<host>[A-Za-z0-9][\w.-]*)\s")

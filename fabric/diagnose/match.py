@@ -80,7 +80,7 @@ def diagnose(logs: Iterable[tuple[str, Iterable[str]]], signatures: list[Signatu
                     rule.feed(name, lineno, line, rank)
             for sig, pattern in candidates:
                 m = pattern.search(line)
-                if m is None:
+                if m is None or (sig.unless_pattern is not None and sig.unless_pattern.search(line)):
                     continue
                 groups = {k: v for k, v in m.groupdict().items() if v is not None}
                 if "host" not in groups and (host := host_of(line)):

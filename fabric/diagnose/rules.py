@@ -11,6 +11,7 @@ from typing import Any
 
 from fabric.diagnose.jobs import IterationRule, StragglerRule
 from fabric.diagnose.logs import host_of
+from fabric.diagnose.regex import linear
 from fabric.diagnose.report import Finding, Severity
 from fabric.diagnose.rulebase import DEFAULT_TOS, RULE_IDS, RULE_TITLES, Rule, TosOf, rule_finding
 
@@ -32,8 +33,8 @@ class _TrafficClassRule(Rule):
     """DG901: NCCL_IB_TC differs from the fabric's RoCE ToS. DG902: NCCL on RoCE without NCCL_IB_TC."""
 
     keywords = ("set by environment", "/RoCE")
-    _SET = re.compile(r"NCCL_IB_TC set by environment to (\d+)")
-    _ROCE = re.compile(r"NET/IB ?: Using .*?/RoCE")
+    _SET = linear(r"NCCL_IB_TC set by environment to (\d+)")
+    _ROCE = linear(r"NET/IB ?: Using .*?/RoCE")
 
     def __init__(self, *args: Any) -> None:
         super().__init__(*args)
@@ -99,9 +100,9 @@ class _IbHcaRule(Rule):
     """DG903: NCCL_IB_HCA names a device that NCCL did not find (absent, or its port not ACTIVE)."""
 
     keywords = ("NCCL_IB_HCA", "Using [", "No device found")
-    _HCA = re.compile(r"NCCL_IB_HCA set (?:by environment )?to (\S+?)\.?\s*$")
-    _USING = re.compile(r"NET/IB ?: Using((?: \[\d+\]\S+)*)")
-    _DEV = re.compile(r"\[\d+\]([\w.-]+):(\d+)")
+    _HCA = linear(r"NCCL_IB_HCA set (?:by environment )?to (\S+?)\.?\s*$")
+    _USING = linear(r"NET/IB ?: Using((?: \[\d+\]\S+)*)")
+    _DEV = linear(r"\[\d+\]([\w.-]+):(\d+)")
 
     def __init__(self, *args: Any) -> None:
         super().__init__(*args)
@@ -152,8 +153,8 @@ class _CnpRule(Rule):
     """DG904: np_cnp_sent grows but rp_cnp_handled stays flat everywhere: CNPs are never acted on."""
 
     keywords = ("mlx5_", "_cnp_")
-    _COUNTER = re.compile(r"\b(np_cnp_sent|rp_cnp_handled)\b\s*[:=]?\s*(\d+)")
-    _DEV = re.compile(r"\b(mlx5_(?:bond_)?\d+)\b")
+    _COUNTER = linear(r"\b(np_cnp_sent|rp_cnp_handled)\b\s*[:=]?\s*(\d+)")
+    _DEV = linear(r"\b(mlx5_(?:bond_)?\d+)\b")
 
     def __init__(self, *args: Any) -> None:
         super().__init__(*args)
@@ -244,7 +245,7 @@ class _LinkFlapRule(Rule):
     """DG905: the same NIC port went down more than once — a flapping link."""
 
     keywords = ("Link down",)
-    _LINK = re.compile(r"mlx5_core (?P<pci>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.\d)"
+    _LINK = linear(r"mlx5_core (?P<pci>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.\d)"
                        r"(?: (?P<ifname>[\w.-]+))?: Link down")
 
     def __init__(self, *args: Any) -> None:

@@ -6,9 +6,12 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import sys
 import tempfile
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
@@ -18,6 +21,7 @@ from pydantic import BaseModel
 
 from fabric.access import Site, ansible_ssh_args
 from fabric.errors import UsageError
+from fabric.secrets import scrubbed_env
 
 PLAYBOOK = resources.files("fabric") / "playbooks" / "host.yml"  # package data: the repository's playbooks/
 AGENT_TASK = "Run the host agent"
@@ -100,6 +104,47 @@ def _one_line(text: str) -> str:
     return lines[-1][:200] if lines else ""
 
 
+RUN_PREFIX = "fabric-hosts-"
+
+
+@contextmanager
+def scrubbed_environ() -> Iterator[None]:
+    """While ansible-runner runs, this process's environment holds only what the fleet needs (no
+    FABRIC_PASSWORD or any other secret): ansible-runner copies it into artifacts/<id>/command."""
+    saved = dict(os.environ)
+    os.environ.clear()
+    os.environ.update(scrubbed_env(saved))
+    try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+@contextmanager
+def cleanup_on_signals() -> Iterator[None]:
+    """SIGTERM and SIGHUP end the run through the `finally` that removes its private data dir."""
+    def stop(signum: int, _frame: Any) -> None:
+        raise SystemExit(128 + signum)
+    if threading.current_thread() is not threading.main_thread():  # only the main thread handles signals
+        yield
+        return
+    old = {s: signal.signal(s, stop) for s in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for s, handler in old.items():
+            signal.signal(s, handler)
+
+
+def remove_stale_runs() -> None:
+    """Private data dirs left by runs that were killed (SIGKILL, OOM): their process is gone."""
+    for d in Path(tempfile.gettempdir()).glob(f"{RUN_PREFIX}*-*"):
+        pid = d.name.removeprefix(RUN_PREFIX).split("-", 1)[0]
+        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+            shutil.rmtree(d, ignore_errors=True)
+
+
 def run(
     site: Site,
     mode: Literal["plan", "apply"],
@@ -147,7 +192,8 @@ def run(
             on_host(out)
         return True
 
-    pdd = Path(tempfile.mkdtemp(prefix="fabric-hosts-"))
+    remove_stale_runs()
+    pdd = Path(tempfile.mkdtemp(prefix=f"{RUN_PREFIX}{os.getpid()}-"))
     try:
         (pdd / "inventory").mkdir()
         (pdd / "inventory" / "hosts.yml").write_text(inventory_yaml(site))
@@ -175,7 +221,7 @@ def run(
             "ANSIBLE_NOCOLOR": "1",
             "ANSIBLE_PYTHON_INTERPRETER": "auto_silent",
         }
-        with resources.as_file(PLAYBOOK) as playbook:  # a real file even from a zipped install
+        with resources.as_file(PLAYBOOK) as playbook, scrubbed_environ(), cleanup_on_signals():
             r = ansible_runner.run(
                 private_data_dir=str(pdd),
                 playbook=str(playbook),
@@ -186,6 +232,8 @@ def run(
                 quiet=True,
                 event_handler=handle,
             )
+        if r.status == "canceled":  # ansible-runner's own SIGTERM/SIGINT handling stopped the playbook
+            raise UsageError("the fleet run was stopped by a signal; hosts already done are listed by a new plan")
         if r.rc != 0 and not outcomes:
             tail = _one_line(r.stdout.read() if hasattr(r.stdout, "read") else "")
             raise UsageError(f"ansible-playbook failed (rc {r.rc}): {tail or r.status}")

@@ -2,17 +2,87 @@
 
 from __future__ import annotations
 
+import re
 from ipaddress import IPv4Interface, IPv4Network
-from typing import Any, Literal
+from string import Formatter
+from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints, field_validator, model_validator
 
 from fabric.model.units import Bytes, Gbps, Metres, Seconds
 from fabric.nos import NOS
 
 Target = Literal[tuple(NOS)]  # the NOS table: sonic, nvue, eos, frr
 Role = Literal["super-spine", "spine", "leaf"]
-NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
+# The one set of string patterns every name, port, key and value is checked against at the model, so nothing
+# downstream (file names, shell scripts, config sessions, sysctl.d, env files) ever sees a path, a newline or a
+# shell metacharacter.
+NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$"  # a device name: also a file name and a DNS label
+PORT = r"^[A-Za-z][A-Za-z0-9_./-]{0,63}$"  # Ethernet0, swp1s0, Ethernet1/1, eth1
+IFNAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,14}$"  # a Linux netdev (IFNAMSIZ 16 with the NUL; no / or :)
+# net.ipv4.conf.all.arp_ignore, net.ipv4.conf.{if}.rp_filter (each rail), net/ipv4/conf/rail1.1001/…
+SYSCTL_KEY = r"^[a-z0-9_]+(?:[./](?:\{if\}|[A-Za-z0-9_-][A-Za-z0-9_.-]*))+$"
+SYSCTL_VALUE = r"^[A-Za-z0-9_.,:+ -]{0,256}$"  # 1, 4096 87380 6291456
+ENV_KEY = r"^[A-Za-z_][A-Za-z0-9_]{0,127}$"
+ENV_VALUE = r"^[^\x00-\x1f\x7f]{0,4096}$"  # one line; the templates quote it
+LINE = r"^[^\x00-\x1f\x7f]*$"  # free text: one line, no control characters
+MAX_HOSTS, MAX_SWITCHES, MAX_LINKS = 65_536, 16_384, 1_048_576
+Name = Annotated[str, StringConstraints(pattern=NAME)]
+IfName = Annotated[str, StringConstraints(pattern=IFNAME)]
+SysctlKey = Annotated[str, StringConstraints(pattern=SYSCTL_KEY)]
+
+
+def _text(v: object) -> object:
+    """A number written without quotes is the same text (sysctl values, environment values)."""
+    if isinstance(v, bool):
+        return str(int(v))
+    if isinstance(v, int) and -2**63 <= v < 2**64:
+        return str(v)
+    return v
+
+
+SysctlValue = Annotated[str, BeforeValidator(_text), StringConstraints(pattern=SYSCTL_VALUE)]
+
+
+def _address(v: object) -> object:
+    """An address or prefix as text: pydantic would read `true` or `5` as 0.0.0.1/32 and 0.0.0.5/32."""
+    if isinstance(v, str | IPv4Network | IPv4Interface):
+        return v
+    raise ValueError("an IPv4 prefix written as text, like 10.0.0.0/16")
+
+
+Network = Annotated[IPv4Network, BeforeValidator(_address)]
+Interface = Annotated[IPv4Interface, BeforeValidator(_address)]
+EnvKey = Annotated[str, StringConstraints(pattern=ENV_KEY)]
+EnvValue = Annotated[str, BeforeValidator(_text), StringConstraints(pattern=ENV_VALUE)]
+
+
+def sysctl_interface(key: str) -> str | None:
+    """The interface a per-interface sysctl key names (net.ipv4.conf.X.rp_filter, net/ipv6/neigh/X/…), else None."""
+    parts = key.split("/") if "/" in key else key.split(".")
+    if len(parts) >= 5 and parts[0] == "net" and parts[2] in ("conf", "neigh"):
+        return ".".join(parts[3:-1]) if "/" not in key else parts[3]
+    return None
+
+
+def format_problem(pattern: str, fields: tuple[str, ...]) -> str | None:
+    """Why a `topology.names` format string cannot make device names (None: it can): only the role's fields,
+    no conversions, a numeric spec of at most two digits, and a result that is a device name."""
+    try:
+        parts = list(Formatter().parse(pattern))
+    except ValueError as exc:
+        return f"a format string ({exc})"
+    for _text, field, spec, conversion in parts:
+        if field is None:
+            continue
+        if field not in fields:
+            return f"fields among {{{'}, {'.join(fields)}}} (not {{{field}}})"
+        if conversion or not re.fullmatch(r"0?[1-9]?d?", spec or ""):
+            return f"plain fields such as {{{fields[0]}}} or {{{fields[0]}:02d}}"
+    sample = pattern.format(**dict.fromkeys(fields, 1))
+    if not re.fullmatch(NAME, sample):
+        return f"names of at most 63 letters, digits, _ . - (it makes {sample!r})"
+    return None
 
 
 class Strict(BaseModel):
@@ -21,30 +91,53 @@ class Strict(BaseModel):
 
 class FabricInfo(Strict):
     name: str = Field(pattern=NAME)
-    description: str = ""
+    description: str = Field("", max_length=200, pattern=LINE)
 
 
 class NamePatterns(Strict):
     """Python format strings; fields: su, rail, n (1-based), h (host in SU, 1-based), pod, plane."""
 
-    super_spine: str = "super{plane}-{n}"
-    spine: str = "spine{n}"
-    leaf: str = "leaf-su{su}-r{rail}"
-    host: str = "gpu-su{su}-{h:02d}"
+    FIELDS: ClassVar[dict[str, tuple[str, ...]]] = {
+        "super_spine": ("plane", "n"), "spine": ("n", "pod", "plane"), "leaf": ("su", "rail", "pod"),
+        "host": ("su", "h")}
+
+    super_spine: str = Field("super{plane}-{n}", max_length=64)
+    spine: str = Field("spine{n}", max_length=64)
+    leaf: str = Field("leaf-su{su}-r{rail}", max_length=64)
+    host: str = Field("gpu-su{su}-{h:02d}", max_length=64)
+
+    @field_validator("super_spine", "spine", "leaf", "host")
+    @classmethod
+    def _pattern(cls, v: str, info: Any) -> str:
+        why = format_problem(v, cls.FIELDS[info.field_name])
+        if why:
+            raise ValueError(why)
+        return v
 
 
 class Topology(Strict):
     """Rail-optimized generation. Leave `scalable_units` at 0 to describe everything explicitly."""
 
     rails: int = Field(ge=1, le=16)
-    scalable_units: int = Field(0, ge=0)
-    hosts_per_su: int = Field(0, ge=0)
-    spines: int = Field(0, ge=0, description="spines (per pod when super_spines > 0)")
-    uplinks_per_spine: int = Field(1, ge=1, description="parallel links from each leaf to each spine")
-    pods: int = Field(1, ge=1, description="pods of scalable units, each with its own spines (3-tier)")
-    super_spines: int = Field(0, ge=0, description="super-spines per plane; plane k joins spine k of every pod")
-    uplinks_per_super_spine: int = Field(1, ge=1)
+    scalable_units: int = Field(0, ge=0, le=4096)
+    hosts_per_su: int = Field(0, ge=0, le=1024)
+    spines: int = Field(0, ge=0, le=512, description="spines (per pod when super_spines > 0)")
+    uplinks_per_spine: int = Field(1, ge=1, le=64, description="parallel links from each leaf to each spine")
+    pods: int = Field(1, ge=1, le=256, description="pods of scalable units, each with its own spines (3-tier)")
+    super_spines: int = Field(0, ge=0, le=512, description="super-spines per plane; plane k joins spine k of every pod")
+    uplinks_per_super_spine: int = Field(1, ge=1, le=64)
     names: NamePatterns = NamePatterns()
+
+    @model_validator(mode="after")
+    def _size(self) -> Topology:
+        """Refused before anything is built: a fabric larger than any cluster this tool is for."""
+        hosts = self.scalable_units * self.hosts_per_su
+        switches = self.scalable_units * self.rails + self.pods * self.spines + self.spines * self.super_spines
+        links = hosts * self.rails + self.scalable_units * self.rails * self.spines * self.uplinks_per_spine
+        if hosts > MAX_HOSTS or switches > MAX_SWITCHES or links > MAX_LINKS:
+            raise ValueError(f"a fabric of at most {MAX_HOSTS} hosts, {MAX_SWITCHES} switches and {MAX_LINKS} links, "
+                             f"found {hosts} hosts, {switches} switches, {links} links")
+        return self
 
 
 RELEASE = r"^[0-9][0-9A-Za-z.]*$"
@@ -76,10 +169,10 @@ class SwitchDef(Strict):
     platform: str | None = None
     target: Target | None = None
     breakout: str | None = Field(None, pattern=r"^[1-8]x\d+G$")
-    su: int | None = Field(None, ge=1)
-    rail: int | None = Field(None, ge=1)
-    pod: int | None = Field(None, ge=1)
-    asn: int | None = None
+    su: int | None = Field(None, ge=1, le=4096)
+    rail: int | None = Field(None, ge=1, le=16)
+    pod: int | None = Field(None, ge=1, le=256)
+    asn: int | None = Field(None, ge=1, le=4294967295)
     adaptive_routing: bool | None = None
     release: str | None = Field(None, pattern=RELEASE, description="NOS release of this switch (overrides the role's)")
 
@@ -95,11 +188,14 @@ class Cabling(Strict):
     spine_super_spine: LinkClass = LinkClass(speed="400G", cable="100m")
 
 
+LINK_END = NAME[:-1] + ":" + PORT[1:]  # device:port
+
+
 class LinkDef(Strict):
     """`a`/`b` as `device:port`. Matching a generated link overrides its speed/cable; otherwise adds one."""
 
-    a: str = Field(pattern=r"^[^:\s]+:\S+$")
-    b: str = Field(pattern=r"^[^:\s]+:\S+$")
+    a: str = Field(pattern=LINK_END)
+    b: str = Field(pattern=LINK_END)
     speed: Gbps | None = None
     cable: Metres | None = None
 
@@ -107,17 +203,18 @@ class LinkDef(Strict):
 class AsnPlan(Strict):
     """RFC 7938: one ASN for all spines (per pod in 3 tiers), one per leaf, one for super-spines."""
 
-    super_spines: int = 64900
-    spines: int = 65000
-    leaves: int = Field(65100, description="ASN of the first leaf; each next leaf takes the next number")
+    super_spines: int = Field(64900, ge=1, le=4294967295)
+    spines: int = Field(65000, ge=1, le=4294967295)
+    leaves: int = Field(65100, ge=1, le=4294967295,
+                        description="ASN of the first leaf; each next leaf takes the next number")
 
 
 class Addressing(Strict):
     mode: Literal["svi", "p2p31"] = "svi"
-    loopbacks: IPv4Network
-    rails: IPv4Network
+    loopbacks: Network
+    rails: Network
     rail_prefix_length: int = Field(24, ge=8, le=30, description="block per (scalable unit, rail)")
-    management: IPv4Network = IPv4Network("198.18.0.0/16")
+    management: Network = IPv4Network("198.18.0.0/16")
     vlan_base: int = Field(1000, ge=2, le=4000, description="svi: VLAN id = vlan_base + rail")
     table_base: int = Field(100, ge=1, le=250, description="host routing table = table_base + rail")
     rule_priority_base: int = Field(1000, ge=1, le=30000)
@@ -133,7 +230,8 @@ class Neighbor(Strict):
     """ARP/ND: containers reuse addresses fast, so stale entries must age out quickly."""
 
     aging: Seconds = Field(300, description="ARP base reachable time / aging")
-    table_size: int | None = Field(None, ge=128, description="gc_thresh3; default sized from hosts × (1+VFs)")
+    table_size: int | None = Field(None, ge=128, le=2**31 - 1,
+                                   description="gc_thresh3; default sized from hosts × (1+VFs)")
 
 
 class BgpOptions(Strict):
@@ -143,7 +241,8 @@ class BgpOptions(Strict):
     graceful_shutdown: bool = Field(True, description="RFC 8326: routes from peers that carry GRACEFUL_SHUTDOWN "
                                     "(65535:0) get LOCAL_PREF 0, and the switch can send the community when drained")
     bfd: bool = False
-    maximum_routes: int = Field(256000, ge=0, description="routes accepted per fabric neighbour (0: no limit); "
+    maximum_routes: int = Field(256000, ge=0, le=2**32 - 1,
+                                description="routes accepted per fabric neighbour (0: no limit); "
                                 "rendered where the NOS limits by default (EOS `maximum-routes`)")
 
 
@@ -155,9 +254,9 @@ class Switching(Strict):
 
 
 class NicDef(Strict):
-    rail: int = Field(ge=1)
-    rdma: str = Field(pattern=r"^[A-Za-z0-9_]+$", description="RDMA device, e.g. mlx5_0")
-    netdev: str = Field(pattern=r"^[A-Za-z0-9_.-]{1,15}$")
+    rail: int = Field(ge=1, le=16)
+    rdma: str = Field(pattern=r"^[A-Za-z0-9_]{1,64}$", description="RDMA device, e.g. mlx5_0")
+    netdev: IfName
     vlan: int | None = Field(None, ge=1, le=4094, description="tag on the host side")
     vfs: int = Field(0, ge=0, le=127, description="SR-IOV virtual functions")
     pci: str | None = Field(None, pattern=r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$",
@@ -175,8 +274,11 @@ class NicDef(Strict):
 
 class Dcqcn(Strict):
     enabled: bool = True
-    priorities: list[int] | None = Field(None, description="default: the lossless priorities")
-    cc_params: dict[str, int] = Field(default_factory=dict, description="mlx5 cc_params, e.g. rp_ai_rate")
+    priorities: list[Annotated[int, Field(ge=0, le=7)]] | None = Field(None, max_length=8,
+                                                                      description="default: the lossless priorities")
+    cc_params: dict[Annotated[str, StringConstraints(pattern=r"^[a-z0-9_]{1,64}$")],
+                    Annotated[int, Field(ge=0, le=2**32 - 1)]] = Field(
+        default_factory=dict, description="mlx5 cc_params, e.g. rp_ai_rate")
 
 
 class Gid(Strict):
@@ -189,21 +291,21 @@ class Gid(Strict):
 
 class HostSettings(Strict):
     gpus: int | None = Field(None, ge=0, le=64)
-    management_interface: str | None = None
-    nics: list[NicDef] | None = None
+    management_interface: IfName | None = None
+    nics: list[NicDef] | None = Field(None, max_length=64)
     mtu: int | None = Field(None, ge=1280, le=9216)
     roce_mtu: Literal[256, 512, 1024, 2048, 4096] | None = None
     roce_tos: int | None = Field(None, ge=0, le=255)
     dcqcn: Dcqcn | None = None
     gid: Gid | None = None
-    sysctls: dict[str, str | int] | None = None
-    nccl_env: dict[str, str | int] | None = None
+    sysctls: dict[SysctlKey, SysctlValue] | None = None
+    nccl_env: dict[EnvKey, EnvValue] | None = None
 
 
 class HostDef(HostSettings):
     name: str = Field(pattern=NAME)
-    su: int | None = Field(None, ge=1)
-    management: IPv4Interface | None = None
+    su: int | None = Field(None, ge=1, le=4096)
+    management: Interface | None = None
 
 
 class Hosts(Strict):
@@ -213,28 +315,28 @@ class Hosts(Strict):
 
 class Waiver(Strict):
     rule: str = Field(pattern=r"^RF\d+$")
-    objects: list[str] = Field(min_length=1)
-    reason: str = Field(min_length=3)
+    objects: list[Annotated[str, StringConstraints(pattern=LINE, max_length=200)]] = Field(min_length=1)
+    reason: str = Field(min_length=3, max_length=500, pattern=LINE)
 
 
 class LintSettings(Strict):
     waive: list[Waiver] = Field(default_factory=list)
-    oversubscription_warn: float = Field(1.0, gt=0)
+    oversubscription_warn: float = Field(1.0, gt=0, le=1000, allow_inf_nan=False)
 
 
 class LabSettings(Strict):
-    management: IPv4Network = IPv4Network("198.18.0.0/16")
+    management: Network = IPv4Network("198.18.0.0/16")
     prefix: str = Field("rf", pattern=r"^[a-z]{1,4}$", description="prefix of every lab namespace and link")
 
 
 class Access(Strict):
     """How to reach devices. Only names of variables and files, never secrets."""
 
-    username: str | None = None
-    username_env: str = "FABRIC_USERNAME"
-    password_env: str = "FABRIC_PASSWORD"
-    key_file: str | None = None
-    known_hosts: str = "~/.ssh/known_hosts"
+    username: str | None = Field(None, pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.@-]{0,63}$")
+    username_env: str = Field("FABRIC_USERNAME", pattern=ENV_KEY)
+    password_env: str = Field("FABRIC_PASSWORD", pattern=ENV_KEY)
+    key_file: str | None = Field(None, pattern=LINE, max_length=4096)
+    known_hosts: str = Field("~/.ssh/known_hosts", pattern=LINE, max_length=4096)
     port: int = Field(22, ge=1, le=65535)
 
 

@@ -39,6 +39,7 @@ def read_sections(directory: Path, smap: SourceMap) -> dict[str, Any]:
     if not directory.is_dir():
         raise InputError(Problem(str(directory), None, "", "an inventory directory of YAML files",
                                  "no such directory" if not directory.exists() else "a file"))
+    smap.root = str(directory)
     files = sorted([*directory.glob("*.yaml"), *directory.glob("*.yml")])
     if not files:
         raise InputError(Problem(str(directory), None, "", "at least one *.yaml file", "none"))
@@ -76,7 +77,7 @@ def expand_qos(raw: Any, smap: SourceMap) -> tuple[QosPolicy, dict[str, Any]]:
         raise InputError(smap.problem(("qos",), "a mapping with preset and overrides", describe(raw)))
     overrides = {k: v for k, v in raw.items() if k != "preset"}
     preset = raw.get("preset", "nvidia-roce")
-    if preset not in PRESETS:
+    if not isinstance(preset, str) or preset not in PRESETS:
         raise InputError(smap.problem(("qos", "preset"), f"one of {', '.join(PRESETS)}", describe(preset)))
     try:
         return QosPolicy.model_validate(merge(PRESETS[preset], overrides)), overrides

@@ -5,6 +5,8 @@ of user files uses: inventories, the acceptance and diagnose catalogs, host inte
 from __future__ import annotations
 
 import re
+import stat
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, get_args, get_origin
 
@@ -19,6 +21,7 @@ except AttributeError:  # pragma: no cover
     _Loader = yaml.SafeLoader
 
 Loc = tuple[str | int, ...]
+_TAG = re.compile(r"^(?:constrained-)?(?:str|int|float|bool|list|dict|none)$|\[|^function-|^literal|^lax-|^json-")
 
 
 class SourceMap:
@@ -27,6 +30,7 @@ class SourceMap:
     def __init__(self) -> None:
         self.lines: dict[Loc, tuple[str, int]] = {}
         self.files: list[str] = []
+        self.root: str | None = None  # a directory of files (an inventory): where a missing section belongs
 
     def where(self, loc: Loc) -> tuple[str, int | None]:
         """The file and line of `loc`, or of its nearest ancestor that has one (the document itself, `()`,
@@ -37,7 +41,7 @@ class SourceMap:
             if hit:
                 return hit
             if not loc:
-                return (self.files[0] if self.files else "", None)
+                return (self.root or (self.files[0] if self.files else ""), None)
             loc = loc[:-1]
 
     def problem(self, loc: Loc, expected: str, found: str = "") -> Problem:
@@ -53,52 +57,170 @@ def dotted(loc: Loc) -> str:
     return out
 
 
-def _build(node: yaml.Node, loader: yaml.SafeLoader, file: str, loc: Loc, smap: SourceMap,
-           problems: list[Problem]) -> Any:
-    if isinstance(node, yaml.MappingNode):
-        out: dict[Any, Any] = {}
-        for key_node, value_node in node.value:
-            key = loader.construct_object(key_node)
-            line = key_node.start_mark.line + 1
-            if key in out:
-                first = smap.lines.get((*loc, key), (file, 0))[1]
-                problems.append(Problem(file, line, dotted((*loc, key)),
+MAX_BYTES = 32 * 1024 * 1024  # one user file (an explicit 32k-GPU inventory is a few MB)
+MAX_DEPTH = 64  # nesting of mappings and sequences
+_KINDS = {stat.S_IFIFO: "a FIFO", stat.S_IFCHR: "a character device", stat.S_IFBLK: "a block device",
+          stat.S_IFSOCK: "a socket", stat.S_IFDIR: "a directory"}
+
+
+def read_user_file(path: Path, what: str, limit: int = MAX_BYTES) -> str:
+    """The text of a user file: a regular file (never a FIFO or /dev/zero), at most `limit` bytes, UTF-8."""
+    try:
+        st = path.stat()
+        if not stat.S_ISREG(st.st_mode):
+            raise InputError(Problem(str(path), None, "", what, _KINDS.get(stat.S_IFMT(st.st_mode), "no regular file")))
+        if st.st_size > limit:
+            raise InputError(Problem(str(path), None, "", f"{what} of at most {limit // 2**20} MiB",
+                                     f"{st.st_size / 2**20:.1f} MiB"))
+        with path.open("rb") as fh:
+            data = fh.read(limit + 1)
+        if len(data) > limit:
+            raise InputError(Problem(str(path), None, "", f"{what} of at most {limit // 2**20} MiB", "more"))
+        return data.decode()
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise InputError(Problem(str(path), line, "", f"{what} in UTF-8", f"byte 0x{data[exc.start]:02x}")) from None
+    except OSError as exc:
+        raise InputError(Problem(str(path), None, "", what, exc.strerror or str(exc))) from None
+
+
+class _Frame:
+    """A mapping or sequence being built: its value, data path, and (mappings) the key waiting for its value."""
+
+    __slots__ = ("key", "loc", "mapping", "value")
+
+    def __init__(self, value: Any, loc: Loc):
+        self.value, self.loc, self.key, self.mapping = value, loc, _NO_KEY, isinstance(value, dict)
+
+
+_NO_KEY = object()
+
+
+def _compose(loader: Any, file: str, base: Loc, smap: SourceMap, problems: list[Problem]) -> Any:
+    """Build the one document from parser events with an explicit stack (no recursion, so no RecursionError or
+    C stack overflow on deep nesting), refusing aliases, non-scalar keys, tags and nesting beyond MAX_DEPTH."""
+    def fail(event: Any, expected: str, found: str, loc: Loc = base) -> InputError:
+        return InputError(Problem(file, event.start_mark.line + 1, dotted(loc), expected, found))
+
+    loader.get_event()  # stream start
+    if loader.check_event(yaml.StreamEndEvent):
+        return None
+    loader.get_event()  # document start
+    stack: list[_Frame] = []
+    root: Any = None
+    while True:
+        event = loader.get_event()
+        top = stack[-1] if stack else None
+        if isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+            done = stack.pop()
+            if not stack:
+                root = done.value
+                break
+            continue
+        if isinstance(event, yaml.AliasEvent):
+            raise fail(event, "no aliases (write the value out; anchors and aliases are not supported)",
+                       f"*{event.anchor}", top.loc if top else base)
+        if top is not None and top.mapping and top.key is _NO_KEY:  # a key
+            if not isinstance(event, yaml.ScalarEvent):
+                raise fail(event, "a plain key (a name or number)", "a mapping or sequence as a key", top.loc)
+            key = _scalar(loader, event, file, top.loc)
+            if key is None:
+                raise fail(event, "a key", "null", top.loc)
+            if not isinstance(key, str | int | float | bool):
+                key = str(key)
+            loc = (*top.loc, key)
+            if key in top.value:
+                first = smap.lines.get(loc, (file, 0))[1]
+                problems.append(Problem(file, event.start_mark.line + 1, dotted(loc),
                                         f"each key once (first defined on line {first})", "a duplicate key"))
-                continue
-            smap.lines[(*loc, key)] = (file, line)
-            out[key] = _build(value_node, loader, file, (*loc, key), smap, problems)
-        return out
-    if isinstance(node, yaml.SequenceNode):
-        items = []
-        for i, item in enumerate(node.value):
-            smap.lines[(*loc, i)] = (file, item.start_mark.line + 1)
-            items.append(_build(item, loader, file, (*loc, i), smap, problems))
-        return items
-    return loader.construct_object(node)
+                top.key = None  # the value is read and dropped
+            else:
+                smap.lines[loc] = (file, event.start_mark.line + 1)
+                top.key = key
+            continue
+        if top is None:
+            loc = base
+        elif top.mapping:
+            loc = (*top.loc, top.key)
+        else:
+            loc = (*top.loc, len(top.value))
+            smap.lines[loc] = (file, event.start_mark.line + 1)
+        if isinstance(event, yaml.ScalarEvent):
+            value: Any = _scalar(loader, event, file, loc)
+        elif isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+            if event.tag not in (None, "!", "tag:yaml.org,2002:map", "tag:yaml.org,2002:seq"):
+                raise fail(event, "no tags", event.tag, loc)
+            if len(stack) >= MAX_DEPTH:
+                raise fail(event, f"at most {MAX_DEPTH} levels of nesting", "deeper", loc)
+            value = {} if isinstance(event, yaml.MappingStartEvent) else []
+            stack.append(_Frame(value, loc))
+        else:  # pragma: no cover - the parser yields nothing else inside a document
+            raise fail(event, "a YAML node", type(event).__name__, loc)
+        if top is None:
+            if not stack:  # a document that is one scalar
+                root = value
+                break
+        elif top.mapping:
+            if top.key is not None:
+                top.value[top.key] = value
+            top.key = _NO_KEY
+        else:
+            top.value.append(value)
+    loader.get_event()  # document end
+    if not loader.check_event(yaml.StreamEndEvent):
+        raise fail(loader.peek_event(), "one YAML document", "another document (---)")
+    return root
+
+
+def _scalar(loader: Any, event: Any, file: str, loc: Loc) -> Any:
+    tag = event.tag if event.tag not in (None, "!") else loader.resolve(yaml.ScalarNode, event.value, event.implicit)
+    if tag == "tag:yaml.org,2002:merge":
+        raise InputError(Problem(file, event.start_mark.line + 1, dotted(loc), "no merge keys (<<)", "<<"))
+    constructor = loader.yaml_constructors.get(tag)
+    if constructor is None or tag.endswith(("binary", "set", "omap", "pairs")):
+        raise InputError(Problem(file, event.start_mark.line + 1, dotted(loc), "no tags", tag))
+    node = yaml.ScalarNode(tag, event.value, event.start_mark, event.end_mark, style=event.style)
+    try:
+        return constructor(loader, node)
+    except ValueError as exc:  # int('9' * 5000): Python's digit limit
+        raise InputError(Problem(file, event.start_mark.line + 1, dotted(loc), "a value YAML can read",
+                                 " ".join(str(exc).split())[:120])) from None
 
 
 def load_yaml(path: Path, smap: SourceMap, base: Loc = ()) -> Any:
-    """Load one YAML file, recording key lines in `smap`; YAML errors raise InputError with the line."""
+    """Load one YAML file, recording key lines in `smap`; every YAML error raises InputError with the line.
+
+    Hardened for hostile input: a regular file of at most MAX_BYTES, nesting at most MAX_DEPTH, no aliases
+    (no billion laughs), scalar keys only, no tags."""
     file = str(path)
     smap.files.append(file)
     problems: list[Problem] = []
+    text = read_user_file(path, "a YAML file")
     try:
-        text = path.read_text()
         loader = _Loader(text)
         try:
-            node = loader.get_single_node()
-            data = _build(node, loader, file, base, smap, problems) if node is not None else None
+            data = _compose(loader, file, base, smap, problems)
         finally:
             loader.dispose()
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else None
-        raise InputError(Problem(file, line, "", "valid YAML", str(exc.problem or exc).strip())) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(Problem(file, None, "", "a readable UTF-8 YAML file", str(exc))) from None
+        raise InputError(Problem(file, line, "", "valid YAML", _clean(str(exc.problem or exc)))) from None
+    except yaml.reader.ReaderError as exc:  # NUL and other characters YAML does not allow
+        line = text.count("\n", 0, min(exc.position, len(text))) + 1
+        raise InputError(Problem(file, line, "", "valid YAML (printable characters)",
+                                 f"character {exc.character!r}" if isinstance(exc.character, str)
+                                 else _clean(exc.reason))) from None
+    except yaml.YAMLError as exc:
+        raise InputError(Problem(file, None, "", "valid YAML", _clean(str(exc)))) from None
     if problems:
         raise InputError(problems)
     return data
+
+
+def _clean(text: str) -> str:
+    """One line, control characters escaped, at most 160 characters."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in " ".join(text.split()))[:160]
 
 
 def json_source(text: str, file: str, smap: SourceMap) -> Any:
@@ -157,19 +279,28 @@ def _fields_at(model: type[BaseModel], loc: Loc) -> list[str] | None:
 def pydantic_problems(exc: ValidationError, smap: SourceMap, model: type[BaseModel],
                       base: Loc = ()) -> list[Problem]:
     """One Problem per pydantic error, with file:line from the source map."""
-    out = []
+    out: dict[tuple[Loc, bool], Problem] = {}
     for e in exc.errors():
-        loc = (*base, *(p for p in e["loc"] if not (isinstance(p, str) and "[" in p)))
+        loc: Loc = base
+        for p in e["loc"]:  # leave out pydantic's union member tags (str, constrained-int, function-after[…])
+            if not (isinstance(p, str) and _TAG.match(p) and (*loc, p) not in smap.lines):
+                loc = (*loc, p)
         kind = e["type"]
         if kind == "extra_forbidden":
             allowed = _fields_at(model, tuple(loc[len(base):-1]))
             expected = f"one of {', '.join(allowed)}" if allowed else "a known key"
-            out.append(smap.problem(loc, expected, f"unknown key {loc[-1]!r}"))
+            problem = smap.problem(loc, expected, f"unknown key {describe(loc[-1])}")
         elif kind == "missing":
-            out.append(smap.problem(loc, "this required key", "nothing"))
+            problem = smap.problem(loc, "this required key", "nothing")
         else:
             msg = e["msg"].removeprefix("Value error, ").removeprefix("Input should be ")
             msg = msg.replace("String should match pattern", "a string matching")
             msg = msg.replace("Input is not a valid", "a valid")  # ipaddress types: "Input is not a valid IPv4 …"
-            out.append(smap.problem(loc, msg, describe(e.get("input"))))
-    return out
+            if "[key]" in e["loc"]:
+                msg = "a key: " + msg
+            problem = smap.problem(loc, msg, describe(e.get("input")))
+        at = (loc, "[key]" in e["loc"])
+        if at in out:  # the members of a union: one problem, every alternative
+            problem = replace(out[at], expected=f"{out[at].expected} or {problem.expected}")
+        out[at] = problem
+    return list(out.values())

@@ -7,11 +7,11 @@ numbers: they are listed in the result's `skipped` (or cause the error when noth
 
 from __future__ import annotations
 
+import io
 import sys
-from collections.abc import Callable
-from pathlib import Path
+from collections.abc import Callable, Iterable
 
-from fabric.parsers._common import Model, Skipped, fail
+from fabric.parsers._common import Model, Skipped, capped_lines, fail, regular_file, without_long_lines
 from fabric.parsers.ethtool import EthtoolStats, ethtool_delta, parse_ethtool_stats
 from fabric.parsers.gids import (
     GidRow,
@@ -31,6 +31,7 @@ from fabric.parsers.nccl import (
     busbw_at_largest,
     parse_nccl,
     parse_nccl_json,
+    parse_nccl_lines,
     peak_busbw,
 )
 from fabric.parsers.perftest import (
@@ -39,6 +40,7 @@ from fabric.parsers.perftest import (
     PerftestResult,
     parse_perftest,
     parse_perftest_json,
+    parse_perftest_stream,
     parse_perftest_text,
     perftest_bw_gbps,
 )
@@ -54,21 +56,47 @@ PARSERS: dict[str, Callable[[str, str], Model]] = {
 }
 
 
+MAX_INPUT = 64 * 2**20  # iperf3 -J, mlnx_qos, show_gids, ethtool -S, mlxconfig: kilobytes in practice
+
+
 def read_input(path: str) -> str:
-    """Text of `path` ('-' = stdin); undecodable bytes become U+FFFD, a missing file is an InputError."""
-    if path == "-":
-        return sys.stdin.buffer.read().decode("utf-8", errors="replace")
+    """Text of `path` ('-' = stdin), at most MAX_INPUT bytes; undecodable bytes become U+FFFD, a missing or
+    special file is an InputError."""
     try:
-        return Path(path).read_bytes().decode("utf-8", errors="replace")
+        if path == "-":
+            data = sys.stdin.buffer.read(MAX_INPUT + 1)
+        else:
+            regular_file(path)
+            with open(path, "rb") as fh:
+                data = fh.read(MAX_INPUT + 1)
     except OSError as exc:
         raise fail(path, None, "", "a readable file", exc.strerror or str(exc)) from None
+    if len(data) > MAX_INPUT:
+        raise fail(path, None, "", f"an output of at most {MAX_INPUT // 2**20} MiB", "more")
+    return data.decode("utf-8", errors="replace")
+
+
+# Outputs that can be large (a long nccl-tests sweep, a perftest run with many iterations): read line by line.
+STREAMED: dict[str, Callable[[Iterable[str], str], Model]] = {"perftest": parse_perftest_stream,
+                                                               "nccl": parse_nccl_lines}
 
 
 def parse_file(kind: str, path: str) -> Model:
-    """Parse `path` ('-' = stdin) as `kind` (a key of PARSERS)."""
+    """Parse `path` ('-' = stdin) as `kind` (a key of PARSERS); perftest and nccl-tests outputs are streamed,
+    the others (small by nature) read whole up to MAX_INPUT."""
     if kind not in PARSERS:
         raise fail(path, None, "kind", f"one of {', '.join(PARSERS)}", repr(kind))
-    return PARSERS[kind](read_input(path), path)
+    if kind not in STREAMED:
+        text = read_input(path)
+        return PARSERS[kind](text if kind == "iperf3" else without_long_lines(text), path)  # iperf3 -J: JSON
+    if path == "-":
+        return STREAMED[kind](capped_lines(io.TextIOWrapper(sys.stdin.buffer, "utf-8", "replace", newline="")), path)
+    regular_file(path)
+    try:
+        with open(path, encoding="utf-8", errors="replace", newline="") as fh:
+            return STREAMED[kind](capped_lines(fh), path)
+    except OSError as exc:
+        raise fail(path, None, "", "a readable file", exc.strerror or str(exc)) from None
 
 
 __all__ = [

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import io
 import json
+import os
 import re
-from typing import Any
+import stat
+from collections.abc import Iterable, Iterator
+from typing import IO, Any
 
 from pydantic import BaseModel, ConfigDict
 
@@ -59,6 +63,81 @@ def require_text(text: str, file: str, what: str) -> list[str]:
 
 
 CUT = "no newline at end of input (truncated?)"
+MAX_LINE = 64 * 1024  # characters of one line that are kept; the rest of a longer line is dropped unread
+MAX_ROWS = 10_000  # result rows in one output (perftest writes ~23 sizes, nccl-tests ~30)
+MAX_SKIPPED = 100  # skipped lines listed; the rest are counted
+MAX_DATA_LINE = 4096  # no tool writes a longer line of data: a longer one is noise, and never reaches a regex
+
+
+def capped_lines(fh: IO[str], total: int | None = None, name: str = "") -> Iterator[str]:
+    """The lines of `fh` with their endings, each cut at MAX_LINE characters (the rest read in pieces and
+    dropped, so memory stays flat whatever the input); with `total`, an InputError once more characters than
+    that were read (a gzip bomb)."""
+    seen = 0
+    while line := fh.readline(MAX_LINE):
+        seen += len(line)
+        if len(line) == MAX_LINE and not line.endswith(("\n", "\r")):
+            while (rest := fh.readline(MAX_LINE)) and not rest.endswith(("\n", "\r")):
+                seen += len(rest)
+                if total is not None and seen > total:
+                    break
+            seen += len(rest)
+            line += rest[-1:] if rest else ""
+        if total is not None and seen > total:
+            raise fail(name, None, "", f"input of at most {total // 2**30} GiB decompressed", "more (a gzip bomb?)")
+        yield line
+
+
+def regular_file(path: str, what: str = "a readable file") -> None:
+    """Refuse, before opening, what is no regular file: a FIFO blocks, /dev/zero never ends."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as exc:
+        raise fail(path, None, "", what, exc.strerror or str(exc)) from None
+    if not stat.S_ISREG(mode):
+        raise fail(path, None, "", f"{what} (a regular file)",
+                   "a directory" if stat.S_ISDIR(mode) else "a FIFO or device")
+
+
+def without_long_lines(text: str) -> str:
+    """`text` with every line longer than MAX_DATA_LINE emptied (the line numbers stay)."""
+    if all(len(line) <= MAX_DATA_LINE for line in text.split("\n")):
+        return text
+    return "\n".join(line if len(line) <= MAX_DATA_LINE else "" for line in text.split("\n"))
+
+
+def text_lines(text: str) -> Iterator[str]:
+    """`text` as the lines a file would give (endings kept), for the parsers that stream."""
+    return iter(io.StringIO(text, newline=""))
+
+
+class Lines:
+    """Numbered lines of a stream for the parsers: the text without its ending, whether it is the last line cut
+    short (no newline at the end of input), and how many there were."""
+
+    def __init__(self, lines: Iterable[str]):
+        self._lines = lines
+        self.count = 0
+        self.blank = True
+
+    def __iter__(self) -> Iterator[tuple[int, str, bool]]:
+        for self.count, raw in enumerate(self._lines, 1):  # noqa: B020 - the count is kept on purpose
+            if self.blank and raw.strip():
+                self.blank = False
+            cut = not raw.endswith(("\n", "\r"))
+            yield self.count, raw.rstrip("\r\n") if len(raw) <= MAX_DATA_LINE else "", cut
+
+
+class SkipList(list[Skipped]):
+    """Skipped lines, the first MAX_SKIPPED kept; `more` counts the rest."""
+
+    more = 0
+
+    def append(self, item: Skipped) -> None:
+        if len(self) < MAX_SKIPPED:
+            super().append(item)
+        else:
+            self.more += 1
 
 
 def unterminated(text: str, lines: list[str]) -> int:
@@ -74,13 +153,15 @@ def load_json(text: str, file: str) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         error = exc
+    except RecursionError:  # no tool nests JSON hundreds deep
+        raise fail(file, None, "json", "JSON nested at most a few hundred levels", "deeper") from None
     repaired = re.sub(r",(\s*[}\]])", r"\1", text)
     repaired = re.sub(
         r"(:\s*)(?!true\b|false\b|null\b)([A-Za-z_][\w.\-/]*)(\s*[,}\n])", r'\1"\2"\3', repaired
     )
     try:
         return json.loads(repaired)
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):
         lines = text.splitlines()
         bad = lines[error.lineno - 1] if error.lineno <= len(lines) else ""
         found = show(bad) if bad.strip() else "nothing"

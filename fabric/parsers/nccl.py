@@ -3,18 +3,22 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from typing import Any
 
 from fabric.parsers._common import (
     CUT,
+    MAX_ROWS,
+    Lines,
     Model,
+    SkipList,
     Skipped,
     fail,
     integer,
     num,
     require_text,
     show,
-    unterminated,
+    text_lines,
 )
 
 # Launcher prefixes: `srun --label` ("0: "), Open MPI --tag-output ("[1,0]<stdout>:"), "[0] ".
@@ -112,6 +116,7 @@ class NcclResult(Model):
     avg_busbw_check: str | None = None
     complete: bool
     skipped: list[Skipped] = []
+    skipped_more: int = 0  # skipped lines beyond the ones listed
 
 
 def busbw_at_largest(result: NcclResult, sizes: int = 1) -> float:
@@ -195,17 +200,24 @@ def _row(columns: list[str], line: str, lineno: int) -> NcclRow | Skipped:
 
 def parse_nccl(text: str, file: str = "-") -> NcclResult:
     """Parse nccl-tests stdout (stderr noise and launcher prefixes tolerated); rows matched by regex."""
-    lines = require_text(text, file, "nccl-tests output")
-    res: dict[str, Any] = {"settings": {}, "ranks": [], "rows": [], "skipped": [], "complete": False}
+    return parse_nccl_lines(text_lines(text), file)
+
+
+def parse_nccl_lines(stream: Iterable[str], file: str = "-") -> NcclResult:
+    """nccl-tests stdout from lines with their endings (a file, streamed: memory does not grow with the input)."""
+    lines = Lines(stream)
+    skipped = SkipList()
+    res: dict[str, Any] = {"settings": {}, "ranks": [], "rows": [], "skipped": skipped, "complete": False}
     columns: list[str] | None = None
     failure: tuple[int, str] | None = None
-    cut = unterminated(text, lines)
-    for lineno, raw in enumerate(lines, 1):
+    for lineno, raw, cut in lines:
         line = _PREFIX.sub("", raw, count=1).rstrip()
-        if lineno == cut:
+        if cut:
             if _ROW.match(line):
                 res["skipped"].append(Skipped(line=lineno, text=line.strip(), reason=CUT))
             continue
+        if line.startswith("#") and len(res["ranks"]) > MAX_ROWS:
+            raise fail(file, lineno, "nccl.ranks", f"at most {MAX_ROWS} ranks", "more")
         if line.startswith("#"):
             if (cols := _header(line)) is not None:
                 columns = cols
@@ -246,8 +258,12 @@ def parse_nccl(text: str, file: str = "-") -> NcclResult:
                 )
             row = _row(columns, line, lineno)
             (res["skipped"] if isinstance(row, Skipped) else res["rows"]).append(row)
+            if len(res["rows"]) > MAX_ROWS:
+                raise fail(file, lineno, "nccl.row", f"at most {MAX_ROWS} result rows", "more")
         elif failure is None and _FAILURE.search(line):
             failure = (lineno, line)
+    if lines.blank:
+        raise fail(file, None, "", "nccl-tests output", "empty input")
     if not res["rows"]:
         expected = "nccl-tests result rows (size count type redop root time algbw busbw #wrong …)"
         if failure:
@@ -257,7 +273,8 @@ def parse_nccl(text: str, file: str = "-") -> NcclResult:
             raise fail(
                 file, first.line, "nccl.row", "a complete result row", f"{first.reason} in {show(first.text)}"
             )
-        raise fail(file, None, "nccl.rows", expected, f"none in {len(lines)} lines")
+        raise fail(file, None, "nccl.rows", expected, f"none in {lines.count} lines")
+    res["skipped_more"] = skipped.more
     return NcclResult(**res)
 
 

@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
+from itertools import chain
 from typing import Any, Literal
 
 from fabric.parsers._common import (
     CUT,
+    MAX_ROWS,
+    MAX_SKIPPED,
+    Lines,
     Model,
+    SkipList,
     Skipped,
     fail,
     integer,
@@ -16,8 +22,10 @@ from fabric.parsers._common import (
     num,
     require_text,
     show,
-    unterminated,
+    text_lines,
 )
+
+MAX_JSON = 64 * 2**20  # an --out_json file is a few KB
 
 _RESULT_LINE = re.compile(r"^\s*-{20,}\s*$")
 _TITLE = re.compile(r"^\s*(\S.*\b(?:BW|Latency) Test)\s*$")
@@ -136,7 +144,9 @@ class PerftestResult(Model):
     warnings: list[str] = []
     bw_rows: list[BwRow] = []
     lat_rows: list[LatRow] = []
+    complete: bool = False  # the result table ended with its closing line: no row cut off, nothing after
     skipped: list[Skipped] = []
+    skipped_more: int = 0  # skipped lines beyond the ones listed
 
 
 def perftest_bw_gbps(result: PerftestResult, size: int | None = None) -> float:
@@ -159,6 +169,25 @@ def parse_perftest(text: str, file: str = "-", bw_unit: str | None = None) -> Pe
     if text.lstrip().startswith("{"):
         return parse_perftest_json(text, file, bw_unit)
     return parse_perftest_text(text, file)
+
+
+def parse_perftest_stream(lines: Iterable[str], file: str = "-") -> PerftestResult:
+    """`parse_perftest` over lines as a file gives them (endings kept): the text report in constant memory."""
+    it = iter(lines)
+    head: list[str] = []
+    for raw in it:
+        head.append(raw)
+        if raw.strip():
+            break
+    if head and head[-1].lstrip().startswith("{"):
+        text, size = [], 0
+        for raw in chain(head, it):
+            size += len(raw)
+            if size > MAX_JSON:
+                raise fail(file, None, "perftest", f"an --out_json file of at most {MAX_JSON // 2**20} MiB", "more")
+            text.append(raw)
+        return parse_perftest_json("".join(text), file)
+    return parse_perftest_lines(chain(head, it), file)
 
 
 def _ip_from_decimal_gid(gid: str) -> str | None:
@@ -221,26 +250,33 @@ def _row(fields: list[str | None], line: str, lineno: int) -> dict[str, Any] | S
 
 def parse_perftest_text(text: str, file: str = "-") -> PerftestResult:
     """Parse the text report of an ib_*_bw / ib_*_lat run (client or server side)."""
-    lines = require_text(text, file, "perftest output")
+    return parse_perftest_lines(text_lines(text), file)
+
+
+def parse_perftest_lines(stream: Iterable[str], file: str = "-") -> PerftestResult:
+    """The text report from lines with their endings (a file, streamed: memory does not grow with the input)."""
+    lines = Lines(stream)
+    skipped = SkipList()
+    rows = 0
+    closed = False  # the last table's closing line was seen after its rows
     res: dict[str, Any] = {
         "source": "text",
         "info": {},
         "warnings": [],
         "bw_rows": [],
         "lat_rows": [],
-        "skipped": [],
+        "skipped": skipped,
     }
     in_info = False
     side = "local"
     fields: list[str | None] | None = None
     seen_header = seen_title = False
-    cut = unterminated(text, lines)
-    for lineno, raw in enumerate(lines, 1):
+    for lineno, raw, cut in lines:
         line = raw.rstrip()
         stripped = line.strip()
         if not stripped:
             continue
-        if lineno == cut:
+        if cut:
             if _ROW.match(line):
                 res["skipped"].append(Skipped(line=lineno, text=stripped, reason=CUT))
             continue
@@ -248,11 +284,13 @@ def parse_perftest_text(text: str, file: str = "-") -> PerftestResult:
             res["server"] = True
             continue
         if stripped.startswith("WARNING:"):
-            res["warnings"].append(stripped)
+            if len(res["warnings"]) < MAX_SKIPPED:
+                res["warnings"].append(stripped)
             if "peak won't be measured" in stripped:
                 res["duration_mode"] = True
             continue
         if _RESULT_LINE.match(line):
+            closed = closed or (fields is not None and rows > 0)
             in_info = False
             fields = None
             continue
@@ -288,19 +326,26 @@ def parse_perftest_text(text: str, file: str = "-") -> PerftestResult:
                 )
                 continue
             row = _row(fields, line, lineno)
+            if not isinstance(row, Skipped):
+                rows += 1
+                closed = False
+                if rows > MAX_ROWS:
+                    raise fail(file, lineno, "perftest.row", f"at most {MAX_ROWS} result rows", "more")
             if isinstance(row, Skipped):
                 res["skipped"].append(row)
             elif "bw_average" in row:
                 res["bw_rows"].append(BwRow(**row))
             else:
                 res["lat_rows"].append(LatRow(**row))
+    if lines.blank:
+        raise fail(file, None, "", "perftest output", "empty input")
     if not seen_title and not seen_header:
         raise fail(
             file,
             None,
             "perftest",
             "perftest output (a '… BW Test' / '… Latency Test' title or a '#bytes' table)",
-            f"neither in {len(lines)} lines",
+            f"neither in {lines.count} lines",
         )
     if not res["bw_rows"] and not res["lat_rows"]:
         if res["skipped"]:
@@ -315,7 +360,7 @@ def parse_perftest_text(text: str, file: str = "-") -> PerftestResult:
         if not res.get("server"):
             raise fail(
                 file,
-                len(lines),
+                lines.count,
                 "perftest",
                 "a '#bytes' result table (only a server may have none)",
                 "end of input" if not seen_header else "a table header with no rows",
@@ -323,6 +368,8 @@ def parse_perftest_text(text: str, file: str = "-") -> PerftestResult:
     if res.get("kind") is None and (res["bw_rows"] or res["lat_rows"]):
         res["kind"] = "bw" if res["bw_rows"] else "lat"
     _typed_info(res)
+    res["complete"] = closed and not any(s.reason == CUT for s in skipped)
+    res["skipped_more"] = skipped.more
     return PerftestResult(**res)
 
 
@@ -398,4 +445,4 @@ def parse_perftest_json(text: str, file: str = "-", bw_unit: str | None = None) 
             "BW_peak, BW_average and MsgRate",
             str(exc).splitlines()[0],
         ) from None
-    return PerftestResult(**res)
+    return PerftestResult(**res, complete=True)  # a JSON document that parsed is whole

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
+import shlex
 from collections.abc import Callable
 from functools import cache
 from importlib import resources
@@ -30,6 +31,7 @@ def env() -> jinja2.Environment:
     e = jinja2.Environment(loader=jinja2.PackageLoader("fabric", "templates"), undefined=jinja2.StrictUndefined,
                            keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True, autoescape=False)
     e.filters["tojson_sorted"] = lambda v: json.dumps(v, sort_keys=True)
+    e.filters["sh"] = lambda v: shlex.quote(str(v))  # every user-derived word a shell template interpolates
     return e
 
 

@@ -298,7 +298,7 @@ def enabled_units(intent: HostIntent) -> dict[str, str]:
 
 
 def nccl_env(h: HostIntent) -> str:
-    return "".join(f"{k}={v}\n" for k, v in h.nccl_env.items())
+    return "".join(f"{k}={shlex.quote(str(v))}\n" for k, v in h.nccl_env.items())
 
 
 def render(h: HostIntent, fabric: FabricIntent, *, extras: bool = True) -> Files:

@@ -6,9 +6,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from fabric.design.derive import qos_facts
-from fabric.errors import InputError, Problem
+from fabric.errors import InputError, Problem, one_line
 from fabric.lint.configs.model import ConfigSet, DeviceConfig
 from fabric.model.qos import PRESETS, QosPolicy
+from fabric.model.source import read_user_file
 from fabric.nos import NOS
 
 if TYPE_CHECKING:
@@ -37,10 +38,7 @@ def kind_of(path: Path, text: str) -> str | None:
 
 
 def parse_file(path: Path, root: Path) -> DeviceConfig | None:
-    try:
-        text = path.read_text()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(Problem(str(path), None, "", "a readable UTF-8 config file", str(exc))) from None
+    text = read_user_file(path, "a device config file")
     kind = kind_of(path, text)
     if kind is None:
         return None
@@ -58,6 +56,10 @@ def parse_file(path: Path, root: Path) -> DeviceConfig | None:
                 str(exc).partition(": ")[2] or str(exc),
             )
         ) from None
+    except (AttributeError, TypeError, KeyError, IndexError, OverflowError, RecursionError) as exc:
+        # a config of an unexpected shape (a list where the NOS writes a mapping, …): located at the file
+        raise InputError(Problem(str(path), None, "", f"a {kind} config of the NOS's structure",
+                                 one_line(exc, 160))) from None
 
 
 def load_configs(root: Path, ctx: Context | None = None) -> ConfigSet:
@@ -67,7 +69,7 @@ def load_configs(root: Path, ctx: Context | None = None) -> ConfigSet:
     # A `fabric render` directory: only its switches/ tree holds device configs (hosts/ and k8s/ hold host
     # intent, netplan and NetworkAttachmentDefinitions, which are no switch's config).
     scan = root / "switches" if (root / "switches").is_dir() else root
-    devices = [d for p in sorted(scan.rglob("*")) if p.is_file() and (d := parse_file(p, root))]
+    devices = [d for p in sorted(scan.rglob("*")) if not p.is_dir() and (d := parse_file(p, root))]
     if not devices:
         raise InputError(
             Problem(

@@ -1,0 +1,281 @@
+"""The fuzzer (issue 17): structured mutations of every shipped inventory, of device configs for
+`lint --configs`, of tool outputs for `parse` and `diagnose`, and of host intents. Every run is judged by
+tests/fuzz/harness.py (no traceback, exit 0/1/2, no hang, bounded memory, every error located, nothing written
+outside the output directory). CI runs it with a fixed seed and a small budget; `make fuzz` runs it long
+(FUZZ_EXAMPLES inventory mutations, the other targets in proportion). Counts go to build/fuzz/*.json."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import time
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, Phase, given, seed, settings
+from hypothesis import strategies as st
+
+from tests.fuzz.harness import ROOT, Stats, judge, run, subprocess_run
+from tests.fuzz.mutate import SPECIAL, make_special, text_mutation, tree_mutation
+
+EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "300"))  # inventory mutations; the other targets in proportion
+SHARES = {t: float(s) for t, s in (x.split("=") for x in os.environ.get("FUZZ_SHARES", "").split(",") if x)}
+SEED = int(os.environ.get("FUZZ_SEED", "17"))
+SUBPROCESS_EVERY = 50
+
+
+def budget(target: str, share: float) -> Any:
+    return settings(max_examples=max(int(EXAMPLES * SHARES.get(target, share)), 5), deadline=None, database=None,
+                    phases=[Phase.generate], suppress_health_check=list(HealthCheck))
+
+
+@cache
+def inventories() -> dict[str, dict[str, Any]]:
+    """Every shipped inventory: file name → its data."""
+    return {d.name: {f.name: yaml.safe_load(f.read_text()) for f in sorted(d.glob("*.yaml"))}
+            for d in sorted((ROOT / "inventories").iterdir()) if d.is_dir()}
+
+
+@cache
+def configs() -> list[Path]:
+    golden = [p for p in (ROOT / "tests" / "golden").rglob("*")
+              if p.name in ("config_db.json", "frr.conf", "running-config.cfg")
+              or (p.suffix == ".yaml" and p.parent.name.startswith(("leaf", "spine")))]
+    running = [p for p in (ROOT / "tests" / "fixtures" / "running").rglob("*")
+               if p.suffix in (".cfg", ".yaml", ".json")]
+    return sorted(golden + running)
+
+
+KINDS = {"ib_": "perftest", "extra_ib_": "perftest", "extra_perftest": "perftest", "nccl": "nccl",
+         "extra_nccl": "nccl", "extra_iperf3": "iperf3", "mlnx_qos": "mlnx_qos", "extra_mlnx_qos": "mlnx_qos",
+         "show_gids": "show_gids", "extra_show_gids": "show_gids", "ibv_devinfo": "show_gids",
+         "extra_ibv_devinfo": "show_gids", "extra_ethtool": "ethtool", "extra_mlxconfig": "mlxconfig"}
+
+
+@cache
+def outputs() -> list[tuple[Path, str | None]]:
+    samples = [(p, next((k for prefix, k in sorted(KINDS.items(), key=lambda kv: -len(kv[0]))
+                         if p.name.startswith(prefix)), None))
+               for p in sorted((ROOT / "tests" / "fixtures" / "samples").iterdir()) if p.is_file()]
+    logs = [(p, None) for p in sorted((ROOT / "tests" / "fixtures" / "logs").rglob("*")) if p.is_file()]
+    return [s for s in samples if s[1]] + logs
+
+
+class Case:
+    """A scratch directory per case, removed after it unless it showed a defect (then kept by Stats)."""
+
+    def __init__(self, stats: Stats):
+        self.stats = stats
+        self.dir = Path(tempfile.mkdtemp(prefix=f"fuzz-{stats.target}-"))
+        if not stats.cases:
+            stats.started = time.monotonic()
+        stats.cases += 1
+
+    def check(self, outcome: Any, located_at: tuple[str, ...], out_dir: Path | None = None) -> None:
+        self.stats.record(outcome)
+        why = judge(outcome, located_at, out_dir, self.dir if out_dir else None)
+        if why:
+            self.stats.defect(why, self.dir)
+
+    def close(self) -> None:
+        if os.environ.get("FUZZ_KEEP"):
+            return
+        for p in self.dir.rglob("*"):  # a FIFO or a symlink to /dev/zero must not trip rmtree
+            if p.is_symlink() or (p.exists() and not p.is_dir() and not p.is_file()):
+                p.unlink()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def _assert_clean(stats: Stats) -> None:
+    doc = stats.save()
+    assert not stats.defects, json.dumps(doc, indent=2)
+
+
+INV_STATS = Stats("inventories")
+
+
+def _yaml(text: str | None) -> Any:
+    """The data of a file not yet mutated at the text level (else None: mutate its text instead)."""
+    if text is None or "&" in text:  # PyYAML would expand a bomb's aliases here, in the fuzzer
+        return None
+    try:
+        return yaml.safe_load(text)
+    except (yaml.YAMLError, RecursionError):
+        return None
+
+
+@seed(SEED)
+@budget("inventories", 1.0)
+@given(st.data())
+def _fuzz_inventory(data: st.DataObject) -> None:
+    name = data.draw(st.sampled_from(sorted(inventories())), label="inventory")
+    files = inventories()[name]
+    case = Case(INV_STATS)
+    try:
+        inv = case.dir / "inv"
+        inv.mkdir()
+        texts = {f: yaml.safe_dump(d, sort_keys=False, allow_unicode=True) for f, d in files.items()}
+        for _ in range(data.draw(st.sampled_from([1, 1, 1, 2, 3]), label="mutations")):
+            f = data.draw(st.sampled_from(sorted(texts)), label="file")
+            kind = data.draw(st.sampled_from(["tree"] * 8 + ["text", "text", "special"]), label="kind")
+            if kind == "tree" and isinstance(doc := _yaml(texts[f]), dict | list):
+                texts[f] = yaml.safe_dump(data.draw(tree_mutation(doc)), sort_keys=False, allow_unicode=True,
+                                          width=10**9)
+            elif kind in ("text", "tree") and texts[f] is not None:
+                texts[f] = data.draw(text_mutation(texts[f], yaml=True))
+            else:
+                texts[f] = None  # type: ignore[assignment]
+                make_special(inv / f, data.draw(st.sampled_from(SPECIAL)))
+        for f, text in texts.items():
+            if text is not None:
+                (inv / f).write_text(text, errors="surrogatepass")
+        located = (str(inv),)
+        outcome = run("validate", str(inv))
+        case.check(outcome, located)
+        if INV_STATS.cases % SUBPROCESS_EVERY == 0:
+            case.check(subprocess_run("validate", str(inv)), located)
+        if outcome.rc == 0:
+            out = case.dir / "out"
+            case.check(run("render", str(inv), "-o", str(out)), located, out_dir=out)
+            case.check(run("lint", str(inv), "--format", "json"), located)
+    finally:
+        case.close()
+
+
+def test_fuzz_inventories() -> None:
+    _fuzz_inventory()
+    _assert_clean(INV_STATS)
+
+
+CFG_STATS = Stats("configs")
+
+
+@seed(SEED)
+@budget("configs", 0.3)
+@given(st.data())
+def _fuzz_config(data: st.DataObject) -> None:
+    src = data.draw(st.sampled_from(configs()), label="config")
+    case = Case(CFG_STATS)
+    try:
+        cfg = case.dir / "cfg" / src.parent.name
+        cfg.mkdir(parents=True)
+        text = src.read_text()
+        if src.suffix in (".json", ".yaml") and data.draw(st.booleans(), label="tree"):
+            doc = json.loads(text) if src.suffix == ".json" else yaml.safe_load(text)
+            doc = data.draw(tree_mutation(doc))
+            text = json.dumps(doc, indent=2) if src.suffix == ".json" else yaml.safe_dump(doc, width=10**9)
+        else:
+            text = data.draw(text_mutation(text, yaml=src.suffix == ".yaml"))
+        (cfg / src.name).write_text(text, errors="surrogatepass")
+        case.check(run("lint", "--configs", str(case.dir / "cfg"), "--format", "json"), (str(case.dir),))
+    finally:
+        case.close()
+
+
+def test_fuzz_configs() -> None:
+    _fuzz_config()
+    _assert_clean(CFG_STATS)
+
+
+OUT_STATS = Stats("outputs")
+
+
+@seed(SEED)
+@budget("outputs", 0.4)
+@given(st.data())
+def _fuzz_output(data: st.DataObject) -> None:
+    src, kind = data.draw(st.sampled_from(outputs()), label="output")
+    case = Case(OUT_STATS)
+    try:
+        text = src.read_text(errors="replace")
+        for _ in range(data.draw(st.integers(1, 2), label="mutations")):
+            text = data.draw(text_mutation(text))
+        path = case.dir / (src.name + (".gz" if data.draw(st.integers(0, 9)) == 0 else ""))
+        if path.suffix == ".gz":
+            import gzip
+
+            path.write_bytes(gzip.compress(text.encode(errors="surrogatepass")))
+        else:
+            path.write_text(text, errors="surrogatepass")
+        located = (str(path),)
+        if kind:
+            case.check(run("parse", kind, str(path)), located)
+        case.check(run("diagnose", str(path)), located)
+    finally:
+        case.close()
+
+
+def test_fuzz_outputs() -> None:
+    _fuzz_output()
+    _assert_clean(OUT_STATS)
+
+
+INTENT_STATS = Stats("intents")
+
+
+@cache
+def intents() -> list[str]:
+    from fabric.design.derive import derive
+    from fabric.model.load import load
+
+    return [h.model_dump_json(indent=2) for name in ("example", "lab-2su8r")
+            for h in list(derive(load(ROOT / "inventories" / name)).hosts.values())[:2]]
+
+
+@seed(SEED)
+@budget("intents", 0.2)
+@given(st.data())
+def _fuzz_intent(data: st.DataObject) -> None:
+    from fabric.cli.host import load_intent
+    from fabric.errors import InputError
+
+    text = data.draw(st.sampled_from(intents()), label="intent")
+    if data.draw(st.booleans(), label="tree"):
+        text = json.dumps(data.draw(tree_mutation(json.loads(text))), indent=2)
+    else:
+        text = data.draw(text_mutation(text))
+    case = Case(INTENT_STATS)
+    try:
+        path = case.dir / "host.json"
+        path.write_text(text, errors="surrogatepass")
+        from tests.fuzz.harness import Outcome
+
+        try:
+            load_intent(path, None, None)
+            outcome = Outcome(0, "", "", 0)
+        except InputError as exc:
+            outcome = Outcome(2, "", "".join(f"error: {p}\n" for p in exc.problems), 0)
+        except Exception as exc:  # what the fuzzer looks for
+            outcome = Outcome(-2, "", "", 0, f"traceback: {type(exc).__name__}: {exc}"[:500])
+        case.check(outcome, (str(path),))
+    finally:
+        case.close()
+
+
+def test_fuzz_host_intents() -> None:
+    _fuzz_intent()
+    _assert_clean(INTENT_STATS)
+
+
+@pytest.mark.parametrize("kind", SPECIAL)
+def test_special_files_everywhere(tmp_path: Path, kind: str) -> None:
+    """Each special file as an inventory file, a catalog, a config, a log and a tool output, in a real process."""
+    inv = tmp_path / "inv"
+    shutil.copytree(ROOT / "inventories" / "example", inv)
+    make_special(inv / "qos.yaml", kind)
+    for f in ("cat.yaml", "log.txt", "out.txt"):
+        make_special(tmp_path / f, kind)
+    (tmp_path / "cfg").mkdir()
+    make_special(tmp_path / "cfg" / "leaf1.cfg", kind)
+    for args in (["validate", str(inv)], ["diagnose", str(tmp_path / "log.txt")],
+                 ["diagnose", str(tmp_path / "log.txt"), "--catalog", str(tmp_path / "cat.yaml")],
+                 ["parse", "perftest", str(tmp_path / "out.txt")], ["parse", "mlnx_qos", str(tmp_path / "out.txt")],
+                 ["lint", "--configs", str(tmp_path / "cfg")]):
+        outcome = subprocess_run(*args)
+        why = judge(outcome, (str(tmp_path),))
+        assert why is None, (args, why)
