@@ -169,7 +169,7 @@ def test_structural_and_semantic_problems_come_out_of_one_run(tmp_path: Path) ->
         f"error: {inv}/switching.yaml:2: switching.mtus: expected one of mtu, adaptive_routing, neighbor, bgp, "
         "found unknown key 'mtus'",
         f"error: {inv}/hosts.yaml:10: hosts.defaults.nics[3].rail: expected a rail with a leaf in SU 1 "
-        "(rails 1-4), found rail 5 on gpu-su1-01",
+        "(rails 1-4), found rail 5 on gpu-su1-01 (from the shared default: 4 hosts)",
     ]
 
 

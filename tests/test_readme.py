@@ -55,7 +55,7 @@ import pytest  # noqa: E402
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 DEVICE_COMMANDS = ("plan", "apply", "rollback", "fetch", "counters", "accept", "hosts plan", "hosts apply",
-                   "host plan")
+                   "host plan", "drain", "undrain", "optics", "remediate")
 
 
 @dataclass
@@ -84,7 +84,7 @@ class Example:
             return "lab"
         if sub == "host apply":
             return "changes-this-machine"
-        if sub in DEVICE_COMMANDS and not {"--offline", "--render-only", "--dump-catalog"} & set(w):
+        if sub in DEVICE_COMMANDS and not {"--offline", "--render-only", "--dump-catalog", "--dry-run"} & set(w):
             return "devices"
         return "offline"
 
