@@ -401,7 +401,7 @@ def test_dry_run_prints_every_command_with_tclass_and_writes_launch_files(tmp_pa
     assert any(ln.startswith(first) for ln in perftest)
     assert any("[client]: ib_write_lat -d mlx5_7 -x 3 --tclass=106" in ln for ln in perftest)
     sections = [ln[3:].split("  (")[0] for ln in p.stdout.splitlines() if ln.startswith("== ")]
-    assert sections[:3] == ["host-config", "bgp", "counters before traffic"]
+    assert sections[:4] == ["host-config", "host-prereqs", "bgp", "counters before traffic"]
     assert sections.index("counters after traffic") < sections.index("lossless-counters")
     assert (tmp_path / "dry-run.txt").read_text() in p.stdout
     launch = tmp_path / "launch" / "nccl-allreduce"

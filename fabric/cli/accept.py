@@ -84,10 +84,10 @@ def accept(
     if dry_run:
         _dry_run(engine.plan(site, selected, quick=quick, report_dir=out_dir), out_dir)
         return
-    hosts = list(fabric.hosts)
+    hosts = list(fabric.hosts) if any(c.on_hosts for c in selected) else []
     with track("accept") as progress:
         dead = tr.reachable(site, hosts, progress=devices(progress, f"reach the hosts of {fabric.name}", len(hosts)))
-    if len(dead) == len(hosts):
+    if hosts and len(dead) == len(hosts):
         err.print(f"error: {none_answered(site, 'hosts', hosts)}", markup=False, soft_wrap=True)
         sys.exit(1)
     with track("accept", total=len(selected)) as progress:

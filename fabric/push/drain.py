@@ -48,10 +48,21 @@ def fabric_rate(ep: SwitchEndpoint, cred: Credentials, ports: list[str], interva
     finally:
         close(drv)
 
-    def total(c: dict[str, dict[str, int]]) -> int:
-        return sum(c.get(p, {}).get("link:rx_bytes", 0) + c.get(p, {}).get("link:tx_bytes", 0) for p in ports)
+    def port_bytes(c: dict[str, int]) -> int | None:
+        """rx + tx of the link where the NOS counts them, else what its egress queues sent."""
+        if "link:rx_bytes" in c or "link:tx_bytes" in c:
+            return c.get("link:rx_bytes", 0) + c.get("link:tx_bytes", 0)
+        queued = [v for k, v in c.items() if k.startswith("queue:") and k.endswith(":tx_bytes")]
+        return sum(queued) if queued else None
 
-    return max(0.0, (total(second) - total(first)) * 8 / max(t1 - t0, 1e-6))
+    def total(c: dict[str, dict[str, int]]) -> int | None:
+        got = [b for p in ports if (b := port_bytes(c.get(p, {}))) is not None]
+        return sum(got) if got else None
+
+    a, b = total(first), total(second)
+    if a is None or b is None:
+        return None
+    return max(0.0, (b - a) * 8 / max(t1 - t0, 1e-6))
 
 
 def drain(fabric: str, ep: SwitchEndpoint, cred: Credentials, opts: ApplyOptions, ports: list[str], *,

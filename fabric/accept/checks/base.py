@@ -59,6 +59,11 @@ class Check:
         self.id = name or self.name
         self.tag_list = list(tags) if tags is not None else list(self.tags)
 
+    @property
+    def on_hosts(self) -> bool:
+        """Whether the check reaches hosts over SSH (False: it reads switches, or a scheduler launches it)."""
+        return True
+
     def result(self, status: str, message: str = "", **kw: object) -> CheckResult:
         return CheckResult(name=self.id, check=self.name, tags=self.tag_list, status=status,  # type: ignore[arg-type]
                            message=message, **kw)  # type: ignore[arg-type]

@@ -25,6 +25,7 @@ class Bgp(Check):
     """Every BGP session established and ECMP as wide as designed, read through each switch's push driver."""
 
     name = "bgp"
+    on_hosts = False  # type: ignore[assignment]  # switches only
     tags = ["switch", "bgp"]
     Input = BgpInput
 

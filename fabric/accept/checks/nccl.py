@@ -75,6 +75,10 @@ class NcclAllReduce(Check):
     phase = "traffic"
     Input = NcclInput
 
+    @property
+    def on_hosts(self) -> bool:
+        return self.inputs.launcher == "mpirun"  # Slurm and Kubernetes start the ranks themselves
+
     def _groups(self, ctx: Context) -> list[list[str]]:
         inputs: NcclInput = self.inputs  # type: ignore[assignment]
         hosts = sorted(ctx.fabric.hosts)

@@ -35,6 +35,7 @@ class PodRailBandwidth(Check):
     tags = ["traffic", "bandwidth", "k8s", "pods"]
     phase = "traffic"
     Input = PodTrafficInput
+    on_hosts = False  # type: ignore[assignment]  # pods, through kubectl
 
     def _render(self, ctx: Context):
         """(job, manifest, networks) written to the report's launch directory, or a reason it cannot be."""
