@@ -108,10 +108,14 @@ def test_throttled_sender_and_misshaped_port_are_located(inv: str, tmp_path: Pat
     finally:
         fabric("lab", "fault", inv, "clear", check=True)
     r = {x["name"]: x for x in data["results"]}
-    assert rc == 1 and r["incast"]["status"] == "fail" and r["ets"]["status"] == "fail"
+    assert rc == 1 and r["incast"]["status"] == "fail" and r["ets"]["status"] == "fail", \
+        (r["ets"]["message"], r["ets"]["measurements"])
     # incast names the throttled sender (rail 3) and, behind the 200 Mb/s port, the receiver's side (rail 2)
-    assert sorted((loc["rail"], loc["hosts"]) for loc in r["incast"]["locations"]) == [
-        (2, ["gpu-su1-01"]), (3, ["gpu-su1-03"])]
+    # (on a loaded machine another sender into the 200 Mb/s port may fall below its share too: still rail 2;
+    # the healthy rails 1 and 4 are never named)
+    located = {(loc["rail"], tuple(loc["hosts"])) for loc in r["incast"]["locations"]}
+    assert {(2, ("gpu-su1-01",)), (3, ("gpu-su1-03",))} <= located and {rail for rail, _ in located} == {2, 3}, \
+        located
     assert "leaf-su1-r3:swp3" in r["incast"]["message"] and "receiver port leaf-su1-r2:swp1" in r["incast"]["message"]
     bad = [m for m in r["ets"]["measurements"] if not m["ok"]]
     assert [(m["src"], m["dst"]) for m in bad] == [("leaf-su1-r2", "swp1")] and bad[0]["value"] < 0.4
