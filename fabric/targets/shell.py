@@ -11,6 +11,7 @@ import hashlib
 import re
 import shlex
 import textwrap
+import time
 from typing import Any
 
 from fabric.targets.base import TargetError
@@ -69,3 +70,18 @@ def upload(conn: Any, path: str, content: str) -> None:
 
 def quote(s: str) -> str:
     return shlex.quote(s)
+
+
+def job_state(conn: Any, directory: str) -> str:
+    """The state word a device-side transaction job (FRR, SONiC) keeps in `<directory>/state`; '' if none."""
+    return run(conn, f"cat {quote(directory + '/state')} 2>/dev/null")[1].strip()
+
+
+def wait_job_state(conn: Any, directory: str, states: set[str], timeout: float) -> str:
+    """Poll `job_state` until it is one of `states` or `timeout` seconds pass; returns the last state read."""
+    deadline = time.monotonic() + timeout
+    while True:
+        s = job_state(conn, directory)
+        if s in states or time.monotonic() > deadline:
+            return s
+        time.sleep(0.3)

@@ -146,15 +146,10 @@ class SonicDriver(Driver):
         return txn
 
     def _state(self, txn: Txn) -> str:
-        return shell.run(self.conn, f"cat {shell.quote(txn.native['dir'] + '/state')} 2>/dev/null")[1].strip()
+        return shell.job_state(self.conn, txn.native["dir"])
 
     def _wait(self, txn: Txn, states: set[str], timeout: float) -> str:
-        deadline = time.monotonic() + timeout
-        while True:
-            s = self._state(txn)
-            if s in states or time.monotonic() > deadline:
-                return s
-            time.sleep(0.3)
+        return shell.wait_job_state(self.conn, txn.native["dir"], states, timeout)
 
     def commit(self, txn: Txn, confirm_seconds: int) -> None:
         d = txn.native["dir"]
