@@ -60,15 +60,23 @@ def _short(exc: BaseException) -> str:
     return state.scrub(reason(exc))
 
 
+def connect(ep: SwitchEndpoint, cred: Credentials, *, timeout: float,
+            progress: Progress) -> tuple[Driver | None, str]:
+    """The switch's driver, reporting `connecting`/`unreachable` to `progress`; (None, why) when unreachable."""
+    progress(ep.device, "connecting")
+    try:
+        return open_driver(ep, cred, timeout=timeout, progress=lambda s: progress(ep.device, s)), ""
+    except conn_errors() as exc:
+        progress(ep.device, "unreachable")
+        return None, _short(exc)
+
+
 def plan_device(ep: SwitchEndpoint, cred: Credentials, *, timeout: float = 10,
                 progress: Progress = lambda _d, _s: None) -> DeviceResult:
     t0 = time.monotonic()
-    progress(ep.device, "connecting")
-    try:
-        drv = open_driver(ep, cred, timeout=timeout, progress=lambda s: progress(ep.device, s))
-    except conn_errors() as exc:
-        progress(ep.device, "unreachable")
-        return DeviceResult(device=ep.device, target=ep.target, status="unreachable", detail=_short(exc),
+    drv, why = connect(ep, cred, timeout=timeout, progress=progress)
+    if drv is None:
+        return DeviceResult(device=ep.device, target=ep.target, status="unreachable", detail=why,
                             seconds=time.monotonic() - t0)
     try:
         progress(ep.device, "diff")

@@ -18,8 +18,9 @@ from pydantic import BaseModel
 from fabric.access import Credentials, SwitchEndpoint
 from fabric.nos import NOS
 from fabric.push import state
+from fabric.push.engine import connect
 from fabric.targets.base import TargetError
-from fabric.targets.session import close, conn_errors, open_driver, reason
+from fabric.targets.session import close, conn_errors, reason
 
 Progress = Callable[[str, str], None]  # (device, stage)
 
@@ -38,13 +39,10 @@ def fetch_device(ep: SwitchEndpoint, cred: Credentials, out: Path, *, timeout: f
                  progress: Progress = lambda _d, _s: None) -> Fetched:
     """Read one switch's running configuration and write it to `out/<switch><suffix>`."""
     t0 = time.monotonic()
-    progress(ep.device, "connecting")
-    try:
-        drv = open_driver(ep, cred, timeout=timeout, progress=lambda s: progress(ep.device, s))
-    except conn_errors() as exc:
-        progress(ep.device, "unreachable")
-        return Fetched(device=ep.device, target=ep.target, status="unreachable",
-                       detail=state.scrub(reason(exc)), seconds=time.monotonic() - t0)
+    drv, why = connect(ep, cred, timeout=timeout, progress=progress)
+    if drv is None:
+        return Fetched(device=ep.device, target=ep.target, status="unreachable", detail=why,
+                       seconds=time.monotonic() - t0)
     try:
         progress(ep.device, "reading")
         text = drv.saved()
