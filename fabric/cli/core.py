@@ -155,6 +155,10 @@ def explain(inventory: InventoryArg, device: Annotated[str, typer.Argument(help=
     if dev is None:
         raise UsageError(f"device: expected a switch or host of {fabric.name}, found {device!r}")
     rows = rows_of(loaded, dev, path, deriver.topo)
+    if path.startswith("monitoring"):  # the alert thresholds of `fabric export -f prometheus`
+        from fabric.export.prometheus import explain_rows
+
+        rows = explain_rows(loaded, fabric, dev, path)
     if not rows:
         raise UsageError(f"path: expected a path of {device} such as qos.queues.3.ecn or bgp.asn, found {path!r}")
     if fmt == "json":

@@ -4,26 +4,35 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from fabric.export import DEFAULT_PREFIX, ExportFormat, export
 
+if TYPE_CHECKING:
+    from fabric.model.load import Loaded
+
 
 def export_command(
     inventory: Annotated[Path, typer.Argument(help="inventory directory of YAML files", show_default=False)],
     fmt: Annotated[ExportFormat, typer.Option("--format", "-f", help="what to write")],
-    output: Annotated[Path | None, typer.Option("-o", "--output", help="file to write; default stdout")] = None,
+    output: Annotated[Path | None, typer.Option(
+        "-o", "--output", help="file to write (prometheus: a directory); default stdout")] = None,
     label_prefix: Annotated[str, typer.Option(
         "--label-prefix", help="prefix of the Kubernetes label keys (k8s-labels, k8s-label-script, volcano)")
     ] = DEFAULT_PREFIX,
 ) -> None:
-    """Topology for Slurm (tree, block), Kubernetes node labels, Volcano HyperNodes or an MPI hostfile."""
+    """Topology for Slurm (tree, block), Kubernetes node labels, Volcano HyperNodes or an MPI hostfile; Prometheus
+    rules and Grafana dashboards (`-f prometheus -o DIR`)."""
     from fabric.design.derive import derive
     from fabric.model.load import load
 
-    text = export(derive(load(inventory)), fmt, label_prefix)
+    loaded = load(inventory)
+    if fmt is ExportFormat.prometheus:
+        _prometheus(loaded, output)
+        return
+    text = export(derive(loaded), fmt, label_prefix)
     if output is None:
         sys.stdout.write(text)
         return
@@ -32,3 +41,18 @@ def export_command(
     if fmt is ExportFormat.k8s_label_script:
         output.chmod(0o755)
     typer.echo(f"wrote {output} ({fmt.value}, {text.count(chr(10))} lines)", err=True)
+
+
+def _prometheus(loaded: Loaded, output: Path | None) -> None:
+    from fabric.design.derive import derive
+    from fabric.errors import UsageError
+    from fabric.export.prometheus import files
+
+    if output is None:
+        raise UsageError("--output: expected a directory for -f prometheus (rules, tests, targets, dashboards)")
+    written = files(derive(loaded), loaded.inv.monitoring)
+    for rel, text in written.items():
+        path = output / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    typer.echo(f"wrote {len(written)} files to {output} (prometheus)", err=True)

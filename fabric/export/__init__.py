@@ -13,6 +13,7 @@ the fabric has one. Each format's module documents its output with an example:
 | `k8s-label-script` | `kubectl label node … --overwrite` script | fabric/export/kubernetes.py |
 | `volcano` | Volcano HyperNode resources | fabric/export/kubernetes.py |
 | `hostfile` | Open MPI hostfile with slots=GPUs | fabric/export/mpi.py |
+| `prometheus` | rules, their unit tests, file_sd targets, dashboards (-o DIR) | fabric/export/prometheus.py |
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ class ExportFormat(StrEnum):
     k8s_label_script = "k8s-label-script"
     volcano = "volcano"
     hostfile = "hostfile"
+    prometheus = "prometheus"  # several files: fabric.export.prometheus.files
 
 
 _WRITERS: dict[ExportFormat, Callable[[Tiers, str], str]] = {

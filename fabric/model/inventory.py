@@ -361,6 +361,28 @@ class Kubernetes(Strict):
     vf_spoof_check: bool = False
 
 
+class Monitoring(Strict):
+    """Alert thresholds of `fabric export -f prometheus` (fabric/export/prometheus.py); each default is documented
+    there and shown by `fabric explain DEVICE monitoring`."""
+
+    rate_window: Seconds = Field(120, ge=1, description="range of every rate() (2m = 120s)")
+    pending: Seconds = Field(120, ge=0, description="`for:` of every alert")
+    pause_storm_fraction: float = Field(0.5, gt=0, le=1, allow_inf_nan=False,
+                                        description="share of time a port is paused on a lossless priority")
+    ecn_marked_fraction: float = Field(0.05, gt=0, le=1, allow_inf_nan=False,
+                                       description="ECN-marked share of a rail's RoCE packets received")
+    cnp_sender_min_fraction: float = Field(0.05, gt=0, le=1, allow_inf_nan=False,
+                                           description="lossless send rate, as a share of the link, to judge a sender")
+    out_of_sequence_per_s: float = Field(1.0, ge=0, allow_inf_nan=False)
+    lossless_drops_per_s: float = Field(0.0, ge=0, allow_inf_nan=False)
+    optics_rx_power_min_dbm: float | None = Field(None, ge=-40, le=10, allow_inf_nan=False,
+                                                  description="alert below this + optics_margin_db (SONiC only)")
+    optics_margin_db: float = Field(1.0, ge=0, le=20, allow_inf_nan=False)
+    node_exporter_port: int = Field(9100, ge=1, le=65535)
+    switch_exporter_port: int | None = Field(None, ge=1, le=65535,
+                                             description="default: the NOS exporter's (fabric/export/sources.py)")
+
+
 class Inventory(Strict):
     """All sections, merged from every YAML file of the inventory directory."""
 
@@ -379,6 +401,7 @@ class Inventory(Strict):
     lab: LabSettings = LabSettings()
     access: Access = Access()
     kubernetes: Kubernetes = Kubernetes()
+    monitoring: Monitoring = Monitoring()
 
 
 __all__ = ["Bytes", "Inventory"]
