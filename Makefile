@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 FABRIC := $(VENV)/bin/fabric
 APT_PACKAGES := frr frr-pythontools openssh-server openssh-client iperf3 iproute2 iputils-ping ethtool procps \
-  libyang2-dev
+  libyang2-dev prometheus
 # Side venv for ../shared/tools/sonic_yang_check.py (libyang C 2 from Debian, its PyPI bindings)
 YANG_VENV := .refs/yang-venv
 
@@ -46,6 +46,8 @@ deps:
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" != 0 ]; then echo "need root to install:$$missing" >&2; exit 2; fi; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	  if [ -d /run/systemd/system ]; then systemctl disable --now prometheus prometheus-node-exporter \
+	    >/dev/null 2>&1 || true; fi; \
 	fi
 
 DEMO_INV ?= inventories/example
