@@ -22,6 +22,7 @@ from collections.abc import Callable
 from enum import StrEnum
 
 from fabric.design.intent import FabricIntent
+from fabric.errors import UsageError
 from fabric.export.kubernetes import DEFAULT_PREFIX, label_script, labels_yaml, volcano_yaml
 from fabric.export.mpi import hostfile
 from fabric.export.slurm import block_conf, topology_yaml, tree_conf
@@ -51,7 +52,9 @@ _WRITERS: dict[ExportFormat, Callable[[Tiers, str], str]] = {
 
 
 def export(fabric: FabricIntent, fmt: ExportFormat | str, label_prefix: str = DEFAULT_PREFIX) -> str:
-    """The text of one export format for `fabric`."""
+    """The text of one export format for `fabric` (`prometheus` writes several files: fabric.export.prometheus)."""
+    if ExportFormat(fmt) is ExportFormat.prometheus:
+        raise UsageError("--format prometheus: expected an output directory (fabric.export.prometheus.files)")
     return _WRITERS[ExportFormat(fmt)](tiers(fabric), label_prefix)
 
 

@@ -117,7 +117,7 @@ def _per_priority(template: str, priorities: Iterable[int], fn: str, window: str
 
 def _sum_priorities(template: str, priorities: Iterable[int], fn: str, window: str, scale: str = "") -> str:
     terms = [f"{fn}({template.format(p=p)}[{window}]){scale}" for p in priorities]
-    return _relabel(" + ignoring() ".join(terms) if len(terms) > 1 else terms[0], "device")
+    return _relabel(" + ".join(terms), "device")
 
 
 @dataclass(frozen=True, slots=True)

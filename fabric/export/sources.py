@@ -106,16 +106,24 @@ SWITCH_SOURCES: dict[str, SwitchSource] = {
         rx_pause_us=Counter("nvswitch_interface_sp_rx_pause_duration", "interface", "switch_priority"),
         tx_pause_us=Counter("nvswitch_interface_sp_tx_pause_duration", "interface", "switch_priority"),
         speed_bps=Counter("nvswitch_interface_oper_aggregate_speed", "interface"),
-        notes="no PFC watchdog metric; class attribute names unverified"),
-    # EOS: OpenConfig over gNMI (openconfig-qos /qos/interfaces/interface/output/queues/queue/state/dropped-pkts,
-    # openconfig-if-ethernet …/ethernet/state/negotiated-port-speed is an identity, not a number) into gnmic's
-    # prometheus output, whose metric name is the path with `/` and `-` turned to `_` and whose list keys become
-    # labels. EOS has no OpenConfig leaf for PFC frames, ECN marks or the PFC watchdog.
+        notes="no PFC watchdog metric; class attribute names unverified; one collector serves every switch: "
+              "relabel the switch's host name attribute to `node`"),
+    # EOS: OpenConfig over gNMI (openconfig-qos /qos/interfaces/interface/output/queues/queue/state/dropped-pkts;
+    # openconfig-if-ethernet's negotiated-port-speed is an identity, not a number) into gnmic's prometheus output:
+    # openconfig/gnmic outputs/prometheus_output/prometheus_common.go `MetricName` = [prefix_][subscription_] +
+    # the value's path with non-alphanumerics → `_`, left `_` trimmed; `GetLabels` = each event tag's base name
+    # sanitized the same way. The event format names a list key `<element>_<key>` (interface_interface-id →
+    # `interface_interface_id`, `queue_name`): taken from gnmic's event-format docs, not re-checked here; run it
+    # with no metric prefix and without append-subscription-name. EOS has no OpenConfig leaf for PFC frames, ECN
+    # marks or the PFC watchdog.
     "eos": SwitchSource(
         exporter="gnmic prometheus output (OpenConfig over gNMI)",
-        source="openconfig/public release/models/qos/openconfig-qos-interfaces.yang", port=9804,
-        queue_drops=Counter("qos_interfaces_interface_output_queues_queue_state_dropped_pkts", "interface_id", "name"),
-        notes="no PFC, ECN, watchdog or numeric speed leaf in EOS's OpenConfig"),
+        source="openconfig/gnmic outputs/prometheus_output/prometheus_common.go; openconfig-qos-interfaces.yang",
+        port=9804,
+        queue_drops=Counter("qos_interfaces_interface_output_queues_queue_state_dropped_pkts",
+                            "interface_interface_id", "queue_name"),
+        notes="no PFC, ECN, watchdog or numeric speed leaf in EOS's OpenConfig; one gnmic serves every switch: "
+              "relabel its `source` tag to `node`"),
     # Linux/FRR white box (and the lab): no exporter publishes the per-class counters of a tc tree —
     # node_exporter's qdisc collector reports root qdiscs only (collector/qdisc_linux.go skips `Parent != 0`).
     # These are the names fabric expects from a textfile-collector script reading `tc -s class show` and
