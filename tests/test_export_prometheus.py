@@ -74,6 +74,8 @@ def test_promtool_accepts_rules_and_their_unit_tests(inv: Path, tmp_path: Path) 
         dash = json.loads(files[name])
         exprs = [t["expr"] for p in dash["panels"] for t in p.get("targets", [])]
         assert exprs and all(e.startswith("fabric:") for e in exprs)
+    info = files[f"topology/{fabric.name}.prom"].splitlines()
+    assert len([ln for ln in info if ln.startswith("fabric_port_info{")]) == len(prom.port_labels(fabric))
     for name in (n for n in files if n.startswith("targets/")):
         assert all(t["labels"]["node"] in {**fabric.hosts, **fabric.switches} for t in json.loads(files[name]))
 
@@ -173,6 +175,7 @@ class Fabric:
         self.t0 = time.monotonic()
         self.ports = labels
         self.faults: set[str] = set()
+        self.topology = ""
         self.base = {k: int(v) for k, v in (ln.strip().split(": ") for ln in ETHTOOL.splitlines()[2:] if ": " in ln)}
 
     def rates(self, lb: dict[str, str]) -> dict[str, float]:
@@ -266,7 +269,7 @@ def exporter() -> Iterator[tuple[Fabric, int]]:
         def do_GET(self) -> None:
             node = self.path.rsplit("/", 1)[-1]
             with lock:
-                body = fabric.metrics(node).encode()
+                body = (fabric.topology if self.path == "/topology" else fabric.metrics(node)).encode()
             self.send_response(200)
             self.send_header("Content-Type", "text/plain; version=0.0.4")
             self.end_headers()
@@ -343,6 +346,11 @@ def test_real_prometheus_fires_exactly_the_injected_faults(exporter: tuple[Fabri
         f.write_text(json.dumps(groups))
     config = yaml.safe_load((out / "prometheus.yml").read_text())
     config["global"] = {"scrape_interval": "1s", "evaluation_interval": "1s", "scrape_timeout": "900ms"}
+    topology = config["scrape_configs"][0]  # the generated topology file, served by the stand-in
+    assert topology["honor_labels"] is True
+    topology["static_configs"] = [{"targets": [f"127.0.0.1:{exporter_port}"],
+                                   "labels": {"__metrics_path__": "/topology"}}]
+    sim.topology = (out / "topology" / "example.prom").read_text()
     (out / "prometheus.yml").write_text(yaml.safe_dump(config))
     port = _free_port()
     log = (tmp_path / "prometheus.log").open("w")

@@ -1,8 +1,8 @@
 """`promtool test rules` unit tests for the rules of fabric/export/prometheus.py, generated with them.
 
 One test per alert: the exporter series of one fault on one host rail NIC (or one leaf port), in the metric names
-of fabric/export/sources.py, and the alert expected with its exact labels and annotations; one healthy fabric in
-which no alert fires. Pure.
+of fabric/export/sources.py, beside `fabric_port_info` of every port (as the topology file serves it), and the
+alert expected with its exact labels and annotations; one healthy fabric in which no alert fires. Pure.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import re
 
 from fabric.design.intent import FabricIntent
 from fabric.export import sources as src
-from fabric.export.prometheus import lossless, port_labels
+from fabric.export.prometheus import INFO, lossless, port_labels
 from fabric.model.inventory import Monitoring
 
 _IF = re.compile(r"\{\{ if \$labels\.(\w+) \}\}(.*?)\{\{ end \}\}")
@@ -29,6 +29,15 @@ def render(template: str, labels: dict[str, str]) -> str:
 def _series(metric: str, labels: dict[str, str], values: str) -> dict:
     inner = ", ".join(f'{k}="{v}"' for k, v in sorted(labels.items()))
     return {"series": f"{metric}{{{inner}}}", "values": values}
+
+
+_NODE = re.compile(r'node="([^"]*)"')
+
+
+def topology(info: list[dict[str, str]], series: list[dict]) -> list[dict]:
+    """`fabric_port_info` of every port of the devices the series come from (as the topology file serves it)."""
+    nodes = {m.group(1) for s in series if (m := _NODE.search(s["series"]))}
+    return [_series(INFO, lb, _flat(1)) for lb in info if lb["device"] in nodes]
 
 
 def _grow(per_minute: float) -> str:
@@ -54,7 +63,7 @@ def unit_tests(fabric: FabricIntent, m: Monitoring, rules: dict) -> dict:
 
     def case(name: str, series: list[dict], alert: str, expected: list[dict]) -> None:
         if alert in alerts:
-            tests.append({"name": name, "interval": "1m", "input_series": series,
+            tests.append({"name": name, "interval": "1m", "input_series": topology(info, series) + series,
                           "alert_rule_test": [{"eval_time": EVAL, "alertname": alert, "exp_alerts": expected}]})
 
     def nic(lb: dict[str, str]) -> dict[str, str]:
@@ -123,11 +132,12 @@ def unit_tests(fabric: FabricIntent, m: Monitoring, rules: dict) -> dict:
              [_series(sonic.metric, {"node": lp["device"], "device": lp["port"], "unit": "1"},
                       _flat(m.optics_rx_power_min_dbm + m.optics_margin_db / 2))],
              "RoceOpticsNearThreshold", [expect("RoceOpticsNearThreshold", nic(lp), {"lane": "1"})])
-    tests.append(_healthy(fabric, hosts, prios, sorted(alerts)))
+    tests.append(_healthy(fabric, hosts, prios, sorted(alerts), info))
     return {"rule_files": [f"{fabric.name}.rules.yml"], "evaluation_interval": "1m", "tests": tests}
 
 
-def _healthy(fabric: FabricIntent, hosts: list[dict[str, str]], prios: list[int], alerts: list[str]) -> dict:
+def _healthy(fabric: FabricIntent, hosts: list[dict[str, str]], prios: list[int], alerts: list[str],
+             info: list[dict[str, str]]) -> dict:
     """Every host NIC sending at half its speed with light pausing, CNPs sent and handled, ECN rare, full speed."""
     series: list[dict] = []
     p = prios[0] if prios else 3
@@ -144,5 +154,6 @@ def _healthy(fabric: FabricIntent, hosts: list[dict[str, str]], prios: list[int]
                    _series(src.IB_CNP_SENT, ib, _grow(600)), _series(src.IB_CNP_HANDLED, ib, _grow(600)),
                    _series(src.IB_CNP_IGNORED, ib, _flat(0)), _series(src.IB_ECN_MARKED, ib, _grow(600)),
                    _series(src.IB_OUT_OF_SEQUENCE, ib, _flat(0))]
-    return {"name": f"healthy {fabric.name}: no alert", "interval": "1m", "input_series": series,
+    return {"name": f"healthy {fabric.name}: no alert", "interval": "1m",
+            "input_series": topology(info, series) + series,
             "alert_rule_test": [{"eval_time": EVAL, "alertname": a, "exp_alerts": []} for a in alerts]}
