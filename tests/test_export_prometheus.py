@@ -53,8 +53,9 @@ def _write(files: dict[str, str], out: Path) -> None:
 
 @pytest.mark.parametrize("inv", INVENTORIES, ids=lambda p: p.name)
 def test_promtool_accepts_rules_and_their_unit_tests(inv: Path, tmp_path: Path) -> None:
-    """Every shipped inventory: `promtool check rules` accepts the rule file, `promtool test rules` passes one test
-    per alert (the fault fires exactly that alert with its labels) plus a healthy fabric that fires none."""
+    """Every shipped inventory: `promtool check rules`/`check config`/`check metrics` accept the rule file, the
+    configuration and the topology file, `promtool test rules` passes one test per alert (the fault fires exactly
+    that alert with its labels) plus a healthy fabric that fires none."""
     require(PROMTOOL is not None, "promtool (Debian package prometheus)")
     loaded = load(inv)
     fabric = derive(loaded)
@@ -62,6 +63,12 @@ def test_promtool_accepts_rules_and_their_unit_tests(inv: Path, tmp_path: Path) 
     _write(files, tmp_path)
     rules = tmp_path / f"{fabric.name}.rules.yml"
     check = subprocess.run([PROMTOOL, "check", "rules", str(rules)], capture_output=True, text=True, timeout=60)
+    assert check.returncode == 0, check.stdout + check.stderr
+    check = subprocess.run([PROMTOOL, "check", "config", "prometheus.yml"], cwd=tmp_path, capture_output=True,
+                           text=True, timeout=60)
+    assert check.returncode == 0 and "1 rule files found" in check.stdout, check.stdout + check.stderr
+    check = subprocess.run([PROMTOOL, "check", "metrics"], input=files[f"topology/{fabric.name}.prom"],
+                           capture_output=True, text=True, timeout=60)
     assert check.returncode == 0, check.stdout + check.stderr
     tests = yaml.safe_load(files[f"{fabric.name}.rules.test.yml"])["tests"]
     tested = {t["alert_rule_test"][0]["alertname"] for t in tests if t["alert_rule_test"][0]["exp_alerts"]}
