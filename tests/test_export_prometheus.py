@@ -391,6 +391,13 @@ def test_real_prometheus_fires_exactly_the_injected_faults(exporter: tuple[Fabri
         _wait("alerts", time.monotonic() + 20, lambda: _firing(port) >= expected)
         time.sleep(2)
         assert _firing(port) == expected
+        dash = json.loads((out / "dashboards" / "example-lossless.json").read_text())
+        empty = []
+        for panel in (p for p in dash["panels"] if p["type"] == "timeseries"):  # every panel is valid PromQL here
+            expr = panel["targets"][0]["expr"].replace("$su", ".*").replace("$rail", ".*").replace("$lossless_tc", "3")
+            if not _api(port, expr):
+                empty.append(panel["title"])
+        assert empty == ["ECN-marked on leaf queues (pkt/s)"], empty  # the stand-in serves no red qdisc marks
         storm = _api(port, 'ALERTS{alertname="RocePfcPauseStorm"}')[0]["metric"]
         assert storm["rail"] == "1" and storm["su"] == "1" and storm["priority"] == "3" and storm["role"] == "host"
     finally:

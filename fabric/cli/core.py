@@ -140,7 +140,8 @@ def plan(inventory: InventoryArg,
 
 
 def explain(inventory: InventoryArg, device: Annotated[str, typer.Argument(help="switch or host name")],
-            path: Annotated[str, typer.Argument(help="path prefix, e.g. qos.queues.3 or ports[0].headroom")] = "",
+            path: Annotated[str, typer.Argument(help="path prefix, e.g. qos.queues.3 or ports[0].headroom; "
+                                                     "monitoring: the alert thresholds")] = "",
             fmt: FormatOpt = "table") -> None:
     """Every value of a device with its origin: preset, override or inventory (file:line), derived, or formula."""
     from fabric.design.derive import Deriver
