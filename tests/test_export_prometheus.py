@@ -132,6 +132,18 @@ def test_ethtool_metric_names_follow_node_exporter() -> None:
     assert src.ethtool_metric("rx_vport_RDMA_unicast.bytes") == "node_ethtool_received_vport_rdma_unicast_bytes"
 
 
+def test_tc_textfile_is_the_frr_rows_series() -> None:
+    """`tc -s` of a lab leaf port through queue_counters → the frr row's textfile series, valid exposition."""
+    counters = queue_counters(TC_CLASSES.format(b7=0, p7=0, root=10, proot=2, b3=9, p3=1, d3=7, b0=1, p0=1, d0=0),
+                              [{"kind": "red", "dev": "swp1", "parent": "1:5", "marked": 4711, "drops": 0}], "swp1")
+    text = src.tc_textfile({"swp1": counters})
+    assert 'fabric_tc_queue_dropped_packets_total{device="swp1",queue="3"} 7' in text.splitlines()
+    assert 'fabric_tc_queue_ecn_marked_packets_total{device="swp1",queue="3"} 4711' in text.splitlines()
+    if PROMTOOL:
+        check = subprocess.run([PROMTOOL, "check", "metrics"], input=text, capture_output=True, text=True, timeout=30)
+        assert check.returncode == 0, check.stdout + check.stderr
+
+
 def test_monitoring_overrides_and_located_errors(example_copy: Path, tmp_path: Path) -> None:
     """`monitoring:` changes one threshold; a bad value is a located error, exit 2; `explain` shows the values."""
     (example_copy / "monitoring.yaml").write_text("monitoring:\n  pause_storm_fraction: 0.8\n  pending: 30s\n")
@@ -250,19 +262,15 @@ class Fabric:
                 lines.append(f'{src.HOST_SPEED_BYTES}{{device="{lb["port"]}"}} '
                              f'{self.speed_mbps(lb) * 1000 * 1000 // 8}')
             return "\n".join(lines) + "\n"
-        s = src.SWITCH_SOURCES["frr"]
-        assert s.queue_drops is not None and s.queue_ecn_marked is not None
+        queues: dict[str, dict[str, int]] = {}
         for lb in (lb for lb in self.ports if lb["device"] == node):
             acc = lb["_acc"]  # type: ignore[index]
             text = TC_CLASSES.format(**{k: int(acc.get(k, 0)) for k in ("b3", "p3", "d3", "b0", "p0", "d0", "b7",
                                                                             "p7")},
                                      root=int(acc["b3"] + acc["b0"] + acc["b7"]), proot=int(acc["p3"] + acc["p0"]))
-            for name, value in sorted(queue_counters(text, [], lb["port"]).items()):  # as the frr driver reads
-                _, tc, what = name.split(":")
-                if what == "drops":
-                    lines.append(f'{s.queue_drops.metric}{{device="{lb["port"]}",queue="{tc}"}} {value}')
+            queues[lb["port"]] = queue_counters(text, [], lb["port"])  # as the frr driver reads them
             lines.append(f'node_network_speed_bytes{{device="{lb["port"]}"}} {self.speed_mbps(lb) * 1000 * 1000 // 8}')
-        return "\n".join(lines) + "\n"
+        return src.tc_textfile(queues) + "\n".join(lines) + "\n"
 
 
 @pytest.fixture

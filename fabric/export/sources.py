@@ -136,3 +136,23 @@ SWITCH_SOURCES: dict[str, SwitchSource] = {
         speed_bps=Counter("node_network_speed_bytes", "device", scale=8.0),
         notes="Linux has no PFC: no pause or watchdog counters"),
 }
+
+
+def tc_textfile(ports: dict[str, dict[str, int]]) -> str:
+    """The `frr` row's series in the Prometheus text format, for node_exporter's textfile collector on a Linux
+    switch: `queue:<tc>:drops|ecn_marked` per port, as `fabric.parsers.iproute.queue_counters` reads them from
+    `tc -s class show` / `tc -s -j qdisc show`."""
+    s = SWITCH_SOURCES["frr"]
+    assert s.queue_drops is not None and s.queue_ecn_marked is not None
+    names = {"drops": s.queue_drops.metric, "ecn_marked": s.queue_ecn_marked.metric}
+    out: dict[str, list[str]] = {metric: [] for metric in names.values()}
+    for port, counters in sorted(ports.items()):
+        for key, value in sorted(counters.items()):
+            kind, _, rest = key.partition(":")
+            tc, _, what = rest.partition(":")
+            if kind == "queue" and what in names:
+                out[names[what]].append(f'{names[what]}{{device="{port}",queue="{tc}"}} {value}')
+    helps = {"drops": "packets dropped", "ecn_marked": "packets ECN-marked"}
+    return "".join(f"# HELP {metric} Egress queue (TC) {helps[what]}, from tc -s (fabric).\n# TYPE {metric} counter\n"
+                   + "".join(f"{ln}\n" for ln in out[metric])
+                   for what, metric in names.items() if out[metric])
