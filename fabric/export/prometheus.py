@@ -268,7 +268,8 @@ def _alerts(fabric: FabricIntent, m: Monitoring, records: set[str]) -> list[Rule
             "A PFC watchdog (the NIC's stall watchdog or the switch's PFC watchdog) detected a pause storm and "
             "stopped honouring or sending pauses: lossless traffic on that priority may now drop.",
             "Find the storm's source (RocePfcPauseStorm on the same cable); run `fabric diagnose` on the host's "
-            "dmesg (DG2xx watchdog signatures) and `fabric accept INV --tags pfc-watchdog`.", m))
+            "dmesg (DG215 pause TX disabled, DG216 pause storm warning) and `fabric accept INV --tags "
+            "pfc-watchdog`.", m))
     if ecn and "fabric:nic_ecn_marked:rate" in records and "fabric:nic_rx_lossless:pps" in records:
         e = (f"sum by (fabric, su, rail) (fabric:nic_ecn_marked:rate) / "
              f"(sum by (fabric, su, rail) (fabric:nic_rx_lossless:pps) > 0) > {m.ecn_marked_fraction:g}")
