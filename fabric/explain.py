@@ -218,4 +218,3 @@ def explain(loaded: Loaded, device: SwitchIntent | HostIntent, path: str = "",
             continue
         rows.append((p, "" if value is None else str(value), origin(loaded, device, p, value, topo)))
     return rows
-
