@@ -76,3 +76,44 @@ def test_an_alias_bomb_in_an_inventory_exits_2_within_a_second(tmp_path: Path) -
     assert r.returncode == 2 and "hosts.yaml:6: f[1]: expected aliases that build at most" in r.stderr, r.stderr
     assert "Traceback" not in r.stderr
     assert time.monotonic() - t0 < 10  # the interpreter's start; the loader's own second is in tests/hostile
+
+
+@pytest.mark.parametrize("preset", ["nvidia-roce", "sonic-azure"])
+@pytest.mark.parametrize("shipped", ["example", "sonic-example"])
+def test_every_shipped_preset_passes_our_own_qos_lint(tmp_path: Path, preset: str, shipped: str) -> None:
+    from fabric.lint.context import Context
+    from fabric.lint.core import Severity
+    from fabric.lint.engine import run
+
+    inv = tmp_path / "inv"
+    shutil.copytree(ROOT / "inventories" / shipped, inv)
+    (inv / "qos.yaml").write_text(f"qos:\n  preset: {preset}\n")
+    result = run(Context(load(inv)), select=["RF1"])
+    assert not result.failed(Severity.warning), [f"{f.rule} {f.message}" for f in result.active()]
+
+
+def test_the_readme_crd_check_runs_as_written(tmp_path: Path) -> None:
+    """The README's k8s_crd_check example, from a checkout with the reference folder beside it, after the
+    README's own `--render-only` command: the same command line, the same output."""
+    import os
+    import re
+
+    from tests.conftest import require
+    from tests.test_k8s import CHECKER, SHARED
+
+    require(CHECKER.is_file(), f"{CHECKER} (the shared folder beside the checkout)")
+    readme = (ROOT / "README.md").read_text()
+    render = re.search(r"^(fabric accept \S+ --launcher k8s .*--render-only -o k8s-accept/)", readme, re.M)
+    check = re.search(r"^\$ (\.venv/bin/python \.\./shared/tools/k8s_crd_check\.py (?:.*\\\n)*.*)\n(.*)\n", readme,
+                      re.M)
+    assert render and check
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    (tmp_path / "shared").symlink_to(SHARED)
+    for name in ("tests", ".venv"):
+        (checkout / name).symlink_to(ROOT / name if name == "tests" else Path(sys.executable).parents[1])
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    for command in (render[1], check[1].replace("\\\n", " ")):
+        r = subprocess.run(["sh", "-c", command], cwd=checkout, capture_output=True, text=True, timeout=120, env=env)
+        assert r.returncode == 0, (command, r.stdout, r.stderr)
+    assert r.stdout.strip() == check[2].strip()
