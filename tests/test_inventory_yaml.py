@@ -117,3 +117,38 @@ def test_the_readme_crd_check_runs_as_written(tmp_path: Path) -> None:
         r = subprocess.run(["sh", "-c", command], cwd=checkout, capture_output=True, text=True, timeout=120, env=env)
         assert r.returncode == 0, (command, r.stdout, r.stderr)
     assert r.stdout.strip() == check[2].strip()
+
+
+# -- every structural problem has a file and line --------------------------------------------------------
+LOCATED = [
+    ("fabric.yaml", "  rails: 4\n", "", "fabric.yaml:6: topology.rails: expected this required key, found nothing"),
+    ("fabric.yaml", "  rails: 4\n", "  1.5: 4\n  rails: 4\n",
+     "fabric.yaml:7: topology.1.5: expected a key that is text (a name), found 1.5"),
+    ("fabric.yaml", "  rails: 4\n", "  .nan: 4\n  rails: 4\n",
+     "fabric.yaml:7: topology.nan: expected a key that is text (a name), found nan"),
+    ("fabric.yaml", "fabric:\n", ".nan:\n", "fabric.yaml:2: nan: expected a key that is text (a name), found nan"),
+    ("fabric.yaml", "fabric:\n", "1:\n",
+     "fabric.yaml:2: fabric: expected this required section, found nothing (an unknown section 1 here instead)"),
+    ("fabric.yaml", "topology:\n", "topo:\n",
+     "fabric.yaml:6: topology: expected this required section, found nothing (an unknown section 'topo' here"),
+    ("hosts.yaml", "{rail: 1, ", "{1: 1, ", "hosts.yaml:7: hosts.defaults.nics[0][1]: expected a key that is text"),
+    ("hosts.yaml", "{rail: 1, ", "{", "hosts.yaml:7: hosts.defaults.nics[0].rail: expected this required key"),
+    ("addressing.yaml", "  rails: 10.100.0.0/16\n", "",
+     "addressing.yaml:1: addressing.rails: expected this required key, found nothing"),
+]
+
+
+@pytest.mark.parametrize(("file", "old", "new", "want"), LOCATED, ids=[w.split(": ")[0] + w.split(":")[-2][-12:]
+                                                                         for *_, w in LOCATED])
+def test_missing_keys_and_non_text_keys_name_file_and_line(tmp_path: Path, file: str, old: str, new: str,
+                                                         want: str) -> None:
+    inv = tmp_path / "inv"
+    shutil.copytree(EXAMPLE, inv)
+    text = (inv / file).read_text()
+    assert old in text
+    (inv / file).write_text(text.replace(old, new, 1))
+    with pytest.raises(InputError) as exc:
+        load(inv)
+    got = [str(p) for p in exc.value.problems]
+    assert any(g.startswith(f"{inv}/" + want.format(inv=inv)) for g in got), got
+    assert all(p.line for p in exc.value.problems), got

@@ -132,6 +132,20 @@ def _remainder(data: dict[str, Any], exc: ValidationError) -> Inventory | None:
     return None
 
 
+def _missing_section(problem: Problem, smap: SourceMap, data: dict[Any, Any]) -> Problem:
+    """A required section that no file has: where a file has a top-level key the inventory does not know (the
+    section misspelt or mangled), located at that key; else at the inventory directory (no file to name)."""
+    if problem.line is not None or problem.file != smap.root or "." in problem.path or "[" in problem.path:
+        return problem
+    known = {f.alias or n for n, f in Inventory.model_fields.items()}
+    stray = next((k for k in data if k not in known and smap.where((k,))[1]), None)
+    if stray is None:
+        return problem
+    file, line = smap.where((stray,))
+    return Problem(file, line, problem.path, "this required section", f"nothing (an unknown section "
+                   f"{describe(stray)} here instead)")
+
+
 def load(directory: str | Path) -> Loaded:
     """Load and validate an inventory directory; raise InputError listing every structural problem
     (IncompleteInput with the remainder that validates, for the semantic checks)."""
@@ -144,7 +158,7 @@ def load(directory: str | Path) -> Loaded:
     try:
         inv = Inventory.model_validate(data)
     except ValidationError as exc:
-        problems += pydantic_problems(exc, smap, Inventory)
+        problems += [_missing_section(p, smap, data) for p in pydantic_problems(exc, smap, Inventory)]
         partial = _remainder(data, exc)
     qos = overrides = None
     try:

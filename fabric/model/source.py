@@ -219,6 +219,8 @@ def _compose(loader: Any, file: str, base: Loc, smap: SourceMap, problems: list[
                 top.key = None  # the value is read and dropped
             else:
                 smap.lines[loc] = (file, event.start_mark.line + 1)
+                if isinstance(key, float):  # pydantic names a float key by its text ('1.5', 'nan') in errors
+                    smap.lines[(*top.loc, str(key))] = smap.lines[loc]
                 top.key = key
             continue
         else:
@@ -424,6 +426,7 @@ def pydantic_problems(exc: ValidationError, smap: SourceMap, model: type[BaseMod
             msg = e["msg"].removeprefix("Value error, ").removeprefix("Input should be ")
             msg = msg.replace("String should match pattern", "a string matching")
             msg = msg.replace("Input is not a valid", "a valid")  # ipaddress types: "Input is not a valid IPv4 …"
+            msg = msg.replace("Keys should be strings", "a key that is text (a name)")
             if "[key]" in e["loc"]:
                 msg = "a key: " + msg
             problem = smap.problem(loc, msg, describe(e.get("input")))
