@@ -4,6 +4,7 @@ file and line."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -152,3 +153,46 @@ def test_missing_keys_and_non_text_keys_name_file_and_line(tmp_path: Path, file:
     got = [str(p) for p in exc.value.problems]
     assert any(g.startswith(f"{inv}/" + want.format(inv=inv)) for g in got), got
     assert all(p.line for p in exc.value.problems), got
+
+
+# -- values by meaning per NOS (RF111, explain effective) --------------------------------------------------
+def _retargeted(tmp_path: Path, shipped: str, target: str, platform: str, qos: str = "") -> Path:
+    inv = tmp_path / f"{shipped}-{target}"
+    shutil.copytree(ROOT / "inventories" / shipped, inv)
+    text = (inv / "fabric.yaml").read_text()
+    text = re.sub(r"\{platform: [\w-]+, target: \w+", f"{{platform: {platform}, target: {target}", text)
+    (inv / "fabric.yaml").write_text(text)
+    if qos:
+        (inv / "qos.yaml").write_text(qos)
+    return inv
+
+
+def test_adaptive_routing_on_a_nos_that_renders_none_is_rf111_and_waivable(tmp_path: Path) -> None:
+    """h100-400g turns adaptive routing on (NVUE on SN5600); on SONiC the same inventory runs without it."""
+    from fabric.lint.context import Context
+    from fabric.lint.engine import run
+
+    inv = _retargeted(tmp_path, "h100-400g", "sonic", "sn5600")
+    found = run(Context(load(inv)), select=["RF111"]).active()
+    assert [(f.rule, f.severity.value, f.item, f.line) for f in found] == [
+        ("RF111", "error", "switching.adaptive_routing", 4)]
+    assert found[0].message.startswith("switching.adaptive_routing: requested on (32 ports), SONiC (community, "
+                                       "frrcfgd) runs off (SONiC (community, frrcfgd) renders no adaptive routing)")
+    (inv / "lint.yaml").write_text("lint:\n  waive:\n    - {rule: RF111, objects: ['*'], reason: AR comes later}\n")
+    assert run(Context(load(inv)), select=["RF111"]).active() == []
+
+
+def test_explain_shows_requested_and_effective_per_device(tmp_path: Path) -> None:
+    from fabric.design.derive import derive
+    from fabric.explain import explain
+
+    inv = _retargeted(tmp_path, "h100-400g", "nvue", "sn5600", "qos:\n  preset: nvidia-roce\n"
+                      "  pfc_watchdog: {detection: 200ms, poll_interval: 100ms, robustness: 3}\n")
+    loaded = load(inv)
+    leaf = derive(loaded).switches["leaf-su1-r1"]
+    rows = {p: (v, o) for p, v, o in explain(loaded, leaf, "effective")}
+    assert rows["effective.qos.pfc_watchdog.detection"] == (
+        "300 ms", f"requested 200 ms (inventory ({inv}/qos.yaml:3)); NVUE detects after poll_interval × "
+        "robustness = 100 ms × 3")
+    assert rows["effective.qos.pfc_watchdog.robustness"][0] == "3"
+    assert rows["effective.switching.mtu"][0] == "9216"

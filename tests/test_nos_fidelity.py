@@ -392,25 +392,48 @@ def test_host_cable_len_follows_links(tmp_path: Path) -> None:
     assert rows[0]["value"] == "10" and "links[0]" in rows[0]["origin"] and "links.yaml:" in rows[0]["origin"]
 
 
-WATCHDOG_REFUSED = [  # (target, platform, override, the field named)
-    ("nvue", "sn5400", "detection: 400ms", "pfc_watchdog.detection"),
-    ("nvue", "sn5400", "action: forward", "pfc_watchdog.action"),
-    ("eos", "7060x5", "action: alert", "pfc_watchdog.action"),
-    ("eos", "7060x5", "robustness: 5", "pfc_watchdog.robustness"),
-    ("sonic", "sn5400", "robustness: 5", "pfc_watchdog.robustness"),
+WATCHDOG_DIFFERS = [  # (target, platform, override, what RF111 says the switch runs instead)
+    ("nvue", "sn5400", "detection: 400ms", "qos.pfc_watchdog.detection: requested 400 ms, NVIDIA Cumulus Linux "
+     "(NVUE) runs 300 ms (NVUE detects after poll_interval × robustness = 100 ms × 3)"),
+    ("nvue", "sn5400", "action: forward", "qos.pfc_watchdog.action: requested forward, NVIDIA Cumulus Linux (NVUE) "
+     "runs drop"),
+    ("eos", "7060x5", "action: alert", "qos.pfc_watchdog.action: requested alert, Arista EOS runs EOS's default "
+     "action (EOS has drop and no-drop, no alert-only action)"),
+    ("eos", "7060x5", "detection: 205ms", "qos.pfc_watchdog.detection: requested 205 ms, Arista EOS runs 200 ms "
+     "(EOS takes the timeout in seconds with 2 decimals: 0.2 s)"),
 ]
 
 
-@pytest.mark.parametrize(("target", "platform", "override", "field"), WATCHDOG_REFUSED,
-                         ids=[f"{c[0]}-{c[3]}" for c in WATCHDOG_REFUSED])
-def test_watchdog_setting_the_nos_cannot_render_is_refused(target: str, platform: str, override: str, field: str,
-                                                           tmp_path: Path) -> None:
+@pytest.mark.parametrize(("target", "platform", "override", "said"), WATCHDOG_DIFFERS,
+                         ids=[f"{c[0]}-{c[2].split(':')[0]}" for c in WATCHDOG_DIFFERS])
+def test_watchdog_setting_the_nos_cannot_express_is_a_lint_finding(target: str, platform: str, override: str,
+                                                                   said: str, tmp_path: Path) -> None:
+    """Issue 24: not a load error — rendered as the NOS does it, and RF111 (error, waivable) says what the switch
+    runs instead, computed."""
     inv = tmp_path / "inv"
     cli("generate", "gpu-rail", "-o", str(inv), *gen(target, platform, "none", "--speed", "400G"))
     (inv / "qos.yaml").write_text(f"qos:\n  preset: nvidia-roce\n  pfc_watchdog: {{{override}}}\n")
-    p = cli("render", str(inv), "-o", str(tmp_path / "out"), ok=False)
-    said = p.stdout + p.stderr
-    assert p.returncode == 2 and re.search(rf"qos\.yaml:\d+: qos\.{re.escape(field)}: expected ", said), said
+    cli("render", str(inv), "-o", str(tmp_path / "out"))
+    p = cli("lint", str(inv), "--select", "RF111", "--format", "json", ok=False)
+    found = json.loads(p.stdout)["findings"]
+    assert p.returncode == 1 and [(f["rule"], f["severity"], f["line"]) for f in found] == [("RF111", "error", 3)]
+    assert found[0]["message"].startswith(said) and found[0]["file"].endswith("qos.yaml"), found
+
+
+@pytest.mark.parametrize(("target", "platform"), [("nvue", "sn5400"), ("sonic", "sn5400"), ("eos", "7060x5")])
+def test_the_preset_spelt_out_is_silent_where_the_nos_runs_it(target: str, platform: str, tmp_path: Path) -> None:
+    """The nvidia-roce watchdog written out: robustness is no SONiC or EOS setting (they detect by time) and
+    is accepted there; NVUE runs poll 100 ms × robustness 3, so a detection of 300 ms is what it runs."""
+    inv = tmp_path / "inv"
+    cli("generate", "gpu-rail", "-o", str(inv), *gen(target, platform, "none", "--speed", "400G"))
+    (inv / "qos.yaml").write_text("qos:\n  preset: nvidia-roce\n  pfc_watchdog: {detection: %s, restoration: "
+                                  "200ms, action: drop, poll_interval: 100ms, robustness: 3}\n"
+                                  % ("300ms" if target == "nvue" else "200ms"))
+    p = cli("lint", str(inv), "--select", "RF111", "--format", "json", ok=False)
+    msgs = [f["message"] for f in json.loads(p.stdout)["findings"]]
+    want = ["qos.pfc_watchdog.restoration: requested 200 ms, NVIDIA Cumulus Linux (NVUE) runs the switch's own "
+            "(NVUE has no restoration setting)"] if target == "nvue" else []
+    assert [m.split(" (on ")[0] for m in msgs] == want, msgs
 
 
 def test_watchdog_settings_the_nos_has_are_rendered(tmp_path: Path) -> None:
