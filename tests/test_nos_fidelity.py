@@ -78,6 +78,7 @@ class Case:
     generate: tuple[str, ...] = ()  # `fabric generate gpu-rail` arguments
     fabric_yaml: Any = None  # an edit of fabric.yaml
     hosts_yaml: Any = None  # an edit of hosts.yaml
+    expect: tuple[str, ...] = ()  # "rule item" findings the case has by design (what its NOS cannot run)
 
 
 def gen(target: str, platform: str, breakout: str, *extra: str) -> tuple[str, ...]:
@@ -87,7 +88,8 @@ def gen(target: str, platform: str, breakout: str, *extra: str) -> tuple[str, ..
 
 CASES = [
     *(Case(name, inventory=name) for name in sorted(p.name for p in INVENTORIES.iterdir() if p.is_dir())),
-    Case("h100-400g-sonic", inventory="h100-400g", fabric_yaml=retarget("sonic")),
+    Case("h100-400g-sonic", inventory="h100-400g", fabric_yaml=retarget("sonic"),
+         expect=("RF111 switching.adaptive_routing",)),  # only NVUE renders AR (issue 24)
     Case("h100-400g-nvue-5.9", inventory="h100-400g", fabric_yaml=retarget("nvue", "5.9")),
     Case("sonic-example-nvue", inventory="sonic-example", fabric_yaml=retarget("nvue")),
     Case("eos-example-frr", inventory="eos-example", fabric_yaml=retarget("frr")),
@@ -140,7 +142,9 @@ def test_own_output_lints_clean(case: Case, tmp_path: Path) -> None:
     cli("render", str(inv), "-o", str(out), "--all")
     assert any((out / "switches").iterdir())
     bad = serious(findings(inv, out))
-    assert not bad, "\n".join(bad)
+    assert [b for b in bad if " ".join(b.split()[:3:2]).replace("switches:", "") not in case.expect] == [], \
+        "\n".join(bad)
+    assert len(bad) == len(case.expect), bad
     # NVUE: every path in the documented form of the switch's release (the table of tests/test_nvue_paths.py)
     fabric = derive(load(inv))
     for sw in sorted((out / "switches").glob("*/nv-set.txt")):

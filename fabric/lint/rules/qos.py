@@ -493,8 +493,8 @@ class NosExpresses(Rule):
     explanation = (
         "NOSes express the same setting differently: NVUE's PFC watchdog has only a poll interval and a "
         "robustness count (it detects after their product), EOS takes its timers in 10 ms steps and has no "
-        "alert-only action, EOS caps the MTU at 9214 (a warning), only NVUE renders adaptive routing. A value "
-        "the NOS runs "
+        "alert-only action, EOS caps the MTU at 9214, only NVUE renders adaptive routing (those two: warnings). "
+        "A value the NOS runs "
         "as written is accepted; one it cannot express is rendered as the NOS does it, and this finding says "
         "what the switch will do instead (`fabric explain DEVICE effective` shows every such value)."
     )
@@ -508,8 +508,9 @@ class NosExpresses(Rule):
         hits = []
         for sw in ctx.switches:
             for s in settings(ctx.loaded, sw):
-                if s.written and s.differs:  # an MTU 2 bytes short still carries the hosts' 9000: a warning
+                if s.written and s.differs:  # an MTU 2 bytes short still carries the hosts' 9000, and a fabric
+                    # without AR still forwards (as RF402 says where the platform lacks it): warnings
                     hits.append((sw.name, f"{s.key}: requested {s.requested}, {NOS[sw.target].title} runs "
                                  f"{s.effective} ({s.how})", ctx.at(*s.loc), s.key,
-                                 Severity.warning if s.key == "switching.mtu" else self.severity))
+                                 self.severity if s.key.startswith("qos.") else Severity.warning))
         yield from self.grouped(hits, "switches", "switches")
