@@ -364,12 +364,22 @@ def test_the_lab_ignores_declared_releases() -> None:
 # ------------------------------------------------------------------------------------------------ facts
 
 
-def test_eos_mtu_is_capped_to_the_nos_ceiling_and_explained() -> None:
-    f = derive(load(INVENTORIES / "eos-example"))
-    assert {s.mtu for s in f.switches.values()} == {9214} == {p.mtu for s in f.switches.values() for p in s.ports}
-    rows = json.loads(cli("explain", str(INVENTORIES / "eos-example"), "leaf-su1-r1", "mtu", "--format",
-                          "json").stdout)
+def test_eos_mtu_is_capped_to_the_nos_ceiling_and_explained(tmp_path: Path) -> None:
+    """eos-example writes the 9214 EOS takes; 9216 written is capped, explained, and an RF111 warning."""
+    inv = tmp_path / "eos"
+    shutil.copytree(INVENTORIES / "eos-example", inv)
+    text = (inv / "switching.yaml").read_text()
+    (inv / "switching.yaml").write_text(re.sub(r"mtu: 9214.*", "mtu: 9216", text))
+    for path in (INVENTORIES / "eos-example", inv):
+        f = derive(load(path))
+        assert {s.mtu for s in f.switches.values()} == {9214} == {p.mtu for s in f.switches.values()
+                                                                 for p in s.ports}
+    rows = json.loads(cli("explain", str(inv), "leaf-su1-r1", "mtu", "--format", "json").stdout)
     assert "capped to 9214" in rows[0]["origin"]
+    found = json.loads(cli("lint", str(inv), "--select", "RF111", "--format", "json", ok=False).stdout)["findings"]
+    assert [(f["severity"], f["message"].split(" (on ")[0]) for f in found] == [
+        ("warning", "switching.mtu: requested 9216, Arista EOS runs 9214 (the largest MTU Arista EOS takes "
+                    "(fabric.nos: mtu_max))")]
     assert {s.mtu for s in derive(load(INVENTORIES / "sonic-example")).switches.values()} == {9216}
 
 
