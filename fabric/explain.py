@@ -7,6 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from fabric.design.effective import settings
 from fabric.design.intent import HostIntent, SwitchIntent
 from fabric.design.topology import Topo
 from fabric.model.load import Loaded
@@ -147,7 +148,7 @@ def origin(loaded: Loaded, device: SwitchIntent | HostIntent, path: str, value: 
                 return f"inventory ({loaded.where(*loc)})" + _adjusted(device, path)
         unset = f"default ({dotted(candidates[-1])})" if candidates else ""
     if path.startswith("qos."):
-        return _qos_origin(loaded, path, value) + _not_rendered(device, path)
+        return _qos_origin(loaded, path, value) + _not_rendered(loaded, device, path)
     return _origin(device, path, unset)
 
 
@@ -157,18 +158,20 @@ def _adjusted(device: SwitchIntent | HostIntent, path: str) -> str:
     return note[note.index(", capped to"):] if ", capped to" in note else ""
 
 
-def _not_rendered(device: SwitchIntent | HostIntent, path: str) -> str:
-    """`; not configured on …` for a watchdog fact the device's NOS has no setting for (fabric.nos `watchdog`)."""
+def _not_rendered(loaded: Loaded, device: SwitchIntent | HostIntent, path: str) -> str:
+    """What the device's NOS does with a watchdog fact it cannot express as requested (fabric.design.effective)."""
     if not isinstance(device, SwitchIntent) or not path.startswith("qos.watchdog."):
         return ""
     nos = NOS[device.target]
     field = _POLICY_KEY.get(path.removeprefix("qos."), ("", ""))[-1]
     if nos.watchdog is None:
         return f"; not configured on {nos.title}: it has no PFC watchdog"
-    if field not in nos.watchdog:
-        return (f"; not configured on {nos.title}, which sets only "
-                f"{', '.join(f'pfc_watchdog.{f}' for f in nos.watchdog)} (an override of it is refused)")
-    return ""
+    s = next((s for s in settings(loaded, device) if s.key == f"qos.pfc_watchdog.{field}"), None)
+    if s is None or not s.how:
+        return ""
+    if s.effective is None:
+        return f"; not a {nos.title} setting ({s.how})"
+    return f"; {nos.title} runs {s.effective} ({s.how})"
 
 
 def _qos_origin(loaded: Loaded, path: str, value: Any) -> str:
@@ -217,4 +220,12 @@ def explain(loaded: Loaded, device: SwitchIntent | HostIntent, path: str = "",
         if path and not (p == path or p.startswith(path + ".") or p.startswith(path + "[")):
             continue
         rows.append((p, "" if value is None else str(value), origin(loaded, device, p, value, topo)))
+    if isinstance(device, SwitchIntent):  # requested beside effective: what the NOS runs of each value
+        for s in settings(loaded, device):
+            p = f"effective.{s.key}"
+            if path and not (p == path or p.startswith(path + ".")):
+                continue
+            source = f"inventory ({loaded.where(*s.loc)})" if s.written else "preset or default"
+            eff = s.effective if s.effective is not None else f"not a {NOS[device.target].title} setting"
+            rows.append((p, eff, f"requested {s.requested} ({source})" + (f"; {s.how}" if s.how else "")))
     return rows

@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from fabric.errors import InputError, Problem
 from fabric.model.inventory import NAME, Target
 from fabric.model.platforms import PLATFORMS
+from fabric.nos import NOS
 
 
 class GpuRailSpec(BaseModel):
@@ -142,9 +143,11 @@ def inventory(spec: GpuRailSpec) -> dict[str, dict[str, Any]]:
             "rails": str(IPv4Network(f"10.0.0.0/{rails_prefix}")), "rail_prefix_length": 24,
             "management": str(IPv4Network(f"198.18.0.0/{mgmt_prefix}")), "asn": asn}},
         "qos.yaml": {"qos": {"preset": "nvidia-roce"}},
-        # adaptive routing only where the platform runs it at the fabric's speed (lint RF402 otherwise)
-        "switching.yaml": {"switching": {"mtu": 9216, "adaptive_routing": {"enabled": spec.adaptive_routing and (
-            int(spec.host_speed.rstrip("Gg")) in PLATFORMS[spec.platform].adaptive_routing_speeds)},
+        # adaptive routing only where the NOS renders it and the platform runs it at the fabric's speed (lint RF111,
+        # RF402 otherwise); the MTU the NOS takes (RF111)
+        "switching.yaml": {"switching": {"mtu": min(9216, NOS[spec.target].mtu_max), "adaptive_routing": {
+            "enabled": spec.adaptive_routing and NOS[spec.target].adaptive_routing and (
+                int(spec.host_speed.rstrip("Gg")) in PLATFORMS[spec.platform].adaptive_routing_speeds)},
                                          "neighbor": {"aging": "300s"}}},
         "hosts.yaml": {"hosts": {"defaults": {"gpus": spec.gpus_per_host, "management_interface": "eth0",
                                               "nics": nics}}},

@@ -8,7 +8,6 @@ from fabric.design.topology import Topo
 from fabric.errors import Problem
 from fabric.model.checks import private_asn
 from fabric.model.load import Loaded
-from fabric.nos import NOS
 
 
 def capacity_problems(loaded: Loaded, topo: Topo) -> list[Problem]:
@@ -83,36 +82,3 @@ def kubernetes_problems(loaded: Loaded, topo: Topo) -> list[Problem]:
     return [loaded.smap.problem(("kubernetes", "resources"), "per-rail (a pooled resource needs hosts with one rail "
                                 "NIC: its VFs cannot be matched to their rail's network)",
                                 f"pooled with {most} rail NICs per host")]
-
-
-def watchdog_problems(loaded: Loaded, topo: Topo) -> list[Problem]:
-    """Refuse a `qos.pfc_watchdog` setting the inventory sets that a switch's NOS cannot render.
-
-    NVUE has only a polling interval and a robustness count; EOS has no robustness and no `alert` action;
-    SONiC has no robustness (fabric.nos, `watchdog`). Leaving such a value out silently would make `explain`
-    report an override that no switch runs. A Linux/FRR white-box has no PFC watchdog at all (nothing is
-    rendered or refused there: the lab realizes every inventory on it)."""
-    q = loaded.qos
-    wd = loaded.qos_overrides.get("pfc_watchdog")
-    if not isinstance(wd, dict) or not q.pfc_watchdog.enabled or not q.lossless_priorities:
-        return []
-    by_target: dict[str, list[str]] = {}
-    for sw in topo.switches.values():
-        by_target.setdefault(sw.target, []).append(sw.name)
-    out: list[Problem] = []
-    for key in sorted(k for k in wd if k != "enabled"):
-        value = getattr(q.pfc_watchdog, key, None)
-        for target, names in sorted(by_target.items()):
-            nos, fields = NOS[target], NOS[target].watchdog
-            shown = ", ".join(names[:3]) + (", …" if len(names) > 3 else "")
-            if fields is None:
-                continue
-            if key not in fields:
-                out.append(loaded.smap.problem(
-                    ("qos", "pfc_watchdog", key), f"no {key} override: {nos.title} ({shown}) configures only "
-                    f"{', '.join(f'pfc_watchdog.{f}' for f in fields)} of the PFC watchdog", str(wd[key])))
-            elif fields[key] is not None and str(value) not in fields[key]:
-                out.append(loaded.smap.problem(
-                    ("qos", "pfc_watchdog", key), f"one of {', '.join(sorted(fields[key]))} on {nos.title} "
-                    f"({shown})", str(wd[key])))
-    return out

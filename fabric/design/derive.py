@@ -6,7 +6,7 @@ import re
 from functools import lru_cache
 
 from fabric.batch import gc_paused
-from fabric.design.checks import capacity_problems, watchdog_problems
+from fabric.design.checks import capacity_problems
 from fabric.design.headroom import Headroom, headroom
 from fabric.design.intent import (
     BgpIntent,
@@ -102,7 +102,7 @@ class Deriver:
         self.topo: Topo = build(self.inv, loaded.smap, target)
         problems = loaded.problems + self.topo.problems
         if not problems:
-            problems = capacity_problems(loaded, self.topo) + ([] if target else watchdog_problems(loaded, self.topo))
+            problems = capacity_problems(loaded, self.topo)
         if problems:
             raise InputError(problems)
         self.addr = self.inv.addressing

@@ -8,7 +8,7 @@ from functools import lru_cache
 from typing import Any
 
 from fabric.errors import Problem
-from fabric.model.inventory import NAME, HostSettings, Inventory, NicDef, sysctl_interface
+from fabric.model.inventory import NAME, NEUTRAL_PORT, HostSettings, Inventory, NicDef, sysctl_interface
 from fabric.model.platforms import PLATFORMS, Platform
 from fabric.model.ports import sonic_port_map
 from fabric.model.source import SourceMap, dotted
@@ -423,6 +423,9 @@ class _Builder:
         for i, ld in enumerate(self.inv.links):
             loc = ("links", i)
             (a, pa), (b, pb) = ld.a.split(":", 1), ld.b.split(":", 1)
+            pa, pb = self.nos_port(a, pa, (*loc, "a")), self.nos_port(b, pb, (*loc, "b"))
+            if pa is None or pb is None:
+                continue
             existing = by_ends.get(frozenset({(a, pa), (b, pb)}))
             if existing:
                 existing.speed = ld.speed or existing.speed
@@ -453,6 +456,23 @@ class _Builder:
             cls = self.inv.cabling.leaf_spine if kind != "spine-super-spine" else self.inv.cabling.spine_super_spine
             ends[0].used[pa], ends[1].used[pb] = f"{b}:{pb}", f"{a}:{pa}"
             self.t.links.append(Link(a, pa, b, pb, ld.speed or cls.speed, ld.cable or cls.cable, kind, loc))
+
+
+    def nos_port(self, device: str, port: str, loc: tuple[Any, ...]) -> str | None:
+        """A NOS-neutral port of a switch (`12`, `12/2`: front-panel port, sub-port of its breakout, both from 1)
+        named the way the switch's NOS names it (swp12s1, Ethernet12/5, Ethernet<lane>); other names as written;
+        None (and a problem) for a port the platform does not have."""
+        sw = self.t.switches.get(device)
+        if sw is None or not re.fullmatch(NEUTRAL_PORT, port):
+            return port
+        front, _, sub = port.partition("/")
+        n, k = int(front), int(sub or 1)
+        if n > sw.platform.ports or k > sw.ways or (not sub and sw.ways > 1):
+            self.problem(loc, f"a port of {sw.name}: front-panel 1-{sw.platform.ports}"
+                         + (f", each broken out into /1-/{sw.ways} ({sw.platform.name}, {sw.ways} ways)"
+                            if sw.ways > 1 else f" ({sw.platform.name}, not broken out)"), f"{device}:{port}")
+            return None
+        return sw.port_name((n - 1) * sw.ways + k - 1)
 
 
 def build(inv: Inventory, smap: SourceMap, target: str | None = None) -> Topo:

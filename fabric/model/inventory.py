@@ -188,11 +188,14 @@ class Cabling(Strict):
     spine_super_spine: LinkClass = LinkClass(speed="400G", cable="100m")
 
 
-LINK_END = NAME[:-1] + ":" + PORT[1:]  # device:port
+NEUTRAL_PORT = r"[1-9][0-9]{0,2}(?:/[1-8])?"  # front-panel port [/ sub-port of its breakout]: 12, 12/2
+LINK_END = NAME[:-1] + ":(?:" + PORT[1:-1] + "|" + NEUTRAL_PORT + ")$"  # device:port, the NOS's name or 12/2
 
 
 class LinkDef(Strict):
-    """`a`/`b` as `device:port`. Matching a generated link overrides its speed/cable; otherwise adds one."""
+    """`a`/`b` as `device:port`: the NOS's port name (swp12s1, Ethernet12/5) or NOS-neutral `12/2` (front-panel
+    port 12, the second port of its breakout; `12` unbroken), which the switch's NOS names. Matching a generated
+    link overrides its speed/cable; otherwise adds one."""
 
     a: str = Field(pattern=LINK_END)
     b: str = Field(pattern=LINK_END)

@@ -15,7 +15,7 @@ from pydantic import ValidationError
 from fabric.errors import InputError, Problem
 from fabric.model.inventory import Inventory
 from fabric.model.qos import PRESETS, QosPolicy, merge
-from fabric.model.source import SourceMap, describe, load_yaml, pydantic_problems
+from fabric.model.source import SourceMap, copy_tree, describe, load_yaml, pydantic_problems
 
 
 class Loaded:
@@ -35,7 +35,8 @@ class Loaded:
 
 
 def read_sections(directory: Path, smap: SourceMap) -> dict[str, Any]:
-    """Merge the top-level sections of every *.yaml file; a section may be defined once."""
+    """Merge the top-level sections of every *.yaml file; a section may be defined once. Top-level keys that
+    start with `x-` are skipped: they hold YAML anchors for the sections to alias."""
     if not directory.is_dir():
         raise InputError(Problem(str(directory), None, "", "an inventory directory of YAML files",
                                  "no such directory" if not directory.exists() else "a file"))
@@ -59,6 +60,8 @@ def read_sections(directory: Path, smap: SourceMap) -> dict[str, Any]:
                                     type(doc).__name__))
             continue
         for key, value in doc.items():
+            if isinstance(key, str) and key.startswith("x-"):  # a place for anchors only (as in Compose files)
+                continue
             if key in data:
                 problems.append(smap.problem((key,), f"section {key!r} in one file only",
                                              f"it again (first in {first[key][0]}:{first[key][1]})"))
@@ -118,9 +121,7 @@ def _drop(data: Any, loc: tuple[Any, ...]) -> bool:
 
 def _remainder(data: dict[str, Any], exc: ValidationError) -> Inventory | None:
     """The inventory without the keys pydantic refused (defaults in their place), if that validates."""
-    import copy
-
-    pruned = copy.deepcopy(data)
+    pruned = copy_tree(data)  # nothing shared: dropping a key under one alias's use leaves the others
     for _ in range(3):  # a dropped key may uncover another problem (a required key): a few rounds at most
         if not all(_drop(pruned, tuple(e["loc"])) for e in exc.errors()):
             return None
@@ -129,6 +130,20 @@ def _remainder(data: dict[str, Any], exc: ValidationError) -> Inventory | None:
         except ValidationError as again:
             exc = again
     return None
+
+
+def _missing_section(problem: Problem, smap: SourceMap, data: dict[Any, Any]) -> Problem:
+    """A required section that no file has: where a file has a top-level key the inventory does not know (the
+    section misspelt or mangled), located at that key; else at the inventory directory (no file to name)."""
+    if problem.line is not None or problem.file != smap.root or "." in problem.path or "[" in problem.path:
+        return problem
+    known = {f.alias or n for n, f in Inventory.model_fields.items()}
+    stray = next((k for k in data if k not in known and smap.where((k,))[1]), None)
+    if stray is None:
+        return problem
+    file, line = smap.where((stray,))
+    return Problem(file, line, problem.path, "this required section", f"nothing (an unknown section "
+                   f"{describe(stray)} here instead)")
 
 
 def load(directory: str | Path) -> Loaded:
@@ -143,7 +158,7 @@ def load(directory: str | Path) -> Loaded:
     try:
         inv = Inventory.model_validate(data)
     except ValidationError as exc:
-        problems += pydantic_problems(exc, smap, Inventory)
+        problems += [_missing_section(p, smap, data) for p in pydantic_problems(exc, smap, Inventory)]
         partial = _remainder(data, exc)
     qos = overrides = None
     try:

@@ -101,7 +101,9 @@ PRESETS: dict[str, dict[str, Any]] = {
                          "poll_interval": "100ms", "robustness": 3},
         "headroom": {"mode": "static", "small_packet_percentage": 100, "lossless_mtu": 1024},
     },
-    # SONiC's own default (files/build_templates/qos_config.j2, reference switch-qos.md §1.1).
+    # SONiC's own default (files/build_templates/qos_config.j2, reference switch-qos.md §1.1), with one change:
+    # CNPs (DSCP 48 → TC6) are served strict so they overtake the congestion they report (lint RF103); SONiC's
+    # DWRR weights of the other queues (14, lossless 15) are rescaled to shares of 100 % (16, lossless 18).
     "sonic-azure": {
         "trust": "dscp",
         "dscp_to_priority": {3: 3, 4: 4, 5: 2, 8: 0, 46: 5, 48: 6},
@@ -111,8 +113,8 @@ PRESETS: dict[str, dict[str, Any]] = {
         "roce_dscp": 3,
         "cnp_dscp": 48,
         "cnp_priority": 6,
-        "ets_strict": [],
-        "ets_dwrr": {0: 14, 1: 14, 2: 14, 3: 15, 4: 15, 5: 14, 6: 14},
+        "ets_strict": [6],
+        "ets_dwrr": {0: 16, 1: 16, 2: 16, 3: 18, 4: 18, 5: 16},
         "ecn": {3: {"min_bytes": 1048576, "max_bytes": 2097152, "probability": 5},
                 4: {"min_bytes": 1048576, "max_bytes": 2097152, "probability": 5}},
         "pfc_watchdog": {"detection": "200ms", "restoration": "200ms", "action": "drop",

@@ -28,7 +28,7 @@ class SourceMap:
     """Maps a data path (('hosts', 3, 'name')) to the file and line it came from."""
 
     def __init__(self) -> None:
-        self.lines: dict[Loc, tuple[str, int]] = {}
+        self.lines = Lines()
         self.files: list[str] = []
         self.root: str | None = None  # a directory of files (an inventory): where a missing section belongs
 
@@ -49,6 +49,35 @@ class SourceMap:
         return Problem(file=file, line=line, path=dotted(loc), expected=expected, found=found)
 
 
+class Lines(dict[Loc, tuple[str, int]]):
+    """Data path → (file, line) of what the user wrote there. A path reached through a YAML alias or merge key
+    (`aliases`: the path of the use → the path of the anchor's text) resolves to the anchor's text, so `in` and
+    `get` answer for every value the user wrote, directly or through an anchor, at no cost per expanded node."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.aliases: dict[Loc, Loc] = {}
+
+    def resolve(self, loc: Loc) -> tuple[str, int] | None:
+        for _ in range(1000):  # alias chains point backwards in a file: a bound, not a cycle guard
+            hit = dict.get(self, loc)
+            if hit is not None or not self.aliases:
+                return hit
+            target = next(((self.aliases[loc[:i]], i) for i in range(len(loc), 0, -1) if loc[:i] in self.aliases),
+                          None)
+            if target is None:
+                return None
+            loc = (*target[0], *loc[target[1]:])
+        return None
+
+    def __contains__(self, loc: object) -> bool:
+        return isinstance(loc, tuple) and self.resolve(loc) is not None
+
+    def get(self, loc: Loc, default: Any = None) -> Any:  # type: ignore[override]
+        hit = self.resolve(loc)
+        return default if hit is None else hit
+
+
 def dotted(loc: Loc) -> str:
     """('hosts', 3, 'nics', 0, 'rail') → 'hosts[3].nics[0].rail'."""
     out = ""
@@ -59,6 +88,9 @@ def dotted(loc: Loc) -> str:
 
 MAX_BYTES = 32 * 1024 * 1024  # one user file (an explicit 32k-GPU inventory is a few MB)
 MAX_DEPTH = 64  # nesting of mappings and sequences
+ALIAS_NODES = 200_000  # nodes aliases may build beyond ALIAS_RATIO × the nodes the file itself writes
+ALIAS_RATIO = 10
+ALIAS_BYTES = MAX_BYTES  # scalar characters aliases may repeat
 _KINDS = {stat.S_IFIFO: "a FIFO", stat.S_IFCHR: "a character device", stat.S_IFBLK: "a block device",
           stat.S_IFSOCK: "a socket", stat.S_IFDIR: "a directory"}
 
@@ -85,23 +117,66 @@ def read_user_file(path: Path, what: str, limit: int = MAX_BYTES) -> str:
 
 
 class _Frame:
-    """A mapping or sequence being built: its value, data path, and (mappings) the key waiting for its value."""
+    """A mapping or sequence being built: its value, data path, the key waiting for its value (mappings), its
+    anchor, and what it costs (nodes, scalar characters, levels below it)."""
 
-    __slots__ = ("key", "loc", "mapping", "value")
+    __slots__ = ("anchor", "bytes", "height", "key", "loc", "mapping", "merges", "nodes", "value")
 
-    def __init__(self, value: Any, loc: Loc):
+    def __init__(self, value: Any, loc: Loc, anchor: str | None):
         self.value, self.loc, self.key, self.mapping = value, loc, _NO_KEY, isinstance(value, dict)
+        self.anchor, self.nodes, self.bytes, self.height = anchor, 1, 0, 0
+        self.merges: list[tuple[Any, Loc]] = []
 
 
 _NO_KEY = object()
+_MERGE = object()  # the key `<<`: its value is merged into the mapping when the mapping ends
+
+
+class _Anchor:
+    """A completed anchored node: its value (shared by every alias: nothing mutates a composed value), its
+    path, and its cost."""
+
+    __slots__ = ("bytes", "height", "loc", "nodes", "value")
+
+    def __init__(self, value: Any, loc: Loc, nodes: int, size: int, height: int):
+        self.value, self.loc, self.nodes, self.bytes, self.height = value, loc, nodes, size, height
+
+
+def copy_tree(value: Any) -> Any:
+    """A copy of a loaded value (dicts, lists, immutable scalars) that shares nothing — an alias's value appears
+    once per use after this — without recursion."""
+    if not isinstance(value, dict | list):
+        return value
+    root: Any = {} if isinstance(value, dict) else []
+    todo = [(value, root)]
+    while todo:
+        src, dst = todo.pop()
+        for k, v in (src.items() if isinstance(src, dict) else enumerate(src)):
+            if isinstance(v, dict | list):
+                v2: Any = {} if isinstance(v, dict) else []
+                todo.append((v, v2))
+                v = v2
+            if isinstance(dst, dict):
+                dst[k] = v
+            else:
+                dst.append(v)
+    return root
 
 
 def _compose(loader: Any, file: str, base: Loc, smap: SourceMap, problems: list[Problem]) -> Any:
     """Build the one document from parser events with an explicit stack (no recursion, so no RecursionError or
-    C stack overflow on deep nesting), refusing aliases, non-scalar keys, tags and nesting beyond MAX_DEPTH."""
+    C stack overflow on deep nesting), refusing non-scalar keys, tags and nesting beyond MAX_DEPTH.
+
+    Anchors, aliases and merge keys (`<<: *defaults`) are expanded with a bound on what expansion may build
+    (no billion laughs): at most ALIAS_NODES + ALIAS_RATIO × the nodes written in the file, ALIAS_BYTES scalar
+    characters, and MAX_DEPTH levels after expansion; an alias shares its anchor's value, so the bound is
+    checked before anything is built. A value reached through an alias is located at the anchor's text (where
+    it is written); the alias itself at its use."""
     def fail(event: Any, expected: str, found: str, loc: Loc = base) -> InputError:
         return InputError(Problem(file, event.start_mark.line + 1, dotted(loc), expected, found))
 
+    anchors: dict[str, _Anchor] = {}
+    written = expanded = expanded_bytes = 0
     loader.get_event()  # stream start
     if loader.check_event(yaml.StreamEndEvent):
         return None
@@ -113,16 +188,24 @@ def _compose(loader: Any, file: str, base: Loc, smap: SourceMap, problems: list[
         top = stack[-1] if stack else None
         if isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
             done = stack.pop()
+            if done.merges:
+                _merge(done, smap)
+            if done.anchor is not None:
+                anchors[done.anchor] = _Anchor(done.value, done.loc, done.nodes, done.bytes, done.height + 1)
             if not stack:
                 root = done.value
                 break
-            continue
-        if isinstance(event, yaml.AliasEvent):
-            raise fail(event, "no aliases (write the value out; anchors and aliases are not supported)",
-                       f"*{event.anchor}", top.loc if top else base)
-        if top is not None and top.mapping and top.key is _NO_KEY:  # a key
+            value, top, nodes, size, height = done.value, stack[-1], done.nodes, done.bytes, done.height + 1
+        elif top is not None and top.mapping and top.key is _NO_KEY:  # a key
             if not isinstance(event, yaml.ScalarEvent):
-                raise fail(event, "a plain key (a name or number)", "a mapping or sequence as a key", top.loc)
+                raise fail(event, "a plain key (a name or number)",
+                           "an alias as a key" if isinstance(event, yaml.AliasEvent)
+                           else "a mapping or sequence as a key", top.loc)
+            written += 1
+            if _is_merge(loader, event):
+                top.key = _MERGE
+                smap.lines[(*top.loc, "<<")] = (file, event.start_mark.line + 1)
+                continue
             key = _scalar(loader, event, file, top.loc)
             if key is None:
                 raise fail(event, "a key", "null", top.loc)
@@ -136,32 +219,61 @@ def _compose(loader: Any, file: str, base: Loc, smap: SourceMap, problems: list[
                 top.key = None  # the value is read and dropped
             else:
                 smap.lines[loc] = (file, event.start_mark.line + 1)
+                if isinstance(key, float):  # pydantic names a float key by its text ('1.5', 'nan') in errors
+                    smap.lines[(*top.loc, str(key))] = smap.lines[loc]
                 top.key = key
             continue
-        if top is None:
-            loc = base
-        elif top.mapping:
-            loc = (*top.loc, top.key)
         else:
-            loc = (*top.loc, len(top.value))
-            smap.lines[loc] = (file, event.start_mark.line + 1)
-        if isinstance(event, yaml.ScalarEvent):
-            value: Any = _scalar(loader, event, file, loc)
-        elif isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
-            if event.tag not in (None, "!", "tag:yaml.org,2002:map", "tag:yaml.org,2002:seq"):
-                raise fail(event, "no tags", event.tag, loc)
-            if len(stack) >= MAX_DEPTH:
-                raise fail(event, f"at most {MAX_DEPTH} levels of nesting", "deeper", loc)
-            value = {} if isinstance(event, yaml.MappingStartEvent) else []
-            stack.append(_Frame(value, loc))
-        else:  # pragma: no cover - the parser yields nothing else inside a document
-            raise fail(event, "a YAML node", type(event).__name__, loc)
-        if top is None:
-            if not stack:  # a document that is one scalar
+            if top is None:
+                loc = base
+            elif top.mapping:
+                loc = (*top.loc, "<<" if top.key is _MERGE else top.key)
+            else:
+                loc = (*top.loc, len(top.value))
+                smap.lines[loc] = (file, event.start_mark.line + 1)
+            if isinstance(event, yaml.AliasEvent):
+                anchor = anchors.get(event.anchor)
+                if anchor is None:
+                    raise fail(event, "an alias to an anchor defined above it (&name)", f"*{event.anchor}", loc)
+                expanded += anchor.nodes
+                expanded_bytes += anchor.bytes
+                if expanded > ALIAS_NODES + ALIAS_RATIO * written or expanded_bytes > ALIAS_BYTES:
+                    raise fail(event, f"aliases that build at most {ALIAS_NODES + ALIAS_RATIO * written:,} nodes "
+                               f"and {ALIAS_BYTES // 2**20} MiB of text (an alias bomb?)", f"*{event.anchor}", loc)
+                if len(stack) + anchor.height > MAX_DEPTH:
+                    raise fail(event, f"at most {MAX_DEPTH} levels of nesting", f"deeper through *{event.anchor}",
+                               loc)
+                value, nodes, size, height = anchor.value, anchor.nodes, anchor.bytes, anchor.height
+                if height:
+                    smap.lines.aliases[loc] = anchor.loc
+            elif isinstance(event, yaml.ScalarEvent):
+                written += 1
+                value, nodes, size, height = _scalar(loader, event, file, loc), 1, len(event.value), 0
+                if event.anchor is not None:
+                    anchors[event.anchor] = _Anchor(value, loc, 1, size, 0)
+            elif isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+                written += 1
+                if event.tag not in (None, "!", "tag:yaml.org,2002:map", "tag:yaml.org,2002:seq"):
+                    raise fail(event, "no tags", event.tag, loc)
+                if len(stack) >= MAX_DEPTH:
+                    raise fail(event, f"at most {MAX_DEPTH} levels of nesting", "deeper", loc)
+                stack.append(_Frame({} if isinstance(event, yaml.MappingStartEvent) else [], loc, event.anchor))
+                continue
+            else:  # pragma: no cover - the parser yields nothing else inside a document
+                raise fail(event, "a YAML node", type(event).__name__, loc)
+            if top is None:  # a document that is one scalar
                 root = value
                 break
-        elif top.mapping:
-            if top.key is not None:
+        top.nodes += nodes
+        top.bytes += size
+        top.height = max(top.height, height)
+        if top.mapping:
+            if top.key is _MERGE:
+                if not (isinstance(value, dict) or (isinstance(value, list) and value
+                                                    and all(isinstance(v, dict) for v in value))):
+                    raise fail(event, "a mapping or a list of mappings after <<", describe(value), top.loc)
+                top.merges.append((value, (*top.loc, "<<")))
+            elif top.key is not None:
                 top.value[top.key] = value
             top.key = _NO_KEY
         else:
@@ -172,10 +284,25 @@ def _compose(loader: Any, file: str, base: Loc, smap: SourceMap, problems: list[
     return root
 
 
+def _is_merge(loader: Any, event: Any) -> bool:
+    tag = event.tag if event.tag not in (None, "!") else loader.resolve(yaml.ScalarNode, event.value, event.implicit)
+    return tag == "tag:yaml.org,2002:merge"
+
+
+def _merge(frame: _Frame, smap: SourceMap) -> None:
+    """Apply a mapping's `<<` values (YAML merge keys): a key written in the mapping wins, then the first merged
+    mapping that has it; a merged key is located at its text in the merged mapping."""
+    for value, at in frame.merges:
+        sources = [(value, at)] if isinstance(value, dict) else [(v, (*at, i)) for i, v in enumerate(value)]
+        for source, prefix in sources:
+            for k, v in source.items():
+                if k not in frame.value:
+                    frame.value[k] = v
+                    smap.lines.aliases[(*frame.loc, k)] = (*prefix, k)
+
+
 def _scalar(loader: Any, event: Any, file: str, loc: Loc) -> Any:
     tag = event.tag if event.tag not in (None, "!") else loader.resolve(yaml.ScalarNode, event.value, event.implicit)
-    if tag == "tag:yaml.org,2002:merge":
-        raise InputError(Problem(file, event.start_mark.line + 1, dotted(loc), "no merge keys (<<)", "<<"))
     constructor = loader.yaml_constructors.get(tag)
     if constructor is None or tag.endswith(("binary", "set", "omap", "pairs")):
         raise InputError(Problem(file, event.start_mark.line + 1, dotted(loc), "no tags", tag))
@@ -190,8 +317,8 @@ def _scalar(loader: Any, event: Any, file: str, loc: Loc) -> Any:
 def load_yaml(path: Path, smap: SourceMap, base: Loc = ()) -> Any:
     """Load one YAML file, recording key lines in `smap`; every YAML error raises InputError with the line.
 
-    Hardened for hostile input: a regular file of at most MAX_BYTES, nesting at most MAX_DEPTH, no aliases
-    (no billion laughs), scalar keys only, no tags."""
+    Hardened for hostile input: a regular file of at most MAX_BYTES, nesting at most MAX_DEPTH, aliases and
+    merge keys with a bound on what they expand to (no billion laughs), scalar keys only, no tags."""
     file = str(path)
     smap.files.append(file)
     problems: list[Problem] = []
@@ -205,7 +332,10 @@ def load_yaml(path: Path, smap: SourceMap, base: Loc = ()) -> Any:
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else None
-        raise InputError(Problem(file, line, "", "valid YAML", _clean(str(exc.problem or exc)))) from None
+        why = _clean(str(exc.problem or exc))
+        if "maximum nesting depth" in why:  # libyaml's own cap (1,000 in recent builds) can come before ours
+            raise InputError(Problem(file, line, "", f"at most {MAX_DEPTH} levels of nesting", "deeper")) from None
+        raise InputError(Problem(file, line, "", "valid YAML", why)) from None
     except yaml.reader.ReaderError as exc:  # NUL and other characters YAML does not allow
         line = text.count("\n", 0, min(exc.position, len(text))) + 1
         raise InputError(Problem(file, line, "", "valid YAML (printable characters)",
@@ -296,6 +426,7 @@ def pydantic_problems(exc: ValidationError, smap: SourceMap, model: type[BaseMod
             msg = e["msg"].removeprefix("Value error, ").removeprefix("Input should be ")
             msg = msg.replace("String should match pattern", "a string matching")
             msg = msg.replace("Input is not a valid", "a valid")  # ipaddress types: "Input is not a valid IPv4 …"
+            msg = msg.replace("Keys should be strings", "a key that is text (a name)")
             if "[key]" in e["loc"]:
                 msg = "a key: " + msg
             problem = smap.problem(loc, msg, describe(e.get("input")))

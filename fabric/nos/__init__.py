@@ -42,6 +42,42 @@ def swp(ways: int, lanes: int, index: int) -> str:
 
 
 WatchdogFields = dict[str, frozenset[str] | None]  # qos.pfc_watchdog field → the values the NOS takes (None: any)
+# What a NOS does with the requested watchdog ({detection, restoration, poll_interval: ms, action, robustness}):
+# field → (what the switch then runs, how); a field left out runs as requested, a value None is no setting of
+# the NOS with no effect of its own (robustness where detection is a time).
+WatchdogEffect = Callable[[dict[str, object]], dict[str, tuple[object, str]]]
+
+
+def timed_watchdog(req: dict[str, object]) -> dict[str, tuple[object, str]]:
+    """SONiC PFC_WD: detection_time, restoration_time, action and POLL_INTERVAL in ms, as requested; no
+    robustness count (it detects by time)."""
+    return {"robustness": (None, "no robustness count: it detects after detection_time")}
+
+
+def eos_watchdog(req: dict[str, object]) -> dict[str, tuple[object, str]]:
+    """EOS `priority-flow-control pause watchdog`: timeout and recovery-time in seconds with 2 decimals,
+    polling-interval with 3, action drop|no-drop (no alert-only action: none is rendered, EOS's default
+    applies); no robustness count."""
+    out: dict[str, tuple[object, str]] = {"robustness": (None, "no robustness count: it detects after the timeout")}
+    for key, word, places in (("detection", "timeout", 2), ("restoration", "recovery-time", 2),
+                              ("poll_interval", "polling-interval", 3)):
+        ms = int(str(req[key]))
+        took = round(float(f"{ms / 1000:.{places}f}") * 1000)
+        if took != ms:
+            out[key] = (took, f"EOS takes the {word} in seconds with {places} decimals: {took / 1000:g} s")
+    if req["action"] == "alert":
+        out["action"] = ("EOS's default action", "EOS has drop and no-drop, no alert-only action")
+    return out
+
+
+def nvue_watchdog(req: dict[str, object]) -> dict[str, tuple[object, str]]:
+    """NVUE `qos pfc-watchdog`: only polling-interval and robustness (tests/fixtures/nvue/paths.yaml): the switch
+    declares a storm after robustness polls, so it detects after poll_interval × robustness; its mitigation
+    drops; there is no restoration setting."""
+    poll, n = int(str(req["poll_interval"])), int(str(req["robustness"]))
+    return {"detection": (poll * n, f"NVUE detects after poll_interval × robustness = {poll} ms × {n}"),
+            "restoration": ("the switch's own", "NVUE has no restoration setting"),
+            "action": ("drop", "NVUE's watchdog drops the stalled queue (no action setting)")}
 
 
 @dataclass(frozen=True)
@@ -56,6 +92,8 @@ class Nos:
     device_type: str  # netmiko device type
     mtu_max: int  # the largest port/L3 MTU the NOS takes; derivation caps switching.mtu to it
     watchdog: WatchdogFields | None  # PFC watchdog settings it renders; None: the NOS has no PFC watchdog
+    watchdog_effect: WatchdogEffect | None = None  # what it does with each requested watchdog value
+    adaptive_routing: bool = False  # renders adaptive routing (NVIDIA AR on the ports the platform allows)
     # Ownership (fabric/targets/owned.py): the tool owns every leaf its render has, what an earlier apply
     # rendered, and every leaf under an entry of its render matching one of these paths ("/"-joined globs)
     owned_whole: tuple[str, ...] = ()
@@ -84,6 +122,7 @@ NOS: dict[str, Nos] = {n.name: n for n in (
         files=("config_db.json", "sysctl.conf"), intended="config_db.json", running_suffix=".json",
         device_type="linux", mtu_max=9216, platform_ports=True, dscp_map_complete=True,
         watchdog={"detection": _ANY, "restoration": _ANY, "action": _ANY, "poll_interval": _ANY},
+        watchdog_effect=timed_watchdog,
         # the QoS maps, profiles and BGP objects the tool names: a field its render lacks is removed
         owned_whole=("DSCP_TO_TC_MAP/*", "TC_TO_QUEUE_MAP/*", "TC_TO_PRIORITY_GROUP_MAP/*",
                      "MAP_PFC_PRIORITY_TO_QUEUE/*", "PFC_PRIORITY_TO_PRIORITY_GROUP_MAP/*", "WRED_PROFILE/*",
@@ -94,6 +133,7 @@ NOS: dict[str, Nos] = {n.name: n for n in (
     Nos(name="nvue", title="NVIDIA Cumulus Linux (NVUE)", releases=("5.9", "5.15"), port_name=swp,
         files=("nvue-patch.yaml", "nv-set.txt"), intended="nvue-patch.yaml", running_suffix=".yaml",
         device_type="cumulus_linux", mtu_max=9216, watchdog={"poll_interval": _ANY, "robustness": _ANY},
+        watchdog_effect=nvue_watchdog, adaptive_routing=True,
         owned_whole=("vrf/*/router/bgp/neighbor/*", "qos/mapping/*", "qos/egress-scheduler/*",
                      "qos/congestion-control/*", "qos/egress-queue-mapping/*", "router/policy/route-map/*"),
         default_release={"sn5600": "5.15", "sn5400": "5.15", "sn4700": "5.15", "sn4600c": "5.9", "msn2700": "5.9"}),
@@ -104,6 +144,7 @@ NOS: dict[str, Nos] = {n.name: n for n in (
         device_type="arista_eos", mtu_max=9214,
         watchdog={"detection": _ANY, "restoration": _ANY, "poll_interval": _ANY,
                   "action": frozenset({"drop", "forward"})},
+        watchdog_effect=eos_watchdog,
         owned_whole=("interface */tx-queue *", "route-map *"), owned_single=(r"router bgp \d+",)),
     # Linux/FRR white-box: iproute2 dcb has no PFC watchdog; the lab realizes every inventory on this target.
     Nos(name="frr", title="Linux white-box with FRR (what the lab runs)", releases=("8.4", "10.2"), port_name=swp,

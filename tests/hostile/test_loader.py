@@ -1,6 +1,7 @@
 """Issue 17, the YAML loader (fabric.model.source.load_yaml), shared by inventories, `diagnose --catalog`,
-`lint --configs` (NVUE) and the acceptance catalog: regular files only, size and depth caps, no aliases,
-scalar keys only, every YAML error a located problem — never a traceback, a hang or a segfault."""
+`lint --configs` (NVUE) and the acceptance catalog: regular files only, size and depth caps, aliases and merge
+keys within a bound on what they expand to, scalar keys only, every YAML error a located problem — never a
+traceback, a hang or a segfault."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from fabric.errors import InputError
-from fabric.model.source import MAX_DEPTH, SourceMap, load_yaml
+from fabric.model.source import MAX_DEPTH, SourceMap, copy_tree, load_yaml
 from tests.hostile.helpers import EXAMPLE, ROOT
 
 BOMB = "a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n" + "".join(
@@ -27,9 +28,13 @@ CASES = {
     "deep-block": ("- " * 5000 + "x\n", 1, f"at most {MAX_DEPTH} levels"),
     "deep-mapping": "".join("  " * i + f"k{i}:\n" for i in range(200)) and (
         "".join("  " * i + f"k{i}:\n" for i in range(200)), 65, f"at most {MAX_DEPTH} levels"),
-    "billion-laughs": (BOMB, 2, "no aliases"),
-    "merge-key": ("a: {b: 1}\nc:\n  <<: {d: 1}\n", 3, "no merge keys"),
-    "anchor-alias": ("a: &x {b: 1}\nc:\n  d: *x\n", 3, "no aliases"),
+    "billion-laughs": (BOMB, 6, "an alias bomb"),
+    "undefined-alias": ("a: 1\nc:\n  d: *x\n", 3, "an alias to an anchor defined above it"),
+    "self-alias": ("a: &x [1, *x]\n", 1, "an alias to an anchor defined above it"),
+    "alias-key": ("a: &x k\n*x : 1\n", 2, "a plain key"),
+    "merge-scalar": ("a: &x 1\nc:\n  <<: *x\n", 3, "a mapping or a list of mappings after <<"),
+    "deep-alias": ("a: &x " + "[" * 40 + "]" * 40 + "\nb: " + "[" * 30 + "*x" + "]" * 30 + "\n", 2,
+                   f"at most {MAX_DEPTH} levels"),
     "python-tag": ("a: !!python/object/apply:os.system [true]\n", 1, "no tags"),
     "many-digits": ("a: " + "9" * 5000 + "\n", 1, "a value YAML can read"),
     "two-documents": ("a: 1\n---\nb: 2\n", 2, "one YAML document"),
@@ -50,6 +55,50 @@ def test_hostile_yaml_is_one_located_problem(tmp_path: Path, case: str) -> None:
     got = [str(p) for p in exc.value.problems]
     assert len(got) == 1 and got[0].startswith(f"{path}:{line}:") and expected in got[0], got
     assert "\n" not in got[0] and "\0" not in got[0]
+
+
+def test_anchors_aliases_and_merge_keys_expand(tmp_path: Path) -> None:
+    """Per-role defaults and host templates as engineers write them: explicit keys win over merged ones, the
+    first merged mapping wins over later ones, and values reached through an alias keep the anchor's lines."""
+    path = tmp_path / "x.yaml"
+    path.write_text(
+        "defaults: &d\n"          # 1
+        "  mtu: 9216\n"           # 2
+        "  speed: 400G\n"         # 3
+        "more: &m {speed: 100G, fec: rs}\n"  # 4
+        "nics: &nics\n"           # 5
+        "  - {name: eth0, rail: 0}\n"  # 6
+        "hosts:\n"                # 7
+        "  - <<: [*d, *m]\n"      # 8
+        "    name: h1\n"          # 9
+        "    nics: *nics\n"       # 10
+        "  - name: h2\n"          # 11
+        "    <<: *d\n"            # 12
+        "    mtu: 1500\n")        # 13
+    smap = SourceMap()
+    data = load_yaml(path, smap)
+    assert data["hosts"] == [{"mtu": 9216, "speed": "400G", "fec": "rs", "name": "h1",
+                              "nics": [{"name": "eth0", "rail": 0}]},
+                             {"name": "h2", "mtu": 1500, "speed": "400G"}]
+    assert copy_tree(data) == data and copy_tree(data)["hosts"][0]["nics"] is not copy_tree(data)["nics"]
+    line = {loc: smap.where(loc)[1] for loc in [("hosts", 0, "mtu"), ("hosts", 0, "fec"), ("hosts", 0, "name"),
+                                                 ("hosts", 0, "nics"), ("hosts", 0, "nics", 0, "rail"),
+                                                 ("hosts", 1, "mtu"), ("hosts", 1, "speed")]}
+    assert line == {("hosts", 0, "mtu"): 2, ("hosts", 0, "fec"): 4, ("hosts", 0, "name"): 9,
+                    ("hosts", 0, "nics"): 10, ("hosts", 0, "nics", 0, "rail"): 6,
+                    ("hosts", 1, "mtu"): 13, ("hosts", 1, "speed"): 3}
+
+
+def test_an_alias_bomb_stops_within_a_second(tmp_path: Path) -> None:
+    """The bound is checked before an alias is copied: the billion laughs cost what the bound allows, no more."""
+    import time
+
+    path = tmp_path / "x.yaml"
+    path.write_text(BOMB)
+    t0 = time.monotonic()
+    with pytest.raises(InputError, match="an alias bomb"):
+        load_yaml(path, SourceMap())
+    assert time.monotonic() - t0 < 1.0
 
 
 def test_binary_is_located(tmp_path: Path) -> None:

@@ -483,3 +483,34 @@ class RoceTosEct(Rule):
                     )
                 )
         yield from self.grouped(hits, "hosts", "hosts")
+
+
+@rule
+class NosExpresses(Rule):
+    id = "RF111"
+    severity = Severity.error
+    title = "A value the inventory spells out is what the switch's NOS runs"
+    explanation = (
+        "NOSes express the same setting differently: NVUE's PFC watchdog has only a poll interval and a "
+        "robustness count (it detects after their product), EOS takes its timers in 10 ms steps and has no "
+        "alert-only action, EOS caps the MTU at 9214, only NVUE renders adaptive routing (those two: warnings). "
+        "A value the NOS runs "
+        "as written is accepted; one it cannot express is rendered as the NOS does it, and this finding says "
+        "what the switch will do instead (`fabric explain DEVICE effective` shows every such value)."
+    )
+    fix = ("Write the value the NOS runs (the finding computes it), or waive RF111 for those switches "
+           "(lint.waive) where the difference is intended.")
+
+    def check(self, ctx: Context) -> Iterator[Finding]:
+        from fabric.design.effective import settings
+        from fabric.nos import NOS
+
+        hits = []
+        for sw in ctx.switches:
+            for s in settings(ctx.loaded, sw):
+                if s.written and s.differs:  # an MTU 2 bytes short still carries the hosts' 9000, and a fabric
+                    # without AR still forwards (as RF402 says where the platform lacks it): warnings
+                    hits.append((sw.name, f"{s.key}: requested {s.requested}, {NOS[sw.target].title} runs "
+                                 f"{s.effective} ({s.how})", ctx.at(*s.loc), s.key,
+                                 self.severity if s.key.startswith("qos.") else Severity.warning))
+        yield from self.grouped(hits, "switches", "switches")

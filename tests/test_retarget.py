@@ -1,0 +1,147 @@
+"""Issue 24: one fabric, any NOS. Every shipped inventory, with only `roles.<role>.target` and `platform` changed,
+validates, lints and renders on every NOS: SONiC renders pass SONiC's YANG models (../shared/tools/
+sonic_yang_check.py), NVUE renders use only documented NVUE paths (tests/fixtures/nvue/paths.yaml), and a link
+written with NOS-neutral ports (`12/2`) gets each NOS's own port name."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fabric.model.platforms import PLATFORMS
+from fabric.nos import NOS
+from tests.conftest import ROOT
+
+INVENTORIES = sorted(p.name for p in (ROOT / "inventories").iterdir() if p.is_dir())
+SPECTRUM = {name for name, p in PLATFORMS.items() if p.asic.startswith("spectrum")}
+
+
+def platform_for(target: str, platform: str) -> str:
+    """A platform of `target` for an inventory written for `platform`: the same where the NOS runs on it (SONiC
+    and NVUE on Spectrum, EOS on Arista, FRR on a Linux white-box), else one with the same port speed."""
+    fast = PLATFORMS[platform].max_speed >= 800
+    if target in ("sonic", "nvue"):
+        return platform if platform in SPECTRUM else ("sn5600" if fast else "sn5400")
+    if target == "eos":
+        return platform if platform.startswith("7060") else ("7060x6" if fast else "7060x5")
+    return "linux-frr"
+
+
+def retarget(name: str, target: str, dst: Path) -> Path:
+    """A copy of inventories/<name> with every role's target (and platform) changed — nothing else."""
+    inv = dst / f"{name}-{target}"
+    shutil.copytree(ROOT / "inventories" / name, inv)
+    text = (inv / "fabric.yaml").read_text()
+    new = re.sub(r"\{platform: ([\w-]+), target: \w+",
+                 lambda m: f"{{platform: {platform_for(target, m[1])}, target: {target}", text)
+    assert new != text or f"target: {target}" in text
+    (inv / "fabric.yaml").write_text(new)
+    return inv
+
+
+def fabric(*args: str, ok: tuple[int, ...] = (0,)) -> subprocess.CompletedProcess[str]:
+    p = subprocess.run([sys.executable, "-c", "from fabric.cli import main; main()", *args],
+                       capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert p.returncode in ok and "Traceback" not in p.stderr, (args, p.returncode, p.stdout[-3000:], p.stderr[-3000:])
+    return p
+
+
+
+
+@pytest.fixture(scope="module")
+def renders(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str], Path]:
+    """(inventory, target) → its render (spines and the first leaf, with NVUE's nv-set.txt)."""
+    tmp = tmp_path_factory.mktemp("retarget")
+    out: dict[tuple[str, str], Path] = {}
+    for name in INVENTORIES:
+        for target in NOS:
+            inv = retarget(name, target, tmp / "inv")
+            fabric("validate", str(inv))
+            lint = json.loads(fabric("lint", str(inv), "--format", "json", ok=(0, 1)).stdout)
+            errors = sorted(f["item"] for f in lint["findings"] if f["severity"] == "error" and not f["waived"])
+            assert errors == [], (name, target, lint["findings"])
+            dst = tmp / "render" / f"{name}-{target}"
+            fabric("render", str(inv), "-o", str(dst), "--all", "--only", "spine1", "--only", "spine2",
+                   "--only", _first_leaf(inv))
+            out[(name, target)] = dst
+    return out
+
+
+def _first_leaf(inv: Path) -> str:
+    rows = json.loads(fabric("explain", str(inv), "spine1", "ports[0].peer", "--format", "json").stdout)
+    return rows[0]["value"]
+
+
+@pytest.mark.parametrize("name", INVENTORIES)
+@pytest.mark.parametrize("target", list(NOS))
+def test_every_shipped_inventory_renders_on_every_nos(renders: dict[tuple[str, str], Path], name: str,
+                                                      target: str) -> None:
+    files = {p.name for p in renders[(name, target)].glob("switches/*/*")}
+    assert set(NOS[target].files) <= files, (name, target, files)
+
+
+def test_sonic_renders_pass_the_yang_models(renders: dict[tuple[str, str], Path]) -> None:
+    from tests.test_sonic_yang import PLATFORM_BOUND, _check, _prerequisites
+
+    _prerequisites()
+    alone = []
+    for (_, target), out in renders.items():
+        if target != "sonic":
+            continue
+        for f in sorted(out.glob("switches/*/config_db.json")):
+            cfg = json.loads(f.read_text())
+            dst = f.with_name("standalone.json")
+            dst.write_text(json.dumps({t: v for t, v in cfg.items() if t not in PLATFORM_BOUND}))
+            alone.append(str(dst))
+    assert len(alone) == 3 * len(INVENTORIES)
+    violations = _check(*alone)
+    assert not violations, [(Path(v["file"]).parent.name, v["table"], v["key"], v["field"], v["msg"])
+                            for v in violations[:20]]
+
+
+def test_nvue_renders_use_documented_paths(renders: dict[tuple[str, str], Path]) -> None:
+    from tests.test_nvue_paths import Render, check, report
+
+    for (name, target), out in renders.items():
+        if target != "nvue":
+            continue
+        inv = ROOT / "inventories" / name
+        platform = platform_for("nvue", re.search(r"platform: ([\w-]+)", (inv / "fabric.yaml").read_text())[1])
+        release = NOS["nvue"].release_for(platform)
+        render = Render(inv, out)
+        problems = check(render.set_lines(), release) + check(render.patch_leaves(), release)
+        assert not problems, report(problems, release, f"{name} on NVUE")
+
+
+@pytest.mark.parametrize(("target", "platform", "names"), [
+    ("nvue", "sn5600", ("swp60s1", "swp60s0")), ("eos", "7060x6", ("Ethernet60/5", "Ethernet60/1")),
+    ("sonic", "sn5600", ("Ethernet476", "Ethernet472")), ("frr", "linux-frr", ("swp60s1", "swp60s0"))])
+def test_a_nos_neutral_port_gets_each_nos_name(tmp_path: Path, target: str, platform: str,
+                                               names: tuple[str, str]) -> None:
+    """`leaf-su1-r1:60/2` is the second port of front-panel port 60's 2x400G breakout: NVUE swp60s1, EOS
+    Ethernet60/5 (lanes 5-8), SONiC Ethernet<first lane> from the platform's port map; explain and the rendered
+    file name it so."""
+    inv = retarget("h100-400g", target, tmp_path)
+    (inv / "links.yaml").write_text('links:\n  - {a: "leaf-su1-r1:60/2", b: "spine1:60/1", cable: 30m}\n')
+    rows = json.loads(fabric("explain", str(inv), "leaf-su1-r1", "ports", "--format", "json").stdout)
+    port = next(r["path"].removesuffix(".peer_port") for r in rows
+                if r["path"].endswith(".peer_port") and r["value"] == names[1])
+    assert {r["path"]: r["value"] for r in rows}[f"{port}.name"] == names[0]
+    out = tmp_path / "out"
+    fabric("render", str(inv), "-o", str(out), "--only", "leaf-su1-r1")
+    assert names[0] in "".join(p.read_text() for p in (out / "switches" / "leaf-su1-r1").iterdir())
+
+
+def test_a_neutral_port_the_platform_lacks_is_located(tmp_path: Path) -> None:
+    inv = retarget("h100-400g", "nvue", tmp_path)
+    (inv / "links.yaml").write_text('links:\n  - {a: "leaf-su1-r1:65/1", b: "spine1:60", cable: 30m}\n')
+    said = fabric("validate", str(inv), ok=(2,)).stderr
+    assert f"{inv}/links.yaml:2: links[0].a: expected a port of leaf-su1-r1: front-panel 1-64, each broken out " \
+           "into /1-/2 (sn5600, 2 ways), found leaf-su1-r1:65/1" in said, said
+    assert f"{inv}/links.yaml:2: links[0].b: expected a port of spine1" in said, said
