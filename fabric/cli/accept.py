@@ -12,7 +12,15 @@ from rich.table import Table
 
 from fabric.cli.console import console, styled
 from fabric.cli.progress import devices, track
-from fabric.cli.remediate import RemediateOpt, SchedulerOpt, accept_faults, hand_over, schedulers
+from fabric.cli.remediate import (
+    MAX_HOSTS,
+    MaxHostsOpt,
+    RemediateOpt,
+    SchedulerOpt,
+    accept_faults,
+    hand_over,
+    schedulers,
+)
 from fabric.cli.site import none_answered, open_site
 from fabric.errors import UsageError
 
@@ -50,6 +58,7 @@ def accept(
                                               "nothing (no cluster, no SSH)")] = False,
     scheduler: SchedulerOpt = "slurm,kubernetes",
     remediate: RemediateOpt = False,
+    max_hosts: MaxHostsOpt = MAX_HOSTS,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="print every command per check and round with its host, "
                                           "write the launch files to -o; run nothing")] = False,
 ) -> None:
@@ -107,7 +116,7 @@ def accept(
     if paths:
         out.print("reports: " + ", ".join(str(p) for p in paths))
     if not rep.ok:
-        hand_over(fabric, accept_faults(fabric, rep.results), names, remediate)
+        hand_over(fabric, accept_faults(fabric, rep.results), names, remediate, max_hosts=max_hosts)
     sys.exit(0 if rep.ok else 1)  # not typer.Exit: main() runs click with standalone_mode=False
 
 

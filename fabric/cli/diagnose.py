@@ -13,7 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from fabric.cli.console import console as make_console
-from fabric.cli.remediate import RemediateOpt, diagnose_faults, hand_over, schedulers
+from fabric.cli.remediate import MaxHostsOpt, RemediateOpt, diagnose_faults, hand_over, schedulers
 from fabric.diagnose.bind import FabricIndex, fabric_roce_tos
 from fabric.diagnose.catalog import load_catalog
 from fabric.diagnose.logs import log_name, read_lines
@@ -22,6 +22,7 @@ from fabric.diagnose.report import SEVERITIES, Finding, Report, bind
 from fabric.diagnose.rules import DEFAULT_TOS
 from fabric.errors import UsageError
 from fabric.findings import Severity
+from fabric.remediate import MAX_HOSTS
 
 _STYLE = {Severity.error: "bold red", Severity.warning: "yellow", Severity.info: "cyan"}
 
@@ -50,6 +51,7 @@ def diagnose(
         "--scheduler", help="with --inventory: print (or --remediate) the drain/cordon/taint of the hosts named by "
                             "error findings, for any of slurm, kubernetes, volcano (comma-separated)")] = None,
     remediate: RemediateOpt = False,
+    max_hosts: MaxHostsOpt = MAX_HOSTS,
 ) -> None:
     """Match logs against known RoCE/NCCL failure signatures; exit 1 if any is error-level."""
     names = schedulers(scheduler) if scheduler else []
@@ -76,9 +78,9 @@ def diagnose(
         typer.echo(json.dumps(report.model_dump(mode="json"), indent=2, sort_keys=True, ensure_ascii=False))
     else:
         print_table(report)
-    if fabric is not None and names:
-        hand_over(fabric, diagnose_faults(report), names, remediate)
-    if report.has_errors:
+    handed = hand_over(fabric, diagnose_faults(report), names, remediate, max_hosts=max_hosts) \
+        if fabric is not None and names else True
+    if report.has_errors or not handed:
         raise SystemExit(1)  # not typer.Exit: it must survive app(standalone_mode=False)
 
 
