@@ -22,7 +22,7 @@ from fabric.cli.progress import track
 from fabric.cli.site import none_answered, open_site
 from fabric.errors import UsageError
 from fabric.push import engine, state
-from fabric.secrets import MASK, mask, mask_line
+from fabric.secrets import MASK, mask_line
 
 out = console()
 err = console(stderr=True)
@@ -78,14 +78,9 @@ def _summary(results: list[engine.DeviceResult]) -> dict[str, int]:
 
 
 def _masked(r: engine.DeviceResult) -> tuple[dict[str, list[str]], int]:
-    """The device's diff sections with the secret of every secret line masked (fabric.secrets), and the count."""
-    sections: dict[str, list[str]] = {}
-    count = 0
-    for section, items in (r.diff.sections() if r.diff else {}).items():
-        (name,), hit = mask([section])
-        sections[name], n = mask(items)
-        count += n + hit
-    return sections, count
+    """The device's diff sections with every secret masked by its NOS's structure (fabric.secrets), and the
+    count of lines masked."""
+    return (r.diff.sections(), r.diff.masked) if r.diff else ({}, 0)
 
 
 def print_results(title: str, results: list[engine.DeviceResult], fmt: str, *, diffs: bool = True) -> None:
