@@ -23,6 +23,7 @@ from fabric.cli.remediate import (
 )
 from fabric.cli.site import none_answered, open_site
 from fabric.errors import UsageError
+from fabric.safefile import write_private
 
 out = console()
 err = console(stderr=True)
@@ -128,9 +129,8 @@ def _dry_run(plan, out_dir: Path) -> None:
         for p in steps:
             where = f"round {p.round} " if p.round else ""
             lines.append(f"  {where}{p.host} [{p.role}]: {p.command}")
-    out_dir.mkdir(parents=True, exist_ok=True)
     text = "\n".join(lines) + "\n"
-    (out_dir / "dry-run.txt").write_text(text)
+    write_private(out_dir / "dry-run.txt", text)
     sys.stdout.write(text)
     launch = out_dir / "launch"
     files = sorted(p for p in launch.rglob("*") if p.is_file()) if launch.exists() else []
