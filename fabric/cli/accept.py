@@ -22,7 +22,7 @@ from fabric.cli.remediate import (
     schedulers,
 )
 from fabric.cli.site import none_answered, open_site
-from fabric.errors import UsageError
+from fabric.errors import UsageError, printable
 from fabric.safefile import write_private
 
 out = console()
@@ -180,8 +180,9 @@ def counters(
     nodes = (list(site.fabric.hosts) if hosts else []) + (list(site.fabric.switches) if switches else [])
     if not nodes:
         raise UsageError("--no-hosts --no-switches: nothing to read")
+    problems: list[str] = []  # located problems of malformed host replies (fabric.accept.counters)
     with track("counters") as progress:
-        before = cn.snapshot(site, nodes=nodes, workers=workers,
+        before = cn.snapshot(site, nodes=nodes, workers=workers, problems=problems,
                              progress=devices(progress, f"counters {site.name}", len(nodes)))
     t_before = time.monotonic()
     missing = [n for n in nodes if n not in before]
@@ -193,7 +194,10 @@ def counters(
     while True:
         time.sleep(max(0.0, t_before + step - time.monotonic()))  # the interval from the last read's start
         t_read = time.monotonic()
-        after = cn.snapshot(site, nodes=list(before), workers=workers)
+        after = cn.snapshot(site, nodes=list(before), workers=workers, problems=problems)
+        for p in dict.fromkeys(problems):
+            err.print(f"problem: {p}", markup=False, soft_wrap=True)
+        problems.clear()
         t_after = time.monotonic()
         took, span = t_after - t_read, t_read - t_before
         rows = cn.rates(cn.delta(before, after), span)
@@ -230,7 +234,8 @@ def _counters_table(rows, seconds: float) -> None:
     for r in rows:
         hot = bool(r.anomalies)
         queues = " ".join(f"TC{tc}:{v:.2f}" for tc, v in sorted(r.queues_gbps.items()) if v >= 0.005)
-        t.add_row(r.node, r.port, f"{r.rx_gbps:.2f}", f"{r.tx_gbps:.2f}", queues, f"{r.pause:.1f}", f"{r.ecn:.1f}",
+        t.add_row(r.node, printable(r.port), f"{r.rx_gbps:.2f}", f"{r.tx_gbps:.2f}", queues, f"{r.pause:.1f}",
+                  f"{r.ecn:.1f}",
                   f"{r.cnp_sent:.1f}", f"{r.cnp_handled:.1f}",
                   styled(f"{r.discards:.1f}", "red") if r.discards else "0", ",".join(r.exposed),
                   styled("; ".join(r.anomalies), "bold red") if hot else "")

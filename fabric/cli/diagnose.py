@@ -20,7 +20,7 @@ from fabric.diagnose.logs import log_name, read_lines
 from fabric.diagnose.match import diagnose as run_diagnose
 from fabric.diagnose.report import SEVERITIES, Finding, Report, bind
 from fabric.diagnose.rules import DEFAULT_TOS
-from fabric.errors import UsageError
+from fabric.errors import UsageError, printable
 from fabric.findings import Severity
 from fabric.remediate import MAX_HOSTS
 
@@ -114,19 +114,19 @@ def print_table(report: Report, console: Console | None = None) -> None:
 
 
 def _what(f: Finding) -> Text:
-    text = Text(f.title)
-    evidence = f.evidence if len(f.evidence) <= 200 else f.evidence[:199] + "…"
+    text = Text(printable(f.title))  # log text: control characters escaped, never markup (Text)
+    evidence = printable(f.evidence if len(f.evidence) <= 200 else f.evidence[:199] + "…")
     text.append(f"\n{evidence}", style="dim")
     return text
 
 
 def _where(f: Finding) -> str:
-    return f.where + (f"\n×{f.count}" if f.count > 1 else "")
+    return printable(f.where) + (f"\n×{f.count}" if f.count > 1 else "")
 
 
 def _about(f: Finding) -> Text:
     """Subjects as named in the logs, where they are in the fabric (with --inventory), other values dimmed."""
-    lines = [" ".join(f"{k}={v}" for k, v in s.items()) for s in f.subjects[:4]]
+    lines = [printable(" ".join(f"{k}={v}" for k, v in s.items())) for s in f.subjects[:4]]
     if len(f.subjects) > 4:
         lines.append(f"+{len(f.subjects) - 4} more")
     text = Text("\n".join(lines))
@@ -135,7 +135,7 @@ def _about(f: Finding) -> Text:
         if len(f.located) > 4:
             located.append(f"@ +{len(f.located) - 4} more")
         text.append(("\n" if lines else "") + "\n".join(located), style="bold")
-    details = " ".join(f"{k}={','.join(v[:3])}" for k, v in list(f.details.items())[:4])
+    details = printable(" ".join(f"{k}={','.join(v[:3])}" for k, v in list(f.details.items())[:4]))
     if details:
         text.append(("\n" if lines else "") + details, style="dim")
     return text
