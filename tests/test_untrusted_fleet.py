@@ -17,7 +17,7 @@ import yaml
 from fabric.access import Credentials, InventorySite
 from fabric.design.derive import derive
 from fabric.errors import InputError
-from fabric.host import fleet
+from fabric.host import fleet as hostfleet
 from fabric.model.load import load
 from tests.conftest import ROOT
 
@@ -52,8 +52,8 @@ def _no_canary(tmp: Path) -> None:
 
 
 def test_every_value_of_the_inventory_and_extra_vars_is_unsafe(tmp_path: Path) -> None:
-    text = fleet.inventory_yaml(CanarySite(tmp_path))
-    data = fleet.read_ansible_yaml(text)
+    text = hostfleet.inventory_yaml(CanarySite(tmp_path))
+    data = hostfleet.read_ansible_yaml(text)
 
     def strings(v: object) -> list[object]:
         if isinstance(v, dict):
@@ -63,7 +63,7 @@ def test_every_value_of_the_inventory_and_extra_vars_is_unsafe(tmp_path: Path) -
         return [v] if isinstance(v, str) else []
 
     found = strings(data)
-    assert found and all(isinstance(s, fleet.Unsafe) for s in found), found
+    assert found and all(isinstance(s, hostfleet.Unsafe) for s in found), found
     assert "127.0.0.1" in found and canary(tmp_path, "user") in found
 
 
@@ -72,7 +72,7 @@ def test_canaries_in_connection_vars_never_run(tmp_path: Path) -> None:
     all templated before Ansible tries to connect."""
     site = CanarySite(tmp_path)
     for mode in ("plan", "apply"):
-        res = fleet.run(site, mode, limit="gpu-su1-01", agent_args=[canary(tmp_path, "args")],  # type: ignore[arg-type]
+        res = hostfleet.run(site, mode, limit="gpu-su1-01", agent_args=[canary(tmp_path, "args")],  # type: ignore[arg-type]
                         remote_dir=canary(tmp_path, "remote_dir"))
         assert [h.status for h in res.hosts] == ["unreachable"], res
         _no_canary(tmp_path)
@@ -80,7 +80,7 @@ def test_canaries_in_connection_vars_never_run(tmp_path: Path) -> None:
 
 def test_canaries_in_task_arguments_never_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Ansible's local connection: the file, copy and command tasks all run with canaries in their arguments."""
-    inventory = fleet.ansible_inventory
+    inventory = hostfleet.ansible_inventory
 
     def local(site: InventorySite) -> dict:
         inv = inventory(site)
@@ -89,12 +89,12 @@ def test_canaries_in_task_arguments_never_run(tmp_path: Path, monkeypatch: pytes
             hv["fabric_canary_host"] = canary(tmp_path, "host_var")
         return inv
 
-    monkeypatch.setattr(fleet, "ansible_inventory", local)
+    monkeypatch.setattr(hostfleet, "ansible_inventory", local)
     site = CanarySite(tmp_path)
     site.python = sys.executable
     remote = tmp_path / "remote"
     for mode in ("plan", "apply"):
-        res = fleet.run(site, mode, limit="gpu-su1-01", agent_args=[canary(tmp_path, "args")],  # type: ignore[arg-type]
+        res = hostfleet.run(site, mode, limit="gpu-su1-01", agent_args=[canary(tmp_path, "args")],  # type: ignore[arg-type]
                         remote_dir=str(remote / canary(tmp_path, "remote_dir")), become=False)
         (host,) = res.hosts
         assert host.status == "failed", host  # the agent "{{ … }}" does not exist: run as a name, not a template
@@ -115,3 +115,35 @@ def test_model_refuses_template_syntax_in_file_names(tmp_path: Path, field: str,
     with pytest.raises(InputError) as exc:
         load(inv)
     assert f"access.{field}" in str(exc.value) and "access.yaml:2" in str(exc.value), exc.value
+
+
+# -- in the lab: real sshd per host namespace (the fleet fixture of test_host_fleet) -----------------------
+from tests.test_host_fleet import FABRIC, fleet  # noqa: E402,F401 - the fixture, used by name
+
+
+@pytest.mark.root
+@pytest.mark.parametrize("mode", ["plan", "apply"])
+def test_canaries_never_run_over_ssh_in_the_lab(fleet: dict, mode: str) -> None:  # noqa: F811
+    """`fabric hosts plan|apply` over SSH to the test fleet with a canary in the remote directory and in the
+    user name from the environment: neither runs; the inventory's file names with one are refused (exit 2)."""
+    import json
+    import os
+    import subprocess
+
+    tmp: Path = fleet["tmp"]
+    remote = str(tmp / "remote" / canary(tmp, "remote_dir"))
+    p = subprocess.run([FABRIC, "hosts", mode, str(fleet["inventory"]), "--agent", FABRIC, "--remote-dir", remote,
+                        "--python", "/usr/bin/python3", "--limit", "gpu-su1-01", "--format", "json"],
+                       capture_output=True, text=True, timeout=300)
+    assert "Traceback" not in p.stderr, p.stderr
+    (host,) = json.loads(p.stdout)["hosts"]
+    assert host["status"] == "ok", host  # the literal directory name works on the host
+    _no_canary(tmp)
+    access = fleet["inventory"] / "access.yaml"
+    doc = yaml.safe_load(access.read_text())
+    doc["access"]["known_hosts"] = canary(tmp, "known_hosts")
+    access.write_text(yaml.safe_dump(doc))
+    p = subprocess.run([FABRIC, "hosts", mode, str(fleet["inventory"]), "--limit", "gpu-su1-01"],
+                       capture_output=True, text=True, timeout=120, env={**os.environ})
+    assert p.returncode == 2 and "access.known_hosts: expected a file name without template syntax" in p.stderr
+    _no_canary(tmp)
