@@ -20,7 +20,7 @@ from fabric.cli.console import console, styled
 from fabric.cli.progress import devices as device_progress
 from fabric.cli.progress import track
 from fabric.cli.site import none_answered, open_site
-from fabric.errors import UsageError
+from fabric.errors import UsageError, printable
 from fabric.push import engine, state
 from fabric.secrets import MASK, mask_line
 
@@ -103,7 +103,7 @@ def print_results(title: str, results: list[engine.DeviceResult], fmt: str, *, d
     for r in results:
         table.add_row(r.device, r.target, styled(r.status, style.get(r.status, "red")),
                       str(r.diff.added if r.diff else ""), str(r.diff.removed if r.diff else ""),
-                      mask_line(r.detail)[0])
+                      printable(mask_line(r.detail)[0]))
     out.print(table)
     if diffs:
         for r in results:
@@ -111,9 +111,9 @@ def print_results(title: str, results: list[engine.DeviceResult], fmt: str, *, d
                 out.print(Text.assemble((r.device, "bold"), f" ({r.target}) {r.diff.digest}; {r.diff.unmanaged} "
                                         "settings the inventory does not render left as they are"))
                 for section, items in masked[r.device][0].items():
-                    out.print(f"  {section}")
+                    out.print(f"  {printable(section)}")  # device text: control characters escaped
                     for item in items:
-                        out.print(Text(f"    {item}", style="green" if item[0] == "+" else "red"))
+                        out.print(Text(f"    {printable(item)}", style="green" if item[0] == "+" else "red"))
     out.print(", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
     unmanaged = [r.diff.unmanaged for r in results if r.diff]
     if unmanaged:
