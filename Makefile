@@ -81,7 +81,7 @@ test: deps venv refs
 # counts and throughput in build/fuzz/*.json, inputs of defects kept in build/fuzz/defects/. CI runs the same
 # tests with the defaults (a fixed seed, ~2 minutes).
 FUZZ_EXAMPLES ?= 10000
-FUZZ_SHARES ?= configs=0.2,outputs=0.2,intents=0.1
+FUZZ_SHARES ?= configs=0.2,outputs=0.2,intents=0.1,running=0.1,replies=0.5,remediate=0.05
 FUZZ_SEED ?= 17
 fuzz: venv
 	FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) FUZZ_SHARES=$(FUZZ_SHARES) FUZZ_SEED=$(FUZZ_SEED) $(VENV)/bin/pytest -q -p no:cacheprovider tests/fuzz; \

@@ -13,6 +13,7 @@ apply, rollback, acceptance, counters and the host fleet take a Site and never a
 
 from __future__ import annotations
 
+import logging
 import os
 import shlex
 from abc import ABC, abstractmethod
@@ -125,8 +126,15 @@ def netmiko_params(cred: Credentials, ep: SwitchEndpoint, *, timeout: float) -> 
 
 
 def connect(ep: SwitchEndpoint, cred: Credentials, *, timeout: float = 10) -> Any:
-    """An open netmiko connection to a switch."""
+    """An open netmiko connection to a switch. paramiko's transport thread logs a traceback when the peer
+    closes before the SSH banner (or any other transport failure); the caller reports the failure itself
+    (one line per device), so paramiko's log gets a handler that drops it instead of Python's last-resort
+    printing to stderr."""
     from netmiko import ConnectHandler
+
+    paramiko_log = logging.getLogger("paramiko")
+    if not paramiko_log.handlers:
+        paramiko_log.addHandler(logging.NullHandler())
 
     return ConnectHandler(**netmiko_params(cred, ep, timeout=timeout))
 

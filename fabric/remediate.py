@@ -3,12 +3,19 @@ landing on it, and the commands that undo them.
 
 - Slurm: `scontrol update NodeName=<node> State=DRAIN Reason="…"`, undone by `State=RESUME` (scontrol(1):
   https://slurm.schedmd.com/scontrol.html — DRAIN lets running jobs finish, RESUME returns the node).
-- Kubernetes: `kubectl cordon <node>` and a `NoSchedule` taint whose value names the fault
-  (`kubectl taint nodes <node> fabric.roce.io/fault=<fault>:NoSchedule --overwrite`); undone by
-  `kubectl uncordon` and `kubectl taint nodes <node> fabric.roce.io/fault:NoSchedule-`
-  (https://kubernetes.io/docs/reference/kubectl/generated/kubectl_taint/).
+- Kubernetes: `kubectl cordon -- <node>` and a `NoSchedule` taint whose value names the fault
+  (`kubectl taint nodes --overwrite -- <node> fabric.roce.io/fault=<fault>:NoSchedule`); undone by
+  `kubectl uncordon -- <node>` and `kubectl taint nodes -- <node> fabric.roce.io/fault:NoSchedule-`
+  (https://kubernetes.io/docs/reference/kubectl/generated/kubectl_taint/; `--` ends the flags).
 - Volcano: the node leaves its tier-1 HyperNode (as `fabric export --format volcano` wrote it), by a JSON
-  patch that first tests the member at that index is this node; undone by adding the member back.
+  patch that first tests the member at that index is this node; undone by adding the member back. Only
+  for a node that is a member of one.
+
+Host names come from logs and reports, which users write: an action is only ever built for a host of the
+inventory, named exactly (the model's NAME rule: no list, range, pattern or leading `-`; never Slurm's `ALL`),
+one host per command; anything else is refused as "not remediated: not an inventory host" (`screen`).
+`scontrol update` has no `--`: its NodeName is therefore always such an exact name. A run acts on at most
+`max_hosts` hosts (default `MAX_HOSTS`), so a bad log can never empty a cluster.
 
 Pure: builds the commands; `execute` runs them (argv, no shell).
 """
@@ -24,12 +31,16 @@ from typing import Literal
 from pydantic import BaseModel
 
 from fabric.design.intent import FabricIntent
+from fabric.errors import printable
 from fabric.export.kubernetes import DEFAULT_PREFIX, hypernode_name
 from fabric.export.tiers import tiers
+from fabric.model.inventory import NAME
 
 Scheduler = Literal["slurm", "kubernetes", "volcano"]
 SCHEDULERS: tuple[str, ...] = ("slurm", "kubernetes", "volcano")
 TAINT_KEY = f"{DEFAULT_PREFIX}/fault"
+MAX_HOSTS = 4  # default of --max-hosts: hosts one run may drain/cordon/taint
+NOT_INVENTORY = "not remediated: not an inventory host"
 
 
 class Fault(BaseModel):
@@ -62,6 +73,31 @@ def _label_value(text: str) -> str:
     return value.strip("-._") or "fault"
 
 
+class Refusal(BaseModel):
+    """A host named by a log or report that no action is built for, and why."""
+
+    host: str  # printable, at most 80 characters
+    why: str
+
+
+def is_inventory_host(fabric: FabricIntent, host: str) -> bool:
+    """`host` names exactly one host of the inventory: a key of the fabric's hosts that passes the model's NAME
+    rule (so no list, range, pattern or option) and whose Slurm name is not `ALL` (scontrol expands it)."""
+    return (isinstance(host, str) and host in fabric.hosts and re.fullmatch(NAME, host) is not None
+            and node_name(host).upper() != "ALL")
+
+
+def screen(fabric: FabricIntent, faults: list[Fault]) -> tuple[list[Fault], list[Refusal]]:
+    """The merged faults on inventory hosts, and a refusal for every other host named."""
+    ok, refused = [], []
+    for f in merge(faults):
+        if is_inventory_host(fabric, f.host):
+            ok.append(f)
+        else:
+            refused.append(Refusal(host=printable(str(f.host))[:80], why=NOT_INVENTORY))
+    return ok, refused
+
+
 def merge(faults: list[Fault]) -> list[Fault]:
     """One fault per host (reasons and tokens joined, first NIC kept), in first-seen order."""
     by_host: dict[str, Fault] = {}
@@ -77,11 +113,12 @@ def merge(faults: list[Fault]) -> list[Fault]:
 
 
 def actions(fabric: FabricIntent, faults: list[Fault], schedulers: list[str]) -> list[Action]:
+    """The commands for the faults on inventory hosts (`screen`: the others get none)."""
     out = []
     hn = _hypernode_members(fabric) if "volcano" in schedulers else {}
-    for f in merge(faults):
+    for f in screen(fabric, faults)[0]:
         node = f.host  # Kubernetes node name as `fabric export` writes it; Slurm uses the short name
-        reason = f"roce-fabric: {f.reason}"[:200]
+        reason = printable(f"roce-fabric: {f.reason}")[:200]
         token = _label_value(f.token)
         for s in schedulers:
             if s == "slurm":
@@ -91,20 +128,21 @@ def actions(fabric: FabricIntent, faults: list[Fault], schedulers: list[str]) ->
                                   revert=[[*update, "State=RESUME"]]))
             elif s == "kubernetes":
                 out.append(Action(scheduler="kubernetes", host=f.host, node=node, fault=f.reason,
-                                  apply=[["kubectl", "cordon", node],
-                                         ["kubectl", "taint", "nodes", node, f"{TAINT_KEY}={token}:NoSchedule",
-                                          "--overwrite"]],
-                                  revert=[["kubectl", "uncordon", node],
-                                          ["kubectl", "taint", "nodes", node, f"{TAINT_KEY}:NoSchedule-"]]))
+                                  apply=[["kubectl", "cordon", "--", node],
+                                         ["kubectl", "taint", "nodes", "--overwrite", "--", node,
+                                          f"{TAINT_KEY}={token}:NoSchedule"]],
+                                  revert=[["kubectl", "uncordon", "--", node],
+                                          ["kubectl", "taint", "nodes", "--", node, f"{TAINT_KEY}:NoSchedule-"]]))
             elif s == "volcano" and node in hn:
                 name, index = hn[node]
                 member = {"type": "Node", "selector": {"exactMatch": {"name": node}}}
                 remove = [{"op": "test", "path": f"/spec/members/{index}/selector/exactMatch/name", "value": node},
                           {"op": "remove", "path": f"/spec/members/{index}"}]
                 add = [{"op": "add", "path": "/spec/members/-", "value": member}]
-                patch = ["kubectl", "patch", "hypernode", name, "--type=json", "-p"]
+                patch = ["kubectl", "patch", "hypernode", "--type=json", "-p"]
                 out.append(Action(scheduler="volcano", host=f.host, node=node, fault=f.reason,
-                                  apply=[[*patch, json.dumps(remove)]], revert=[[*patch, json.dumps(add)]]))
+                                  apply=[[*patch, json.dumps(remove), "--", name]],
+                                  revert=[[*patch, json.dumps(add), "--", name]]))
     return out
 
 
@@ -135,5 +173,5 @@ def execute(action: Action, revert: bool = False, timeout: float = 60) -> tuple[
         lines = (p.stdout + p.stderr).strip().splitlines()
         last = lines[-1] if lines else f"exit {p.returncode}"
         if p.returncode != 0:
-            return False, f"{shlex.join(argv[:3])}…: {last}"
+            return False, f"{shlex.join(argv)[:120]}: {last}"
     return True, last

@@ -126,9 +126,9 @@ def test_throttled_rail_is_detected_and_located(inv: str, tmp_path: Path) -> Non
     assert ("scontrol update NodeName=gpu-su1-03 State=DRAIN "
             "'Reason=roce-fabric: rail-bandwidth: rail 2 mlx5_1/rail2 failed'") in tail
     assert "undo: scontrol update NodeName=gpu-su1-03 State=RESUME" in tail
-    assert "kubectl cordon gpu-su1-03" in tail
-    assert "kubectl taint nodes gpu-su1-03 fabric.roce.io/fault=rail2-rail-bandwidth:NoSchedule --overwrite" in tail
-    assert "undo: kubectl taint nodes gpu-su1-03 fabric.roce.io/fault:NoSchedule-" in tail
+    assert "kubectl cordon -- gpu-su1-03" in tail
+    assert "kubectl taint nodes --overwrite -- gpu-su1-03 fabric.roce.io/fault=rail2-rail-bandwidth:NoSchedule" in tail
+    assert "undo: kubectl taint nodes -- gpu-su1-03 fabric.roce.io/fault:NoSchedule-" in tail
     assert "(printed only: --remediate runs them)" in tail and "gpu-su1-01" not in tail
     assert _leftover_tools() == []
 

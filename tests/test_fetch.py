@@ -158,6 +158,17 @@ def test_fetch_saves_every_switch_where_lint_reads_it_and_detailed_exitcode_tell
     text = (out / f"{LEAF}.conf").read_text()
     assert text.startswith("!\nfrr version") and "router bgp 65101" in text and "Building configuration" not in text
     assert "saved 6 of 6 running configurations" in p.stdout
+    # running configs hold secrets: 0600 files in a 0700 directory; a symlink planted at a switch's file is
+    # replaced, its target never written; a file where the directory should be is exit 2, no traceback
+    assert (out.stat().st_mode & 0o777, (out / f"{LEAF}.conf").stat().st_mode & 0o777) == (0o700, 0o600)
+    victim = tmp_path / "victim"
+    victim.write_text("untouched\n")
+    (out / f"{LEAF}.conf").unlink()
+    (out / f"{LEAF}.conf").symlink_to(victim)
+    assert run("fetch", str(lab), "--lab", "-o", str(out), "--limit", LEAF).returncode == 0
+    assert victim.read_text() == "untouched\n" and not (out / f"{LEAF}.conf").is_symlink()
+    p = run("fetch", str(lab), "--lab", "-o", str(victim))
+    assert p.returncode == 2 and "expected a directory, found a file" in p.stderr and "Traceback" not in p.stderr
 
     # the saved files are what `lint --configs` reads (none recognised would be exit 2): the lab's FRR
     # matches the inventory's policy

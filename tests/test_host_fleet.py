@@ -35,7 +35,10 @@ def test_hosts_inventory_groups_and_no_secrets(tmp_path: Path) -> None:
         check=True,
     )
     assert "s3cret" not in run.stdout
-    inv = yaml.safe_load(run.stdout)["all"]
+    from fabric.host.fleet import Unsafe, read_ansible_yaml
+
+    inv = read_ansible_yaml(run.stdout)["all"]
+    assert isinstance(inv["vars"]["ansible_user"], Unsafe)  # every value is `!unsafe`: never templated
     assert inv["vars"] == {"ansible_port": 22, "ansible_user": "ops"}
     gpu = inv["children"]["gpu_hosts"]
     assert gpu["hosts"]["gpu-su1-01"] == {"ansible_host": "198.18.0.7"}

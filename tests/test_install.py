@@ -18,7 +18,6 @@ import zipfile
 from pathlib import Path
 
 import pytest
-import yaml
 
 from fabric.design.derive import derive
 from fabric.model.load import load
@@ -142,7 +141,9 @@ def _same_tree(a: Path, b: Path) -> None:
 
 
 def test_installed_fabric_hosts_inventory_and_diagnose(venv: Path, outside: Path) -> None:
-    inv = yaml.safe_load(fabric(venv, outside, "hosts", "inventory", str(ROOT / "inventories" / "example")))
+    from fabric.host.fleet import read_ansible_yaml
+
+    inv = read_ansible_yaml(fabric(venv, outside, "hosts", "inventory", str(ROOT / "inventories" / "example")))
     hosts = inv["all"]["children"]["gpu_hosts"]["hosts"]
     assert hosts["gpu-su1-01"] == {"ansible_host": "198.18.0.7"} and len(hosts) == 4
     log = outside / "dmesg.log"

@@ -19,6 +19,7 @@ from fabric.remediate import Fault, actions, command_lines, merge
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "inventories" / "example"
 LOGS = Path(__file__).parent / "fixtures" / "logs"
+STANDIN = Path(__file__).parent / "standins" / "scheduler.py"
 
 
 def cli(capsys, monkeypatch, *args: object) -> tuple[int, str, str]:
@@ -34,17 +35,26 @@ def cli(capsys, monkeypatch, *args: object) -> tuple[int, str, str]:
 
 @pytest.fixture
 def standins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """`scontrol` and `kubectl` on PATH that append their argv to calls.log (kubectl fails for gpu-su1-04)."""
+    """`scontrol` and `kubectl` on PATH (tests/standins/scheduler.py): they record their argv as JSON lines in
+    calls.log, know the example's hosts and refuse what the real tools would read as many nodes or a flag;
+    kubectl reports gpu-su1-04 NotFound."""
     bin_ = tmp_path / "bin"
     bin_.mkdir()
     log = tmp_path / "calls.log"
-    for tool, body in (("scontrol", ""), ("kubectl", 'case "$*" in *gpu-su1-04*) echo "Error from server (NotFound):'
-                                                    ' nodes \\"gpu-su1-04\\" not found" >&2; exit 1;; esac\n')):
-        (bin_ / tool).write_text(f'#!/bin/sh\necho "{tool} $*" >> {log}\n{body}echo ok\n')
+    for tool in ("scontrol", "kubectl"):
+        (bin_ / tool).write_text(f'#!/bin/sh\nexec {sys.executable} {STANDIN} {tool} "$@"\n')
         (bin_ / tool).chmod(stat.S_IRWXU)
     monkeypatch.setenv("PATH", f"{bin_}:{os.environ['PATH']}")
     monkeypatch.setenv("FABRIC_STATE", str(tmp_path / "state"))
+    monkeypatch.setenv("STANDIN_LOG", str(log))
+    monkeypatch.setenv("STANDIN_NODES", ",".join(derive(load(EXAMPLE)).hosts))
+    monkeypatch.setenv("STANDIN_FAIL", "gpu-su1-04")
     return log
+
+
+def calls(log: Path) -> list[str]:
+    """The argv that reached the stand-ins, one `tool arg …` line per call (words joined by one space)."""
+    return [" ".join([c["tool"], *c["argv"]]) for c in map(json.loads, log.read_text().splitlines())]
 
 
 def test_commands_per_scheduler_and_their_undo() -> None:
@@ -55,12 +65,13 @@ def test_commands_per_scheduler_and_their_undo() -> None:
     assert command_lines(slurm) == ["scontrol update NodeName=gpu-su1-03 State=DRAIN "
                                     "'Reason=roce-fabric: rail-bandwidth: rail 2 mlx5_1/rail2 failed'"]
     assert command_lines(slurm, revert=True) == ["scontrol update NodeName=gpu-su1-03 State=RESUME"]
-    assert command_lines(k8s) == ["kubectl cordon gpu-su1-03", "kubectl taint nodes gpu-su1-03 "
-                                  "fabric.roce.io/fault=rail2-rail-bandwidth:NoSchedule --overwrite"]
-    assert command_lines(k8s, revert=True) == ["kubectl uncordon gpu-su1-03",
-                                               "kubectl taint nodes gpu-su1-03 fabric.roce.io/fault:NoSchedule-"]
-    patch = json.loads(volcano.apply[0][-1])
-    assert volcano.apply[0][:4] == ["kubectl", "patch", "hypernode", "example-su1"]
+    assert command_lines(k8s) == ["kubectl cordon -- gpu-su1-03", "kubectl taint nodes --overwrite -- gpu-su1-03 "
+                                  "fabric.roce.io/fault=rail2-rail-bandwidth:NoSchedule"]
+    assert command_lines(k8s, revert=True) == ["kubectl uncordon -- gpu-su1-03",
+                                               "kubectl taint nodes -- gpu-su1-03 fabric.roce.io/fault:NoSchedule-"]
+    patch = json.loads(volcano.apply[0][-3])
+    assert volcano.apply[0][:5] == ["kubectl", "patch", "hypernode", "--type=json", "-p"]
+    assert volcano.apply[0][-2:] == ["--", "example-su1"]
     assert patch == [{"op": "test", "path": "/spec/members/2/selector/exactMatch/name", "value": "gpu-su1-03"},
                      {"op": "remove", "path": "/spec/members/2"}]
     # the index is where `fabric export --format volcano` lists the node
@@ -77,7 +88,7 @@ def test_faults_of_one_host_are_merged_and_taint_values_are_valid() -> None:
     assert [(f.host, f.reason, f.token) for f in merged] == [("h", "a; b", "DG906.x y/z"), ("g", "c", "-c-")]
     fabric = derive(load(EXAMPLE))
     (k8s,) = actions(fabric, [Fault(host="gpu-su1-01", reason="r", token="--bad token/" + "x" * 80)], ["kubernetes"])
-    value = k8s.apply[1][4].split("=", 1)[1].removesuffix(":NoSchedule")
+    value = k8s.apply[1][-1].split("=", 1)[1].removesuffix(":NoSchedule")
     assert value[0].isalnum() and value[-1].isalnum() and len(value) <= 63 and " " not in value
 
 
@@ -87,10 +98,11 @@ def test_remediate_prints_by_default_and_executes_with_audit(standins: Path, cap
     code, out, _ = cli(capsys, monkeypatch, "remediate", EXAMPLE, "--host", "gpu-su1-02", "--host", "gpu-su1-04",
                        "--reason", "Xid 79", "--execute")
     assert code == 1  # kubectl refused gpu-su1-04
-    calls = standins.read_text().splitlines()
-    assert "scontrol update NodeName=gpu-su1-02 State=DRAIN Reason=roce-fabric: Xid 79" in calls
-    assert "kubectl taint nodes gpu-su1-02 fabric.roce.io/fault=Xid-79:NoSchedule --overwrite" in calls
-    assert "kubectl cordon gpu-su1-04" in calls and "FAILED: kubectl cordon gpu-su1-04…" in out
+    seen = calls(standins)
+    assert "scontrol update NodeName=gpu-su1-02 State=DRAIN Reason=roce-fabric: Xid 79" in seen
+    assert "kubectl taint nodes --overwrite -- gpu-su1-02 fabric.roce.io/fault=Xid-79:NoSchedule" in seen
+    assert "kubectl cordon -- gpu-su1-04" in seen
+    assert "FAILED: kubectl cordon -- gpu-su1-04: Error from server (NotFound)" in out
     audit = [json.loads(x) for x in (Path(os.environ["FABRIC_STATE"]) / "example" / "audit.jsonl").read_text()
              .splitlines()]
     assert {(a["device"], a["target"], a["action"], a["result"]) for a in audit} == {
@@ -98,8 +110,8 @@ def test_remediate_prints_by_default_and_executes_with_audit(standins: Path, cap
         ("gpu-su1-04", "slurm", "remediate", "executed"), ("gpu-su1-04", "kubernetes", "remediate", "failed")}
     code, out, _ = cli(capsys, monkeypatch, "remediate", EXAMPLE, "--host", "gpu-su1-02", "--revert", "--execute",
                        "--scheduler", "kubernetes")
-    assert code == 0 and standins.read_text().splitlines()[-2:] == [
-        "kubectl uncordon gpu-su1-02", "kubectl taint nodes gpu-su1-02 fabric.roce.io/fault:NoSchedule-"]
+    assert code == 0 and calls(standins)[-2:] == [
+        "kubectl uncordon -- gpu-su1-02", "kubectl taint nodes -- gpu-su1-02 fabric.roce.io/fault:NoSchedule-"]
 
 
 def test_diagnose_hands_over_only_the_faulty_host(standins: Path, capsys, monkeypatch) -> None:
@@ -114,3 +126,65 @@ def test_diagnose_hands_over_only_the_faulty_host(standins: Path, capsys, monkey
     assert code == 2 and "expected --inventory as well" in err
     code, _, err = cli(capsys, monkeypatch, "remediate", EXAMPLE, "--host", "gpu-su1-02", "--scheduler", "pbs")
     assert code == 2 and "--scheduler: expected some of slurm, kubernetes, volcano, found 'pbs'" in err
+
+
+HOSTILE = ["ALL", "all", "--all", "-l", "gpu-su1-0[1-4]", "gpu-su1-01,gpu-su1-03", "gpu-su9-99", "gpu-su1-*",
+           "gpu-su1-01\x1b[2J"]
+
+
+@pytest.mark.parametrize("name", HOSTILE)
+def test_a_host_named_by_a_log_acts_only_on_that_inventory_host(name: str, standins: Path, tmp_path: Path, capsys,
+                                                                 monkeypatch) -> None:
+    """A user-written job log names the straggler host `name`: never an inventory host, so nothing reaches a
+    scheduler, the host is reported as not remediated and the run exits non-zero."""
+    log = tmp_path / "job.log"
+    log.write_text((LOGS / "job_straggler_tagged.log").read_text().replace("gpu-su1-02", name))
+    _, report, _ = cli(capsys, monkeypatch, "diagnose", "--format", "json", log)
+    named = {s.get("host") for f in json.loads(report)["findings"] for s in f["subjects"]}
+    code, out, _ = cli(capsys, monkeypatch, "diagnose", "--inventory", EXAMPLE, "--scheduler",
+                       "slurm,kubernetes,volcano", "--remediate", log)
+    assert code == 1
+    seen = calls(standins) if standins.exists() else []
+    assert seen == [], seen
+    if name in named:  # the log's host field held the hostile name: it is refused by name
+        assert f"{name}: not remediated: not an inventory host" in out
+
+
+def test_screen_refuses_every_name_that_is_not_exactly_an_inventory_host() -> None:
+    from fabric.remediate import screen
+
+    fabric = derive(load(EXAMPLE))
+    faults = [Fault(host=h, reason="r", token="t") for h in [*HOSTILE, "gpu-su1-02", " gpu-su1-02", "GPU-SU1-02",
+                                                                 "gpu-su1-01 gpu-su1-03"]]
+    ok, refused = screen(fabric, faults)
+    assert [f.host for f in ok] == ["gpu-su1-02"]
+    assert len(refused) == len(HOSTILE) + 3 and {r.why for r in refused} == {"not remediated: not an inventory host"}
+    assert all(a.host == "gpu-su1-02" for a in actions(fabric, faults, ["slurm", "kubernetes", "volcano"]))
+
+
+def test_max_hosts_caps_one_run(standins: Path, capsys, monkeypatch) -> None:
+    hosts = [f"gpu-su1-0{i}" for i in (1, 2, 3, 4)]
+    args = [a for h in hosts for a in ("--host", h)]
+    code, out, _ = cli(capsys, monkeypatch, "remediate", EXAMPLE, *args, "--scheduler", "slurm", "--execute",
+                       "--max-hosts", "3")
+    assert code == 1 and "not remediated: 4 hosts exceed --max-hosts 3 (nothing was run)" in out
+    assert not standins.exists()
+    code, out, _ = cli(capsys, monkeypatch, "remediate", EXAMPLE, *args, "--scheduler", "slurm", "--execute")
+    assert code == 0 and [c.split()[2] for c in calls(standins)] == [f"NodeName={h}" for h in hosts]
+
+
+@pytest.mark.parametrize(("tool", "argv"), [
+    ("scontrol", ["update", "NodeName=ALL", "State=DRAIN", "Reason=x"]),
+    ("scontrol", ["update", "NodeName=gpu-su1-0[1-2]", "State=DRAIN", "Reason=x"]),
+    ("scontrol", ["update", "NodeName=gpu-su1-01,gpu-su1-02", "State=RESUME"]),
+    ("scontrol", ["update", "NodeName=gpu-su9-01", "State=RESUME"]),
+    ("kubectl", ["cordon", "--all"]),
+    ("kubectl", ["cordon", "gpu-su1-01"]),
+    ("kubectl", ["taint", "nodes", "--all", "--", "k=v:NoSchedule"]),
+    ("kubectl", ["taint", "nodes", "-l", "x=y", "--", "gpu-su1-01", "k=v:NoSchedule"]),
+])
+def test_standins_refuse_what_the_real_tools_read_as_many_nodes(tool: str, argv: list[str], standins: Path) -> None:
+    import subprocess
+
+    p = subprocess.run([tool, *argv], capture_output=True, text=True)
+    assert p.returncode != 0 and json.loads(standins.read_text())["refused"]

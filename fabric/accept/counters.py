@@ -19,7 +19,7 @@ from pydantic import BaseModel
 from fabric.accept import transport as tr
 from fabric.accept.results import Planned
 from fabric.access import Site
-from fabric.errors import InputError, UsageError
+from fabric.errors import InputError, UsageError, one_line, printable
 from fabric.parsers import parse_ethtool_stats
 from fabric.parsers.iproute import link_counters
 from fabric.targets.base import TargetError
@@ -64,14 +64,30 @@ def _first_link(doc: object) -> dict[str, int]:
     return link_counters(doc[0]) if isinstance(doc, list) and doc else {}
 
 
-def parse_host_dump(text: str) -> dict[str, dict[str, int]]:
-    """The sections printed by the host script → port → counters."""
+MAX_REPLY = 4 << 20  # one host's dump: a few KB per NIC; more is no reply of this script
+
+
+def parse_host_dump(text: str, host: str = "-", problems: list[str] | None = None) -> dict[str, dict[str, int]]:
+    """The sections printed by the host script → port → counters. A host's reply is outside input: a section
+    that cannot be read adds one located problem (`host: section: expected …, found …`) to `problems` and no
+    counters; nothing in a reply raises."""
+    def problem(where: str, expected: str, found: str) -> None:
+        if problems is not None:
+            problems.append(printable(f"{host}: {where}: expected {expected}, found {found}")[:300])
+
+    if len(text) > MAX_REPLY:
+        problem("reply", f"at most {MAX_REPLY >> 20} MiB", f"{len(text) >> 20} MiB")
+        return {}
     sections: dict[tuple[str, str], list[str]] = {}
     key: tuple[str, str] | None = None
-    for line in text.splitlines():
+    for n, line in enumerate(text.splitlines(), 1):
         if line.startswith("@@ "):
-            _, port, kind = line.split(maxsplit=2)
-            key = (port, kind)
+            words = line.split(maxsplit=2)
+            if len(words) != 3 or words[2] not in ("ethtool", "link", "hw"):
+                problem(f"line {n}", "'@@ <netdev> ethtool|link|hw'", repr(line[:60]))
+                key = None
+                continue
+            key = (words[1], words[2])
             sections[key] = []
         elif key is not None:
             sections[key].append(line)
@@ -84,19 +100,28 @@ def parse_host_dump(text: str) -> dict[str, dict[str, int]]:
         if kind == "ethtool":
             try:
                 stats = parse_ethtool_stats(body + "\n", f"ethtool -S {port}")
-            except InputError:
+            except InputError as exc:
+                problem(f"ethtool -S {port}", "'NIC statistics:' lines", str(exc.problems[0].found)[:60])
                 continue
             counters.update({f"ethtool:{k}": v for k, v in stats.counters.items()})
         elif kind == "link":
             try:
-                counters.update(_first_link(json.loads(body)))
-            except ValueError:
+                doc = json.loads(body)
+            except (ValueError, RecursionError) as exc:
+                problem(f"ip -s -j link show dev {port}", "ip's JSON", one_line(exc, 60))
                 continue
+            if not (isinstance(doc, list) and doc and isinstance(doc[0], dict)):
+                problem(f"ip -s -j link show dev {port}", "a list of links", repr(doc)[:40])
+                continue
+            counters.update({k: v for k, v in _first_link(doc).items() if 0 <= v < 1 << 64})
         elif kind == "hw":
             for ln in lines:
                 name, _, value = ln.strip().partition(":")
-                if value.strip().isdigit():
+                value = value.strip()
+                if value.isascii() and value.isdigit() and len(value) <= 20 and int(value) < 1 << 64:
                     counters[f"hw:{name}"] = int(value)
+                elif ln.strip():
+                    problem(f"hw_counters of {port}", "'name: integer'", repr(ln.strip()[:60]))
     return out
 
 
@@ -104,12 +129,12 @@ class Unreachable(Exception):
     """A node whose counters could not be read at all (no SSH session)."""
 
 
-def host_snapshot(site: Site, host: str) -> dict[str, dict[str, int]]:
+def host_snapshot(site: Site, host: str, problems: list[str] | None = None) -> dict[str, dict[str, int]]:
     netdevs = [(r.ifname, r.rdma) for r in site.fabric.hosts[host].rails]
     c = tr.run(site, host, ["sh", "-c", _host_script(netdevs)], timeout=20)
     if c.unreachable:
         raise Unreachable(c.last_error)
-    return parse_host_dump(c.stdout)
+    return parse_host_dump(c.stdout, host, problems)
 
 
 def switch_snapshot(site: Site, switch: str, *, timeout: float = 5) -> dict[str, dict[str, int]]:
@@ -138,7 +163,8 @@ def planned_snapshot(site: Site, *, switches: bool = True) -> list[Planned]:
 
 
 def snapshot(site: Site, *, switches: bool = False, workers: int = 32, nodes: list[str] | None = None,
-             progress: Callable[[str, str], None] = lambda _n, _s: None) -> Snapshot:
+             progress: Callable[[str, str], None] = lambda _n, _s: None,
+             problems: list[str] | None = None) -> Snapshot:
     """Counters of every host (and switch), all at once; a node that cannot be reached has no entry and is
     reported to `progress` as `unreachable` the moment that is known."""
     fabric = site.fabric
@@ -155,7 +181,7 @@ def snapshot(site: Site, *, switches: bool = False, workers: int = 32, nodes: li
     def one(n: str) -> tuple[str, dict[str, dict[str, int]] | None]:
         progress(n, "reading")
         try:
-            got = host_snapshot(site, n) if n in fabric.hosts else switch_snapshot(site, n)
+            got = host_snapshot(site, n, problems) if n in fabric.hosts else switch_snapshot(site, n)
         except Unreachable:
             progress(n, "unreachable")
             return n, None

@@ -59,6 +59,7 @@ from fabric.accept.results import Measurement
 from fabric.design.intent import FabricIntent, HostIntent
 from fabric.export.tiers import tiers
 from fabric.render.k8s import k8s_yaml, pod_entrypoint
+from fabric.safefile import write_private
 
 API_MPIJOB = "kubeflow.org/v2beta1"
 API_PODGROUP = "scheduling.volcano.sh/v1beta1"
@@ -212,9 +213,7 @@ def write_networks(fabric: FabricIntent, out_dir: Path) -> Path:
     """The rail networks beside a job's manifest: applied with it (idempotent), never deleted after it."""
     from fabric.render.k8s import network_attachments
 
-    path = out_dir / "networks.yaml"
-    path.write_text(network_attachments(fabric))
-    return path
+    return write_private(out_dir / "networks.yaml", network_attachments(fabric))
 
 
 def manifests_yaml(job: PodJob, fabric: FabricIntent) -> str:
@@ -503,8 +502,5 @@ def render_bundle(fabric: FabricIntent, out_dir: Path, image: str, *, quick: boo
         files[f"jobs/{job.name}.yaml"] = manifests_yaml(job, fabric)
     written = []
     for rel, text in files.items():
-        path = out_dir / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-        written.append(path)
+        written.append(write_private(out_dir / rel, text))
     return written

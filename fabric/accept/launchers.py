@@ -24,6 +24,7 @@ from pathlib import Path
 from fabric.accept import transport as tr
 from fabric.access import Site
 from fabric.design.intent import FabricIntent
+from fabric.safefile import private_dir, write_private
 
 
 @dataclass
@@ -120,24 +121,19 @@ def launch_command(job: NcclJob, launcher: str, out_dir: Path) -> tuple[str, str
 
 def render(job: NcclJob, launcher: str, fabric: FabricIntent, out_dir: Path) -> list[Path]:
     """Write the launcher's files for `job` (always, so they can be reviewed or run by hand)."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    if launcher in ("mpirun", "slurm"):
-        wrapper = out_dir / f"{job.name}.nccl-env.sh"
-        wrapper.write_text("#!/bin/sh\n" + nccl_env_wrapper(job))  # for review; the launchers pass it inline
+    private_dir(out_dir)
+    if launcher in ("mpirun", "slurm"):  # the wrapper is for review; the launchers pass it inline
+        wrapper = write_private(out_dir / f"{job.name}.nccl-env.sh", "#!/bin/sh\n" + nccl_env_wrapper(job))
     if launcher == "mpirun":
-        hf = out_dir / f"{job.name}.hostfile"
-        hf.write_text(hostfile(job))
-        cmd = out_dir / f"{job.name}.mpirun.sh"
-        cmd.write_text("#!/bin/sh\n" + shlex.join(mpirun_argv(job, hf.name)) + "\n")
+        hf = write_private(out_dir / f"{job.name}.hostfile", hostfile(job))
+        cmd = write_private(out_dir / f"{job.name}.mpirun.sh",
+                            "#!/bin/sh\n" + shlex.join(mpirun_argv(job, hf.name)) + "\n")
         return [hf, wrapper, cmd]
     if launcher == "slurm":
-        p = out_dir / f"{job.name}.sbatch"
-        p.write_text(sbatch_script(job))
-        return [wrapper, p]
+        return [wrapper, write_private(out_dir / f"{job.name}.sbatch", sbatch_script(job))]
     from fabric.accept import k8s
 
-    p = out_dir / f"{job.name}.k8s.yaml"
-    p.write_text(k8s.manifests_yaml(k8s_job(job, fabric), fabric))
+    p = write_private(out_dir / f"{job.name}.k8s.yaml", k8s.manifests_yaml(k8s_job(job, fabric), fabric))
     return [p, k8s.write_networks(fabric, out_dir)]
 
 
@@ -189,12 +185,12 @@ class MpirunRunner(Runner):
         if doc:  # nccl-tests never overwrites (it writes <file>.0 instead): start clean
             tr.run(self.site, job.hosts[0], ["rm", "-f", doc], timeout=10)
         c = tr.run(self.site, job.hosts[0], mpirun_argv(job, path), timeout=timeout)
-        (out_dir / f"{job.name}.out").write_text(c.stdout + c.stderr)
+        write_private(out_dir / f"{job.name}.out", c.stdout + c.stderr)
         if c.rc != 0:
             return RunOutput(c.stdout, f"mpirun exited {c.rc}: {c.last_error}")
         js = tr.run(self.site, job.hosts[0], ["cat", doc], timeout=20).stdout if doc else ""
         if js:
-            (out_dir / f"{job.name}.json").write_text(js)
+            write_private(out_dir / f"{job.name}.json", js)
         return RunOutput(c.stdout, json=js)
 
 

@@ -14,6 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from fabric.accept.results import AcceptReport, CheckResult
+from fabric.safefile import private_dir, write_private
 
 FORMATS = ("table", "json", "junit", "markdown", "html")
 FILES = {"json": "accept.json", "junit": "accept-junit.xml", "markdown": "accept.md", "html": "accept.html"}
@@ -229,11 +230,11 @@ RENDER = {"json": to_json, "junit": to_junit, "markdown": to_markdown, "html": t
 
 
 def write(report: AcceptReport, out_dir: Path, formats: list[str]) -> list[Path]:
-    out_dir.mkdir(parents=True, exist_ok=True)
+    private_dir(out_dir)
     paths = []
     for f in formats:
         if f in RENDER:
             p = out_dir / FILES[f]
-            p.write_text(RENDER[f](report))
+            write_private(p, RENDER[f](report))
             paths.append(p)
     return paths

@@ -12,9 +12,18 @@ from rich.table import Table
 
 from fabric.cli.console import console, styled
 from fabric.cli.progress import devices, track
-from fabric.cli.remediate import RemediateOpt, SchedulerOpt, accept_faults, hand_over, schedulers
+from fabric.cli.remediate import (
+    MAX_HOSTS,
+    MaxHostsOpt,
+    RemediateOpt,
+    SchedulerOpt,
+    accept_faults,
+    hand_over,
+    schedulers,
+)
 from fabric.cli.site import none_answered, open_site
-from fabric.errors import UsageError
+from fabric.errors import UsageError, printable
+from fabric.safefile import write_private
 
 out = console()
 err = console(stderr=True)
@@ -50,6 +59,7 @@ def accept(
                                               "nothing (no cluster, no SSH)")] = False,
     scheduler: SchedulerOpt = "slurm,kubernetes",
     remediate: RemediateOpt = False,
+    max_hosts: MaxHostsOpt = MAX_HOSTS,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="print every command per check and round with its host, "
                                           "write the launch files to -o; run nothing")] = False,
 ) -> None:
@@ -107,7 +117,7 @@ def accept(
     if paths:
         out.print("reports: " + ", ".join(str(p) for p in paths))
     if not rep.ok:
-        hand_over(fabric, accept_faults(fabric, rep.results), names, remediate)
+        hand_over(fabric, accept_faults(fabric, rep.results), names, remediate, max_hosts=max_hosts)
     sys.exit(0 if rep.ok else 1)  # not typer.Exit: main() runs click with standalone_mode=False
 
 
@@ -119,9 +129,8 @@ def _dry_run(plan, out_dir: Path) -> None:
         for p in steps:
             where = f"round {p.round} " if p.round else ""
             lines.append(f"  {where}{p.host} [{p.role}]: {p.command}")
-    out_dir.mkdir(parents=True, exist_ok=True)
     text = "\n".join(lines) + "\n"
-    (out_dir / "dry-run.txt").write_text(text)
+    write_private(out_dir / "dry-run.txt", text)
     sys.stdout.write(text)
     launch = out_dir / "launch"
     files = sorted(p for p in launch.rglob("*") if p.is_file()) if launch.exists() else []
@@ -171,8 +180,9 @@ def counters(
     nodes = (list(site.fabric.hosts) if hosts else []) + (list(site.fabric.switches) if switches else [])
     if not nodes:
         raise UsageError("--no-hosts --no-switches: nothing to read")
+    problems: list[str] = []  # located problems of malformed host replies (fabric.accept.counters)
     with track("counters") as progress:
-        before = cn.snapshot(site, nodes=nodes, workers=workers,
+        before = cn.snapshot(site, nodes=nodes, workers=workers, problems=problems,
                              progress=devices(progress, f"counters {site.name}", len(nodes)))
     t_before = time.monotonic()
     missing = [n for n in nodes if n not in before]
@@ -184,7 +194,10 @@ def counters(
     while True:
         time.sleep(max(0.0, t_before + step - time.monotonic()))  # the interval from the last read's start
         t_read = time.monotonic()
-        after = cn.snapshot(site, nodes=list(before), workers=workers)
+        after = cn.snapshot(site, nodes=list(before), workers=workers, problems=problems)
+        for p in dict.fromkeys(problems):
+            err.print(f"problem: {p}", markup=False, soft_wrap=True)
+        problems.clear()
         t_after = time.monotonic()
         took, span = t_after - t_read, t_read - t_before
         rows = cn.rates(cn.delta(before, after), span)
@@ -221,7 +234,8 @@ def _counters_table(rows, seconds: float) -> None:
     for r in rows:
         hot = bool(r.anomalies)
         queues = " ".join(f"TC{tc}:{v:.2f}" for tc, v in sorted(r.queues_gbps.items()) if v >= 0.005)
-        t.add_row(r.node, r.port, f"{r.rx_gbps:.2f}", f"{r.tx_gbps:.2f}", queues, f"{r.pause:.1f}", f"{r.ecn:.1f}",
+        t.add_row(r.node, printable(r.port), f"{r.rx_gbps:.2f}", f"{r.tx_gbps:.2f}", queues, f"{r.pause:.1f}",
+                  f"{r.ecn:.1f}",
                   f"{r.cnp_sent:.1f}", f"{r.cnp_handled:.1f}",
                   styled(f"{r.discards:.1f}", "red") if r.discards else "0", ",".join(r.exposed),
                   styled("; ".join(r.anomalies), "bold red") if hot else "")

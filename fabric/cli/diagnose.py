@@ -13,15 +13,16 @@ from rich.table import Table
 from rich.text import Text
 
 from fabric.cli.console import console as make_console
-from fabric.cli.remediate import RemediateOpt, diagnose_faults, hand_over, schedulers
+from fabric.cli.remediate import MaxHostsOpt, RemediateOpt, diagnose_faults, hand_over, schedulers
 from fabric.diagnose.bind import FabricIndex, fabric_roce_tos
 from fabric.diagnose.catalog import load_catalog
 from fabric.diagnose.logs import log_name, read_lines
 from fabric.diagnose.match import diagnose as run_diagnose
 from fabric.diagnose.report import SEVERITIES, Finding, Report, bind
 from fabric.diagnose.rules import DEFAULT_TOS
-from fabric.errors import UsageError
+from fabric.errors import UsageError, printable
 from fabric.findings import Severity
+from fabric.remediate import MAX_HOSTS
 
 _STYLE = {Severity.error: "bold red", Severity.warning: "yellow", Severity.info: "cyan"}
 
@@ -50,6 +51,7 @@ def diagnose(
         "--scheduler", help="with --inventory: print (or --remediate) the drain/cordon/taint of the hosts named by "
                             "error findings, for any of slurm, kubernetes, volcano (comma-separated)")] = None,
     remediate: RemediateOpt = False,
+    max_hosts: MaxHostsOpt = MAX_HOSTS,
 ) -> None:
     """Match logs against known RoCE/NCCL failure signatures; exit 1 if any is error-level."""
     names = schedulers(scheduler) if scheduler else []
@@ -76,9 +78,9 @@ def diagnose(
         typer.echo(json.dumps(report.model_dump(mode="json"), indent=2, sort_keys=True, ensure_ascii=False))
     else:
         print_table(report)
-    if fabric is not None and names:
-        hand_over(fabric, diagnose_faults(report), names, remediate)
-    if report.has_errors:
+    handed = hand_over(fabric, diagnose_faults(report), names, remediate, max_hosts=max_hosts) \
+        if fabric is not None and names else True
+    if report.has_errors or not handed:
         raise SystemExit(1)  # not typer.Exit: it must survive app(standalone_mode=False)
 
 
@@ -112,19 +114,19 @@ def print_table(report: Report, console: Console | None = None) -> None:
 
 
 def _what(f: Finding) -> Text:
-    text = Text(f.title)
-    evidence = f.evidence if len(f.evidence) <= 200 else f.evidence[:199] + "…"
+    text = Text(printable(f.title))  # log text: control characters escaped, never markup (Text)
+    evidence = printable(f.evidence if len(f.evidence) <= 200 else f.evidence[:199] + "…")
     text.append(f"\n{evidence}", style="dim")
     return text
 
 
 def _where(f: Finding) -> str:
-    return f.where + (f"\n×{f.count}" if f.count > 1 else "")
+    return printable(f.where) + (f"\n×{f.count}" if f.count > 1 else "")
 
 
 def _about(f: Finding) -> Text:
     """Subjects as named in the logs, where they are in the fabric (with --inventory), other values dimmed."""
-    lines = [" ".join(f"{k}={v}" for k, v in s.items()) for s in f.subjects[:4]]
+    lines = [printable(" ".join(f"{k}={v}" for k, v in s.items())) for s in f.subjects[:4]]
     if len(f.subjects) > 4:
         lines.append(f"+{len(f.subjects) - 4} more")
     text = Text("\n".join(lines))
@@ -133,7 +135,7 @@ def _about(f: Finding) -> Text:
         if len(f.located) > 4:
             located.append(f"@ +{len(f.located) - 4} more")
         text.append(("\n" if lines else "") + "\n".join(located), style="bold")
-    details = " ".join(f"{k}={','.join(v[:3])}" for k, v in list(f.details.items())[:4])
+    details = printable(" ".join(f"{k}={','.join(v[:3])}" for k, v in list(f.details.items())[:4]))
     if details:
         text.append(("\n" if lines else "") + details, style="dim")
     return text

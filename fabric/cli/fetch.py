@@ -14,6 +14,7 @@ from fabric.cli.progress import devices, track
 from fabric.cli.push import Context, FormatOpt, InsecureOpt, InventoryArg, LabOpt, LimitOpt, WorkersOpt
 from fabric.cli.site import none_answered
 from fabric.errors import UsageError
+from fabric.safefile import private_dir
 
 out = console()
 err = console(stderr=True)
@@ -37,7 +38,7 @@ def fetch_command(
     if fmt not in ("table", "json"):
         raise UsageError(f"--format: expected table or json, found {fmt!r}")
     ctx = Context(inventory, limit, lab=lab, insecure_lab=insecure_lab)
-    root = output or Path("fetched") / ctx.name
+    root = private_dir(output or Path("fetched") / ctx.name)  # before any switch is asked: a bad -o is exit 2
     with track("fetch") as progress:
         update = devices(progress, f"fetch {ctx.name}", len(ctx.endpoints))
         results = fetch_all(ctx.endpoints, ctx.cred, root, workers=workers, timeout=timeout, progress=update)

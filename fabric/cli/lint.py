@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import sys
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from fabric.cli.progress import Tracker, track
 from fabric.errors import InputError, Problem
 from fabric.lint.core import RULES, Severity
 from fabric.lint.rules import all_rules
+from fabric.safefile import write_private
 
 
 def lint(
@@ -60,9 +62,10 @@ def lint(
     with track("lint") as progress:
         result = run_lint(inventory, configs, select, ignore, progress)
     if fmt == "table":
-        if output:
-            with output.open("w") as fh:
-                out.table(result, console(file=fh, width=200))
+        if output:  # findings of --configs quote device configs: a private file, never through a link
+            buf = io.StringIO()
+            out.table(result, console(file=buf, width=200))
+            write_private(output, buf.getvalue())
         else:
             out.table(result, con)
     else:
@@ -73,7 +76,7 @@ def lint(
             "github": lambda: out.to_github(result),
         }[fmt]()
         if output:
-            output.write_text(text)
+            write_private(output, text)
         else:
             typer.echo(text, nl=False)
     if result.failed(fail_on):

@@ -11,8 +11,9 @@ import typer
 from rich.table import Table
 
 from fabric.cli.console import console as make_console
+from fabric.cli.console import styled
 from fabric.cli.site import open_site
-from fabric.errors import UsageError
+from fabric.errors import UsageError, printable
 
 _STYLE = {"alarm": "bold red", "mismatch": "red", "warning": "yellow", "near": "cyan", "ok": "green",
           "no module": "dim", "not read": "dim", "error": "bold red"}
@@ -64,7 +65,8 @@ def _table(rows, all_rows: bool) -> None:
                                      f"fw {m.firmware}" if m.firmware else "") if x) if m else ""
         details = "; ".join([i.text for i in r.issues] + r.mismatch) or r.reason
         cable = r.peer + (f", {r.cable_m} m" if r.cable_m is not None else "")
-        t.add_row(r.where, cable, ident, f"[{_STYLE[r.status]}]{r.status}[/]", details)
+        # module identity and details come from device and host replies: control characters escaped
+        t.add_row(r.where, printable(cable), printable(ident), styled(r.status, _STYLE[r.status]), printable(details))
     if shown:
         console.print(t)
     counts: dict[str, int] = {}

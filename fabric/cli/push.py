@@ -20,9 +20,9 @@ from fabric.cli.console import console, styled
 from fabric.cli.progress import devices as device_progress
 from fabric.cli.progress import track
 from fabric.cli.site import none_answered, open_site
-from fabric.errors import UsageError
+from fabric.errors import UsageError, printable
 from fabric.push import engine, state
-from fabric.secrets import MASK, mask, mask_line
+from fabric.secrets import MASK, mask_line
 
 out = console()
 err = console(stderr=True)
@@ -78,14 +78,9 @@ def _summary(results: list[engine.DeviceResult]) -> dict[str, int]:
 
 
 def _masked(r: engine.DeviceResult) -> tuple[dict[str, list[str]], int]:
-    """The device's diff sections with the secret of every secret line masked (fabric.secrets), and the count."""
-    sections: dict[str, list[str]] = {}
-    count = 0
-    for section, items in (r.diff.sections() if r.diff else {}).items():
-        (name,), hit = mask([section])
-        sections[name], n = mask(items)
-        count += n + hit
-    return sections, count
+    """The device's diff sections with every secret masked by its NOS's structure (fabric.secrets), and the
+    count of lines masked."""
+    return (r.diff.sections(), r.diff.masked) if r.diff else ({}, 0)
 
 
 def print_results(title: str, results: list[engine.DeviceResult], fmt: str, *, diffs: bool = True) -> None:
@@ -108,7 +103,7 @@ def print_results(title: str, results: list[engine.DeviceResult], fmt: str, *, d
     for r in results:
         table.add_row(r.device, r.target, styled(r.status, style.get(r.status, "red")),
                       str(r.diff.added if r.diff else ""), str(r.diff.removed if r.diff else ""),
-                      mask_line(r.detail)[0])
+                      printable(mask_line(r.detail)[0]))
     out.print(table)
     if diffs:
         for r in results:
@@ -116,9 +111,9 @@ def print_results(title: str, results: list[engine.DeviceResult], fmt: str, *, d
                 out.print(Text.assemble((r.device, "bold"), f" ({r.target}) {r.diff.digest}; {r.diff.unmanaged} "
                                         "settings the inventory does not render left as they are"))
                 for section, items in masked[r.device][0].items():
-                    out.print(f"  {section}")
+                    out.print(f"  {printable(section)}")  # device text: control characters escaped
                     for item in items:
-                        out.print(Text(f"    {item}", style="green" if item[0] == "+" else "red"))
+                        out.print(Text(f"    {printable(item)}", style="green" if item[0] == "+" else "red"))
     out.print(", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
     unmanaged = [r.diff.unmanaged for r in results if r.diff]
     if unmanaged:

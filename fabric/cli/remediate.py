@@ -11,8 +11,8 @@ import typer
 
 from fabric.cli.console import console
 from fabric.design.intent import FabricIntent
-from fabric.errors import UsageError
-from fabric.remediate import SCHEDULERS, Fault, actions, command_lines, execute
+from fabric.errors import UsageError, printable
+from fabric.remediate import MAX_HOSTS, SCHEDULERS, Fault, actions, command_lines, execute, screen
 
 out = console(soft_wrap=True)
 
@@ -20,6 +20,8 @@ SchedulerOpt = Annotated[str, typer.Option(
     "--scheduler", help=f"where located faults are handed: any of {', '.join(SCHEDULERS)} (comma-separated)")]
 RemediateOpt = Annotated[bool, typer.Option(
     "--remediate", help="run the scheduler actions for located faulty hosts (default: only print them)")]
+MaxHostsOpt = Annotated[int, typer.Option(
+    "--max-hosts", min=1, help="act on at most this many hosts in one run; more: nothing is run, exit 1")]
 
 
 def schedulers(value: str) -> list[str]:
@@ -31,18 +33,29 @@ def schedulers(value: str) -> list[str]:
 
 
 def hand_over(fabric: FabricIntent, faults: list[Fault], names: list[str], run: bool, revert: bool = False,
-              flag: str = "--remediate") -> bool:
-    """Print the actions (and how to undo them), or run them and audit each; False if one failed."""
+              flag: str = "--remediate", max_hosts: int = MAX_HOSTS) -> bool:
+    """Print the actions (and how to undo them), or run them and audit each; False if one failed, a host named
+    is not an inventory host (`fabric.remediate.screen`), or more than `max_hosts` hosts would be acted on (then
+    nothing is run)."""
     from fabric.push import state
 
-    todo = actions(fabric, faults, names)
+    members, refused = screen(fabric, faults)
+    for r in refused:
+        out.print(f"  {r.host}: {r.why}", markup=False)
+    todo = actions(fabric, members, names)
+    hosts = len({a.host for a in todo})
+    if hosts > max_hosts and run:
+        out.print(f"not remediated: {hosts} hosts exceed --max-hosts {max_hosts} (nothing was run)", markup=False)
+        run, capped = False, True
+    else:
+        capped = False
     if not todo:
-        return True
+        return not refused
     verb = "undo" if revert else "remediation"
-    out.print(f"{verb} for {len({a.host for a in todo})} host(s) ({', '.join(names)}):", markup=False)
-    ok = True
+    out.print(f"{verb} for {hosts} host(s) ({', '.join(names)}):", markup=False)
+    ok = not refused and not capped
     for a in todo:
-        out.print(f"  {a.host} [{a.scheduler}] {a.fault}", markup=False)
+        out.print(f"  {a.host} [{a.scheduler}] {printable(a.fault)}", markup=False)
         for line in command_lines(a, revert):
             out.print(f"    {line}", markup=False)
         if not revert:
@@ -57,7 +70,7 @@ def hand_over(fabric: FabricIntent, faults: list[Fault], names: list[str], run: 
                 action="revert" if revert else "remediate", diff_digest="", added=0, removed=0,
                 result="executed" if done else "failed",
                 detail="; ".join(command_lines(a, revert)) + (f" → {detail}" if detail else "")))
-    if not run:
+    if not run and not capped:
         out.print(f"  (printed only: {flag} runs them)", markup=False)
     return ok
 
@@ -70,6 +83,7 @@ def remediate(
     revert: Annotated[bool, typer.Option("--revert", help="the undo commands (resume, uncordon, untaint, re-add)")
                       ] = False,
     run: Annotated[bool, typer.Option("--execute", help="run the commands (default: print them)")] = False,
+    max_hosts: MaxHostsOpt = MAX_HOSTS,
 ) -> None:
     """Drain/cordon/taint faulty hosts in the scheduler (or undo it); printed unless --execute."""
     from fabric.design.derive import derive
@@ -82,7 +96,7 @@ def remediate(
         raise UsageError(f"--host: expected hosts of {fabric.name}, found {', '.join(unknown)}")
     token = "".join(c if c.isalnum() else "-" for c in reason)[:40]
     faults = [Fault(host=h, reason=reason, token=token) for h in host]
-    sys.exit(0 if hand_over(fabric, faults, names, run, revert, flag="--execute") else 1)
+    sys.exit(0 if hand_over(fabric, faults, names, run, revert, flag="--execute", max_hosts=max_hosts) else 1)
 
 
 def accept_faults(fabric: FabricIntent, results: list) -> list[Fault]:

@@ -71,8 +71,48 @@ def ansible_inventory(site: Site) -> dict[str, Any]:
     return {"all": {"vars": gvars, "children": {"gpu_hosts": {"hosts": hosts, "children": groups}}}}
 
 
+class Unsafe(str):
+    """A value Ansible must never template: written as YAML `!unsafe` (Ansible's own mark for data)."""
+
+
+class _UnsafeDumper(yaml.SafeDumper):
+    pass
+
+
+_UnsafeDumper.add_representer(Unsafe, lambda d, v: d.represent_scalar("!unsafe", str(v)))
+
+
+def unsafe(data: Any) -> Any:
+    """`data` with every string value (not the mapping keys: host and group names, checked by the model)
+    marked `!unsafe`, so no inventory, environment or option text is ever rendered as a Jinja template."""
+    if isinstance(data, str):
+        return Unsafe(data)
+    if isinstance(data, dict):
+        return {k: unsafe(v) for k, v in data.items()}
+    if isinstance(data, list | tuple):
+        return [unsafe(v) for v in data]
+    return data
+
+
+def ansible_yaml(data: Any) -> str:
+    """YAML for Ansible (inventory, extra vars) with every string value `!unsafe`."""
+    return yaml.dump(unsafe(data), Dumper=_UnsafeDumper, sort_keys=False, default_flow_style=False)
+
+
+class _UnsafeLoader(yaml.SafeLoader):
+    pass
+
+
+_UnsafeLoader.add_constructor("!unsafe", lambda lo, node: Unsafe(lo.construct_scalar(node)))  # type: ignore[arg-type]
+
+
+def read_ansible_yaml(text: str) -> Any:
+    """What `ansible_yaml` wrote, the `!unsafe` values as `Unsafe` strings."""
+    return yaml.load(text, Loader=_UnsafeLoader)
+
+
 def inventory_yaml(site: Site) -> str:
-    return yaml.safe_dump(ansible_inventory(site), sort_keys=False, default_flow_style=False)
+    return ansible_yaml(ansible_inventory(site))
 
 
 def _outcome(host: str, event: str, res: dict[str, Any]) -> HostOutcome:
@@ -213,6 +253,9 @@ def run(
             extravars["ansible_python_interpreter"] = python
         if serial:
             extravars["fabric_serial"] = serial
+        # written here, not passed as `extravars=`: ansible-runner would dump them without the `!unsafe` mark
+        (pdd / "env").mkdir()
+        (pdd / "env" / "extravars").write_text(ansible_yaml(extravars))
         envvars = {
             "PATH": path,
             "ANSIBLE_HOST_KEY_CHECKING": "False" if cred.known_hosts is None else "True",
@@ -227,7 +270,6 @@ def run(
                 playbook=str(playbook),
                 limit=limit,
                 forks=forks,
-                extravars=extravars,
                 envvars=envvars,
                 quiet=True,
                 event_handler=handle,

@@ -7,7 +7,16 @@ from ipaddress import IPv4Interface, IPv4Network
 from string import Formatter
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    field_validator,
+    model_validator,
+)
 
 from fabric.model.units import Bytes, Gbps, Metres, Seconds
 from fabric.nos import NOS
@@ -26,6 +35,16 @@ SYSCTL_VALUE = r"^[A-Za-z0-9_.,:+ -]{0,256}$"  # 1, 4096 87380 6291456
 ENV_KEY = r"^[A-Za-z_][A-Za-z0-9_]{0,127}$"
 ENV_VALUE = r"^[^\x00-\x1f\x7f]{0,4096}$"  # one line; the templates quote it
 LINE = r"^[^\x00-\x1f\x7f]*$"  # free text: one line, no control characters
+TEMPLATE = re.compile(r"\{[{%#]")  # Jinja syntax: never in a name of a file or host (it reaches Ansible)
+
+
+def _no_template(v: object) -> object:
+    if isinstance(v, str) and TEMPLATE.search(v):
+        raise ValueError("a file name without template syntax ({{, {% or {#})")
+    return v
+
+
+FilePath = Annotated[str, AfterValidator(_no_template), StringConstraints(pattern=LINE, max_length=4096)]
 MAX_HOSTS, MAX_SWITCHES, MAX_LINKS = 65_536, 16_384, 1_048_576
 Name = Annotated[str, StringConstraints(pattern=NAME)]
 IfName = Annotated[str, StringConstraints(pattern=IFNAME)]
@@ -338,8 +357,8 @@ class Access(Strict):
     username: str | None = Field(None, pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.@-]{0,63}$")
     username_env: str = Field("FABRIC_USERNAME", pattern=ENV_KEY)
     password_env: str = Field("FABRIC_PASSWORD", pattern=ENV_KEY)
-    key_file: str | None = Field(None, pattern=LINE, max_length=4096)
-    known_hosts: str = Field("~/.ssh/known_hosts", pattern=LINE, max_length=4096)
+    key_file: FilePath | None = None
+    known_hosts: FilePath = "~/.ssh/known_hosts"
     port: int = Field(22, ge=1, le=65535)
 
 

@@ -308,10 +308,16 @@ def _scalar(loader: Any, event: Any, file: str, loc: Loc) -> Any:
         raise InputError(Problem(file, event.start_mark.line + 1, dotted(loc), "no tags", tag))
     node = yaml.ScalarNode(tag, event.value, event.start_mark, event.end_mark, style=event.style)
     try:
-        return constructor(loader, node)
+        value = constructor(loader, node)
     except ValueError as exc:  # int('9' * 5000): Python's digit limit
         raise InputError(Problem(file, event.start_mark.line + 1, dotted(loc), "a value YAML can read",
                                  " ".join(str(exc).split())[:120])) from None
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value).bit_length() > 64:
+        # YAML 1.1 hex (0xfff…) and sexagesimal (1:2:3…) integers have no digit limit; such a number could not
+        # even be printed in a message (Python refuses to print more than 4,300 digits)
+        raise InputError(Problem(file, event.start_mark.line + 1, dotted(loc), "an integer of at most 64 bits",
+                                 f"{event.value[:40]}… ({len(event.value)} characters)"))
+    return value
 
 
 def load_yaml(path: Path, smap: SourceMap, base: Loc = ()) -> Any:

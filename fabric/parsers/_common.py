@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict
 
 from fabric.errors import InputError, Problem
 
-_NUM = re.compile(r"^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
+_NUM = re.compile(r"^[-+]?(\d+(?:\.\d*)?|\.\d+)([eE][-+]?\d+)?$")  # one way to split a number: linear
 _INT = re.compile(r"^[-+]?\d+$")
 
 

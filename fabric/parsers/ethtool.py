@@ -6,7 +6,16 @@ import re
 
 from fabric.parsers._common import CUT, Model, Skipped, fail, require_text, show, unterminated
 
-_COUNTER = re.compile(r"^\s+(\S.*?):\s*(\d+)\s*$")
+_VALUE = re.compile(r"[0-9]{1,20}")  # ASCII digits, a 64-bit counter at most (int() of more is unbounded work)
+
+
+def _counter(line: str) -> tuple[str, str] | None:
+    """`     name: 123` → (name, "123"): split at the last colon (linear, no backtracking)."""
+    name, colon, value = line.strip().rpartition(":")
+    value = value.strip()
+    if not colon or not name.strip() or not _VALUE.fullmatch(value) or int(value) >= 1 << 64:
+        return None
+    return name.strip(), value
 
 
 class EthtoolStats(Model):
@@ -40,17 +49,17 @@ def parse_ethtool_stats(text: str, file: str = "-") -> EthtoolStats:
             continue
         if not line[0].isspace():
             break
-        m = _COUNTER.match(line)
+        m = _counter(line)
         if lineno == unterminated(text, lines):
             skipped.append(Skipped(line=lineno, text=line.strip(), reason=CUT))
         elif m is None:
             skipped.append(Skipped(line=lineno, text=line.strip(), reason="not 'name: integer'"))
-        elif m[1] in counters:
+        elif m[0] in counters:
             skipped.append(
                 Skipped(line=lineno, text=line.strip(), reason="duplicate counter (first value kept)")
             )
         else:
-            counters[m[1]] = int(m[2])
+            counters[m[0]] = int(m[1])
     if not counters:
         first = skipped[0] if skipped else None
         raise fail(

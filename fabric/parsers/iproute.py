@@ -9,10 +9,11 @@ from typing import Any
 def link_counters(link: Any) -> dict[str, int]:
     """`{"ifname": …, "stats64": {"rx": {"bytes": …}, "tx": {…}}}` → {"link:rx_bytes": …, …}."""
     out: dict[str, int] = {}
-    if isinstance(link, dict):
-        stats = link.get("stats64") or link.get("stats") or {}
+    stats = (link.get("stats64") or link.get("stats")) if isinstance(link, dict) else None
+    if isinstance(stats, dict):  # a reply of another shape has no counters (never an exception)
         for direction in ("rx", "tx"):
-            for k, v in (stats.get(direction) or {}).items():
+            values = stats.get(direction)
+            for k, v in (values.items() if isinstance(values, dict) else ()):
                 if isinstance(v, int) and not isinstance(v, bool):
                     out[f"link:{direction}_{k}"] = v
     return out

@@ -19,9 +19,11 @@ from fabric.parsers._common import Model, fail, require_text
 
 METRICS = ("temperature", "voltage", "bias", "tx_power", "rx_power")
 UNITS = {"temperature": "°C", "voltage": "V", "bias": "mA", "tx_power": "dBm", "rx_power": "dBm"}
-_LINE = re.compile(r"^\s*(?P<key>[^:]+?)\s*:\s*(?P<value>.*?)\s*$")
-_LANE = re.compile(r"\s*\((?:Channel|Chan|Lane)\s*(\d+)\)")
-_NUM = re.compile(r"(-?(?:\d+\.?\d*|inf))\s*(mW|dBm|mA|V|degrees C)")
+# Every pattern matches in linear time (no two quantifiers over the same characters); a reply is at most
+# MAX_REPLY bytes and a line at most MAX_LINE characters (ethtool's own lines are under 100).
+MAX_REPLY, MAX_LINE = 1 << 20, 512
+_LANE = re.compile(r"\((?:Channel|Chan|Lane) ?(\d+)\)")
+_NUM = re.compile(r"(-?(?:\d+(?:\.\d*)?|inf)) ?(mW|dBm|mA|V|degrees C)")
 _THRESHOLD = re.compile(r"^(?P<what>.+?) (?P<level>high alarm|low alarm|high warning|low warning) threshold$")
 _THRESHOLD_NAMES = {"Laser bias current": "bias", "Laser output power": "tx_power", "Module temperature": "temperature",
                     "Module voltage": "voltage", "Laser rx power": "rx_power"}
@@ -75,16 +77,18 @@ def _value(text: str) -> float | None:
 
 def parse_ethtool_module(text: str, file: str = "-") -> Module:
     """Parse `ethtool -m IF` (ethtool's text dump); a module without diagnostics has no lanes."""
+    if len(text) > MAX_REPLY:
+        raise fail(file, None, "", f"ethtool -m output of at most {MAX_REPLY >> 10} KiB", f"{len(text) >> 10} KiB")
     lines = require_text(text, file, "ethtool -m output")
     mod = Module()
     lanes: dict[int, Lane] = {}
     identity = {"Identifier": "identifier", "Vendor name": "vendor", "Vendor PN": "part", "Vendor SN": "serial",
                 "Vendor rev": "revision", "Active firmware version": "firmware"}
     for raw in lines:
-        m = _LINE.match(raw)
-        if not m or raw.lstrip().startswith("#"):
+        head, colon, tail = raw.partition(":")  # `Name : value` (the value may hold colons, the name none)
+        key, value = head.strip(), tail.strip()
+        if not colon or not key or len(raw) > MAX_LINE or key.startswith("#"):
             continue
-        key, value = m["key"], m["value"]
         if key in identity:
             setattr(mod, identity[key], value)
             continue

@@ -21,7 +21,8 @@ import yaml
 from pydantic import BaseModel
 
 from fabric.access import Credentials, SwitchEndpoint
-from fabric.errors import one_line
+from fabric.errors import InputError, one_line
+from fabric.model.running import read_running
 from fabric.nos import NOS
 from fabric.push import state
 from fabric.targets import driver, driver_class
@@ -99,9 +100,14 @@ def plan_saved(ep: SwitchEndpoint, running_dir: Path) -> DeviceResult:
         return DeviceResult(device=ep.device, target=ep.target, status="no-file", detail=f"no {path}")
     drv = driver(ep.target, None, ep.device, ep.intended, options=ep.options)
     try:
-        diff = drv.device_diff(drv.scoped(path.read_text()))
-    except (OSError, ValueError, yaml.YAMLError) as exc:
-        return DeviceResult(device=ep.device, target=ep.target, status="error", detail=f"{path}: {one_line(exc)}")
+        diff = drv.device_diff(drv.scoped(read_running(ep.target, path)))
+    except InputError as exc:  # located: file, line, path, expected, found (fabric.model.running)
+        return DeviceResult(device=ep.device, target=ep.target, status="error",
+                            detail="; ".join(str(p) for p in exc.problems[:3]))
+    except (OSError, ValueError, TypeError, AttributeError, KeyError, IndexError, RecursionError,
+            yaml.YAMLError) as exc:  # what the structure checks let through: still this switch's problem only
+        return DeviceResult(device=ep.device, target=ep.target, status="error",
+                            detail=f"{path}: expected a {ep.target} running configuration, found {one_line(exc)}")
     return DeviceResult(device=ep.device, target=ep.target, status="unchanged" if diff.empty else "changed", diff=diff)
 
 

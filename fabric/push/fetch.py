@@ -3,6 +3,7 @@
 The suffix is the NOS row's `running_suffix` (`.json` SONiC `show runningconfiguration all`, `.yaml` NVUE
 `nv config show -o yaml`, `.cfg` EOS `show running-config`, `.conf` FRR `show running-config`): the layout
 `fabric lint --configs DIR` reads. The configuration is read through the push driver, as `plan` reads it.
+Running configs hold secrets: files are 0600 in a 0700 directory, written through fabric.safefile.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from fabric.access import Credentials, SwitchEndpoint
 from fabric.nos import NOS
 from fabric.push import state
 from fabric.push.engine import connect
+from fabric.safefile import private_dir, write_private
 from fabric.targets.base import TargetError
 from fabric.targets.session import close, conn_errors, reason
 
@@ -53,7 +55,7 @@ def fetch_device(ep: SwitchEndpoint, cred: Credentials, out: Path, *, timeout: f
     finally:
         close(drv)
     path = out / f"{ep.device}{NOS[ep.target].running_suffix}"
-    path.write_text(text if text.endswith("\n") else text + "\n")
+    write_private(path, text if text.endswith("\n") else text + "\n")
     progress(ep.device, "done")
     return Fetched(device=ep.device, target=ep.target, status="saved", path=str(path), bytes=len(text.encode()),
                    seconds=time.monotonic() - t0)
@@ -62,7 +64,7 @@ def fetch_device(ep: SwitchEndpoint, cred: Credentials, out: Path, *, timeout: f
 def fetch_all(eps: list[SwitchEndpoint], cred: Credentials, out: Path, *, workers: int = 8, timeout: float = 10,
               progress: Progress = lambda _d, _s: None) -> list[Fetched]:
     """Every endpoint, at most `workers` at a time; results in the order of `eps`."""
-    out.mkdir(parents=True, exist_ok=True)
+    private_dir(out)
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
         futs = [pool.submit(fetch_device, ep, cred, out, timeout=timeout, progress=progress) for ep in eps]
         return [f.result() for f in futs]

@@ -22,6 +22,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from fabric.errors import UsageError
+from fabric.safefile import append_private, private_dir, write_private
 from fabric.targets.base import Txn
 
 
@@ -31,9 +32,7 @@ def state_root(fabric: str) -> Path:
 
 
 def state_dir(fabric: str) -> Path:
-    d = state_root(fabric)
-    d.mkdir(parents=True, exist_ok=True, mode=0o700)
-    return d
+    return private_dir(state_root(fabric))
 
 
 def manifest(fabric: str, device: str) -> list[list[str]] | None:
@@ -100,10 +99,7 @@ def who() -> str:
 def audit(fabric: str, entry: AuditEntry) -> None:
     entry.detail = scrub(entry.detail)
     line = scrub(entry.model_dump_json())
-    path = state_dir(fabric) / "audit.jsonl"
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-    with os.fdopen(fd, "a") as f:
-        f.write(line + "\n")
+    append_private(state_dir(fabric) / "audit.jsonl", line + "\n")
 
 
 def now() -> str:
@@ -113,12 +109,7 @@ def now() -> str:
 # -- records: the state before the last apply, per device -----------------------------------------
 def save_record(fabric: str, txn: Txn) -> None:
     """Before the commit: `records/<device>.pending.json` (kept if the outcome is unknown)."""
-    d = state_dir(fabric) / "records"
-    d.mkdir(exist_ok=True, mode=0o700)
-    tmp = d / f"{txn.device}.json.tmp"
-    tmp.write_text(txn.model_dump_json(indent=2))
-    tmp.chmod(0o600)
-    tmp.replace(d / f"{txn.device}.pending.json")
+    write_private(state_dir(fabric) / "records" / f"{txn.device}.pending.json", txn.model_dump_json(indent=2))
 
 
 def settle_record(fabric: str, device: str, applied: bool) -> None:
@@ -202,10 +193,7 @@ class Journal(BaseModel):
 
 def begin_journal(fabric: str, action: str, devices: list[str]) -> None:
     j = Journal(pid=os.getpid(), host=socket.gethostname(), who=who(), started=now(), action=action, devices=devices)
-    path = state_dir(fabric) / "journal.json"
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(j.model_dump_json(indent=2))
-    tmp.replace(path)
+    write_private(state_dir(fabric) / "journal.json", j.model_dump_json(indent=2))
 
 
 def end_journal(fabric: str) -> None:

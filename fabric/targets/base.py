@@ -25,6 +25,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from fabric.nos import NOS
+from fabric.secrets import mask_change
 from fabric.targets.owned import EARLIER, Change, Leaves, Lines, Path, ScopedDiff, manifest_paths, scope, scoped_diff
 
 __all__ = ["Change", "DeviceDiff", "Driver", "Health", "TargetError", "Txn"]
@@ -49,10 +50,18 @@ class DeviceDiff(BaseModel):
         return sum(c.op == "-" for c in self.changes)
 
     def sections(self) -> dict[str, list[str]]:
+        """Each section's `-`/`+` lines as shown everywhere (plan, audit, JSON): secrets masked by the NOS's
+        structure (fabric.secrets.mask_change)."""
         out: dict[str, list[str]] = {}
         for c in self.changes:
-            out.setdefault(c.section, []).append(f"{c.op} {c.line}{EARLIER if c.earlier else ''}")
+            section, line, _ = mask_change(self.target, c.section, c.line)
+            out.setdefault(section, []).append(f"{c.op} {line}{EARLIER if c.earlier else ''}")
         return out
+
+    @property
+    def masked(self) -> int:
+        """How many lines of `sections()` had a secret masked."""
+        return sum(mask_change(self.target, c.section, c.line)[2] for c in self.changes)
 
     def text(self) -> str:
         """Readable, stable: each section, then its `-`/`+` lines."""

@@ -58,11 +58,13 @@ def split_ethtool_dump(out: str) -> dict[str, Reading]:
 def _hgetall(text: str) -> dict[str, str]:
     """sonic-db-cli HGETALL output: a Python dict literal (or, on older images, `key value` lines)."""
     text = text.strip()
+    if len(text) > 1 << 20:  # one transceiver's table is a few KB: more is no reply of sonic-db-cli
+        return {}
     if text.startswith("{"):
         try:
             data = ast.literal_eval(text)
-            return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
-        except (ValueError, SyntaxError):
+            return {str(k)[:200]: str(v)[:200] for k, v in data.items()} if isinstance(data, dict) else {}
+        except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):  # a device's reply: never raise
             return {}
     lines = [ln for ln in text.splitlines() if ln.strip()]
     return dict(zip(lines[0::2], lines[1::2], strict=False))

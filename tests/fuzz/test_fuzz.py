@@ -1,8 +1,11 @@
-"""The fuzzer (issue 17): structured mutations of every shipped inventory, of device configs for
+"""The fuzzer (issues 17, 21): structured mutations of every shipped inventory, of device configs for
 `lint --configs`, of tool outputs for `parse` and `diagnose`, and of host intents. Every run is judged by
 tests/fuzz/harness.py (no traceback, exit 0/1/2, no hang, bounded memory, every error located, nothing written
-outside the output directory). CI runs it with a fixed seed and a small budget; `make fuzz` runs it long
-(FUZZ_EXAMPLES inventory mutations, the other targets in proportion). Counts go to build/fuzz/*.json."""
+outside the output directory). Issue 21 adds saved running configs for `plan --running`, host replies of
+`counters` and `optics`, and user-written job logs for `diagnose --remediate` against the recording
+scontrol/kubectl stand-ins (nothing refused by them, no host outside the inventory, at most --max-hosts).
+CI runs it with a fixed seed and a small budget; `make fuzz` runs it long (FUZZ_EXAMPLES inventory mutations,
+the other targets in proportion). Counts go to build/fuzz/*.json."""
 
 from __future__ import annotations
 
@@ -279,3 +282,183 @@ def test_special_files_everywhere(tmp_path: Path, kind: str) -> None:
         outcome = subprocess_run(*args)
         why = judge(outcome, (str(tmp_path),))
         assert why is None, (args, why)
+
+
+# -- issue 21: saved running configs, host and switch replies, logs handed to a scheduler -----------------
+RUNNING_INV = {"sonic": "sonic-example", "nvue": "h100-400g", "eos": "eos-example", "frr": "example"}
+RUN_STATS = Stats("running")
+
+
+@cache
+def running_bases() -> list[tuple[str, str, str, str]]:
+    """(inventory, switch, suffix, text): each target's rendered intent and the realistic fixtures."""
+    from fabric.design.derive import derive
+    from fabric.model.load import load
+    from fabric.nos import NOS
+    from fabric.render import render_switch
+
+    out = []
+    for target, inv in RUNNING_INV.items():
+        fabric = derive(load(ROOT / "inventories" / inv))
+        sw = fabric.switches["leaf-su1-r1"]
+        out.append((inv, "leaf-su1-r1", NOS[target].running_suffix, render_switch(sw, fabric)[NOS[target].intended]))
+    fixtures = {"eos/leaf-su1-r1.cfg": "eos-example", "nvue/leaf-su1-r1.yaml": "h100-400g"}
+    for rel, inv in fixtures.items():
+        p = ROOT / "tests" / "fixtures" / "running" / rel
+        out.append((inv, "leaf-su1-r1", p.suffix, p.read_text()))
+    return out
+
+
+@seed(SEED)
+@budget("running", 0.05)
+@given(st.data())
+def _fuzz_running(data: st.DataObject) -> None:
+    inv, switch, suffix, text = data.draw(st.sampled_from(running_bases()), label="running config")
+    case = Case(RUN_STATS)
+    try:
+        if suffix in (".json", ".yaml") and data.draw(st.booleans(), label="tree") and (
+                doc := json.loads(text) if suffix == ".json" else _yaml(text)) is not None:
+            doc = data.draw(tree_mutation(doc))
+            text = json.dumps(doc, indent=2) if suffix == ".json" else yaml.safe_dump(doc, width=10**9)
+        else:
+            text = data.draw(text_mutation(text, yaml=suffix == ".yaml"))
+        saved = case.dir / "running"
+        saved.mkdir()
+        (saved / f"{switch}{suffix}").write_text(text, errors="surrogatepass")
+        outcome = run("plan", str(ROOT / "inventories" / inv), "--running", str(saved), "--limit", switch,
+                      "--format", "json")
+        case.check(outcome, (str(saved),))
+        if outcome.rc == 1 and not outcome.error:  # a malformed file: one problem located at the file
+            (dev,) = json.loads(outcome.stdout)["devices"]
+            if dev["status"] == "error" and not dev["detail"].startswith(str(saved)):
+                RUN_STATS.defect(f"problem not located at the file: {dev['detail'][:300]}", case.dir)
+    finally:
+        case.close()
+
+
+def test_fuzz_running_configs() -> None:
+    _fuzz_running()
+    _assert_clean(RUN_STATS)
+
+
+REPLY_STATS = Stats("replies")
+HOST_DUMP = """@@ rail1 ethtool
+NIC statistics:
+     rx_prio3_pause: 5
+     rx_discards_phy: 0
+@@ rail1 link
+[{"ifname":"rail1","stats64":{"rx":{"bytes":10,"dropped":0},"tx":{"bytes":0,"dropped":0}}}]
+@@ rail1 hw
+     np_cnp_sent: 1
+     rp_cnp_handled: 0
+"""
+
+
+@seed(SEED)
+@budget("replies", 0.3)
+@given(st.data())
+def _fuzz_reply(data: st.DataObject) -> None:
+    """Host replies of `fabric counters` (the host script's dump) and `fabric optics` (ethtool -m), parsed as the
+    commands parse them: a reply never raises anything but a located InputError, in bounded time."""
+    from fabric.accept.counters import parse_host_dump, rates
+    from fabric.errors import InputError
+    from fabric.parsers.transceiver import parse_ethtool_module
+    from tests.fuzz.harness import Outcome
+
+    optics = sorted((ROOT / "tests" / "fixtures" / "optics").glob("*.txt"))
+    kind = data.draw(st.sampled_from(["counters", "optics"]), label="reply")
+    text = HOST_DUMP if kind == "counters" else data.draw(st.sampled_from(optics), label="module").read_text()
+    for _ in range(data.draw(st.integers(1, 3), label="mutations")):
+        text = data.draw(text_mutation(text))
+    case = Case(REPLY_STATS)
+    t0 = time.monotonic()
+    try:
+        try:
+            if kind == "counters":
+                problems: list[str] = []
+                got = parse_host_dump(text, "gpu1", problems)
+                rates({"gpu1": got}, 1.0)
+                bad = [p for p in problems if not p.startswith("gpu1: ")]
+                outcome = Outcome(0 if not bad else -2, "", "", 0, f"unlocated: {bad[:1]}" if bad else "")
+            else:
+                parse_ethtool_module(text, "ethtool -m rail1")
+                outcome = Outcome(0, "", "", 0)
+        except InputError as exc:
+            outcome = Outcome(2, "", "".join(f"error: {p}\n" for p in exc.problems), 0)
+        except Exception as exc:  # what the fuzzer looks for
+            outcome = Outcome(-2, "", "", 0, f"traceback: {type(exc).__name__}: {exc}"[:500])
+        if time.monotonic() - t0 > 5:
+            outcome = Outcome(-1, "", "", 0, f"hang: {time.monotonic() - t0:.1f} s for {len(text)} characters")
+        case.check(outcome, ("ethtool -m rail1", "-"))
+    finally:
+        case.close()
+
+
+def test_fuzz_replies() -> None:
+    _fuzz_reply()
+    _assert_clean(REPLY_STATS)
+
+
+REMEDIATE_STATS = Stats("remediate")
+
+
+@cache
+def job_logs() -> list[str]:
+    logs = sorted((ROOT / "tests" / "fixtures" / "logs").rglob("*"))
+    return [t for p in logs if p.is_file() and "gpu-su1-0" in (t := p.read_text(errors="replace"))]
+
+
+@seed(SEED)
+@budget("remediate", 0.03)
+@given(st.data())
+def _fuzz_remediate(data: st.DataObject) -> None:
+    """A job log (written by users) with its host names mutated, diagnosed with --remediate against the recording
+    scontrol/kubectl stand-ins: no argument that starts with `-` or names a host outside the inventory (or more
+    than one) ever reaches them, and no run acts on more than --max-hosts hosts."""
+    import sys as _sys
+
+    from fabric.design.derive import derive
+    from fabric.model.load import load
+
+    text = data.draw(st.sampled_from(job_logs()), label="log")
+    hosts = sorted(derive(load(ROOT / "inventories" / "example")).hosts)
+    for h in hosts:
+        if data.draw(st.booleans(), label=f"rename {h}"):
+            text = text.replace(h, data.draw(st.sampled_from(
+                ["ALL", "all", "--all", "-l", "gpu-su1-0[1-4]", "gpu-su1-01,gpu-su1-02", "x-y", h + " " + hosts[0],
+                 "gpu-su9-01", "", h.upper(), "$(id)", h + "\x1b[2J"]), label="as"))
+    text = data.draw(text_mutation(text))
+    case = Case(REMEDIATE_STATS)
+    bin_, log = case.dir / "bin", case.dir / "calls.log"
+    bin_.mkdir()
+    standin = ROOT / "tests" / "standins" / "scheduler.py"
+    for tool in ("scontrol", "kubectl"):
+        (bin_ / tool).write_text(f'#!/bin/sh\nexec {_sys.executable} {standin} {tool} "$@"\n')
+        (bin_ / tool).chmod(0o700)
+    env = {"PATH": f"{bin_}:{os.environ['PATH']}", "FABRIC_STATE": str(case.dir / "state"), "STANDIN_LOG": str(log),
+           "STANDIN_NODES": ",".join(hosts)}
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        path = case.dir / "job.log"
+        path.write_text(text, errors="surrogatepass")
+        outcome = run("diagnose", "--inventory", str(ROOT / "inventories" / "example"), "--scheduler",
+                      "slurm,kubernetes,volcano", "--remediate", str(path))
+        case.check(outcome, (str(path), "--"))
+        calls = [json.loads(x) for x in log.read_text().splitlines()] if log.exists() else []
+        refused = [c for c in calls if c["refused"]]
+        acted = {c["argv"][1].removeprefix("NodeName=") for c in calls if c["tool"] == "scontrol"}
+        if refused or not acted <= set(hosts) or len(acted) > 4:
+            REMEDIATE_STATS.defect(f"reached a scheduler: {refused[:1] or sorted(acted)}", case.dir)
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        case.close()
+
+
+def test_fuzz_remediate() -> None:
+    _fuzz_remediate()
+    _assert_clean(REMEDIATE_STATS)

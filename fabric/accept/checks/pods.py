@@ -18,6 +18,7 @@ from pydantic import Field
 from fabric.accept.checks.bandwidth import CrossSuBandwidth, RailBandwidth, TrafficInput, _threshold
 from fabric.accept.checks.base import Check, Context, register
 from fabric.accept.results import CheckResult, Planned
+from fabric.safefile import write_private
 
 
 class PodTrafficInput(TrafficInput):
@@ -54,9 +55,7 @@ class PodRailBandwidth(Check):
                                    image=inputs.image, size=inputs.message_size, qps=inputs.qps,
                                    seconds=inputs.seconds, timeout_s=inputs.job_timeout_s)
         out_dir = (ctx.report_dir or Path("build/accept")) / "launch" / self.id
-        out_dir.mkdir(parents=True, exist_ok=True)
-        manifest = out_dir / f"{job.name}.k8s.yaml"
-        manifest.write_text(k8s.manifests_yaml(job, ctx.fabric))
+        manifest = write_private(out_dir / f"{job.name}.k8s.yaml", k8s.manifests_yaml(job, ctx.fabric))
         return job, manifest, k8s.write_networks(ctx.fabric, out_dir)
 
     def plan(self, ctx: Context) -> list[Planned]:
@@ -80,7 +79,7 @@ class PodRailBandwidth(Check):
             return self.result("skipped", f"k8s: {runner.skip} (rendered {manifest})", rendered=rendered)
         ctx.progress(f"{self.id}: MPIJob {job.name}, {len(job.hosts)} pods, {len(job.pairs)} rounds")
         log, err = runner.run(manifest, job.name, inputs.job_timeout_s, networks=networks, progress=ctx.progress)
-        (manifest.parent / f"{job.name}.log").write_text(log)
+        write_private(manifest.parent / f"{job.name}.log", log)
         thr = {rail: _threshold(inputs, ctx.fabric, rail) for rd in job.pairs for rail in {p.rail for p in rd}}
         ms = k8s.judge_pairs(job, log, thr)
         bad = [m for m in ms if not m.ok]

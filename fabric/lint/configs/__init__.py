@@ -9,6 +9,7 @@ from fabric.design.derive import qos_facts
 from fabric.errors import InputError, Problem, one_line
 from fabric.lint.configs.model import ConfigSet, DeviceConfig
 from fabric.model.qos import PRESETS, QosPolicy
+from fabric.model.running import check_running
 from fabric.model.source import read_user_file
 from fabric.nos import NOS
 
@@ -43,6 +44,7 @@ def parse_file(path: Path, root: Path) -> DeviceConfig | None:
     if kind is None:
         return None
     name = device_name(path, root)
+    check_running(kind, path, text)  # size, nesting and shape, as `plan --running` reads it
     try:
         return NOS[kind].module("configs").parse(path, name, text)
     except ValueError as exc:
@@ -69,7 +71,17 @@ def load_configs(root: Path, ctx: Context | None = None) -> ConfigSet:
     # A `fabric render` directory: only its switches/ tree holds device configs (hosts/ and k8s/ hold host
     # intent, netplan and NetworkAttachmentDefinitions, which are no switch's config).
     scan = root / "switches" if (root / "switches").is_dir() else root
-    devices = [d for p in sorted(scan.rglob("*")) if not p.is_dir() and (d := parse_file(p, root))]
+    devices, problems = [], []
+    for p in sorted(scan.rglob("*")):  # every malformed file is a problem of its own, all reported at once
+        try:
+            d = None if p.is_dir() else parse_file(p, root)
+        except InputError as exc:
+            problems += exc.problems
+            continue
+        if d:
+            devices.append(d)
+    if problems:
+        raise InputError(problems)
     if not devices:
         raise InputError(
             Problem(

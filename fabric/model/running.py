@@ -1,0 +1,113 @@
+"""Saved running configurations (`fabric plan --running DIR`, `fabric lint --configs DIR`): read with the caps
+of inventories.
+
+A saved config is outside input like an inventory: it is read through `fabric.model.source` (a regular file of
+at most MAX_BYTES, UTF-8; NVUE YAML through the hardened YAML loader: nesting at most MAX_DEPTH and its alias
+policy) and its structure is checked before a driver diffs it, so every malformed file is one located problem
+(InputError: file, line, path, expected, found) for its switch, never a traceback, a hang or a blown memory:
+- SONiC `config_db.json`: nesting at most MAX_DEPTH (scanned in linear time before parsing), JSON, and CONFIG_DB's
+  shape: table → key → field → a string or a list of strings (numbers and booleans as saved by hand pass too);
+- NVUE `nv config show -o yaml|json`: a tree of mappings, or a list of documents whose `set` is one;
+- EOS and FRR text: indentation nested at most MAX_DEPTH levels.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from fabric.errors import InputError, Problem
+from fabric.model.source import MAX_DEPTH, SourceMap, dotted, load_yaml, read_user_file
+
+_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+_SCALAR = (str, int, float, bool)
+
+
+def _line(text: str, pos: int) -> int:
+    return text.count("\n", 0, pos) + 1
+
+
+def _json_depth(path: Path, text: str) -> None:
+    depth = 0
+    for m in _TOKEN.finditer(text):
+        c = m.group()
+        if c in "[{":
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise InputError(Problem(str(path), _line(text, m.start()), "", f"at most {MAX_DEPTH} levels of "
+                                         "nesting", "deeper"))
+        elif c in "]}":
+            depth -= 1
+
+
+def _sonic(path: Path, text: str) -> None:
+    _json_depth(path, text)
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(Problem(str(path), exc.lineno, "", "valid JSON", exc.msg)) from None
+    except ValueError as exc:  # an integer of more than 4,300 digits
+        raise InputError(Problem(str(path), None, "", "valid JSON", str(exc)[:120])) from None
+    if not isinstance(doc, dict):
+        raise InputError(Problem(str(path), None, "", "CONFIG_DB: a mapping of tables", type(doc).__name__))
+    for table, entries in doc.items():
+        if not isinstance(entries, dict):
+            raise InputError(Problem(str(path), None, table, "a mapping of keys to entries", _kind(entries)))
+        for key, fields in entries.items():
+            if not isinstance(fields, dict):
+                raise InputError(Problem(str(path), None, dotted((table, key)), "a mapping of fields", _kind(fields)))
+            for name, value in fields.items():
+                if not (isinstance(value, _SCALAR) or (isinstance(value, list)
+                                                       and all(isinstance(v, _SCALAR) for v in value))):
+                    raise InputError(Problem(str(path), None, dotted((table, key, name)),
+                                             "a string or a list of strings", _kind(value)))
+
+
+def _kind(value: Any) -> str:
+    return {dict: "a mapping", list: "a list"}.get(type(value), repr(value)[:40])
+
+
+def _nvue(path: Path, text: str) -> None:
+    smap = SourceMap()
+    doc = load_yaml(path, smap)
+    if isinstance(doc, list):
+        for i, item in enumerate(doc):
+            if not isinstance(item, dict):
+                raise InputError(smap.problem((i,), "a document (`- header:`, `- set:`)", _kind(item)))
+            if item.get("set") is not None and not isinstance(item["set"], dict):
+                raise InputError(smap.problem((i, "set"), "a mapping (the applied tree)", _kind(item["set"])))
+    elif doc is not None and not isinstance(doc, dict):
+        raise InputError(smap.problem((), "a mapping (the applied tree) or a list of documents", _kind(doc)))
+
+
+def _text(path: Path, text: str) -> None:
+    """Indentation nests at most MAX_DEPTH levels (the stack `fabric.targets.owned.parse_text` keeps)."""
+    stack: list[int] = []
+    for n, raw in enumerate(text.splitlines(), 1):
+        s = raw.strip()
+        if not s or s.startswith("!"):
+            continue
+        indent = len(raw) - len(raw.lstrip())
+        while stack and stack[-1] >= indent:
+            stack.pop()
+        stack.append(indent)
+        if len(stack) > MAX_DEPTH:
+            raise InputError(Problem(str(path), n, "", f"at most {MAX_DEPTH} levels of indentation", "deeper"))
+
+
+CHECKS: dict[str, Callable[[Path, str], None]] = {"sonic": _sonic, "nvue": _nvue, "eos": _text, "frr": _text}
+
+
+def check_running(target: str, path: Path, text: str) -> None:
+    """Raise InputError when `text` (of `path`) is no `target` config of the shape the module docstring says."""
+    CHECKS[target](path, text)
+
+
+def read_running(target: str, path: Path) -> str:
+    """The text of a saved running configuration of a `target` switch, checked as the module docstring says."""
+    text = read_user_file(path, f"a saved {target} running configuration")
+    check_running(target, path, text)
+    return text
