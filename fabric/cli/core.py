@@ -257,3 +257,7 @@ def generate_gpu_rail(
               f"({sum(s.role == 'leaf' for s in fabric.switches.values())} leaves, "
               f"{sum(s.role == 'spine' for s in fabric.switches.values())} spines, "
               f"{sum(s.role == 'super-spine' for s in fabric.switches.values())} super-spines)")
+
+
+generate_app = typer.Typer(help="Write a complete inventory from a few numbers.", no_args_is_help=True)
+generate_app.command("gpu-rail")(generate_gpu_rail)

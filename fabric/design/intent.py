@@ -6,8 +6,8 @@ to `host.json` and read back by the host agent, so its shape is a stable boundar
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 import re
+from dataclasses import dataclass
 from functools import lru_cache
 from ipaddress import IPv4Address, IPv4Interface, IPv4Network
 from typing import Annotated, Literal
