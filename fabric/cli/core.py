@@ -149,11 +149,10 @@ def explain(inventory: InventoryArg, device: Annotated[str, typer.Argument(help=
 
     _check_format(fmt)
     loaded = load(inventory)
-    deriver = Deriver(loaded)
-    fabric = deriver.fabric()
-    dev = fabric.switches.get(device) or fabric.hosts.get(device)
+    deriver = Deriver(loaded)  # the whole fabric's checks, then this device's intent alone
+    dev = deriver.device(device)
     if dev is None:
-        raise UsageError(f"device: expected a switch or host of {fabric.name}, found {device!r}")
+        raise UsageError(f"device: expected a switch or host of {loaded.inv.fabric.name}, found {device!r}")
     rows = rows_of(loaded, dev, path, deriver.topo)
     if not rows:
         raise UsageError(f"path: expected a path of {device} such as qos.queues.3.ecn or bgp.asn, found {path!r}")

@@ -373,6 +373,13 @@ class Deriver:
             gid=gid_i, nccl_env=dict(sorted(nccl.items())),
             rdma_netns=k8s.rdma_netns or ("exclusive" if any(n.vfs for n in host.nics) else None), origins=origins)
 
+    def device(self, name: str) -> SwitchIntent | HostIntent | None:
+        """One device's intent without deriving the others (`explain`); None when the fabric has no such device."""
+        if name in self.topo.switches:
+            return self.switch(self.topo.switches[name])
+        hosts = list(self.topo.hosts)
+        return self.host(self.topo.hosts[name], hosts.index(name)) if name in self.topo.hosts else None
+
     def fabric(self) -> FabricIntent:
         with gc_paused():
             return self._fabric()
