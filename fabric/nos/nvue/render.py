@@ -124,11 +124,18 @@ def _qos_tree(q: QosFacts, default_cable: int | None, profiles: dict[str, int], 
 
 def _breakout(sw: SwitchIntent, p: PortIntent) -> tuple[str, Tree] | None:
     """(parent, link breakout tree) for a sub-port swpNsK; the split follows platform lanes / port lanes."""
-    m = _SUBPORT.match(p.name)
-    plat = PLATFORMS.get(sw.platform)
-    if not m or plat is None:
+    parent = _parent(p.name)
+    plat = PLATFORMS.get(sw.platform) if parent else None
+    if parent is None or plat is None:
         return None
-    return m.group(1), {"link": {"breakout": {f"{plat.lanes // p.lanes}x": {"lanes-per-port": p.lanes}}}}
+    return parent, {"link": {"breakout": {f"{plat.lanes // p.lanes}x": {"lanes-per-port": p.lanes}}}}
+
+
+@lru_cache(maxsize=65536)
+def _parent(port: str) -> str | None:
+    """swp1 of the sub-port swp1s0; None for any other port."""
+    m = _SUBPORT.match(port)
+    return m.group(1) if m else None
 
 
 def policy_tree(sw: SwitchIntent) -> Tree:
@@ -185,7 +192,10 @@ def set_tree(sw: SwitchIntent) -> Tree:
             it["qos"] = qos
         if p.adaptive_routing:
             it["router"] = port_router
-        _put(ifaces, [p.name], it)
+        if p.name in ifaces:  # a breakout parent that is also a port
+            _put(ifaces, [p.name], it)
+        else:
+            ifaces[p.name] = it
     for s in sw.svis:
         ifaces[s.name.lower()] = {"type": "svi", "vlan": s.vlan, f.ip: {"address": {s.address: {}}}}
     t["interface"] = ifaces
