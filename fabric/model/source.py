@@ -172,7 +172,21 @@ def _compose(loader: Any, file: str, base: Loc, smap: SourceMap, problems: list[
     return root
 
 
+_SCALARS: dict[tuple[Any, ...], Any] = {}  # (tag, text, implicit) → its value: the same words recur in every file
+
+
 def _scalar(loader: Any, event: Any, file: str, loc: Loc) -> Any:
+    key = (event.tag, event.value, event.implicit)
+    if key in _SCALARS:
+        return _SCALARS[key]
+    value = _new_scalar(loader, event, file, loc)
+    if len(_SCALARS) >= 200_000:
+        _SCALARS.clear()
+    _SCALARS[key] = value  # a scalar's value depends on these alone, and is immutable (str, int, float, bool, None)
+    return value
+
+
+def _new_scalar(loader: Any, event: Any, file: str, loc: Loc) -> Any:
     tag = event.tag if event.tag not in (None, "!") else loader.resolve(yaml.ScalarNode, event.value, event.implicit)
     if tag == "tag:yaml.org,2002:merge":
         raise InputError(Problem(file, event.start_mark.line + 1, dotted(loc), "no merge keys (<<)", "<<"))
