@@ -110,6 +110,7 @@ class Deriver:
             raise InputError(problems)
         self.addr = self.inv.addressing
         self.block_size = 2 ** (32 - self.addr.rail_prefix_length)
+        self._rails_base, self._rails = int(self.addr.rails.network_address), self.inv.topology.rails
         self.rails_pool = str(self.addr.rails)
         self.asn: dict[str, int] = {}
         self.index: dict[str, int] = {name: i for i, name in enumerate(self.topo.switches)}
@@ -142,8 +143,7 @@ class Deriver:
 
     # -- addressing -------------------------------------------------------------------------------
     def block_base(self, su: int, rail: int) -> int:
-        idx = (su - 1) * self.inv.topology.rails + (rail - 1)
-        return int(self.addr.rails.network_address) + idx * self.block_size
+        return self._rails_base + ((su - 1) * self._rails + (rail - 1)) * self.block_size
 
     def loopback(self, name: str) -> str:
         return dotted(int(self.addr.loopbacks.network_address) + 1 + self.index[name])
