@@ -102,8 +102,7 @@ def _candidates(loaded: Loaded, topo: Topo, device: SwitchIntent | HostIntent, p
         keys = _SWITCH_KEYS.get(generic, [])
         if generic in ("ports.speed", "ports.cable_m"):
             port = device.ports[int(path.split("[", 1)[1].split("]", 1)[0])]
-            link = next((ln for ln in topo.links if (ln.a, ln.a_port) == (device.name, port.name)
-                         or (ln.b, ln.b_port) == (device.name, port.name)), None)
+            link = topo.link_at(device.name, port.name)
             field = "speed" if generic == "ports.speed" else "cable"
             cls = {"host-leaf": "host_leaf", "spine-super-spine": "spine_super_spine"}.get(
                 link.kind if link else "", "leaf_spine")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 from functools import cache
+from json.encoder import encode_basestring_ascii as _quoted  # type: ignore[attr-defined]
 from typing import Any
 
 _PLAIN = re.compile(r"^[A-Za-z_][A-Za-z0-9_./-]*$")
@@ -13,7 +14,7 @@ _RESERVED = {"y", "n", "yes", "no", "on", "off", "true", "false", "null", "~"}
 
 @cache
 def _string(s: str) -> str:
-    return s if _PLAIN.match(s) and s.lower() not in _RESERVED else json.dumps(s)
+    return s if _PLAIN.match(s) and s.lower() not in _RESERVED else _quoted(s)  # json.dumps(s), without its wrapper
 
 
 def _scalar(v: Any) -> str:
@@ -48,25 +49,27 @@ def _emit(data: Any, indent: str, out: list[str]) -> None:
     append = out.append
     deeper = indent + "  "
     if isinstance(data, dict):
-        for key in sorted(data, key=str):
+        for key in sorted(data, key=str) if len(data) > 1 else data:
             value = data[key]
             k = _string(key) if type(key) is str else _scalar(key)
-            if isinstance(value, (dict, list)):
-                if value and type(value) is Shared:
-                    append(f"{indent}{k}:\n")
-                    text = value._text.get(deeper)
-                    if text is None:
-                        part: list[str] = []
-                        _emit(dict(value), deeper, part)
-                        text = value._text[deeper] = "".join(part)
-                    append(text)
-                elif value:
-                    append(f"{indent}{k}:\n")
-                    _emit(value, deeper, out)
-                else:
-                    append(f"{indent}{k}: {'{}' if isinstance(value, dict) else '[]'}\n")
-            else:
+            t = type(value)
+            if t is str:  # the common cases first: a string, another scalar, an empty node
+                append(f"{indent}{k}: {_string(value)}\n")
+            elif t is int or t is bool or value is None or not isinstance(value, (dict, list)):
                 append(f"{indent}{k}: {_scalar(value)}\n")
+            elif not value:
+                append(f"{indent}{k}: {'{}' if isinstance(value, dict) else '[]'}\n")
+            elif t is Shared:
+                append(f"{indent}{k}:\n")
+                text = value._text.get(deeper)
+                if text is None:
+                    part: list[str] = []
+                    _emit(dict(value), deeper, part)
+                    text = value._text[deeper] = "".join(part)
+                append(text)
+            else:
+                append(f"{indent}{k}:\n")
+                _emit(value, deeper, out)
     else:
         cut = len(indent) + 2
         for item in data:

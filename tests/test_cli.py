@@ -9,6 +9,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+import typer
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -177,3 +178,23 @@ def test_show_prints_one_device_as_render_writes_it(tmp_path: Path) -> None:
     assert p.stderr == ("error: file: expected one of frr.conf, interfaces.sh, qos.sh for spine1, "
                         "found 'config_db.json'\n")
     assert fabric("show", str(EXAMPLE), "spine9").returncode == 2
+
+
+def test_help_lists_every_command_without_importing_them() -> None:
+    """`fabric --help` and `--version` import no command module (start-up, issue 27), and the listing read from
+    source names every command and group with the short help the full app gives it."""
+    from fabric.cli import app
+    from fabric.cli.main import build
+
+    full = {c.name: c.get_short_help_str(limit=300) for c in typer.main.get_command(app).commands.values()}
+    listed = {c.name: c.get_short_help_str(limit=300)
+              for c in typer.main.get_command(build(listing=True)).commands.values()}
+    assert listed == full and len(full) >= 23
+    probe = ("import atexit, json, sys; from fabric.cli import main; atexit.register(lambda: print(json.dumps("
+             "[m for m in sys.modules if m.startswith(('fabric.', 'pydantic'))]))); "
+             "main()")
+    for args in (["--help"], ["--version"], []):
+        p = subprocess.run([sys.executable, "-c", probe, *args], capture_output=True, text=True, timeout=60, cwd=ROOT)
+        assert p.returncode in (0, 2), p.stderr
+        loaded = json.loads(p.stdout.strip().splitlines()[-1])
+        assert set(loaded) <= {"fabric.cli", "fabric.cli.main", "fabric.cli.console", "fabric.errors"}, (args, loaded)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 import subprocess
@@ -350,3 +351,24 @@ def test_two_runs_give_byte_identical_output_whatever_the_hash_seed(fmt: str) ->
                             "--format", fmt], capture_output=True, cwd=root, timeout=120,
                            env={**os.environ, "PYTHONHASHSEED": seed}).stdout for seed in ("1", "2", "3")}
     assert len(outs) == 1 and len(next(iter(outs))) > 1000
+
+
+def test_config_files_parsed_in_workers_equal_one_process_and_first_bad_file_is_the_error(tmp_path: Path) -> None:
+    from fabric.errors import InputError
+    from fabric.lint.configs import parse_files
+
+    root = Path("tests/fixtures/running")
+    paths = [p for p in sorted(root.rglob("*")) if p.is_file()]
+    assert len(paths) >= 2
+    def plain(devices: list[Any]) -> list[Any]:  # a view's `at` is its device's method: compared by what it names
+        assert all(d.qos is None or d.qos.at.__self__ is d for d in devices)
+        return [dataclasses.replace(d, qos=d.qos and dataclasses.replace(d.qos, at=None)) for d in devices]
+
+    assert plain(parse_files(paths, root, per_worker=1)) == plain(parse_files(paths, root, per_worker=10**6))
+    bad = [tmp_path / "a" / "nvue.yaml", tmp_path / "b" / "nvue.yaml"]
+    for p, text in zip(bad, ("set: [1\n", "set:\n  x: &a 1\n  y: *a\n"), strict=True):
+        p.parent.mkdir()
+        p.write_text(text)
+    with pytest.raises(InputError) as exc:
+        parse_files([*paths, *bad], tmp_path, per_worker=1)
+    assert [p.file for p in exc.value.problems] == [str(bad[0])]

@@ -150,16 +150,15 @@ def explain(inventory: InventoryArg, device: Annotated[str, typer.Argument(help=
 
     _check_format(fmt)
     loaded = load(inventory)
-    deriver = Deriver(loaded)
-    fabric = deriver.fabric()
-    dev = fabric.switches.get(device) or fabric.hosts.get(device)
+    deriver = Deriver(loaded)  # the whole fabric's checks, then this device's intent alone
+    dev = deriver.device(device)
     if dev is None:
-        raise UsageError(f"device: expected a switch or host of {fabric.name}, found {device!r}")
+        raise UsageError(f"device: expected a switch or host of {loaded.inv.fabric.name}, found {device!r}")
     rows = rows_of(loaded, dev, path, deriver.topo)
     if path.startswith("monitoring"):  # the alert thresholds of `fabric export -f prometheus`
         from fabric.export.prometheus import explain_rows
 
-        rows = explain_rows(loaded, fabric, dev, path)
+        rows = explain_rows(loaded, deriver.fabric(), dev, path)  # per-port labels need every link
     if not rows:
         raise UsageError(f"path: expected a path of {device} such as qos.queues.3.ecn or bgp.asn, found {path!r}")
     if fmt == "json":
@@ -262,3 +261,7 @@ def generate_gpu_rail(
               f"({sum(s.role == 'leaf' for s in fabric.switches.values())} leaves, "
               f"{sum(s.role == 'spine' for s in fabric.switches.values())} spines, "
               f"{sum(s.role == 'super-spine' for s in fabric.switches.values())} super-spines)")
+
+
+generate_app = typer.Typer(help="Write a complete inventory from a few numbers.", no_args_is_help=True)
+generate_app.command("gpu-rail")(generate_gpu_rail)

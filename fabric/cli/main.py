@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import ast
+import functools
+import importlib
+import os
 import sys
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -12,28 +17,9 @@ try:  # typer ≥ 0.20 vendors click
 except ImportError:  # pragma: no cover
     from click import ClickException
 
-from fabric.cli import (
-    accept,
-    core,
-    diagnose,
-    drain,
-    export,
-    fetch,
-    host,
-    lab,
-    lint,
-    optics,
-    parse,
-    progress,
-    push,
-    remediate,
-)
 from fabric.cli.console import console
 from fabric.errors import InputError, UsageError
 
-# add_completion: `fabric --install-completion [SHELL]` / `--show-completion [SHELL]` (bash, zsh, fish, pwsh)
-app = typer.Typer(no_args_is_help=True, add_completion=True, pretty_exceptions_enable=False,
-                  help="Provision and validate RoCEv2 lossless Ethernet fabrics for GPU clusters.")
 err = console(stderr=True, soft_wrap=True)
 MAX_ERRORS = 200  # problems printed; the rest counted
 
@@ -66,7 +52,6 @@ def _print_version(value: bool) -> None:
         raise typer.Exit()
 
 
-@app.callback()
 def options(
     show_version: Annotated[bool, typer.Option(
         "--version", callback=_print_version, is_eager=True, help="Print the version and exit.")] = False,
@@ -75,11 +60,16 @@ def options(
     ] = False,
 ) -> None:
     """Options for every command; they go before the command name: `fabric -q render …`."""
+    from fabric.cli import progress
+
     progress.configure(quiet=quiet)
 
 
 def main() -> None:
     """Entry point: user errors become one line each and exit code 2, never a traceback."""
+    command = _command_in(sys.argv[1:])
+    # --help, --version, nothing or an unknown name: the listing, or everything for shell completion
+    app = build(command) if command else build(listing="_FABRIC_COMPLETE" not in os.environ)
     try:
         rc = app(standalone_mode=False, prog_name="fabric")  # returns the code of a typer.Exit in this mode
         sys.exit(rc if isinstance(rc, int) else 0)
@@ -101,22 +91,74 @@ def main() -> None:
         sys.exit(2)
 
 
-def _register() -> None:
-    generate = typer.Typer(help="Write a complete inventory from a few numbers.", no_args_is_help=True)
-    generate.command("gpu-rail")(core.generate_gpu_rail)
-    for name, command in (("validate", core.validate), ("render", core.render), ("plan", core.plan),
-                          ("explain", core.explain), ("show", core.show), ("schema", core.schema), ("lint", lint.lint),
-                          ("diagnose", diagnose.diagnose), ("export", export.export_command),
-                          ("accept", accept.accept), ("counters", accept.counters), ("apply", push.apply_command),
-                          ("rollback", push.rollback_command), ("drain", drain.drain_command),
-                          ("undrain", drain.undrain_command), ("optics", optics.optics),
-                          ("remediate", remediate.remediate), ("fetch", fetch.fetch_command)):
-        app.command(name)(command)
-    app.add_typer(generate, name="generate")
-    app.add_typer(parse.app)
-    app.add_typer(host.host_app, name="host")
-    app.add_typer(host.hosts_app, name="hosts")
-    app.add_typer(lab.lab_app, name="lab")
+# Every command and command group: its name and `module:attribute` in this package. A run imports only the module of
+# the command it runs (the others import the whole model, pydantic and rich); `fabric --help` lists them from their
+# docstrings read from source, so it imports none (issue 27: start-up well under half a second).
+COMMANDS: dict[str, str] = {
+    "validate": "core:validate", "render": "core:render", "plan": "core:plan", "explain": "core:explain",
+    "show": "core:show", "schema": "core:schema", "lint": "lint:lint", "diagnose": "diagnose:diagnose",
+    "export": "export:export_command", "accept": "accept:accept", "counters": "accept:counters",
+    "apply": "push:apply_command", "rollback": "push:rollback_command", "drain": "drain:drain_command",
+    "undrain": "drain:undrain_command", "optics": "optics:optics", "remediate": "remediate:remediate",
+    "fetch": "fetch:fetch_command", "parse": "parse:parse",
+}
+GROUPS: dict[str, str] = {"generate": "core:generate_app", "host": "host:host_app", "hosts": "host:hosts_app",
+                          "lab": "lab:lab_app"}
 
 
-_register()
+def _resolve(spec: str) -> object:
+    module, attr = spec.split(":")
+    return getattr(importlib.import_module(f"fabric.cli.{module}"), attr)
+
+
+def _short_help(spec: str) -> str:
+    """A command's docstring or a group's `help=`, read from the module's source without importing it."""
+    module, attr = spec.split(":")
+    tree = ast.parse((Path(__file__).parent / f"{module}.py").read_text(encoding="utf-8"))
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name == attr:
+            return ast.get_docstring(node) or ""
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == attr for t in node.targets):
+            call = node.value
+            if isinstance(call, ast.Call):
+                for kw in call.keywords:
+                    if kw.arg == "help":
+                        return str(ast.literal_eval(kw.value))
+    raise LookupError(f"{spec}: no function or typer.Typer(help=…) in fabric/cli/{module}.py")
+
+
+def _add(target: typer.Typer, name: str) -> None:
+    if name in GROUPS:
+        target.add_typer(_resolve(GROUPS[name]), name=name)  # type: ignore[arg-type]
+    else:
+        target.command(name)(_resolve(COMMANDS[name]))  # type: ignore[arg-type]
+
+
+def build(only: str | None = None, *, listing: bool = False) -> typer.Typer:
+    """The app with every command (the default), with only the command `only`, or (`listing`) with each command's
+    name and short help alone, for `fabric --help`."""
+    # add_completion: `fabric --install-completion [SHELL]` / `--show-completion [SHELL]` (bash, zsh, fish, pwsh)
+    app = typer.Typer(no_args_is_help=True, add_completion=True, pretty_exceptions_enable=False,
+                      help="Provision and validate RoCEv2 lossless Ethernet fabrics for GPU clusters.")
+    app.callback()(options)
+    for name in (COMMANDS | GROUPS) if only is None else [only]:
+        if listing:
+            app.command(name, help=_short_help((COMMANDS | GROUPS)[name]), add_help_option=False)(lambda: None)
+        else:
+            _add(app, name)
+    return app
+
+
+@functools.cache
+def full_app() -> typer.Typer:
+    """The app with every command, built once (`fabric.cli.app`)."""
+    return build()
+
+
+def _command_in(argv: list[str]) -> str | None:
+    """The command a command line runs (after the global options), if it names one."""
+    for arg in argv:
+        if arg in ("-q", "--quiet"):
+            continue
+        return arg if arg in COMMANDS or arg in GROUPS else None
+    return None

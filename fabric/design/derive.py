@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
+from typing import TypeVar
 
 from fabric.batch import gc_paused
 from fabric.design.checks import capacity_problems
@@ -18,6 +19,7 @@ from fabric.design.intent import (
     HostIntent,
     K8sFacts,
     LinkIntent,
+    Model,
     NeighborIntent,
     NicQos,
     PodRail,
@@ -39,6 +41,7 @@ from fabric.model.qos import QosPolicy
 from fabric.nos import NOS
 
 _DIGITS = re.compile(r"(\d+)")
+_M = TypeVar("_M", bound=Model)
 
 
 @lru_cache(maxsize=65536)
@@ -107,6 +110,7 @@ class Deriver:
             raise InputError(problems)
         self.addr = self.inv.addressing
         self.block_size = 2 ** (32 - self.addr.rail_prefix_length)
+        self._rails_base, self._rails = int(self.addr.rails.network_address), self.inv.topology.rails
         self.rails_pool = str(self.addr.rails)
         self.asn: dict[str, int] = {}
         self.index: dict[str, int] = {name: i for i, name in enumerate(self.topo.switches)}
@@ -126,6 +130,8 @@ class Deriver:
             for n in h.nics:
                 self.max_h[(h.su, n.rail)] = max(self.max_h.get((h.su, n.rail), 0), h.h)
         self._pod_rails: dict[tuple[int, int, bool], PodRail | None] = {}
+        self._nic_qos: dict[int, NicQos] = {}
+        self._shared: dict[tuple[type, str], Model] = {}
         self.ports: dict[str, list[tuple[str, str, str, int, int, str]]] = {n: [] for n in self.topo.switches}
         self.host_links: dict[tuple[str, str], tuple[int, tuple[object, ...]]] = {
             (ln.a, ln.a_port): (ln.cable_m, ln.loc) for ln in self.topo.links if ln.kind == "host-leaf"}
@@ -137,8 +143,7 @@ class Deriver:
 
     # -- addressing -------------------------------------------------------------------------------
     def block_base(self, su: int, rail: int) -> int:
-        idx = (su - 1) * self.inv.topology.rails + (rail - 1)
-        return int(self.addr.rails.network_address) + idx * self.block_size
+        return self._rails_base + ((su - 1) * self._rails + (rail - 1)) * self.block_size
 
     def loopback(self, name: str) -> str:
         return dotted(int(self.addr.loopbacks.network_address) + 1 + self.index[name])
@@ -178,10 +183,17 @@ class Deriver:
         lossless = bool(qos.lossless_priorities)
         pfc = tuple(self.facts.lossless_priorities)
         watchdog = self.facts.watchdog is not None
+        sw_lanes, sw_speed = sw.lanes_of(), sw.port_speed
+        headrooms: dict[tuple[int, int, int], Headroom] = {}
         for port, peer, peer_port, speed, cable, kind in sorted(self.ports[sw.name], key=lambda p: natural(p[0])):
-            lanes = max(1, sw.lanes_of() * speed // sw.port_speed)  # a slower link uses fewer lanes
-            hr = _headroom(sw.platform.asic, speed, cable, mtu, lanes, hr_policy.lossless_mtu,
-                           hr_policy.small_packet_percentage, hr_policy.shared_headroom_pool) if lossless else None
+            lanes = max(1, sw_lanes * speed // sw_speed)  # a slower link uses fewer lanes
+            hr = None
+            if lossless:
+                hr = headrooms.get((speed, cable, lanes))
+                if hr is None:
+                    hr = headrooms[(speed, cable, lanes)] = _headroom(
+                        sw.platform.asic, speed, cable, mtu, lanes, hr_policy.lossless_mtu,
+                        hr_policy.small_packet_percentage, hr_policy.shared_headroom_pool)
             hw = hw_ports.get(port) if hw_ports is not None else None
             if hw is not None and pm is not None and sw.ways > 1:
                 breakout[pm.parent(hw)] = hw.mode
@@ -291,11 +303,25 @@ class Deriver:
         return pod
 
     def nic_qos(self, tos: int) -> NicQos:
+        """What the rail NICs are told: one object per ToS, shared by every host with that ToS."""
+        if tos not in self._nic_qos:
+            self._nic_qos[tos] = self._new_nic_qos(tos)
+        return self._nic_qos[tos]
+
+    def _new_nic_qos(self, tos: int) -> NicQos:
         f = self.facts
         return NicQos(trust=f.trust, pfc=[1 if p in f.lossless_priorities else 0 for p in range(8)],
                       prio_tc=f.priority_to_tc, tsa=f.tsa, tcbw=f.tcbw,  # type: ignore[arg-type]
                       dscp2prio={d: f.dscp_to_priority[d] for d in f.dscp_explicit}, roce_tos=tos,
                       cnp_dscp=f.cnp_dscp, cnp_priority=f.cnp_priority)
+
+    def shared(self, model: type[_M], **fields: object) -> _M:
+        """`model` of these field values, validated once and shared by every host that has them (thousands of
+        hosts share their DCQCN and GID settings)."""
+        key = (model, repr(fields))
+        if key not in self._shared:
+            self._shared[key] = model(**fields)
+        return self._shared[key]  # type: ignore[return-value]
 
     def host(self, host: Host, i: int) -> HostIntent:
         s = host.settings
@@ -331,7 +357,7 @@ class Deriver:
         prios = (dq.priorities if dq and dq.priorities is not None else q.lossless_priorities)
         enabled = dq.enabled if dq else True
         gid = s.get("gid")
-        gid_i = GidIntent(policy=gid.policy if gid else "roce-v2-ipv4", index=gid.index if gid else 3)
+        gid_i = self.shared(GidIntent, policy=gid.policy if gid else "roce-v2-ipv4", index=gid.index if gid else 3)
         nccl = {"NCCL_IB_HCA": "=" + ",".join(f"{r.rdma}:1" for r in rails), "NCCL_IB_TC": str(tos),
                 "NCCL_SOCKET_IFNAME": "=" + s["management_interface"]}
         if gid_i.policy == "roce-v2-ipv4":
@@ -367,11 +393,18 @@ class Deriver:
             name=host.name, su=host.su, gpus=s["gpus"], management_interface=s["management_interface"],
             management_address=mgmt, roce_mtu=s["roce_mtu"], rails=rails, sysctls=dict(sorted(sysctls.items())),
             nic_qos=self.nic_qos(tos),
-            dcqcn=DcqcnIntent(np_priorities=sorted(prios) if enabled else [],
+            dcqcn=self.shared(DcqcnIntent, np_priorities=sorted(prios) if enabled else [],
                               rp_priorities=sorted(prios) if enabled else [],
                               cc_params=dict(sorted((dq.cc_params if dq else {}).items()))),
             gid=gid_i, nccl_env=dict(sorted(nccl.items())),
             rdma_netns=k8s.rdma_netns or ("exclusive" if any(n.vfs for n in host.nics) else None), origins=origins)
+
+    def device(self, name: str) -> SwitchIntent | HostIntent | None:
+        """One device's intent without deriving the others (`explain`); None when the fabric has no such device."""
+        if name in self.topo.switches:
+            return self.switch(self.topo.switches[name])
+        hosts = list(self.topo.hosts)
+        return self.host(self.topo.hosts[name], hosts.index(name)) if name in self.topo.hosts else None
 
     def fabric(self) -> FabricIntent:
         with gc_paused():

@@ -6,7 +6,9 @@ to `host.json` and read back by the host agent, so its shape is a stable boundar
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from functools import lru_cache
 from ipaddress import IPv4Address, IPv4Interface, IPv4Network
 from typing import Annotated, Literal
 
@@ -31,19 +33,30 @@ class Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-def _ipv4(kind: type) -> AfterValidator:
+_OCTET = r"(25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])"
+_DOTTED = rf"{_OCTET}(\.{_OCTET}){{3}}"
+_PREFIX = r"/(3[0-2]|[12]?[0-9])"
+
+
+def _ipv4(kind: type, form: str) -> AfterValidator:
     """A string that must parse as `kind` (host.json is read back by the agent: an IPv6 or malformed address is
-    a located error there, not a traceback later)."""
+    a located error there, not a traceback later). A well-formed value is recognised by one regex (ipaddress's
+    rules: dotted quad, no leading zeros, prefix 0-32) and networks are parsed once each (routes and subnets repeat
+    across thousands of hosts); any other form is left to `kind`, which accepts it or raises its own message."""
+    shape = re.compile(form)
+
+    @lru_cache(maxsize=65536)
     def check(v: str) -> str:
-        kind(v)
+        if not shape.fullmatch(v) or kind is IPv4Network:  # other forms, and a network's host bits
+            kind(v)  # raises with ipaddress's message
         return v
     return AfterValidator(check)
 
 
 IfName = Annotated[str, StringConstraints(pattern=IFNAME)]
-Ipv4If = Annotated[str, StringConstraints(max_length=18), _ipv4(IPv4Interface)]
-Ipv4Net = Annotated[str, StringConstraints(max_length=18), _ipv4(IPv4Network)]
-Ipv4 = Annotated[str, StringConstraints(max_length=15), _ipv4(IPv4Address)]
+Ipv4If = Annotated[str, StringConstraints(max_length=18), _ipv4(IPv4Interface, _DOTTED + _PREFIX)]
+Ipv4Net = Annotated[str, StringConstraints(max_length=18), _ipv4(IPv4Network, _DOTTED + _PREFIX)]
+Ipv4 = Annotated[str, StringConstraints(max_length=15), _ipv4(IPv4Address, _DOTTED)]
 
 
 class EcnFacts(Model):

@@ -49,6 +49,10 @@ class Switch:
         """Logical port `index` (0-based) named the way the target's NOS names it."""
         return _port_name(self.target, self.ways, self.platform.lanes, index)
 
+    def port_names(self) -> tuple[str, ...]:
+        """Every logical port's name in order (one tuple shared by the switches of a platform and target)."""
+        return _port_names(self.target, self.ways, self.platform.lanes, self.capacity)
+
     def lanes_of(self) -> int:
         return self.platform.lanes // self.ways
 
@@ -56,6 +60,11 @@ class Switch:
 @lru_cache(maxsize=8192)
 def _port_name(target: str, ways: int, lanes: int, index: int) -> str:
     return NOS[target].port_name(ways, lanes, index)
+
+
+@lru_cache(maxsize=256)
+def _port_names(target: str, ways: int, lanes: int, count: int) -> tuple[str, ...]:
+    return tuple(_port_name(target, ways, lanes, i) for i in range(count))
 
 
 @dataclass
@@ -100,6 +109,15 @@ class Topo:
     hosts: dict[str, Host] = field(default_factory=dict)
     leaf_of: dict[tuple[int, int], str] = field(default_factory=dict)  # (su, rail) → leaf
     problems: list[Problem] = field(default_factory=list)
+    _ends: dict[tuple[str, str], Link] | None = field(default=None, repr=False, compare=False)
+
+    def link_at(self, device: str, port: str) -> Link | None:
+        """The link on `device`'s `port` (an index over every link end, built on first use)."""
+        if self._ends is None:
+            self._ends = {}
+            for ln in self.links:
+                self._ends[(ln.a, ln.a_port)] = self._ends[(ln.b, ln.b_port)] = ln
+        return self._ends.get((device, port))
 
 
 def _ways_speed(platform: Platform, breakout: str | None) -> tuple[int, int]:
@@ -237,17 +255,18 @@ class _Builder:
 
     def take(self, sw: Switch, peer: str, speed: int, loc: tuple[Any, ...]) -> str | None:
         """Allocate the next free logical port of `sw` for a link to `peer`."""
-        while sw.next_port < sw.capacity and sw.port_name(sw.next_port) in sw.used:
-            sw.next_port += 1
-        if sw.next_port >= sw.capacity:
+        names, used, i = sw.port_names(), sw.used, sw.next_port
+        while i < len(names) and names[i] in used:
+            i += 1
+        sw.next_port = i
+        if i >= len(names):
             self.problem(loc, f"at most {sw.capacity} ports on {sw.name} ({sw.platform.name}: "
                               f"{sw.platform.ports} × {sw.ways} sub-ports)", f"a link to {peer} beyond that")
             return None
         if speed > sw.port_speed:
             self.problem(loc, f"links at most {sw.port_speed}G on {sw.name}", f"{speed}G")
-        port = sw.port_name(sw.next_port)
-        sw.next_port += 1
-        return port
+        sw.next_port = i + 1
+        return names[i]
 
     def link(self, a: Switch | str, b: Switch, speed: int, cable: int, kind: str, loc: tuple[Any, ...],
              a_port: str | None = None) -> Link | None:

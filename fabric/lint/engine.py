@@ -6,6 +6,7 @@ from fnmatch import fnmatchcase
 
 from pydantic import BaseModel, ConfigDict
 
+from fabric.batch import gc_paused
 from fabric.errors import InputError, Problem
 from fabric.lint.configs.model import ConfigSet
 from fabric.lint.context import Context
@@ -96,11 +97,12 @@ def run(
     """Lint the inventory's intent, the parsed configs, or both."""
     rules = selected(select, ignore)
     findings: list[Finding] = []
-    for r in rules:
-        if ctx is not None:
-            findings += r.check(ctx)
-        if configs is not None and r.configs:
-            findings += r.check_configs(configs)
+    with gc_paused():  # the rules' many short-lived objects would make the collector rescan the whole fabric
+        for r in rules:
+            if ctx is not None:
+                findings += r.check(ctx)
+            if configs is not None and r.configs:
+                findings += r.check_configs(configs)
     if ctx is not None:
         findings = waive(findings, ctx.inv.lint.waive)
     findings = sorted(set(findings), key=Finding.sort_key)

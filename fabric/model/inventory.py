@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from ipaddress import IPv4Interface, IPv4Network
 from string import Formatter
 from typing import Annotated, Any, ClassVar, Literal
@@ -76,6 +77,7 @@ EnvKey = Annotated[str, StringConstraints(pattern=ENV_KEY)]
 EnvValue = Annotated[str, BeforeValidator(_text), StringConstraints(pattern=ENV_VALUE)]
 
 
+@lru_cache(maxsize=65536)  # the same keys recur on every host
 def sysctl_interface(key: str) -> str | None:
     """The interface a per-interface sysctl key names (net.ipv4.conf.X.rp_filter, net/ipv6/neigh/X/…), else None."""
     parts = key.split("/") if "/" in key else key.split(".")

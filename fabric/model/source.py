@@ -301,7 +301,21 @@ def _merge(frame: _Frame, smap: SourceMap) -> None:
                     smap.lines.aliases[(*frame.loc, k)] = (*prefix, k)
 
 
+_SCALARS: dict[tuple[Any, ...], Any] = {}  # (tag, text, implicit) → its value: the same words recur in every file
+
+
 def _scalar(loader: Any, event: Any, file: str, loc: Loc) -> Any:
+    key = (event.tag, event.value, event.implicit)
+    if key in _SCALARS:
+        return _SCALARS[key]
+    value = _new_scalar(loader, event, file, loc)
+    if len(_SCALARS) >= 200_000:
+        _SCALARS.clear()
+    _SCALARS[key] = value  # a scalar's value depends on these alone, and is immutable (str, int, float, bool, None)
+    return value
+
+
+def _new_scalar(loader: Any, event: Any, file: str, loc: Loc) -> Any:
     tag = event.tag if event.tag not in (None, "!") else loader.resolve(yaml.ScalarNode, event.value, event.implicit)
     constructor = loader.yaml_constructors.get(tag)
     if constructor is None or tag.endswith(("binary", "set", "omap", "pairs")):

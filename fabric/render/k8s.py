@@ -139,8 +139,14 @@ def device_plugin_configmap(fabric: FabricIntent) -> str:
     """The device plugin's ConfigMap: `config.json` when every node has the same resources (the plugin's
     default `-config-file`), else one key per node for `--config-file=/etc/pcidp/$(NODE_NAME)`."""
     k = fabric.kubernetes
-    data = {name: json.dumps(device_plugin_config(h, k.resource_prefix), indent=2) + "\n"
-            for name, h in sorted(fabric.hosts.items())}
+    indented: dict[str, str] = {}  # compact JSON → indented (json's C encoder does compact only; nodes repeat)
+    data: dict[str, str] = {}
+    for name, h in sorted(fabric.hosts.items()):
+        config = device_plugin_config(h, k.resource_prefix)
+        compact = json.dumps(config)
+        if compact not in indented:
+            indented[compact] = json.dumps(config, indent=2) + "\n"
+        data[name] = indented[compact]
     if data and len(set(data.values())) == 1:
         data = {"config.json": next(iter(data.values()))}
         how = ("# Every node has the same resources: the plugin's default --config-file=/etc/pcidp/config.json.\n")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import multiprocessing
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -64,6 +66,35 @@ def parse_file(path: Path, root: Path) -> DeviceConfig | None:
                                  one_line(exc, 160))) from None
 
 
+def _parse_or_problems(args: tuple[Path, Path]) -> DeviceConfig | list[Problem] | None:
+    try:
+        return parse_file(*args)
+    except InputError as exc:
+        return exc.problems
+
+
+def parse_files(paths: list[Path], root: Path, per_worker: int = 100) -> list[DeviceConfig]:
+    """Every recognised file parsed once, in order; a large set in worker processes on every core (files are
+    independent). Every malformed file is a problem of its own, all reported at once, in file order."""
+    workers = min(os.cpu_count() or 1, len(paths) // per_worker)
+    jobs = [(p, root) for p in paths]
+    if workers <= 1:
+        results = [_parse_or_problems(job) for job in jobs]
+    else:
+        with multiprocessing.get_context("fork").Pool(workers) as pool:
+            results = pool.map(_parse_or_problems, jobs, chunksize=16)
+    devices: list[DeviceConfig] = []
+    problems: list[Problem] = []
+    for r in results:
+        if isinstance(r, list):
+            problems += r
+        elif r is not None:
+            devices.append(r)
+    if problems:
+        raise InputError(problems)
+    return devices
+
+
 def load_configs(root: Path, ctx: Context | None = None) -> ConfigSet:
     """Every recognised file below `root`, judged against the inventory's policy or the nvidia-roce preset."""
     if not root.is_dir():
@@ -71,17 +102,8 @@ def load_configs(root: Path, ctx: Context | None = None) -> ConfigSet:
     # A `fabric render` directory: only its switches/ tree holds device configs (hosts/ and k8s/ hold host
     # intent, netplan and NetworkAttachmentDefinitions, which are no switch's config).
     scan = root / "switches" if (root / "switches").is_dir() else root
-    devices, problems = [], []
-    for p in sorted(scan.rglob("*")):  # every malformed file is a problem of its own, all reported at once
-        try:
-            d = None if p.is_dir() else parse_file(p, root)
-        except InputError as exc:
-            problems += exc.problems
-            continue
-        if d:
-            devices.append(d)
-    if problems:
-        raise InputError(problems)
+    # every malformed file is a problem of its own, all reported at once
+    devices = parse_files([p for p in sorted(scan.rglob("*")) if not p.is_dir()], root)
     if not devices:
         raise InputError(
             Problem(

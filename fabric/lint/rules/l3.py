@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from functools import lru_cache
 from ipaddress import IPv4Interface, IPv4Network
 
 from fabric.lint.configs.model import ConfigSet
@@ -174,6 +175,25 @@ class RailCabling(Rule):
                     )
 
 
+def _network(addr: str) -> IPv4Network:
+    """IPv4Interface(addr).network, one object per network (tens of thousands of host addresses share a few
+    hundred rail subnets): a dotted quad with an optional prefix is masked as integers, anything else parsed."""
+    ip, _, plen = addr.partition("/")
+    parts = ip.split(".")
+    if len(parts) == 4 and all(p.isdigit() and len(p) <= 3 and (p == "0" or p[0] != "0") for p in parts) \
+            and (not plen or (plen.isdigit() and int(plen) <= 32)):
+        n = int(parts[0]) << 24 | int(parts[1]) << 16 | int(parts[2]) << 8 | int(parts[3])
+        p = int(plen) if plen else 32
+        if n < 1 << 32 and all(int(x) < 256 for x in parts):
+            return _net(n & (0xFFFFFFFF << (32 - p)) & 0xFFFFFFFF, p)
+    return IPv4Interface(addr).network
+
+
+@lru_cache(maxsize=65536)
+def _net(network: int, prefix: int) -> IPv4Network:
+    return IPv4Network((network, prefix))
+
+
 def _addresses(ctx: Context) -> list[tuple[str, str, str, tuple[str, int | None]]]:
     """(address/prefix, owner, item, where) of every address the fabric assigns."""
     out = []
@@ -232,7 +252,7 @@ class OverlappingSubnets(Rule):
     def check(self, ctx: Context) -> Iterator[Finding]:
         nets: dict[IPv4Network, tuple[str, str, tuple[str, int | None]]] = {}
         for addr, owner, item, where in _addresses(ctx):
-            net = IPv4Interface(addr).network
+            net = _network(addr)
             domain = "management" if item == "management" else f"{owner} {item}"
             if item != "management" and not item.startswith("loopback"):
                 domain = f"rail {net}"  # a rail subnet is shared by its gateway and its hosts

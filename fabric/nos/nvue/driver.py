@@ -35,7 +35,7 @@ def _lines(path: Path, value: object) -> tuple[str, list[str]]:
 
 def load_running(text: str) -> dict:
     """`nv config show -o json` (the tree) or `-o yaml` (a list: `- header:`, `- set:`) → the applied tree."""
-    data = yaml.safe_load(text) if text.strip() else {}
+    data = yaml.load(text, Loader=yaml.CSafeLoader) if text.strip() else {}  # libyaml: 7× the pure-Python loader
     if isinstance(data, list):
         tree: dict = {}
         for doc in data:
@@ -66,7 +66,7 @@ class NvueDriver(Driver):
         return yaml.safe_dump(self._applied(), sort_keys=True, default_flow_style=False)
 
     def _intended(self) -> dict:
-        data = yaml.safe_load(self.intended)
+        data = yaml.load(self.intended, Loader=yaml.CSafeLoader)
         if isinstance(data, dict):  # a recorded snapshot (fabric rollback): the whole tree
             return data
         tree: dict = {}

@@ -124,11 +124,18 @@ def _qos_tree(q: QosFacts, default_cable: int | None, profiles: dict[str, int], 
 
 def _breakout(sw: SwitchIntent, p: PortIntent) -> tuple[str, Tree] | None:
     """(parent, link breakout tree) for a sub-port swpNsK; the split follows platform lanes / port lanes."""
-    m = _SUBPORT.match(p.name)
-    plat = PLATFORMS.get(sw.platform)
-    if not m or plat is None:
+    parent = _parent(p.name)
+    plat = PLATFORMS.get(sw.platform) if parent else None
+    if parent is None or plat is None:
         return None
-    return m.group(1), {"link": {"breakout": {f"{plat.lanes // p.lanes}x": {"lanes-per-port": p.lanes}}}}
+    return parent, {"link": {"breakout": {f"{plat.lanes // p.lanes}x": {"lanes-per-port": p.lanes}}}}
+
+
+@lru_cache(maxsize=65536)
+def _parent(port: str) -> str | None:
+    """swp1 of the sub-port swp1s0; None for any other port."""
+    m = _SUBPORT.match(port)
+    return m.group(1) if m else None
 
 
 def policy_tree(sw: SwitchIntent) -> Tree:
@@ -151,28 +158,44 @@ def set_tree(sw: SwitchIntent) -> Tree:
     ifaces: Tree = {"lo": {"type": "loopback", f.ip: {"address": {sw.loopback: {}}}}}
     _default_cable, profiles = pfc_profiles(sw)
     by_cable = {m: name for name, m in profiles.items()}
+    # The subtrees that ports have in common are built once per switch and shared (Shared: emitted once).
+    links: dict[tuple[int, int], Shared] = {}
+    bridges: dict[tuple[int, bool], Shared] = {}
+    qoses: dict[tuple[str | None, bool], Shared] = {}
+    port_router = Shared({"adaptive-routing": dict(on)})
     for p in sw.ports:
         if (bo := _breakout(sw, p)) is not None:
             _put(ifaces, [bo[0]], bo[1])
-        it: Tree = {"type": "swp", "description": p.description,
-                    "link": {"speed": f"{p.speed}G", "mtu": p.mtu}}
+        link = links.get((p.speed, p.mtu))
+        if link is None:
+            link = links[(p.speed, p.mtu)] = Shared({"speed": f"{p.speed}G", "mtu": p.mtu})
+        it: Tree = {"type": "swp", "description": p.description, "link": link}
         if p.vlan is not None:
-            # a host that tags its rail VLAN needs a tagged member (VLAN-aware Bridge Mode page); `untagged none`
-            # keeps its untagged frames out of the bridge's default VLAN
-            member = {"vlan": {str(p.vlan): {}}, "untagged": "none"} if p.tagged else {"access": p.vlan}
-            it["bridge"] = {"domain": {BRIDGE: member}}
+            bridge = bridges.get((p.vlan, p.tagged))
+            if bridge is None:
+                # a host that tags its rail VLAN needs a tagged member (VLAN-aware Bridge Mode page); `untagged
+                # none` keeps its untagged frames out of the bridge's default VLAN
+                member = {"vlan": {str(p.vlan): {}}, "untagged": "none"} if p.tagged else {"access": p.vlan}
+                bridge = bridges[(p.vlan, p.tagged)] = Shared({"domain": {BRIDGE: member}})
+            it["bridge"] = bridge
         if p.address:
             it[f.ip] = {"address": {p.address: {}}}
-        qos: Tree = {}
-        if p.pfc and p.cable_m in by_cable:
-            qos["pfc"] = {"profile": by_cable[p.cable_m]}
-        if p.watchdog:
-            qos["pfc-watchdog"] = {"state": "enable"}  # nvue-reference: `qos pfc-watchdog state enable` (5.6+)
+        profile = by_cable[p.cable_m] if p.pfc and p.cable_m in by_cable else None
+        qos = qoses.get((profile, p.watchdog))
+        if qos is None:
+            qos = qoses[(profile, p.watchdog)] = Shared()
+            if profile is not None:
+                qos["pfc"] = {"profile": profile}
+            if p.watchdog:
+                qos["pfc-watchdog"] = {"state": "enable"}  # nvue-reference: `qos pfc-watchdog state enable` (5.6+)
         if qos:
             it["qos"] = qos
         if p.adaptive_routing:
-            it["router"] = {"adaptive-routing": dict(on)}
-        _put(ifaces, [p.name], it)
+            it["router"] = port_router
+        if p.name in ifaces:  # a breakout parent that is also a port
+            _put(ifaces, [p.name], it)
+        else:
+            ifaces[p.name] = it
     for s in sw.svis:
         ifaces[s.name.lower()] = {"type": "svi", "vlan": s.vlan, f.ip: {"address": {s.address: {}}}}
     t["interface"] = ifaces
@@ -190,15 +213,13 @@ def set_tree(sw: SwitchIntent) -> Tree:
             "detect-multiplier": b.bfd_detect_multiplier, "min-rx-interval": b.bfd_interval_ms,
             "min-tx-interval": b.bfd_interval_ms}}}
     t["router"] = router
-    neighbors: Tree = {}
-    for nb_ in b.neighbors:
-        nb: Tree = {"type": "unnumbered", "remote-as": "external",
-                    "timers": {"keepalive": b.keepalive, "hold": b.hold}}
-        if b.bfd:
-            nb["bfd"] = {"profile": BFD_PROFILE} if f.bfd_profiles else dict(on)
-        if b.graceful_shutdown:
-            nb["address-family"] = {"ipv4-unicast": {"policy": {"inbound": {"route-map": FABRIC_IN}}}}
-        neighbors[nb_.port] = nb
+    nb = Shared({"type": "unnumbered", "remote-as": "external",  # every neighbour's: one tree, emitted once
+                 "timers": {"keepalive": b.keepalive, "hold": b.hold}})
+    if b.bfd:
+        nb["bfd"] = {"profile": BFD_PROFILE} if f.bfd_profiles else dict(on)
+    if b.graceful_shutdown:
+        nb["address-family"] = {"ipv4-unicast": {"policy": {"inbound": {"route-map": FABRIC_IN}}}}
+    neighbors: Tree = {nb_.port: nb for nb_ in b.neighbors}
     af: Tree = {"network": {n: {} for n in b.networks}, "multipaths": {"ebgp": b.max_paths}}
     t["vrf"] = {VRF: {"router": {"bgp": {"neighbor": neighbors, "address-family": {"ipv4-unicast": af}}}}}
     if b.blackholes:

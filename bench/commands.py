@@ -1,0 +1,98 @@
+"""Time the commands engineers run dozens of times a day, as whole processes, on generated fabrics of growing size.
+
+For each size (GPUs; default 4,096 and 32,768) it generates a rail-optimized fabric (`fabric generate gpu-rail`),
+renders it once, saves each switch's rendered NVUE patch as its "running" config, and then times, median of
+`--runs`: `--version`, `--help`, `validate`, `lint`, `render`, `render --all`, `explain` of one leaf,
+`lint --configs` on the render and `plan --running` against the unchanged render. With `--baseline FABRIC` (the
+`fabric` executable of another checkout, e.g. the last release's venv) each figure is measured for both in the same
+run, alternating, so a loaded machine slows both alike, and the ratio is printed. With two or more sizes, the
+exponent k in time ∝ size^k between the smallest and largest size says whether a command scales linearly (k ≈ 1).
+
+Usage: `.venv/bin/python bench/commands.py [--sizes 4096,32768,65536] [--runs 3] [--baseline PATH/bin/fabric]`
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import shutil
+import statistics
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent.parent
+FABRIC = str(HERE / ".venv" / "bin" / "fabric")
+
+
+def commands(inv: Path, out: Path, running: Path) -> dict[str, list[str]]:
+    return {
+        "--version": ["--version"],
+        "--help": ["--help"],
+        "validate": ["validate", str(inv)],
+        "lint": ["lint", str(inv)],
+        "render": ["render", str(inv), "-o", str(out / "r")],
+        "render --all": ["render", str(inv), "--all", "-o", str(out / "a")],
+        "explain leaf-su1-r1": ["explain", str(inv), "leaf-su1-r1", "--format", "json"],
+        "lint --configs": ["lint", str(inv), "--configs", str(running)],
+        "plan --running": ["plan", str(inv), "--running", str(running)],
+    }
+
+
+def seconds(exe: str, argv: list[str]) -> float:
+    t0 = time.perf_counter()
+    subprocess.run([exe, *argv], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    return time.perf_counter() - t0
+
+
+def measure(gpus: int, runs: int, exes: list[str], work: Path) -> dict[str, list[float]]:
+    inv, out, running = work / f"g{gpus}", work / f"out{gpus}", work / f"running{gpus}"
+    subprocess.run([FABRIC, "generate", "gpu-rail", "--gpus", str(gpus), "-o", str(inv)], check=True,
+                   stdout=subprocess.DEVNULL)
+    subprocess.run([FABRIC, "render", str(inv), "-o", str(out / "seed")], check=True, stdout=subprocess.DEVNULL)
+    running.mkdir()
+    for patch in (out / "seed" / "switches").glob("*/nvue-patch.yaml"):
+        shutil.copy(patch, running / f"{patch.parent.name}.yaml")
+    medians: dict[str, list[float]] = {}
+    for name, argv in commands(inv, out, running).items():
+        times: list[list[float]] = [[] for _ in exes]
+        for _ in range(runs):
+            for i, exe in enumerate(exes):  # alternate: the same load on both
+                times[i].append(seconds(exe, argv))
+        medians[name] = [statistics.median(t) for t in times]
+        print(f"  {gpus:>6} GPUs  {name:<22} " + "  ".join(f"{m:8.2f} s" for m in medians[name]), flush=True)
+    return medians
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", default="4096,32768")
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--baseline", help="the fabric executable to compare with")
+    args = ap.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    exes = [FABRIC, *([args.baseline] if args.baseline else [])]
+    base = HERE / "build"
+    base.mkdir(exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=base, prefix="bench-commands-") as tmp:
+        results = {gpus: measure(gpus, args.runs, exes, Path(tmp)) for gpus in sizes}
+    head = "| command | " + " | ".join(f"{g:,} GPUs" for g in sizes)
+    head += " | exponent |" if len(sizes) > 1 else " |"
+    print("\n" + head + "\n|" + " --- |" * (head.count("|") - 1))
+    for name in results[sizes[0]]:
+        cells = []
+        for g in sizes:
+            new, *old = results[g][name]
+            cells.append(f"{new:.2f} s" + (f" (baseline {old[0]:.2f} s, {old[0] / new:.1f}×)" if old else ""))
+        row = f"| `{name}` | " + " | ".join(cells)
+        if len(sizes) > 1:
+            lo, hi = results[sizes[0]][name][0], results[sizes[-1]][name][0]
+            row += f" | {math.log(hi / lo) / math.log(sizes[-1] / sizes[0]):.2f} |"
+        else:
+            row += " |"
+        print(row)
+
+
+if __name__ == "__main__":
+    main()
