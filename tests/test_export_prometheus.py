@@ -29,7 +29,7 @@ import yaml
 from typer.testing import CliRunner
 
 from fabric.accept.counters import parse_host_dump
-from fabric.cli.main import app
+from fabric.cli import app
 from fabric.design.derive import derive
 from fabric.export import prometheus as prom
 from fabric.export import sources as src
