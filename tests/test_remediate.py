@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import stat
 import sys
 from pathlib import Path
 
@@ -16,6 +15,7 @@ from fabric.cli import main
 from fabric.design.derive import derive
 from fabric.model.load import load
 from fabric.remediate import Fault, actions, command_lines, merge
+from tests.standins.schedulers import install
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "inventories" / "example"
 LOGS = Path(__file__).parent / "fixtures" / "logs"
@@ -34,15 +34,13 @@ def cli(capsys, monkeypatch, *args: object) -> tuple[int, str, str]:
 
 @pytest.fixture
 def standins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """`scontrol` and `kubectl` on PATH that append their argv to calls.log (kubectl fails for gpu-su1-04)."""
-    bin_ = tmp_path / "bin"
-    bin_.mkdir()
-    log = tmp_path / "calls.log"
-    for tool, body in (("scontrol", ""), ("kubectl", 'case "$*" in *gpu-su1-04*) echo "Error from server (NotFound):'
-                                                    ' nodes \\"gpu-su1-04\\" not found" >&2; exit 1;; esac\n')):
-        (bin_ / tool).write_text(f'#!/bin/sh\necho "{tool} $*" >> {log}\n{body}echo ok\n')
-        (bin_ / tool).chmod(stat.S_IRWXU)
-    monkeypatch.setenv("PATH", f"{bin_}:{os.environ['PATH']}")
+    """`scontrol` and `kubectl` stand-ins on PATH (tests/standins/schedulers.py: they parse their arguments as the
+    real tools do and refuse the rest), every call in calls.log; the cluster knows every node but gpu-su1-04."""
+    state = tmp_path / "sched"
+    install(tmp_path / "bin", state)
+    (state / "nodes.json").write_text(json.dumps({"kubectl": [f"gpu-su1-0{i}" for i in (1, 2, 3, 5, 6, 7, 8)]}))
+    log = state / "calls.log"
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}:{os.environ['PATH']}")
     monkeypatch.setenv("FABRIC_STATE", str(tmp_path / "state"))
     return log
 
