@@ -70,14 +70,17 @@ demo: deps venv
 	  $(FABRIC) accept $(DEMO_INV) --lab --quick -o build/demo/accept; } || rc=$$?; \
 	$(FABRIC) lab down $(DEMO_INV); exit $$rc
 
+# pytest-xdist: TEST_WORKERS processes; every root/lab test shares one group (tests/conftest.py), so they run one
+# after another on one worker while the others take the rest.
+TEST_WORKERS ?= 2
 test: deps venv refs
 	$(VENV)/bin/ruff check fabric tests bench
 	$(VENV)/bin/lint-imports
-	$(VENV)/bin/pytest -q
+	$(VENV)/bin/pytest -q -n $(TEST_WORKERS) --dist loadgroup
 
 # The fuzzer (tests/fuzz), long: FUZZ_EXAMPLES inventory mutations, the other targets by FUZZ_SHARES of that;
-# counts and throughput in build/fuzz/*.json, inputs of defects kept in build/fuzz/defects/. CI runs the same
-# tests with the defaults (a fixed seed, ~2 minutes).
+# counts and throughput in build/fuzz/*.json, inputs of defects kept in build/fuzz/defects/. `make test` runs the
+# same tests with the defaults of tests/fuzz/test_fuzz.py (the same fixed seed, 100 inventory mutations).
 FUZZ_EXAMPLES ?= 10000
 FUZZ_SHARES ?= configs=0.2,outputs=0.2,intents=0.1
 FUZZ_SEED ?= 17

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -27,3 +28,54 @@ def example_copy(tmp_path: Path) -> Path:
     dst = tmp_path / "example"
     shutil.copytree(EXAMPLE, dst)
     return dst
+
+
+# Parallel runs (`pytest -n 2 --dist loadgroup`, what `make test` does): every test marked `root` or `lab`
+# shares one xdist group, so they run one after another on one worker — namespaces, the management bridge,
+# FRR and sshd stand-ins never meet — while the rest spread over the other workers. A new root/lab test is
+# grouped by its marker alone. Without xdist the marker is inert.
+SERIAL_MARKERS = ("root", "lab")
+SERIAL_GROUP = "root-lab"
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if any(item.get_closest_marker(m) for m in SERIAL_MARKERS):
+            item.add_marker(pytest.mark.xdist_group(SERIAL_GROUP))
+
+
+class _XdistGroupIds:
+    """xdist's loadgroup sends a test to its group's worker by a `@group` suffix on the test id, which xdist ≤ 3.8
+    writes to `item._nodeid`; pytest ≥ 9.2 keeps the id in `item._id` (a NodeId) and ignores that. This writes it
+    where this pytest reads it, when xdist's own write did not take (a no-op where it did)."""
+
+    @pytest.hookimpl(trylast=True)  # after xdist's own hook
+    def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
+        if not getattr(config.option, "loadgroup", False):
+            return
+        for item in items:
+            mark = item.get_closest_marker("xdist_group")
+            if mark is None or "@" in item.nodeid.rpartition("]")[2].rpartition("::")[2]:
+                continue
+            group = mark.args[0] if mark.args else mark.kwargs.get("name", "default")
+            node_id = getattr(item, "_id", None)
+            if node_id is not None and hasattr(type(node_id), "parse"):
+                item._id = type(node_id).parse(f"{item.nodeid}@{group}")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Each test process (each xdist worker) gets its own push and lab state base, so no test reads or writes the
+    operator's `~/.local/state/roce-fabric` or `/run/roce-fabric/lab`, and workers never share an apply lock or
+    an audit log. Tests that need a particular directory still pass their own FABRIC_STATE/FABRIC_LAB_STATE."""
+    config.pluginmanager.register(_XdistGroupIds(), "fabric-xdist-group-ids")
+    base = Path(tempfile.mkdtemp(prefix="fabric-test-state-"))
+    config._fabric_state_base = base  # type: ignore[attr-defined]
+    os.environ["FABRIC_STATE"] = str(base / "push")
+    os.environ["FABRIC_LAB_STATE"] = str(base / "lab")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    base = getattr(config, "_fabric_state_base", None)
+    if base is not None:
+        shutil.rmtree(base, ignore_errors=True)

@@ -40,10 +40,13 @@ FIXTURES = (eos, nvue)  # the stand-in fixtures, used through request.getfixture
 
 pytestmark = [pytest.mark.root]
 LEAVES = ("leaf-su1-r1", "leaf-su1-r2")
-SLOW = ("--settle", "6", "--postcheck-timeout", "3", "--confirm-timer", "25")
-FAST = ("--settle", "0.5", "--postcheck-timeout", "3", "--confirm-timer", "20")
+# The device confirm timers, through the options users have (`apply --confirm-timer` ≥ --postcheck-timeout +
+# --settle + 10). SLOW: a settle long enough to act on the committed change, a timer that still outlasts the next
+# plan and refused apply, then fires (two tests wait for it); FAST: the tool confirms at once.
+SLOW = ("--settle", "4", "--postcheck-timeout", "2", "--confirm-timer", "18")
+FAST = ("--settle", "0.5", "--postcheck-timeout", "2", "--confirm-timer", "15")
 LIMIT = ("--limit", ",".join(LEAVES))
-LONG = ("--settle", "6", "--postcheck-timeout", "3", "--confirm-timer", "120")  # the tool, not the timer, acts
+LONG = ("--settle", "4", "--postcheck-timeout", "2", "--confirm-timer", "60")  # the tool, not the timer, acts
 
 
 def _intents(inv: Path) -> dict[str, tuple[object, dict]]:
