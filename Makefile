@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 FABRIC := $(VENV)/bin/fabric
 APT_PACKAGES := frr frr-pythontools openssh-server openssh-client iperf3 iproute2 iputils-ping ethtool procps \
-  libyang2-dev
+  libyang2-dev systemd netplan.io
 # Side venv for ../shared/tools/sonic_yang_check.py (libyang C 2 from Debian, its PyPI bindings)
 YANG_VENV := .refs/yang-venv
 
