@@ -70,9 +70,10 @@ demo: deps venv
 	  $(FABRIC) accept $(DEMO_INV) --lab --quick -o build/demo/accept; } || rc=$$?; \
 	$(FABRIC) lab down $(DEMO_INV); exit $$rc
 
-# pytest-xdist: TEST_WORKERS processes; every root/lab test shares one group (tests/conftest.py), so they run one
-# after another on one worker while the others take the rest.
-TEST_WORKERS ?= 2
+# pytest-xdist: TEST_WORKERS processes; the lab tests run one after another on one worker, the other root tests
+# on another (their xdist groups, tests/conftest.py), the rest spread over all. Three on two cores: the lab and
+# root workers mostly wait on timers, daemons and SSH.
+TEST_WORKERS ?= 3
 test: deps venv refs
 	$(VENV)/bin/ruff check fabric tests bench
 	$(VENV)/bin/lint-imports

@@ -30,19 +30,20 @@ def example_copy(tmp_path: Path) -> Path:
     return dst
 
 
-# Parallel runs (`pytest -n 2 --dist loadgroup`, what `make test` does): every test marked `root` or `lab`
-# shares one xdist group, so they run one after another on one worker — namespaces, the management bridge,
-# FRR and sshd stand-ins never meet — while the rest spread over the other workers. A new root/lab test is
-# grouped by its marker alone. Without xdist the marker is inert.
-SERIAL_MARKERS = ("root", "lab")
-SERIAL_GROUP = "root-lab"
+# Parallel runs (`pytest -n 3 --dist loadgroup`, what `make test` does): the tests of one xdist group run one
+# after another on one worker. Every `lab` test is in group "lab" (the lab's namespaces, management bridge, FRR and
+# state base are shared); every other `root` test in group "root" (namespaces, sshd and SSH stand-ins, each named
+# per process, but their timers and daemons are kept off each other); the rest spread over the workers. A new
+# root or lab test is grouped by its marker alone. Without xdist the groups are inert.
+SERIAL_GROUPS = (("lab", "lab"), ("root", "root"))  # (marker, group), the first marker that matches decides
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
-        if any(item.get_closest_marker(m) for m in SERIAL_MARKERS):
-            item.add_marker(pytest.mark.xdist_group(SERIAL_GROUP))
+        group = next((g for marker, g in SERIAL_GROUPS if item.get_closest_marker(marker)), None)
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
 
 
 class _XdistGroupIds:
