@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 FABRIC := $(VENV)/bin/fabric
 APT_PACKAGES := frr frr-pythontools openssh-server openssh-client iperf3 iproute2 iputils-ping ethtool procps python3-venv \
-  libyang2-dev prometheus
+  libyang2-dev prometheus systemd netplan.io
 # Side venv for ../shared/tools/sonic_yang_check.py (libyang C 2 from Debian, its PyPI bindings)
 YANG_VENV := .refs/yang-venv
 
@@ -72,14 +72,18 @@ demo: deps venv
 	  $(FABRIC) accept $(DEMO_INV) --lab --quick -o build/demo/accept; } || rc=$$?; \
 	$(FABRIC) lab down $(DEMO_INV); exit $$rc
 
+# pytest-xdist: TEST_WORKERS processes; the lab tests run one after another on one worker, the other root tests
+# on another (their xdist groups, tests/conftest.py), the rest spread over all. Three on two cores: the lab and
+# root workers mostly wait on timers, daemons and SSH.
+TEST_WORKERS ?= 3
 test: deps venv refs
 	$(VENV)/bin/ruff check fabric tests bench
 	$(VENV)/bin/lint-imports
-	$(VENV)/bin/pytest -q
+	$(VENV)/bin/pytest -q -n $(TEST_WORKERS) --dist loadgroup
 
 # The fuzzer (tests/fuzz), long: FUZZ_EXAMPLES inventory mutations, the other targets by FUZZ_SHARES of that;
-# counts and throughput in build/fuzz/*.json, inputs of defects kept in build/fuzz/defects/. CI runs the same
-# tests with the defaults (a fixed seed, ~2 minutes).
+# counts and throughput in build/fuzz/*.json, inputs of defects kept in build/fuzz/defects/. `make test` runs the
+# same tests with the defaults of tests/fuzz/test_fuzz.py (the same fixed seed, 100 inventory mutations).
 FUZZ_EXAMPLES ?= 10000
 FUZZ_SHARES ?= configs=0.2,outputs=0.2,intents=0.1,running=0.1,replies=0.5,remediate=0.05
 FUZZ_SEED ?= 17

@@ -7,7 +7,6 @@ Faults: a sender's rail throttled (incast names it) and a leaf port whose queues
 
 from __future__ import annotations
 
-import fcntl
 import json
 import shutil
 import subprocess
@@ -27,7 +26,9 @@ NAME = "congestlab"
 
 @pytest.fixture(scope="module")
 def inv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """The example fabric under its own name, prefix and management subnet; the lab lock held throughout."""
+    """The example fabric under its own name, prefix and management subnet. (Other labs stay away by the root/lab
+    xdist group of tests/conftest.py; a shared machine's lock is taken around the pytest run, not here, where a
+    second flock on the same file would wait for the first forever.)"""
     require_lab()
     require(shutil.which("iperf3") is not None, "iperf3")
     d = tmp_path_factory.mktemp("cg") / NAME
@@ -39,15 +40,25 @@ def inv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     addr["addressing"]["management"] = "198.51.102.0/24"
     (d / "addressing.yaml").write_text(yaml.safe_dump(addr))
     (d / "lab.yaml").write_text(yaml.safe_dump({"lab": {"prefix": "cg", "management": "198.51.102.0/24"}}))
-    with open("/tmp/roce-lab.lock", "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            fabric("lab", "up", str(d), "--timeout", "90", check=True)
-            yield str(d)
-        finally:
-            fabric("lab", "fault", str(d), "clear")
-            p = fabric("lab", "down", str(d))
-            assert p.returncode == 0, p.stderr
+    try:
+        fabric("lab", "up", str(d), "--timeout", "90", check=True)
+        yield str(d)
+    finally:
+        fabric("lab", "fault", str(d), "clear")
+        p = fabric("lab", "down", str(d))
+        assert p.returncode == 0, p.stderr
+
+
+def _ets_floor(inv: str) -> float:
+    """The ets check's own floor for a leaf port: the configured RoCE share × (1 − its default tolerance)."""
+    from fabric.accept.checks.congestion import EtsInput, configured_share
+    from fabric.design.derive import derive
+    from fabric.model.load import load
+
+    fab = derive(load(Path(inv)), target="frr")
+    share, _roce, _bulk = configured_share(fab, "gpu-su1-01", "leaf-su1-r1")
+    assert 0 < share < 1  # DWRR against best effort, not strict
+    return round(share * (1 - EtsInput().tolerance), 3)
 
 
 def _accept(inv: str, out: Path, *args: str) -> tuple[int, dict]:
@@ -90,8 +101,9 @@ def test_incast_and_ets_pass_with_switch_counters(inv: str, tmp_path: Path) -> N
     senders = [m for m in incast["measurements"] if m["unit"] == "Gb/s" and m["dst"] != "aggregate"]
     assert len(senders) == 4 * 3 and all(m["value"] >= m["threshold"] > 0 for m in senders)
     shares = ets["measurements"]
-    assert len(shares) == 4 and all(m["unit"] == "RoCE share" and m["value"] >= m["threshold"] >= 0.4
-                                    for m in shares)
+    floor = _ets_floor(inv)
+    assert len(shares) == 4 and all(m["unit"] == "RoCE share" and m["threshold"] == floor and m["ok"] and
+                                    m["value"] >= floor for m in shares), shares
     assert "port queues" in shares[0]["detail"]  # judged on the leaf port's own queue counters
     assert r["traffic-class"]["status"] == "pass"
     moved = {(c["node"], c["port"], c["counter"]) for c in data["switch_counters"] if c["after"] > c["before"]}
@@ -118,7 +130,7 @@ def test_throttled_sender_and_misshaped_port_are_located(inv: str, tmp_path: Pat
         located
     assert "leaf-su1-r3:swp3" in r["incast"]["message"] and "receiver port leaf-su1-r2:swp1" in r["incast"]["message"]
     bad = [m for m in r["ets"]["measurements"] if not m["ok"]]
-    assert [(m["src"], m["dst"]) for m in bad] == [("leaf-su1-r2", "swp1")] and bad[0]["value"] < 0.4
+    assert [(m["src"], m["dst"]) for m in bad] == [("leaf-su1-r2", "swp1")] and bad[0]["value"] < _ets_floor(inv)
     assert "Located: leaf-su1-r2:swp1" in r["ets"]["message"]
     # clearing the fault gives the switch port its queues back
     assert "1:5 " in _tc(NAME, "leaf-su1-r2", "class", "show", "dev", "swp1")

@@ -31,6 +31,7 @@ from typer.testing import CliRunner
 from fabric.accept.counters import parse_host_dump
 from fabric.cli import app
 from fabric.design.derive import derive
+from fabric.export import monitoring
 from fabric.export import prometheus as prom
 from fabric.export import sources as src
 from fabric.model.inventory import Monitoring
@@ -59,7 +60,7 @@ def test_promtool_accepts_rules_and_their_unit_tests(inv: Path, tmp_path: Path) 
     require(PROMTOOL is not None, "promtool (Debian package prometheus)")
     loaded = load(inv)
     fabric = derive(loaded)
-    files = prom.files(fabric, loaded.inv.monitoring)
+    files = monitoring.files(fabric, loaded.inv.monitoring)
     _write(files, tmp_path)
     rules = tmp_path / f"{fabric.name}.rules.yml"
     check = subprocess.run([PROMTOOL, "check", "rules", str(rules)], capture_output=True, text=True, timeout=60)
@@ -91,7 +92,7 @@ def test_promtool_unit_test_fails_on_a_wrong_label(tmp_path: Path) -> None:
     """The generated unit tests can fail: the expected cable of the storm alert changed → promtool fails."""
     require(PROMTOOL is not None, "promtool (Debian package prometheus)")
     loaded = load(ROOT / "inventories" / "example")
-    files = prom.files(derive(loaded), loaded.inv.monitoring)
+    files = monitoring.files(derive(loaded), loaded.inv.monitoring)
     doc = yaml.safe_load(files["example.rules.test.yml"])
     storm = next(t for t in doc["tests"] if t["alert_rule_test"][0]["alertname"] == "RocePfcPauseStorm")
     storm["alert_rule_test"][0]["exp_alerts"][0]["exp_labels"]["cable"] = "gpu-su1-01:rail1 <-> leaf-su1-r1:swp9, 5 m"

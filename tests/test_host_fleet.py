@@ -195,7 +195,7 @@ def test_fleet_verifies_host_keys_and_never_skips_them_for_real_hosts(fleet: dic
     rc, data = _hosts(fleet, "plan", "--limit", "gpu-su1-01:gpu-su1-02")
     by = {h["host"]: h for h in data["hosts"]}
     assert rc == 1 and by["gpu-su1-02"]["status"] == "unreachable" and by["gpu-su1-01"]["status"] == "ok"
-    assert "verification failed" in by["gpu-su1-02"]["note"].lower() or by["gpu-su1-02"]["note"]
+    assert "host key verification failed" in by["gpu-su1-02"]["note"].lower(), by["gpu-su1-02"]["note"]
     # these hosts are not a lab: --insecure-lab is refused before anything runs
     p = subprocess.run([FABRIC, "hosts", "plan", str(fleet["inventory"]), "--limit", "gpu-su1-02", "--insecure-lab"],
                        capture_output=True, text=True, timeout=60)

@@ -30,6 +30,8 @@ pytestmark = pytest.mark.install
 
 
 def _run(args: list[str], *, cwd: Path, timeout: int = 600, env: dict[str, str] | None = None) -> str:
+    # never PYTHONPATH: with the checkout on it, pip counts roce-fabric as installed and skips the wheel
+    env = {k: v for k, v in (os.environ if env is None else env).items() if k != "PYTHONPATH"}
     p = subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env)
     if p.returncode != 0:
         pytest.fail(f"{' '.join(args)} exited {p.returncode}\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}")

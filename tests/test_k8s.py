@@ -48,6 +48,7 @@ from fabric.design.intent import FabricIntent
 from fabric.errors import InputError
 from fabric.model.load import load
 from fabric.render import k8s as rk
+from tests.standins.schedulers import install
 
 SHARED = Path(os.environ.get("ROCE_FABRIC_SHARED", ROOT.parent / "shared"))
 CHECKER = SHARED / "tools" / "k8s_crd_check.py"
@@ -478,36 +479,15 @@ def test_perftest_job_runs_end_to_end_and_is_judged_per_pair(vlan16: FabricInten
 
 # ---------------------------------------------------------------------------------------------- apply and follow
 
-FAKE_KUBECTL = r'''#!/usr/bin/env python3
-"""Stand-in kubectl: logs argv to $KUBECTL_LOG; an MPIJob is Running on the first `get`, then $KUBECTL_STATE
-(Succeeded or Failed); `logs` prints $KUBECTL_LOGS."""
-import json, os, sys
-args = sys.argv[1:]
-open(os.environ["KUBECTL_LOG"], "a").write(" ".join(args) + "\n")
-if args[0] == "get":
-    seen = os.environ["KUBECTL_LOG"] + ".gets"
-    n = int(open(seen).read()) if os.path.exists(seen) else 0
-    open(seen, "w").write(str(n + 1))
-    state = "Running" if n == 0 else os.environ.get("KUBECTL_STATE", "Succeeded")
-    conds = [{"type": "Running", "status": "True"}]
-    if state != "Running":
-        conds.append({"type": state, "status": "True", "message": f"MPIJob default/x is {state.lower()}."})
-    print(json.dumps({"status": {"conditions": conds}}))
-elif args[0] == "logs":
-    sys.stdout.write(open(os.environ["KUBECTL_LOGS"]).read())
-'''
-
-
 @pytest.fixture
 def kubectl(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    exe = tmp_path / "kubectl"
-    exe.write_text(FAKE_KUBECTL)
-    exe.chmod(0o755)
-    log = tmp_path / "kubectl.log"
-    monkeypatch.setenv("KUBECTL_LOG", str(log))
-    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    """The kubectl stand-in (tests/standins/schedulers.py: kubectl's own argument syntax, the rest refused): an
+    MPIJob Running on the first `get`, then $KUBECTL_STATE (Succeeded or Failed); `logs` prints $KUBECTL_LOGS.
+    Returns the log of its argv, one call a line."""
+    install(tmp_path / "bin", tmp_path / "sched")
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}:{os.environ['PATH']}")
     monkeypatch.setattr(k8s.K8sRunner, "__init__", _fast_init(k8s.K8sRunner.__init__))
-    return log
+    return tmp_path / "sched" / "kubectl.log"
 
 
 def _fast_init(init):
@@ -542,7 +522,8 @@ def test_a_failed_mpijob_fails_the_check_with_the_operators_message(h100: Fabric
     monkeypatch.setenv("KUBECTL_STATE", "Failed")
     check = NcclAllReduce(NcclInput(launcher="k8s", image=IMAGE, pairs="none", cluster=True))
     res = check.run(Context(site=SimpleNamespace(fabric=h100), report_dir=tmp_path))  # type: ignore[arg-type]
-    assert res.status == "fail" and "MPIJob nccl-allreduce-0 failed: MPIJob default/x is failed." in res.message
+    assert res.status == "fail" and \
+        "MPIJob nccl-allreduce-0 failed: MPIJob default/nccl-allreduce-0 is failed." in res.message
     assert kubectl.read_text().splitlines()[-1].startswith("delete -f")
 
 

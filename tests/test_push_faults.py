@@ -40,10 +40,14 @@ FIXTURES = (eos, nvue)  # the stand-in fixtures, used through request.getfixture
 
 pytestmark = [pytest.mark.root]
 LEAVES = ("leaf-su1-r1", "leaf-su1-r2")
-SLOW = ("--settle", "6", "--postcheck-timeout", "3", "--confirm-timer", "25")
+# The device confirm timers, through the options users have (`apply --confirm-timer` ≥ --postcheck-timeout +
+# --settle + 10). SLOW: a settle long enough to act on the committed change, a timer that still outlasts the next
+# plan and refused apply, then fires (two tests wait for it); FAST: the tool confirms at once.
+# (Under a loaded machine the next plan and apply take seconds each: SLOW's timer stays at 25 s.)
+SLOW = ("--settle", "4", "--postcheck-timeout", "3", "--confirm-timer", "25")
 FAST = ("--settle", "0.5", "--postcheck-timeout", "3", "--confirm-timer", "20")
 LIMIT = ("--limit", ",".join(LEAVES))
-LONG = ("--settle", "6", "--postcheck-timeout", "3", "--confirm-timer", "120")  # the tool, not the timer, acts
+LONG = ("--settle", "4", "--postcheck-timeout", "3", "--confirm-timer", "60")  # the tool, not the timer, acts
 
 
 def _intents(inv: Path) -> dict[str, tuple[object, dict]]:
@@ -339,18 +343,26 @@ def test_session_dropped_after_commit_on_nvue_and_eos(target: str, request: pyte
 
 
 def test_drain_and_undrain_through_the_transaction_on_sonic(sonic2: tuple[StandinNet, Path, Path]) -> None:
-    """drain sets BGP_GLOBALS graceful_shutdown as a confirmed transaction (checkpoint, job, save); undrain
-    removes exactly that, shown as rendered by an earlier apply. This stand-in's queue counters carry no
-    bytes for the fabric ports, so the rate is not measured, and the result says so (None)."""
+    """drain sets BGP_GLOBALS graceful_shutdown as a confirmed transaction (checkpoint, job, save) and measures the
+    fabric ports before (the stand-in's queue counters carry 80 Mbit/s on TC3 until the drain) and after (quiet);
+    undrain removes exactly that, shown as rendered by an earlier apply."""
     net, inv, state = sonic2
     d = net.devices[LEAVES[0]]
     assert run(net, "apply", str(inv), *LIMIT, "--yes", *FAST, state=state).returncode == 0
     applied = read_json(d / "running.json")
-    p = run(net, "drain", str(inv), LEAVES[0], "--yes", "--format", "json", "--interval", "0.2", *FAST, state=state)
+    sw, _files = _intents(inv)[LEAVES[0]]
+    uplinks = [p.name for p in sw.ports if p.kind == "fabric"]
+    assert uplinks
+    write_json(d / "telemetry.json", {"routes": {}, "ports": {
+        p: {"flow": {"tc": 3, "bps": 40e6, "since": time.time()}} for p in uplinks[:2]}})
+    p = run(net, "drain", str(inv), LEAVES[0], "--yes", "--format", "json", "--interval", "3", *FAST, state=state)
     res = json.loads(p.stdout)
     assert p.returncode == 0 and res["status"] == "applied", p.stdout + p.stderr
     assert res["sections"] == {"BGP_GLOBALS|default": ["+ graceful_shutdown=true"]}
-    assert res["before_bps"] is None and res["quiet"] is None, res  # not readable here, and reported as such
+    assert res["fabric_ports"] == uplinks
+    # two reads 3 s apart over ssh: the two flows' 80 Mbit/s, give or take how long each read takes on the switch
+    assert 0.5 * 80e6 <= res["before_bps"] <= 1.5 * 80e6, res
+    assert res["after_bps"] == 0 and res["quiet"] is True, res
     assert read_json(d / "running.json")["BGP_GLOBALS"]["default"]["graceful_shutdown"] == "true"
     assert read_json(d / "startup.json") == read_json(d / "running.json")  # confirmed: config save
     plan = _json(run(net, "plan", str(inv), *LIMIT, "--format", "json", state=state))[LEAVES[0]]

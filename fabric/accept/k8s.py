@@ -58,6 +58,7 @@ from typing import Any
 from fabric.accept.results import Measurement
 from fabric.design.intent import FabricIntent, HostIntent
 from fabric.export.tiers import tiers
+from fabric.order import natural
 from fabric.render.k8s import k8s_yaml, pod_entrypoint
 from fabric.safefile import write_private
 
@@ -262,7 +263,7 @@ def perftest_pod_job(fabric: FabricIntent, name: str, rounds: list[list[PodPair]
                      size: int = 1 << 20, qps: int = 4, seconds: float = 5, timeout_s: float = 900) -> PodJob:
     """perftest between pods: per round the pairs run at once (one mpirun of two ranks each, server rank on the
     server's node), rounds one after another. The launcher first learns which worker pod runs on which node."""
-    hosts = sorted({h for rd in rounds for p in rd for h in (p.server, p.client)}, key=_natural)
+    hosts = sorted({h for rd in rounds for p in rd for h in (p.server, p.client)}, key=natural)
     env = {"ROCE_FABRIC_QUIET": "1"}
     mpirun = " ".join(shlex.quote(a) for a in _mpirun(len(hosts), 1, env)[:2]) + " " + " ".join(
         f"-x {n}" for n in sorted({*env, "ROCE_FABRIC_RAILS", "ROCE_FABRIC_IFPREFIX"}))
@@ -313,12 +314,6 @@ def perftest_pod_job(fabric: FabricIntent, name: str, rounds: list[list[PodPair]
     return PodJob(name=name, hosts=hosts, image=image, command=["/bin/sh", "-c", 'eval "$ROCE_FABRIC_LAUNCH_SH"'],
                   needs=["sshd", "ssh-keygen", tool], env=env, launch_script=script, pairs=rounds, tool=tool,
                   timeout_s=timeout_s)
-
-
-def _natural(name: str) -> list[object]:
-    import re
-
-    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", name)]
 
 
 def pod_pairs(fabric: FabricIntent, rounds: list[dict[int, list[tuple[str, str]]]], prefix: str) -> list[list[PodPair]]:
@@ -454,7 +449,7 @@ def acceptance_jobs(fabric: FabricIntent, image: str, *, quick: bool = True) -> 
     from fabric.accept.schedule import schedule
 
     sus: dict[int, list[str]] = {}
-    for name in sorted(fabric.hosts, key=_natural):
+    for name in sorted(fabric.hosts, key=natural):
         sus.setdefault(fabric.hosts[name].su, []).append(name)
     inputs = NcclInput(launcher="k8s", image=image)
     groups: list[tuple[str, list[str]]] = []

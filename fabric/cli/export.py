@@ -46,7 +46,7 @@ def export_command(
 def _prometheus(loaded: Loaded, output: Path | None) -> None:
     from fabric.design.derive import derive
     from fabric.errors import UsageError
-    from fabric.export.prometheus import files
+    from fabric.export.monitoring import files
 
     if output is None:
         raise UsageError("--output: expected a directory for -f prometheus (rules, tests, targets, dashboards)")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from functools import lru_cache
 from typing import TypeVar
 
@@ -39,15 +38,9 @@ from fabric.model.platforms import ASIC_BUFFER
 from fabric.model.ports import sonic_port_map
 from fabric.model.qos import QosPolicy
 from fabric.nos import NOS
+from fabric.order import natural
 
-_DIGITS = re.compile(r"(\d+)")
 _M = TypeVar("_M", bound=Model)
-
-
-@lru_cache(maxsize=65536)
-def natural(name: str) -> tuple[object, ...]:
-    """Sort key: swp2 before swp10, Ethernet8 before Ethernet64."""
-    return tuple(int(p) if p.isdigit() else p for p in _DIGITS.split(name))
 
 
 @lru_cache(maxsize=4096)

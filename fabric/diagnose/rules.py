@@ -5,7 +5,6 @@ fed the lines that hold one of its keywords, with its own reserved id DG9xx (kep
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from typing import Any
 
@@ -14,11 +13,7 @@ from fabric.diagnose.logs import host_of
 from fabric.diagnose.regex import linear
 from fabric.diagnose.report import Finding, Severity
 from fabric.diagnose.rulebase import DEFAULT_TOS, RULE_IDS, RULE_TITLES, Rule, TosOf, rule_finding
-
-
-def _natural(name: str) -> list[int | str]:
-    """Sort key so that mlx5_2 comes before mlx5_10."""
-    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", name)]
+from fabric.order import natural
 
 
 def _ecn(tos: int) -> str:
@@ -135,7 +130,7 @@ class _IbHcaRule(Rule):
         out = []
         for file, missing in per_file.items():
             names = sorted({m[2] for m in missing})
-            spec, found = missing[0][3], sorted({d for m in missing for d in m[4]}, key=_natural)
+            spec, found = missing[0][3], sorted({d for m in missing for d in m[4]}, key=natural)
             out.append(rule_finding(
                 "DG903", Severity.error, file, [m[0] for m in missing],
                 f"NCCL_IB_HCA={spec} names {', '.join(names)}, which NCCL did not find "

@@ -37,7 +37,7 @@ class ExportFormat(StrEnum):
     k8s_label_script = "k8s-label-script"
     volcano = "volcano"
     hostfile = "hostfile"
-    prometheus = "prometheus"  # several files: fabric.export.prometheus.files
+    prometheus = "prometheus"  # several files: fabric.export.monitoring.files
 
 
 _WRITERS: dict[ExportFormat, Callable[[Tiers, str], str]] = {
@@ -54,7 +54,7 @@ _WRITERS: dict[ExportFormat, Callable[[Tiers, str], str]] = {
 def export(fabric: FabricIntent, fmt: ExportFormat | str, label_prefix: str = DEFAULT_PREFIX) -> str:
     """The text of one export format for `fabric` (`prometheus` writes several files: fabric.export.prometheus)."""
     if ExportFormat(fmt) is ExportFormat.prometheus:
-        raise UsageError("--format prometheus: expected an output directory (fabric.export.prometheus.files)")
+        raise UsageError("--format prometheus: expected an output directory (fabric.export.monitoring.files)")
     return _WRITERS[ExportFormat(fmt)](tiers(fabric), label_prefix)
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from fabric.export.prometheus import lossless
+
 SCHEMA = 39
 DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}
 SEL = 'su=~"$su", rail=~"$rail"'
@@ -53,7 +55,6 @@ def _variable(name: str, query: str, multi: bool = True) -> dict[str, Any]:
 
 def dashboards(fabric: Any, rules: dict) -> dict[str, dict[str, Any]]:
     """`<fabric>-lossless` → the dashboard JSON model."""
-    from fabric.export.prometheus import lossless
 
     records = {r["record"] for g in rules["groups"] for r in g["rules"] if "record" in r}
     _, tcs, _ = lossless(fabric)

@@ -17,12 +17,12 @@ tier above.
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 
 from fabric.design.intent import FabricIntent, HostIntent
 from fabric.errors import InputError, Problem
+from fabric.order import natural
 
 
 @dataclass(slots=True)
@@ -60,11 +60,6 @@ class Tiers:
     def levels(self) -> list[list[Group]]:
         """Groups from tier 1 up, without empty tiers."""
         return [level for level in (self.sus, self.pods, self.cores) if level]
-
-
-def natural(name: str) -> list[int | str]:
-    """Sort key so that gpu-su1-2 comes before gpu-su1-10."""
-    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", name)]
 
 
 def _components(nodes: list[int], edges: dict[int, set[str]]) -> list[list[int]]:

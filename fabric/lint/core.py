@@ -10,6 +10,7 @@ from pydantic import ConfigDict, Field
 
 from fabric.findings import Finding as BaseFinding
 from fabric.findings import Severity
+from fabric.order import natural
 
 if TYPE_CHECKING:
     from fabric.lint.configs.model import ConfigSet
@@ -48,8 +49,6 @@ class Finding(BaseFinding):
         return f"{self.object}:{self.item}" if self.item else self.object
 
     def sort_key(self) -> tuple[object, ...]:
-        from fabric.design.derive import natural
-
         # every field, so no two different findings tie: the order (and every output) never depends on the
         # hash seed of the run (findings are deduplicated through a set)
         return (-self.severity.rank, self.rule, natural(self.object), natural(self.item), self.message,

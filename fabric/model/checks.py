@@ -2,12 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from fabric.errors import Problem
-
-if TYPE_CHECKING:
-    from fabric.model.load import Loaded
+from fabric.model.loaded import Loaded
 
 PRIVATE_ASN = ((64512, 65534), (4200000000, 4294967294))
 

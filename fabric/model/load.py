@@ -13,25 +13,11 @@ from typing import Any
 from pydantic import ValidationError
 
 from fabric.errors import InputError, Problem
+from fabric.model.checks import model_problems
 from fabric.model.inventory import Inventory
+from fabric.model.loaded import Loaded
 from fabric.model.qos import PRESETS, QosPolicy, merge
 from fabric.model.source import SourceMap, copy_tree, describe, load_yaml, pydantic_problems
-
-
-class Loaded:
-    """A validated inventory with its source map and its expanded QoS policy."""
-
-    def __init__(self, inv: Inventory, smap: SourceMap, qos: QosPolicy, qos_overrides: dict[str, Any]):
-        self.inv = inv
-        self.smap = smap
-        self.qos = qos
-        self.qos_overrides = qos_overrides
-        self.root = Path(smap.files[0]).parent if smap.files else Path(".")
-        self.problems: list[Problem] = []  # semantic problems, raised by derivation with the topology's
-
-    def where(self, *loc: str | int) -> str:
-        file, line = self.smap.where(loc)
-        return f"{file}:{line}" if line else file
 
 
 def read_sections(directory: Path, smap: SourceMap) -> dict[str, Any]:
@@ -149,8 +135,6 @@ def _missing_section(problem: Problem, smap: SourceMap, data: dict[Any, Any]) ->
 def load(directory: str | Path) -> Loaded:
     """Load and validate an inventory directory; raise InputError listing every structural problem
     (IncompleteInput with the remainder that validates, for the semantic checks)."""
-    from fabric.model.checks import model_problems
-
     smap = SourceMap()
     data = read_sections(Path(directory), smap)
     problems: list[Problem] = []

@@ -152,3 +152,12 @@ NOS: dict[str, Nos] = {n.name: n for n in (
         device_type="linux", mtu_max=9216, watchdog=None, owned_whole=("route-map *",),
         owned_single=(r"router bgp \d+",)),
 )}
+
+
+def row_of(module: str) -> Nos:
+    """The row of the NOS whose folder holds `module` (a module's `__name__`): inside a folder the NOS's name and
+    settings come from here, never from a repeated string."""
+    parts = module.split(".")
+    if parts[:2] != ["fabric", "nos"] or len(parts) < 3 or parts[2] not in NOS:
+        raise LookupError(f"{module} is not inside a NOS folder of the table")
+    return NOS[parts[2]]

@@ -6,42 +6,20 @@ file names to their content. Output is deterministic: same intent, byte-identica
 
 from __future__ import annotations
 
-import json
 import multiprocessing
 import os
-import shlex
 from collections.abc import Callable
-from functools import cache, lru_cache
-from importlib import resources
 from pathlib import Path
-from typing import Any
-
-import jinja2
 
 from fabric.batch import gc_paused
 from fabric.design.intent import FabricIntent, HostIntent, SwitchIntent
 from fabric.nos import NOS
+from fabric.render import host as hostfiles
+from fabric.render import k8s as k8sfiles
+from fabric.render.files import TEMPLATES, Files, env, template
 
-Files = dict[str, str]
-TEMPLATES = resources.files("fabric") / "templates"  # package data: the repository's templates/, shipped
-
-
-@cache
-def env() -> jinja2.Environment:
-    e = jinja2.Environment(loader=jinja2.PackageLoader("fabric", "templates"), undefined=jinja2.StrictUndefined,
-                           keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True, autoescape=False)
-    e.filters["tojson_sorted"] = lambda v: json.dumps(v, sort_keys=True)
-    e.filters["sh"] = _sh  # every user-derived word a shell template interpolates
-    return e
-
-
-@lru_cache(maxsize=65536, typed=True)  # the same interface names and sysctls recur on every host
-def _sh(v: object) -> str:
-    return shlex.quote(str(v))
-
-
-def template(name: str, **context: Any) -> str:
-    return env().get_template(name).render(**context)
+__all__ = ["TEMPLATES", "Files", "env", "kubernetes", "render_fabric", "render_host", "render_switch", "render_to",
+           "template", "write_tree"]
 
 
 def render_switch(sw: SwitchIntent, fabric: FabricIntent, *, extras: bool = True) -> Files:
@@ -49,16 +27,12 @@ def render_switch(sw: SwitchIntent, fabric: FabricIntent, *, extras: bool = True
 
 
 def render_host(host: HostIntent, fabric: FabricIntent, *, extras: bool = True) -> Files:
-    from fabric.render import host as hostfiles  # imports Files/template from here
-
     return hostfiles.render(host, fabric, extras=extras)
 
 
 def kubernetes(fabric: FabricIntent) -> Files:
     """Fabric-wide Kubernetes files (k8s/): rail networks, device plugin config, pod entrypoint."""
-    from fabric.render import k8s
-
-    return k8s.render(fabric)
+    return k8sfiles.render(fabric)
 
 
 def render_fabric(fabric: FabricIntent, only: set[str] | None = None, k8s: bool = True,

@@ -11,7 +11,7 @@ from ipaddress import IPv4Interface, IPv4Network
 from typing import Any
 
 from fabric.design.intent import FabricIntent, HostIntent, RailIntent
-from fabric.render import Files, template
+from fabric.render.files import Files, template
 from fabric.render.k8s import node_cni_configs
 from fabric.serialize import dumps_yaml
 

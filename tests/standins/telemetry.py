@@ -3,7 +3,8 @@
 State: `telemetry.json` in the device directory, written by the test (a neutral form)::
 
     {"ports": {"<port>": {"queues": {"<tc>": {"bytes": 0, "packets": 0, "drops": 0, "ecn": 0}},
-                          "pfc": {"<prio>": {"rx": 0, "tx": 0}}, "wd": {"<tc>": {"stuck": 0, "recovered": 0}}}},
+                          "pfc": {"<prio>": {"rx": 0, "tx": 0}}, "wd": {"<tc>": {"stuck": 0, "recovered": 0}},
+                          "flow": {"tc": 3, "bps": 0, "since": 0}}},  # SONiC: traffic now, see _flowing
      "routes": {"<prefix>": <next hops>}}
 
 Formats (see fabric.parsers.switch_counters for the sources): SONiC `queuestat -j`, `wredstat -j` (sonic-utilities
@@ -19,6 +20,7 @@ Each `answer_*` returns the text, or None when the command is not a telemetry re
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +37,23 @@ def _q(port: dict, tc: int) -> dict[str, int]:
     return {"bytes": 0, "packets": 0, "drops": 0, "ecn": 0, **port.get("queues", {}).get(str(tc), {})}
 
 
+def _flowing(st: dict[str, Any], d: Path) -> dict[str, Any]:
+    """`ports.<p>.flow = {"tc": 3, "bps": 8e7, "since": <epoch s>}`: traffic through that queue at that rate
+    since then, added to its byte and packet counters (4096-byte packets) at each read. On SONiC a drain (BGP_GLOBALS
+    graceful_shutdown, RFC 8326) makes the peers route around the switch: the flow stops when the running config
+    that set it was written."""
+    running = read_json(d / "running.json", {})
+    drained = running.get("BGP_GLOBALS", {}).get("default", {}).get("graceful_shutdown") == "true"
+    until = (d / "running.json").stat().st_mtime if drained else time.time()
+    for port in st["ports"].values():
+        if flow := port.get("flow"):
+            sent = int(flow["bps"] / 8 * max(0.0, until - flow["since"]))
+            q = port.setdefault("queues", {}).setdefault(str(flow["tc"]), {})
+            q["bytes"] = q.get("bytes", 0) + sent
+            q["packets"] = q.get("packets", 0) + sent // 4096
+    return st
+
+
 def _simple_table(header: list[str], rows: list[list[str]]) -> str:
     """tabulate(..., tablefmt="simple", stralign="right")."""
     widths = [max(len(str(c)) for c in col) for col in zip(header, *rows, strict=True)]
@@ -49,7 +68,7 @@ def _frr_routes(routes: dict[str, int]) -> dict:
 
 
 def answer_sonic(command: str, d: Path) -> str | None:
-    st = _state(d)
+    st = _flowing(_state(d), d)
     ports = st["ports"]
     if command in ("queuestat -j", "show queue counters --json"):
         return json.dumps({p: {"time": TIME, **{f"UC{tc}": {"totalpacket": str(_q(v, tc)["packets"]),

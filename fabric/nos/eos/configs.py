@@ -9,6 +9,7 @@ from pathlib import Path
 from fabric.lint.configs.gshut import GSHUT_VALUES, GshutConfig
 from fabric.lint.configs.model import BgpNeighborConfig, DeviceConfig, PortConfig
 from fabric.lint.view import Ecn, QosView
+from fabric.nos import row_of
 
 _UNITS = {"bytes": 1, "kbytes": 1000, "mbytes": 1_000_000, "segments": 208}
 _ECN = re.compile(
@@ -27,7 +28,7 @@ def _vlans(spec: str) -> list[int]:
 
 
 def parse(path: Path, name: str, text: str) -> DeviceConfig:
-    dev = DeviceConfig(name=name, file=str(path), kind="eos")
+    dev = DeviceConfig(name=name, file=str(path), kind=row_of(__name__).name)
     dscp: dict[int, int] = {}
     strict: set[int] = set()
     dwrr: dict[int, int] = {}

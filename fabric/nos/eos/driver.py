@@ -21,6 +21,7 @@ import time
 import uuid
 from typing import Any
 
+from fabric.nos import row_of
 from fabric.parsers import switch_counters
 from fabric.targets.base import Change, Driver, Health, TargetError, Txn
 from fabric.targets.owned import Path, ScopedDiff, parse_text, text_leaves
@@ -75,7 +76,7 @@ def parse_session_diff(text: str) -> list[Change]:
 
 
 class EosDriver(Driver):
-    target = "eos"
+    target = row_of(__name__).name
     has_confirm_timer = True
     bgp_commands = ("show ip bgp summary | json", "show ip route | json")
     counter_commands = ("show priority-flow-control counters | json", "show qos interfaces ecn counters queue | json",

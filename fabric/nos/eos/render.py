@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from fabric.design.intent import FabricIntent, QosFacts, SwitchIntent
-from fabric.render import Files, template
+from fabric.render.files import Files, template
 
 PEER_GROUP = "FABRIC"
 GSHUT_LIST = "GSHUT"

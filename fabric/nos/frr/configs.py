@@ -7,6 +7,7 @@ from pathlib import Path
 
 from fabric.lint.configs.gshut import GSHUT_VALUES, GshutConfig
 from fabric.lint.configs.model import BgpNeighborConfig, DeviceConfig
+from fabric.nos import row_of
 
 _NEIGH = re.compile(r"^\s*neighbor\s+(\S+)\s+(interface\b.*|remote-as\s+(\S+).*)$")
 _CLIST = re.compile(r"^bgp community-list (?:standard )?(\S+) (?:seq \d+ )?permit (.+)$")
@@ -14,7 +15,7 @@ _RMAP = re.compile(r"^route-map (\S+) (permit|deny) \d+")
 
 
 def parse(path: Path, name: str, text: str) -> DeviceConfig:
-    dev = DeviceConfig(name=name, file=str(path), kind="frr")
+    dev = DeviceConfig(name=name, file=str(path), kind=row_of(__name__).name)
     groups: set[str] = set()
     neigh: dict[str, BgpNeighborConfig] = {}
     gs = GshutConfig()

@@ -19,6 +19,7 @@ import time
 import uuid
 from typing import Any
 
+from fabric.nos import row_of
 from fabric.parsers.frr import route_widths
 from fabric.parsers.iproute import link_counters, queue_counters
 from fabric.targets import shell
@@ -124,7 +125,7 @@ def _leaves(text: str) -> Leaves:
 class FrrDriver(Driver):
     """frr: options `confdir`, `vty_socket`, `workdir`, `reload` (frr-reload.py path)."""
 
-    target = "frr"
+    target = row_of(__name__).name
     has_confirm_timer = True
     bgp_commands = ("vtysh -c 'show bgp summary json'", "vtysh -c 'show ip route json'")
     counter_commands = ("ip -s -j link show", "tc -s -j qdisc show", "tc -s class show dev <port> (each port)")

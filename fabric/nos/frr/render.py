@@ -12,7 +12,7 @@ from __future__ import annotations
 from pydantic import BaseModel
 
 from fabric.design.intent import FabricIntent, QosFacts, SwitchIntent
-from fabric.render import Files, template
+from fabric.render.files import Files, template
 
 AVPKT = 1500  # tc-red avpkt: the average packet the RED average is computed in
 QUANTUM = 100  # bytes of ETS quantum per percent of DWRR share (mlxsw takes the quanta's ratios as weights)

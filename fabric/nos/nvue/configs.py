@@ -12,6 +12,7 @@ from fabric.lint.configs.model import BgpNeighborConfig, DeviceConfig, PortConfi
 from fabric.lint.view import Ecn, QosView
 from fabric.model.qos import PRESETS
 from fabric.model.source import SourceMap, load_yaml
+from fabric.nos import row_of
 
 _OFF = (False, "off", "disable", "disabled")
 
@@ -56,7 +57,7 @@ def _gshut(tree: dict[str, Any]) -> GshutConfig:
 def parse(path: Path, name: str, _text: str) -> DeviceConfig:
     smap = SourceMap()
     doc = load_yaml(path, smap)
-    dev = DeviceConfig(name=name, file=str(path), kind="nvue")
+    dev = DeviceConfig(name=name, file=str(path), kind=row_of(__name__).name)
     tree: dict[str, Any] = {}
     base: tuple[Any, ...] = ()
     if isinstance(doc, list):

@@ -21,6 +21,7 @@ from typing import Any
 
 import yaml
 
+from fabric.nos import row_of
 from fabric.parsers import switch_counters
 from fabric.targets import shell
 from fabric.targets.base import Driver, Health, TargetError, Txn
@@ -45,7 +46,7 @@ def load_running(text: str) -> dict:
 
 
 class NvueDriver(Driver):
-    target = "nvue"
+    target = row_of(__name__).name
     has_confirm_timer = True
     bgp_commands = ("nv show vrf default router bgp neighbor -o json",)
     counter_commands = ("nv show interface <swp> counters qos -o json",

@@ -17,7 +17,7 @@ from typing import Any
 
 from fabric.design.intent import FabricIntent, PortIntent, QosFacts, SwitchIntent
 from fabric.model.platforms import PLATFORMS
-from fabric.render import Files
+from fabric.render.files import Files
 from fabric.serialize import Shared, dumps_yaml
 
 BRIDGE = "br_default"

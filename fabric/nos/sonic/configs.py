@@ -11,6 +11,7 @@ from fabric.lint.configs.gshut import GSHUT_VALUES, GshutConfig
 from fabric.lint.configs.model import BgpNeighborConfig, DeviceConfig, PortConfig
 from fabric.lint.view import Ecn, QosView
 from fabric.model.jsonlines import JsonLines
+from fabric.nos import row_of
 
 
 def _ints(csv: str) -> list[int]:
@@ -20,7 +21,7 @@ def _ints(csv: str) -> list[int]:
 def parse(path: Path, name: str, text: str) -> DeviceConfig:
     jl = JsonLines(text)
     db: dict[str, Any] = jl.value if isinstance(jl.value, dict) else {}
-    dev = DeviceConfig(name=name, file=str(path), kind="sonic")
+    dev = DeviceConfig(name=name, file=str(path), kind=row_of(__name__).name)
 
     def line(*key: str) -> int | None:
         return jl.lines.get(tuple(key))

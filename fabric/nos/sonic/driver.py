@@ -20,6 +20,7 @@ import time
 import uuid
 from typing import Any
 
+from fabric.nos import row_of
 from fabric.parsers import switch_counters
 from fabric.parsers.frr import route_widths
 from fabric.targets import shell
@@ -57,7 +58,7 @@ def _lines(path: Path, value: object) -> tuple[str, list[str]]:
 
 
 class SonicDriver(Driver):
-    target = "sonic"
+    target = row_of(__name__).name
     has_confirm_timer = True  # the device-side job above
     bgp_commands = ("vtysh -c 'show bgp summary json'", "vtysh -c 'show ip route json'")
     counter_commands = ("queuestat -j", "wredstat -j", "pfcstat -s all", "show pfcwd stats")

@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from fabric.design.intent import FabricIntent, PortIntent, QosFacts, SwitchIntent
-from fabric.render import Files
+from fabric.render.files import Files
 from fabric.serialize import dumps_json
 
 MAP = "ROCE"  # name of every QoS map this renderer owns (SONiC's own defaults are named AZURE)

@@ -1,0 +1,35 @@
+"""The Jinja environment the renderers share and the type of a render (file name → text).
+
+Its own module so that `fabric.render.host` and the NOS renderers use it without importing `fabric.render`,
+which imports them (no import loop)."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from functools import cache, lru_cache
+from importlib import resources
+from typing import Any
+
+import jinja2
+
+Files = dict[str, str]
+TEMPLATES = resources.files("fabric") / "templates"  # package data: the repository's templates/, shipped
+
+
+@cache
+def env() -> jinja2.Environment:
+    e = jinja2.Environment(loader=jinja2.PackageLoader("fabric", "templates"), undefined=jinja2.StrictUndefined,
+                           keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True, autoescape=False)
+    e.filters["tojson_sorted"] = lambda v: json.dumps(v, sort_keys=True)
+    e.filters["sh"] = _sh  # every user-derived word a shell template interpolates
+    return e
+
+
+@lru_cache(maxsize=65536, typed=True)  # the same interface names and sysctls recur on every host
+def _sh(v: object) -> str:
+    return shlex.quote(str(v))
+
+
+def template(name: str, **context: Any) -> str:
+    return env().get_template(name).render(**context)

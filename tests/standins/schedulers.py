@@ -1,0 +1,244 @@
+"""`kubectl` and `scontrol` stand-ins that parse their arguments the way the real tools do and refuse the rest.
+
+Run as `python -m tests.standins.schedulers kubectl|scontrol ARGS…` (tests put a two-line wrapper of that name on
+PATH). State in `$SCHED_STANDIN` (a directory): `calls.log` (one line per call: the tool and its argv;
+`<tool>.log` the argv alone), `nodes.json` (per tool, the node names its cluster knows; absent: every name),
+`mpijob.json` (the phases an MPIJob goes through, one per `get`; or Running, then `$KUBECTL_STATE`), `logs.txt` or
+the file `$KUBECTL_LOGS` (what `kubectl logs` prints).
+
+kubectl (kubernetes.io/docs/reference/kubectl/generated/: kubectl_cordon, _uncordon, _taint, _patch, _apply, _get,
+_logs, _delete, _version; flags as pflag takes them, `--flag=value` or `--flag value`):
+- an unknown flag: `error: unknown flag: --x` (`unknown shorthand flag: 'x' in -x`), exit 1;
+- `taint nodes NODE KEY[=VALUE]:EFFECT[-]`: effect NoSchedule|PreferNoSchedule|NoExecute, key a qualified name,
+  value ≤ 63 characters of [A-Za-z0-9._-] alphanumeric at both ends; an existing taint needs `--overwrite`;
+- `patch TYPE NAME --type json|merge|strategic -p PATCH`: PATCH valid JSON (for json, a list of RFC 6902 ops);
+- a node not in nodes.json: `Error from server (NotFound): nodes "NODE" not found`, exit 1.
+scontrol (slurm.schedmd.com/scontrol.html, "update" of a node): `update NodeName=LIST State=… [Reason=…]`, keys
+case-insensitive; State one of the documented node states; DRAIN/DOWN need a Reason ("You must specify a reason
+when DOWNING or DRAINING a node. Request denied", exit 1); any other key: "Update of this parameter is not
+supported: K" + "Request aborted", exit 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+from pathlib import Path
+
+EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+_NAME = r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?"
+TAINT_KEY = re.compile(rf"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?{_NAME}$")
+LABEL_VALUE = re.compile(rf"^({_NAME})?$")
+SLURM_STATES = {"CANCEL_REBOOT", "DOWN", "DRAIN", "FAIL", "FUTURE", "NORESP", "POWER_DOWN", "POWER_DOWN_ASAP",
+                "POWER_DOWN_FORCE", "POWER_UP", "RESUME", "UNDRAIN"}
+SLURM_KEYS = {"nodename", "state", "reason", "weight", "features", "activefeatures", "gres", "comment", "extra",
+              "nodeaddr", "nodehostname", "cpubind", "resumeafter", "instanceid", "instancetype"}
+
+
+class Refused(Exception):
+    """The tool's own error message; exit 1."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # pflag's words, not argparse's usage text
+        m = re.search(r"unrecognized arguments: (\S+)", message)
+        flag = m.group(1) if m else ""
+        if flag.startswith("--"):
+            raise Refused(f"error: unknown flag: {flag.split('=')[0]}")
+        if flag.startswith("-"):
+            raise Refused(f"error: unknown shorthand flag: '{flag[1]}' in {flag}")
+        raise Refused(f"error: {message}")
+
+
+def _state() -> Path:
+    return Path(os.environ["SCHED_STANDIN"])
+
+
+def _known(tool: str, node: str) -> None:
+    nodes = _state() / "nodes.json"
+    known = json.loads(nodes.read_text()).get(tool) if nodes.exists() else None
+    if known is not None and node not in known:
+        raise Refused(f'Error from server (NotFound): nodes "{node}" not found' if tool == "kubectl" else
+                      f"Invalid node name specified: {node}")
+
+
+def _taints() -> dict[str, dict[str, str]]:
+    path = _state() / "taints.json"
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
+def _kubectl_parser() -> _Parser:
+    # global flags (kubectl options): before or after the verb
+    glob = _Parser(add_help=False)
+    glob.add_argument("--request-timeout", default=argparse.SUPPRESS)
+    glob.add_argument("-n", "--namespace", default=argparse.SUPPRESS)
+    p = _Parser(prog="kubectl", add_help=False, parents=[glob])
+    sub = p.add_subparsers(dest="verb", required=True, parser_class=_Parser)
+    sub.choices.clear()
+    add = sub.add_parser
+
+    def verb(name: str) -> _Parser:
+        return add(name, add_help=False, parents=[glob])
+
+    sub.add_parser = verb  # type: ignore[method-assign]
+    sub.add_parser("version")
+    for verb in ("cordon", "uncordon"):
+        sub.add_parser(verb).add_argument("node")
+    t = sub.add_parser("taint")
+    t.add_argument("kind", choices=["nodes", "node", "no"])
+    t.add_argument("node")
+    t.add_argument("taints", nargs="+")
+    t.add_argument("--overwrite", action="store_true")
+    pa = sub.add_parser("patch")
+    pa.add_argument("kind")
+    pa.add_argument("name")
+    pa.add_argument("--type", choices=["json", "merge", "strategic"], default="strategic")
+    pa.add_argument("-p", "--patch", required=True)
+    ap = sub.add_parser("apply")
+    ap.add_argument("-f", "--filename", action="append", required=True)
+    ap.add_argument("--server-side", action="store_true")
+    ap.add_argument("--force-conflicts", action="store_true")
+    g = sub.add_parser("get")
+    g.add_argument("kind")
+    g.add_argument("name")
+    g.add_argument("-o", "--output", choices=["json", "yaml", "name", "wide"])
+    lg = sub.add_parser("logs")
+    lg.add_argument("target")
+    lg.add_argument("--tail", type=int, default=-1)
+    d = sub.add_parser("delete")
+    d.add_argument("-f", "--filename", action="append", required=True)
+    d.add_argument("--ignore-not-found", action="store_true")
+    d.add_argument("--wait", choices=["true", "false"], default="true")
+    return p
+
+
+def _taint(args: argparse.Namespace) -> str:
+    _known("kubectl", args.node)
+    taints = _taints()
+    mine = taints.setdefault(args.node, {})
+    for spec in args.taints:
+        remove = spec.endswith("-")
+        body = spec[:-1] if remove else spec
+        key_value, _, effect = body.partition(":")
+        key, has_value, value = key_value.partition("=")
+        if (effect and effect not in EFFECTS) or (not effect and not remove):
+            raise Refused(f'error: invalid taint effect: {effect}, unsupported taint effect')
+        if not TAINT_KEY.match(key) or (has_value and not LABEL_VALUE.match(value)) or (remove and has_value):
+            raise Refused(f"error: invalid taint spec: {spec}")
+        slot = f"{key}:{effect}"
+        if remove:
+            if slot not in mine:
+                raise Refused(f'error: taint "{slot}" not found')
+            del mine[slot]
+        elif slot in mine and not args.overwrite:
+            raise Refused(f"error: node {args.node} already has {key} taint(s) with same effect(s) and "
+                          "--overwrite is false")
+        else:
+            mine[slot] = value
+    (_state() / "taints.json").write_text(json.dumps(taints, indent=2, sort_keys=True))
+    return f"node/{args.node} {'untainted' if all(s.endswith('-') for s in args.taints) else 'tainted'}"
+
+
+def _patch(args: argparse.Namespace) -> str:
+    try:
+        doc = json.loads(args.patch)
+    except ValueError as exc:
+        raise Refused(f"error: unable to parse \"{args.patch}\": {exc}") from None
+    if args.type == "json" and not (isinstance(doc, list) and all(
+            isinstance(op, dict) and op.get("op") in ("add", "remove", "replace", "move", "copy", "test")
+            and isinstance(op.get("path"), str) for op in doc)):
+        raise Refused("error: unable to parse the JSON patch: expected a list of RFC 6902 operations")
+    return f"{args.kind}/{args.name} patched"
+
+
+def _get(args: argparse.Namespace) -> str:
+    path = _state() / "mpijob.json"
+    phases = json.loads(path.read_text()) if path.exists() else ["Running", os.environ.get("KUBECTL_STATE",
+                                                                                            "Succeeded")]
+    seen = _state() / "gets"
+    n = int(seen.read_text()) if seen.exists() else 0
+    seen.write_text(str(n + 1))
+    state = phases[min(n, len(phases) - 1)]
+    conds = [{"type": "Running", "status": "True"}]
+    if state != "Running":
+        conds.append({"type": state, "status": "True", "message": f"MPIJob default/{args.name} is {state.lower()}."})
+    return json.dumps({"status": {"conditions": conds}})
+
+
+def kubectl(argv: list[str]) -> str:
+    args = _kubectl_parser().parse_args(argv)
+    if args.verb in ("cordon", "uncordon"):
+        _known("kubectl", args.node)
+        return f"node/{args.node} {args.verb}ed"
+    if args.verb == "taint":
+        return _taint(args)
+    if args.verb == "patch":
+        return _patch(args)
+    if args.verb == "get":
+        return _get(args)
+    if args.verb == "logs":
+        logs = Path(os.environ.get("KUBECTL_LOGS") or _state() / "logs.txt")
+        if logs.exists():
+            sys.stdout.write(logs.read_text())
+        return ""
+    if args.verb == "apply":
+        return "\n".join(f"applied {f}" for f in args.filename)
+    if args.verb == "delete":
+        return ""
+    return "Client Version: v1.31.0\nServer Version: v1.31.0"
+
+
+def scontrol(argv: list[str]) -> str:
+    if not argv or argv[0].lower() != "update":
+        raise Refused(f"scontrol: error: Invalid input: {' '.join(argv[:1])}")
+    spec: dict[str, str] = {}
+    for word in argv[1:]:
+        key, eq, value = word.partition("=")
+        if not eq or key.lower() not in SLURM_KEYS:
+            raise Refused(f"Update of this parameter is not supported: {word}\nRequest aborted")
+        spec[key.lower()] = value
+    if "nodename" not in spec:
+        raise Refused("No valid entity in update command\nInput line must include \"NodeName\"")
+    state = spec.get("state", "").upper()
+    if state and state not in SLURM_STATES:
+        raise Refused(f"Invalid node state specified: {spec['state']}\nRequest aborted")
+    if state in ("DRAIN", "DOWN", "FAIL") and not spec.get("reason"):
+        raise Refused("You must specify a reason when DOWNING or DRAINING a node. Request denied")
+    for node in spec["nodename"].split(","):
+        _known("scontrol", node)
+    return ""
+
+
+def main(argv: list[str]) -> int:
+    tool, args = argv[0], argv[1:]
+    for name, line in (("calls.log", [tool, *args]), (f"{tool}.log", args)):  # every call, accepted or not
+        with open(_state() / name, "a") as log:
+            log.write(" ".join(line) + "\n")
+    try:
+        out = {"kubectl": kubectl, "scontrol": scontrol}[tool](args)
+    except Refused as exc:
+        print(exc, file=sys.stderr)
+        return 1
+    if out:
+        print(out)
+    return 0
+
+
+def install(bin_dir: Path, state: Path) -> None:
+    """`kubectl` and `scontrol` wrappers in `bin_dir` that run this module with `state` as their state."""
+    from tests.standins.common import ROOT
+
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    state.mkdir(parents=True, exist_ok=True)
+    for tool in ("kubectl", "scontrol"):
+        exe = bin_dir / tool
+        exe.write_text(f"#!/bin/sh\nSCHED_STANDIN={state} PYTHONPATH={ROOT} exec {sys.executable} "
+                       f"-m tests.standins.schedulers {tool} \"$@\"\n")
+        exe.chmod(0o755)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

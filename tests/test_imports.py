@@ -1,0 +1,77 @@
+"""The import graph of `fabric` has no loops between modules, function-level imports included (grimp, the graph
+`lint-imports` checks the layer contracts on), and every NOS folder takes its name from the table."""
+
+from __future__ import annotations
+
+import grimp
+import pytest
+
+from fabric.nos import NOS, row_of
+
+# The one loop left belongs to the Kubernetes acceptance work (README "Kubernetes"), which removes it.
+KNOWN = {frozenset({"fabric.accept.checks.nccl", "fabric.accept.k8s", "fabric.accept.launchers"})}
+
+
+def _loops(adj: dict[str, set[str]]) -> list[frozenset[str]]:
+    """Strongly connected components of more than one module (iterative Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    out: list[frozenset[str]] = []
+    for root in sorted(adj):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(adj[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on.add(root)
+        while work:
+            v, it = work[-1]
+            w = next(it, None)
+            if w is not None:
+                if w not in index:
+                    index[w] = low[w] = len(index)
+                    stack.append(w)
+                    on.add(w)
+                    work.append((w, iter(sorted(adj[w]))))
+                elif w in on:
+                    low[v] = min(low[v], index[w])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[v])
+            if low[v] == index[v]:
+                comp = set()
+                while True:
+                    w = stack.pop()
+                    on.discard(w)
+                    comp.add(w)
+                    if w == v:
+                        break
+                if len(comp) > 1:
+                    out.append(frozenset(comp))
+    return out
+
+
+def test_loops_finder_finds_a_loop() -> None:
+    assert _loops({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [frozenset("abc")]
+    assert _loops({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_import_loops_between_modules() -> None:
+    graph = grimp.build_graph("fabric")
+    mods = set(graph.modules)
+    adj = {m: graph.find_modules_directly_imported_by(m) & mods for m in mods}
+    assert set(_loops(adj)) <= KNOWN, [sorted(c) for c in _loops(adj) if c not in KNOWN]
+
+
+@pytest.mark.parametrize("name", sorted(NOS))
+def test_each_nos_folder_takes_its_name_from_the_table(name: str) -> None:
+    configs, driver = NOS[name].module("configs"), NOS[name].module("driver")
+    assert driver.DRIVER.target == name and row_of(configs.__name__) is NOS[name]
+
+
+def test_row_of_refuses_a_module_outside_the_nos_folders() -> None:
+    with pytest.raises(LookupError):
+        row_of("fabric.render.host")

@@ -1,0 +1,183 @@
+"""Self-tests of the stand-ins (tests/standins/): each reproduces the documented outputs and argument syntax it
+claims in its docstring, checked here without sshd or root — so a test that passes against a stand-in passes
+because the tool handled what the real device or program says.
+
+- switch counters (telemetry.py): the NVUE answers have exactly the key structure of the documented outputs
+  (tests/fixtures/nvue/outputs, SOURCE.md), and every NOS's answers read back through the product's own parsers
+  (fabric.parsers.switch_counters) as the numbers the test wrote;
+- SONiC (sonic.py): `config apply-patch` is all-or-nothing (Generic Config Updater), `checkpoint`/`rollback`
+  restore, an unknown command is refused with click's usage error;
+- kubectl/scontrol (schedulers.py): every command the tool emits (fabric.remediate, fabric.accept.k8s) is taken,
+  and a wrong flag, taint or state is refused with the tool's own message;
+- sbatch (slurm.py): a batch script without the `#SBATCH` lines the tool writes is refused.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fabric.design.derive import derive
+from fabric.model.load import load
+from fabric.parsers import switch_counters
+from fabric.remediate import Fault, actions
+from tests.conftest import EXAMPLE, ROOT
+from tests.standins import sonic, telemetry
+from tests.standins.schedulers import install
+
+NVUE_OUT = ROOT / "tests" / "fixtures" / "nvue" / "outputs"
+
+
+def _paths(x: object, pre: str = "") -> set[str]:
+    """Key paths of a JSON document, numbered keys (queues, priorities) as N."""
+    out: set[str] = set()
+    if isinstance(x, dict):
+        for k, v in x.items():
+            p = f"{pre}/{'N' if re.fullmatch(r'[0-9]+', k) else k}"
+            out |= _paths(v, p) or {p}
+    return out
+
+
+@pytest.mark.parametrize(("fixture", "args"), [
+    ("interface-counters-qos.json", ["interface", "swp1", "counters", "qos", "-o", "json"]),
+    ("interface-pfc-watchdog.json", ["interface", "swp1", "qos", "pfc-watchdog", "-o", "json"]),
+])
+def test_nvue_counters_have_the_documented_shape(tmp_path: Path, fixture: str, args: list[str]) -> None:
+    answer = telemetry.answer_nvue(args, tmp_path)
+    assert answer is not None
+    assert _paths(json.loads(answer)) == _paths(json.loads((NVUE_OUT / fixture).read_text()))
+
+
+STATE = {"routes": {}, "ports": {"PORT": {"queues": {"3": {"bytes": 123456, "packets": 789, "drops": 5, "ecn": 42}},
+                                          "pfc": {"3": {"rx": 1234, "tx": 7}}, "wd": {"3": {"stuck": 2,
+                                                                                            "recovered": 1}}}}}
+
+
+def _state(tmp_path: Path, port: str) -> Path:
+    (tmp_path / "telemetry.json").write_text(json.dumps(STATE).replace("PORT", port))
+    return tmp_path
+
+
+def test_sonic_counters_read_back_through_the_product_parser(tmp_path: Path) -> None:
+    d = _state(tmp_path, "Ethernet0")
+    got = switch_counters.sonic(json.loads(telemetry.answer_sonic("queuestat -j", d) or ""),
+                                json.loads(telemetry.answer_sonic("wredstat -j", d) or ""),
+                                telemetry.answer_sonic("pfcstat -s all", d) or "",
+                                telemetry.answer_sonic("show pfcwd stats", d) or "")["Ethernet0"]
+    assert {k: got[k] for k in ("queue:3:tx_bytes", "queue:3:tx_packets", "queue:3:drops", "queue:3:ecn_marked",
+                                "pfc:3:rx_pause", "pfc:3:tx_pause", "pfcwd:3:storm_detected",
+                                "pfcwd:3:storm_restored")} == {
+        "queue:3:tx_bytes": 123456, "queue:3:tx_packets": 789, "queue:3:drops": 5, "queue:3:ecn_marked": 42,
+        "pfc:3:rx_pause": 1234, "pfc:3:tx_pause": 7, "pfcwd:3:storm_detected": 2, "pfcwd:3:storm_restored": 1}
+
+
+def test_nvue_and_eos_counters_read_back_through_the_product_parsers(tmp_path: Path) -> None:
+    d = _state(tmp_path, "swp1")
+    qos = json.loads(telemetry.answer_nvue(["interface", "swp1", "counters", "qos", "-o", "json"], d) or "")
+    wd = json.loads(telemetry.answer_nvue(["interface", "swp1", "qos", "pfc-watchdog", "-o", "json"], d) or "")
+    got = switch_counters.nvue("swp1", qos, wd)["swp1"]
+    assert (got["queue:3:tx_bytes"], got["queue:3:drops"], got["pfc:3:rx_pause"], got["pfc:3:tx_pause"],
+            got["port:ecn_marked"], got["pfcwd:3:storm_detected"]) == (123456, 5, 1234, 7, 42, 2)
+    d = _state(tmp_path, "Ethernet1/1")
+    cmds = ("show priority-flow-control counters | json", "show qos interfaces ecn counters queue | json",
+            "show interfaces counters queue drops | json", "show priority-flow-control counters watchdog | json")
+    got = switch_counters.eos(*(json.loads(telemetry.answer_eos(c, d) or "") for c in cmds))["Ethernet1/1"]
+    assert (got["queue:3:ecn_marked"], got["queue:3:drops"], got["pfc:all:rx_pause"], got["pfc:all:tx_pause"],
+            got["pfcwd:3:storm_detected"], got["pfcwd:3:storm_restored"]) == (42, 5, 1234, 7, 2, 1)
+
+
+def test_sonic_apply_patch_is_all_or_nothing_and_rollback_restores(tmp_path: Path, monkeypatch, capsys) -> None:
+    monkeypatch.setenv("STANDIN_DEV", str(tmp_path))
+    running = {"PORT": {"Ethernet0": {"mtu": "9100"}}, "DEVICE_METADATA": {"localhost": {"hostname": "leaf"}}}
+    (tmp_path / "running.json").write_text(json.dumps(running))
+    assert sonic.main(["config", "checkpoint", "cp1"]) == 0
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps([{"op": "replace", "path": "/PORT/Ethernet0/mtu", "value": "9216"},
+                               {"op": "remove", "path": "/PORT/Ethernet8"}]))
+    assert sonic.main(["config", "apply-patch", str(bad)]) == 1
+    assert "Failed to apply patch" in capsys.readouterr().out
+    assert json.loads((tmp_path / "running.json").read_text()) == running  # the first op was not applied
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps([{"op": "replace", "path": "/PORT/Ethernet0/mtu", "value": "9216"}]))
+    assert sonic.main(["config", "apply-patch", str(good)]) == 0
+    assert json.loads((tmp_path / "running.json").read_text())["PORT"]["Ethernet0"]["mtu"] == "9216"
+    assert sonic.main(["config", "rollback", "cp1"]) == 0
+    assert json.loads((tmp_path / "running.json").read_text()) == running
+    assert sonic.main(["config", "frobnicate"]) == 2 and "No such command" in capsys.readouterr().out
+
+
+def _sched(tmp_path: Path, tool: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(tmp_path / "bin" / tool), *args], capture_output=True, text=True, timeout=30)
+
+
+def test_the_scheduler_standins_take_every_command_the_tool_emits(tmp_path: Path) -> None:
+    install(tmp_path / "bin", tmp_path / "sched")
+    fabric = derive(load(EXAMPLE))
+    faults = [Fault(host="gpu-su1-02", reason="Xid 79", token="Xid-79")]
+    cmds = [c for a in actions(fabric, faults, ["slurm", "kubernetes", "volcano"]) for c in [*a.apply, *a.revert]]
+    assert {c[0] for c in cmds} == {"scontrol", "kubectl"} and len(cmds) >= 6
+    for argv in cmds:
+        p = _sched(tmp_path, *argv)
+        assert p.returncode == 0, (argv, p.stderr)
+
+
+@pytest.mark.parametrize(("argv", "error"), [
+    (["kubectl", "cordon", "gpu-su1-02", "--force"], "error: unknown flag: --force"),
+    (["kubectl", "taint", "nodes", "gpu-su1-02", "fabric.roce.io/fault=Xid 79:NoSchedule"], "invalid taint spec"),
+    (["kubectl", "taint", "nodes", "gpu-su1-02", "fabric.roce.io/fault=x:NoScheduleX"], "invalid taint effect"),
+    (["kubectl", "taint", "nodes", "gpu-su1-02", "fabric.roce.io/fault:NoSchedule-"], "not found"),
+    (["kubectl", "patch", "hypernode", "su1", "--type=json", "-p", '{"op": "remove"}'], "RFC 6902"),
+    (["kubectl", "get", "mpijob", "x", "-o", "jsn"], "error:"),
+    (["scontrol", "update", "NodeName=gpu-su1-02", "State=DRAIN"], "You must specify a reason"),
+    (["scontrol", "update", "NodeName=gpu-su1-02", "State=SLEEP"], "Invalid node state"),
+    (["scontrol", "update", "NodeName=gpu-su1-02", "Colour=red"], "not supported: Colour=red"),
+])
+def test_the_scheduler_standins_refuse_what_the_real_tools_refuse(tmp_path: Path, argv: list[str],
+                                                                    error: str) -> None:
+    install(tmp_path / "bin", tmp_path / "sched")
+    p = _sched(tmp_path, *argv)
+    assert p.returncode == 1 and error in p.stderr, p.stderr
+
+
+def test_a_taint_is_set_once_unless_overwritten(tmp_path: Path) -> None:
+    install(tmp_path / "bin", tmp_path / "sched")
+    taint = ["kubectl", "taint", "nodes", "gpu-su1-02", "fabric.roce.io/fault=a:NoSchedule"]
+    assert _sched(tmp_path, *taint).returncode == 0
+    assert "--overwrite is false" in _sched(tmp_path, *taint).stderr
+    assert _sched(tmp_path, *taint, "--overwrite").returncode == 0
+
+
+def test_sbatch_refuses_a_script_without_the_placement_lines(tmp_path: Path) -> None:
+    script = tmp_path / "job.sh"
+    script.write_text("#!/bin/sh\n#SBATCH --nodelist=gpu-su1-01\nsrun --mpi=pmix true\n")
+    p = subprocess.run([sys.executable, "-m", "tests.standins.slurm", "--wait", "--parsable", str(script)],
+                       capture_output=True, text=True, timeout=30, cwd=ROOT,
+                       env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert p.returncode == 1 and "lacks --nodelist/--ntasks-per-node/--output" in p.stderr
+
+
+def test_a_sonic_flow_counts_until_the_switch_is_drained(tmp_path: Path) -> None:
+    """RFC 8326: once graceful shutdown is set, the peers route around the switch and its queues stop counting."""
+    import time
+
+    (tmp_path / "running.json").write_text(json.dumps({"BGP_GLOBALS": {"default": {"local_asn": "65101"}}}))
+    (tmp_path / "telemetry.json").write_text(json.dumps({"routes": {}, "ports": {"Ethernet0": {
+        "flow": {"tc": 3, "bps": 8e6, "since": time.time() - 1}}}}))
+
+    def sent() -> int:
+        return int(json.loads(telemetry.answer_sonic("queuestat -j", tmp_path) or "")["Ethernet0"]["UC3"]["totalbytes"])
+
+    first = sent()
+    assert 0.9e6 <= first <= 2e6  # one second (and a little) at 1 MB/s
+    time.sleep(0.2)
+    assert sent() > first
+    (tmp_path / "running.json").write_text(json.dumps({"BGP_GLOBALS": {"default": {"graceful_shutdown": "true"}}}))
+    drained = sent()
+    time.sleep(0.2)
+    assert sent() == drained

@@ -1,0 +1,57 @@
+"""The suite's own machinery: under `make test` (pytest-xdist, `--dist loadgroup`) the tests marked lab run on
+one worker one after another, so do the other tests marked root (on one worker too), and each test process has its
+own push and lab state directories."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import ROOT
+
+PROBE = '''
+import os
+import pytest
+
+@pytest.mark.parametrize("i", range(4))
+@pytest.mark.root
+def test_root(i):
+    pass
+
+@pytest.mark.parametrize("i", range(3))
+@pytest.mark.root
+@pytest.mark.lab
+def test_lab(i):
+    pass
+
+@pytest.mark.parametrize("i", range(8))
+def test_plain(i):
+    pass
+
+def test_state_dirs():
+    home = os.path.expanduser("~")
+    assert not os.environ["FABRIC_STATE"].startswith(home) and "/run/" not in os.environ["FABRIC_LAB_STATE"]
+    print("STATE", os.environ["FABRIC_STATE"])
+'''
+
+
+def test_lab_tests_share_one_worker_and_root_tests_another(tmp_path: Path) -> None:
+    (tmp_path / "test_probe.py").write_text(PROBE)
+    p = subprocess.run([sys.executable, "-m", "pytest", "-p", "tests.conftest", "-p", "no:cacheprovider", "-n", "3",
+                        "--dist", "loadgroup", "-v", str(tmp_path / "test_probe.py")], capture_output=True, text=True,
+                       timeout=120, cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert p.returncode == 0, p.stdout + p.stderr
+    ran = re.findall(r"\[(gw\d+)\].* PASSED \S+::(test_\w+)", p.stdout)
+    assert len(ran) == 16, p.stdout
+    lab = {gw for gw, name in ran if name == "test_lab"}
+    root = {gw for gw, name in ran if name == "test_root"}
+    assert len(lab) == 1 and len(root) == 1, p.stdout  # one worker each
+    assert re.search(r"test_lab\[\d\]@lab", p.stdout) and re.search(r"test_root\[\d\]@root", p.stdout), p.stdout
+
+
+def test_each_test_process_has_its_own_state_dirs() -> None:
+    assert not os.environ["FABRIC_STATE"].startswith(str(Path.home()))
+    assert Path(os.environ["FABRIC_STATE"]).parent == Path(os.environ["FABRIC_LAB_STATE"]).parent
