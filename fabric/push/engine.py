@@ -44,12 +44,16 @@ class DeviceResult(BaseModel):
     def summary(self) -> dict[str, Any]:
         d = self.diff
         return {"device": self.device, "target": self.target, "status": self.status,
-                "added": d.added if d else 0, "removed": d.removed if d else 0, "unmanaged": d.unmanaged if d else 0,
+                "added": d.added if d else 0, "changed": d.changed if d else 0, "removed": d.removed if d else 0,
+                "never_rendered_removals": len(d.foreign) if d else 0, "unmanaged": d.unmanaged if d else 0,
                 "digest": d.digest if d and not d.empty else "", "sections": d.sections() if d else {},
                 "detail": self.detail, "seconds": round(self.seconds, 2)}
 
 
 class ApplyOptions(BaseModel):
+    # removing lines the tool never rendered (a setting that contradicts a rendered one, a foreign line of an
+    # owned object): refused per device unless the operator allows it (`--allow-unowned-removal`)
+    allow_unowned_removal: bool = False
     confirm_seconds: int = 300
     postcheck_timeout: float = 60
     settle: float = 5
@@ -100,7 +104,7 @@ def plan_saved(ep: SwitchEndpoint, running_dir: Path) -> DeviceResult:
     drv = driver(ep.target, None, ep.device, ep.intended, options=ep.options)
     try:
         diff = drv.device_diff(drv.scoped(path.read_text()))
-    except (OSError, ValueError, yaml.YAMLError) as exc:
+    except (OSError, ValueError, yaml.YAMLError, TargetError) as exc:
         return DeviceResult(device=ep.device, target=ep.target, status="error", detail=f"{path}: {one_line(exc)}")
     return DeviceResult(device=ep.device, target=ep.target, status="unchanged" if diff.empty else "changed", diff=diff)
 
@@ -165,6 +169,9 @@ def apply_device(fabric: str, ep: SwitchEndpoint, cred: Credentials, opts: Apply
         if res.diff.empty:
             res.status = "unchanged"
             return res
+        if res.diff.foreign and not opts.allow_unowned_removal:
+            res.status, res.detail = "error", refused(res.diff)
+            return res
         before = drv.health()
         if stop:
             res.status, res.detail = "skipped", f"interrupted ({stop.signal}) before the change; device unchanged"
@@ -213,6 +220,13 @@ def apply_device(fabric: str, ep: SwitchEndpoint, cred: Credentials, opts: Apply
         _settle(fabric, ep, action, txn, res)
         stage(res.status)
     return res
+
+
+def refused(diff: DeviceDiff) -> str:
+    """Why an apply leaves a device alone: it would remove lines the tool never rendered."""
+    first = diff.foreign[0]
+    return (f"refused: {len(diff.foreign)} lines the tool never rendered would be removed (first: {first.section}: "
+            f"{first.line}); review them in `fabric plan`, then re-run with --allow-unowned-removal; device unchanged")
 
 
 def _settle(fabric: str, ep: SwitchEndpoint, action: str, txn: Txn | None, res: DeviceResult) -> None:

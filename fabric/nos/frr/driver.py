@@ -23,7 +23,7 @@ from fabric.parsers.frr import route_widths
 from fabric.parsers.iproute import link_counters, queue_counters
 from fabric.targets import shell
 from fabric.targets.base import Change, DeviceDiff, Driver, Health, TargetError, Txn
-from fabric.targets.owned import Leaves, Path, ScopedDiff, apply_text, parse_text, render_text, text_leaves
+from fabric.targets.owned import Leaves, Path, ScopedDiff, apply_text, line_key, parse_text, render_text, text_leaves
 from fabric.targets.transceivers import ethtool_modules
 
 RELOAD = "/usr/lib/frr/frr-reload.py"
@@ -91,6 +91,29 @@ def parse_reload_test(output: str, running: str, defaults: str = "") -> list[Cha
             changes.append(Change(section=section or "(global)", op=op, line=text))
         block.clear()
 
+    def paired() -> list[Change]:
+        """A removal and an addition of the same setting in one section: one change, old → new; a removal
+        of a setting whose `frr defaults` value is quiet: a change to that default."""
+        out: list[Change] = []
+        adds = {}
+        for c in changes:
+            if c.op == "+":
+                adds.setdefault((c.section, line_key(c.line)), []).append(c)
+        used: set[int] = set()
+        for c in changes:
+            if c.op != "-":
+                continue
+            key = (c.section, line_key(c.line))
+            new = next((a for a in adds.get(key, []) if id(a) not in used), None)
+            if new is None and (dflt := next((q for q in sorted(quiet) if line_key(q) == key[1]), None)):
+                new = Change(section=c.section, op="+", line=f"{dflt} (the `frr defaults {defaults}` value)")
+            if new is None:
+                out.append(c)
+            else:
+                used.add(id(new))
+                out.append(Change(section=c.section, op="~", old=c.line, line=new.line))
+        return out + [c for c in changes if c.op == "+" and id(c) not in used]
+
     for raw in output.splitlines():
         line = raw.rstrip()
         if line == "Lines To Delete":
@@ -105,7 +128,7 @@ def parse_reload_test(output: str, running: str, defaults: str = "") -> list[Cha
             flush()
         block.append(line)
     flush()
-    return changes
+    return paired()
 
 
 def _lines(path: Path, value: tuple[str, ...]) -> tuple[str, list[str]]:
@@ -158,8 +181,10 @@ class FrrDriver(Driver):
         return ""
 
     @classmethod
-    def drained(cls, intended: str) -> str:
-        """`bgp graceful-shutdown` in the default instance (FRR: announce GRACEFUL_SHUTDOWN, RFC 8326)."""
+    def drained(cls, intended: str, release: str = "") -> str:
+        """`bgp graceful-shutdown` in the default instance (FRR: announce GRACEFUL_SHUTDOWN, RFC 8326; the same
+        command in every FRR release the tool renders for, 8.4 and 10.2: docs.frrouting.org bgp.html
+        "Graceful Shutdown")."""
         return re.sub(r"^(router bgp \d+)$", r"\1\n bgp graceful-shutdown", intended, count=1, flags=re.M)
 
     # -- plan ---------------------------------------------------------------------------------------
@@ -168,6 +193,7 @@ class FrrDriver(Driver):
 
     def scoped(self, running: str) -> ScopedDiff:
         """The owned diff; a line `frr defaults <x>` already implies (DEFAULTS) counts as present."""
+        self.check_renumber(running, self.intended)
         have, want = _leaves(running), _leaves(self.intended)
         quiet = DEFAULTS.get(self._defaults(), set())
         sections = {p[:-1] for p in have}
@@ -185,8 +211,10 @@ class FrrDriver(Driver):
         shell.upload(self.conn, f"{d}/intended.conf", self.merged(running, sd))
         out = shell.check(self.conn, f"{self._reload_argv(d)} --test {shell.quote(d + '/intended.conf')} 2>/dev/null",
                           what="frr-reload.py --test")
-        return DeviceDiff(device=self.device, target=self.target, unmanaged=sd.unmanaged,
-                          changes=parse_reload_test(out, "", self._defaults()))
+        foreign = {(c.section, c.line) for c in sd.changes if c.foreign}
+        changes = [c.model_copy(update={"foreign": True}) if c.op == "-" and (c.section, c.line) in foreign else c
+                   for c in parse_reload_test(out, "", self._defaults())]
+        return DeviceDiff(device=self.device, target=self.target, unmanaged=sd.unmanaged, changes=changes)
 
     def health(self) -> Health:
         data = json.loads(self._vtysh("show bgp summary json") or "{}")
