@@ -114,3 +114,34 @@ def test_another_asn_on_the_device_is_a_located_error_not_a_renumbering(tmp_path
         drv.scoped(other)
     assert f"line {line}: `router bgp 64999` on the device, the inventory renders `router bgp {asn}`" in str(exc.value)
     assert "never renumbers" in str(exc.value)
+
+
+def test_eos_port_settings_that_contradict_the_rendered_mode_go_with_it(tmp_path: Path) -> None:
+    """A GPU port the inventory switches (`switchport access vlan`) that the device runs routed, in a
+    port-channel and shut: `no switchport`, its `ip address`, `channel-group` and `shutdown` belong to the
+    rendered setting (EOS command reference: `switchport`, `channel-group`, `shutdown`); an uplink rendered
+    routed drops its `switchport mode trunk`. Each such removal is marked never rendered; the session puts the
+    port into the rendered mode, and the next plan is empty."""
+    from fabric.nos.eos.driver import leaves, session_lines
+
+    drv = _driver(_inventory(tmp_path, "eos-example", None), "leaf-su1-r1")
+    gpu, uplink = "Ethernet1/1", "Ethernet5/1"
+    assert "switchport access vlan" in drv.intended.split(f"interface {gpu}\n")[1].split("!")[0]
+    assert "no switchport" in drv.intended.split(f"interface {uplink}\n")[1].split("!")[0]
+    running = (CORPUS / "eos" / "leaf-su1-r1.cfg").read_text().replace("interface Loopback0\n", (
+        f"interface {gpu}\n   description old\n   no switchport\n   ip address 10.99.0.1/31\n"
+        "   channel-group 7 mode active\n   shutdown\n!\n"
+        f"interface {uplink}\n   switchport mode trunk\n   switchport trunk allowed vlan 10-20\n!\n"
+        "interface Loopback0\n"), 1)
+    sd = drv.scoped(running)
+    foreign = {(c.section, c.line) for c in sd.changes if c.foreign}
+    assert foreign == {(f"interface {gpu}", ln) for ln in ("no switchport", "ip address 10.99.0.1/31",
+                                                           "channel-group 7 mode active", "shutdown")} | \
+        {(f"interface {uplink}", ln) for ln in ("switchport mode trunk", "switchport trunk allowed vlan 10-20")}
+    assert ("interface Ethernet1/1", "~", "description old") in {(c.section, c.op, c.old) for c in sd.changes}
+    lines = session_lines(sd, leaves(running))
+    for ln in ("   default switchport", "   no ip address 10.99.0.1/31", "   no channel-group 7 mode active",
+               "   no shutdown", "   no switchport mode trunk", "   no switchport trunk allowed vlan 10-20"):
+        assert ln in lines, ln
+    after, _, _ = _applied(drv, running)
+    assert drv.scoped(after).empty

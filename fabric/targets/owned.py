@@ -164,6 +164,7 @@ def parse_text(text: str) -> list[Node]:
 
 
 LISTED = frozenset({"network"})
+FREE_TEXT = frozenset({"description", "hostname"})
 VALUED = frozenset({"hostname", "description", "priority", "speed", "mtu"})  # `<setting> <word>`: a value
 
 
@@ -179,6 +180,8 @@ def line_key(line: str, settings: tuple[str, ...] = ()) -> str:
     words = line.split()
     if words and words[0] == "no" and len(words) > 1:
         words = words[1:]
+    if words and words[0] in FREE_TEXT:
+        return words[0]  # `description <any words>`: one setting
     if words and words[0] in LISTED:
         return " ".join(words)  # one entry of a list (`network 10.0.0.1/32`): each line its own setting
     if len(words) == 2 and not any(c.isdigit() for c in words[1]) and words[0] not in VALUED:
