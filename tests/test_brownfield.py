@@ -145,3 +145,11 @@ def test_eos_port_settings_that_contradict_the_rendered_mode_go_with_it(tmp_path
         assert ln in lines, ln
     after, _, _ = _applied(drv, running)
     assert drv.scoped(after).empty
+
+
+def test_nvue_another_asn_is_an_error_too(tmp_path: Path) -> None:
+    """The docs' spine01 as printed (ASN 65199) against spine1 of the inventory (65000)."""
+    text = (CORPUS / "nvue" / "spine1.yaml").read_text().replace("autonomous-system: 65000", "autonomous-system: 65199")
+    drv = _driver(_inventory(tmp_path, "h100-400g", None), "spine1")
+    with pytest.raises(TargetError, match="autonomous-system 65199 on the device, the inventory renders 65000"):
+        drv.scoped(text)

@@ -97,7 +97,14 @@ class NvueDriver(Driver):
             or (p[1] in split and p[2] in ("ip", "ipv4", "bridge")))}
 
     def scoped(self, running: str) -> ScopedDiff:
-        return self.scoped_from(tree_leaves(load_running(running)), tree_leaves(self._intended()), _lines)
+        tree = load_running(running)
+        have = ((tree.get("router") or {}).get("bgp") or {}).get("autonomous-system")
+        want = ((self._intended().get("router") or {}).get("bgp") or {}).get("autonomous-system")
+        if self.options.get("scope") is None and have is not None and want is not None and str(have) != str(want):
+            raise TargetError(f"router bgp autonomous-system {have} on the device, the inventory renders {want}; the "
+                              "tool never renumbers a router: correct the inventory's ASN, or renumber the switch by "
+                              "hand first")
+        return self.scoped_from(tree_leaves(tree), tree_leaves(self._intended()), _lines)
 
     def counters(self) -> dict[str, dict[str, int]]:
         """Per front-panel port of the intent: QoS counters (queues per TC, PFC per priority, ECN-marked per
