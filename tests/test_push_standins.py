@@ -265,11 +265,12 @@ def test_nvue_patch_apply_confirm_and_timer_expiry(nvue: tuple[StandinNet, Path,
     history = _nv(d, "config", "history").stdout
     assert history.splitlines()[0].startswith("Rev ID") and " CLI " in history
 
-    # a wrong ASN: the peers stay idle → --confirm-no → the previous revision is applied again
+    # another ASN: never a renumbering (issue 22) — an error, the switch untouched (`--confirm-no` after a failed
+    # post-check: test_push_faults.test_session_dropped_after_commit_on_nvue_and_eos)
     bad = _inventory("h100-400g", tmp_path / "bad", tmp_path, asn=65199)
     res = _json(run(net, "apply", str(bad), "--limit", LEAF, "--yes", "--format", "json", *FAST, state=state))[LEAF]
-    assert res["status"] == "rolled-back" and "BGP" in res["detail"], res
-    assert _applied(d) == tree and read_json(d / "meta.json")["history"][-1]["how"] == "confirm-no"
+    assert res["status"] == "error" and "never renumbers" in res["detail"], res
+    assert _applied(d) == tree
 
     # fabric rollback: the owned leaves back to the recorded state, the rest untouched
     p = run(net, "rollback", str(inv), LEAF, "--yes", *FAST, state=state)
