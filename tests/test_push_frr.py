@@ -119,7 +119,7 @@ def test_plan_shows_a_hand_change_apply_restores_it_and_the_next_plan_is_empty(l
     assert rc == 0 and data["summary"] == {"unchanged": 6}
     entries = audit_lines(state)
     assert entries[-1]["device"] == LEAF and entries[-1]["result"] == "applied"
-    assert entries[-1]["diff_digest"] == dev[LEAF]["digest"] and entries[-1]["removed"] == 1
+    assert entries[-1]["diff_digest"] == dev[LEAF]["digest"] and entries[-1]["changed"] == 1
     assert CANARY not in p.stdout + p.stderr + (state / NAME / "audit.jsonl").read_text()
 
     # rollback restores the state recorded before that apply (the hand change), then apply again

@@ -239,7 +239,7 @@ def _settle(fabric: str, ep: SwitchEndpoint, action: str, txn: Txn | None, res: 
             state.audit(fabric, state.AuditEntry(
                 time=state.now(), who=state.who(), fabric=fabric, device=ep.device, target=ep.target,
                 action=action, diff_digest=d.digest if d else "", added=d.added if d else 0,
-                removed=d.removed if d else 0, result=res.status, detail=res.detail))
+                removed=d.removed if d else 0, changed=d.changed if d else 0, result=res.status, detail=res.detail))
     except OSError as exc:
         res.detail += f"; the state directory could not be written ({exc.strerror or exc}): audit line missing"
 
