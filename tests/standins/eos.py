@@ -121,23 +121,32 @@ def merge_line(cfg: str, ctx: list[str], raw: str) -> tuple[str, list[str], str]
     other = next((n[0] for n in nodes if n[0].startswith("router bgp ") and n[0] != line), None)
     if not ctx and line.startswith("router bgp ") and other:
         return cfg, ctx, f"% BGP is already running with AS number {other.split()[2]}"
-    if words[0] in ("no", "default") and len(words) > 1:
-        rest = " ".join(words[1:])
-        hit = [n for n in siblings if n[0] == rest] or [n for n in siblings if _key(n[0]) == _key(rest)]
+    rest = " ".join(words[1:])
+    if words[0] in ("no", "default") and len(words) > 1 and not any(n[0] == line for n in siblings):
+        # `no X` takes a configured X out; of a setting that is on by default it is itself the setting and
+        # shows as `no X` (`no switchport`, `no priority`, `no autostate`); `default X` takes out both forms
+        hit = [n for n in siblings if n[0] == rest] or [n for n in siblings if _key(n[0]) == _key(rest)
+                                                        and (words[0] == "default" or not n[0].startswith("no "))]
         for i, n in enumerate(hit):
             if i == 0 and not n[1]:
                 siblings[siblings.index(n)] = [HOLE + _key(rest), []]
             else:
                 siblings.remove(n)
-    elif not any(n[0] == line for n in siblings):
-        hole = next((i for i, n in enumerate(siblings) if n[0] == HOLE + _key(line)), None)
-        if hole is not None:  # a new value of a setting the session took out: in its place, as EOS prints it
-            siblings[hole] = [line, []]
-        elif not ctx and siblings and siblings[-1][0] == "end":
-            siblings[-1:-1] = [[line, []], ["!", []]]
-        else:
-            siblings.append([line, []])
+        if not hit and words[0] == "no":
+            _add(siblings, ctx, line)
+    elif words[0] not in ("no", "default") and not any(n[0] == line for n in siblings):
+        _add(siblings, ctx, line)
     return _text(nodes), [*ctx, line], ""
+
+
+def _add(siblings: list, ctx: list[str], line: str) -> None:
+    hole = next((i for i, n in enumerate(siblings) if n[0] == HOLE + _key(line)), None)
+    if hole is not None:  # a new value of a setting the session took out: in its place, as EOS prints it
+        siblings[hole] = [line, []]
+    elif not ctx and siblings and siblings[-1][0] == "end":  # a new section: before `end`
+        siblings.insert(len(siblings) - 1, [line, []])
+    else:
+        siblings.append([line, []])
 
 
 def hostname(text: str) -> str:
