@@ -153,3 +153,29 @@ def test_nvue_another_asn_is_an_error_too(tmp_path: Path) -> None:
     drv = _driver(_inventory(tmp_path, "h100-400g", None), "spine1")
     with pytest.raises(TargetError, match="autonomous-system 65199 on the device, the inventory renders 65000"):
         drv.scoped(text)
+
+
+@pytest.mark.parametrize("switch", ["spine1", "spine2", "leaf-su1-r1"])  # leaf-su1-r2: `autort` is not FRR 8.4's
+def test_frr_reload_of_the_merged_file_removes_nothing(tmp_path: Path, switch: str) -> None:
+    """What `fabric plan` runs on an FRR switch — frr-reload.py --test of the running config with only the owned
+    lines changed — on the corpus (FRR's own frr-reload.py, the running config given with --input): additions
+    and `~` changes only, the render's own negated settings (`no ipv6 nd suppress-ra`) read as additions."""
+    import shutil
+    import subprocess
+
+    from fabric.nos.frr.driver import RELOAD, parse_reload_test
+    from tests.conftest import require
+
+    require(Path(RELOAD).exists() and shutil.which("vtysh") is not None, "FRR's frr-reload.py and vtysh")
+    drv = _driver(_inventory(tmp_path, "example", None), switch)
+    text = (CORPUS / "frr" / f"{switch}.conf").read_text()
+    merged = drv.merged(text, drv.scoped(text))
+    (tmp_path / "running.conf").write_text(text)
+    (tmp_path / "new.conf").write_text(merged)
+    p = subprocess.run([RELOAD, "--test", "--stdout", "--input", str(tmp_path / "running.conf"),
+                        str(tmp_path / "new.conf")], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr[-500:]
+    changes = parse_reload_test(p.stdout, "", "datacenter", merged)
+    assert [c.text() for c in changes if c.op == "-"] == []
+    assert any(c.op == "+" and c.line == "no ipv6 nd suppress-ra" for c in changes)
+    assert [c.op for c in changes if c.section.startswith("router bgp")].count("~") == 1  # the router-id

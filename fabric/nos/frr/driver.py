@@ -65,8 +65,11 @@ def clean_running(text: str) -> str:
     return "\n".join(keep) + "\n"
 
 
-def parse_reload_test(output: str, running: str, defaults: str = "") -> list[Change]:
-    """frr-reload.py --test output → changes under their section, noise and no-ops dropped."""
+def parse_reload_test(output: str, running: str, defaults: str = "", intended: str = "") -> list[Change]:
+    """frr-reload.py --test output → changes under their section, noise and no-ops dropped. A `no X` line to
+    add is a removal of X, unless the `intended` file holds `no X` itself (a negated setting the render sets:
+    `no ipv6 nd suppress-ra`), which is an addition."""
+    negated = {ln.strip() for ln in intended.splitlines() if ln.strip().startswith("no ")}
     present = {ln.rstrip() for ln in running.splitlines()}
     quiet = DEFAULTS.get(defaults, set())
     changes: list[Change] = []
@@ -84,7 +87,7 @@ def parse_reload_test(output: str, running: str, defaults: str = "") -> list[Cha
                 continue
             section = " / ".join(ctx[:level])
             orig = line.strip()
-            neg = orig.startswith("no ")
+            neg = orig.startswith("no ") and not (mode == "add" and orig in negated)
             op, text = ("-", orig[3:]) if neg else ("-" if mode == "del" else "+", orig)
             if text.startswith(NOISE) or orig in quiet or (op == "+" and not section and line.rstrip() in present):
                 continue
@@ -208,12 +211,13 @@ class FrrDriver(Driver):
         running = self.running()
         sd = self.scoped(running)
         d = f"{self._workdir}/plan"
-        shell.upload(self.conn, f"{d}/intended.conf", self.merged(running, sd))
+        merged = self.merged(running, sd)
+        shell.upload(self.conn, f"{d}/intended.conf", merged)
         out = shell.check(self.conn, f"{self._reload_argv(d)} --test {shell.quote(d + '/intended.conf')} 2>/dev/null",
                           what="frr-reload.py --test")
         foreign = {(c.section, c.line) for c in sd.changes if c.foreign}
         changes = [c.model_copy(update={"foreign": True}) if c.op == "-" and (c.section, c.line) in foreign else c
-                   for c in parse_reload_test(out, "", self._defaults())]
+                   for c in parse_reload_test(out, "", self._defaults(), merged)]
         return DeviceDiff(device=self.device, target=self.target, unmanaged=sd.unmanaged, changes=changes)
 
     def health(self) -> Health:
