@@ -173,6 +173,9 @@ def apply_device(fabric: str, ep: SwitchEndpoint, cred: Credentials, opts: Apply
             res.status, res.detail = "error", refused(res.diff)
             return res
         before = drv.health()
+        if ep.options.get("bgp_before") is not None:  # a rollback: the sessions the switch had before that apply
+            before = before.model_copy(update={"bgp_established": min(before.bgp_established,
+                                                                      int(ep.options["bgp_before"]))})
         if stop:
             res.status, res.detail = "skipped", f"interrupted ({stop.signal}) before the change; device unchanged"
             return res
@@ -382,4 +385,5 @@ def _roll_back_applied(fabric: str, eps: list[SwitchEndpoint], cred: Credentials
 def restore_endpoint(ep: SwitchEndpoint, rec: Txn) -> SwitchEndpoint:
     """The endpoint whose intent is a recorded snapshot, inside the scope that apply owned."""
     return ep.model_copy(update={"intended": rec.snapshot,
-                                 "options": {**ep.options, "scope": rec.native.get("scope"), "manifest": None}})
+                                 "options": {**ep.options, "scope": rec.native.get("scope"), "manifest": None,
+                                             "bgp_before": rec.native.get("bgp_before")}})
