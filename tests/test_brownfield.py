@@ -179,3 +179,16 @@ def test_frr_reload_of_the_merged_file_removes_nothing(tmp_path: Path, switch: s
     assert [c.text() for c in changes if c.op == "-"] == []
     assert any(c.op == "+" and c.line == "no ipv6 nd suppress-ra" for c in changes)
     assert [c.op for c in changes if c.section.startswith("router bgp")].count("~") == 1  # the router-id
+
+
+def test_frr_rollback_file_drops_a_list_entry_frr_numbered_itself(tmp_path: Path) -> None:
+    """FRR shows `bgp community-list standard GSHUT seq 5 permit …` for the rendered line without `seq`: the
+    file a rollback reloads leaves that entry out (found by the lab test on the Proxmox config)."""
+    drv = _driver(_inventory(tmp_path, "example", None), "leaf-su1-r1")
+    text = (CORPUS / "frr" / "leaf-su1-r1.conf").read_text()
+    sd = drv.scoped(text)
+    after = drv.merged(text, sd).replace("bgp community-list standard GSHUT permit graceful-shutdown",
+                                         "bgp community-list standard GSHUT seq 5 permit graceful-shutdown")
+    assert "GSHUT seq 5" in after
+    undo = driver("frr", None, "leaf-su1-r1", text, options={"scope": sorted(list(p) for p in sd.owned)})
+    assert "community-list" not in undo.merged(after, undo.scoped(after))

@@ -222,9 +222,12 @@ def render_text(nodes: list[Node], indent: str = " ", depth: int = 0) -> str:
     return "\n".join(out) + "\n"
 
 
-def apply_text(nodes: list[Node], sets: Leaves, removes: Iterable[Path], settings: tuple[str, ...] = ()) -> list[Node]:
+def apply_text(nodes: list[Node], sets: Leaves, removes: Iterable[Path], settings: tuple[str, ...] = (),
+               key: Callable[[str], str] | None = None) -> list[Node]:
     """A copy of the text tree with each changed key's lines replaced (or dropped), new ones appended;
-    a section that loses its last line goes too."""
+    a section that loses its last line goes too. `key`: a line's key as the leaves were made (default
+    `line_key` with `settings`)."""
+    key = key or (lambda ln: line_key(ln, settings))
     out = copy.deepcopy(nodes)
     todo = {**{p: () for p in removes}, **sets}
     for path, lines in todo.items():
@@ -240,7 +243,7 @@ def apply_text(nodes: list[Node], sets: Leaves, removes: Iterable[Path], setting
             chain.append((siblings, node))
             siblings = node.children
         else:
-            idx = [i for i, n in enumerate(siblings) if not n.children and line_key(n.line, settings) == path[-1]]
+            idx = [i for i, n in enumerate(siblings) if not n.children and key(n.line) == path[-1]]
             at = idx[0] if idx else len(siblings)
             for i in reversed(idx):
                 del siblings[i]

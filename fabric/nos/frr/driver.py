@@ -205,7 +205,8 @@ class FrrDriver(Driver):
 
     def merged(self, running: str, sd: ScopedDiff) -> str:
         """The running configuration with only the owned changes made: the file frr-reload.py gets."""
-        return render_text(apply_text(parse_text(running), sd.sets, sd.removes))
+        return render_text(apply_text(parse_text(running), sd.sets, sd.removes,
+                                      key=lambda ln: line_key(_SEQ.sub(r"\1 ", ln))))
 
     def diff(self) -> DeviceDiff:
         running = self.running()
