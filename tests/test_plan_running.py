@@ -84,9 +84,10 @@ def _applied(drv: Driver, text: str) -> tuple[str, dict, dict]:
         before = load_running(text)
         after = apply_leaves(before, sd.sets, sd.removes)
         return json.dumps(after), tree_leaves(before), tree_leaves(after)
+    keys = NOS[drv.target].setting_keys
     nodes = parse_text(text)
-    after_text = render_text(apply_text(nodes, sd.sets, sd.removes), indent="   ")
-    return after_text, text_leaves(nodes), text_leaves(parse_text(after_text))
+    after_text = render_text(apply_text(nodes, sd.sets, sd.removes, keys), indent="   ")
+    return after_text, text_leaves(nodes, settings=keys), text_leaves(parse_text(after_text), settings=keys)
 
 
 @pytest.mark.parametrize(("inv", "target", "switch", "fixture"), CASES, ids=[f"{c[3]}:{c[2]}" for c in CASES])
@@ -158,8 +159,10 @@ def test_plan_running_cli_reports_missing_files_and_json(tmp_path: Path) -> None
     assert data["summary"] == {"changed": 1, "unchanged": 1, "no-file": 2}
     assert devs["spine2"]["detail"].endswith("spine2.cfg")
     assert devs["leaf-su1-r1"]["unmanaged"] > 40
-    assert "- random-detect ecn minimum-threshold 100000 bytes maximum-threshold 1500000 bytes " \
+    assert "~ random-detect ecn minimum-threshold 100000 bytes maximum-threshold 1500000 bytes max-mark-probability " \
+           "100 → random-detect ecn minimum-threshold 150000 bytes maximum-threshold 1500000 bytes " \
            "max-mark-probability 100" in devs["leaf-su1-r1"]["sections"]["interface Ethernet1/1 / tx-queue 3"]
+    assert devs["leaf-su1-r1"]["changed"] >= 8  # one ECN threshold per port, a change (old → new), not -/+
     assert not any(s.startswith(("username", "aaa", "management", "snmp", "logging", "ntp", "interface Management"))
                    for s in devs["leaf-su1-r1"]["sections"])
     assert not list((tmp_path / "state").glob("**/*")) if (tmp_path / "state").exists() else True

@@ -104,11 +104,12 @@ def test_plan_shows_a_hand_change_apply_restores_it_and_the_next_plan_is_empty(l
     rc, data = plan_json(inv, state)
     dev = {d["device"]: d for d in data["devices"]}
     assert rc == 0 and dev[LEAF]["status"] == "changed"
-    assert dev[LEAF]["sections"]["router bgp 65101"] == ["- timers bgp 5 15"]
+    assert dev[LEAF]["sections"]["router bgp 65101"] == [  # a change, back to the datacenter default (issue 22)
+        "~ timers bgp 5 15 → timers bgp 3 9 (the `frr defaults datacenter` value)"]
     assert "(global)" not in dev[LEAF]["sections"]  # a hand prefix-list is not the tool's: left alone
     assert all(d["status"] == "unchanged" for n, d in dev.items() if n != LEAF)
     table = run("plan", str(inv), state=state)
-    assert "- timers bgp 5 15" in table.stdout and "1 changed, 5 unchanged" in table.stdout
+    assert "~ timers bgp 5 15 → timers bgp 3 9" in table.stdout and "1 changed, 5 unchanged" in table.stdout
 
     p = run("apply", str(inv), "--yes", *FAST, state=state)
     assert p.returncode == 0, p.stdout + p.stderr
@@ -118,7 +119,7 @@ def test_plan_shows_a_hand_change_apply_restores_it_and_the_next_plan_is_empty(l
     assert rc == 0 and data["summary"] == {"unchanged": 6}
     entries = audit_lines(state)
     assert entries[-1]["device"] == LEAF and entries[-1]["result"] == "applied"
-    assert entries[-1]["diff_digest"] == dev[LEAF]["digest"] and entries[-1]["removed"] == 1
+    assert entries[-1]["diff_digest"] == dev[LEAF]["digest"] and entries[-1]["changed"] == 1
     assert CANARY not in p.stdout + p.stderr + (state / NAME / "audit.jsonl").read_text()
 
     # rollback restores the state recorded before that apply (the hand change), then apply again
@@ -251,3 +252,56 @@ def test_drain_a_spine_moves_ecmp_away_and_undrain_brings_it_back(lab: dict) -> 
         time.sleep(1)
     assert _path_to(remote)[0] == 2
     assert [e["action"] for e in audit_lines(state)][-2:] == ["drain", "undrain"]
+
+
+def test_brownfield_frr_keeps_vrf_bgp_evpn_route_maps_and_foreign_peer_group(lab: dict) -> None:
+    """Real FRR 8.4 seeded with a config nobody here wrote — Proxmox VE SDN's `frr.conf`
+    (tests/fixtures/brownfield/frr/leaf-su1-r1.conf: two VRF BGP instances, EVPN `advertise-all-vni`,
+    route-maps MAP_VTEP_IN/OUT, the iBGP peer group VTEP with its neighbours), loaded with frr-reload.py as an
+    operator would. `apply` adds the fabric and changes its own settings only: vtysh still shows every foreign
+    line and BGP to both spines comes up; the next plan is empty; `rollback` gives back the running config
+    byte for byte. The switch goes back to the lab's config afterwards."""
+    from fabric.nos.frr.driver import clean_running
+
+    inv, state = lab["inv"], lab["state"]
+    st = lab_state(NAME)
+    d = st.frr_dir(LEAF)
+    original = clean_running(vtysh("show running-config"))
+
+    def load(text: str) -> None:
+        f = d / "brownfield-seed.conf"
+        f.write_text(text)
+        p = st.run(LEAF, ["/usr/lib/frr/frr-reload.py", "--reload", "--stdout", "--bindir", "/usr/bin", "--confdir",
+                          str(d), "--rundir", str(d), "--vty_socket", str(d), str(f)], timeout=120)
+        assert p.returncode == 0, p.stdout + p.stderr
+
+    foreign = ["vrf vrf_myzone\n vni 1000\nexit-vrf", "vrf vrf_myzone2\n vni 1001\nexit-vrf",
+               "router bgp 65101 vrf vrf_myzone\n", "router bgp 65101 vrf vrf_myzone2\n",
+               " neighbor VTEP peer-group\n", " neighbor VTEP remote-as 65101\n", " neighbor VTEP bfd\n",
+               " neighbor 192.168.0.2 peer-group VTEP\n", " neighbor 192.168.0.3 peer-group VTEP\n",
+               " address-family l2vpn evpn\n  neighbor VTEP activate\n  neighbor VTEP route-map MAP_VTEP_IN in\n"
+               "  neighbor VTEP route-map MAP_VTEP_OUT out\n  advertise-all-vni\n",
+               "route-map MAP_VTEP_IN permit 1\n", "route-map MAP_VTEP_OUT permit 1\n", " coalesce-time 1000\n"]
+    try:
+        load((ROOT / "tests" / "fixtures" / "brownfield" / "frr" / f"{LEAF}.conf").read_text())
+        seeded = vtysh("show running-config")
+        for line in foreign:
+            assert line in seeded, line
+        rc, data = plan_json(inv, state, "--limit", LEAF)
+        assert rc == 0, data
+        dev = data["devices"][0]
+        assert dev["status"] == "changed" and dev["removed"] == 0 and dev["never_rendered_removals"] == 0, dev
+        p = run("apply", str(inv), "--limit", LEAF, "--yes", *FAST, state=state)
+        assert p.returncode == 0, p.stdout + p.stderr
+        after = vtysh("show running-config")
+        for line in foreign:
+            assert line in after, line
+        assert " neighbor FABRIC peer-group\n" in after and wait_established(2) == 2
+        _rc, data = plan_json(inv, state, "--limit", LEAF)
+        assert data["devices"][0]["status"] == "unchanged", data
+        p = run("rollback", str(inv), LEAF, "--yes", *FAST, state=state)
+        assert p.returncode == 0, p.stdout + p.stderr
+        assert vtysh("show running-config") == seeded
+    finally:
+        load(original)
+        assert wait_established(2) == 2

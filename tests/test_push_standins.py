@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from fabric.targets.owned import apply_leaves, parse_text, tree_leaves
+from fabric.targets.owned import apply_leaves, tree_leaves
 from tests.conftest import ROOT, require
 from tests.standins.common import read_json, write_json
 from tests.standins.harness import StandinNet, seed, standins
@@ -114,7 +114,7 @@ def test_sonic_plan_apply_checkpoint_and_rollback(sonic: tuple[StandinNet, Path,
     p = run(net, "plan", str(inv), "--limit", LEAF, "--format", "json", state=state)
     res = _json(p)[LEAF]
     assert res["status"] == "changed", res
-    assert res["sections"]["BGP_NEIGHBOR|default|Ethernet16"] == ["- holdtime=180", "+ holdtime=9"]
+    assert res["sections"]["BGP_NEIGHBOR|default|Ethernet16"] == ["~ holdtime=180 → holdtime=9"]  # a change (issue 22)
     assert not any(s.startswith("NTP_SERVER") for s in res["sections"])
     before = read_json(d / "running.json")
 
@@ -238,7 +238,7 @@ def test_nvue_patch_apply_confirm_and_timer_expiry(nvue: tuple[StandinNet, Path,
     intent = yaml.safe_load(_intent(inv)[1]["nvue-patch.yaml"])[0]["set"]
     res = _json(run(net, "plan", str(inv), "--limit", LEAF, "--format", "json", state=state))[LEAF]
     assert res["status"] == "changed"
-    assert res["sections"]["interface swp10s0 link"] == ["- mtu: 1500", "+ mtu: 9216"]
+    assert res["sections"]["interface swp10s0 link"] == ["~ mtu: 1500 → mtu: 9216"]
     assert not any(s.startswith(("system aaa", "system ssh-server", "service", "vrf mgmt", "interface eth0",
                                  "interface swp64", "vrf default router bgp neighbor 10.250.0.1",
                                  "vrf default router static")) for s in res["sections"])
@@ -265,11 +265,12 @@ def test_nvue_patch_apply_confirm_and_timer_expiry(nvue: tuple[StandinNet, Path,
     history = _nv(d, "config", "history").stdout
     assert history.splitlines()[0].startswith("Rev ID") and " CLI " in history
 
-    # a wrong ASN: the peers stay idle → --confirm-no → the previous revision is applied again
+    # another ASN: never a renumbering (issue 22) — an error, the switch untouched (`--confirm-no` after a failed
+    # post-check: test_push_faults.test_session_dropped_after_commit_on_nvue_and_eos)
     bad = _inventory("h100-400g", tmp_path / "bad", tmp_path, asn=65199)
     res = _json(run(net, "apply", str(bad), "--limit", LEAF, "--yes", "--format", "json", *FAST, state=state))[LEAF]
-    assert res["status"] == "rolled-back" and "BGP" in res["detail"], res
-    assert _applied(d) == tree and read_json(d / "meta.json")["history"][-1]["how"] == "confirm-no"
+    assert res["status"] == "error" and "never renumbers" in res["detail"], res
+    assert _applied(d) == tree
 
     # fabric rollback: the owned leaves back to the recorded state, the rest untouched
     p = run(net, "rollback", str(inv), LEAF, "--yes", *FAST, state=state)
@@ -304,17 +305,17 @@ def eos(tmp_path: Path) -> Iterator[tuple[StandinNet, Path, Path, str]]:
 
 
 def _eos_unowned(text: str, intended: str) -> dict:
+    from fabric.nos.eos.driver import leaves
     from fabric.targets import driver
-    from fabric.targets.owned import text_leaves
 
     owned = driver("eos", None, LEAF, intended).scoped(text).owned
-    return {p: v for p, v in text_leaves(parse_text(text)).items() if p not in owned}
+    return {p: v for p, v in leaves(text).items() if p not in owned}
 
 
 def _eos_leaves(text: str) -> dict:
-    from fabric.targets.owned import text_leaves
+    from fabric.nos.eos.driver import leaves
 
-    return text_leaves(parse_text(text))
+    return leaves(text)
 
 
 def test_eos_session_diffs_commit_timer_confirm_and_abort(eos: tuple[StandinNet, Path, Path, str],
@@ -324,7 +325,7 @@ def test_eos_session_diffs_commit_timer_confirm_and_abort(eos: tuple[StandinNet,
     hand = (d / "running.cfg").read_text()
     res = _json(run(net, "plan", str(inv), "--limit", LEAF, "--format", "json", state=state))[LEAF]
     assert res["status"] == "changed", res["detail"]
-    assert res["sections"]["interface Ethernet1/1"] == ["- mtu 1500", "+ mtu 9214"]
+    assert res["sections"]["interface Ethernet1/1"] == ["~ mtu 1500 → mtu 9214"]
     assert "- ip route 192.0.2.0/24 Null0" not in res["sections"].get("(global)", [])  # a hand route is kept
     assert not any(s.startswith(("username", "aaa", "management", "snmp", "logging", "ntp", "daemon",
                                  "interface Management1", "tacacs")) for s in res["sections"])
@@ -340,8 +341,10 @@ def test_eos_session_diffs_commit_timer_confirm_and_abort(eos: tuple[StandinNet,
 
     bad = _inventory("eos-example", tmp_path / "bad", tmp_path, asn=65199)
     res = _json(run(net, "apply", str(bad), "--limit", LEAF, "--yes", "--format", "json", *FAST, state=state))[LEAF]
-    assert res["status"] == "rolled-back" and "BGP" in res["detail"], res
-    assert (d / "running.cfg").read_text() == applied  # configure session … abort restored it
+    # another ASN is never a renumbering (issue 22): a located error, the switch untouched (the abort after a
+    # failed post-check: test_push_faults.test_session_dropped_after_commit_on_nvue_and_eos)
+    assert res["status"] == "error" and "never renumbers" in res["detail"] and "router bgp 65121" in res["detail"], res
+    assert (d / "running.cfg").read_text() == applied
 
     p = run(net, "rollback", str(inv), LEAF, "--yes", *FAST, state=state)
     assert p.returncode == 0, p.stdout + p.stderr

@@ -34,8 +34,8 @@ def _run(inventory: Path, switch: str, *, undrain: bool, lab: bool, insecure_lab
     state.check_writable(ctx.name)
     note = (lambda s: sys.stderr.write(s + "\n")) if fmt == "table" else (lambda _s: None)
     with state.apply_lock(ctx.name):
-        res = drain(ctx.name, ep, ctx.cred, opts, ports, undrain=undrain, threshold_bps=threshold, timeout=timeout,
-                    interval=interval, note=note)
+        res = drain(ctx.name, ep, ctx.cred, opts, ports, release=ctx.fabric.switches[switch].release,
+                    undrain=undrain, threshold_bps=threshold, timeout=timeout, interval=interval, note=note)
     _print(verb, res, threshold, fmt)
     ok = res.result.status in ("applied", "unchanged") and res.quiet is not False
     raise typer.Exit(0 if ok else 1)

@@ -96,13 +96,14 @@ def print_results(title: str, results: list[engine.DeviceResult], fmt: str, *, d
                                      "devices": devices}, indent=2) + "\n")
         return
     table = Table(title=title)
-    for col in ("device", "target", "status", "+", "-", "detail"):
+    for col in ("device", "target", "status", "+", "~", "-", "detail"):
         table.add_column(col, overflow="fold")
     style = {"unchanged": "green", "applied": "green", "changed": "yellow", "rolled-back": "yellow",
              "skipped": "dim"}
     for r in results:
         table.add_row(r.device, r.target, styled(r.status, style.get(r.status, "red")),
-                      str(r.diff.added if r.diff else ""), str(r.diff.removed if r.diff else ""),
+                      str(r.diff.added if r.diff else ""), str(r.diff.changed if r.diff else ""),
+                      str(r.diff.removed if r.diff else ""),
                       printable(mask_line(r.detail)[0]))
     out.print(table)
     if diffs:
@@ -113,12 +114,17 @@ def print_results(title: str, results: list[engine.DeviceResult], fmt: str, *, d
                 for section, items in masked[r.device][0].items():
                     out.print(f"  {printable(section)}")  # device text: control characters escaped
                     for item in items:
-                        out.print(Text(f"    {printable(item)}", style="green" if item[0] == "+" else "red"))
+                        colour = {"+": "green", "~": "yellow"}.get(item[0], "red")
+                        out.print(Text(f"    {printable(item)}", style=colour))
     out.print(", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
     unmanaged = [r.diff.unmanaged for r in results if r.diff]
     if unmanaged:
         out.print(f"left alone: {sum(unmanaged)} settings the inventory does not render, on {len(unmanaged)} "
                   "switches")
+    foreign = sum(len(r.diff.foreign) for r in results if r.diff)
+    if foreign:
+        out.print(f"{foreign} lines the tool never rendered would be removed (marked above): `fabric apply` refuses "
+                  "them without --allow-unowned-removal")
     if hidden:
         out.print(f"{hidden} secret lines masked (password, secret, key, community: shown as {MASK})")
 
@@ -222,6 +228,10 @@ def apply_command(
                                          "what is healthy, roll back the rest")] = False,
     rollback_on_failure: Annotated[bool, typer.Option("--rollback-on-failure", help="when a batch fails, return "
                                                       "the earlier batches to their recorded state")] = False,
+    allow_unowned_removal: Annotated[bool, typer.Option("--allow-unowned-removal", help="remove lines the tool "
+                                                        "never rendered where the plan marks them (settings that "
+                                                        "contradict a rendered one); without it such a switch is "
+                                                        "refused")] = False,
 ) -> None:
     """Change the switches to their intent: canary, then batches, each device a transaction with rollback."""
     import re
@@ -233,7 +243,8 @@ def apply_command(
     _check_timers(confirm_timer, postcheck_timeout, settle)
     _require_tty(yes, "apply")
     ctx = Context(inventory, limit, lab=lab, insecure_lab=insecure_lab)
-    opts = engine.ApplyOptions(confirm_seconds=confirm_timer, postcheck_timeout=postcheck_timeout, settle=settle)
+    opts = engine.ApplyOptions(confirm_seconds=confirm_timer, postcheck_timeout=postcheck_timeout, settle=settle,
+                               allow_unowned_removal=allow_unowned_removal)
     state.check_writable(ctx.name)  # the audit log and records first: refuse before any device is touched
     with state.apply_lock(ctx.name), engine.signals_handled(engine.Stop()) as stop:
         settled = _settle_interrupted(ctx, opts, resume=resume)

@@ -97,7 +97,13 @@ class Nos:
     # Ownership (fabric/targets/owned.py): the tool owns every leaf its render has, what an earlier apply
     # rendered, and every leaf under an entry of its render matching one of these paths ("/"-joined globs)
     owned_whole: tuple[str, ...] = ()
-    owned_single: tuple[str, ...] = ()  # top-level entries a device has one of (regexes): the tool's whatever the key
+    # text NOS (fabric.targets.owned.scope): objects owned whole where the render names them (a BGP neighbour or
+    # peer group, in its instance), device settings that contradict a rendered one, keys of multi-word settings,
+    # and the one instance the tool never renumbers (`router bgp <asn>`: another ASN is a plan error)
+    owned_objects: tuple[tuple[str, str], ...] = ()
+    owned_implied: tuple[tuple[str, str, str], ...] = ()
+    setting_keys: tuple[str, ...] = ()
+    no_renumber: str = ""
     default_release: dict[str, str] = field(default_factory=dict)  # platform → release; others: the newest
     # ports come from the platform's own port map (SONiC `platform.json`/`port_config.ini`: lanes, index,
     # alias and the breakouts it defines), refused where the platform lacks them
@@ -145,12 +151,20 @@ NOS: dict[str, Nos] = {n.name: n for n in (
         watchdog={"detection": _ANY, "restoration": _ANY, "poll_interval": _ANY,
                   "action": frozenset({"drop", "forward"})},
         watchdog_effect=eos_watchdog,
-        owned_whole=("interface */tx-queue *", "route-map *"), owned_single=(r"router bgp \d+",)),
+        owned_whole=("interface */tx-queue *", "route-map *"),
+        owned_objects=((r"router bgp \d+", r"neighbor (interface \S+|\S+)"),),
+        # EOS command reference, Ethernet interfaces: `switchport` / `no switchport` (a routed port takes no
+        # switchport settings, a switched port no L3 `ip address`), `channel-group` (a member's L2/L3 settings come
+        # from its port-channel), `shutdown`: each contradicts a rendered port's mode, so it belongs to the setting
+        owned_implied=(("interface Ethernet*", r"switchport (access vlan|mode|trunk allowed vlan)",
+                        r"no switchport|switchport( .*)?|ip address \S+( secondary)?|channel-group .*|shutdown"),
+                       ("interface Ethernet*", r"switchport", r"switchport .*|channel-group .*|shutdown")),
+        setting_keys=(r"maximum-paths", r"random-detect ecn"), no_renumber=r"router bgp (\d+)"),
     # Linux/FRR white-box: iproute2 dcb has no PFC watchdog; the lab realizes every inventory on this target.
     Nos(name="frr", title="Linux white-box with FRR (what the lab runs)", releases=("8.4", "10.2"), port_name=swp,
         files=("frr.conf", "interfaces.sh", "qos.sh"), intended="frr.conf", running_suffix=".conf",
         device_type="linux", mtu_max=9216, watchdog=None, owned_whole=("route-map *",),
-        owned_single=(r"router bgp \d+",)),
+        owned_objects=((r"router bgp \d+", r"neighbor (\S+)"),), no_renumber=r"router bgp (\d+)"),
 )}
 
 

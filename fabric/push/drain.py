@@ -1,8 +1,9 @@
 """Drain and undrain one switch: BGP graceful shutdown (RFC 8326) through the same device transaction
 as `apply`, then wait until its fabric ports carry no more than a threshold of traffic.
 
-Draining is the rendered intent plus the NOS's graceful-shutdown setting (`Driver.drained`): FRR
-`bgp graceful-shutdown`, SONiC BGP_GLOBALS `graceful_shutdown`, NVUE `router bgp graceful-shutdown on`.
+Draining is the rendered intent plus the NOS's graceful-shutdown setting in the form of the switch's release
+(`Driver.drained`): FRR `bgp graceful-shutdown`, SONiC BGP_GLOBALS `graceful_shutdown`, NVUE `router bgp
+graceful-shutdown on` (5.9) / `enabled` (5.15), EOS maintenance mode `unit System` / `quiesce`.
 The switch then announces its routes with GRACEFUL_SHUTDOWN (65535:0); its peers' inbound policy (rendered
 on every target, README "Graceful shutdown") gives them LOCAL_PREF 0, so ECMP moves to the other paths.
 The drained intent is recorded like any apply, so `undrain` (the plain intent) removes exactly that
@@ -66,10 +67,13 @@ def fabric_rate(ep: SwitchEndpoint, cred: Credentials, ports: list[str], interva
 
 
 def drain(fabric: str, ep: SwitchEndpoint, cred: Credentials, opts: ApplyOptions, ports: list[str], *,
-          undrain: bool = False, threshold_bps: float = 1e6, timeout: float = 300, interval: float = 5,
-          progress: Progress = lambda _d, _s: None, note: Callable[[str], None] = lambda _s: None) -> DrainResult:
-    """Drain (or undrain) `ep`'s switch; after a drain, wait until its fabric ports are quiet."""
-    target = ep if undrain else ep.model_copy(update={"intended": driver_class(ep.target).drained(ep.intended)})
+          release: str = "", undrain: bool = False, threshold_bps: float = 1e6, timeout: float = 300,
+          interval: float = 5, progress: Progress = lambda _d, _s: None,
+          note: Callable[[str], None] = lambda _s: None) -> DrainResult:
+    """Drain (or undrain) `ep`'s switch (`release`: its NOS release, for the form of the setting); after a
+    drain, wait until its fabric ports are quiet."""
+    target = ep if undrain else ep.model_copy(
+        update={"intended": driver_class(ep.target).drained(ep.intended, release)})
     before = fabric_rate(ep, cred, ports, interval)
     note(f"{ep.device}: fabric ports {fmt_rate(before)} before")
     res = apply_device(fabric, target, cred, opts, action="undrain" if undrain else "drain", progress=progress)

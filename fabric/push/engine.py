@@ -45,12 +45,16 @@ class DeviceResult(BaseModel):
     def summary(self) -> dict[str, Any]:
         d = self.diff
         return {"device": self.device, "target": self.target, "status": self.status,
-                "added": d.added if d else 0, "removed": d.removed if d else 0, "unmanaged": d.unmanaged if d else 0,
+                "added": d.added if d else 0, "changed": d.changed if d else 0, "removed": d.removed if d else 0,
+                "never_rendered_removals": len(d.foreign) if d else 0, "unmanaged": d.unmanaged if d else 0,
                 "digest": d.digest if d and not d.empty else "", "sections": d.sections() if d else {},
                 "detail": self.detail, "seconds": round(self.seconds, 2)}
 
 
 class ApplyOptions(BaseModel):
+    # removing lines the tool never rendered (a setting that contradicts a rendered one, a foreign line of an
+    # owned object): refused per device unless the operator allows it (`--allow-unowned-removal`)
+    allow_unowned_removal: bool = False
     confirm_seconds: int = 300
     postcheck_timeout: float = 60
     settle: float = 5
@@ -104,7 +108,7 @@ def plan_saved(ep: SwitchEndpoint, running_dir: Path) -> DeviceResult:
     except InputError as exc:  # located: file, line, path, expected, found (fabric.model.running)
         return DeviceResult(device=ep.device, target=ep.target, status="error",
                             detail="; ".join(str(p) for p in exc.problems[:3]))
-    except (OSError, ValueError, TypeError, AttributeError, KeyError, IndexError, RecursionError,
+    except (OSError, ValueError, TypeError, TargetError, AttributeError, KeyError, IndexError, RecursionError,
             yaml.YAMLError) as exc:  # what the structure checks let through: still this switch's problem only
         return DeviceResult(device=ep.device, target=ep.target, status="error",
                             detail=f"{path}: expected a {ep.target} running configuration, found {one_line(exc)}")
@@ -171,7 +175,13 @@ def apply_device(fabric: str, ep: SwitchEndpoint, cred: Credentials, opts: Apply
         if res.diff.empty:
             res.status = "unchanged"
             return res
+        if res.diff.foreign and not opts.allow_unowned_removal:
+            res.status, res.detail = "error", refused(res.diff)
+            return res
         before = drv.health()
+        if ep.options.get("bgp_before") is not None:  # a rollback: the sessions the switch had before that apply
+            before = before.model_copy(update={"bgp_established": min(before.bgp_established,
+                                                                      int(ep.options["bgp_before"]))})
         if stop:
             res.status, res.detail = "skipped", f"interrupted ({stop.signal}) before the change; device unchanged"
             return res
@@ -221,6 +231,13 @@ def apply_device(fabric: str, ep: SwitchEndpoint, cred: Credentials, opts: Apply
     return res
 
 
+def refused(diff: DeviceDiff) -> str:
+    """Why an apply leaves a device alone: it would remove lines the tool never rendered."""
+    first = diff.foreign[0]
+    return (f"refused: {len(diff.foreign)} lines the tool never rendered would be removed (first: {first.section}: "
+            f"{first.line}); review them in `fabric plan`, then re-run with --allow-unowned-removal; device unchanged")
+
+
 def _settle(fabric: str, ep: SwitchEndpoint, action: str, txn: Txn | None, res: DeviceResult) -> None:
     """Record and audit the outcome; a state directory that fails now is reported, never raised."""
     try:
@@ -231,7 +248,7 @@ def _settle(fabric: str, ep: SwitchEndpoint, action: str, txn: Txn | None, res: 
             state.audit(fabric, state.AuditEntry(
                 time=state.now(), who=state.who(), fabric=fabric, device=ep.device, target=ep.target,
                 action=action, diff_digest=d.digest if d else "", added=d.added if d else 0,
-                removed=d.removed if d else 0, result=res.status, detail=res.detail))
+                removed=d.removed if d else 0, changed=d.changed if d else 0, result=res.status, detail=res.detail))
     except OSError as exc:
         res.detail += f"; the state directory could not be written ({exc.strerror or exc}): audit line missing"
 
@@ -374,4 +391,5 @@ def _roll_back_applied(fabric: str, eps: list[SwitchEndpoint], cred: Credentials
 def restore_endpoint(ep: SwitchEndpoint, rec: Txn) -> SwitchEndpoint:
     """The endpoint whose intent is a recorded snapshot, inside the scope that apply owned."""
     return ep.model_copy(update={"intended": rec.snapshot,
-                                 "options": {**ep.options, "scope": rec.native.get("scope"), "manifest": None}})
+                                 "options": {**ep.options, "scope": rec.native.get("scope"), "manifest": None,
+                                             "bgp_before": rec.native.get("bgp_before")}})

@@ -87,6 +87,7 @@ class AuditEntry(BaseModel):
     diff_digest: str
     added: int
     removed: int
+    changed: int = 0  # settings changed old → new (`~`)
     result: str  # applied | rolled-back | unchanged | failed | reverted-by-timer | unknown
     detail: str = ""
 

@@ -26,7 +26,7 @@ from pydantic import BaseModel
 
 from fabric.nos import NOS
 from fabric.secrets import mask_change
-from fabric.targets.owned import EARLIER, Change, Leaves, Lines, Path, ScopedDiff, manifest_paths, scope, scoped_diff
+from fabric.targets.owned import Change, Leaves, Lines, Path, ScopedDiff, manifest_paths, renumbered, scope, scoped_diff
 
 __all__ = ["Change", "DeviceDiff", "Driver", "Health", "TargetError", "Txn"]
 
@@ -49,19 +49,30 @@ class DeviceDiff(BaseModel):
     def removed(self) -> int:
         return sum(c.op == "-" for c in self.changes)
 
+    @property
+    def changed(self) -> int:
+        return sum(c.op == "~" for c in self.changes)
+
+    @property
+    def foreign(self) -> list[Change]:
+        """Removals of lines the tool never rendered (`apply` wants --allow-unowned-removal)."""
+        return [c for c in self.changes if c.foreign]
+
     def sections(self) -> dict[str, list[str]]:
         """Each section's `-`/`+` lines as shown everywhere (plan, audit, JSON): secrets masked by the NOS's
         structure (fabric.secrets.mask_change)."""
         out: dict[str, list[str]] = {}
         for c in self.changes:
             section, line, _ = mask_change(self.target, c.section, c.line)
-            out.setdefault(section, []).append(f"{c.op} {line}{EARLIER if c.earlier else ''}")
+            old = mask_change(self.target, c.section, c.old)[1] if c.old else ""
+            out.setdefault(section, []).append(c.model_copy(update={"line": line, "old": old}).text())
         return out
 
     @property
     def masked(self) -> int:
         """How many lines of `sections()` had a secret masked."""
-        return sum(mask_change(self.target, c.section, c.line)[2] for c in self.changes)
+        return sum(mask_change(self.target, c.section, c.line)[2] + (mask_change(self.target, c.section, c.old)[2]
+                                                                     if c.old else 0) for c in self.changes)
 
     def text(self) -> str:
         """Readable, stable: each section, then its `-`/`+` lines."""
@@ -146,11 +157,25 @@ class Driver(ABC):
             return owned, {p: v for p, v in intent.items() if p in owned}, set()
         manifest = manifest_paths(self.options.get("manifest"))
         nos = NOS[self.target]
-        return scope(intent, running, nos.owned_whole, manifest, nos.owned_single), intent, manifest
+        owned = scope(intent, running, nos.owned_whole, manifest, nos.owned_objects, nos.owned_implied)
+        return owned | self.contradicting(intent, running), intent, manifest
+
+    def contradicting(self, intent: Leaves, running: Leaves) -> set[Path]:
+        """Device leaves that contradict a rendered setting in a way `Nos.owned_implied` cannot say (they sit
+        under another object): owned with the setting, their removal marked never rendered. None by default."""
+        return set()
 
     def scoped_from(self, running: Leaves, intent: Leaves, lines: Lines) -> ScopedDiff:
         owned, target, manifest = self.owned_scope(intent, running)
-        return scoped_diff(running, target, owned, lines, earlier=manifest)
+        restore = self.options.get("scope") is not None  # fabric rollback: every owned line is the tool's
+        return scoped_diff(running, target, owned, lines, earlier=manifest, rendered=owned if restore else None)
+
+    def check_renumber(self, running: str, intended: str) -> None:
+        """A device whose one `router bgp <asn>` (`Nos.no_renumber`) differs from the intent's: a located error,
+        never a change (text NOS)."""
+        pattern = NOS[self.target].no_renumber
+        if pattern and self.options.get("scope") is None and (why := renumbered(running, intended, pattern)):
+            raise TargetError(why)
 
     def record_scope(self, txn: Txn, sd: ScopedDiff, intent: Leaves) -> None:
         """Keep the scope (for `fabric rollback`) and the intent's leaves (the next apply's manifest)."""
@@ -193,9 +218,10 @@ class Driver(ABC):
         (`no module: …`); None: not read on this NOS."""
         return None
     @classmethod
-    def drained(cls, intended: str) -> str:
-        """The intent with BGP graceful shutdown (RFC 8326) on: what `fabric drain` applies."""
-        raise TargetError(f"{cls.target}: drain is not supported on this target")
+    @abstractmethod
+    def drained(cls, intended: str, release: str = "") -> str:
+        """The intent with BGP graceful shutdown (RFC 8326) on, in the form of the switch's `release` (the
+        NOS table's releases): what `fabric drain` applies; every target has one."""
 
     # -- transaction --------------------------------------------------------------------------------
     @abstractmethod

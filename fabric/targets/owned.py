@@ -11,12 +11,18 @@ The tool owns (`scope`):
    keyed as the inventory names them) and only the fields it renders: platform fields such as a SONiC
    PORT's `lanes`/`fec` or an NVUE port's breakout stay as they are;
 2. every leaf under an entry the intent has whose path matches a pattern the NOS row declares wholly owned
-   (`Nos.owned_whole`, e.g. a QoS map the tool defines: a mapping the intent lacks is removed), and the
-   device's one instance of what it has one of (`Nos.owned_single`: `router bgp <asn>`);
+   (`Nos.owned_whole`, e.g. a QoS map the tool defines: a mapping the intent lacks is removed); in text
+   configurations the lines of each BGP neighbour or peer group the render names, in its own instance
+   (`Nos.owned_objects`) — never a whole `router bgp`: other neighbours, peer groups, VRF instances,
+   EVPN, `redistribute` stay — and device settings that contradict a rendered one (`Nos.owned_implied`);
+   a device whose `router bgp <asn>` differs from the intent's is an error, never renumbered
+   (`Nos.no_renumber`);
 3. every leaf an earlier apply rendered (`manifest`, kept in the push state): removing it is in scope and
    the plan marks it `(rendered by an earlier apply)` — a port dropped from the inventory, a renamed profile.
 
-Everything else on the device is unmanaged: never changed, and counted (`ScopedDiff.unmanaged`).
+Everything else on the device is unmanaged: never changed, and counted (`ScopedDiff.unmanaged`). A removal
+of a line the tool never rendered (cases 2, not 1 or 3) is marked `foreign`: `apply` refuses it unless
+the operator passes --allow-unowned-removal.
 """
 
 from __future__ import annotations
@@ -32,16 +38,30 @@ from pydantic import BaseModel, ConfigDict
 
 
 class Change(BaseModel):
-    """One line of a section-aware diff: `+` to add, `-` to remove, under a section path."""
+    """One line of a section-aware diff under a section path: `+` to add, `-` to remove, `~` a setting
+    changed from `old` to `line` (the same key on both sides: `timers bgp 5 15` → `timers bgp 3 9`)."""
 
     model_config = ConfigDict(frozen=True)
     section: str
-    op: str  # "+" or "-"
+    op: str  # "+", "-" or "~"
     line: str
+    old: str = ""  # with "~": the value on the device before
     earlier: bool = False  # a removal of what an earlier apply rendered and the inventory no longer has
+    foreign: bool = False  # a removal (or change) of a line the tool never rendered: `apply` wants
+    # --allow-unowned-removal for it (a setting that contradicts a rendered one, a line of an owned object)
+
+    def text(self) -> str:
+        """As the plan prints it."""
+        body = f"~ {self.old} → {self.line}" if self.op == "~" else f"{self.op} {self.line}"
+        return body + (EARLIER if self.earlier else FOREIGN if self.foreign else "")
 
 
 EARLIER = "  (rendered by an earlier apply, no longer in the inventory)"
+FOREIGN = "  (never rendered by the tool)"
+
+
+class ScopeError(ValueError):
+    """The device runs something the tool must not take over (a router under another ASN): one located line."""
 
 
 Path = tuple[str, ...]
@@ -143,12 +163,29 @@ def parse_text(text: str) -> list[Node]:
     return root.children
 
 
-def line_key(line: str) -> str:
+LISTED = frozenset({"network"})
+FREE_TEXT = frozenset({"description", "hostname"})
+VALUED = frozenset({"hostname", "description", "priority", "speed", "mtu"})  # `<setting> <word>`: a value
+
+
+def line_key(line: str, settings: tuple[str, ...] = ()) -> str:
     """The setting a line sets: without a leading `no`, its last word and the plain numbers before it
-    (`timers bgp 3 9` → `timers bgp`; `ip route 192.0.2.0/24 Null0` → `ip route 192.0.2.0/24`)."""
+    (`timers bgp 3 9` → `timers bgp`; `ip route 192.0.2.0/24 Null0` → `ip route 192.0.2.0/24`).
+    `settings`: regexes of settings whose key is the match whatever follows (EOS `maximum-paths 4 ecmp 4`
+    and `maximum-paths 64` are one setting: `Nos.setting_keys`)."""
+    bare = line[3:] if line.startswith("no ") else line
+    for pat in settings:
+        if m := re.match(pat, bare):
+            return m.group(0)
     words = line.split()
     if words and words[0] == "no" and len(words) > 1:
         words = words[1:]
+    if words and words[0] in FREE_TEXT:
+        return words[0]  # `description <any words>`: one setting
+    if words and words[0] in LISTED:
+        return " ".join(words)  # one entry of a list (`network 10.0.0.1/32`): each line its own setting
+    if len(words) == 2 and not any(c.isdigit() for c in words[1]) and words[0] not in VALUED:
+        return " ".join(words)  # a flag (`bgp disable-ebgp-connected-route-check`, `ipv6 enable`), not a value
     if len(words) > 1:
         words = words[:-1]
         while len(words) > 1 and words[-1].isdigit():
@@ -156,15 +193,15 @@ def line_key(line: str) -> str:
     return " ".join(words)
 
 
-def text_leaves(nodes: list[Node], path: Path = ()) -> Leaves:
+def text_leaves(nodes: list[Node], path: Path = (), settings: tuple[str, ...] = ()) -> Leaves:
     """(section lines…, key) → the lines with that key (a section with children is a path element)."""
     out: Leaves = {}
     for n in nodes:
         if n.children:
-            for p, v in text_leaves(n.children, (*path, n.line)).items():
+            for p, v in text_leaves(n.children, (*path, n.line), settings).items():
                 out[p] = out.get(p, ()) + v
         else:
-            p = (*path, line_key(n.line))
+            p = (*path, line_key(n.line, settings))
             out[p] = (*out.get(p, ()), n.line)
     return out
 
@@ -185,9 +222,12 @@ def render_text(nodes: list[Node], indent: str = " ", depth: int = 0) -> str:
     return "\n".join(out) + "\n"
 
 
-def apply_text(nodes: list[Node], sets: Leaves, removes: Iterable[Path]) -> list[Node]:
+def apply_text(nodes: list[Node], sets: Leaves, removes: Iterable[Path], settings: tuple[str, ...] = (),
+               key: Callable[[str], str] | None = None) -> list[Node]:
     """A copy of the text tree with each changed key's lines replaced (or dropped), new ones appended;
-    a section that loses its last line goes too."""
+    a section that loses its last line goes too. `key`: a line's key as the leaves were made (default
+    `line_key` with `settings`)."""
+    key = key or (lambda ln: line_key(ln, settings))
     out = copy.deepcopy(nodes)
     todo = {**{p: () for p in removes}, **sets}
     for path, lines in todo.items():
@@ -203,7 +243,7 @@ def apply_text(nodes: list[Node], sets: Leaves, removes: Iterable[Path]) -> list
             chain.append((siblings, node))
             siblings = node.children
         else:
-            idx = [i for i, n in enumerate(siblings) if not n.children and line_key(n.line) == path[-1]]
+            idx = [i for i, n in enumerate(siblings) if not n.children and key(n.line) == path[-1]]
             at = idx[0] if idx else len(siblings)
             for i in reversed(idx):
                 del siblings[i]
@@ -224,18 +264,60 @@ def _whole_prefix(path: Path, patterns: tuple[str, ...]) -> Path | None:
     return None
 
 
+Objects = tuple[tuple[str, str], ...]  # (section regex, key regex whose group 1 names the object)
+Implied = tuple[tuple[str, str, str], ...]  # (section glob, rendered key regex, device line regex)
+
+
+def _instance(path: Path) -> Path:
+    """The sections a line belongs to, without address families: one BGP instance (`router bgp N`, or EOS
+    `router bgp N` / `vrf X`) holds a neighbour's lines in every address family."""
+    return tuple(p for p in path[:-1] if not p.startswith("address-family"))
+
+
+def _objects(leaves: Leaves, objects: Objects) -> set[tuple[Path, str]]:
+    out = set()
+    for p in leaves:
+        for sec, key in objects:
+            if p and re.fullmatch(sec, p[0]) and (m := re.match(key, p[-1])):
+                out.add((_instance(p), m.group(1)))
+    return out
+
+
 def scope(intent: Leaves, running: Leaves, whole: tuple[str, ...] = (), manifest: Iterable[Path] = (),
-          single: tuple[str, ...] = ()) -> set[Path]:
-    """The leaves the tool owns on this device (see the module docstring). `single`: patterns (regular
-    expressions) of top-level entries a device has one of (`router bgp <asn>`): when the intent has one,
-    the device's one is the tool's whatever its key (an ASN changed by hand or by the inventory)."""
+          objects: Objects = (), implied: Implied = ()) -> set[Path]:
+    """The leaves the tool owns on this device (see the module docstring).
+
+    `objects`: text objects the tool owns whole where its render names them — a BGP neighbour or peer group
+    (`neighbor FABRIC …`): every line of that object in the same BGP instance, in any address family, is the
+    tool's; other neighbours, peer groups, VRF instances, `redistribute`, EVPN… are not.
+    `implied`: settings the device may hold that contradict a rendered one and so belong to it — in a section
+    matching the glob where the render has a key matching the regex, every device line matching the line regex
+    (EOS: a switched port's `no switchport`, L3 `ip address`, `channel-group`, `shutdown`)."""
     entries = {pre for p in intent if (pre := _whole_prefix(p, whole)) is not None}
     owned = set(intent) | set(manifest) | (_empty(running) & _prefixes(intent))  # an empty object it fills
     owned |= {p for p in running if (pre := _whole_prefix(p, whole)) is not None and pre in entries}
-    for pat in single:
-        if any(re.fullmatch(pat, p[0]) for p in intent):
-            owned |= {p for p in running if re.fullmatch(pat, p[0])}
+    if objects:
+        named = _objects(intent, objects)
+        owned |= {p for p in running if any(o in named for o in _objects({p: None}, objects))}
+    for glob, key, line in implied:
+        sections = {p[:-1] for p in intent if p[:-1] and fnmatch.fnmatchcase(p[-2], glob) and re.fullmatch(key, p[-1])}
+        owned |= {p for p, v in running.items() if p[:-1] in sections and isinstance(v, tuple)
+                  and any(re.fullmatch(line, ln) for ln in v)}
     return owned
+
+
+def renumbered(running: str, intent: str, pattern: str) -> str | None:
+    """Why the device's one instance of `pattern` (`router bgp (\\d+)`) is not the intent's, with its line
+    in the running configuration; None when they agree or either side lacks it."""
+    want = re.search(rf"(?m)^{pattern}[ \t]*$", intent)
+    if want is None:
+        return None
+    for n, ln in enumerate(running.splitlines(), 1):
+        if (m := re.fullmatch(pattern, ln.rstrip())) and m.group(0) != want.group(0):
+            return (f"running config line {n}: `{m.group(0)}` on the device, the inventory renders `{want.group(0)}`; "
+                    "the tool never renumbers a router: correct the inventory's ASN, or renumber the switch by hand "
+                    "first")
+    return None
 
 
 Lines = Callable[[Path, Any], tuple[str, list[str]]]  # a leaf → (section, its lines as the plan prints them)
@@ -257,12 +339,15 @@ class ScopedDiff:
 
 
 def scoped_diff(running: Leaves, target: Leaves, owned: set[Path], lines: Lines, *,
-                earlier: Iterable[Path] = ()) -> ScopedDiff:
+                earlier: Iterable[Path] = (), rendered: set[Path] | None = None) -> ScopedDiff:
     """Set the owned leaves `target` has and the device differs on; remove owned leaves `target` lacks.
 
     `earlier`: manifest paths (rendered by an earlier apply) — their removals are marked as such.
+    `rendered`: what the tool rendered (default: `target` and `earlier`); a removal outside it is marked
+    `foreign` (never rendered by the tool). A key on both sides whose lines differ is a change (`~`).
     """
     earlier = set(earlier) - set(target)
+    rendered = set(target) | earlier if rendered is None else rendered
     filled = _prefixes(target)
     removes = {p for p in running if p in owned and p not in target and p not in filled}
     present = _prefixes({p: v for p, v in running.items() if p not in removes})  # objects that stay non-empty
@@ -272,10 +357,15 @@ def scoped_diff(running: Leaves, target: Leaves, owned: set[Path], lines: Lines,
     for p in sorted(set(sets) | removes):
         sec, old = lines(p, running[p]) if p in running else ("", [])
         sec2, new = lines(p, sets[p]) if p in sets else (sec, [])
+        section = sec or sec2
         mark = p in earlier and p in removes
-        changes += [Change(section=sec or sec2, op="-", line=ln, earlier=mark) for ln in old if ln not in new]
-        changes += [Change(section=sec2 or sec, op="+", line=ln) for ln in new if ln not in old]
-    changes.sort(key=lambda c: c.section)  # stable: `-` before `+` within a section
+        foreign = p in removes and p not in rendered
+        gone, added = [ln for ln in old if ln not in new], [ln for ln in new if ln not in old]
+        pairs = min(len(gone), len(added))
+        changes += [Change(section=section, op="~", old=o, line=n) for o, n in zip(gone, added, strict=False)]
+        changes += [Change(section=section, op="-", line=ln, earlier=mark, foreign=foreign) for ln in gone[pairs:]]
+        changes += [Change(section=sec2 or sec, op="+", line=ln) for ln in added[pairs:]]
+    changes.sort(key=lambda c: c.section)  # stable: `~`, then `-`, then `+` within a section
     return ScopedDiff(sets=sets, removes=removes, changes=changes, owned=owned,
                       unmanaged=sum(1 for p in running if p not in owned))
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from fabric.targets.base import TargetError
 
-_RC = re.compile(r"__RF_RC=(\d+)\s*$")
+_RC = re.compile(r"__RF_RC=(\d+)[ \t]*(?:\n[^\n]*)?$")  # the status line, then perhaps a prompt netmiko did not strip
 
 
 def run(conn: Any, command: str, *, timeout: float = 60) -> tuple[int, str]:
@@ -26,7 +26,7 @@ def run(conn: Any, command: str, *, timeout: float = 60) -> tuple[int, str]:
     the echoed marker and ends at the exit-status line.
     """
     marker = "; echo __RF_RC=$?"
-    out = conn.send_command(command + marker, read_timeout=timeout, expect_string=prompt(conn),
+    out = conn.send_command(command + marker, read_timeout=timeout, expect_string=_AFTER_RC,
                             cmd_verify=False, strip_command=False, strip_prompt=True)
     out = out.replace("\r", "")
     pos = out.find(marker)
@@ -48,9 +48,12 @@ def check(conn: Any, command: str, *, timeout: float = 60, what: str = "") -> st
     return out
 
 
-def prompt(conn: Any) -> str:
-    """The shell prompt as a pattern (saves netmiko's prompt discovery on every command)."""
-    return re.escape(conn.base_prompt) + r"[^\n]*[#$]\s*$"
+# The prompt after the exit-status line (or after the here-document's end), whatever the host is called: an
+# apply may change the hostname, and with it the prompt netmiko learned at login (issue 22)
+_PROMPT = r"[^\n]*[#$]\s*$"
+_AFTER_RC = r"__RF_RC=\d+\s*[\r\n]+" + _PROMPT
+_AFTER_EOF = r"__RF_EOF__\s*[\r\n]+" + _PROMPT
+
 
 
 def upload(conn: Any, path: str, content: str) -> None:
@@ -61,7 +64,7 @@ def upload(conn: Any, path: str, content: str) -> None:
     q, part = shlex.quote(path), shlex.quote(path + ".part")
     parent = shlex.quote(path.rsplit("/", 1)[0] or "/")
     conn.write_channel(f"mkdir -p {parent} && base64 -d > {part} <<'__RF_EOF__'\n{b64}\n__RF_EOF__\n")
-    conn.read_until_pattern(pattern=prompt(conn), read_timeout=60)
+    conn.read_until_pattern(pattern=_AFTER_EOF, read_timeout=60)
     digest = hashlib.sha256(data).hexdigest()
     rc, _ = run(conn, f"echo '{digest}  '{part} | sha256sum -c --status && mv -f {part} {q}")
     if rc != 0:

@@ -44,8 +44,9 @@ def main() -> int:
         os.chdir(d)
         command = os.environ.get("SSH_ORIGINAL_COMMAND", "")
         os.execve("/bin/sh", ["sh", "-c", command] if command else ["sh"], env)
-    env.update(PATH=f"{d / 'bin'}:{os.environ.get('PATH', '/usr/bin:/bin')}", PS1=f"admin@{d.name}:~$ ",
-               TERM="dumb")
+    # the host part follows an applied hostname (NVUE: tests/standins/nvue.py writes `hostname`), as `\h` does
+    env.update(PATH=f"{d / 'bin'}:{os.environ.get('PATH', '/usr/bin:/bin')}",
+               PS1=f"admin@$(cat hostname 2>/dev/null || echo {d.name}):~$ ", TERM="dumb")
     os.chdir(d)
     os.execve("/bin/bash", ["bash", "--norc", "--noprofile", "-i"], env)
     return 1

@@ -7,10 +7,14 @@ detached timer process restores the configuration before the commit when the tim
 
 A session starts as a copy of the running-config (as on EOS) and each line is merged into it by mode:
 a line at the indentation of a section enters that section (creating it), `no <line>` / `default
-<line>` remove the matching setting, any other line is added where it is not already. Like EOS, the
-CLI rejects what it does not know with `% Invalid input` (commands outside those the tool renders and
-the session/show commands), and an MTU above the platform's 9214 (EOS L3 MTU range 68-9214,
-arista.com/en/um-eos/eos-ipv4 "mtu (Interface configuration)"; DCS-7060X5 maximum frame 9236 B).
+<line>` remove the matching setting, any other line is added where it is not already — a new value of a
+setting the session took out goes where the old one was, so a configuration that a session changes and a
+second session changes back prints byte for byte as before (EOS prints one canonical form). Like EOS, the
+CLI rejects what it does not know with `% Invalid input`: it takes the commands the tool renders, the
+session/show commands, and the commands of the brownfield corpus (`CORPUS`, with the EOS User Manual
+chapter of each), and refuses an MTU above the platform's 9214 (EOS L3 MTU range 68-9214,
+arista.com/en/um-eos/eos-ipv4 "mtu (Interface configuration)"; DCS-7060X5 maximum frame 9236 B). The
+prompt carries the running hostname, so an apply that changes it changes the prompt (issue 22).
 """
 
 from __future__ import annotations
@@ -30,23 +34,49 @@ KNOWN = frozenset((
     "switchport", "tx-queue", "bandwidth", "random-detect", "priority", "ip", "ipv6", "router", "router-id",
     "neighbor", "address-family", "network", "maximum-paths", "bgp", "route-map", "match", "set", "arp", "timers",
     "peer-group", "shutdown", "no", "default"))
+# What a running config of the brownfield corpus (tests/fixtures/brownfield/eos: AVD's single-dc-l3ls) holds and a
+# rollback session re-enters, by the EOS User Manual chapter (arista.com/en/um-eos/…) that documents it:
+CORPUS = {
+    "eos-maintenance-mode": ("maintenance", "unit", "quiesce"),  # `fabric drain` (Maintenance Mode)
+    "eos-port-channels-and-lacp": ("channel-group",),
+    "eos-multi-chassis-link-aggregation": ("mlag", "domain-id", "local-interface", "peer-address", "peer-link",
+                                           "reload-delay"),
+    "eos-vxlan-configuration": ("vxlan",),
+    "eos-bgp": ("redistribute", "rd", "route-target", "vrf"),  # VRF/VLAN sections of `router bgp`, EVPN
+    "eos-virtual-lans-vlans": ("trunk", "autostate"),  # `trunk group`, `no autostate` (VLAN interfaces)
+    "eos-bidirectional-forwarding-detection": ("multihop",),  # `router bfd`
+    "eos-spanning-tree-protocol": ("spanning-tree",),
+    "eos-user-security / eos-aaa": ("aaa", "username", "enable"),
+    "eos-management-api / eos-ntp / eos-dns": ("management", "protocol", "ntp", "daemon", "exec", "transceiver"),
+    "eos-route-maps / eos-prefix-lists": ("seq",),
+}
+KNOWN = KNOWN | {w for words in CORPUS.values() for w in words}
 MTU_MAX = 9214
+
+
+SETTINGS = ("maximum-paths", "random-detect ecn", "description", "hostname")  # one setting whatever follows
+HOLE = "#hole# "  # where a session's `no <line>` took a setting out: a new value of it goes back there
 
 
 def _key(line: str) -> str:
     words = line.split()
     if words[:1] in (["no"], ["default"]) and len(words) > 1:
         words = words[1:]
-    return " ".join(words[:-1]) if len(words) > 1 else " ".join(words)
+    rest = " ".join(words)
+    for s in SETTINGS:
+        if rest == s or rest.startswith(s + " "):
+            return s
+    return " ".join(words[:-1]) if len(words) > 1 else rest
 
 
 def _tree(text: str) -> list:
-    """[line, children] nodes by indentation; `!` lines, `end` dropped."""
+    """[line, children] nodes by indentation; `!` separators and `end` are nodes too, so that an untouched
+    configuration prints back byte for byte (EOS prints its running-config in one canonical form)."""
     root: list = []
     stack: list[tuple[int, list]] = [(-1, root)]
     for raw in text.splitlines():
         s = raw.strip()
-        if not s or s.startswith("!") or s == "end":
+        if not s:
             continue
         indent = len(raw) - len(raw.lstrip())
         while stack[-1][0] >= indent:
@@ -63,9 +93,12 @@ def _text(nodes: list, depth: int = 0) -> str:
         out.append("   " * depth + line)
         if children:
             out.append(_text(children, depth + 1).rstrip("\n"))
-        if depth == 0:
-            out.append("!")
     return "\n".join(out) + "\n"
+
+
+def shown(text: str) -> str:
+    """A session's text as the configuration it holds (no holes)."""
+    return "".join(ln + "\n" for ln in text.splitlines() if not ln.lstrip().startswith(HOLE))
 
 
 def merge_line(cfg: str, ctx: list[str], raw: str) -> tuple[str, list[str], str]:
@@ -88,14 +121,32 @@ def merge_line(cfg: str, ctx: list[str], raw: str) -> tuple[str, list[str], str]
     other = next((n[0] for n in nodes if n[0].startswith("router bgp ") and n[0] != line), None)
     if not ctx and line.startswith("router bgp ") and other:
         return cfg, ctx, f"% BGP is already running with AS number {other.split()[2]}"
-    if words[0] in ("no", "default") and len(words) > 1:
-        rest = " ".join(words[1:])
-        hit = [n for n in siblings if n[0] == rest] or [n for n in siblings if _key(n[0]) == _key(rest)]
-        for n in hit:
-            siblings.remove(n)
-    elif not any(n[0] == line for n in siblings):
-        siblings.append([line, []])
+    rest = " ".join(words[1:])
+    if words[0] in ("no", "default") and len(words) > 1 and not any(n[0] == line for n in siblings):
+        # `no X` takes a configured X out; of a setting that is on by default it is itself the setting and
+        # shows as `no X` (`no switchport`, `no priority`, `no autostate`); `default X` takes out both forms
+        hit = [n for n in siblings if n[0] == rest] or [n for n in siblings if _key(n[0]) == _key(rest)
+                                                        and (words[0] == "default" or not n[0].startswith("no "))]
+        for i, n in enumerate(hit):
+            if i == 0 and not n[1]:
+                siblings[siblings.index(n)] = [HOLE + _key(rest), []]
+            else:
+                siblings.remove(n)
+        if not hit and words[0] == "no":
+            _add(siblings, ctx, line)
+    elif words[0] not in ("no", "default") and not any(n[0] == line for n in siblings):
+        _add(siblings, ctx, line)
     return _text(nodes), [*ctx, line], ""
+
+
+def _add(siblings: list, ctx: list[str], line: str) -> None:
+    hole = next((i for i, n in enumerate(siblings) if n[0] == HOLE + _key(line)), None)
+    if hole is not None:  # a new value of a setting the session took out: in its place, as EOS prints it
+        siblings[hole] = [line, []]
+    elif not ctx and siblings and siblings[-1][0] == "end":  # a new section: before `end`
+        siblings.insert(len(siblings) - 1, [line, []])
+    else:
+        siblings.append([line, []])
 
 
 def hostname(text: str) -> str:
@@ -206,7 +257,7 @@ def repl(d: Path) -> None:
                     session, ctx = name, []
                     f = d / "sessions" / f"{name}.cfg"
                     if not f.exists():
-                        f.write_text(_text(_tree(running)))  # a new session starts from the running-config
+                        f.write_text(running)  # a new session starts from the running-config
                 continue
             if session and sess_file is not None:
                 if cmd in ("end", "exit"):
@@ -214,19 +265,19 @@ def repl(d: Path) -> None:
                 elif cmd == "rollback clean-config":
                     sess_file.write_text("")
                 elif cmd == "show session-config diffs":
-                    out(session_diff(_text(_tree(running)), sess_file.read_text(), session))
+                    out(session_diff(running, shown(sess_file.read_text()), session))
                 elif cmd == "abort":
                     sess_file.unlink(missing_ok=True)
                     session = None
                 elif cmd == "commit":
-                    (d / "running.cfg").write_text(sess_file.read_text())
+                    (d / "running.cfg").write_text(shown(sess_file.read_text()))
                     sess_file.unlink()
                     session = None
                 elif (t := re.fullmatch(r"commit timer (\d\d):(\d\d):(\d\d)", cmd)):
                     secs = int(t.group(1)) * 3600 + int(t.group(2)) * 60 + int(t.group(3))
                     write_json(d / "pending.json", {"session": session, "before": running,
                                                     "deadline": time.time() + secs})
-                    (d / "running.cfg").write_text(sess_file.read_text())
+                    (d / "running.cfg").write_text(shown(sess_file.read_text()))
                     spawn("tests.standins.eos", "--expire", str(d), session, str(secs))
                     sess_file.unlink()
                     session = None

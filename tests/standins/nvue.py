@@ -82,6 +82,10 @@ class Store:
     def apply(self, rev: int, how: str) -> None:
         self.meta["history"].append({"rev": rev, "previous": self.meta["applied"], "how": how, "time": time.time()})
         self.meta["applied"] = rev
+        # NVUE applies `system hostname` to the kernel at once; bash's `\h` prompt (Cumulus's default PS1
+        # `\u@\h:\w\$`) shows it from the next command on: device.py's PS1 reads this file
+        name = (self.tree(rev).get("system") or {}).get("hostname")
+        (self.d / "hostname").write_text(str(name) if name else self.d.name)
 
 
 HEADER = {"model": "SN5600", "nvue-api-version": "nvue_v1", "rev-id": 1.0, "version": "Cumulus Linux 5.15.0"}

@@ -24,10 +24,17 @@ from typing import Any
 from fabric.nos import row_of
 from fabric.parsers import switch_counters
 from fabric.targets.base import Change, Driver, Health, TargetError, Txn
-from fabric.targets.owned import Path, ScopedDiff, parse_text, text_leaves
+from fabric.targets.owned import Leaves, Path, ScopedDiff, parse_text, text_leaves
 from fabric.targets.transceivers import eos_inventory_modules
 
 INDENT = "   "
+KEEP = ("maintenance",)  # modes never removed whole: EOS's own built-in units live there; only `quiesce` goes
+SETTINGS = row_of(__name__).setting_keys
+
+
+def leaves(text: str) -> Leaves:
+    """The text's leaves, EOS setting keys applied (`maximum-paths 4 ecmp 4` is the setting `maximum-paths`)."""
+    return text_leaves(parse_text(text), settings=SETTINGS)
 
 
 def _lines(path: Path, value: tuple[str, ...]) -> tuple[str, list[str]]:
@@ -39,8 +46,12 @@ def session_lines(sd: ScopedDiff, running: dict[Path, tuple[str, ...]]) -> list[
     out: list[str] = []
     gone = {p[0] for p in sd.removes if len(p) > 1}  # sections whose every line goes: `no <section>`
     gone -= {p[0] for p in running if p not in sd.removes} | {p[0] for p in sd.sets}
+    gone = {sec for sec in gone if not sec.startswith(KEEP)}
     out += [f"no {sec}" for sec in sorted(gone)]
-    for path in sorted(p for p in set(sd.sets) | sd.removes if not (len(p) > 1 and p[0] in gone)):
+    # the hostname last: the prompt changes with it (the driver refreshes netmiko's prompt after a commit)
+    todo = sorted((p for p in set(sd.sets) | sd.removes if not (len(p) > 1 and p[0] in gone)),
+                  key=lambda p: (p == ("hostname",), p))
+    for path in todo:
         old, new = running.get(path, ()), sd.sets.get(path, ())
         out += [INDENT * i + sec for i, sec in enumerate(path[:-1])]
         pad = INDENT * (len(path) - 1)
@@ -83,6 +94,18 @@ class EosDriver(Driver):
                         "show interfaces counters queue drops | json",
                         "show priority-flow-control counters watchdog | json")
 
+    @classmethod
+    def drained(cls, intended: str, release: str = "") -> str:
+        """EOS maintenance mode quiescing the built-in `System` unit (`maintenance` / `unit System` /
+        `quiesce`; arista.com/en/um-eos/eos-maintenance-mode "Maintenance Mode", same in EOS 4.32): BGP then
+        announces the switch's routes with GRACEFUL_SHUTDOWN (RFC 8326) and its peers' receiver route-map sets
+        LOCAL_PREF 0 (eos.arista.com "Configurable Maintenance Mode Receiver Route-Map"); the form AVD's
+        eos_cli_config_gen `maintenance.units[].quiesce` renders."""
+        body = intended.rstrip("\n")
+        if body.endswith("end"):
+            body = body[:-3].rstrip("\n")
+        return f"{body}\nmaintenance\n{INDENT}unit System\n{INDENT * 2}quiesce\n!\nend\n"
+
     def routes(self) -> dict[str, int]:
         return switch_counters.eos_route_widths(self._json("show ip route | json"))
 
@@ -105,6 +128,11 @@ class EosDriver(Driver):
             raise TargetError(f"{command}: {out.strip().splitlines()[0]}")
         return out
 
+    def _refresh_prompt(self) -> None:
+        """A committed or reverted `hostname` changes the prompt: netmiko learns the new one, so that the
+        post-check, the confirm and the abort do not wait for the old prompt (issue 22)."""
+        self.conn.set_base_prompt()
+
     def _prepare(self) -> None:
         if not self.conn.check_enable_mode():
             self.conn.enable()
@@ -114,7 +142,8 @@ class EosDriver(Driver):
         return self._cmd("show running-config")
 
     def scoped(self, running: str) -> ScopedDiff:
-        return self.scoped_from(text_leaves(parse_text(running)), text_leaves(parse_text(self.intended)), _lines)
+        self.check_renumber(running, self.intended)
+        return self.scoped_from(leaves(running), leaves(self.intended), _lines)
 
     def _session(self, name: str, lines: list[str]) -> str:
         """Open a session with `lines`; returns its diffs (still in the session)."""
@@ -160,19 +189,20 @@ class EosDriver(Driver):
         snapshot = self.running()
         sd = self.scoped(snapshot)
         name = f"rf-{time.strftime('%m%d%H%M%S')}-{uuid.uuid4().hex[:4]}"
-        diffs = self._session(name, session_lines(sd, text_leaves(parse_text(snapshot))))
+        diffs = self._session(name, session_lines(sd, leaves(snapshot)))
         if not parse_session_diff(diffs):
             self._cmd("abort")
             raise TargetError("show session-config diffs: the session changes nothing")
         txn = Txn(device=self.device, target=self.target, started=time.time(), snapshot=snapshot,
                   native={"session": name})
-        self.record_scope(txn, sd, text_leaves(parse_text(self.intended)))
+        self.record_scope(txn, sd, leaves(self.intended))
         return txn
 
     def commit(self, txn: Txn, confirm_seconds: int) -> None:
         txn.committed = True
         h, rest = divmod(int(confirm_seconds), 3600)
         self._cmd(f"commit timer {h:02d}:{rest // 60:02d}:{rest % 60:02d}")
+        self._refresh_prompt()
 
     def confirm(self, txn: Txn) -> None:
         self._prepare()
@@ -195,6 +225,7 @@ class EosDriver(Driver):
     def rollback(self, txn: Txn) -> None:
         self._prepare()
         self._cmd(f"configure session {txn.native['session']} abort")
+        self._refresh_prompt()
 
 
 DRIVER = EosDriver

@@ -24,7 +24,7 @@ from fabric.parsers.frr import route_widths
 from fabric.parsers.iproute import link_counters, queue_counters
 from fabric.targets import shell
 from fabric.targets.base import Change, DeviceDiff, Driver, Health, TargetError, Txn
-from fabric.targets.owned import Leaves, Path, ScopedDiff, apply_text, parse_text, render_text, text_leaves
+from fabric.targets.owned import Leaves, Path, ScopedDiff, apply_text, line_key, parse_text, render_text, text_leaves
 from fabric.targets.transceivers import ethtool_modules
 
 RELOAD = "/usr/lib/frr/frr-reload.py"
@@ -66,8 +66,11 @@ def clean_running(text: str) -> str:
     return "\n".join(keep) + "\n"
 
 
-def parse_reload_test(output: str, running: str, defaults: str = "") -> list[Change]:
-    """frr-reload.py --test output → changes under their section, noise and no-ops dropped."""
+def parse_reload_test(output: str, running: str, defaults: str = "", intended: str = "") -> list[Change]:
+    """frr-reload.py --test output → changes under their section, noise and no-ops dropped. A `no X` line to
+    add is a removal of X, unless the `intended` file holds `no X` itself (a negated setting the render sets:
+    `no ipv6 nd suppress-ra`), which is an addition."""
+    negated = {ln.strip() for ln in intended.splitlines() if ln.strip().startswith("no ")}
     present = {ln.rstrip() for ln in running.splitlines()}
     quiet = DEFAULTS.get(defaults, set())
     changes: list[Change] = []
@@ -85,12 +88,35 @@ def parse_reload_test(output: str, running: str, defaults: str = "") -> list[Cha
                 continue
             section = " / ".join(ctx[:level])
             orig = line.strip()
-            neg = orig.startswith("no ")
+            neg = orig.startswith("no ") and not (mode == "add" and orig in negated)
             op, text = ("-", orig[3:]) if neg else ("-" if mode == "del" else "+", orig)
             if text.startswith(NOISE) or orig in quiet or (op == "+" and not section and line.rstrip() in present):
                 continue
             changes.append(Change(section=section or "(global)", op=op, line=text))
         block.clear()
+
+    def paired() -> list[Change]:
+        """A removal and an addition of the same setting in one section: one change, old → new; a removal
+        of a setting whose `frr defaults` value is quiet: a change to that default."""
+        out: list[Change] = []
+        adds = {}
+        for c in changes:
+            if c.op == "+":
+                adds.setdefault((c.section, line_key(c.line)), []).append(c)
+        used: set[int] = set()
+        for c in changes:
+            if c.op != "-":
+                continue
+            key = (c.section, line_key(c.line))
+            new = next((a for a in adds.get(key, []) if id(a) not in used), None)
+            if new is None and (dflt := next((q for q in sorted(quiet) if line_key(q) == key[1]), None)):
+                new = Change(section=c.section, op="+", line=f"{dflt} (the `frr defaults {defaults}` value)")
+            if new is None:
+                out.append(c)
+            else:
+                used.add(id(new))
+                out.append(Change(section=c.section, op="~", old=c.line, line=new.line))
+        return out + [c for c in changes if c.op == "+" and id(c) not in used]
 
     for raw in output.splitlines():
         line = raw.rstrip()
@@ -106,7 +132,7 @@ def parse_reload_test(output: str, running: str, defaults: str = "") -> list[Cha
             flush()
         block.append(line)
     flush()
-    return changes
+    return paired()
 
 
 def _lines(path: Path, value: tuple[str, ...]) -> tuple[str, list[str]]:
@@ -159,8 +185,10 @@ class FrrDriver(Driver):
         return ""
 
     @classmethod
-    def drained(cls, intended: str) -> str:
-        """`bgp graceful-shutdown` in the default instance (FRR: announce GRACEFUL_SHUTDOWN, RFC 8326)."""
+    def drained(cls, intended: str, release: str = "") -> str:
+        """`bgp graceful-shutdown` in the default instance (FRR: announce GRACEFUL_SHUTDOWN, RFC 8326; the same
+        command in every FRR release the tool renders for, 8.4 and 10.2: docs.frrouting.org bgp.html
+        "Graceful Shutdown")."""
         return re.sub(r"^(router bgp \d+)$", r"\1\n bgp graceful-shutdown", intended, count=1, flags=re.M)
 
     # -- plan ---------------------------------------------------------------------------------------
@@ -169,6 +197,7 @@ class FrrDriver(Driver):
 
     def scoped(self, running: str) -> ScopedDiff:
         """The owned diff; a line `frr defaults <x>` already implies (DEFAULTS) counts as present."""
+        self.check_renumber(running, self.intended)
         have, want = _leaves(running), _leaves(self.intended)
         quiet = DEFAULTS.get(self._defaults(), set())
         sections = {p[:-1] for p in have}
@@ -177,17 +206,21 @@ class FrrDriver(Driver):
 
     def merged(self, running: str, sd: ScopedDiff) -> str:
         """The running configuration with only the owned changes made: the file frr-reload.py gets."""
-        return render_text(apply_text(parse_text(running), sd.sets, sd.removes))
+        return render_text(apply_text(parse_text(running), sd.sets, sd.removes,
+                                      key=lambda ln: line_key(_SEQ.sub(r"\1 ", ln))))
 
     def diff(self) -> DeviceDiff:
         running = self.running()
         sd = self.scoped(running)
         d = f"{self._workdir}/plan"
-        shell.upload(self.conn, f"{d}/intended.conf", self.merged(running, sd))
+        merged = self.merged(running, sd)
+        shell.upload(self.conn, f"{d}/intended.conf", merged)
         out = shell.check(self.conn, f"{self._reload_argv(d)} --test {shell.quote(d + '/intended.conf')} 2>/dev/null",
                           what="frr-reload.py --test")
-        return DeviceDiff(device=self.device, target=self.target, unmanaged=sd.unmanaged,
-                          changes=parse_reload_test(out, "", self._defaults()))
+        foreign = {(c.section, c.line) for c in sd.changes if c.foreign}
+        changes = [c.model_copy(update={"foreign": True}) if c.op == "-" and (c.section, c.line) in foreign else c
+                   for c in parse_reload_test(out, "", self._defaults(), merged)]
+        return DeviceDiff(device=self.device, target=self.target, unmanaged=sd.unmanaged, changes=changes)
 
     def health(self) -> Health:
         data = json.loads(self._vtysh("show bgp summary json") or "{}")

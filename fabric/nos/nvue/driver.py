@@ -25,7 +25,7 @@ from fabric.nos import row_of
 from fabric.parsers import switch_counters
 from fabric.targets import shell
 from fabric.targets.base import Driver, Health, TargetError, Txn
-from fabric.targets.owned import Path, ScopedDiff, removal_roots, tree_leaves
+from fabric.targets.owned import Leaves, Path, ScopedDiff, removal_roots, tree_leaves
 from fabric.targets.transceivers import ethtool_modules
 from fabric.targets.treediff import _merge, nest
 
@@ -76,13 +76,36 @@ class NvueDriver(Driver):
         return tree
 
     @classmethod
-    def drained(cls, intended: str) -> str:
-        """`nv set router bgp graceful-shutdown on`."""
+    def drained(cls, intended: str, release: str = "") -> str:
+        """`nv set router bgp graceful-shutdown on` (5.9) / `enabled` (5.15 renamed on|off to enabled|disabled;
+        tests/fixtures/nvue/paths.yaml `bgp-graceful-shutdown`, with the NVIDIA pages of each release)."""
+        from fabric.nos import NOS
+        from fabric.nos.nvue.render import FORMS
+
+        value = FORMS[release or NOS["nvue"].releases[-1]].on[1]
         ops = yaml.safe_load(intended) or []
-        return yaml.safe_dump([*ops, {"set": {"router": {"bgp": {"graceful-shutdown": "on"}}}}], sort_keys=True)
+        return yaml.safe_dump([*ops, {"set": {"router": {"bgp": {"graceful-shutdown": value}}}}], sort_keys=True)
+
+    def contradicting(self, intent: Leaves, running: Leaves) -> set[Path]:
+        """A port the render breaks out (`interface <swp> link breakout`) stops existing as one port: its
+        membership in a bond (`interface <bond> bond member <swp>`), its own addresses and bridge settings
+        (`interface <swp> ip|ipv4|bridge …`) contradict the breakout (NVIDIA Cumulus Linux "Switch Port
+        Attributes", breakout ports: the parent port is no longer usable) and go with it, marked as lines the
+        tool never rendered."""
+        split = {p[1] for p in intent if p[:1] == ("interface",) and p[2:4] == ("link", "breakout")}
+        return {p for p in running if p[:1] == ("interface",) and len(p) > 2 and (
+            (p[2:4] == ("bond", "member") and len(p) > 4 and p[4] in split)
+            or (p[1] in split and p[2] in ("ip", "ipv4", "bridge")))}
 
     def scoped(self, running: str) -> ScopedDiff:
-        return self.scoped_from(tree_leaves(load_running(running)), tree_leaves(self._intended()), _lines)
+        tree = load_running(running)
+        have = ((tree.get("router") or {}).get("bgp") or {}).get("autonomous-system")
+        want = ((self._intended().get("router") or {}).get("bgp") or {}).get("autonomous-system")
+        if self.options.get("scope") is None and have is not None and want is not None and str(have) != str(want):
+            raise TargetError(f"router bgp autonomous-system {have} on the device, the inventory renders {want}; the "
+                              "tool never renumbers a router: correct the inventory's ASN, or renumber the switch by "
+                              "hand first")
+        return self.scoped_from(tree_leaves(tree), tree_leaves(self._intended()), _lines)
 
     def counters(self) -> dict[str, dict[str, int]]:
         """Per front-panel port of the intent: QoS counters (queues per TC, PFC per priority, ECN-marked per

@@ -85,7 +85,7 @@ class SonicDriver(Driver):
         return json.loads(self.intended)
 
     @classmethod
-    def drained(cls, intended: str) -> str:
+    def drained(cls, intended: str, release: str = "") -> str:
         """BGP_GLOBALS|default `graceful_shutdown` (frrcfgd → `bgp graceful-shutdown`)."""
         data = json.loads(intended)
         data.setdefault("BGP_GLOBALS", {}).setdefault("default", {})["graceful_shutdown"] = "true"
