@@ -82,7 +82,7 @@ def plan_device(ep: SwitchEndpoint, cred: Credentials, *, timeout: float = 10,
         progress(ep.device, "diff")
         diff = drv.diff()
         return DeviceResult(device=ep.device, target=ep.target, status="unchanged" if diff.empty else "changed",
-                            diff=diff, seconds=time.monotonic() - t0)
+                            diff=diff, detail="; ".join(diff.notes), seconds=time.monotonic() - t0)
     except (TargetError, *conn_errors()) as exc:
         progress(ep.device, "error")
         return DeviceResult(device=ep.device, target=ep.target, status="error", detail=_short(exc),
@@ -100,9 +100,11 @@ def plan_saved(ep: SwitchEndpoint, running_dir: Path) -> DeviceResult:
     drv = driver(ep.target, None, ep.device, ep.intended, options=ep.options)
     try:
         diff = drv.device_diff(drv.scoped(path.read_text()))
-    except (OSError, ValueError, yaml.YAMLError) as exc:
-        return DeviceResult(device=ep.device, target=ep.target, status="error", detail=f"{path}: {one_line(exc)}")
-    return DeviceResult(device=ep.device, target=ep.target, status="unchanged" if diff.empty else "changed", diff=diff)
+    except (OSError, ValueError, yaml.YAMLError, TargetError) as exc:
+        why = " ".join(str(exc).split()) if isinstance(exc, TargetError) else one_line(exc)
+        return DeviceResult(device=ep.device, target=ep.target, status="error", detail=f"{path}: {why}")
+    return DeviceResult(device=ep.device, target=ep.target, status="unchanged" if diff.empty else "changed", diff=diff,
+                        detail="; ".join(diff.notes))
 
 
 def plan_all(eps: list[SwitchEndpoint], cred: Credentials, *, workers: int = 8, timeout: float = 10,

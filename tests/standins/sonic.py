@@ -136,9 +136,12 @@ def bgp_summary(d: Path) -> dict:
     asn = int(running.get("BGP_GLOBALS", {}).get("default", {}).get("local_asn", 0) or 0)
     expect = peers(d)
     out: dict[str, dict] = {}
-    for key in running.get("BGP_NEIGHBOR", {}):
+    for key, nbr in running.get("BGP_NEIGHBOR", {}).items():
         name = key.split("|", 1)[1]
-        up = expect.get(name) == asn
+        # peers.json: the local ASN the peer expects, or [that, the peer's own AS] (our `asn` must match it)
+        want = expect.get(name)
+        local, own = want if isinstance(want, list) else (want, None)
+        up = local == asn and (own is None or str(own) == str(nbr.get("asn")))
         out[name] = {"state": "Established" if up else "Active", "peerState": "OK" if up else "Policy"}
     return {"ipv4Unicast": {"as": asn, "peers": out, "totalPeers": len(out)}}
 

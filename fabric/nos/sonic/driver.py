@@ -20,11 +20,12 @@ import time
 import uuid
 from typing import Any
 
+from fabric.nos.sonic.brownfield import adapt, preflight
 from fabric.parsers import switch_counters
 from fabric.parsers.frr import route_widths
 from fabric.targets import shell
 from fabric.targets.base import DeviceDiff, Driver, Health, TargetError, Txn
-from fabric.targets.owned import Path, ScopedDiff, apply_leaves, json_patch, tree_leaves
+from fabric.targets.owned import Leaves, Path, ScopedDiff, apply_leaves, json_patch, scoped_diff, tree_leaves
 from fabric.targets.transceivers import sonic_modules
 
 JOB = r"""#!/bin/sh
@@ -91,7 +92,27 @@ class SonicDriver(Driver):
         return json.dumps(data, indent=2, sort_keys=True)
 
     def scoped(self, running: str) -> ScopedDiff:
-        return self.scoped_from(tree_leaves(json.loads(running)), tree_leaves(self._intended()), _lines)
+        """The diff inside the owned scope, of the intent fitted to this switch (fabric.nos.sonic.brownfield);
+        TargetError with every pre-flight problem when SONiC would refuse the patch (nothing is touched)."""
+        have = json.loads(running)
+        if self.options.get("scope") is not None:  # `fabric rollback`: the recorded snapshot, as it was
+            return self.scoped_from(tree_leaves(have), tree_leaves(self._intended()), _lines)
+        fit = adapt(self._intended(), have)
+        self.notes, self.fitted = fit.notes, tree_leaves(fit.intent)
+        running_leaves = tree_leaves(have)
+        owned, target, manifest = self.owned_scope(self.fitted, running_leaves)
+        sd = scoped_diff(running_leaves, target, owned | fit.owned, _lines, earlier=manifest)
+        before = set(preflight(have))
+        problems = fit.problems + [p for p in preflight(apply_leaves(have, sd.sets, sd.removes)) if p not in before]
+        if problems:
+            raise TargetError("pre-flight: " + "; ".join(problems))
+        return sd
+
+    notes: list[str] = []
+    fitted: Leaves = {}
+
+    def device_diff(self, sd: ScopedDiff) -> DeviceDiff:
+        return super().device_diff(sd).model_copy(update={"notes": list(self.notes)})
 
     def health(self) -> Health:
         data = json.loads(shell.check(self.conn, "vtysh -c 'show bgp summary json'", what="vtysh") or "{}")
@@ -142,7 +163,7 @@ class SonicDriver(Driver):
         shell.upload(self.conn, f"{d}/job.sh", JOB)
         txn = Txn(device=self.device, target=self.target, started=time.time(),
                   snapshot=json.dumps(running, indent=2, sort_keys=True), native={"checkpoint": name, "dir": d})
-        self.record_scope(txn, sd, tree_leaves(self._intended()))
+        self.record_scope(txn, sd, self.fitted or tree_leaves(self._intended()))
         return txn
 
     def _state(self, txn: Txn) -> str:
