@@ -251,3 +251,32 @@ def test_deepcopy_keeps_the_render(tmp_path: Path) -> None:
     keep = copy.deepcopy(intent)
     adapt(intent, json.loads((CORPUS / "acs-msn2700-t1-dynamic.json").read_text()))
     assert intent == keep
+
+
+def test_sysctl_conf_is_diffed_with_the_config_db(tmp_path: Path) -> None:
+    """The rendered sysctl.conf is part of the plan: the kernel's values and the persisted file, per leaf."""
+    from fabric.nos.sonic.driver import SYSCTL, SYSCTL_FILE, parse_sysctl
+
+    fabric = derive(load(_inventory(tmp_path)))
+    files = render_switch(fabric.switches["leaf-su1-r1"], fabric)
+    drv = SonicDriver(None, "leaf-su1-r1", files["config_db.json"], options={"files": {"sysctl.conf": files[
+        "sysctl.conf"]}})
+    want = parse_sysctl(files["sysctl.conf"])
+    per_if = [k for k in want if ".default." not in k]
+    assert per_if  # the routed host ports (p2p31) by name
+    running = json.loads((CORPUS / "acs-msn2700-t1-dynamic.json").read_text())
+    # the kernel as SONiC boots it (90-sonic.conf), one rendered interface missing, no file of ours
+    kernel = {k: "1800000" if "reachable" in k else "4096" for k in want if k != per_if[0]}
+    sd = drv.scoped(json.dumps({**running, SYSCTL: kernel}))
+    lines = [f"{c.op} {c.line}" for c in sd.changes if c.section == SYSCTL]
+    aging = want["net.ipv4.neigh.default.base_reachable_time_ms"]
+    assert "- net.ipv4.neigh.default.base_reachable_time_ms = 1800000" in lines
+    assert f"+ net.ipv4.neigh.default.base_reachable_time_ms = {aging}" in lines
+    assert any(ln.startswith(f"+ persisted in /etc/sysctl.d/95-roce-fabric.conf: {len(want)} settings") for ln in lines)
+    assert not any(per_if[0] in ln for ln in lines)  # an interface the kernel lacks inherits neigh.default
+    after = apply_leaves({**running, SYSCTL: kernel}, sd.sets, sd.removes)
+    assert after[SYSCTL][SYSCTL_FILE] == files["sysctl.conf"]
+    assert drv.scoped(json.dumps(after)).empty
+    saved = drv.scoped(json.dumps(running))  # plan --running: a saved config_db has no kernel settings
+    assert not any(c.section == SYSCTL for c in saved.changes)
+    assert drv.notes[0].startswith("sysctl.conf not compared: a saved config_db holds no kernel settings")
