@@ -190,9 +190,11 @@ class InventorySite(Site):
 
     def switch(self, name: str) -> SwitchEndpoint:
         sw = self.fabric.switches[name]
+        files = render_switch(sw, self.fabric)
+        intended = NOS[sw.target].intended
         return SwitchEndpoint(device=name, target=sw.target, address=sw.management.split("/")[0],
-                              device_type=device_type(sw.target),
-                              intended=render_switch(sw, self.fabric)[NOS[sw.target].intended])
+                              device_type=device_type(sw.target), intended=files[intended],
+                              options={"files": {n: t for n, t in files.items() if n != intended}})
 
     @cached_property
     def _switch_cred(self) -> Credentials:

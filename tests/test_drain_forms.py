@@ -9,6 +9,7 @@ by an earlier apply, and nothing the tool never rendered.
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -58,19 +59,28 @@ def _intent(tmp: Path, nos: str, release: str) -> tuple[str, str, int]:
 def test_drain_and_undrain_plan_the_release_specific_setting_only(tmp_path: Path, nos: str, release: str) -> None:
     intended, release, asn = _intent(tmp_path, nos, release)
     drained = driver_class(nos).drained(intended, release)
-    running = intended if nos != "nvue" else _nvue_running(intended)
+    running = {"nvue": _nvue_running, "sonic": _sonic_running}.get(nos, str)(intended)
     drain = driver(nos, None, "spine1", drained).scoped(running)
     want = {s.format(asn=asn): v for s, v in EXPECT[(nos, release)].items()}
     assert {c.section: [] for c in drain.changes} == {s: [] for s in want}
     assert {s: [c.text() for c in drain.changes if c.section == s] for s in want} == want
     # undrain: the plain intent, with the drained intent as what the last apply rendered
-    on = drained if nos != "nvue" else _nvue_running(drained)
-    empty = {"nvue": "", "sonic": "{}"}.get(nos, "")
+    on = {"nvue": _nvue_running, "sonic": _sonic_running}.get(nos, str)(drained)
+    # a switch as shipped: its PORT table, DEVICE_METADATA (routing mode) and buffer pools, nothing of ours
+    shipped = {k: v for k, v in json.loads(on).items() if k in ("PORT", "DEVICE_METADATA")} if nos == "sonic" else {}
+    empty = _sonic_running(json.dumps(shipped)) if nos == "sonic" else ""
     manifest = sorted(list(p) for p in driver(nos, None, "spine1", drained).scoped(empty).sets)
     undrain = driver(nos, None, "spine1", intended, options={"manifest": manifest}).scoped(on)
     assert [c.op for c in undrain.changes] == ["-"] and undrain.changes[0].earlier
     assert not undrain.changes[0].foreign
     assert undrain.changes[0].text().startswith(want[next(iter(want))][0].replace("+ ", "- ", 1))
+
+
+def _sonic_running(config_db: str) -> str:
+    """The switch after the patch: the rendered CONFIG_DB beside the buffer pools its platform's image creates
+    (the SONiC pre-flight refuses profiles pointing at a pool the switch lacks)."""
+    real = json.loads((ROOT / "tests" / "fixtures" / "running" / "sonic" / "msn2700.json").read_text())
+    return json.dumps({**json.loads(config_db), "BUFFER_POOL": real["BUFFER_POOL"]})
 
 
 def _nvue_running(patch: str) -> str:

@@ -353,7 +353,7 @@ def test_two_runs_give_byte_identical_output_whatever_the_hash_seed(fmt: str) ->
     assert len(outs) == 1 and len(next(iter(outs))) > 1000
 
 
-def test_config_files_parsed_in_workers_equal_one_process_and_first_bad_file_is_the_error(tmp_path: Path) -> None:
+def test_config_files_parsed_in_workers_equal_one_process_and_bad_files_are_problems(tmp_path: Path) -> None:
     from fabric.errors import InputError
     from fabric.lint.configs import parse_files
 
@@ -372,3 +372,55 @@ def test_config_files_parsed_in_workers_equal_one_process_and_first_bad_file_is_
     with pytest.raises(InputError) as exc:
         parse_files([*paths, *bad], tmp_path, per_worker=1)
     assert [p.file for p in exc.value.problems] == [str(bad[0])]
+
+
+def test_configs_parser_comes_from_the_nos_table() -> None:
+    """Issue 22: the NOS row names the files it renders and how a saved running config is named; nothing else."""
+    from fabric.lint.configs import kind_of
+
+    got = {n: kind_of(Path(n)) for n in ("config_db.json", "leaf1.json", "nvue-patch.yaml", "leaf1.yaml",
+                                          "running-config.cfg", "leaf1.cfg", "frr.conf", "leaf1.conf",
+                                          "sysctl.conf", "nv-set.txt", "interfaces.sh", "qos.sh", "leaf1.yml",
+                                          "SOURCE.md")}
+    assert got == {"config_db.json": "sonic", "leaf1.json": "sonic", "nvue-patch.yaml": "nvue", "leaf1.yaml": "nvue",
+                   "running-config.cfg": "eos", "leaf1.cfg": "eos", "frr.conf": "frr", "leaf1.conf": "frr",
+                   "sysctl.conf": None, "nv-set.txt": None, "interfaces.sh": None, "qos.sh": None,
+                   "leaf1.yml": None, "SOURCE.md": None}
+    assert kind_of(Path("leaf1.conf"), "frr") == "frr" and kind_of(Path("leaf1.json"), "eos") == "sonic"
+
+
+def test_configs_device_numbers_against_the_policy(tmp_path: Path) -> None:
+    """A config_db.json whose watchdog detects after 5000 ms and marks ECN from 500,000 B is not clean."""
+    root, ctx = _render(tmp_path, "sonic")
+    path = root / "switches" / "leaf-su1-r1" / "config_db.json"
+    db = json.loads(path.read_text())
+    db["PFC_WD"]["Ethernet0"]["detection_time"] = "5000"
+    db["WRED_PROFILE"]["ROCE_TC3"]["green_min_threshold"] = "500000"
+    path.write_text(json.dumps(db, indent=2, sort_keys=True))
+    lines = path.read_text().splitlines()
+    for c in (ctx, None):  # against the inventory's policy, and against the preset without one
+        found = {(f.rule, f.item, f.message): f for f in run(None, load_configs(root, c)).findings
+                 if f.object == "leaf-su1-r1"}
+        wd = found[("RF106", "Ethernet0", "PFC watchdog detection time on Ethernet0: expected 200 ms (the policy), "
+                                          "found 5000 ms")]
+        assert lines[wd.line - 1].strip().startswith('"Ethernet0"')
+        ecn = found[("RF104", "TC3", "ECN min threshold on TC3: expected 150,000 B (the policy), found 500,000 B")]
+        assert lines[ecn.line - 1].strip().startswith('"ROCE_TC3"')
+
+
+def test_configs_sonic_azure_map_defined_and_bound_is_explicit(tmp_path: Path) -> None:
+    """RF109 is for a SONiC config that leaves DSCP to the NOS default; the S6000 dump defines AZURE and binds it
+    on every port (in the old `[TABLE|name]` reference form too): its content is judged (RF101), not its name."""
+    corpus = Path(__file__).resolve().parent / "fixtures" / "brownfield" / "sonic"
+    d = tmp_path / "cfg"
+    d.mkdir()
+    shutil.copy(corpus / "dell-s6000-tor.json", d / "str-s6000-acs-14.json")
+    db = json.loads((corpus / "dell-s6000-tor.json").read_text())
+    db["PORT_QOS_MAP"] = {p: {**v, "dscp_to_tc_map": "[DSCP_TO_TC_MAP|AZURE]"} for p, v in db["PORT_QOS_MAP"].items()}
+    (d / "old-refs.json").write_text(json.dumps(db, indent=2))
+    rules = {(f.object, f.rule) for f in run(None, load_configs(d)).findings}
+    assert not {r for r in rules if r[1] == "RF109"}
+    assert {("str-s6000-acs-14", "RF102"), ("old-refs", "RF102"), ("str-s6000-acs-14", "RF104")} <= rules
+    del db["PORT_QOS_MAP"]["Ethernet4"]["dscp_to_tc_map"]  # one port left to the default: that is RF109
+    (d / "old-refs.json").write_text(json.dumps(db, indent=2))
+    assert ("old-refs", "RF109") in {(f.object, f.rule) for f in run(None, load_configs(d)).findings}

@@ -74,7 +74,10 @@ def sonic2(tmp_path: Path) -> Iterator[tuple[StandinNet, Path, Path]]:
             key = next(iter(running["BGP_NEIGHBOR"]))
             running["BGP_NEIGHBOR"][key]["holdtime"] = "180"  # a hand change
             asn = int(intended["BGP_GLOBALS"]["default"]["local_asn"])
-            seed(net.devices[n], "sonic", json.dumps(running), {k.split("|")[1]: asn for k in intended["BGP_NEIGHBOR"]})
+            # the second leaf's peers check the AS it configures for them too (its OPEN), the first's only their own
+            seed(net.devices[n], "sonic", json.dumps(running),
+                 {k.split("|")[1]: [asn, int(v["asn"])] if n == LEAVES[1] else asn
+                  for k, v in intended["BGP_NEIGHBOR"].items()})
         yield net, inv, tmp_path / "state"
 
 
@@ -293,8 +296,8 @@ def test_failed_batch_stops_and_rollback_on_failure_returns_the_earlier_batch(
     before = read_json(first / "running.json")
     bad = inv.parent / "bad"
     shutil.copytree(inv, bad)
-    fab = bad / "fabric.yaml"  # the second leaf gets a wrong ASN: its peers stay down, its post-check fails
-    fab.write_text(fab.read_text() + f"switches:\n  - {{name: {LEAVES[1]}, asn: 65199}}\n")
+    fab = bad / "fabric.yaml"  # a wrong spine ASN: the second leaf's peers stay down, its post-check fails
+    fab.write_text(fab.read_text() + "switches:\n  - {name: spine1, asn: 65199}\n  - {name: spine2, asn: 65199}\n")
     p = run(net, "apply", str(bad), *LIMIT, "--yes", "--format", "json", "--canary", "1", "--batch", "1",
             "--rollback-on-failure", *FAST, state=state)
     res = _json(p)

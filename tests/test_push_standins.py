@@ -37,7 +37,8 @@ LEAF = "leaf-su1-r1"
 FAST = ("--settle", "0.5", "--postcheck-timeout", "3", "--confirm-timer", "20")
 
 
-def _inventory(src: str, dst: Path, tmp: Path, *, target: str | None = None, asn: int | None = None) -> Path:
+def _inventory(src: str, dst: Path, tmp: Path, *, target: str | None = None, asn: int | None = None,
+               spine_asn: int | None = None) -> Path:
     shutil.copytree(ROOT / "inventories" / src, dst)
     fab = dst / "fabric.yaml"
     text = fab.read_text()
@@ -47,6 +48,8 @@ def _inventory(src: str, dst: Path, tmp: Path, *, target: str | None = None, asn
              f"  known_hosts: {tmp / 'known_hosts'}\n")
     if asn:
         text += f"switches:\n  - {{name: {LEAF}, asn: {asn}}}\n"
+    if spine_asn:
+        text += f"switches:\n  - {{name: spine1, asn: {spine_asn}}}\n  - {{name: spine2, asn: {spine_asn}}}\n"
     fab.write_text(text)
     return dst
 
@@ -98,7 +101,7 @@ def sonic(tmp_path: Path) -> Iterator[tuple[StandinNet, Path, Path]]:
         running.setdefault("NTP_SERVER", {})["192.0.2.123"] = {}  # in a table the intent does not own
         asn = int(intended["BGP_GLOBALS"]["default"]["local_asn"])
         seed(net.devices[LEAF], "sonic", json.dumps(running),
-             {k.split("|")[1]: asn for k in intended["BGP_NEIGHBOR"]})
+             {k.split("|")[1]: [asn, int(v["asn"])] for k, v in intended["BGP_NEIGHBOR"].items()})
         write_json(net.devices[LEAF] / "yang.json", {"python": str(YANG_PY), "checker": str(CHECKER)})
         yield net, inv, tmp_path / "state"
 
@@ -144,8 +147,15 @@ def test_sonic_plan_apply_checkpoint_and_rollback(sonic: tuple[StandinNet, Path,
     assert _json(run(net, "plan", str(inv), "--limit", LEAF, "--format", "json", state=state))[LEAF]["status"] \
         == "unchanged"
 
-    # a wrong ASN: peers stay down → post-check fails → config rollback to the checkpoint
-    bad = _inventory("sonic-example", tmp_path / "bad", tmp_path, asn=65199)
+    # a different local ASN: the tool never renumbers a router, the pre-flight refuses it, nothing changes
+    renumber = _inventory("sonic-example", tmp_path / "renumber", tmp_path, asn=65199)
+    p = run(net, "apply", str(renumber), "--limit", LEAF, "--yes", "--format", "json", *FAST, state=state)
+    res = _json(p)[LEAF]
+    assert p.returncode == 1 and res["status"] == "error", res
+    assert "pre-flight: BGP_GLOBALS|default local_asn: expected 65199 (inventory), found" in res["detail"]
+    assert read_json(d / "running.json") == after
+    # the spines' ASN wrong in the inventory: peers stay down → post-check fails → config rollback to the checkpoint
+    bad = _inventory("sonic-example", tmp_path / "bad", tmp_path, spine_asn=65199)
     p = run(net, "apply", str(bad), "--limit", LEAF, "--yes", "--format", "json", *FAST, state=state)
     res = _json(p)[LEAF]
     assert p.returncode == 1 and res["status"] == "rolled-back", res

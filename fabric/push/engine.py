@@ -27,6 +27,7 @@ from fabric.nos import NOS
 from fabric.push import state
 from fabric.targets import driver, driver_class
 from fabric.targets.base import DeviceDiff, Driver, Health, TargetError, Txn
+from fabric.targets.owned import ScopeError
 from fabric.targets.session import close, conn_errors, open_driver, reason
 
 Status = Literal["unchanged", "changed", "unreachable", "error", "applied", "rolled-back", "failed",
@@ -87,7 +88,7 @@ def plan_device(ep: SwitchEndpoint, cred: Credentials, *, timeout: float = 10,
         progress(ep.device, "diff")
         diff = drv.diff()
         return DeviceResult(device=ep.device, target=ep.target, status="unchanged" if diff.empty else "changed",
-                            diff=diff, seconds=time.monotonic() - t0)
+                            diff=diff, detail="; ".join(diff.notes), seconds=time.monotonic() - t0)
     except (TargetError, *conn_errors()) as exc:
         progress(ep.device, "error")
         return DeviceResult(device=ep.device, target=ep.target, status="error", detail=_short(exc),
@@ -108,11 +109,15 @@ def plan_saved(ep: SwitchEndpoint, running_dir: Path) -> DeviceResult:
     except InputError as exc:  # located: file, line, path, expected, found (fabric.model.running)
         return DeviceResult(device=ep.device, target=ep.target, status="error",
                             detail="; ".join(str(p) for p in exc.problems[:3]))
-    except (OSError, ValueError, TypeError, TargetError, AttributeError, KeyError, IndexError, RecursionError,
+    except (TargetError, ScopeError) as exc:  # the pre-flight's reasons (SONiC), another ASN: sentences
+        return DeviceResult(device=ep.device, target=ep.target, status="error",
+                            detail=f"{path}: {' '.join(str(exc).split())}")
+    except (OSError, ValueError, TypeError, AttributeError, KeyError, IndexError, RecursionError,
             yaml.YAMLError) as exc:  # what the structure checks let through: still this switch's problem only
         return DeviceResult(device=ep.device, target=ep.target, status="error",
                             detail=f"{path}: expected a {ep.target} running configuration, found {one_line(exc)}")
-    return DeviceResult(device=ep.device, target=ep.target, status="unchanged" if diff.empty else "changed", diff=diff)
+    return DeviceResult(device=ep.device, target=ep.target, status="unchanged" if diff.empty else "changed", diff=diff,
+                        detail="; ".join(diff.notes))
 
 
 def plan_all(eps: list[SwitchEndpoint], cred: Credentials, *, workers: int = 8, timeout: float = 10,

@@ -36,6 +36,7 @@ class DeviceDiff(BaseModel):
     target: str
     changes: list[Change] = []
     unmanaged: int = 0  # settings on the device outside what the tool owns, left alone
+    notes: list[str] = []  # what the driver left out of the change for this device, and why (SONiC brownfield)
 
     @property
     def empty(self) -> bool:

@@ -16,7 +16,7 @@ from tests.standins.common import ROOT
 HOST_TOOLS = ("ib_write_bw", "ib_write_lat", "mpirun", "all_reduce_perf", "ethtool")
 SHIMS = {"host": dict.fromkeys(HOST_TOOLS, "host"),
          "sonic": {"config": "sonic", "show": "sonic", "vtysh": "sonic", "queuestat": "sonic", "wredstat": "sonic",
-                   "pfcstat": "sonic", "sonic-db-cli": "sonic"}, "nvue": {"nv": "nvue"}}
+                   "pfcstat": "sonic", "sonic-db-cli": "sonic", "sysctl": "sonic"}, "nvue": {"nv": "nvue"}}
 
 
 def shims(bindir: Path, kind: str) -> None:
@@ -47,6 +47,9 @@ def main() -> int:
     # the host part follows an applied hostname (NVUE: tests/standins/nvue.py writes `hostname`), as `\h` does
     env.update(PATH=f"{d / 'bin'}:{os.environ.get('PATH', '/usr/bin:/bin')}",
                PS1=f"admin@$(cat hostname 2>/dev/null || echo {d.name}):~$ ", TERM="dumb")
+    if kind == "sonic":  # the device's /etc/sysctl.d (tests.standins.sonic), never the test machine's
+        (d / "sysctl.d").mkdir(exist_ok=True)
+        env["ROCE_FABRIC_SYSCTL_D"] = str(d / "sysctl.d")
     os.chdir(d)
     os.execve("/bin/bash", ["bash", "--norc", "--noprofile", "-i"], env)
     return 1

@@ -3,7 +3,8 @@
 absent key prints `{}`).
 
 State: `running.json` (CONFIG_DB), `state_db.json` (STATE_DB: e.g. xcvrd's `TRANSCEIVER_INFO|Ethernet0`),
-`startup.json` (`config save`), `checkpoints/<name>.json`.
+`startup.json` (`config save`), `checkpoints/<name>.json`, `sysctl.json` (the kernel's neighbour sysctls: `sysctl`)
+and `sysctl.d/` (the device's /etc/sysctl.d: the session's ROCE_FABRIC_SYSCTL_D, read by the tool's job).
 `config apply-patch` applies an RFC 6902 JSON Patch all-or-nothing and, like SONiC's Generic Config
 Updater, refuses a patch whose result fails YANG validation (when the device directory names a checker
 in `yang.json`: ../shared/tools/sonic_yang_check.py, the sonic-yang-mgmt validation `apply-patch` runs;
@@ -98,7 +99,8 @@ def config(args: list[str]) -> int:
             except (OSError, ValueError, KeyError, TypeError) as exc:
                 print(f"Error: Failed to apply patch on the following scopes: localhost\n{exc}")
                 return 1
-            problem = yang_problem(d, new)
+            problem = yang_problem(d, new) or ("refused (a fault the test injects: refuse-patch)"
+                                               if (d / "refuse-patch").exists() else "")
             if problem:
                 print(f"Error: Failed to apply patch on the following scopes: localhost\n"
                       f"Given patch will produce invalid config. Error: {problem}")
@@ -131,14 +133,73 @@ def config(args: list[str]) -> int:
     return 2
 
 
+# files/image_config/sysctl/90-sonic.conf of sonic-buildimage (shared reference switch-qos.md §1.8)
+SONIC_SYSCTL = {f"net.{f}.neigh.default.{k}": v for f in ("ipv4", "ipv6") for k, v in (
+    ("base_reachable_time_ms", "1800000"), ("gc_thresh1", "1024"), ("gc_thresh2", "2048"), ("gc_thresh3", "4096"))}
+
+
+def _kernel(d: Path) -> dict[str, str]:
+    """The neighbour sysctls of the stand-in's kernel (`sysctl.json`). An interface CONFIG_DB has (PORT, VLAN,
+    PORTCHANNEL) gets its `net.ipv4.neigh.<if>.base_reachable_time_ms` when first seen, from `neigh.default` as
+    it is then — the kernel copies the default into an interface it creates."""
+    values = read_json(d / "sysctl.json", dict(SONIC_SYSCTL))
+    running = read_json(d / "running.json", {})
+    for table in ("PORT", "VLAN", "PORTCHANNEL"):
+        for name in running.get(table, {}):
+            values.setdefault(f"net.ipv4.neigh.{name}.base_reachable_time_ms",
+                              values["net.ipv4.neigh.default.base_reachable_time_ms"])
+    return values
+
+
+def sysctl(args: list[str]) -> int:
+    """procps `sysctl`: `-n KEY…` prints values; `-p FILE` loads `key = value` lines (`-e`: a key the kernel
+    lacks is skipped, else an error and exit 255 after the others are set); `-w KEY=VALUE`; `-q` quiet."""
+    with locked() as d:
+        values = _kernel(d)
+        flags = {a for a in args if a.startswith("-") and a not in ("-p", "-w")}
+        rest = [a for a in args if a not in flags]
+        pairs: list[tuple[str, str]] = []
+        if rest[:1] == ["-p"] and len(rest) == 2:
+            pairs = [(k.strip(), v.strip()) for ln in Path(rest[1]).read_text().splitlines()
+                     if (k := ln.partition("=")[0]) and "=" in ln and not ln.lstrip().startswith(("#", ";"))
+                     for v in [ln.partition("=")[2]]]
+        elif rest[:1] == ["-w"]:
+            pairs = [(a.partition("=")[0], a.partition("=")[2]) for a in rest[1:]]
+        rc = 0
+        for key, value in pairs:
+            if key not in values:
+                if "-e" not in flags:
+                    print(f"sysctl: cannot stat /proc/sys/{key.replace('.', '/')}: No such file or directory",
+                          file=sys.stderr)
+                    rc = 255
+                continue
+            values[key] = value
+            if "-q" not in flags:
+                print(f"{key} = {value}")
+        if pairs:
+            write_json(d / "sysctl.json", values)
+            return rc
+        for key in rest:
+            if key not in values:
+                print(f"sysctl: cannot stat /proc/sys/{key.replace('.', '/')}: No such file or directory",
+                      file=sys.stderr)
+                return 255
+            print(values[key] if "-n" in flags else f"{key} = {values[key]}")
+        write_json(d / "sysctl.json", values)
+        return 0
+
+
 def bgp_summary(d: Path) -> dict:
     running = read_json(d / "running.json", {})
     asn = int(running.get("BGP_GLOBALS", {}).get("default", {}).get("local_asn", 0) or 0)
     expect = peers(d)
     out: dict[str, dict] = {}
-    for key in running.get("BGP_NEIGHBOR", {}):
+    for key, nbr in running.get("BGP_NEIGHBOR", {}).items():
         name = key.split("|", 1)[1]
-        up = expect.get(name) == asn
+        # peers.json: the local ASN the peer expects, or [that, the peer's own AS] (our `asn` must match it)
+        want = expect.get(name)
+        local, own = want if isinstance(want, list) else (want, None)
+        up = local == asn and (own is None or str(own) == str(nbr.get("asn")))
         out[name] = {"state": "Established" if up else "Active", "peerState": "OK" if up else "Policy"}
     return {"ipv4Unicast": {"as": asn, "peers": out, "totalPeers": len(out)}}
 
@@ -148,6 +209,8 @@ def main(argv: list[str]) -> int:
     d = dev_dir()
     if prog == "config":
         return config(args)
+    if prog == "sysctl":
+        return sysctl(args)
     if prog == "show" and args[:2] == ["runningconfiguration", "all"]:
         print(json.dumps(read_json(d / "running.json", {}), indent=4, sort_keys=True))
         return 0

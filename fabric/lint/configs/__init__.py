@@ -26,26 +26,28 @@ def device_name(path: Path, root: Path) -> str:
     return path.parent.name if path.stem in GENERIC and path.parent != root.parent else path.stem
 
 
-def kind_of(path: Path, text: str) -> str | None:
+def kind_of(path: Path, target: str | None = None) -> str | None:
+    """The NOS whose parser reads `path`, from the table (fabric.nos), never from the content: the file a NOS
+    renders and pushes (`Nos.intended`: config_db.json, nvue-patch.yaml, running-config.cfg, frr.conf) or a saved
+    running configuration `<switch><Nos.running_suffix>` (.json, .yaml, .cfg, .conf); where the inventory names the
+    switch (`target`), its own row wins. A NOS's other rendered files (sonic's sysctl.conf, nvue's nv-set.txt, frr's
+    interfaces.sh) are read by their NOS's parser beside the main file, never on their own."""
     name = path.name
-    if name.endswith(".json"):
-        return "sonic"
-    if name.endswith((".yaml", ".yml")):
-        return "nvue"
-    first = next((ln for ln in text.splitlines() if ln.strip() and not ln.startswith("!")), "")
-    if name == "frr.conf" or name.endswith(".frr") or first.startswith("frr "):  # `show running-config` too
-        return "frr"
-    if name.endswith((".cfg", ".eos")) or name == "running-config":
-        return "eos"
-    return None
+    if any(name in n.files and name != n.intended for n in NOS.values()):
+        return None
+    fits = [n.name for n in NOS.values() if name == n.intended or name.endswith(n.running_suffix)]
+    if target in fits:
+        return target
+    candidates = [n.name for n in NOS.values() if name == n.intended] or fits
+    return candidates[0] if len(candidates) == 1 else None
 
 
-def parse_file(path: Path, root: Path) -> DeviceConfig | None:
-    text = read_user_file(path, "a device config file")
-    kind = kind_of(path, text)
+def parse_file(path: Path, root: Path, targets: dict[str, str] | None = None) -> DeviceConfig | None:
+    name = device_name(path, root)
+    kind = kind_of(path, (targets or {}).get(name))
     if kind is None:
         return None
-    name = device_name(path, root)
+    text = read_user_file(path, "a device config file")
     check_running(kind, path, text)  # size, nesting and shape, as `plan --running` reads it
     try:
         return NOS[kind].module("configs").parse(path, name, text)
@@ -66,18 +68,19 @@ def parse_file(path: Path, root: Path) -> DeviceConfig | None:
                                  one_line(exc, 160))) from None
 
 
-def _parse_or_problems(args: tuple[Path, Path]) -> DeviceConfig | list[Problem] | None:
+def _parse_or_problems(args: tuple[Path, Path, dict[str, str]]) -> DeviceConfig | list[Problem] | None:
     try:
         return parse_file(*args)
     except InputError as exc:
         return exc.problems
 
 
-def parse_files(paths: list[Path], root: Path, per_worker: int = 100) -> list[DeviceConfig]:
+def parse_files(paths: list[Path], root: Path, targets: dict[str, str] | None = None,
+                per_worker: int = 100) -> list[DeviceConfig]:
     """Every recognised file parsed once, in order; a large set in worker processes on every core (files are
     independent). Every malformed file is a problem of its own, all reported at once, in file order."""
     workers = min(os.cpu_count() or 1, len(paths) // per_worker)
-    jobs = [(p, root) for p in paths]
+    jobs = [(p, root, targets or {}) for p in paths]
     if workers <= 1:
         results = [_parse_or_problems(job) for job in jobs]
     else:
@@ -102,8 +105,9 @@ def load_configs(root: Path, ctx: Context | None = None) -> ConfigSet:
     # A `fabric render` directory: only its switches/ tree holds device configs (hosts/ and k8s/ hold host
     # intent, netplan and NetworkAttachmentDefinitions, which are no switch's config).
     scan = root / "switches" if (root / "switches").is_dir() else root
+    targets = {n: sw.target for n, sw in ctx.intent.switches.items()} if ctx and ctx.intent else {}
     # every malformed file is a problem of its own, all reported at once
-    devices = parse_files([p for p in sorted(scan.rglob("*")) if not p.is_dir()], root)
+    devices = parse_files([p for p in sorted(scan.rglob("*")) if not p.is_dir()], root, targets)
     if not devices:
         raise InputError(
             Problem(

@@ -251,7 +251,24 @@ class EcnOnLossless(Rule):
         yield from on_policies(self, ctx, _ecn_hits)
 
     def check_configs(self, cs: ConfigSet) -> Iterator[Finding]:
-        yield from on_configs(self, cs, _ecn_hits)
+        yield from on_configs(self, cs, lambda v: _ecn_hits(v) + _ecn_policy_hits(v, cs))
+
+
+def _ecn_policy_hits(v: QosView, cs: ConfigSet) -> list[Hit]:
+    """The device's marking numbers against the policy it is judged by (the inventory's, else the preset)."""
+    out: list[Hit] = []
+    for tc in v.lossless_tcs:
+        e, q = v.ecn.get(tc), cs.policy.queues.get(tc)
+        want = q.ecn if q is not None else None
+        if e is None or not e.enabled or want is None or not want.enabled:
+            continue
+        for what, got, exp, unit in (("min threshold", e.min_bytes, want.min_bytes, "B"),
+                                     ("max threshold", e.max_bytes, want.max_bytes, "B"),
+                                     ("mark probability", e.probability, want.probability, "%")):
+            if got != exp:
+                out.append((f"TC{tc}", f"ECN {what} on TC{tc}: expected {exp:,} {unit} (the policy), found "
+                                       f"{got:,} {unit}", f"ecn.{tc}"))
+    return out
 
 
 def _ets_hits(v: QosView) -> list[Hit]:
@@ -332,6 +349,7 @@ class PfcWatchdog(Rule):
         yield from on_policies(self, ctx, fn)
 
     def check_configs(self, cs: ConfigSet) -> Iterator[Finding]:
+        want = cs.policy.watchdog
         for dev in cs.devices:
             for p in dev.ports.values():
                 pfc = p.pfc if p.pfc is not None else []
@@ -342,6 +360,17 @@ class PfcWatchdog(Rule):
                         (dev.file, p.line),
                         p.name,
                     )
+                if not pfc or want is None:
+                    continue
+                for what, got, exp in (("detection", p.wd_detection_ms, want.detection_ms),
+                                       ("restoration", p.wd_restoration_ms, want.restoration_ms)):
+                    if got is not None and got != exp:
+                        yield self.finding(
+                            dev.name,
+                            f"PFC watchdog {what} time on {p.name}: expected {exp} ms (the policy), found {got} ms",
+                            dev.at(f"pfc_wd.{p.name}"),
+                            p.name,
+                        )
 
 
 @rule

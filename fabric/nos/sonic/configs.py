@@ -18,6 +18,12 @@ def _ints(csv: str) -> list[int]:
     return sorted(int(x) for x in str(csv).replace(" ", "").split(",") if x.isdigit())
 
 
+def _ref(value: object) -> str:
+    """A reference field: `AZURE`, or the `[DSCP_TO_TC_MAP|AZURE]` form of SONiC before 202012 (db_migrator 3.0.1)."""
+    v = str(value or "")
+    return v[1:-1].rpartition("|")[2] if v.startswith("[") and v.endswith("]") else v
+
+
 def parse(path: Path, name: str, text: str) -> DeviceConfig:
     jl = JsonLines(text)
     db: dict[str, Any] = jl.value if isinstance(jl.value, dict) else {}
@@ -28,7 +34,7 @@ def parse(path: Path, name: str, text: str) -> DeviceConfig:
 
     pqm = db.get("PORT_QOS_MAP", {})
     maps = db.get("DSCP_TO_TC_MAP", {})
-    bound = sorted({v.get("dscp_to_tc_map", "") for v in pqm.values() if isinstance(v, dict)})
+    bound = sorted({_ref(v.get("dscp_to_tc_map", "")) for v in pqm.values() if isinstance(v, dict)})
     map_name = bound[0] if len(bound) == 1 else ""
     dscp: dict[int, int] | None = None
     if not bound or "" in bound:
@@ -40,9 +46,6 @@ def parse(path: Path, name: str, text: str) -> DeviceConfig:
         missing = [b for b in bound if b not in maps]
         dev.default_dscp_map = f"PORT_QOS_MAP binding {', '.join(missing)}, not defined in DSCP_TO_TC_MAP"
         dev.lines["dscp_map"] = line("PORT_QOS_MAP") or 1
-    elif map_name == "AZURE":
-        dev.default_dscp_map = "the default AZURE map"
-        dev.lines["dscp_map"] = line("DSCP_TO_TC_MAP", "AZURE") or 1
     if map_name in maps:
         dscp = {int(k): int(v) for k, v in maps[map_name].items()}
         dev.lines["dscp_map"] = line("DSCP_TO_TC_MAP", map_name) or 1
@@ -60,6 +63,11 @@ def parse(path: Path, name: str, text: str) -> DeviceConfig:
             pfc_all.update(p.pfc)
             dev.lines.setdefault("pfc", line("PORT_QOS_MAP", pname, "pfc_enable") or 1)
         p.watchdog = pname in wd
+        if p.watchdog:
+            w = wd[pname] or {}
+            p.wd_detection_ms = int(w["detection_time"]) if str(w.get("detection_time", "")).isdigit() else None
+            p.wd_restoration_ms = int(w["restoration_time"]) if str(w.get("restoration_time", "")).isdigit() else None
+            dev.lines[f"pfc_wd.{pname}"] = line("PFC_WD", pname) or 1
         if p.pfc and not p.watchdog:
             p.line = line("PORT_QOS_MAP", pname) or p.line
         dev.ports[pname] = p
@@ -71,15 +79,15 @@ def parse(path: Path, name: str, text: str) -> DeviceConfig:
     for key, qc in db.get("QUEUE", {}).items():
         _port, _, tcs = key.partition("|")
         for tc in range(int(tcs.split("-")[0]), int(tcs.split("-")[-1]) + 1) if tcs else []:
-            s = sched.get(qc.get("scheduler", ""), {})
+            s = sched.get(_ref(qc.get("scheduler", "")), {})
             if s.get("type", "").upper() == "STRICT":
                 strict.add(tc)
             elif s and tc not in dwrr:
                 dwrr[tc] = int(s.get("weight", 0))
             dev.lines.setdefault(
-                f"ets.{tc}", line("SCHEDULER", qc.get("scheduler", "")) or line("QUEUE", key) or 1
+                f"ets.{tc}", line("SCHEDULER", _ref(qc.get("scheduler", ""))) or line("QUEUE", key) or 1
             )
-            w = wred.get(qc.get("wred_profile", ""), {})
+            w = wred.get(_ref(qc.get("wred_profile", "")), {})
             if w and tc not in ecn:
                 ecn[tc] = Ecn(
                     enabled=w.get("ecn", "ecn_none") != "ecn_none",
@@ -87,7 +95,7 @@ def parse(path: Path, name: str, text: str) -> DeviceConfig:
                     max_bytes=int(w.get("green_max_threshold", 0)),
                     probability=int(w.get("green_drop_probability", 100)),
                 )
-                dev.lines[f"ecn.{tc}"] = line("WRED_PROFILE", qc["wred_profile"]) or 1
+                dev.lines[f"ecn.{tc}"] = line("WRED_PROFILE", _ref(qc["wred_profile"])) or 1
     dev.lines.setdefault("ets", line("SCHEDULER") or 1)
     dev.lines.setdefault("ecn", line("WRED_PROFILE") or line("QUEUE") or 1)
     if db.get("PORT_QOS_MAP") or maps:

@@ -11,30 +11,52 @@ a killed tool cannot leave it half-done): `config apply-patch <file>` (RFC 6902,
 changes), then it waits for a `confirm` file; with it, `config save -y`; without it in time (or on
 `cancel`), `config rollback <name>`. SONiC itself has no confirm timer: this job is the tool's, and the
 same one answers `fabric rollback`/`--resume` through its `state` file (`~/.roce-fabric/<txn>/`).
+
+Kernel settings: the rendered `sysctl.conf` (neighbour aging and table sizes; CONFIG_DB has no knob for them)
+goes through the same transaction. The running document carries them as a pseudo-table `sysctl.conf` beside
+the CONFIG_DB tables (the values `sysctl -n` reads, and the persisted file's text); `plan` diffs them like any
+leaf. The job persists the file where SONiC keeps its own kernel settings — `/etc/sysctl.d/`, read by
+systemd-sysctl at boot (sonic-buildimage files/image_config/sysctl/90-sonic.conf is installed there by
+build_templates/sonic_debian_extension.j2), as `95-roce-fabric.conf` so it follows SONiC's `90-sonic.conf` —
+and applies it with `sysctl -e -p` (interfaces that do not exist yet inherit `neigh.default` when created),
+before the patch; a failed patch, a revert or a cancel restores the previous file and values.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 import uuid
 from typing import Any
 
 from fabric.nos import row_of
+from fabric.nos.sonic.brownfield import adapt, preflight
 from fabric.parsers import switch_counters
 from fabric.parsers.frr import route_widths
 from fabric.targets import shell
 from fabric.targets.base import DeviceDiff, Driver, Health, TargetError, Txn
-from fabric.targets.owned import Path, ScopedDiff, apply_leaves, json_patch, tree_leaves
+from fabric.targets.owned import Leaves, Path, ScopedDiff, apply_leaves, json_patch, scoped_diff, tree_leaves
 from fabric.targets.transceivers import sonic_modules
 
 JOB = r"""#!/bin/sh
-# roce-fabric SONiC transaction (device side): apply the patch; save when confirmed, else roll back.
+# roce-fabric SONiC transaction (device side): kernel settings and the patch; save when confirmed, else roll back.
 D=$1; T=$2; CP=$3; SUDO=$4
+S=${ROCE_FABRIC_SYSCTL_D:-/etc/sysctl.d}/95-roce-fabric.conf
+sysctl_set() {  # $1: the file to persist (absent: remove it), $2: the values to apply now
+  if [ -e "$1" ]; then $SUDO cp "$1" "$S" || return 1; else $SUDO rm -f "$S" || return 1; fi
+  [ ! -e "$2" ] || $SUDO sysctl -q -e -p "$2" > /dev/null
+}
+sysctl_undo() { [ ! -e "$D/sysctl.apply" ] || sysctl_set "$D/sysctl.prev" "$D/sysctl.undo" >> "$D/sysctl.log" 2>&1; }
 echo $$ > "$D/job.pid"
 echo applying > "$D/state"
-$SUDO config apply-patch "$D/patch.json" > "$D/apply.log" 2>&1; echo $? > "$D/apply.rc"
-if [ "$(cat "$D/apply.rc")" != 0 ]; then echo failed > "$D/state"; exit 1; fi
+if [ -e "$D/sysctl.apply" ] && ! sysctl_set "$D/sysctl.conf" "$D/sysctl.apply" > "$D/sysctl.log" 2>&1; then
+  sysctl_undo; cp "$D/sysctl.log" "$D/apply.log"; echo 1 > "$D/apply.rc"; echo failed > "$D/state"; exit 1
+fi
+rc=0
+[ ! -e "$D/patch.json" ] || { $SUDO config apply-patch "$D/patch.json" > "$D/apply.log" 2>&1; rc=$?; }
+echo $rc > "$D/apply.rc"
+if [ "$rc" != 0 ]; then sysctl_undo; echo failed > "$D/state"; exit 1; fi
 echo waiting > "$D/state"
 i=0
 while [ "$i" -lt "$T" ]; do
@@ -47,11 +69,33 @@ while [ "$i" -lt "$T" ]; do
 done
 echo reverting > "$D/state"
 $SUDO config rollback "$CP" > "$D/revert.log" 2>&1; echo $? > "$D/revert.rc"
+sysctl_undo
 echo reverted > "$D/state"
 """
 
 
+SYSCTL = "sysctl.conf"  # the running document's pseudo-table of kernel settings (never a CONFIG_DB table name)
+SYSCTL_FILE = "file"  # its leaf holding the persisted file's text
+SYSCTL_PATH = "/etc/sysctl.d/95-roce-fabric.conf"
+
+
+def parse_sysctl(text: str) -> dict[str, str]:
+    """`key = value` lines of a sysctl.conf (comments and blank lines skipped)."""
+    out = {}
+    for raw in text.splitlines():
+        key, sep, value = raw.partition("=")
+        if sep and not raw.lstrip().startswith(("#", ";")):
+            out[key.strip()] = value.strip()
+    return out
+
+
 def _lines(path: Path, value: object) -> tuple[str, list[str]]:
+    if path[0] == SYSCTL and len(path) == 2:
+        if path[1] == SYSCTL_FILE:
+            text = str(value)
+            digest = hashlib.sha256(text.encode()).hexdigest()[:12]
+            return SYSCTL, [f"persisted in {SYSCTL_PATH}: {len(parse_sysctl(text))} settings (sha256 {digest})"]
+        return SYSCTL, [f"{path[1]} = {value}"]
     if len(path) >= 3:
         return f"{path[0]}|{path[1]}", [f"{'|'.join(path[2:])}={value if isinstance(value, str) else repr(value)}"]
     return "|".join(path), ["(key)"]
@@ -79,10 +123,38 @@ class SonicDriver(Driver):
             raise TargetError(f"show runningconfiguration all: not JSON ({exc})") from None
 
     def running(self) -> str:
+        """CONFIG_DB, and under `sysctl.conf` the kernel settings the intent names (module docstring)."""
+        data = self._running()
+        keys = sorted(k for k in self._intended().get(SYSCTL, {}) if k != SYSCTL_FILE)
+        if keys:
+            data[SYSCTL] = self._sysctl_running(keys)
+        return json.dumps(data, indent=2, sort_keys=True)
+
+    def saved(self) -> str:
         return json.dumps(self._running(), indent=2, sort_keys=True)
 
+    def _sysctl_running(self, keys: list[str]) -> dict[str, str]:
+        """The values `sysctl -n` reads (keys the kernel lacks left out) and the persisted file's text."""
+        mark = "@@RF@@"
+        cmd = (f"for k in {' '.join(shell.quote(k) for k in keys)}; do v=$(sysctl -n \"$k\" 2>/dev/null) && "
+               f"printf '%s=%s\\n' \"$k\" \"$v\"; done; echo {mark}; "
+               f"cat \"${{ROCE_FABRIC_SYSCTL_D:-/etc/sysctl.d}}/95-roce-fabric.conf\" 2>/dev/null")
+        out = shell.run(self.conn, cmd)[1]
+        values, _, persisted = out.partition(mark + "\n")
+        if mark not in out:
+            raise TargetError("sysctl: no answer from the switch")
+        data = parse_sysctl(values)
+        if persisted.strip():
+            data[SYSCTL_FILE] = persisted if persisted.endswith("\n") else persisted + "\n"
+        return data
+
     def _intended(self) -> dict:
-        return json.loads(self.intended)
+        """The rendered config_db.json, and the rendered sysctl.conf under `sysctl.conf` (module docstring)."""
+        data = json.loads(self.intended)
+        text = (self.options.get("files") or {}).get("sysctl.conf")
+        if text and SYSCTL not in data and self.options.get("scope") is None:
+            data[SYSCTL] = {**parse_sysctl(text), SYSCTL_FILE: text}
+        return data
 
     @classmethod
     def drained(cls, intended: str, release: str = "") -> str:
@@ -92,7 +164,37 @@ class SonicDriver(Driver):
         return json.dumps(data, indent=2, sort_keys=True)
 
     def scoped(self, running: str) -> ScopedDiff:
-        return self.scoped_from(tree_leaves(json.loads(running)), tree_leaves(self._intended()), _lines)
+        """The diff inside the owned scope, of the intent fitted to this switch (fabric.nos.sonic.brownfield);
+        TargetError with every pre-flight problem when SONiC would refuse the patch (nothing is touched)."""
+        have, want = json.loads(running), self._intended()
+        self.notes = []
+        if SYSCTL not in have and want.pop(SYSCTL, None) is not None:
+            self.notes = ["sysctl.conf not compared: a saved config_db holds no kernel settings (a plan on the "
+                          "switch reads them)"]
+        if self.options.get("scope") is not None:  # `fabric rollback`: the recorded snapshot, as it was
+            return self.scoped_from(tree_leaves(have), tree_leaves(want), _lines)
+        sys_have, sys_want = have.pop(SYSCTL, {}), want.pop(SYSCTL, {})
+        fit = adapt(want, have)
+        # a per-interface key of an interface the switch lacks: it inherits neigh.default when created
+        sys_want = {k: v for k, v in sys_want.items() if k in sys_have or k == SYSCTL_FILE or ".default." in k}
+        self.notes = [*self.notes, *fit.notes]
+        self.fitted = tree_leaves({**fit.intent, **({SYSCTL: sys_want} if sys_want else {})})
+        running_leaves = tree_leaves({**have, **({SYSCTL: sys_have} if sys_have else {})})
+        owned, target, manifest = self.owned_scope(self.fitted, running_leaves)
+        sd = scoped_diff(running_leaves, target, owned | fit.owned, _lines, earlier=manifest)
+        before = set(preflight(have))
+        cfg_sets = {p: v for p, v in sd.sets.items() if p[0] != SYSCTL}
+        after = apply_leaves(have, cfg_sets, {p for p in sd.removes if p[0] != SYSCTL})
+        problems = fit.problems + [p for p in preflight(after) if p not in before]
+        if problems:
+            raise TargetError("pre-flight: " + "; ".join(problems))
+        return sd
+
+    notes: list[str] = []
+    fitted: Leaves = {}
+
+    def device_diff(self, sd: ScopedDiff) -> DeviceDiff:
+        return super().device_diff(sd).model_copy(update={"notes": list(self.notes)})
 
     def health(self) -> Health:
         data = json.loads(shell.check(self.conn, "vtysh -c 'show bgp summary json'", what="vtysh") or "{}")
@@ -112,7 +214,7 @@ class SonicDriver(Driver):
         return sonic_modules(self.conn, ports, self._sudo)
 
     def diff(self) -> DeviceDiff:
-        return self.device_diff(self.scoped(json.dumps(self._running())))
+        return self.device_diff(self.scoped(self.running()))
 
     def routes(self) -> dict[str, int]:
         return route_widths(json.loads(shell.check(self.conn, "vtysh -c 'show ip route json'", what="vtysh") or "{}"))
@@ -131,20 +233,39 @@ class SonicDriver(Driver):
         return switch_counters.sonic(q, w, parts[2], parts[3])
 
     def begin(self) -> Txn:
-        running = self._running()
-        sd = self.scoped(json.dumps(running))
-        patch = json_patch(running, apply_leaves(running, sd.sets, sd.removes))
-        if not patch:
+        doc = json.loads(self.running())
+        sd = self.scoped(json.dumps(doc))
+        sys_have = doc.pop(SYSCTL, {})
+        running = doc
+        cfg = ({p: v for p, v in sd.sets.items() if p[0] != SYSCTL}, {p for p in sd.removes if p[0] != SYSCTL})
+        sys_sets = {p[1]: v for p, v in sd.sets.items() if p[0] == SYSCTL}
+        patch = json_patch(running, apply_leaves(running, *cfg))
+        if not patch and not sys_sets and not any(p[0] == SYSCTL for p in sd.removes):
             raise TargetError("nothing to change inside the owned scope")
         name = f"roce-fabric-{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:4]}"
         d = f"{self._workdir}/{name}"
         shell.check(self.conn, f"{self._sudo}config checkpoint {name}", what="config checkpoint")
-        shell.upload(self.conn, f"{d}/patch.json", json.dumps(patch, indent=2))
+        if patch:
+            shell.upload(self.conn, f"{d}/patch.json", json.dumps(patch, indent=2))
+        if sys_sets or any(p[0] == SYSCTL for p in sd.removes):
+            self._upload_sysctl(d, sys_have, sys_sets, {p[1] for p in sd.removes if p[0] == SYSCTL})
         shell.upload(self.conn, f"{d}/job.sh", JOB)
+        snapshot = {**running, **({SYSCTL: sys_have} if sys_have else {})}
         txn = Txn(device=self.device, target=self.target, started=time.time(),
-                  snapshot=json.dumps(running, indent=2, sort_keys=True), native={"checkpoint": name, "dir": d})
-        self.record_scope(txn, sd, tree_leaves(self._intended()))
+                  snapshot=json.dumps(snapshot, indent=2, sort_keys=True), native={"checkpoint": name, "dir": d})
+        self.record_scope(txn, sd, self.fitted or tree_leaves(self._intended()))
         return txn
+
+    def _upload_sysctl(self, d: str, have: dict[str, str], sets: dict[str, str], removes: set[str]) -> None:
+        """The job's inputs: the file to persist (none: remove it), the values to apply, and how to undo both."""
+        after = {k: v for k, v in {**have, **sets}.items() if k not in removes}
+        values = {k: v for k, v in sets.items() if k != SYSCTL_FILE}
+        if SYSCTL_FILE in after:
+            shell.upload(self.conn, f"{d}/sysctl.conf", after[SYSCTL_FILE])
+        shell.upload(self.conn, f"{d}/sysctl.apply", "".join(f"{k} = {v}\n" for k, v in sorted(values.items())))
+        shell.upload(self.conn, f"{d}/sysctl.undo", "".join(f"{k} = {have[k]}\n" for k in sorted(values) if k in have))
+        if SYSCTL_FILE in have:
+            shell.upload(self.conn, f"{d}/sysctl.prev", have[SYSCTL_FILE])
 
     def _state(self, txn: Txn) -> str:
         return shell.job_state(self.conn, txn.native["dir"])

@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from fabric.design.intent import FabricIntent, PortIntent, QosFacts, SwitchIntent
+from fabric.model.ports import sonic_port_map
 from fabric.render.files import Files
 from fabric.serialize import dumps_json
 
@@ -130,6 +131,9 @@ def config_db(sw: SwitchIntent) -> dict[str, Table]:
             "buffer_model": "dynamic" if q.headroom_mode == "dynamic" else "traditional"}},
         "LOOPBACK_INTERFACE": {LOOPBACK: {}, f"{LOOPBACK}|{sw.loopback}": {}},
     }
+    pm = sonic_port_map(sw.platform)
+    if pm is not None:  # the switch this is written for; the push compares it and never writes it (brownfield.py)
+        db["DEVICE_METADATA"]["localhost"]["platform"] = pm.platform
     port_t: Table = {}
     intf: Table = {}
     for p in sw.ports:

@@ -1,0 +1,283 @@
+"""SONiC brownfield (issue 22): the push onto real CONFIG_DBs nobody here wrote (tests/fixtures/brownfield/sonic/).
+
+For each corpus config the SONiC driver's plan either refuses the switch with every reason (a platform the
+inventory does not describe, ports it would make routed while VLAN/PortChannel members, pools the profiles
+need) or changes only what it owns: every change is classified, the buffer model and the routing config mode
+are never switched, PORT lanes/alias/index never rewritten, the result has no overlapping PG, is YANG-valid
+(../shared/tools/sonic_yang_check.py) and plans empty.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonpatch
+import pytest
+import yaml
+
+from fabric.design.derive import derive
+from fabric.model.load import load
+from fabric.nos.sonic.brownfield import NEVER_PUSHED_META, PLATFORM_FIELDS, adapt, overlapping_pgs
+from fabric.nos.sonic.driver import SonicDriver
+from fabric.render import render_switch
+from fabric.targets.base import TargetError
+from fabric.targets.owned import apply_leaves, json_patch, tree_leaves
+from tests.conftest import ROOT
+
+CORPUS = ROOT / "tests" / "fixtures" / "brownfield" / "sonic"
+# corpus file → (inventory platform, cabling speed) the switch is adopted with; None: a platform the tool has no
+# port map for (the plan must refuse it)
+ADOPT = {
+    "acs-msn2700-t1-dynamic.json": ("msn2700", None),
+    "mellanox-sn2700-t0-traditional.json": ("msn2700", None),
+    "acs-msn4700-t1-dynamic.json": ("sn4700", "400G"),
+    "dell-s6000-tor.json": None,
+    "arista-7050cx3-t1-mock.json": None,
+}
+SWITCHES = ("leaf-su1-r1", "spine1")
+
+
+def test_corpus_is_every_file_with_a_source() -> None:
+    files = sorted(p.name for p in CORPUS.glob("*.json"))
+    assert files == sorted(ADOPT) and len(files) >= 4
+    source = (CORPUS / "SOURCE.md").read_text()
+    assert all(f"`{f}`" in source for f in files)
+
+
+def _inventory(tmp: Path, platform: str = "msn2700", speed: str | None = None, qos: dict | None = None) -> Path:
+    dst = tmp / f"inv-{platform}-{speed}-{bool(qos)}"
+    if not dst.exists():
+        shutil.copytree(ROOT / "inventories" / "sonic-example", dst)
+        fab = dst / "fabric.yaml"
+        doc = yaml.safe_load(fab.read_text())
+        for role in doc["roles"].values():
+            role["platform"] = platform
+        for link in doc["cabling"].values():
+            link["speed"] = speed or link["speed"]
+        fab.write_text(yaml.safe_dump(doc, sort_keys=False))
+        if qos:
+            q = dst / "qos.yaml"
+            doc = yaml.safe_load(q.read_text())
+            doc["qos"].update(qos)
+            q.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return dst
+
+
+def _driver(inv: Path, switch: str) -> SonicDriver:
+    fabric = derive(load(inv))
+    return SonicDriver(None, switch, render_switch(fabric.switches[switch], fabric)["config_db.json"])
+
+
+def _patched(running: dict, drv: SonicDriver) -> dict:
+    """CONFIG_DB after `config apply-patch` of the plan (the JSON Patch applied with the jsonpatch library)."""
+    sd = drv.scoped(json.dumps(running))
+    return jsonpatch.apply_patch(running, json_patch(running, apply_leaves(running, sd.sets, sd.removes)))
+
+
+ADOPTED = [(f, sw) for f, a in ADOPT.items() if a for sw in SWITCHES]
+
+
+@pytest.mark.parametrize(("name", "switch"), ADOPTED, ids=[f"{f}:{s}" for f, s in ADOPTED])
+def test_plan_changes_only_what_it_owns_and_converges(tmp_path: Path, name: str, switch: str) -> None:
+    platform, speed = ADOPT[name]  # type: ignore[misc]
+    drv = _driver(_inventory(tmp_path, platform, speed), switch)
+    running = json.loads((CORPUS / name).read_text())
+    sd = drv.scoped(json.dumps(running))
+    fit = adapt(json.loads(drv.intended), running)
+    rendered, before = tree_leaves(fit.intent), tree_leaves(running)
+    assert not sd.empty and sd.unmanaged > 0 and not fit.problems
+    # every change, classified: a leaf the (fitted) render has, or an overlapping lossless PG it replaces
+    kinds: dict[str, int] = {}
+    for p in set(sd.sets) | sd.removes:
+        kind = ("rendered" if p in rendered else "overlapping PG" if p in fit.owned and p[0] == "BUFFER_PG"
+                else "foreign")
+        kinds[kind] = kinds.get(kind, 0) + 1
+        assert kind != "foreign", p
+        assert not (p[0] == "DEVICE_METADATA" and p[-1] in NEVER_PUSHED_META), p
+        assert not (p[0] == "PORT" and p[-1] in PLATFORM_FIELDS and p[1] in running["PORT"]), p
+    assert all(p in rendered or p[0] == "BUFFER_PG" for p in sd.removes)
+    assert kinds.get("overlapping PG"), "the corpus' 3-4 PGs are replaced, not kept beside the rendered 3"
+    after = _patched(running, drv)
+    assert not overlapping_pgs(after)
+    meta_b, meta_a = running["DEVICE_METADATA"]["localhost"], after["DEVICE_METADATA"]["localhost"]
+    assert {f: meta_a.get(f) for f in NEVER_PUSHED_META} == {f: meta_b.get(f) for f in NEVER_PUSHED_META}
+    assert {p: v for p, v in tree_leaves(after).items() if p not in sd.owned} == \
+        {p: v for p, v in before.items() if p not in sd.owned}  # everything else, value for value
+    if meta_b.get("buffer_model") == "dynamic":  # headroom left to buffermgrd: PGs NULL, no static profile pushed
+        assert {after["BUFFER_PG"][k]["profile"] for k in after["BUFFER_PG"] if k.endswith("|3")} == {"NULL"}
+        assert not any(k.startswith("pg_lossless_") and k not in running.get("BUFFER_PROFILE", {})
+                       for k in after.get("BUFFER_PROFILE", {}))
+    else:
+        assert all(after["BUFFER_PG"][k]["profile"].startswith("pg_lossless_") for k in after["BUFFER_PG"]
+                   if k.endswith("|3"))
+    assert "BGP_NEIGHBOR" not in after or after["BGP_NEIGHBOR"] == running.get("BGP_NEIGHBOR")  # bgpcfgd switch
+    assert any("BGP not pushed" in n for n in drv.notes)
+    again = drv.scoped(json.dumps(after))
+    assert again.empty, [f"{c.section}: {c.op} {c.line}" for c in again.changes[:10]]
+
+
+def test_patched_corpus_is_yang_valid(tmp_path: Path) -> None:
+    from tests.test_sonic_yang import _check, _prerequisites, _report
+
+    _prerequisites()
+    files = []
+    for name, switch in ADOPTED:
+        platform, speed = ADOPT[name]  # type: ignore[misc]
+        after = _patched(json.loads((CORPUS / name).read_text()), _driver(_inventory(tmp_path, platform, speed),
+                                                                          switch))
+        path = tmp_path / "patched" / f"{name}-{switch}" / "config_db.json"
+        path.parent.mkdir(parents=True)
+        path.write_text(json.dumps(after))
+        files.append(str(path))
+    violations = _check(*files)
+    assert not violations, _report(violations)
+
+
+@pytest.mark.parametrize("name", [f for f, a in ADOPT.items() if a is None])
+def test_foreign_platform_refused_with_every_reason(tmp_path: Path, name: str) -> None:
+    running = json.loads((CORPUS / name).read_text())
+    drv = _driver(_inventory(tmp_path), "spine1")
+    with pytest.raises(TargetError) as err:
+        drv.scoped(json.dumps(running))
+    why = str(err.value)
+    assert why.startswith("pre-flight: DEVICE_METADATA|localhost platform: expected x86_64-mlnx_msn2700-r0")
+    assert running["DEVICE_METADATA"]["localhost"]["platform"] in why
+    member = "VLAN_MEMBER|Vlan1000|Ethernet4" if "s6000" in name else "PORTCHANNEL_MEMBER|PortChannel0002|Ethernet0"
+    assert "INTERFACE: ports routed while VLAN or PortChannel members" in why and member in why
+
+
+def _variant(name: str, change) -> dict:
+    running = json.loads((CORPUS / name).read_text())
+    change(running)
+    return running
+
+
+def _problem(drv: SonicDriver, running: dict) -> str:
+    with pytest.raises(TargetError) as err:
+        drv.scoped(json.dumps(running))
+    return str(err.value)
+
+
+def test_preflight_refuses_what_sonic_refuses(tmp_path: Path) -> None:
+    spine = _driver(_inventory(tmp_path), "spine1")
+    # a profile pointing at a pool the switch does not have (its ingress pool has another name)
+    def one_pool(db: dict) -> None:
+        db["BUFFER_POOL"]["ingress_pool"] = db["BUFFER_POOL"].pop("ingress_lossless_pool")
+        for prof in db["BUFFER_PROFILE"].values():
+            prof["pool"] = "ingress_pool" if prof["pool"] == "ingress_lossless_pool" else prof["pool"]
+    assert "BUFFER_PROFILE|pg_lossless_100000_40m_profile pool: expected one of the switch's buffer pools " \
+           "(egress_lossless_pool, egress_lossy_pool, ingress_lossy_pool, ingress_pool), found ingress_lossless_pool" \
+        in _problem(spine, _variant("mellanox-sn2700-t0-traditional.json", one_pool))
+    # a port the inventory makes routed is still a PortChannel member on the switch
+    def lag(db: dict) -> None:
+        db["PORTCHANNEL"] = {"PortChannel0001": {"admin_status": "up", "mtu": "9100"}}
+        db["PORTCHANNEL_MEMBER"] = {"PortChannel0001|Ethernet4": {}}
+    assert "INTERFACE: ports routed while VLAN or PortChannel members (remove the membership on the switch, or give " \
+           "the port another role in the inventory): Ethernet4 (PORTCHANNEL_MEMBER|PortChannel0001|Ethernet4)" \
+        in _problem(spine, _variant("acs-msn2700-t1-dynamic.json", lag))
+    # a dynamic render onto a traditional switch: no headroom numbers to give it, and no model flip
+    dyn = _driver(_inventory(tmp_path, qos={"headroom": {"mode": "dynamic", "small_packet_percentage": 50}}),
+                  "spine1")
+    assert "DEVICE_METADATA|localhost buffer_model: the switch runs traditional" in \
+        _problem(dyn, json.loads((CORPUS / "mellanox-sn2700-t0-traditional.json").read_text()))
+    # …while onto a dynamic switch it is the render itself
+    assert not dyn.scoped((CORPUS / "acs-msn2700-t1-dynamic.json").read_text()).empty
+
+
+def _frrcfgd(asn: str):
+    def change(db: dict) -> None:
+        db["DEVICE_METADATA"]["localhost"].update(frr_mgmt_framework_config="true",
+                                                  docker_routing_config_mode="split-unified")
+        db["BGP_GLOBALS"] = {"default": {"local_asn": asn, "router_id": "10.1.0.32"}}
+        db["BGP_NEIGHBOR"] = {"default|10.0.0.57": {"asn": "64600", "name": "ARISTA01T1"}}  # a foreign neighbour
+    return change
+
+
+def test_frrcfgd_switch_gets_bgp_never_a_new_asn_or_routing_mode(tmp_path: Path) -> None:
+    spine = _driver(_inventory(tmp_path), "spine1")
+    asn = json.loads(spine.intended)["BGP_GLOBALS"]["default"]["local_asn"]
+    assert "BGP_GLOBALS|default local_asn: expected " + asn + " (inventory), found 65100: the tool never renumbers" \
+        in _problem(spine, _variant("acs-msn2700-t1-dynamic.json", _frrcfgd("65100")))
+    running = _variant("acs-msn2700-t1-dynamic.json", _frrcfgd(asn))
+    after = _patched(running, spine)
+    assert after["BGP_NEIGHBOR"]["default|10.0.0.57"] == running["BGP_NEIGHBOR"]["default|10.0.0.57"]
+    assert {k for k in after["BGP_NEIGHBOR"] if k.startswith("default|Ethernet")}  # the render's, unnumbered
+    assert after["DEVICE_METADATA"]["localhost"]["docker_routing_config_mode"] == "split-unified"
+    assert not any("BGP not pushed" in n for n in spine.notes)
+
+
+def test_rollback_scope_skips_the_fitting(tmp_path: Path) -> None:
+    """`fabric rollback` replays the recorded snapshot in the recorded scope, pre-flight and fitting aside."""
+    running = json.loads((CORPUS / "acs-msn2700-t1-dynamic.json").read_text())
+    drv = _driver(_inventory(tmp_path), "leaf-su1-r1")
+    sd = drv.scoped(json.dumps(running))
+    after = _patched(running, drv)
+    undo = SonicDriver(None, "leaf-su1-r1", json.dumps(running), options={"scope": sorted(map(list, sd.owned))})
+    back = undo.scoped(json.dumps(after))
+    restored = jsonpatch.apply_patch(after, json_patch(after, apply_leaves(after, back.sets, back.removes)))
+    assert restored == running
+
+
+def test_plan_running_reports_refusals_and_notes_per_switch(tmp_path: Path) -> None:
+    inv = _inventory(tmp_path)
+    d = tmp_path / "running"
+    d.mkdir()
+    shutil.copy(CORPUS / "dell-s6000-tor.json", d / "leaf-su1-r1.json")
+    shutil.copy(CORPUS / "acs-msn2700-t1-dynamic.json", d / "spine1.json")
+    p = subprocess.run([sys.executable, "-c", "from fabric.cli import main; main()", "plan", str(inv), "--running",
+                        str(d), "--format", "json"], capture_output=True, text=True, cwd=ROOT, timeout=120,
+                       env={"FABRIC_STATE": str(tmp_path / "state"), "PATH": "/usr/bin:/bin"})
+    data = json.loads(p.stdout)
+    devs = {x["device"]: x for x in data["devices"]}
+    assert p.returncode == 1
+    assert devs["leaf-su1-r1"]["status"] == "error" and "platform: expected x86_64-mlnx_msn2700-r0" in \
+        devs["leaf-su1-r1"]["detail"] and not devs["leaf-su1-r1"]["sections"]
+    assert devs["spine1"]["status"] == "changed" and "buffer model dynamic (the switch's)" in devs["spine1"]["detail"]
+    # the overlapping key goes (PG 4 stops being lossless): a removal of what the tool never rendered, marked
+    assert "- profile=NULL  (never rendered by the tool)" in devs["spine1"]["sections"]["BUFFER_PG|Ethernet0|3-4"]
+    assert devs["spine1"]["sections"]["BUFFER_PG|Ethernet0|3"] == ["+ profile=NULL"]
+    assert not any(s.startswith("DEVICE_METADATA") and "buffer_model" in " ".join(v)
+                   for s, v in devs["spine1"]["sections"].items())
+
+
+def test_deepcopy_keeps_the_render(tmp_path: Path) -> None:
+    """adapt never changes the intent it is given (the driver fits it again on every plan)."""
+    drv = _driver(_inventory(tmp_path), "spine1")
+    intent = json.loads(drv.intended)
+    keep = copy.deepcopy(intent)
+    adapt(intent, json.loads((CORPUS / "acs-msn2700-t1-dynamic.json").read_text()))
+    assert intent == keep
+
+
+def test_sysctl_conf_is_diffed_with_the_config_db(tmp_path: Path) -> None:
+    """The rendered sysctl.conf is part of the plan: the kernel's values and the persisted file, per leaf."""
+    from fabric.nos.sonic.driver import SYSCTL, SYSCTL_FILE, parse_sysctl
+
+    fabric = derive(load(_inventory(tmp_path)))
+    files = render_switch(fabric.switches["leaf-su1-r1"], fabric)
+    drv = SonicDriver(None, "leaf-su1-r1", files["config_db.json"], options={"files": {"sysctl.conf": files[
+        "sysctl.conf"]}})
+    want = parse_sysctl(files["sysctl.conf"])
+    per_if = [k for k in want if ".default." not in k]
+    assert per_if  # the routed host ports (p2p31) by name
+    running = json.loads((CORPUS / "acs-msn2700-t1-dynamic.json").read_text())
+    # the kernel as SONiC boots it (90-sonic.conf), one rendered interface missing, no file of ours
+    kernel = {k: "1800000" if "reachable" in k else "4096" for k in want if k != per_if[0]}
+    sd = drv.scoped(json.dumps({**running, SYSCTL: kernel}))
+    lines = [f"{c.op} {c.line}" for c in sd.changes if c.section == SYSCTL]
+    aging = want["net.ipv4.neigh.default.base_reachable_time_ms"]
+    assert f"~ net.ipv4.neigh.default.base_reachable_time_ms = 1800000 → net.ipv4.neigh.default.base_reachable_time_ms" \
+        f" = {aging}" in [c.text() for c in sd.changes if c.section == SYSCTL]
+    assert any(ln.startswith(f"+ persisted in /etc/sysctl.d/95-roce-fabric.conf: {len(want)} settings") for ln in lines)
+    assert not any(per_if[0] in ln for ln in lines)  # an interface the kernel lacks inherits neigh.default
+    after = apply_leaves({**running, SYSCTL: kernel}, sd.sets, sd.removes)
+    assert after[SYSCTL][SYSCTL_FILE] == files["sysctl.conf"]
+    assert drv.scoped(json.dumps(after)).empty
+    saved = drv.scoped(json.dumps(running))  # plan --running: a saved config_db has no kernel settings
+    assert not any(c.section == SYSCTL for c in saved.changes)
+    assert drv.notes[0].startswith("sysctl.conf not compared: a saved config_db holds no kernel settings")
