@@ -271,8 +271,8 @@ def test_sysctl_conf_is_diffed_with_the_config_db(tmp_path: Path) -> None:
     sd = drv.scoped(json.dumps({**running, SYSCTL: kernel}))
     lines = [f"{c.op} {c.line}" for c in sd.changes if c.section == SYSCTL]
     aging = want["net.ipv4.neigh.default.base_reachable_time_ms"]
-    assert f"~ net.ipv4.neigh.default.base_reachable_time_ms = 1800000 → net.ipv4.neigh.default.base_reachable_time_ms" \
-        f" = {aging}" in [c.text() for c in sd.changes if c.section == SYSCTL]
+    key = "net.ipv4.neigh.default.base_reachable_time_ms"
+    assert f"~ {key} = 1800000 → {key} = {aging}" in [c.text() for c in sd.changes if c.section == SYSCTL]
     assert any(ln.startswith(f"+ persisted in /etc/sysctl.d/95-roce-fabric.conf: {len(want)} settings") for ln in lines)
     assert not any(per_if[0] in ln for ln in lines)  # an interface the kernel lacks inherits neigh.default
     after = apply_leaves({**running, SYSCTL: kernel}, sd.sets, sd.removes)
