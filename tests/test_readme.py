@@ -176,6 +176,7 @@ def test_every_readme_example_is_classified() -> None:
     assert not [e.command for e in EXAMPLES if e.kind == "other"]
 
 
+@pytest.mark.xdist_group("readme")  # in the README's order on one worker: a later example reads an earlier one's files
 @pytest.mark.parametrize("example", [e for e in EXAMPLES if e.kind == "offline"], ids=_id)
 def test_offline_example(example: Example, workdir: Path) -> None:
     p = shell(example.command, workdir)
