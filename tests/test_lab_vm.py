@@ -78,6 +78,7 @@ def guest_script(fabric: FabricIntent, out: Path) -> str:
     ns = {h: f"h{k}" for k, h in enumerate(hosts, 1)}
     lines = ["set -u", f"O={out}", "exec >$O/guest.log 2>&1", "t() { date +%s.%N; }", "echo START $(t)",
              f"for m in {' '.join(vm.GUEST_MODULES)}; do modprobe $m || echo MODPROBE_FAIL $m; done",
+             "sysctl -qw net.core.rmem_max=4194304 net.core.wmem_max=4194304",  # iperf3 -w 1M (global in 6.12)
              "ip netns add leaf", "ip -n leaf link add br0 type bridge", "ip -n leaf link set br0 up"]
     for h, r in hosts.items():
         n = ns[h]
@@ -330,8 +331,9 @@ def test_soft_roce_incast_is_marked_and_rxe_sends_no_cnps(run: tuple[FabricInten
     assert d[LEAF]["swp1"]["queue:3:ecn_marked"] > 0, d
     # the rates are the pair test's business; under emulation rxe now and then ends one QP of the two-sender run
     # with a completion error (status 9, remote invalid request) that perftest reports and the parser refuses
-    done = [s for s in SENDERS[:2] if "Failed to complete" not in (out / f"rdma-incast-{s}.txt").read_text()]
-    assert done and all(IbWriteBw().value((out / f"rdma-incast-{s}.txt").read_text(), "") > 0 for s in done)
+    for s in SENDERS[:2]:
+        text = (out / f"rdma-incast-{s}.txt").read_text()
+        assert "Completion with error" in text or IbWriteBw().value(text, "") > 0, text
     for s in SENDERS[:2]:  # the receiver's answers toward each sender: acks (TC3), never a CNP (TC6, band 1)
         text = (out / f"rdma-filter-{s}.txt").read_text()
         assert u32_success(text, "1:2", 48) == 0
