@@ -4,6 +4,9 @@ PY := $(VENV)/bin/python
 FABRIC := $(VENV)/bin/fabric
 APT_PACKAGES := frr frr-pythontools openssh-server openssh-client iperf3 iproute2 iputils-ping ethtool procps python3-venv \
   libyang2-dev prometheus systemd netplan.io
+# The lab's real-kernel checks (tests/test_lab_vm.py, fabric/lab/vm.py): QEMU, busybox for virtme-ng's guest, the
+# Debian 6.12 kernel (bookworm-security; sch_ets, sch_red, rdma_rxe), perftest and the RDMA tools
+APT_PACKAGES += qemu-system-x86 busybox-static linux-image-6.12-amd64 perftest rdma-core ibverbs-utils
 # Side venv for ../shared/tools/sonic_yang_check.py (libyang C 2 from Debian, its PyPI bindings)
 YANG_VENV := .refs/yang-venv
 

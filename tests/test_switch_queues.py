@@ -68,8 +68,23 @@ def test_queue_counters_from_tc() -> None:
               {"kind": "red", "handle": "15:", "dev": "swp2", "parent": "1:5", "marked": 1}]
     cs = queue_counters(HTB_CLASSES, qdiscs, "swp1")
     assert cs["queue:3:tx_bytes"] == 374975878 and cs["queue:3:tx_packets"] == 41607
-    assert cs["queue:3:ecn_marked"] == 4711 and cs["queue:3:drops"] == 3 + 2
+    assert cs["queue:3:ecn_marked"] == 4711 and cs["queue:3:drops"] == 3  # the class's drops hold red's
     assert cs["queue:0:tx_bytes"] == 8071 and cs["queue:7:tx_bytes"] == 0 and "queue:0:ecn_marked" not in cs
+
+
+def test_queue_counters_from_real_ets_and_red_output() -> None:
+    """`tc -s` of a leaf port under incast in the Debian 6.12 kernel (tests/fixtures/tc/SOURCE.md): ets classes
+    1:1-1:8 with their `leaf` red qdiscs; the red qdiscs' `marked` are the CE marks of TC3 and TC0."""
+    tc = ROOT / "tests" / "fixtures" / "tc"
+    qdiscs = json.loads((tc / "ets-red-qdisc.json").read_text())
+    cs = queue_counters((tc / "ets-red-class-swp1.txt").read_text(), qdiscs, "swp1")
+    assert cs["queue:3:tx_bytes"] == 10819994 and cs["queue:3:tx_packets"] == 7149 and cs["queue:3:drops"] == 0
+    assert cs["queue:3:ecn_marked"] == 9 and cs["queue:0:ecn_marked"] == 0 and cs["queue:0:tx_packets"] == 86
+    assert {k for k in cs if k.endswith(":tx_bytes")} == {f"queue:{t}:tx_bytes" for t in range(8)}
+    text = (tc / "ets-red-qdisc.txt").read_text()  # the text form says the same
+    assert "qdisc red 15: dev swp1 parent 1:5" in text and " marked 9 early 0 pdrop 0 other 0" in text
+    swp2 = queue_counters("", qdiscs, "swp2")  # the port toward a sender (its ACKs only): nothing marked
+    assert swp2 == {"queue:3:ecn_marked": 0, "queue:3:drops": 0, "queue:0:ecn_marked": 0, "queue:0:drops": 0}
 
 
 def test_nvue_counter_shapes() -> None:

@@ -84,16 +84,19 @@ def load_catalog(path: Path) -> list[Check]:
 
 
 def default_catalog(fabric: FabricIntent, *, rdma: bool = True, launcher: str = "mpirun",
-                    image: str | None = None) -> Catalog:
+                    image: str | None = None, line_gbps: float = 1.0) -> Catalog:
     """Every check, parameterized from the inventory. RDMA tools where the hosts have RDMA NICs; where
     they have not (the lab's veths) iperf3 and ping stand in, with absolute thresholds for the veth rate.
     `launcher` runs nccl-tests; with `k8s` the pod-to-pod checks join (pod-rail-bandwidth, and across
-    SUs pod-cross-su-bandwidth), all with `image`."""
+    SUs pod-cross-su-bandwidth), all with `image`. `line_gbps`: the lab's port rate the stand-ins' thresholds
+    scale with."""
     sus = len({h.su for h in fabric.hosts.values()})
-    if not rdma:  # the lab: its switch ports are shaped to fabric.lab.qos.PORT_RATE (1 Gb/s)
-        bw = {"tool": "iperf3", "threshold_gbps": 0.5, "seconds": 1, "timeout_s": 15, "parallel": 8}
+    if not rdma:  # the lab: its switch ports are shaped to line_gbps (fabric.lab.qos.PORT_RATE, 1 Gb/s by default)
+        bw = {"tool": "iperf3", "threshold_gbps": round(0.5 * line_gbps, 6), "seconds": 1, "timeout_s": 15,
+              "parallel": 8}
         lat = {"tool": "ping", "max_p99_us": 5000.0, "timeout_s": 15, "parallel": 8}
-        incast: dict[str, Any] = {"tool": "iperf3", "threshold_gbps": 0.8, "seconds": 3, "timeout_s": 20}
+        incast: dict[str, Any] = {"tool": "iperf3", "threshold_gbps": round(0.8 * line_gbps, 6), "seconds": 3,
+                                  "timeout_s": 20}
         ets: dict[str, Any] = {"tool": "iperf3", "seconds": 3, "timeout_s": 20}
     else:
         bw = {"tool": "ib_write_bw", "fraction_of_link": 0.9, "seconds": 5}

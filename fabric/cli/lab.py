@@ -55,7 +55,7 @@ def up(inventory: InventoryArg,
     t0 = time.monotonic()
     try:
         st = lab_up(fabric, inventory=str(inventory), prefix=loaded.inv.lab.prefix,
-                    management=loaded.inv.lab.management, timeout=timeout,
+                    management=loaded.inv.lab.management, timeout=timeout, rate=loaded.inv.lab.port_rate,
                     log=lambda m: err.print(Text.assemble((f"{time.monotonic() - t0:5.1f}s", "dim"), f" {m}")))
     except StepError as exc:
         raise UsageError(f"lab up failed at {exc.step}: {exc.detail} (lab torn down)") from None

@@ -35,14 +35,17 @@ def _pmap(fn: Callable[[str], object], items: list[str]) -> None:
 
 
 def up(fabric: FabricIntent, *, inventory: str, prefix: str, management: IPv4Network,
-       timeout: float = 120, log: Callable[[str], None] = lambda _m: None) -> LabState:
-    """Create the lab and wait for BGP convergence; on any failure tear down and raise StepError."""
+       timeout: float = 120, rate: str = lab_qos.PORT_RATE,
+       log: Callable[[str], None] = lambda _m: None) -> LabState:
+    """Create the lab (switch ports shaped to `rate`) and wait for BGP convergence; on any failure tear down and
+    raise StepError."""
     d = state_dir(fabric.name)
     old = load_state(fabric.name, required=False)
     if old is not None:
         raise UsageError(f"a lab for {fabric.name!r} exists ({d}/state.json, phase {old.phase}); "
                          "run `fabric lab down` first")
     st = build_state(fabric, inventory=inventory, prefix=prefix, management=management, state_dir=str(d))
+    st.qos_rate = rate
     _preflight(st)
     t0 = time.monotonic()
     st.save()
@@ -116,7 +119,7 @@ def _create(st: LabState, fabric: FabricIntent, log: Callable[[str], None]) -> N
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(script)
         run(st.ns_argv(name, ["sh", str(path)]), f"interfaces.sh {name}")
-        st.qos, st.qos_rate = lab_qos.apply(st, fabric, name, files), lab_qos.PORT_RATE
+        st.qos = lab_qos.apply(st, fabric, name, files, st.qos_rate)
         n.pids.update(daemons.start_frr(st, name, rename_ports(files["frr.conf"], n.ifnames)))
 
     log(f"switches: interfaces.sh + FRR on {len(switches)}")

@@ -68,6 +68,13 @@ def ets_lines(ifname: str, qos_sh: str, port: str, rate: str) -> list[str]:
     return out
 
 
+def port_lines(fabric: FabricIntent, node: str, port: str, ifname: str, qos_sh: str, rate: str) -> list[str]:
+    """`tc -batch` lines of one switch port with the rendered `ets` + `red … ecn` tree and the DSCP filters."""
+    sw = fabric.switches[node]
+    return (ets_lines(ifname, qos_sh, port, rate)
+            + _filters(ifname, ets_tree(sw.qos), sw.qos.dscp_to_tc, sw.qos.dscp_explicit))
+
+
 def htb_lines(ifname: str, tree: EtsTree, rate: str, red: bool) -> list[str]:
     """The same bands as HTB classes: strict first (prio 0), DWRR by share (prio 1), the rest last (prio 2)."""
     total = rate_bits(rate)

@@ -9,6 +9,7 @@ from pathlib import Path
 from fabric.access import Credentials, Site, SwitchEndpoint, ssh_argv
 from fabric.design.intent import FabricIntent
 from fabric.lab.plan import rename_ports
+from fabric.lab.qos import PORT_RATE, rate_bits
 from fabric.lab.state import LabState
 from fabric.render import render_switch
 
@@ -20,6 +21,7 @@ class LabSite(Site):
 
     def __init__(self, state: LabState, fabric: FabricIntent, *, via: str = "netns", insecure: bool = False):
         self.state, self.fabric, self.via, self.insecure = state, fabric, via, insecure
+        self.line_gbps = rate_bits(state.qos_rate or PORT_RATE) / 1e9
         self.agent = str(Path(sys.executable).parent / "fabric")  # the nodes share this machine's files
 
     def switch(self, name: str) -> SwitchEndpoint:

@@ -351,6 +351,8 @@ class LintSettings(Strict):
 class LabSettings(Strict):
     management: Network = IPv4Network("198.18.0.0/16")
     prefix: str = Field("rf", pattern=r"^[a-z]{1,4}$", description="prefix of every lab namespace and link")
+    port_rate: str = Field("1gbit", pattern=r"^[1-9]\d{0,5}(k|m|g)bit$",
+                           description="every lab switch port is shaped to this tc rate (lower under emulation)")
 
 
 class Access(Strict):

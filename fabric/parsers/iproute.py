@@ -36,7 +36,10 @@ def band_of(classid: str, handle: str = "1") -> int | None:
 def queue_counters(class_text: str, qdiscs: Any, dev: str) -> dict[str, int]:
     """Per traffic class of one port's egress tree (band b = TC 7−b, the mlxsw mapping the frr target renders):
     `queue:<tc>:tx_bytes|tx_packets|drops` from its class and `queue:<tc>:ecn_marked` from the `red` qdisc on it
-    (`tc -s -j qdisc show`: `marked`)."""
+    (`tc -s -j qdisc show`: `marked`). The class's drops already hold red's: an `ets` class reports its child
+    qdisc's own statistics (net/sched/sch_ets.c, ets_class_dump_stats) and an `htb` class counts every packet its
+    child did not take (sch_htb.c htb_enqueue: `net_xmit_drop_count`, NET_XMIT_CN included); red's drops count
+    only where no class line was read."""
     out: dict[str, int] = {}
     for m in _CLASS.finditer(class_text):
         band = band_of(m["id"])
@@ -50,6 +53,7 @@ def queue_counters(class_text: str, qdiscs: Any, dev: str) -> dict[str, int]:
             band = band_of(str(q.get("parent", "")))
             marked = q.get("marked", (q.get("xstats") or {}).get("marked"))
             if band is not None and isinstance(marked, int):
-                out[f"queue:{7 - band}:ecn_marked"] = marked
-                out[f"queue:{7 - band}:drops"] = out.get(f"queue:{7 - band}:drops", 0) + int(q.get("drops", 0))
+                tc = 7 - band
+                out[f"queue:{tc}:ecn_marked"] = marked
+                out.setdefault(f"queue:{tc}:drops", int(q.get("drops", 0)))
     return out
