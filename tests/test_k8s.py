@@ -308,8 +308,10 @@ def test_jobs_are_one_gang_with_sshd_workers_pinned_to_their_hosts(bundle: tuple
         if job == "nccl-cluster":
             assert set(hosts) == set(fabric.hosts) and job_sus == sus
         anti = worker["spec"]["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
-        assert anti == [{"labelSelector": {"matchLabels": {"roce-fabric/job": job}},
+        assert anti == [{"labelSelector": {"matchLabels": {"app.kubernetes.io/part-of": "roce-fabric-accept",
+                                                           "roce-fabric/job": job, "roce-fabric/role": "worker"}},
                          "topologyKey": "kubernetes.io/hostname"}]
+        assert specs["Launcher"]["template"]["metadata"]["labels"]["roce-fabric/role"] == "launcher"
         (c,) = worker["spec"]["containers"]
         script = c["command"][2]
         assert c["command"][:2] == ["/bin/sh", "-c"] and script.rstrip().endswith("exec /usr/sbin/sshd -De")
@@ -325,6 +327,8 @@ def test_jobs_are_one_gang_with_sshd_workers_pinned_to_their_hosts(bundle: tuple
         if job.startswith("nccl"):
             assert c["resources"]["requests"]["nvidia.com/gpu"] == "8"
             launch = specs["Launcher"]["template"]["spec"]["containers"][0]["command"]
+            assert launch[:4] == ["/bin/sh", "-c", k8s.WAIT_FOR_WORKERS, "roce-fabric-launcher"]
+            launch = launch[4:]
             assert launch[:2] == ["mpirun", "--allow-run-as-root"] and "/var/run/roce-fabric/pod.sh" in launch
             assert launch[launch.index("-np") + 1] == str(8 * len(hosts))
 
@@ -591,3 +595,22 @@ def test_cli_render_only_writes_every_manifest(tmp_path: Path) -> None:
     bad = subprocess.run([FABRIC, "accept", str(VLAN16), "--render-only", "--image", IMAGE], capture_output=True,
                          text=True)
     assert bad.returncode == 2 and "--render-only goes with --launcher k8s" in bad.stderr
+
+
+def test_launcher_waits_until_every_worker_name_resolves(tmp_path: Path) -> None:
+    """The headless service publishes Ready workers only: the launcher waits for each hostfile name, then runs
+    its argv; a name that never resolves fails it with the worker's name instead of an ssh error."""
+    hf = tmp_path / "hostfile"
+
+    def launch(names: str, wait_s: str) -> subprocess.CompletedProcess[str]:
+        hf.write_text(names)
+        return subprocess.run(["/bin/sh", "-c", k8s.WAIT_FOR_WORKERS, "launcher", "echo", "mpirun ran"],
+                              capture_output=True, text=True, timeout=30,
+                              env={"PATH": "/usr/bin:/bin", "OMPI_MCA_orte_default_hostfile": str(hf),
+                                   "ROCE_FABRIC_WAIT_S": wait_s})
+
+    ok = launch("localhost slots=8\n", "4")
+    assert ok.returncode == 0 and ok.stdout == "mpirun ran\n"
+    bad = launch("localhost slots=8\nw-1.nccl.training.svc.invalid slots=8\n", "2")
+    assert bad.returncode == 1 and "mpirun ran" not in bad.stdout
+    assert "worker w-1.nccl.training.svc.invalid has no DNS name after 2s (not Ready)" in bad.stderr

@@ -133,8 +133,25 @@ def _requests(fabric: FabricIntent, job: PodJob) -> dict[str, str]:
     return {k: str(v) for k, v in sorted(res.items())}
 
 
-def _labels(job: PodJob) -> dict[str, str]:
-    return {"app.kubernetes.io/part-of": "roce-fabric-accept", "roce-fabric/job": job.name}
+def _labels(job: PodJob, role: str | None = None) -> dict[str, str]:
+    """The job's labels; a pod template's also say its role, which the workers' anti-affinity selects on."""
+    return {"app.kubernetes.io/part-of": "roce-fabric-accept", "roce-fabric/job": job.name,
+            **({"roce-fabric/role": role} if role else {})}
+
+
+# The launcher's argv runs behind this: the headless service publishes only Ready workers, so a worker still
+# starting is a name that does not resolve yet, and ssh does not retry it (backoffLimit 0 then fails the job).
+WAIT_FOR_WORKERS = "\n".join([
+    'hf="${OMPI_MCA_orte_default_hostfile:-/etc/mpi/hostfile}"; waited=0',
+    "for h in $(awk '{print $1}' \"$hf\"); do",
+    '  until getent hosts "$h" >/dev/null 2>&1; do',
+    '    [ "$waited" -lt "$ROCE_FABRIC_WAIT_S" ] || { echo "roce-fabric: worker $h has no DNS name after'
+    ' ${waited}s (not Ready)" >&2; exit 1; }',
+    "    sleep 2; waited=$((waited + 2))",
+    "  done",
+    "done",
+    'exec "$@"',
+])
 
 
 def _worker_command(job: PodJob) -> list[str]:
@@ -166,8 +183,10 @@ def mpijob_manifests(job: PodJob, fabric: FabricIntent) -> list[dict[str, Any]]:
     rank_env = {"ROCE_FABRIC_RAILS": str(len(nets)), "ROCE_FABRIC_IFPREFIX": prefix, **job.env}
     placement = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
         {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": list(job.hosts)}]}]}}}
+    # One worker per host: the anti-affinity selects the job's workers only. The launcher shares a host with a
+    # worker (it is pinned to the same hosts); selecting it too would need N+1 nodes among N.
     worker_affinity = {**placement, "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
-        {"labelSelector": {"matchLabels": {"roce-fabric/job": job.name}}, "topologyKey": "kubernetes.io/hostname"}]}}
+        {"labelSelector": {"matchLabels": _labels(job, "worker")}, "topologyKey": "kubernetes.io/hostname"}]}}
     tier = job_tier(fabric, job.hosts)
     pod_group = {
         "apiVersion": API_PODGROUP, "kind": "PodGroup",
@@ -184,12 +203,14 @@ def mpijob_manifests(job: PodJob, fabric: FabricIntent) -> list[dict[str, Any]]:
                   {"name": "ROCE_FABRIC_NODE", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}]
     volumes = [{"name": "roce-fabric", "emptyDir": {}}, {"name": "dshm", "emptyDir": {"medium": "Memory"}}]
     mounts = [{"name": "roce-fabric", "mountPath": RUN_DIR}, {"name": "dshm", "mountPath": "/dev/shm"}]
-    meta = {"labels": labels, "annotations": {GROUP_ANNOTATION: group}}
+    launcher_env.append({"name": "ROCE_FABRIC_WAIT_S", "value": str(int(min(300, job.timeout_s / 3)))})
+    meta = {"labels": _labels(job, "launcher"), "annotations": {GROUP_ANNOTATION: group}}
+    command = ["/bin/sh", "-c", WAIT_FOR_WORKERS, "roce-fabric-launcher", *job.command]
     launcher = {"replicas": 1, "template": {"metadata": meta, "spec": {
         "schedulerName": "volcano", "affinity": placement,
-        "containers": [{"name": "launcher", "image": job.image, "command": job.command, "env": launcher_env,
+        "containers": [{"name": "launcher", "image": job.image, "command": command, "env": launcher_env,
                         "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}]}}}
-    worker_meta = {"labels": labels, "annotations": {
+    worker_meta = {"labels": _labels(job, "worker"), "annotations": {
         GROUP_ANNOTATION: group, NETWORKS_ANNOTATION: ",".join(f"{n}@{n}" for n, _ in nets)}}
     worker = {"replicas": len(job.hosts), "template": {"metadata": worker_meta, "spec": {
         "schedulerName": "volcano", "affinity": worker_affinity, "volumes": volumes,
