@@ -204,23 +204,31 @@ def test_pooled_resource_needs_one_rail_nic_per_host(tmp_path: Path, example_cop
     assert {r.pod.resource for h in one.hosts.values() for r in h.rails} == {"nvidia.com/rdma_vf"}
 
 
-def test_lint_warns_where_pods_cannot_attach_a_rail(example_copy: Path, h100: FabricIntent) -> None:
-    """RF205 (only where the fabric runs pods): the example's netdevs (rail1…) do not give a PCI address."""
+def test_pfs_without_a_pci_address_are_selected_by_name_never_an_empty_list(example_copy: Path,
+                                                                             h100: FabricIntent) -> None:
+    """Slot-style names (the example's rail1…, HGX ens1np0) carry no PCI address: the PF is selected by its own
+    interface name (the plugin's PF name of a non-VF device), RF205 no longer warns, and a node pods cannot
+    attach at all is an error, never an empty resourceList."""
     from fabric.lint.context import Context as LintContext
     from fabric.lint.engine import run
 
-    assert not run(LintContext(load(example_copy)), select=["RF205"]).findings  # no pods: nothing to say
-    (example_copy / "k8s.yaml").write_text("kubernetes:\n  namespace: ml\n")
-    found = run(LintContext(load(example_copy)), select=["RF205"]).findings
-    assert len(found) == 4 and all("expected a PCI address" in f.message and f.line for f in found)
     (example_copy / "k8s.yaml").write_text("kubernetes:\n  namespace: ml\n")
     hosts = example_copy / "hosts.yaml"
-    hosts.write_text(re.sub(r"netdev: rail(\d)", lambda m: f"netdev: rail{m[1]}, pci: '0000:3{m[1]}:00.0'",
-                            hosts.read_text()))
+    hosts.write_text(re.sub(r"netdev: rail(\d)", r"netdev: ens\1np0", hosts.read_text()))
     assert not run(LintContext(load(example_copy)), select=["RF205"]).findings
-    hosts.write_text(hosts.read_text().replace("'0000:31:00.0'", "0000:31:00.0"))
-    with pytest.raises(InputError, match=r"nics\[0\]\.pci: expected a quoted PCI address"):
-        load(example_copy)
+    fabric = derive(load(example_copy))
+    data = docs(rk.device_plugin_configmap(fabric))[0]["data"]
+    for text in data.values():
+        lists = json.loads(text)["resourceList"]
+        assert [r["selectors"] for r in lists] == [[{"isRdma": True, "pfNames": [f"ens{n}np0"]}] for n in range(1, 5)]
+    name = next(iter(fabric.hosts))
+    bare = fabric.model_copy(deep=True)
+    bare.hosts[name].rails = [r.model_copy(update={"pod": None}) for r in bare.hosts[name].rails]
+    with pytest.raises(InputError, match=f"none on {name}"):
+        rk.device_plugin_configmap(bare)
+    hosts.write_text(hosts.read_text().replace("netdev: ens1np0", "netdev: ens1np0, pci: '0000:31:00.0'"))
+    with_pci = docs(rk.device_plugin_configmap(derive(load(example_copy))))[0]["data"]
+    assert all('"pciAddresses"' in t for t in with_pci.values())  # rail 1's resource: all its PFs have one
     assert all(r.pci for h in h100.hosts.values() for r in h.rails)  # DGX names carry it
 
 

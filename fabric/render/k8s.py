@@ -53,6 +53,7 @@ from typing import Any
 import yaml
 
 from fabric.design.intent import FabricIntent, HostIntent, RailIntent
+from fabric.errors import InputError, Problem
 
 CNI_DIR = "etc/cni/multus/net.d"  # multus `confDir` default (docs/configuration.md), below the host root
 CNI_VERSION = "1.0.0"
@@ -118,8 +119,12 @@ def node_cni_configs(host: HostIntent) -> dict[str, str]:
 
 
 def device_plugin_config(host: HostIntent, prefix: str) -> dict[str, Any]:
-    """sriov-network-device-plugin `resourceList` for one node."""
+    """sriov-network-device-plugin `resourceList` for one node. VFs by `pfNames` with their range; a PF (`vfs: 0`)
+    by `pciAddresses` where every PF of the resource has one, else by `pfNames` with the bare netdev (the plugin's
+    PF name of a device that is not a VF is its own interface name: pkg/utils/utils.go GetPfName), as slot-style
+    names (`ens1np0`) carry no PCI address. Selectors of one entry are ANDed, so one resource never mixes both."""
     per: dict[str, dict[str, Any]] = {}
+    pfs: dict[str, list[RailIntent]] = {}
     for rail in host.rails:
         pod = rail.pod
         if pod is None:
@@ -129,18 +134,28 @@ def device_plugin_config(host: HostIntent, prefix: str) -> dict[str, Any]:
                                     "selectors": [{"isRdma": True}]})["selectors"][0]
         if pod.device == "vf":
             sel.setdefault("pfNames", []).append(f"{rail.netdev}#0-{rail.vfs - 1}")
-        elif rail.pci:
-            sel.setdefault("pciAddresses", []).append(rail.pci)
-    lists = [r for r in per.values() if len(r["selectors"][0]) > 1]  # a resource needs a device selector
-    return {"resourceList": sorted(lists, key=lambda r: r["resourceName"])}
+        else:
+            pfs.setdefault(name, []).append(rail)
+    for name, rails in pfs.items():
+        sel = per[name]["selectors"][0]
+        if all(r.pci for r in rails):
+            sel.setdefault("pciAddresses", []).extend(r.pci for r in rails if r.pci)
+        else:
+            sel.setdefault("pfNames", []).extend(r.netdev for r in rails)
+    return {"resourceList": sorted(per.values(), key=lambda r: r["resourceName"])}
 
 
 def device_plugin_configmap(fabric: FabricIntent) -> str:
     """The device plugin's ConfigMap: `config.json` when every node has the same resources (the plugin's
     default `-config-file`), else one key per node for `--config-file=/etc/pcidp/$(NODE_NAME)`."""
     k = fabric.kubernetes
-    data = {name: json.dumps(device_plugin_config(h, k.resource_prefix), indent=2) + "\n"
-            for name, h in sorted(fabric.hosts.items())}
+    configs = {name: device_plugin_config(h, k.resource_prefix) for name, h in sorted(fabric.hosts.items())}
+    empty = [name for name, c in configs.items() if not c["resourceList"]]
+    if empty:  # the plugin would start and advertise nothing: every pod of these nodes would stay Pending
+        raise InputError(Problem(fabric.name, None, "hosts.*.nics", "at least one rail pods can attach (a VF or "
+                                 "the NIC in PF mode) on every node", f"none on {', '.join(empty[:5])}"
+                                 + (f" and {len(empty) - 5} more" if len(empty) > 5 else "")))
+    data = {name: json.dumps(c, indent=2) + "\n" for name, c in configs.items()}
     if data and len(set(data.values())) == 1:
         data = {"config.json": next(iter(data.values()))}
         how = ("# Every node has the same resources: the plugin's default --config-file=/etc/pcidp/config.json.\n")
