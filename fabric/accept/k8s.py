@@ -433,6 +433,22 @@ class K8sRunner:
                 return c["type"], c.get("message", "")
         return "Running", ""
 
+    def pending(self, name: str) -> str:
+        """Why the job's unscheduled pods wait, in the scheduler's words (their PodScheduled condition), e.g.
+        `2 pods Pending: 0/16 nodes are available: 1 node(s) were unschedulable, …`; '' when none waits."""
+        p = self._k(["get", "pods", "-n", self.namespace, "-l", f"roce-fabric/job={name}", "-o", "json"], timeout=30)
+        try:
+            pods = json.loads(p.stdout).get("items", []) if p.returncode == 0 else []
+        except json.JSONDecodeError:
+            return ""
+        reasons: dict[str, int] = {}
+        for pod in pods:
+            for c in pod.get("status", {}).get("conditions", []):
+                if c.get("type") == "PodScheduled" and c.get("status") == "False":
+                    msg = c.get("message") or c.get("reason", "")
+                    reasons[msg] = reasons.get(msg, 0) + 1
+        return "; ".join(f"{n} pod{'s' * (n > 1)} Pending: {m}" for m, n in sorted(reasons.items()))
+
     def run(self, manifest: Path, name: str, timeout: float, networks: Path | None = None,
             progress: Any = None) -> tuple[str, str]:
         """(launcher log, error); the error is empty when the MPIJob succeeded."""
@@ -454,7 +470,8 @@ class K8sRunner:
             if state == "Succeeded":
                 return logs, ""
             if state == "Running":
-                return logs, f"MPIJob {name} not finished after {timeout:.0f}s"
+                pending = self.pending(name)
+                return logs, f"MPIJob {name} not finished after {timeout:.0f}s" + (f": {pending}" if pending else "")
             return logs, f"MPIJob {name} failed: {msg}"
         except subprocess.TimeoutExpired as exc:
             return "", f"kubectl: {exc}"

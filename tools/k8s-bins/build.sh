@@ -18,7 +18,10 @@ export GOFLAGS="-mod=mod -buildvcs=false -trimpath" CGO_ENABLED=0
 mod="$(go env GOMODCACHE)"
 mpi="$(cd "$here/mpi-operator" && go list -m -f '{{.Dir}}' github.com/kubeflow/mpi-operator)"
 cp "$mpi/manifests/base/kubeflow.org_mpijobs.yaml" "$dir/crds/"
-chmod -R u+w "$dir/crds"
+kwok="$(cd "$here/core" && go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)"
+mkdir -p "$dir/kwok-stages"  # kwok's "general" pod stages: Running then Ready, a Job's pod Succeeded after a delay
+cp "$kwok"/kustomize/stage/pod/general/pod-*.yaml "$dir/kwok-stages/"
+chmod -R u+w "$dir/crds" "$dir/kwok-stages"
 echo "built in $(( $(date +%s) - start ))s (GOMODCACHE $mod)" > "$dir/.complete"
 echo "k8s-bins: $(cat "$dir/.complete")" >&2
 echo "$dir"
