@@ -295,3 +295,74 @@ def node_objects(fabric: FabricIntent) -> list[dict[str, Any]]:
                        "type": "kwok", **node_labels(t, place)}},
             "status": {"allocatable": res, "capacity": dict(res)}})
     return out
+
+
+def state_dir(fabric_name: str) -> Path:
+    """Where `fabric lab up --k8s` keeps a fabric's control plane: $FABRIC_K8S_LAB_STATE, else
+    $XDG_STATE_HOME (~/.local/state)/roce-fabric/k8s/<fabric>."""
+    base = os.environ.get("FABRIC_K8S_LAB_STATE") or Path(
+        os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state") / "roce-fabric" / "k8s"
+    return Path(base) / fabric_name
+
+
+def up(fabric: FabricIntent, bins: Path) -> KubeLab:
+    """The control plane for users: nodes, the fabric's namespace, rail networks and HyperNodes applied; the
+    processes keep running after the command (`down` ends them)."""
+    from fabric.export.kubernetes import volcano_yaml
+    from fabric.export.tiers import tiers
+    from fabric.render.k8s import network_attachments
+
+    d = state_dir(fabric.name)
+    if (d / "pids").exists() and running(fabric.name):
+        raise KubeLabError(f"a control plane of {fabric.name} runs already (kubeconfig {d / 'kubeconfig'}): "
+                           "`fabric lab down` first")
+    lab = KubeLab(d, bins)
+    try:
+        lab.start()
+        lab.add_nodes(fabric)
+        if fabric.kubernetes.namespace != "default":
+            lab.apply([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": fabric.kubernetes.namespace}}])
+        lab.apply(network_attachments(fabric) + volcano_yaml(tiers(fabric)))
+    except Exception:
+        lab.stop()
+        raise
+    return lab
+
+
+def running(fabric_name: str) -> dict[str, int]:
+    """name → pid of this fabric's control-plane processes still alive (checked by their command line)."""
+    f = state_dir(fabric_name) / "pids"
+    try:
+        pids: dict[str, int] = json.loads(f.read_text())
+    except (OSError, ValueError):
+        return {}
+    alive = {}
+    for name, pid in pids.items():
+        with contextlib.suppress(OSError):
+            argv0 = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode(errors="replace")
+            if Path(argv0).name == name:
+                alive[name] = pid
+    return alive
+
+
+def down(fabric_name: str) -> list[str]:
+    """Ends the control plane `up` left running and removes its state directory; what it removed."""
+    import shutil
+
+    d = state_dir(fabric_name)
+    removed = []
+    for name, pid in reversed(list(running(fabric_name).items())):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pid, signal.SIGTERM)
+        for _ in range(50):
+            if not Path(f"/proc/{pid}").exists() or Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z":
+                break
+            time.sleep(0.2)
+        else:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pid, signal.SIGKILL)
+        removed.append(f"{name} (pid {pid})")
+    if d.exists():
+        shutil.rmtree(d)
+        removed.append(str(d))
+    return removed
