@@ -43,6 +43,7 @@ from fabric.accept import k8s
 from fabric.accept.checks.base import Context
 from fabric.accept.checks.nccl import NcclAllReduce, NcclInput
 from fabric.accept.checks.pods import PodRailBandwidth, PodTrafficInput
+from fabric.accept.k8s import bundle as k8s_bundle
 from fabric.design.derive import derive
 from fabric.design.intent import FabricIntent
 from fabric.errors import InputError
@@ -248,7 +249,7 @@ def run_checker(*files: Path) -> subprocess.CompletedProcess[str]:
 def bundle(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, FabricIntent]:
     fabric = fabric_of(H100 if request.param == "h100-400g" else VLAN16)
     out = tmp_path_factory.mktemp(request.param)
-    k8s.render_bundle(fabric, out, IMAGE, quick=True)
+    k8s_bundle.render_bundle(fabric, out, IMAGE, quick=True)
     return out, fabric
 
 

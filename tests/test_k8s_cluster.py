@@ -23,6 +23,7 @@ import yaml
 from fabric.accept import k8s
 from fabric.accept.checks.base import Context
 from fabric.accept.checks.nccl import NcclAllReduce, NcclInput
+from fabric.accept.k8s import bundle
 from fabric.design.derive import derive
 from fabric.design.intent import FabricIntent
 from fabric.lab.kube import KubeLab, bins_dir, missing_bins
@@ -109,7 +110,7 @@ def test_every_rendered_job_is_admitted_placed_on_its_hosts_and_completes(kube: 
     """The --render-only bundle as an engineer applies it: networks, HyperNodes, then each job. The API server
     admits every object (schemas of the real CRDs, server-side), the scheduler binds one worker per intended
     host and the launcher on one of them, the MPI Operator runs the launcher Job to completion."""
-    k8s.render_bundle(h100, tmp_path, IMAGE)
+    bundle.render_bundle(h100, tmp_path, IMAGE)
     kube.kubectl("apply", "--server-side", "-f", str(tmp_path / "networks.yaml"), "-f",
                  str(tmp_path / "hypernodes.yaml"))
     ns = h100.kubernetes.namespace
