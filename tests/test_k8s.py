@@ -623,3 +623,24 @@ def test_launcher_waits_until_every_worker_name_resolves(tmp_path: Path) -> None
     bad = launch("localhost slots=8\nw-1.nccl.training.svc.invalid slots=8\n", "2")
     assert bad.returncode == 1 and "mpirun ran" not in bad.stdout
     assert "worker w-1.nccl.training.svc.invalid has no DNS name after 2s (not Ready)" in bad.stderr
+
+
+def test_a_pf_on_a_host_tagged_rail_gets_no_pod_network_and_lint_says_why(tmp_path: Path) -> None:
+    """vfs: 0 with a host VLAN: host-device would move the untagged PF into the pod while the leaf port is a
+    tagged member. No pod network is rendered for it, RF205 names the reason, and the device plugin config
+    refuses a node left with none."""
+    import shutil
+
+    from fabric.lint.context import Context as LintContext
+    from fabric.lint.engine import run
+
+    inv = tmp_path / "inv"
+    shutil.copytree(VLAN16, inv)
+    hosts = inv / "hosts.yaml"
+    hosts.write_text(hosts.read_text().replace("vfs: 16}", "vfs: 0}"))
+    found = run(LintContext(load(inv)), select=["RF205"]).findings
+    assert found and all("found vfs: 0 with host VLAN 100" in f.message and f.line for f in found)
+    fabric = derive(load(inv))
+    assert all(r.pod is None for h in fabric.hosts.values() for r in h.rails)
+    with pytest.raises(InputError, match="at least one rail pods can attach"):
+        rk.device_plugin_configmap(fabric)
