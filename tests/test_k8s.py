@@ -385,6 +385,16 @@ def test_pod_entrypoint_lets_nccl_choose_when_gid_indexes_differ(tmp_path: Path)
     env = dict(line.split("=", 1) for line in run.stdout.splitlines() if line.startswith("NCCL_"))
     assert "NCCL_IB_GID_INDEX" not in env
     assert (env["NCCL_IB_ROCE_VERSION_NUM"], env["NCCL_IB_ADDR_FAMILY"]) == ("2", "AF_INET")
+    for version, ok in (("2.21.5", True), ("2.30", True), ("2.18.3", False), ("2.20", False), ("2.9.9", False)):
+        run = entry(tmp_path, tmp_path / "sys", "env", ROCE_FABRIC_NCCL_VERSION=version)
+        assert (run.returncode == 0) == ok, (version, run.stderr)
+        if not ok:
+            assert f"not at one index and NCCL {version} (before 2.21) cannot choose per device" in run.stderr
+    same = entry(tmp_path, pod_tree(tmp_path / "same"), "env", ROCE_FABRIC_NCCL_VERSION="2.18.3")
+    assert same.returncode == 0 and "NCCL_IB_GID_INDEX=3" in same.stdout  # one index: any NCCL is told it
+    job = k8s.nccl_pod_job(fabric_of(H100), "j", ["gpu-su1-01", "gpu-su1-02"], ["all_reduce_perf"], 8, IMAGE,
+                           nccl_version="2.18.3")
+    assert job.env["ROCE_FABRIC_NCCL_VERSION"] == "2.18.3" and "ROCE_FABRIC_NCCL_VERSION" in job.command
 
 
 def test_pod_entrypoint_fails_instead_of_falling_back_to_tcp(tmp_path: Path) -> None:

@@ -201,7 +201,8 @@ def pod_entrypoint() -> str:
     an RDMA device behind them), exports NCCL_IB_HCA (exact names) and NCCL_IB_GID_INDEX when every device has
     its RoCE v2 IPv4-mapped GID at one index (otherwise NCCL's own selection, NCCL_IB_GID_INDEX unset with
     NCCL_IB_ROCE_VERSION_NUM=2 and NCCL_IB_ADDR_FAMILY=AF_INET, NCCL ≥ 2.21: src/transport/net_ib
-    `NCCL_PARAM(IbGidIndex, "IB_GID_INDEX", -1)`), then runs the program.
+    `NCCL_PARAM(IbGidIndex, "IB_GID_INDEX", -1)`; with `$ROCE_FABRIC_NCCL_VERSION` below 2.21 it fails instead,
+    as that NCCL would take GID 0), then runs the program.
 
     `roce-pod rail N` prints `DEV GID IFNAME` of rail interface N (`$ROCE_FABRIC_IFPREFIX` + N); `roce-pod
     perftest ROLE RAIL PEER ARGV…` runs a perftest server (ROLE server) or client (ROLE client, retried until
@@ -250,6 +251,13 @@ uniq=$(printf '%s\n' $gids | sort -u)
 if [ -n "$uniq" ] && [ "$(printf '%s\n' "$uniq" | wc -l)" -eq 1 ] && [ "$(printf '%s\n' $gids | wc -l)" -eq "$n" ]; then
   export NCCL_IB_GID_INDEX="$uniq"
 else
+  # NCCL chooses a GID by RoCE version and address family only from 2.21 on; before, it takes index 0.
+  case "${ROCE_FABRIC_NCCL_VERSION:-}" in
+    2.[0-9]|2.[0-9].*|2.1[0-9]|2.1[0-9].*|2.20|2.20.*)
+      say "rails:$table: the RoCE v2 IPv4 GIDs are not at one index and NCCL" \
+        "$ROCE_FABRIC_NCCL_VERSION (before 2.21) cannot choose per device"
+      exit 1 ;;
+  esac
   unset NCCL_IB_GID_INDEX
   export NCCL_IB_ROCE_VERSION_NUM=2 NCCL_IB_ADDR_FAMILY=AF_INET
 fi

@@ -246,9 +246,12 @@ def _mpirun(np: int, per_node: int, env: dict[str, str]) -> list[str]:
 
 
 def nccl_pod_job(fabric: FabricIntent, name: str, hosts: list[str], argv: list[str], gpus: int, image: str,
-                 timeout_s: float = 900) -> PodJob:
-    """all_reduce_perf over `hosts`, one rank per GPU, each rank through the pod entrypoint."""
+                 timeout_s: float = 900, nccl_version: str | None = None) -> PodJob:
+    """all_reduce_perf over `hosts`, one rank per GPU, each rank through the pod entrypoint (told the image's
+    NCCL version where known: fabric.render.k8s.pod_entrypoint)."""
     env = pod_env(fabric.hosts[hosts[0]])
+    if nccl_version:
+        env["ROCE_FABRIC_NCCL_VERSION"] = nccl_version
     command = [*_mpirun(len(hosts) * gpus, gpus, env), "sh", POD_SH, *argv]
     return PodJob(name=name, hosts=list(hosts), image=image, command=command, gpus=gpus, slots=gpus, env=env,
                   needs=["sshd", "ssh-keygen", "mpirun", argv[0]], timeout_s=timeout_s)
