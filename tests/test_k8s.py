@@ -587,6 +587,27 @@ def test_pod_bandwidth_check_judges_the_launcher_log(vlan16: FabricIntent, tmp_p
     assert res.status == "fail" and "Expected ≥ 360" in res.message  # the sample is a 100G run
 
 
+def test_pod_latency_check_judges_p99_against_the_host_limit(vlan16: FabricIntent, tmp_path: Path, kubectl: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """pod-rail-latency: ib_write_lat between pods, the pairs of rail-latency, the same p99 limit."""
+    from fabric.accept.checks.pods import PodLatencyInput, PodRailLatency
+
+    sample = (SAMPLES / "ib_write_lat_all_sizes_client.txt").read_text()  # p99 of the 2-byte row: 1.21 us
+    for limit, status in ((5.0, "pass"), (1.0, "fail")):
+        check = PodRailLatency(PodLatencyInput(image=IMAGE, quick=True, rails=[1], max_p99_us=limit))
+        ctx = Context(site=SimpleNamespace(fabric=vlan16), report_dir=tmp_path / status)  # type: ignore[arg-type]
+        job = check._render(ctx)[0]
+        assert job.tool == "ib_write_lat" and "ib_write_lat" in job.launch_script and "-F" in job.launch_script
+        log = "".join(f"{k8s.MARK} begin {p.tag}\n{sample}{k8s.MARK} end {p.tag} rc=0\n"
+                      for rd in job.pairs for p in rd)
+        (tmp_path / f"{status}.log").write_text(log)
+        monkeypatch.setenv("KUBECTL_LOGS", str(tmp_path / f"{status}.log"))
+        res = check.run(ctx)
+        assert res.status == status, res.message
+        assert all(m.value == 1.21 and m.threshold == limit and m.unit == "us" for m in res.measurements)
+    assert "Expected p99 ≤ 1 us between pods" in res.message
+
+
 def test_without_a_cluster_the_k8s_checks_render_and_skip(h100: FabricIntent, tmp_path: Path,
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PATH", "/nonexistent")
