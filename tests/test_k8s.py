@@ -235,7 +235,7 @@ def test_pfs_without_a_pci_address_are_selected_by_name_never_an_empty_list(exam
 
 # ---------------------------------------------------------------------------------------------- the checker
 
-JOBS = ["nccl-su1", "nccl-cross-su", "nccl-cluster", "pods-su1-bw", "pods-cross-su-bw"]
+JOBS = ["nccl-su1", "nccl-cross-su", "nccl-cluster", "pods-su1-bw", "pods-cross-su-bw", "pods-su1-lat"]
 
 
 def run_checker(*files: Path) -> subprocess.CompletedProcess[str]:
@@ -293,7 +293,8 @@ def test_checker_still_catches_what_the_jobs_avoid(bundle: tuple[Path, FabricInt
 
 def test_jobs_are_one_gang_with_sshd_workers_pinned_to_their_hosts(bundle: tuple[Path, FabricIntent]) -> None:
     out, fabric = bundle
-    tiers = {"nccl-su1": 1, "pods-su1-bw": 1, "nccl-cross-su": 2, "pods-cross-su-bw": 2, "nccl-cluster": 2}
+    tiers = {"nccl-su1": 1, "pods-su1-bw": 1, "nccl-cross-su": 2, "pods-cross-su-bw": 2, "nccl-cluster": 2,
+             "pods-su1-lat": 1}
     sus = {h.su for h in fabric.hosts.values()}
     for job, tier in tiers.items():
         group, mpijob = docs((out / "jobs" / f"{job}.yaml").read_text())

@@ -115,7 +115,7 @@ def test_every_rendered_job_is_admitted_placed_on_its_hosts_and_completes(kube: 
                  str(tmp_path / "hypernodes.yaml"))
     ns = h100.kubernetes.namespace
     jobs = sorted((tmp_path / "jobs").glob("*.yaml"))
-    assert len(jobs) == 5
+    assert len(jobs) == 6
     for path in jobs:
         _group, mpijob = yaml.safe_load_all(path.read_text())
         name = mpijob["metadata"]["name"]

@@ -15,7 +15,7 @@ from fabric.render.k8s import pod_entrypoint
 def acceptance_jobs(fabric: FabricIntent, image: str, *, quick: bool = True) -> list[PodJob]:
     """The jobs `--render-only` writes: NCCL inside one SU (tier 1), across SUs (one host per SU) and over the
     whole cluster; perftest between pods on every rail, within and across SUs (the pairs of rail-bandwidth and
-    cross-su-bandwidth)."""
+    cross-su-bandwidth), and ib_write_lat between pods inside the first SU."""
     from types import SimpleNamespace
 
     from fabric.accept.checks.bandwidth import CrossSuBandwidth, TrafficInput
@@ -51,6 +51,9 @@ def acceptance_jobs(fabric: FabricIntent, image: str, *, quick: bool = True) -> 
         if rounds:
             jobs.append(perftest_pod_job(fabric, name, pod_pairs(fabric, rounds, "p"), tool="ib_write_bw",
                                          image=image))
+    if sources[0][1]:  # latency between pods, the pairs of rail-latency inside the first SU
+        jobs.append(perftest_pod_job(fabric, f"pods-su{first}-lat", pod_pairs(fabric, sources[0][1], "l"),
+                                     tool="ib_write_lat", image=image))
     return jobs
 
 
