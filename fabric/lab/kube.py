@@ -208,8 +208,7 @@ class KubeLab:
         self._spawn("kube-controller-manager", [
             self._bin("kube-controller-manager"), *common, "--leader-elect=false", "--bind-address", "127.0.0.1",
             "--secure-port", "0", "--service-account-private-key-file", str(d / "sa.key"),
-            "--root-ca-file", str(d / "ca.crt"), "--use-service-account-credentials=false",
-            "--controllers", "*,-nodeipam,-service-lb-controller,-cloud-node-lifecycle,-persistentvolume-binder"])
+            "--root-ca-file", str(d / "ca.crt"), "--use-service-account-credentials=false"])
         sched = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
                  "clientConnection": {"kubeconfig": str(self.kubeconfig)}, "leaderElection": {"leaderElect": False},
                  "profiles": [{"schedulerName": s} for s in SCHEDULERS]}
