@@ -44,6 +44,27 @@ def h100() -> FabricIntent:
 
 
 @pytest.fixture(scope="session")
+def generated(tmp_path_factory: pytest.TempPathFactory) -> dict[str, FabricIntent]:
+    """Two generated fabrics: 2 SUs and 3 SUs of 4 hosts each (`fabric generate gpu-rail`)."""
+    from fabric.generate import GpuRailSpec, write
+
+    out = {}
+    for name, sus in (("two-su", 2), ("three-su", 3)):
+        d = tmp_path_factory.mktemp("gen") / name
+        write(GpuRailSpec(name=name, gpus=sus * 4 * 8, hosts_per_su=4), d)
+        out[name] = derive(load(d))
+    return out
+
+
+def use(kube: KubeLab, fabric: FabricIntent) -> KubeLab:
+    """The cluster's nodes are `fabric`'s hosts (swapped when another fabric's are there)."""
+    if getattr(kube, "fabric", None) != fabric.name:
+        kube.use_nodes(fabric)
+        kube.fabric = fabric.name  # type: ignore[attr-defined]
+    return kube
+
+
+@pytest.fixture(scope="session")
 def kube(tmp_path_factory: pytest.TempPathFactory, h100: FabricIntent) -> Iterator[KubeLab]:
     """The control plane with one kwok node per host of h100-400g; stopped (every process) at the end."""
     bins = bins_dir()
@@ -53,6 +74,7 @@ def kube(tmp_path_factory: pytest.TempPathFactory, h100: FabricIntent) -> Iterat
     try:
         lab.start(log_file=NCCL_LOG)
         lab.add_nodes(h100)
+        lab.fabric = h100.name  # type: ignore[attr-defined]
         if h100.kubernetes.namespace != "default":
             lab.apply([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": h100.kubernetes.namespace}}])
         print(f"control plane up in {lab.start_s:.1f}s")
@@ -94,6 +116,7 @@ def wait_mpijob(kube: KubeLab, ns: str, name: str, timeout: float = 90) -> str:
 
 
 def test_control_plane_nodes_carry_the_fabrics_resources_and_labels(kube: KubeLab, h100: FabricIntent) -> None:
+    use(kube, h100)
     nodes = {n["metadata"]["name"]: n for n in json.loads(kube.kubectl("get", "nodes", "-o", "json").stdout)["items"]}
     assert set(nodes) == set(h100.hosts)
     n = nodes["gpu-su2-03"]
@@ -105,15 +128,19 @@ def test_control_plane_nodes_carry_the_fabrics_resources_and_labels(kube: KubeLa
     assert ready["Ready"] == "True"
 
 
+@pytest.mark.parametrize("which", ["h100-400g", "two-su", "three-su"])
 def test_every_rendered_job_is_admitted_placed_on_its_hosts_and_completes(kube: KubeLab, h100: FabricIntent,
-                                                                         tmp_path: Path) -> None:
+                                                                         generated: dict[str, FabricIntent],
+                                                                         which: str, tmp_path: Path) -> None:
     """The --render-only bundle as an engineer applies it: networks, HyperNodes, then each job. The API server
     admits every object (schemas of the real CRDs, server-side), the scheduler binds one worker per intended
     host and the launcher on one of them, the MPI Operator runs the launcher Job to completion."""
-    bundle.render_bundle(h100, tmp_path, IMAGE)
+    fabric = h100 if which == "h100-400g" else generated[which]
+    use(kube, fabric)
+    bundle.render_bundle(fabric, tmp_path, IMAGE)
     kube.kubectl("apply", "--server-side", "-f", str(tmp_path / "networks.yaml"), "-f",
                  str(tmp_path / "hypernodes.yaml"))
-    ns = h100.kubernetes.namespace
+    ns = fabric.kubernetes.namespace
     jobs = sorted((tmp_path / "jobs").glob("*.yaml"))
     assert len(jobs) == 6
     for path in jobs:
@@ -121,6 +148,7 @@ def test_every_rendered_job_is_admitted_placed_on_its_hosts_and_completes(kube: 
         name = mpijob["metadata"]["name"]
         hosts = mpijob["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["affinity"]["nodeAffinity"][
             "requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0]["matchExpressions"][0]["values"]
+        kube.kubectl("delete", "events", "--all", "-n", ns)  # earlier jobs of the same name
         kube.kubectl("apply", "--server-side", "-f", str(path))
         assert wait_mpijob(kube, ns, name) == "Succeeded", kube.kubectl("describe", "mpijob", name, "-n", ns).stdout
         placed = scheduled(kube, ns, name)
@@ -135,6 +163,7 @@ def test_nccl_check_runs_on_the_cluster_and_judges_the_launchers_log(on_path: Ku
                                                                      tmp_path: Path) -> None:
     """`fabric accept --launcher k8s`'s NCCL check, unchanged: applies, follows the MPIJob, reads the launcher's
     log through the API server (kwok serves the nccl-tests output) and judges it as on hosts."""
+    use(on_path, h100)
     check = NcclAllReduce(NcclInput(launcher="k8s", image=IMAGE, pairs="none", cluster=True, min_busbw_gbytes=1.0))
     res = check.run(Context(site=SimpleNamespace(fabric=h100), report_dir=tmp_path))  # type: ignore[arg-type]
     assert res.status == "pass", res.message
@@ -149,7 +178,7 @@ def test_a_cordoned_host_or_one_without_rail_devices_is_never_chosen_and_the_rea
         on_path: KubeLab, h100: FabricIntent, tmp_path: Path) -> None:
     """`fabric remediate`'s cordon, and a node whose rail devices are gone: the job waits as a whole for that
     host rather than running elsewhere, and the runner says why in the scheduler's words."""
-    kube = on_path
+    kube = use(on_path, h100)
     ns = h100.kubernetes.namespace
     su1 = sorted(h for h in h100.hosts if h100.hosts[h].su == 1)[:4]
     job = k8s.nccl_pod_job(h100, "nccl-held", su1, ["all_reduce_perf", "-b", "8", "-e", "1G"], 8, IMAGE)
@@ -158,6 +187,7 @@ def test_a_cordoned_host_or_one_without_rail_devices_is_never_chosen_and_the_rea
     # The launcher of a held gang waits for its workers (WAIT_FOR_WORKERS); kwok's stand-in for that wait.
     mpijob["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["metadata"]["annotations"][KWOK_DELAY] = "600s"
     path.write_text(yaml.safe_dump_all([group, mpijob], sort_keys=False))
+    kube.kubectl("delete", "events", "--all", "-n", ns)
     kube.kubectl("cordon", su1[1])
     kube.kubectl("patch", "node", su1[2], "--subresource=status", "--type=merge", "-p",
                  json.dumps({"status": {"allocatable": {"nvidia.com/rail3": "0"}, "capacity": {
@@ -179,6 +209,7 @@ def test_a_cordoned_host_or_one_without_rail_devices_is_never_chosen_and_the_rea
 
 
 def test_two_jobs_at_once_both_complete(kube: KubeLab, h100: FabricIntent, tmp_path: Path) -> None:
+    use(kube, h100)
     ns = h100.kubernetes.namespace
     su1 = sorted(h for h in h100.hosts if h100.hosts[h].su == 1)
     names = []

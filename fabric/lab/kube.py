@@ -248,6 +248,11 @@ class KubeLab:
                      timeout=100)
         return names
 
+    def use_nodes(self, fabric: FabricIntent) -> list[str]:
+        """Replaces the kwok nodes by `fabric`'s (one control plane, several fabrics in turn)."""
+        self.kubectl("delete", "nodes", "--all", "--wait=true", timeout=120)
+        return self.add_nodes(fabric)
+
     def stop(self) -> None:
         """Ends every process this lab started, newest first, then forgets them."""
         for name, p in reversed(list(self.procs.items())):
