@@ -9,6 +9,8 @@ ver="$(sed -n 's/^\tk8s.io\/kubernetes \(v[^ ]*\).*/\1/p' "$here/core/go.mod")"
 dir="${ROCE_FABRIC_K8S_BINS:-${XDG_CACHE_HOME:-$HOME/.cache}/roce-fabric/k8s-bins/k8s-$ver-$key}"
 # --dir: only print where the binaries are (or would be); the tests use it to find them without building.
 if [ "${1:-}" = "--dir" ] || [ -f "$dir/.complete" ]; then echo "$dir"; exit 0; fi
+command -v go >/dev/null || PATH="/usr/local/go/bin:$PATH"
+command -v go >/dev/null || { echo "k8s-bins: no Go toolchain (go) on PATH" >&2; exit 1; }
 mkdir -p "$dir/bin" "$dir/crds"
 start=$(date +%s)
 export GOFLAGS="-mod=mod -buildvcs=false -trimpath" CGO_ENABLED=0
