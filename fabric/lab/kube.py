@@ -100,9 +100,11 @@ def _certs(d: Path) -> None:
             .issuer_name(ca_name).public_key(key.public_key()).serial_number(x509.random_serial_number())
             .not_valid_before(now - datetime.timedelta(minutes=5)).not_valid_after(now + datetime.timedelta(days=30))
             .add_extension(san, critical=False).sign(ca_key, hashes.SHA256()))
+    sa = ec.generate_private_key(ec.SECP256R1())
     files = {"ca.crt": ca.public_bytes(serialization.Encoding.PEM), "serving.crt": cert.public_bytes(
-        serialization.Encoding.PEM), "serving.key": key_pem(key), "sa.key": key_pem(ec.generate_private_key(
-            ec.SECP256R1()))}
+        serialization.Encoding.PEM), "serving.key": key_pem(key), "sa.key": key_pem(sa),
+        "sa.pub": sa.public_key().public_bytes(serialization.Encoding.PEM,
+                                               serialization.PublicFormat.SubjectPublicKeyInfo)}
     for name, data in files.items():
         (d / name).write_bytes(data)
         (d / name).chmod(0o600)
@@ -192,7 +194,7 @@ class KubeLab:
             "--tls-cert-file", str(d / "serving.crt"), "--tls-private-key-file", str(d / "serving.key"),
             "--token-auth-file", str(d / "tokens.csv"), "--authorization-mode", "RBAC",
             "--service-account-issuer", "https://kubernetes.default.svc", "--service-account-key-file",
-            str(d / "sa.key"), "--service-account-signing-key-file", str(d / "sa.key"),
+            str(d / "sa.pub"), "--service-account-signing-key-file", str(d / "sa.key"),
             "--service-cluster-ip-range", "10.96.0.0/16", "--kubelet-preferred-address-types", "InternalIP",
             "--enable-priority-and-fairness=false", "--v", "1"])
         self._wait("etcd", lambda: socket.create_connection(("127.0.0.1", self.ports["etcd"]), 1).close() or True, 30)

@@ -16,8 +16,11 @@ start=$(date +%s)
 export GOFLAGS="-mod=mod -buildvcs=false -trimpath" CGO_ENABLED=0
 # -ldflags -s -w: no symbol tables, a third of the size; the binaries are test tools, not for debugging.
 (cd "$here/core" && GOBIN="$dir/bin" go install -ldflags='-s -w' tool && go build -ldflags='-s -w' -o "$dir/bin/etcd" ./etcd) >&2
+# The MPI Operator in a module of its own: v0.6.0 does not compile against Kubernetes 1.33's client-go
+# (cache.DefaultWatchErrorHandler gained a context argument), so it keeps the 0.31 libraries it pins.
+(cd "$here/mpi-operator" && GOBIN="$dir/bin" go install -ldflags='-s -w' tool) >&2
 mod="$(go env GOMODCACHE)"
-mpi="$(cd "$here/core" && go list -m -f '{{.Dir}}' github.com/kubeflow/mpi-operator)"
+mpi="$(cd "$here/mpi-operator" && go list -m -f '{{.Dir}}' github.com/kubeflow/mpi-operator)"
 cp "$mpi/manifests/base/kubeflow.org_mpijobs.yaml" "$dir/crds/"
 kwok="$(cd "$here/core" && go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)"
 mkdir -p "$dir/kwok-stages"  # kwok's "general" pod stages: Running then Ready, a Job's pod Succeeded after a delay

@@ -1,16 +1,9 @@
-// Builds the control plane the Kubernetes tests run (make k8s-bins): Kubernetes v1.33.13, its etcd, kwok and
-// the MPI Operator v2 controller (built against the same Kubernetes libraries: one compile of client-go).
+// Builds the control plane the Kubernetes tests run (make k8s-bins): Kubernetes v1.33.13, its etcd, kwok.
 module roce-fabric/k8s-bins/core
 
 go 1.24.0
 
 require go.etcd.io/etcd/server/v3 v3.5.21
-
-require (
-	k8s.io/klog v1.0.0 // indirect
-	sigs.k8s.io/scheduler-plugins v0.29.8 // indirect
-	volcano.sh/apis v1.10.0 // indirect
-)
 
 require (
 	cel.dev/expr v0.19.1 // indirect
@@ -89,7 +82,6 @@ require (
 	github.com/josharian/intern v1.0.0 // indirect
 	github.com/json-iterator/go v1.1.12 // indirect
 	github.com/karrick/godirwalk v1.17.0 // indirect
-	github.com/kubeflow/mpi-operator v0.6.0 // indirect
 	github.com/kylelemons/godebug v1.1.0 // indirect
 	github.com/libopenstorage/openstorage v1.0.0 // indirect
 	github.com/liggitt/tabwriter v0.0.0-20181228230101-89fcab3d43de // indirect
@@ -193,8 +185,8 @@ require (
 	k8s.io/controller-manager v0.33.13 // indirect
 	k8s.io/cri-api v0.33.13 // indirect
 	k8s.io/cri-client v0.33.0 // indirect
-	k8s.io/csi-translation-lib v0.29.8 // indirect
-	k8s.io/dynamic-resource-allocation v0.29.8 // indirect
+	k8s.io/csi-translation-lib v0.0.0 // indirect
+	k8s.io/dynamic-resource-allocation v0.0.0 // indirect
 	k8s.io/endpointslice v0.0.0 // indirect
 	k8s.io/externaljwt v0.0.0 // indirect
 	k8s.io/klog/v2 v2.130.1 // indirect
@@ -202,12 +194,12 @@ require (
 	k8s.io/kube-aggregator v0.0.0 // indirect
 	k8s.io/kube-controller-manager v0.0.0 // indirect
 	k8s.io/kube-openapi v0.0.0-20250318190949-c8a335a9a2ff // indirect
-	k8s.io/kube-scheduler v0.29.8 // indirect
+	k8s.io/kube-scheduler v0.0.0 // indirect
 	k8s.io/kubectl v0.0.0 // indirect
 	k8s.io/kubelet v0.33.13 // indirect
 	k8s.io/kubernetes v1.33.13 // indirect
 	k8s.io/metrics v0.33.13 // indirect
-	k8s.io/mount-utils v0.29.8 // indirect
+	k8s.io/mount-utils v0.0.0 // indirect
 	k8s.io/pod-security-admission v0.0.0 // indirect
 	k8s.io/utils v0.0.0-20241104100929-3ea5e8cea738 // indirect
 	sigs.k8s.io/apiserver-network-proxy/konnectivity-client v0.31.2 // indirect
@@ -223,7 +215,6 @@ require (
 )
 
 tool (
-	github.com/kubeflow/mpi-operator/cmd/mpi-operator
 	k8s.io/kubernetes/cmd/kube-apiserver
 	k8s.io/kubernetes/cmd/kube-controller-manager
 	k8s.io/kubernetes/cmd/kube-scheduler
