@@ -220,6 +220,7 @@ class KubeLab:
         kwok_cfg: list[dict[str, Any]] = [{"apiVersion": "config.kwok.x-k8s.io/v1alpha1",
                                            "kind": "KwokConfiguration", "options": {}}]
         if log_file is not None:  # the launchers' log: what the nccl-tests or perftest run printed
+            log_file = cri_log(log_file, d / "launcher.log")
             kwok_cfg.append({"apiVersion": "kwok.x-k8s.io/v1alpha1", "kind": "ClusterLogs",
                              "metadata": {"name": "launchers"},
                              "spec": {"selector": {}, "logs": [{"containers": ["launcher"],
@@ -274,6 +275,14 @@ class KubeLab:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def cri_log(text_file: Path, out: Path) -> Path:
+    """`text_file` in the container runtime's log format (CRI: `<RFC 3339 time> stdout F <line>`), the
+    format kwok reads and `kubectl logs` strips again."""
+    now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    out.write_text("".join(f"{now} stdout F {line}\n" for line in text_file.read_text().splitlines()))
+    return out
 
 
 def node_resources(fabric: FabricIntent, host: str) -> dict[str, str]:
