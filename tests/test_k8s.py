@@ -551,7 +551,7 @@ def test_nccl_through_the_k8s_launcher_applies_follows_judges_and_deletes(h100: 
     assert res.status == "pass", res.message
     calls = kubectl.read_text().splitlines()
     job = Path(res.rendered[0])
-    assert calls[0] == "version --request-timeout=5s"
+    assert calls[0] == "get --raw /readyz --request-timeout=5s"
     assert calls[1] == f"apply --server-side --force-conflicts -f {job.parent / 'networks.yaml'} -f {job}"
     assert [c for c in calls if c.startswith("get mpijob")] == ["get mpijob nccl-allreduce-0 -n default -o json"] * 2
     assert "logs -n default job/nccl-allreduce-0-launcher --tail=-1" in calls

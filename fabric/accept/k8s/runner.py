@@ -25,7 +25,7 @@ class K8sRunner:
             self.skip = "kubectl not found here (render-only)"
             return
         try:
-            p = self._k(["version", "--request-timeout=5s"], timeout=15)
+            p = self._k(["get", "--raw", "/readyz", "--request-timeout=5s"], timeout=15)
             if p.returncode != 0:
                 self.skip = f"kubectl cannot reach a cluster: {(p.stderr.strip().splitlines() or [''])[-1]}"
         except (OSError, subprocess.TimeoutExpired) as exc:
