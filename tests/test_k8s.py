@@ -508,7 +508,9 @@ FAKE_KUBECTL = r'''#!/usr/bin/env python3
 import json, os, sys
 args = sys.argv[1:]
 open(os.environ["KUBECTL_LOG"], "a").write(" ".join(args) + "\n")
-if args[0] == "get":
+if args[:2] == ["get", "--raw"]:
+    print("ok")
+elif args[0] == "get":
     seen = os.environ["KUBECTL_LOG"] + ".gets"
     n = int(open(seen).read()) if os.path.exists(seen) else 0
     open(seen, "w").write(str(n + 1))
