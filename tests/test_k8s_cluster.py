@@ -91,19 +91,41 @@ def on_path(kube: KubeLab, monkeypatch: pytest.MonkeyPatch) -> KubeLab:
     return kube
 
 
-def scheduled(kube: KubeLab, ns: str, job: str) -> dict[str, str]:
-    """pod → node of every pod the scheduler bound for `job`, from its `Scheduled` events."""
-    ev = json.loads(kube.kubectl("get", "events", "-n", ns, "--field-selector", "reason=Scheduled",
-                                 "-o", "json").stdout)["items"]
-    out = {}
-    for e in ev:
-        pod = e["involvedObject"]["name"]
-        if pod.startswith(f"{job}-worker-") or pod.startswith(f"{job}-launcher"):
-            out[pod] = e["message"].rsplit(" to ", 1)[1]
-    return out
+def scheduled(kube: KubeLab, ns: str, job: str, expect: int = 0) -> dict[str, str]:
+    """pod → node of every pod the scheduler bound for `job`, from its `Scheduled` events (recorded
+    asynchronously: waits up to 30 s for `expect` of them)."""
+    deadline = time.monotonic() + 30
+    while True:
+        ev = json.loads(kube.kubectl("get", "events", "-n", ns, "--field-selector", "reason=Scheduled",
+                                     "-o", "json").stdout)["items"]
+        out = {}
+        for e in ev:
+            pod = e["involvedObject"]["name"]
+            if pod.startswith(f"{job}-worker-") or pod.startswith(f"{job}-launcher"):
+                out[pod] = e["message"].rsplit(" to ", 1)[1]
+        if len(out) >= expect or time.monotonic() > deadline:
+            return out
+        time.sleep(0.5)
 
 
-def wait_mpijob(kube: KubeLab, ns: str, name: str, timeout: float = 90) -> str:
+def launcher_runs(mpijob: dict, seconds: str) -> dict:
+    """The launcher waits for its workers (WAIT_FOR_WORKERS) before mpirun; kwok's stand-in for that run: the
+    launcher pod completes `seconds` after it is Ready (kwok's general pod-complete stage reads the annotation)."""
+    meta = mpijob["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["metadata"]["annotations"]
+    meta[KWOK_DELAY] = meta[KWOK_DELAY.replace("/delay", "/jitter-delay")] = seconds
+    return mpijob
+
+
+def gone(kube: KubeLab, ns: str, path: Path, name: str) -> None:
+    """Deletes a job and waits for its pods to go (the garbage collector deletes them after the MPIJob)."""
+    kube.kubectl("delete", "-f", str(path), "--wait=true", timeout=120)
+    kube.kubectl("delete", "pod", "-l", f"roce-fabric/job={name}", "-n", ns, "--grace-period=0", "--force",
+                 check=False)
+    kube.kubectl("wait", "--for=delete", "pod", "-l", f"roce-fabric/job={name}", "-n", ns, "--timeout=90s",
+                 timeout=100, check=False)
+
+
+def wait_mpijob(kube: KubeLab, ns: str, name: str, timeout: float = 300) -> str:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         conds = json.loads(kube.kubectl("get", "mpijob", name, "-n", ns, "-o", "json").stdout).get(
@@ -149,14 +171,15 @@ def test_every_rendered_job_is_admitted_placed_on_its_hosts_and_completes(kube: 
         hosts = mpijob["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["affinity"]["nodeAffinity"][
             "requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0]["matchExpressions"][0]["values"]
         kube.kubectl("delete", "events", "--all", "-n", ns)  # earlier jobs of the same name
-        kube.kubectl("apply", "--server-side", "-f", str(path))
+        kube.apply([_group, launcher_runs(mpijob, "5s")])
         assert wait_mpijob(kube, ns, name) == "Succeeded", kube.kubectl("describe", "mpijob", name, "-n", ns).stdout
-        placed = scheduled(kube, ns, name)
+        placed = scheduled(kube, ns, name, expect=len(hosts) + 1)
         workers = {p: n for p, n in placed.items() if "-worker-" in p}
         assert sorted(workers.values()) == sorted(hosts), name  # one worker on each intended host
         (launcher,) = (n for p, n in placed.items() if "-launcher" in p)
         assert launcher in hosts
-        kube.kubectl("delete", "-f", str(path), "--wait=true", timeout=120)
+        gone(kube, ns, path, name)
+        assert sorted(workers) == [f"{name}-worker-{i}" for i in range(len(hosts))]
 
 
 def test_nccl_check_runs_on_the_cluster_and_judges_the_launchers_log(on_path: KubeLab, h100: FabricIntent,
@@ -184,9 +207,7 @@ def test_a_cordoned_host_or_one_without_rail_devices_is_never_chosen_and_the_rea
     job = k8s.nccl_pod_job(h100, "nccl-held", su1, ["all_reduce_perf", "-b", "8", "-e", "1G"], 8, IMAGE)
     path = tmp_path / "job.yaml"
     group, mpijob = k8s.mpijob_manifests(job, h100)
-    # The launcher of a held gang waits for its workers (WAIT_FOR_WORKERS); kwok's stand-in for that wait.
-    mpijob["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["metadata"]["annotations"][KWOK_DELAY] = "600s"
-    path.write_text(yaml.safe_dump_all([group, mpijob], sort_keys=False))
+    path.write_text(yaml.safe_dump_all([group, launcher_runs(mpijob, "600s")], sort_keys=False))
     kube.kubectl("delete", "events", "--all", "-n", ns)
     kube.kubectl("cordon", su1[1])
     kube.kubectl("patch", "node", su1[2], "--subresource=status", "--type=merge", "-p",
@@ -215,12 +236,13 @@ def test_two_jobs_at_once_both_complete(kube: KubeLab, h100: FabricIntent, tmp_p
     names = []
     for i, hosts in enumerate((su1[:4], su1[2:6])):  # overlapping hosts, 8 GPUs each: they must take turns
         job = k8s.nccl_pod_job(h100, f"nccl-both-{i}", hosts, ["all_reduce_perf"], 8, IMAGE)
-        (tmp_path / f"{i}.yaml").write_text(k8s.manifests_yaml(job, h100))
+        group, mpijob = k8s.mpijob_manifests(job, h100)
+        (tmp_path / f"{i}.yaml").write_text(yaml.safe_dump_all([group, launcher_runs(mpijob, "3s")]))
         names.append(job.name)
     kube.kubectl("apply", "--server-side", "-f", str(tmp_path / "0.yaml"), "-f", str(tmp_path / "1.yaml"))
     assert [wait_mpijob(kube, ns, n, 120) for n in names] == ["Succeeded", "Succeeded"]
     for i in range(2):
-        kube.kubectl("delete", "-f", str(tmp_path / f"{i}.yaml"), "--wait=true", timeout=120)
+        gone(kube, ns, tmp_path / f"{i}.yaml", names[i])
 
 
 def test_lab_up_k8s_prints_a_kubeconfig_and_down_ends_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
