@@ -179,7 +179,7 @@ def test_every_rendered_job_is_admitted_placed_on_its_hosts_and_completes(kube: 
         (launcher,) = (n for p, n in placed.items() if "-launcher" in p)
         assert launcher in hosts
         gone(kube, ns, path, name)
-        assert sorted(workers) == [f"{name}-worker-{i}" for i in range(len(hosts))]
+        assert set(workers) == {f"{name}-worker-{i}" for i in range(len(hosts))}
 
 
 def test_nccl_check_runs_on_the_cluster_and_judges_the_launchers_log(on_path: KubeLab, h100: FabricIntent,
