@@ -94,6 +94,11 @@ fuzz: venv
 	FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) FUZZ_SHARES=$(FUZZ_SHARES) FUZZ_SEED=$(FUZZ_SEED) $(VENV)/bin/pytest -q -p no:cacheprovider tests/fuzz; \
 	  rc=$$?; cat build/fuzz/*.json; exit $$rc
 
+# The Kubernetes control plane of the K8s tests and `fabric lab up --k8s`, built from the Go modules pinned in
+# tools/k8s-bins/*/go.mod into ~/.cache/roce-fabric/k8s-bins/<versions-key>/ (reused when present).
+k8s-bins:
+	@tools/k8s-bins/build.sh >/dev/null
+
 bench: venv
 	$(PY) bench/render_scale.py
 

@@ -203,10 +203,10 @@ def test_tags_select_checks(example) -> None:
     checks = cat.build(cat.default_catalog(example))
     assert {c.name for c in cat.select(checks, ["latency"])} == {"rail-latency"}
     assert {c.name for c in cat.select(checks, ["counters"])} == {"lossless-counters", "pfc-watchdog", "traffic-class"}
-    # every check but cross-SU (one SU) and pod-rail-bandwidth (only with --launcher k8s)
-    assert len(cat.select(checks, None)) == len(checks) == len(CHECKS) - 2
+    # every check but cross-SU (one SU) and the pod checks (only with --launcher k8s)
+    assert len(cat.select(checks, None)) == len(checks) == len(CHECKS) - 3
     k8s = cat.build(cat.default_catalog(example, launcher="k8s", image="img"))
-    assert [c.name for c in k8s if c.name.startswith("pod-")] == ["pod-rail-bandwidth"]
+    assert [c.name for c in k8s if c.name.startswith("pod-")] == ["pod-rail-bandwidth", "pod-rail-latency"]
 
 
 # -- launchers (render-only, by content) ---------------------------------------------------------------

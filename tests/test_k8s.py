@@ -43,6 +43,7 @@ from fabric.accept import k8s
 from fabric.accept.checks.base import Context
 from fabric.accept.checks.nccl import NcclAllReduce, NcclInput
 from fabric.accept.checks.pods import PodRailBandwidth, PodTrafficInput
+from fabric.accept.k8s import bundle as k8s_bundle
 from fabric.design.derive import derive
 from fabric.design.intent import FabricIntent
 from fabric.errors import InputError
@@ -205,29 +206,37 @@ def test_pooled_resource_needs_one_rail_nic_per_host(tmp_path: Path, example_cop
     assert {r.pod.resource for h in one.hosts.values() for r in h.rails} == {"nvidia.com/rdma_vf"}
 
 
-def test_lint_warns_where_pods_cannot_attach_a_rail(example_copy: Path, h100: FabricIntent) -> None:
-    """RF205 (only where the fabric runs pods): the example's netdevs (rail1…) do not give a PCI address."""
+def test_pfs_without_a_pci_address_are_selected_by_name_never_an_empty_list(example_copy: Path,
+                                                                             h100: FabricIntent) -> None:
+    """Slot-style names (the example's rail1…, HGX ens1np0) carry no PCI address: the PF is selected by its own
+    interface name (the plugin's PF name of a non-VF device), RF205 no longer warns, and a node pods cannot
+    attach at all is an error, never an empty resourceList."""
     from fabric.lint.context import Context as LintContext
     from fabric.lint.engine import run
 
-    assert not run(LintContext(load(example_copy)), select=["RF205"]).findings  # no pods: nothing to say
-    (example_copy / "k8s.yaml").write_text("kubernetes:\n  namespace: ml\n")
-    found = run(LintContext(load(example_copy)), select=["RF205"]).findings
-    assert len(found) == 4 and all("expected a PCI address" in f.message and f.line for f in found)
     (example_copy / "k8s.yaml").write_text("kubernetes:\n  namespace: ml\n")
     hosts = example_copy / "hosts.yaml"
-    hosts.write_text(re.sub(r"netdev: rail(\d)", lambda m: f"netdev: rail{m[1]}, pci: '0000:3{m[1]}:00.0'",
-                            hosts.read_text()))
+    hosts.write_text(re.sub(r"netdev: rail(\d)", r"netdev: ens\1np0", hosts.read_text()))
     assert not run(LintContext(load(example_copy)), select=["RF205"]).findings
-    hosts.write_text(hosts.read_text().replace("'0000:31:00.0'", "0000:31:00.0"))
-    with pytest.raises(InputError, match=r"nics\[0\]\.pci: expected a quoted PCI address"):
-        load(example_copy)
+    fabric = derive(load(example_copy))
+    data = docs(rk.device_plugin_configmap(fabric))[0]["data"]
+    for text in data.values():
+        lists = json.loads(text)["resourceList"]
+        assert [r["selectors"] for r in lists] == [[{"isRdma": True, "pfNames": [f"ens{n}np0"]}] for n in range(1, 5)]
+    name = next(iter(fabric.hosts))
+    bare = fabric.model_copy(deep=True)
+    bare.hosts[name].rails = [r.model_copy(update={"pod": None}) for r in bare.hosts[name].rails]
+    with pytest.raises(InputError, match=f"none on {name}"):
+        rk.device_plugin_configmap(bare)
+    hosts.write_text(hosts.read_text().replace("netdev: ens1np0", "netdev: ens1np0, pci: '0000:31:00.0'"))
+    with_pci = docs(rk.device_plugin_configmap(derive(load(example_copy))))[0]["data"]
+    assert all('"pciAddresses"' in t for t in with_pci.values())  # rail 1's resource: all its PFs have one
     assert all(r.pci for h in h100.hosts.values() for r in h.rails)  # DGX names carry it
 
 
 # ---------------------------------------------------------------------------------------------- the checker
 
-JOBS = ["nccl-su1", "nccl-cross-su", "nccl-cluster", "pods-su1-bw", "pods-cross-su-bw"]
+JOBS = ["nccl-su1", "nccl-cross-su", "nccl-cluster", "pods-su1-bw", "pods-cross-su-bw", "pods-su1-lat"]
 
 
 def run_checker(*files: Path) -> subprocess.CompletedProcess[str]:
@@ -241,7 +250,7 @@ def run_checker(*files: Path) -> subprocess.CompletedProcess[str]:
 def bundle(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, FabricIntent]:
     fabric = fabric_of(H100 if request.param == "h100-400g" else VLAN16)
     out = tmp_path_factory.mktemp(request.param)
-    k8s.render_bundle(fabric, out, IMAGE, quick=True)
+    k8s_bundle.render_bundle(fabric, out, IMAGE, quick=True)
     return out, fabric
 
 
@@ -285,7 +294,8 @@ def test_checker_still_catches_what_the_jobs_avoid(bundle: tuple[Path, FabricInt
 
 def test_jobs_are_one_gang_with_sshd_workers_pinned_to_their_hosts(bundle: tuple[Path, FabricIntent]) -> None:
     out, fabric = bundle
-    tiers = {"nccl-su1": 1, "pods-su1-bw": 1, "nccl-cross-su": 2, "pods-cross-su-bw": 2, "nccl-cluster": 2}
+    tiers = {"nccl-su1": 1, "pods-su1-bw": 1, "nccl-cross-su": 2, "pods-cross-su-bw": 2, "nccl-cluster": 2,
+             "pods-su1-lat": 1}
     sus = {h.su for h in fabric.hosts.values()}
     for job, tier in tiers.items():
         group, mpijob = docs((out / "jobs" / f"{job}.yaml").read_text())
@@ -309,8 +319,10 @@ def test_jobs_are_one_gang_with_sshd_workers_pinned_to_their_hosts(bundle: tuple
         if job == "nccl-cluster":
             assert set(hosts) == set(fabric.hosts) and job_sus == sus
         anti = worker["spec"]["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
-        assert anti == [{"labelSelector": {"matchLabels": {"roce-fabric/job": job}},
+        assert anti == [{"labelSelector": {"matchLabels": {"app.kubernetes.io/part-of": "roce-fabric-accept",
+                                                           "roce-fabric/job": job, "roce-fabric/role": "worker"}},
                          "topologyKey": "kubernetes.io/hostname"}]
+        assert specs["Launcher"]["template"]["metadata"]["labels"]["roce-fabric/role"] == "launcher"
         (c,) = worker["spec"]["containers"]
         script = c["command"][2]
         assert c["command"][:2] == ["/bin/sh", "-c"] and script.rstrip().endswith("exec /usr/sbin/sshd -De")
@@ -326,6 +338,8 @@ def test_jobs_are_one_gang_with_sshd_workers_pinned_to_their_hosts(bundle: tuple
         if job.startswith("nccl"):
             assert c["resources"]["requests"]["nvidia.com/gpu"] == "8"
             launch = specs["Launcher"]["template"]["spec"]["containers"][0]["command"]
+            assert launch[:4] == ["/bin/sh", "-c", k8s.WAIT_FOR_WORKERS, "roce-fabric-launcher"]
+            launch = launch[4:]
             assert launch[:2] == ["mpirun", "--allow-run-as-root"] and "/var/run/roce-fabric/pod.sh" in launch
             assert launch[launch.index("-np") + 1] == str(8 * len(hosts))
 
@@ -373,6 +387,16 @@ def test_pod_entrypoint_lets_nccl_choose_when_gid_indexes_differ(tmp_path: Path)
     env = dict(line.split("=", 1) for line in run.stdout.splitlines() if line.startswith("NCCL_"))
     assert "NCCL_IB_GID_INDEX" not in env
     assert (env["NCCL_IB_ROCE_VERSION_NUM"], env["NCCL_IB_ADDR_FAMILY"]) == ("2", "AF_INET")
+    for version, ok in (("2.21.5", True), ("2.30", True), ("2.18.3", False), ("2.20", False), ("2.9.9", False)):
+        run = entry(tmp_path, tmp_path / "sys", "env", ROCE_FABRIC_NCCL_VERSION=version)
+        assert (run.returncode == 0) == ok, (version, run.stderr)
+        if not ok:
+            assert f"not at one index and NCCL {version} (before 2.21) cannot choose per device" in run.stderr
+    same = entry(tmp_path, pod_tree(tmp_path / "same"), "env", ROCE_FABRIC_NCCL_VERSION="2.18.3")
+    assert same.returncode == 0 and "NCCL_IB_GID_INDEX=3" in same.stdout  # one index: any NCCL is told it
+    job = k8s.nccl_pod_job(fabric_of(H100), "j", ["gpu-su1-01", "gpu-su1-02"], ["all_reduce_perf"], 8, IMAGE,
+                           nccl_version="2.18.3")
+    assert job.env["ROCE_FABRIC_NCCL_VERSION"] == "2.18.3" and "ROCE_FABRIC_NCCL_VERSION" in job.command
 
 
 def test_pod_entrypoint_fails_instead_of_falling_back_to_tcp(tmp_path: Path) -> None:
@@ -507,7 +531,7 @@ def test_nccl_through_the_k8s_launcher_applies_follows_judges_and_deletes(h100: 
     assert res.status == "pass", res.message
     calls = kubectl.read_text().splitlines()
     job = Path(res.rendered[0])
-    assert calls[0] == "version --request-timeout=5s"
+    assert calls[0] == "get --raw /readyz --request-timeout=5s"
     assert calls[1] == f"apply --server-side --force-conflicts -f {job.parent / 'networks.yaml'} -f {job}"
     assert [c for c in calls if c.startswith("get mpijob")] == ["get mpijob nccl-allreduce-0 -n default -o json"] * 2
     assert "logs -n default job/nccl-allreduce-0-launcher --tail=-1" in calls
@@ -545,6 +569,27 @@ def test_pod_bandwidth_check_judges_the_launcher_log(vlan16: FabricIntent, tmp_p
     assert res.status == "fail" and "Expected ≥ 360" in res.message  # the sample is a 100G run
 
 
+def test_pod_latency_check_judges_p99_against_the_host_limit(vlan16: FabricIntent, tmp_path: Path, kubectl: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """pod-rail-latency: ib_write_lat between pods, the pairs of rail-latency, the same p99 limit."""
+    from fabric.accept.checks.pods import PodLatencyInput, PodRailLatency
+
+    sample = (SAMPLES / "ib_write_lat_all_sizes_client.txt").read_text()  # p99 of the 2-byte row: 1.21 us
+    for limit, status in ((5.0, "pass"), (1.0, "fail")):
+        check = PodRailLatency(PodLatencyInput(image=IMAGE, quick=True, rails=[1], max_p99_us=limit))
+        ctx = Context(site=SimpleNamespace(fabric=vlan16), report_dir=tmp_path / status)  # type: ignore[arg-type]
+        job = check._render(ctx)[0]
+        assert job.tool == "ib_write_lat" and "ib_write_lat" in job.launch_script and "-F" in job.launch_script
+        log = "".join(f"{k8s.MARK} begin {p.tag}\n{sample}{k8s.MARK} end {p.tag} rc=0\n"
+                      for rd in job.pairs for p in rd)
+        (tmp_path / f"{status}.log").write_text(log)
+        monkeypatch.setenv("KUBECTL_LOGS", str(tmp_path / f"{status}.log"))
+        res = check.run(ctx)
+        assert res.status == status, res.message
+        assert all(m.value == 1.21 and m.threshold == limit and m.unit == "us" for m in res.measurements)
+    assert "Expected p99 ≤ 1 us between pods" in res.message
+
+
 def test_without_a_cluster_the_k8s_checks_render_and_skip(h100: FabricIntent, tmp_path: Path,
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PATH", "/nonexistent")
@@ -572,3 +617,43 @@ def test_cli_render_only_writes_every_manifest(tmp_path: Path) -> None:
     bad = subprocess.run([FABRIC, "accept", str(VLAN16), "--render-only", "--image", IMAGE], capture_output=True,
                          text=True)
     assert bad.returncode == 2 and "--render-only goes with --launcher k8s" in bad.stderr
+
+
+def test_launcher_waits_until_every_worker_name_resolves(tmp_path: Path) -> None:
+    """The headless service publishes Ready workers only: the launcher waits for each hostfile name, then runs
+    its argv; a name that never resolves fails it with the worker's name instead of an ssh error."""
+    hf = tmp_path / "hostfile"
+
+    def launch(names: str, wait_s: str) -> subprocess.CompletedProcess[str]:
+        hf.write_text(names)
+        return subprocess.run(["/bin/sh", "-c", k8s.WAIT_FOR_WORKERS, "launcher", "echo", "mpirun ran"],
+                              capture_output=True, text=True, timeout=30,
+                              env={"PATH": "/usr/bin:/bin", "OMPI_MCA_orte_default_hostfile": str(hf),
+                                   "ROCE_FABRIC_WAIT_S": wait_s})
+
+    ok = launch("localhost slots=8\n", "4")
+    assert ok.returncode == 0 and ok.stdout == "mpirun ran\n"
+    bad = launch("localhost slots=8\nw-1.nccl.training.svc.invalid slots=8\n", "2")
+    assert bad.returncode == 1 and "mpirun ran" not in bad.stdout
+    assert "worker w-1.nccl.training.svc.invalid has no DNS name after 2s (not Ready)" in bad.stderr
+
+
+def test_a_pf_on_a_host_tagged_rail_gets_no_pod_network_and_lint_says_why(tmp_path: Path) -> None:
+    """vfs: 0 with a host VLAN: host-device would move the untagged PF into the pod while the leaf port is a
+    tagged member. No pod network is rendered for it, RF205 names the reason, and the device plugin config
+    refuses a node left with none."""
+    import shutil
+
+    from fabric.lint.context import Context as LintContext
+    from fabric.lint.engine import run
+
+    inv = tmp_path / "inv"
+    shutil.copytree(VLAN16, inv)
+    hosts = inv / "hosts.yaml"
+    hosts.write_text(hosts.read_text().replace("vfs: 16}", "vfs: 0}"))
+    found = run(LintContext(load(inv)), select=["RF205"]).findings
+    assert found and all("found vfs: 0 with host VLAN 100" in f.message and f.line for f in found)
+    fabric = derive(load(inv))
+    assert all(r.pod is None for h in fabric.hosts.values() for r in h.rails)
+    with pytest.raises(InputError, match="at least one rail pods can attach"):
+        rk.device_plugin_configmap(fabric)

@@ -116,6 +116,7 @@ def default_catalog(fabric: FabricIntent, *, rdma: bool = True, launcher: str = 
     if launcher == "k8s":
         pod = {"image": image} if image else {}
         entries.append(Entry(check="pod-rail-bandwidth", input=pod))
+        entries.append(Entry(check="pod-rail-latency", input={**pod, "max_p99_us": lat["max_p99_us"]}))
         if sus > 1:
             entries.append(Entry(check="pod-rail-bandwidth", name="pod-cross-su-bandwidth",
                                  input={**pod, "scope": "cross-su"}))

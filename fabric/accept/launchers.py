@@ -38,6 +38,7 @@ class NcclJob:
     sus: list[int]
     rails: list[int]
     image: str
+    nccl_version: str | None = None  # k8s: NCCL in the image (the pod entrypoint's GID rule)
 
 
 def json_path(launcher: str, name: str) -> str | None:
@@ -59,7 +60,7 @@ def nccl_job(fabric: FabricIntent, hosts: list[str], inputs, *, name: str, json_
                    addresses=[fabric.hosts[h].management_address.split("/")[0] for h in hosts], gpus=gpus,
                    envs={h: dict(sorted(fabric.hosts[h].nccl_env.items())) for h in hosts}, argv=argv,
                    sus=sorted({fabric.hosts[h].su for h in hosts}), rails=[r.rail for r in first.rails],
-                   image=inputs.image or "")
+                   image=inputs.image or "", nccl_version=getattr(inputs, "nccl_version", None))
 
 
 def hostfile(job: NcclJob) -> str:
@@ -140,7 +141,8 @@ def render(job: NcclJob, launcher: str, fabric: FabricIntent, out_dir: Path) -> 
 def k8s_job(job: NcclJob, fabric: FabricIntent):  # fabric.accept.k8s.PodJob (imported lazily)
     from fabric.accept import k8s
 
-    return k8s.nccl_pod_job(fabric, job.name, job.hosts, job.argv, job.gpus, job.image)
+    return k8s.nccl_pod_job(fabric, job.name, job.hosts, job.argv, job.gpus, job.image,
+                            nccl_version=job.nccl_version)
 
 
 @dataclass

@@ -139,8 +139,8 @@ def _dry_run(plan, out_dir: Path) -> None:
 
 
 def _render_k8s(inventory: Path, launcher: str, image: str | None, output: Path | None, quick: bool) -> None:
-    """`--launcher k8s --render-only`: the whole Kubernetes bundle (fabric.accept.k8s.render_bundle)."""
-    from fabric.accept import k8s
+    """`--launcher k8s --render-only`: the whole Kubernetes bundle (fabric.accept.k8s.bundle.render_bundle)."""
+    from fabric.accept.k8s import bundle
     from fabric.design.derive import derive
     from fabric.model.load import load
 
@@ -150,7 +150,7 @@ def _render_k8s(inventory: Path, launcher: str, image: str | None, output: Path 
         raise UsageError("--render-only: give --image (an image with sshd, OpenMPI, nccl-tests and perftest)")
     fabric = derive(load(inventory))
     out_dir = output or Path("build") / fabric.name / "accept" / "k8s"
-    paths = k8s.render_bundle(fabric, out_dir, image, quick=quick)
+    paths = bundle.render_bundle(fabric, out_dir, image, quick=quick)
     jobs = sorted(p.stem for p in paths if p.parent.name == "jobs")
     out.print(f"wrote {len(paths)} files to {out_dir}: jobs {', '.join(jobs)}; networks.yaml, sriovdp-config.yaml, "
               f"hypernodes.yaml, nodes/<host>/*.conflist")

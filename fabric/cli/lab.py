@@ -43,11 +43,16 @@ def _state(inventory: Path):
 
 @lab_app.command()
 def up(inventory: InventoryArg,
-       timeout: Annotated[float, typer.Option(help="seconds to wait for BGP convergence")] = 120) -> None:
+       timeout: Annotated[float, typer.Option(help="seconds to wait for BGP convergence")] = 120,
+       k8s: Annotated[bool, typer.Option("--k8s", help="instead: a Kubernetes control plane with one kwok node per "
+                                         "host (make k8s-bins); prints its kubeconfig")] = False) -> None:
     """Build the lab (namespaces, cables, FRR, host agent, sshd) and wait for BGP convergence."""
     from fabric.lab.lifecycle import up as lab_up
     from fabric.lab.sh import StepError, missing_prerequisites
 
+    if k8s:
+        _k8s_up(inventory)
+        return
     loaded, fabric = _fabric(inventory)
     missing = missing_prerequisites()
     if missing:
@@ -64,11 +69,40 @@ def up(inventory: InventoryArg,
               f"ssh key {st.ssh_key} (user {st.ssh_user})")
 
 
+def _k8s_up(inventory: Path) -> None:
+    """`lab up --k8s`: no root needed; the control plane outlives the command."""
+    from fabric.design.derive import derive
+    from fabric.lab import kube
+    from fabric.model.load import load
+
+    fabric = derive(load(inventory))
+    bins = kube.bins_dir()
+    missing = kube.missing_bins(bins)
+    if missing:
+        raise UsageError(f"lab up --k8s: {', '.join(missing)} not built in {bins} (make k8s-bins)")
+    try:
+        lab = kube.up(fabric, bins)
+    except kube.KubeLabError as exc:
+        raise UsageError(f"lab up --k8s: {exc}") from None
+    out.print(f"Kubernetes lab {fabric.name} up in {lab.start_s:.1f}s: {len(fabric.hosts)} kwok nodes; state "
+              f"{lab.workdir}\nexport KUBECONFIG={lab.kubeconfig}")
+
+
 @lab_app.command()
 def down(inventory: InventoryArg) -> None:
-    """Remove every namespace, veth, bridge and process the lab made (idempotent)."""
-    from fabric.lab.lifecycle import down as lab_down
+    """Remove every namespace, veth, bridge and process the lab made (idempotent); also a `--k8s` lab."""
+    import os
 
+    from fabric.design.derive import derive
+    from fabric.lab import kube
+    from fabric.lab.lifecycle import down as lab_down
+    from fabric.model.load import load
+
+    stopped = kube.down(derive(load(inventory)).name)
+    if stopped:
+        out.print(f"Kubernetes lab stopped: {', '.join(stopped)}")
+        if os.geteuid() != 0:
+            return
     _, fabric = _fabric(inventory)
     removed = lab_down(fabric.name)
     ns = sum(r.startswith("netns ") for r in removed)

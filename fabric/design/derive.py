@@ -277,7 +277,7 @@ class Deriver:
     # -- hosts ------------------------------------------------------------------------------------
     def pod_rail(self, host: Host, nic: Nic) -> PodRail | None:
         """How pods attach `nic` (one object per (SU, rail, kind), shared by the hosts of the SU)."""
-        key = (host.su, nic.rail, nic.vfs == 0)
+        key = (host.su, nic.rail, nic.vfs == 0, nic.vlan is not None)
         if key in self._pod_rails:
             return self._pod_rails[key]
         k = self.inv.kubernetes
@@ -285,7 +285,10 @@ class Deriver:
         res = f"{k.resource_prefix}/{k.resource_name if k.resources == 'pooled' else f'{k.resource_name}{nic.rail}'}"
         pod: PodRail | None = None
         if nic.vfs == 0:
-            pod = PodRail(network=name, resource=res, device="pf")
+            # host-device moves the PF itself, untagged, into the pod, while a host VLAN makes the leaf port a
+            # tagged member: the pod's frames would never reach the rail VLAN. No pod attachment (RF205 says why).
+            if nic.vlan is None:
+                pod = PodRail(network=name, resource=res, device="pf")
         elif self.addr.mode == "svi":  # p2p31: a /31 per host port leaves no address for a VF
             base = self.block_base(host.su, nic.rail)
             start, end = base + 2 + self.max_h[(host.su, nic.rail)], base + self.block_size - 2

@@ -53,6 +53,7 @@ from typing import Any
 import yaml
 
 from fabric.design.intent import FabricIntent, HostIntent, RailIntent
+from fabric.errors import InputError, Problem
 
 CNI_DIR = "etc/cni/multus/net.d"  # multus `confDir` default (docs/configuration.md), below the host root
 CNI_VERSION = "1.0.0"
@@ -118,8 +119,12 @@ def node_cni_configs(host: HostIntent) -> dict[str, str]:
 
 
 def device_plugin_config(host: HostIntent, prefix: str) -> dict[str, Any]:
-    """sriov-network-device-plugin `resourceList` for one node."""
+    """sriov-network-device-plugin `resourceList` for one node. VFs by `pfNames` with their range; a PF (`vfs: 0`)
+    by `pciAddresses` where every PF of the resource has one, else by `pfNames` with the bare netdev (the plugin's
+    PF name of a device that is not a VF is its own interface name: pkg/utils/utils.go GetPfName), as slot-style
+    names (`ens1np0`) carry no PCI address. Selectors of one entry are ANDed, so one resource never mixes both."""
     per: dict[str, dict[str, Any]] = {}
+    pfs: dict[str, list[RailIntent]] = {}
     for rail in host.rails:
         pod = rail.pod
         if pod is None:
@@ -129,20 +134,30 @@ def device_plugin_config(host: HostIntent, prefix: str) -> dict[str, Any]:
                                     "selectors": [{"isRdma": True}]})["selectors"][0]
         if pod.device == "vf":
             sel.setdefault("pfNames", []).append(f"{rail.netdev}#0-{rail.vfs - 1}")
-        elif rail.pci:
-            sel.setdefault("pciAddresses", []).append(rail.pci)
-    lists = [r for r in per.values() if len(r["selectors"][0]) > 1]  # a resource needs a device selector
-    return {"resourceList": sorted(lists, key=lambda r: r["resourceName"])}
+        else:
+            pfs.setdefault(name, []).append(rail)
+    for name, rails in pfs.items():
+        sel = per[name]["selectors"][0]
+        if all(r.pci for r in rails):
+            sel.setdefault("pciAddresses", []).extend(r.pci for r in rails if r.pci)
+        else:
+            sel.setdefault("pfNames", []).extend(r.netdev for r in rails)
+    return {"resourceList": sorted(per.values(), key=lambda r: r["resourceName"])}
 
 
 def device_plugin_configmap(fabric: FabricIntent) -> str:
     """The device plugin's ConfigMap: `config.json` when every node has the same resources (the plugin's
     default `-config-file`), else one key per node for `--config-file=/etc/pcidp/$(NODE_NAME)`."""
     k = fabric.kubernetes
+    configs = {name: device_plugin_config(h, k.resource_prefix) for name, h in sorted(fabric.hosts.items())}
+    empty = [name for name, c in configs.items() if not c["resourceList"]]
+    if empty:  # the plugin would start and advertise nothing: every pod of these nodes would stay Pending
+        raise InputError(Problem(fabric.name, None, "hosts.*.nics", "at least one rail pods can attach (a VF or "
+                                 "the NIC in PF mode) on every node", f"none on {', '.join(empty[:5])}"
+                                 + (f" and {len(empty) - 5} more" if len(empty) > 5 else "")))
     indented: dict[str, str] = {}  # compact JSON → indented (json's C encoder does compact only; nodes repeat)
     data: dict[str, str] = {}
-    for name, h in sorted(fabric.hosts.items()):
-        config = device_plugin_config(h, k.resource_prefix)
+    for name, config in configs.items():
         compact = json.dumps(config)
         if compact not in indented:
             indented[compact] = json.dumps(config, indent=2) + "\n"
@@ -192,7 +207,8 @@ def pod_entrypoint() -> str:
     an RDMA device behind them), exports NCCL_IB_HCA (exact names) and NCCL_IB_GID_INDEX when every device has
     its RoCE v2 IPv4-mapped GID at one index (otherwise NCCL's own selection, NCCL_IB_GID_INDEX unset with
     NCCL_IB_ROCE_VERSION_NUM=2 and NCCL_IB_ADDR_FAMILY=AF_INET, NCCL ≥ 2.21: src/transport/net_ib
-    `NCCL_PARAM(IbGidIndex, "IB_GID_INDEX", -1)`), then runs the program.
+    `NCCL_PARAM(IbGidIndex, "IB_GID_INDEX", -1)`; with `$ROCE_FABRIC_NCCL_VERSION` below 2.21 it fails instead,
+    as that NCCL would take GID 0), then runs the program.
 
     `roce-pod rail N` prints `DEV GID IFNAME` of rail interface N (`$ROCE_FABRIC_IFPREFIX` + N); `roce-pod
     perftest ROLE RAIL PEER ARGV…` runs a perftest server (ROLE server) or client (ROLE client, retried until
@@ -241,6 +257,13 @@ uniq=$(printf '%s\n' $gids | sort -u)
 if [ -n "$uniq" ] && [ "$(printf '%s\n' "$uniq" | wc -l)" -eq 1 ] && [ "$(printf '%s\n' $gids | wc -l)" -eq "$n" ]; then
   export NCCL_IB_GID_INDEX="$uniq"
 else
+  # NCCL chooses a GID by RoCE version and address family only from 2.21 on; before, it takes index 0.
+  case "${ROCE_FABRIC_NCCL_VERSION:-}" in
+    2.[0-9]|2.[0-9].*|2.1[0-9]|2.1[0-9].*|2.20|2.20.*)
+      say "rails:$table: the RoCE v2 IPv4 GIDs are not at one index and NCCL" \
+        "$ROCE_FABRIC_NCCL_VERSION (before 2.21) cannot choose per device"
+      exit 1 ;;
+  esac
   unset NCCL_IB_GID_INDEX
   export NCCL_IB_ROCE_VERSION_NUM=2 NCCL_IB_ADDR_FAMILY=AF_INET
 fi

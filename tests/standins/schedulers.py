@@ -102,9 +102,11 @@ def _kubectl_parser() -> _Parser:
     ap.add_argument("--server-side", action="store_true")
     ap.add_argument("--force-conflicts", action="store_true")
     g = sub.add_parser("get")
-    g.add_argument("kind")
-    g.add_argument("name")
+    g.add_argument("kind", nargs="?")
+    g.add_argument("name", nargs="?")
     g.add_argument("-o", "--output", choices=["json", "yaml", "name", "wide"])
+    g.add_argument("--raw")  # an API path: the runner's reachability probe (`get --raw /readyz`)
+    g.add_argument("--request-timeout")
     lg = sub.add_parser("logs")
     lg.add_argument("target")
     lg.add_argument("--tail", type=int, default=-1)
@@ -155,6 +157,12 @@ def _patch(args: argparse.Namespace) -> str:
 
 
 def _get(args: argparse.Namespace) -> str:
+    if args.raw is not None:
+        if args.raw != "/readyz" or args.kind is not None:
+            raise Refused(f"error: the server could not find the requested resource ({args.raw})")
+        return "ok"
+    if args.kind is None or args.name is None:
+        raise Refused("error: you must specify the type of resource to get")
     path = _state() / "mpijob.json"
     phases = json.loads(path.read_text()) if path.exists() else ["Running", os.environ.get("KUBECTL_STATE",
                                                                                             "Succeeded")]

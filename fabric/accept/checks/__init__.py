@@ -5,7 +5,7 @@ bandwidth  rail-bandwidth, cross-su-bandwidth (and fault location)
 latency    rail-latency
 congestion incast, ets (queue counters of the receivers' leaf ports before/after)
 nccl       nccl-allreduce
-pods       pod-rail-bandwidth (Kubernetes: perftest between pods)
+pods       pod-rail-bandwidth, pod-rail-latency (Kubernetes: perftest between pods)
 host       host-config, host-prereqs (GPUDirect RDMA prerequisites)
 bgp        bgp
 lossless   lossless-counters, pfc-watchdog, traffic-class

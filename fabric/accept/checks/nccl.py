@@ -30,6 +30,8 @@ class NcclInput(Input):
     gpus_per_host: int | None = None
     timeout_s: float = 600
     image: str | None = Field(None, description="k8s launcher: the container image (requirements: fabric.accept.k8s)")
+    nccl_version: str | None = Field(None, pattern=r"^\d+\.\d+(\.\d+)?$", description="k8s launcher: NCCL in the "
+                                     "image; below 2.21 a pod whose rails' GIDs are not at one index fails at start")
     locate_tool: str = Field("ib_write_bw", description="rail tool for fault location after a failure")
     json_output: Literal["auto", "on", "off"] = Field("auto", description="nccl-tests -J JSON result (2.17+); auto: "
                                                "when the binary's usage lists --output_file; text is the fallback")

@@ -225,12 +225,12 @@ class PodRails(Rule):
     title = "Pods can attach every rail NIC (Kubernetes)"
     explanation = (
         "Where the fabric runs pods (a `kubernetes:` section, or NICs with VFs), each rail needs a device the "
-        "device plugin can offer and an address the pod can use. sriov-network-device-plugin selects a "
-        "passed-through PF (`vfs: 0`) only by PCI address (its pfNames selector matches VFs only), which the "
-        "tool reads from a predictable netdev name (enp24s0np0) or takes from `nics[].pci`. In p2p31 "
-        "addressing each host port is a /31 to its leaf: no address is left for a VF."
+        "device plugin can offer and an address the pod can use. In p2p31 addressing each host port is a /31 to "
+        "its leaf: no address is left for a VF. A PF passed through (`vfs: 0`) on a rail tagged on the host would "
+        "reach the pod untagged: it gets no pod network. (A passed-through PF needs no PCI address: the device plugin "
+        "selects it by its interface name, fabric.render.k8s.device_plugin_config.)"
     )
-    fix = "Give the NIC `pci: 0000:18:00.0` (lspci -D), or use svi addressing for VFs."
+    fix = "Use svi addressing for VFs; for a tagged rail, give the NIC VFs (`vfs: 8`)."
 
     def check(self, ctx: Context) -> Iterator[Finding]:
         hosts = ctx.hosts
@@ -239,10 +239,11 @@ class PodRails(Rule):
         hits = []
         for h in hosts:
             for r in h.rails:
-                if r.vfs == 0 and r.pci is None:
-                    hits.append((h.name, f"rail {r.rail} ({r.netdev}): expected a PCI address for the device "
-                                 "plugin to offer the PF to pods, found none (not a predictable name, no nics.pci)",
-                                 ctx.host_at(h.name, "nics"), r.netdev))
+                if r.vfs == 0 and r.vlan is not None:
+                    hits.append((h.name, f"rail {r.rail} ({r.netdev}): expected VFs (sriov-cni tags them) or an "
+                                 f"untagged rail for a PF passed to pods, found vfs: 0 with host VLAN {r.vlan} "
+                                 "(host-device would move the untagged PF into the pod while the leaf port is a "
+                                 "tagged member)", ctx.host_at(h.name, "nics"), r.netdev))
                 elif r.vfs and r.pod is None:
                     hits.append((h.name, f"rail {r.rail} ({r.netdev}): expected an address pool for {r.vfs} VFs, "
                                  f"found none (addressing.mode {ctx.intent.addressing_mode})",

@@ -1,4 +1,4 @@
-"""The Kubernetes launcher: gang-scheduled MPIJobs for nccl-tests and for perftest between pods, rendered
+"""The Kubernetes launcher's manifests: gang-scheduled MPIJobs for nccl-tests and for perftest between pods, rendered
 for review (`fabric accept INV --launcher k8s --render-only -o DIR`) and, where `kubectl` reaches a
 cluster, applied and followed (K8sRunner).
 
@@ -39,23 +39,17 @@ launcher) and `/usr/sbin/sshd` with `ssh-keygen` (workers); rdma-core with the m
 `all_reduce_perf` built with MPI (NCCL jobs); perftest's `ib_write_bw`/`ib_write_lat` (pod bandwidth and
 latency); a POSIX sh, `awk`, `sort`, `wc`.
 
-No cluster runs in this repository's CI: the manifests are validated there against the real CRDs and the
-controllers' rules (tools/k8s_crd_check.py) and by tests of what schemas cannot see.
+The tests validate the manifests against the real CRDs and the controllers' rules (tools/k8s_crd_check.py)
+and run them through a real control plane (tests/test_k8s_cluster.py, fabric.lab.kube).
 """
 
 from __future__ import annotations
 
-import contextlib
-import json
 import shlex
-import shutil
-import subprocess
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fabric.accept.results import Measurement
 from fabric.design.intent import FabricIntent, HostIntent
 from fabric.export.tiers import tiers
 from fabric.order import natural
@@ -72,7 +66,6 @@ MARK = "@@roce-fabric"
 # Pod-side NCCL variables the entrypoint decides; the host's values would be wrong inside a pod.
 DISCOVERED = {"NCCL_IB_HCA", "NCCL_IB_GID_INDEX", "NCCL_IB_ROCE_VERSION_NUM", "NCCL_IB_ADDR_FAMILY",
               "NCCL_SOCKET_IFNAME"}
-
 
 @dataclass
 class PodPair:
@@ -135,8 +128,25 @@ def _requests(fabric: FabricIntent, job: PodJob) -> dict[str, str]:
     return {k: str(v) for k, v in sorted(res.items())}
 
 
-def _labels(job: PodJob) -> dict[str, str]:
-    return {"app.kubernetes.io/part-of": "roce-fabric-accept", "roce-fabric/job": job.name}
+def _labels(job: PodJob, role: str | None = None) -> dict[str, str]:
+    """The job's labels; a pod template's also say its role, which the workers' anti-affinity selects on."""
+    return {"app.kubernetes.io/part-of": "roce-fabric-accept", "roce-fabric/job": job.name,
+            **({"roce-fabric/role": role} if role else {})}
+
+
+# The launcher's argv runs behind this: the headless service publishes only Ready workers, so a worker still
+# starting is a name that does not resolve yet, and ssh does not retry it (backoffLimit 0 then fails the job).
+WAIT_FOR_WORKERS = "\n".join([
+    'hf="${OMPI_MCA_orte_default_hostfile:-/etc/mpi/hostfile}"; waited=0',
+    "for h in $(awk '{print $1}' \"$hf\"); do",
+    '  until getent hosts "$h" >/dev/null 2>&1; do',
+    '    [ "$waited" -lt "$ROCE_FABRIC_WAIT_S" ] || { echo "roce-fabric: worker $h has no DNS name after'
+    ' ${waited}s (not Ready)" >&2; exit 1; }',
+    "    sleep 2; waited=$((waited + 2))",
+    "  done",
+    "done",
+    'exec "$@"',
+])
 
 
 def _worker_command(job: PodJob) -> list[str]:
@@ -168,8 +178,10 @@ def mpijob_manifests(job: PodJob, fabric: FabricIntent) -> list[dict[str, Any]]:
     rank_env = {"ROCE_FABRIC_RAILS": str(len(nets)), "ROCE_FABRIC_IFPREFIX": prefix, **job.env}
     placement = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
         {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": list(job.hosts)}]}]}}}
+    # One worker per host: the anti-affinity selects the job's workers only. The launcher shares a host with a
+    # worker (it is pinned to the same hosts); selecting it too would need N+1 nodes among N.
     worker_affinity = {**placement, "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
-        {"labelSelector": {"matchLabels": {"roce-fabric/job": job.name}}, "topologyKey": "kubernetes.io/hostname"}]}}
+        {"labelSelector": {"matchLabels": _labels(job, "worker")}, "topologyKey": "kubernetes.io/hostname"}]}}
     tier = job_tier(fabric, job.hosts)
     pod_group = {
         "apiVersion": API_PODGROUP, "kind": "PodGroup",
@@ -186,12 +198,14 @@ def mpijob_manifests(job: PodJob, fabric: FabricIntent) -> list[dict[str, Any]]:
                   {"name": "ROCE_FABRIC_NODE", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}]
     volumes = [{"name": "roce-fabric", "emptyDir": {}}, {"name": "dshm", "emptyDir": {"medium": "Memory"}}]
     mounts = [{"name": "roce-fabric", "mountPath": RUN_DIR}, {"name": "dshm", "mountPath": "/dev/shm"}]
-    meta = {"labels": labels, "annotations": {GROUP_ANNOTATION: group}}
+    launcher_env.append({"name": "ROCE_FABRIC_WAIT_S", "value": str(int(min(300, job.timeout_s / 3)))})
+    meta = {"labels": _labels(job, "launcher"), "annotations": {GROUP_ANNOTATION: group}}
+    command = ["/bin/sh", "-c", WAIT_FOR_WORKERS, "roce-fabric-launcher", *job.command]
     launcher = {"replicas": 1, "template": {"metadata": meta, "spec": {
         "schedulerName": "volcano", "affinity": placement,
-        "containers": [{"name": "launcher", "image": job.image, "command": job.command, "env": launcher_env,
+        "containers": [{"name": "launcher", "image": job.image, "command": command, "env": launcher_env,
                         "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}]}}}
-    worker_meta = {"labels": labels, "annotations": {
+    worker_meta = {"labels": _labels(job, "worker"), "annotations": {
         GROUP_ANNOTATION: group, NETWORKS_ANNOTATION: ",".join(f"{n}@{n}" for n, _ in nets)}}
     worker = {"replicas": len(job.hosts), "template": {"metadata": worker_meta, "spec": {
         "schedulerName": "volcano", "affinity": worker_affinity, "volumes": volumes,
@@ -220,7 +234,7 @@ def write_networks(fabric: FabricIntent, out_dir: Path) -> Path:
 def manifests_yaml(job: PodJob, fabric: FabricIntent) -> str:
     head = (f"# {job.name}: {len(job.hosts)} hosts ({', '.join(job.hosts[:4])}{', …' if len(job.hosts) > 4 else ''}); "
             "roce-fabric acceptance job.\n# The MPI Operator runs without --gang-scheduling: the PodGroup below is "
-            "the gang (fabric/accept/k8s.py).\n")
+            "the gang (fabric/accept/k8s/manifests.py).\n")
     return head + k8s_yaml(mpijob_manifests(job, fabric))
 
 
@@ -232,9 +246,12 @@ def _mpirun(np: int, per_node: int, env: dict[str, str]) -> list[str]:
 
 
 def nccl_pod_job(fabric: FabricIntent, name: str, hosts: list[str], argv: list[str], gpus: int, image: str,
-                 timeout_s: float = 900) -> PodJob:
-    """all_reduce_perf over `hosts`, one rank per GPU, each rank through the pod entrypoint."""
+                 timeout_s: float = 900, nccl_version: str | None = None) -> PodJob:
+    """all_reduce_perf over `hosts`, one rank per GPU, each rank through the pod entrypoint (told the image's
+    NCCL version where known: fabric.render.k8s.pod_entrypoint)."""
     env = pod_env(fabric.hosts[hosts[0]])
+    if nccl_version:
+        env["ROCE_FABRIC_NCCL_VERSION"] = nccl_version
     command = [*_mpirun(len(hosts) * gpus, gpus, env), "sh", POD_SH, *argv]
     return PodJob(name=name, hosts=list(hosts), image=image, command=command, gpus=gpus, slots=gpus, env=env,
                   needs=["sshd", "ssh-keygen", "mpirun", argv[0]], timeout_s=timeout_s)
@@ -330,172 +347,3 @@ def pod_pairs(fabric: FabricIntent, rounds: list[dict[int, list[tuple[str, str]]
             if pairs:
                 out.append(pairs)
     return out
-
-
-def judge_pairs(job: PodJob, log: str, threshold: dict[int, float], higher_is_better: bool = True) -> list[Measurement]:
-    """One measurement per pair from the launcher's log (sections between the begin/end marks)."""
-    from fabric.accept.tools import TOOLS
-
-    sections: dict[str, tuple[list[str], int | None]] = {}
-    current: str | None = None
-    for line in log.splitlines():
-        if line.startswith(f"{MARK} begin "):
-            current = line.split()[2]
-            sections[current] = ([], None)
-        elif line.startswith(f"{MARK} end ") and current:
-            rc = line.rsplit("rc=", 1)[-1]
-            sections[current] = (sections[current][0], int(rc) if rc.isdigit() else 1)
-            current = None
-        elif current:
-            sections[current][0].append(line)
-    tool = TOOLS[job.tool]()
-    out: list[Measurement] = []
-    for p in (p for rd in job.pairs for p in rd):
-        m = Measurement(rail=p.rail, src=p.client, dst=p.server, unit=tool.unit, tool=job.tool,
-                        threshold=threshold.get(p.rail))
-        body, rc = sections.get(p.tag, ([], None))
-        text = "\n".join(body) + "\n"
-        try:
-            if rc is None:
-                raise RuntimeError("no result in the launcher log")
-            m.value = round(tool.value(text, ""), 3)
-            if m.threshold is not None:
-                m.ok = m.value >= m.threshold if higher_is_better else m.value <= m.threshold
-            if rc != 0:
-                m.ok, m.detail = False, f"exit {rc}"
-        except Exception as exc:  # a failed pair is a failed link, never a crash
-            last = next((x for x in reversed(body) if x.strip()), "")
-            m.ok, m.detail = False, f"no result: {str(exc).splitlines()[0]}" + (f" ({last.strip()})" if last else "")
-        out.append(m)
-    return out
-
-
-class K8sRunner:
-    """Applies a job's manifests with kubectl, follows the MPIJob to Succeeded/Failed, returns the launcher's
-    log and deletes the job. `skip` says why it cannot run here (render-only)."""
-
-    skip = ""
-
-    def __init__(self, namespace: str, kubectl: str | None = None, poll_s: float = 5.0) -> None:
-        self.namespace, self.poll_s = namespace, poll_s
-        self.kubectl = kubectl or shutil.which("kubectl") or ""
-        if not self.kubectl:
-            self.skip = "kubectl not found here (render-only)"
-            return
-        try:
-            p = self._k(["version", "--request-timeout=5s"], timeout=15)
-            if p.returncode != 0:
-                self.skip = f"kubectl cannot reach a cluster: {(p.stderr.strip().splitlines() or [''])[-1]}"
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            self.skip = f"kubectl: {exc}"
-
-    def _k(self, args: list[str], timeout: float = 60) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([self.kubectl, *args], capture_output=True, text=True, timeout=timeout, check=False)
-
-    def status(self, name: str) -> tuple[str, str]:
-        """(Succeeded | Failed | Running, message) from the MPIJob's conditions."""
-        p = self._k(["get", "mpijob", name, "-n", self.namespace, "-o", "json"], timeout=30)
-        if p.returncode != 0:
-            return "Failed", f"kubectl get mpijob {name}: {p.stderr.strip()}"
-        try:
-            conds = json.loads(p.stdout).get("status", {}).get("conditions", [])
-        except json.JSONDecodeError:
-            return "Running", ""
-        for c in conds:
-            if c.get("type") in ("Succeeded", "Failed") and c.get("status") == "True":
-                return c["type"], c.get("message", "")
-        return "Running", ""
-
-    def run(self, manifest: Path, name: str, timeout: float, networks: Path | None = None,
-            progress: Any = None) -> tuple[str, str]:
-        """(launcher log, error); the error is empty when the MPIJob succeeded."""
-        files = [*(["-f", str(networks)] if networks else []), "-f", str(manifest)]
-        try:
-            p = self._k(["apply", "--server-side", "--force-conflicts", *files], timeout=60)
-            if p.returncode != 0:
-                return "", f"kubectl apply: {p.stderr.strip()}"
-            deadline = time.monotonic() + timeout
-            state, msg = "Running", ""
-            while time.monotonic() < deadline:
-                state, msg = self.status(name)
-                if state != "Running":
-                    break
-                if progress:
-                    progress(f"{name}: running")
-                time.sleep(self.poll_s)
-            logs = self._k(["logs", "-n", self.namespace, f"job/{name}-launcher", "--tail=-1"], timeout=60).stdout
-            if state == "Succeeded":
-                return logs, ""
-            if state == "Running":
-                return logs, f"MPIJob {name} not finished after {timeout:.0f}s"
-            return logs, f"MPIJob {name} failed: {msg}"
-        except subprocess.TimeoutExpired as exc:
-            return "", f"kubectl: {exc}"
-        finally:
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self._k(["delete", "-f", str(manifest), "--ignore-not-found", "--wait=false"], timeout=60)
-
-
-def acceptance_jobs(fabric: FabricIntent, image: str, *, quick: bool = True) -> list[PodJob]:
-    """The jobs `--render-only` writes: NCCL inside one SU (tier 1), across SUs (one host per SU) and over the
-    whole cluster; perftest between pods on every rail, within and across SUs (the pairs of rail-bandwidth and
-    cross-su-bandwidth)."""
-    from types import SimpleNamespace
-
-    from fabric.accept.checks.bandwidth import CrossSuBandwidth, TrafficInput
-    from fabric.accept.checks.base import hosts_per_rail
-    from fabric.accept.checks.nccl import NcclInput
-    from fabric.accept.launchers import nccl_job
-    from fabric.accept.schedule import schedule
-
-    sus: dict[int, list[str]] = {}
-    for name in sorted(fabric.hosts, key=natural):
-        sus.setdefault(fabric.hosts[name].su, []).append(name)
-    inputs = NcclInput(launcher="k8s", image=image)
-    groups: list[tuple[str, list[str]]] = []
-    first = min(sus)
-    if len(sus[first]) > 1:
-        groups.append((f"nccl-su{first}", sus[first]))
-    if len(sus) > 1:
-        groups.append(("nccl-cross-su", [hosts[0] for _su, hosts in sorted(sus.items())]))
-    if len(fabric.hosts) > 2:
-        groups.append(("nccl-cluster", [h for _su, hosts in sorted(sus.items()) for h in hosts]))
-    jobs = []
-    for name, hosts in groups:
-        j = nccl_job(fabric, hosts, inputs, name=name)
-        jobs.append(nccl_pod_job(fabric, name, j.hosts, j.argv, j.gpus, image))
-    bw = TrafficInput()
-    one_su = {rail: [h for h in hosts if fabric.hosts[h].su == first]
-              for rail, hosts in hosts_per_rail(fabric, None).items()}
-    sources = [(f"pods-su{first}-bw", [rd.pairs for rd in schedule(one_su, quick=quick)])]
-    if len(sus) > 1:
-        ctx = SimpleNamespace(fabric=fabric)  # the cross-SU scheduler reads only the fabric
-        sources.append(("pods-cross-su-bw", CrossSuBandwidth(bw).pairs(ctx, quick)))  # type: ignore[arg-type]
-    for name, rounds in sources:
-        if rounds:
-            jobs.append(perftest_pod_job(fabric, name, pod_pairs(fabric, rounds, "p"), tool="ib_write_bw",
-                                         image=image))
-    return jobs
-
-
-def render_bundle(fabric: FabricIntent, out_dir: Path, image: str, *, quick: bool = True) -> list[Path]:
-    """Every manifest of Kubernetes acceptance, without a cluster: the rail networks, the device plugin's
-    ConfigMap, the HyperNodes, each node's CNI configs (nodes/<host>/), the pod entrypoint, and the jobs."""
-    from fabric.export.kubernetes import volcano_yaml
-    from fabric.render import k8s as rk
-
-    files: dict[str, str] = {
-        "networks.yaml": rk.network_attachments(fabric),
-        "sriovdp-config.yaml": rk.device_plugin_configmap(fabric),
-        "hypernodes.yaml": volcano_yaml(tiers(fabric)),
-        "roce-pod-env.sh": "#!/bin/sh\n" + pod_entrypoint(),
-    }
-    for name, host in sorted(fabric.hosts.items()):
-        for path, text in rk.node_cni_configs(host).items():
-            files[f"nodes/{name}/{path.rsplit('/', 1)[1]}"] = text
-    for job in acceptance_jobs(fabric, image, quick=quick):
-        files[f"jobs/{job.name}.yaml"] = manifests_yaml(job, fabric)
-    written = []
-    for rel, text in files.items():
-        written.append(write_private(out_dir / rel, text))
-    return written

@@ -1,0 +1,95 @@
+"""Running a rendered job where kubectl reaches a cluster: apply, follow the MPIJob, read the launcher's log,
+say why pods wait, delete."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import shutil
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+
+class K8sRunner:
+    """Applies a job's manifests with kubectl, follows the MPIJob to Succeeded/Failed, returns the launcher's
+    log and deletes the job. `skip` says why it cannot run here (render-only)."""
+
+    skip = ""
+
+    def __init__(self, namespace: str, kubectl: str | None = None, poll_s: float = 5.0) -> None:
+        self.namespace, self.poll_s = namespace, poll_s
+        self.kubectl = kubectl or shutil.which("kubectl") or ""
+        if not self.kubectl:
+            self.skip = "kubectl not found here (render-only)"
+            return
+        try:
+            p = self._k(["get", "--raw", "/readyz", "--request-timeout=5s"], timeout=15)
+            if p.returncode != 0:
+                self.skip = f"kubectl cannot reach a cluster: {(p.stderr.strip().splitlines() or [''])[-1]}"
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            self.skip = f"kubectl: {exc}"
+
+    def _k(self, args: list[str], timeout: float = 60) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([self.kubectl, *args], capture_output=True, text=True, timeout=timeout, check=False)
+
+    def status(self, name: str) -> tuple[str, str]:
+        """(Succeeded | Failed | Running, message) from the MPIJob's conditions."""
+        p = self._k(["get", "mpijob", name, "-n", self.namespace, "-o", "json"], timeout=30)
+        if p.returncode != 0:
+            return "Failed", f"kubectl get mpijob {name}: {p.stderr.strip()}"
+        try:
+            conds = json.loads(p.stdout).get("status", {}).get("conditions", [])
+        except json.JSONDecodeError:
+            return "Running", ""
+        for c in conds:
+            if c.get("type") in ("Succeeded", "Failed") and c.get("status") == "True":
+                return c["type"], c.get("message", "")
+        return "Running", ""
+
+    def pending(self, name: str) -> str:
+        """Why the job's unscheduled pods wait, in the scheduler's words (their PodScheduled condition), e.g.
+        `2 pods Pending: 0/16 nodes are available: 1 node(s) were unschedulable, …`; '' when none waits."""
+        p = self._k(["get", "pods", "-n", self.namespace, "-l", f"roce-fabric/job={name}", "-o", "json"], timeout=30)
+        try:
+            pods = json.loads(p.stdout).get("items", []) if p.returncode == 0 else []
+        except json.JSONDecodeError:
+            return ""
+        reasons: dict[str, int] = {}
+        for pod in pods:
+            for c in pod.get("status", {}).get("conditions", []):
+                if c.get("type") == "PodScheduled" and c.get("status") == "False":
+                    msg = c.get("message") or c.get("reason", "")
+                    reasons[msg] = reasons.get(msg, 0) + 1
+        return "; ".join(f"{n} pod{'s' * (n > 1)} Pending: {m}" for m, n in sorted(reasons.items()))
+
+    def run(self, manifest: Path, name: str, timeout: float, networks: Path | None = None,
+            progress: Any = None) -> tuple[str, str]:
+        """(launcher log, error); the error is empty when the MPIJob succeeded."""
+        files = [*(["-f", str(networks)] if networks else []), "-f", str(manifest)]
+        try:
+            p = self._k(["apply", "--server-side", "--force-conflicts", *files], timeout=60)
+            if p.returncode != 0:
+                return "", f"kubectl apply: {p.stderr.strip()}"
+            deadline = time.monotonic() + timeout
+            state, msg = "Running", ""
+            while time.monotonic() < deadline:
+                state, msg = self.status(name)
+                if state != "Running":
+                    break
+                if progress:
+                    progress(f"{name}: running")
+                time.sleep(self.poll_s)
+            logs = self._k(["logs", "-n", self.namespace, f"job/{name}-launcher", "--tail=-1"], timeout=60).stdout
+            if state == "Succeeded":
+                return logs, ""
+            if state == "Running":
+                pending = self.pending(name)
+                return logs, f"MPIJob {name} not finished after {timeout:.0f}s" + (f": {pending}" if pending else "")
+            return logs, f"MPIJob {name} failed: {msg}"
+        except subprocess.TimeoutExpired as exc:
+            return "", f"kubectl: {exc}"
+        finally:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self._k(["delete", "-f", str(manifest), "--ignore-not-found", "--wait=false"], timeout=60)

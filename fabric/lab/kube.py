@@ -1,0 +1,383 @@
+"""A real Kubernetes control plane on this machine, one fake node per inventory host (`fabric lab up INV --k8s`,
+and the K8s tests' cluster).
+
+The parts are the upstream programs built by `make k8s-bins` (tools/k8s-bins: versions in its go.mod files):
+etcd, kube-apiserver, kube-controller-manager (the MPI Operator's launcher is a batch/v1 Job), kube-scheduler,
+kwok (the nodes and their kubelets: kwok's own "general" pod stages make a bound pod Running, then Ready, and a
+pod owned by a Job Succeeded 1-5 s later, or after its `pod-complete.stage.kwok.x-k8s.io/delay` annotation;
+kwok's ClusterLogs serves a log file as the container's log) and the MPI Operator
+v2 controller. Everything listens on 127.0.0.1 on ephemeral ports; the certificates and the one admin token are
+made here, in a 0700 directory.
+
+Scheduling: Volcano's module is not served by the Go module proxy this project builds from, so pods with
+`schedulerName: volcano` are placed by a kube-scheduler profile of that name. It runs the filters Volcano's
+`predicates` plugin delegates to (NodeUnschedulable, NodeAffinity, InterPodAffinity, NodeResourcesFit,
+TaintToleration: volcano-sh/volcano pkg/scheduler/plugins/predicates), so placement is real; the gang
+(PodGroup minMember) and the HyperNode tier constraint are not enforced by it.
+
+Node resources: `nvidia.com/gpu` = the host's GPUs; each rail's device-plugin resource counts the devices the
+plugin would advertise on that node (the NIC's VFs, or the NIC itself in PF mode; a pooled resource sums them);
+labels are `fabric export --format k8s-labels`'s plus `kubernetes.io/hostname`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import ipaddress
+import json
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from fabric.design.intent import FabricIntent
+
+ROOT = Path(__file__).resolve().parents[2]
+BUILD = ROOT / "tools" / "k8s-bins" / "build.sh"
+PROGRAMS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl", "kwok", "mpi-operator")
+KWOK_ANNOTATION = "kwok.x-k8s.io/node"
+SCHEDULERS = ("default-scheduler", "volcano")  # kube-scheduler profiles (see the module docstring)
+SHARED_CRDS = ROOT.parent / "shared" / "k8s-crds"
+
+
+class KubeLabError(RuntimeError):
+    """A part of the control plane did not start; the message names it and ends with its log."""
+
+
+def bins_dir() -> Path:
+    """Where `make k8s-bins` puts (or has put) the programs: ROCE_FABRIC_K8S_BINS, else the build's cache key."""
+    if env := os.environ.get("ROCE_FABRIC_K8S_BINS"):
+        return Path(env)
+    if not BUILD.exists():
+        return Path("/nonexistent-k8s-bins")
+    p = subprocess.run(["bash", str(BUILD), "--dir"], capture_output=True, text=True, timeout=60, check=False)
+    return Path(p.stdout.strip() or "/nonexistent-k8s-bins")
+
+
+def missing_bins(bins: Path) -> list[str]:
+    return [p for p in PROGRAMS if not (bins / "bin" / p).exists()]
+
+
+def _port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _certs(d: Path) -> None:
+    """A CA, one serving certificate for 127.0.0.1/localhost (API server and kwok's kubelet server), and the
+    service-account signing key."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    def key_pem(k: ec.EllipticCurvePrivateKey) -> bytes:
+        return k.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                               serialization.NoEncryption())
+
+    now = datetime.datetime.now(datetime.UTC)
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "roce-fabric-lab-ca")])
+    ca = (x509.CertificateBuilder().subject_name(ca_name).issuer_name(ca_name).public_key(ca_key.public_key())
+          .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=5))
+          .not_valid_after(now + datetime.timedelta(days=30))
+          .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+          .sign(ca_key, hashes.SHA256()))
+    key = ec.generate_private_key(ec.SECP256R1())
+    san = x509.SubjectAlternativeName([x509.DNSName("localhost"), x509.DNSName("kubernetes.default.svc"),
+                                       x509.IPAddress(ipaddress.ip_address("127.0.0.1"))])
+    cert = (x509.CertificateBuilder()
+            .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "roce-fabric-lab")]))
+            .issuer_name(ca_name).public_key(key.public_key()).serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(minutes=5)).not_valid_after(now + datetime.timedelta(days=30))
+            .add_extension(san, critical=False).sign(ca_key, hashes.SHA256()))
+    sa = ec.generate_private_key(ec.SECP256R1())
+    files = {"ca.crt": ca.public_bytes(serialization.Encoding.PEM), "serving.crt": cert.public_bytes(
+        serialization.Encoding.PEM), "serving.key": key_pem(key), "sa.key": key_pem(sa),
+        "sa.pub": sa.public_key().public_bytes(serialization.Encoding.PEM,
+                                               serialization.PublicFormat.SubjectPublicKeyInfo)}
+    for name, data in files.items():
+        (d / name).write_bytes(data)
+        (d / name).chmod(0o600)
+
+
+@dataclass
+class KubeLab:
+    """The control plane's processes, files and ports; `start()` then `stop()` (or use as a context manager)."""
+
+    workdir: Path
+    bins: Path
+    procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    ports: dict[str, int] = field(default_factory=dict)
+    start_s: float = 0.0
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.workdir / "kubeconfig"
+
+    def _bin(self, name: str) -> str:
+        return str(self.bins / "bin" / name)
+
+    def _spawn(self, name: str, argv: list[str]) -> None:
+        log = open(self.workdir / f"{name}.log", "wb")  # noqa: SIM115 - the child owns it
+        self.procs[name] = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                            cwd=self.workdir, start_new_session=True)
+        log.close()
+        (self.workdir / "pids").write_text(json.dumps({n: p.pid for n, p in self.procs.items()}))
+
+    def _fail(self, name: str, what: str) -> KubeLabError:
+        tail = (self.workdir / f"{name}.log").read_text(errors="replace").splitlines()[-15:]
+        return KubeLabError(f"{name}: {what}\n" + "\n".join(tail))
+
+    def _wait(self, name: str, ready: Any, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.procs[name].poll() is not None:
+                raise self._fail(name, f"exited with {self.procs[name].returncode}")
+            with contextlib.suppress(Exception):
+                if ready():
+                    return
+            time.sleep(0.3)
+        raise self._fail(name, f"not ready after {timeout:.0f}s")
+
+    def kubectl(self, *args: str, timeout: float = 60, stdin: str | None = None,
+                check: bool = True) -> subprocess.CompletedProcess[str]:
+        p = subprocess.run([self._bin("kubectl"), "--kubeconfig", str(self.kubeconfig), *args], input=stdin,
+                           capture_output=True, text=True, timeout=timeout, check=False)
+        if check and p.returncode != 0:
+            raise KubeLabError(f"kubectl {' '.join(args)}: {p.stderr.strip()}")
+        return p
+
+    def apply(self, objects: list[dict[str, Any]] | str) -> None:
+        text = objects if isinstance(objects, str) else yaml.safe_dump_all(objects, sort_keys=False)
+        self.kubectl("apply", "--server-side", "--force-conflicts", "-f", "-", stdin=text)
+
+    def start(self, *, log_file: Path | None = None, timeout: float = 120) -> KubeLab:
+        """etcd, the API server, CRDs, controller manager, scheduler, kwok and the MPI Operator, each waited for."""
+        t0 = time.monotonic()
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.workdir.chmod(0o700)
+        d = self.workdir
+        _certs(d)
+        token = secrets.token_hex(24)
+        (d / "tokens.csv").write_text(f'{token},roce-fabric-admin,roce-fabric-admin,"system:masters"\n')
+        (d / "tokens.csv").chmod(0o600)
+        for n in ("etcd", "etcd-peer", "apiserver", "kwok"):
+            self.ports[n] = _port()
+        server = f"https://127.0.0.1:{self.ports['apiserver']}"
+        kubeconfig = {"apiVersion": "v1", "kind": "Config", "current-context": "roce-fabric-lab",
+                      "clusters": [{"name": "roce-fabric-lab", "cluster": {
+                          "server": server, "certificate-authority": str(d / "ca.crt")}}],
+                      "users": [{"name": "admin", "user": {"token": token}}],
+                      "contexts": [{"name": "roce-fabric-lab", "context": {"cluster": "roce-fabric-lab",
+                                                                           "user": "admin"}}]}
+        self.kubeconfig.write_text(yaml.safe_dump(kubeconfig))
+        self.kubeconfig.chmod(0o600)
+        etcd_url = f"http://127.0.0.1:{self.ports['etcd']}"
+        peer = f"http://127.0.0.1:{self.ports['etcd-peer']}"
+        self._spawn("etcd", [self._bin("etcd"), "--data-dir", str(d / "etcd"), "--listen-client-urls", etcd_url,
+                             "--advertise-client-urls", etcd_url, "--listen-peer-urls", peer,
+                             "--initial-advertise-peer-urls", peer, "--initial-cluster", f"default={peer}",
+                             "--unsafe-no-fsync", "--log-level", "warn"])
+        self._spawn("kube-apiserver", [
+            self._bin("kube-apiserver"), "--etcd-servers", etcd_url, "--bind-address", "127.0.0.1",
+            "--advertise-address", "127.0.0.1", "--secure-port", str(self.ports["apiserver"]),
+            "--tls-cert-file", str(d / "serving.crt"), "--tls-private-key-file", str(d / "serving.key"),
+            "--token-auth-file", str(d / "tokens.csv"), "--authorization-mode", "RBAC",
+            "--service-account-issuer", "https://kubernetes.default.svc", "--service-account-key-file",
+            str(d / "sa.pub"), "--service-account-signing-key-file", str(d / "sa.key"),
+            "--service-cluster-ip-range", "10.96.0.0/16", "--kubelet-preferred-address-types", "InternalIP",
+            "--enable-priority-and-fairness=false", "--v", "1"])
+        self._wait("etcd", lambda: socket.create_connection(("127.0.0.1", self.ports["etcd"]), 1).close() or True, 30)
+        self._wait("kube-apiserver", lambda: self.kubectl("get", "--raw", "/readyz", timeout=5).stdout == "ok",
+                   timeout)
+        crds = [self.bins / "crds" / "kubeflow.org_mpijobs.yaml",
+                *(SHARED_CRDS / f"{c}.yaml" for c in ("podgroups", "hypernodes", "nad-crd"))]
+        for crd in crds:
+            self.kubectl("apply", "--server-side", "-f", str(crd))
+        self.kubectl("wait", "--for", "condition=Established", "crd", "--all", "--timeout", "60s", timeout=70)
+        self.apply([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "mpi-operator"}}])
+        common = ["--kubeconfig", str(self.kubeconfig)]
+        self._spawn("kube-controller-manager", [
+            self._bin("kube-controller-manager"), *common, "--leader-elect=false", "--bind-address", "127.0.0.1",
+            "--secure-port", "0", "--service-account-private-key-file", str(d / "sa.key"),
+            "--root-ca-file", str(d / "ca.crt"), "--use-service-account-credentials=false"])
+        sched = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+                 "clientConnection": {"kubeconfig": str(self.kubeconfig)}, "leaderElection": {"leaderElect": False},
+                 "profiles": [{"schedulerName": s} for s in SCHEDULERS]}
+        (d / "scheduler.yaml").write_text(yaml.safe_dump(sched))
+        self._spawn("kube-scheduler", [self._bin("kube-scheduler"), "--config", str(d / "scheduler.yaml"),
+                                       "--bind-address", "127.0.0.1", "--secure-port", "0"])
+        kwok_cfg: list[dict[str, Any]] = [{"apiVersion": "config.kwok.x-k8s.io/v1alpha1",
+                                           "kind": "KwokConfiguration", "options": {}}]
+        if log_file is not None:  # the launchers' log: what the nccl-tests or perftest run printed
+            log_file = cri_log(log_file, d / "launcher.log")
+            kwok_cfg.append({"apiVersion": "kwok.x-k8s.io/v1alpha1", "kind": "ClusterLogs",
+                             "metadata": {"name": "launchers"},
+                             "spec": {"selector": {}, "logs": [{"containers": ["launcher"],
+                                                                "logsFile": str(log_file), "follow": False}]}})
+        stages = "".join(f"---\n{p.read_text()}" for p in sorted((self.bins / "kwok-stages").glob("*.yaml")))
+        (d / "kwok.yaml").write_text(yaml.safe_dump_all(kwok_cfg) + stages)
+        self._spawn("kwok", [self._bin("kwok"), "--config", str(d / "kwok.yaml"), *common,
+                             "--manage-nodes-with-annotation-selector", f"{KWOK_ANNOTATION}=fake",
+                             "--node-ip", "127.0.0.1", "--node-port", str(self.ports["kwok"]),
+                             "--server-address", f"127.0.0.1:{self.ports['kwok']}",
+                             "--tls-cert-file", str(d / "serving.crt"),
+                             "--tls-private-key-file", str(d / "serving.key")])
+        self._spawn("mpi-operator", [self._bin("mpi-operator"), "--kubeConfig", str(self.kubeconfig),
+                                     "--threadiness", "4", "--kube-api-qps", "50", "--kube-api-burst", "100"])
+        self._wait("kube-controller-manager", lambda: "default" in self.kubectl(
+            "get", "serviceaccount", "-n", "default", "-o", "name", timeout=5).stdout, timeout)
+        for name in ("kube-scheduler", "kwok", "mpi-operator"):
+            self._wait(name, lambda: True, 0.5)
+        self.start_s = time.monotonic() - t0
+        return self
+
+    def add_nodes(self, fabric: FabricIntent) -> list[str]:
+        """One kwok node per host; waits until every node is Ready. Returns the node names."""
+        objs = node_objects(fabric)
+        self.apply(objs)
+        names = [o["metadata"]["name"] for o in objs]
+        self.kubectl("wait", "--for", "condition=Ready", *(f"node/{n}" for n in names), "--timeout", "90s",
+                     timeout=100)
+        return names
+
+    def use_nodes(self, fabric: FabricIntent) -> list[str]:
+        """Replaces the kwok nodes by `fabric`'s (one control plane, several fabrics in turn)."""
+        self.kubectl("delete", "nodes", "--all", "--wait=true", timeout=120)
+        return self.add_nodes(fabric)
+
+    def stop(self) -> None:
+        """Ends every process this lab started, newest first, then forgets them."""
+        for name, p in reversed(list(self.procs.items())):
+            if p.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(p.pid, signal.SIGTERM)
+                try:
+                    p.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.killpg(p.pid, signal.SIGKILL)
+                    p.wait(timeout=10)
+            del self.procs[name]
+
+    def __enter__(self) -> KubeLab:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def cri_log(text_file: Path, out: Path) -> Path:
+    """`text_file` in the container runtime's log format (CRI: `<RFC 3339 time> stdout F <line>`), the
+    format kwok reads and `kubectl logs` strips again."""
+    now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    out.write_text("".join(f"{now} stdout F {line}\n" for line in text_file.read_text().splitlines()))
+    return out
+
+
+def node_resources(fabric: FabricIntent, host: str) -> dict[str, str]:
+    """What the node advertises: CPU, memory and pods of an HGX node, its GPUs, its rail devices per resource."""
+    h = fabric.hosts[host]
+    res: dict[str, int] = {"nvidia.com/gpu": h.gpus}
+    for r in h.rails:
+        if r.pod is not None:
+            res[r.pod.resource] = res.get(r.pod.resource, 0) + (r.vfs if r.pod.device == "vf" else 1)
+    return {"cpu": "192", "memory": "2Ti", "pods": "110", **{k: str(v) for k, v in sorted(res.items())}}
+
+
+def node_objects(fabric: FabricIntent) -> list[dict[str, Any]]:
+    """The kwok Node objects of every host, labelled as `fabric export --format k8s-labels` labels them."""
+    from fabric.export.kubernetes import node_labels
+    from fabric.export.tiers import tiers
+
+    t = tiers(fabric)
+    out = []
+    for place in t.hosts:
+        res = node_resources(fabric, place.name)
+        out.append({"apiVersion": "v1", "kind": "Node", "metadata": {
+            "name": place.name, "annotations": {KWOK_ANNOTATION: "fake"},
+            "labels": {"kubernetes.io/hostname": place.name, "kubernetes.io/os": "linux",
+                       "type": "kwok", **node_labels(t, place)}},
+            "status": {"allocatable": res, "capacity": dict(res)}})
+    return out
+
+
+def state_dir(fabric_name: str) -> Path:
+    """Where `fabric lab up --k8s` keeps a fabric's control plane: $FABRIC_K8S_LAB_STATE, else
+    $XDG_STATE_HOME (~/.local/state)/roce-fabric/k8s/<fabric>."""
+    base = os.environ.get("FABRIC_K8S_LAB_STATE") or Path(
+        os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state") / "roce-fabric" / "k8s"
+    return Path(base) / fabric_name
+
+
+def up(fabric: FabricIntent, bins: Path) -> KubeLab:
+    """The control plane for users: nodes, the fabric's namespace, rail networks and HyperNodes applied; the
+    processes keep running after the command (`down` ends them)."""
+    from fabric.export.kubernetes import volcano_yaml
+    from fabric.export.tiers import tiers
+    from fabric.render.k8s import network_attachments
+
+    d = state_dir(fabric.name)
+    if (d / "pids").exists() and running(fabric.name):
+        raise KubeLabError(f"a control plane of {fabric.name} runs already (kubeconfig {d / 'kubeconfig'}): "
+                           "`fabric lab down` first")
+    lab = KubeLab(d, bins)
+    try:
+        lab.start()
+        lab.add_nodes(fabric)
+        if fabric.kubernetes.namespace != "default":
+            lab.apply([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": fabric.kubernetes.namespace}}])
+        lab.apply(network_attachments(fabric) + volcano_yaml(tiers(fabric)))
+    except Exception:
+        lab.stop()
+        raise
+    return lab
+
+
+def running(fabric_name: str) -> dict[str, int]:
+    """name → pid of this fabric's control-plane processes still alive (checked by their command line)."""
+    f = state_dir(fabric_name) / "pids"
+    try:
+        pids: dict[str, int] = json.loads(f.read_text())
+    except (OSError, ValueError):
+        return {}
+    alive = {}
+    for name, pid in pids.items():
+        with contextlib.suppress(OSError):
+            argv0 = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode(errors="replace")
+            if Path(argv0).name == name:
+                alive[name] = pid
+    return alive
+
+
+def down(fabric_name: str) -> list[str]:
+    """Ends the control plane `up` left running and removes its state directory; what it removed."""
+    import shutil
+
+    d = state_dir(fabric_name)
+    removed = []
+    for name, pid in reversed(list(running(fabric_name).items())):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pid, signal.SIGTERM)
+        for _ in range(50):
+            if not Path(f"/proc/{pid}").exists() or Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z":
+                break
+            time.sleep(0.2)
+        else:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pid, signal.SIGKILL)
+        removed.append(f"{name} (pid {pid})")
+    if d.exists():
+        shutil.rmtree(d)
+        removed.append(str(d))
+    return removed

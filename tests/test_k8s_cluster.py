@@ -1,0 +1,277 @@
+"""Kubernetes acceptance on a real control plane (fabric.lab.kube): the rendered jobs go through the real API
+server (admission, defaulting, CRD schemas), kube-controller-manager, kube-scheduler, the MPI Operator v2
+controller and kwok nodes, one per host of inventories/h100-400g with its GPUs, rail resources and fabric labels.
+
+What kwok stands in for: the kubelet (a bound pod becomes Running and Ready; the launcher, owned by a Job,
+Succeeded) and the container log (a real nccl-tests output). What is not here: Volcano (its module is not
+served by the Go module proxy; a kube-scheduler profile named `volcano` places the pods with the same
+filters, without the gang and the HyperNode tier), multus and the CNI plugins, and a real NIC.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import yaml
+
+from fabric.accept import k8s
+from fabric.accept.checks.base import Context
+from fabric.accept.checks.nccl import NcclAllReduce, NcclInput
+from fabric.accept.k8s import bundle
+from fabric.design.derive import derive
+from fabric.design.intent import FabricIntent
+from fabric.lab.kube import KubeLab, bins_dir, missing_bins
+from fabric.model.load import load
+from tests.conftest import ROOT, require
+
+pytestmark = pytest.mark.k8s
+
+H100 = ROOT / "inventories" / "h100-400g"
+NCCL_LOG = ROOT / "tests" / "fixtures" / "samples" / "nccl_all_reduce_2node_h200_v2.18_format.txt"
+IMAGE = "registry.example/roce-tests:1"
+KWOK_DELAY = "pod-complete.stage.kwok.x-k8s.io/delay"  # kwok's general pod-complete stage reads it
+
+
+@pytest.fixture(scope="session")
+def h100() -> FabricIntent:
+    return derive(load(H100))
+
+
+@pytest.fixture(scope="session")
+def generated(tmp_path_factory: pytest.TempPathFactory) -> dict[str, FabricIntent]:
+    """Two generated fabrics: 2 SUs and 3 SUs of 4 hosts each (`fabric generate gpu-rail`)."""
+    from fabric.generate import GpuRailSpec, write
+
+    out = {}
+    for name, sus in (("two-su", 2), ("three-su", 3)):
+        d = tmp_path_factory.mktemp("gen") / name
+        write(GpuRailSpec(name=name, gpus=sus * 4 * 8, hosts_per_su=4), d)
+        out[name] = derive(load(d))
+    return out
+
+
+def use(kube: KubeLab, fabric: FabricIntent) -> KubeLab:
+    """The cluster's nodes are `fabric`'s hosts (swapped when another fabric's are there)."""
+    if getattr(kube, "fabric", None) != fabric.name:
+        kube.use_nodes(fabric)
+        kube.fabric = fabric.name  # type: ignore[attr-defined]
+    return kube
+
+
+@pytest.fixture(scope="session")
+def kube(tmp_path_factory: pytest.TempPathFactory, h100: FabricIntent) -> Iterator[KubeLab]:
+    """The control plane with one kwok node per host of h100-400g; stopped (every process) at the end."""
+    bins = bins_dir()
+    missing = missing_bins(bins)
+    require(not missing, f"the Kubernetes binaries in {bins} ({', '.join(missing)}): make k8s-bins")
+    lab = KubeLab(tmp_path_factory.mktemp("kube"), bins)
+    try:
+        lab.start(log_file=NCCL_LOG)
+        lab.add_nodes(h100)
+        lab.fabric = h100.name  # type: ignore[attr-defined]
+        if h100.kubernetes.namespace != "default":
+            lab.apply([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": h100.kubernetes.namespace}}])
+        print(f"control plane up in {lab.start_s:.1f}s")
+        yield lab
+    finally:
+        lab.stop()
+
+
+@pytest.fixture
+def on_path(kube: KubeLab, monkeypatch: pytest.MonkeyPatch) -> KubeLab:
+    """The tool's K8sRunner finds this cluster as it finds any: kubectl on PATH, KUBECONFIG."""
+    monkeypatch.setenv("PATH", f"{kube.bins / 'bin'}:{os.environ['PATH']}")
+    monkeypatch.setenv("KUBECONFIG", str(kube.kubeconfig))
+    return kube
+
+
+def scheduled(kube: KubeLab, ns: str, job: str, expect: int = 0) -> dict[str, str]:
+    """pod → node of every pod the scheduler bound for `job`, from its `Scheduled` events (recorded
+    asynchronously: waits up to 30 s for `expect` of them)."""
+    deadline = time.monotonic() + 30
+    while True:
+        ev = json.loads(kube.kubectl("get", "events", "-n", ns, "--field-selector", "reason=Scheduled",
+                                     "-o", "json").stdout)["items"]
+        out = {}
+        for e in ev:
+            pod = e["involvedObject"]["name"]
+            if pod.startswith(f"{job}-worker-") or pod.startswith(f"{job}-launcher"):
+                out[pod] = e["message"].rsplit(" to ", 1)[1]
+        if len(out) >= expect or time.monotonic() > deadline:
+            return out
+        time.sleep(0.5)
+
+
+def launcher_runs(mpijob: dict, seconds: str) -> dict:
+    """The launcher waits for its workers (WAIT_FOR_WORKERS) before mpirun; kwok's stand-in for that run: the
+    launcher pod completes `seconds` after it is Ready (kwok's general pod-complete stage reads the annotation)."""
+    meta = mpijob["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["metadata"]["annotations"]
+    meta[KWOK_DELAY] = meta[KWOK_DELAY.replace("/delay", "/jitter-delay")] = seconds
+    return mpijob
+
+
+def gone(kube: KubeLab, ns: str, path: Path, name: str) -> None:
+    """Deletes a job and waits for its pods to go (the garbage collector deletes them after the MPIJob)."""
+    kube.kubectl("delete", "-f", str(path), "--wait=true", timeout=120)
+    kube.kubectl("delete", "pod", "-l", f"roce-fabric/job={name}", "-n", ns, "--grace-period=0", "--force",
+                 check=False)
+    kube.kubectl("wait", "--for=delete", "pod", "-l", f"roce-fabric/job={name}", "-n", ns, "--timeout=90s",
+                 timeout=100, check=False)
+
+
+def wait_mpijob(kube: KubeLab, ns: str, name: str, timeout: float = 300) -> str:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        conds = json.loads(kube.kubectl("get", "mpijob", name, "-n", ns, "-o", "json").stdout).get(
+            "status", {}).get("conditions", [])
+        done = [c["type"] for c in conds if c["type"] in ("Succeeded", "Failed") and c["status"] == "True"]
+        if done:
+            return done[0]
+        time.sleep(0.5)
+    return "Running"
+
+
+def test_control_plane_nodes_carry_the_fabrics_resources_and_labels(kube: KubeLab, h100: FabricIntent) -> None:
+    use(kube, h100)
+    nodes = {n["metadata"]["name"]: n for n in json.loads(kube.kubectl("get", "nodes", "-o", "json").stdout)["items"]}
+    assert set(nodes) == set(h100.hosts)
+    n = nodes["gpu-su2-03"]
+    assert n["status"]["allocatable"]["nvidia.com/gpu"] == "8"
+    assert {k: v for k, v in n["status"]["allocatable"].items() if "rail" in k} == {
+        f"nvidia.com/rail{r}": "1" for r in range(1, 9)}  # PF pass-through: one device per rail
+    assert n["metadata"]["labels"]["fabric.roce.io/scalable-unit"] == "su2"
+    ready = {c["type"]: c["status"] for c in n["status"]["conditions"]}
+    assert ready["Ready"] == "True"
+
+
+@pytest.mark.parametrize("which", ["h100-400g", "two-su", "three-su"])
+def test_every_rendered_job_is_admitted_placed_on_its_hosts_and_completes(kube: KubeLab, h100: FabricIntent,
+                                                                         generated: dict[str, FabricIntent],
+                                                                         which: str, tmp_path: Path) -> None:
+    """The --render-only bundle as an engineer applies it: networks, HyperNodes, then each job. The API server
+    admits every object (schemas of the real CRDs, server-side), the scheduler binds one worker per intended
+    host and the launcher on one of them, the MPI Operator runs the launcher Job to completion."""
+    fabric = h100 if which == "h100-400g" else generated[which]
+    use(kube, fabric)
+    bundle.render_bundle(fabric, tmp_path, IMAGE)
+    kube.kubectl("apply", "--server-side", "-f", str(tmp_path / "networks.yaml"), "-f",
+                 str(tmp_path / "hypernodes.yaml"))
+    ns = fabric.kubernetes.namespace
+    jobs = sorted((tmp_path / "jobs").glob("*.yaml"))
+    assert len(jobs) == 6
+    for path in jobs:
+        _group, mpijob = yaml.safe_load_all(path.read_text())
+        name = mpijob["metadata"]["name"]
+        hosts = mpijob["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["affinity"]["nodeAffinity"][
+            "requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0]["matchExpressions"][0]["values"]
+        kube.kubectl("delete", "events", "--all", "-n", ns)  # earlier jobs of the same name
+        kube.apply([_group, launcher_runs(mpijob, "5s")])
+        assert wait_mpijob(kube, ns, name) == "Succeeded", kube.kubectl("describe", "mpijob", name, "-n", ns).stdout
+        placed = scheduled(kube, ns, name, expect=len(hosts) + 1)
+        workers = {p: n for p, n in placed.items() if "-worker-" in p}
+        assert sorted(workers.values()) == sorted(hosts), name  # one worker on each intended host
+        (launcher,) = (n for p, n in placed.items() if "-launcher" in p)
+        assert launcher in hosts
+        gone(kube, ns, path, name)
+        assert set(workers) == {f"{name}-worker-{i}" for i in range(len(hosts))}
+
+
+def test_nccl_check_runs_on_the_cluster_and_judges_the_launchers_log(on_path: KubeLab, h100: FabricIntent,
+                                                                     tmp_path: Path) -> None:
+    """`fabric accept --launcher k8s`'s NCCL check, unchanged: applies, follows the MPIJob, reads the launcher's
+    log through the API server (kwok serves the nccl-tests output) and judges it as on hosts."""
+    use(on_path, h100)
+    check = NcclAllReduce(NcclInput(launcher="k8s", image=IMAGE, pairs="none", cluster=True, min_busbw_gbytes=1.0))
+    res = check.run(Context(site=SimpleNamespace(fabric=h100), report_dir=tmp_path))  # type: ignore[arg-type]
+    assert res.status == "pass", res.message
+    assert res.measurements and all(m.value and m.value > 1.0 for m in res.measurements)
+    check = NcclAllReduce(NcclInput(launcher="k8s", image=IMAGE, pairs="none", cluster=True,
+                                    min_busbw_gbytes=10_000.0))
+    res = check.run(Context(site=SimpleNamespace(fabric=h100), report_dir=tmp_path / "2"))  # type: ignore[arg-type]
+    assert res.status == "fail"
+
+
+def test_a_cordoned_host_or_one_without_rail_devices_is_never_chosen_and_the_reason_is_reported(
+        on_path: KubeLab, h100: FabricIntent, tmp_path: Path) -> None:
+    """`fabric remediate`'s cordon, and a node whose rail devices are gone: the job waits as a whole for that
+    host rather than running elsewhere, and the runner says why in the scheduler's words."""
+    kube = use(on_path, h100)
+    ns = h100.kubernetes.namespace
+    su1 = sorted(h for h in h100.hosts if h100.hosts[h].su == 1)[:4]
+    job = k8s.nccl_pod_job(h100, "nccl-held", su1, ["all_reduce_perf", "-b", "8", "-e", "1G"], 8, IMAGE)
+    path = tmp_path / "job.yaml"
+    group, mpijob = k8s.mpijob_manifests(job, h100)
+    path.write_text(yaml.safe_dump_all([group, launcher_runs(mpijob, "600s")], sort_keys=False))
+    kube.kubectl("delete", "events", "--all", "-n", ns)
+    kube.kubectl("cordon", su1[1])
+    kube.kubectl("patch", "node", su1[2], "--subresource=status", "--type=merge", "-p",
+                 json.dumps({"status": {"allocatable": {"nvidia.com/rail3": "0"}, "capacity": {
+                     "nvidia.com/rail3": "0"}}}))
+    try:
+        runner = k8s.K8sRunner(ns, poll_s=0.5)
+        assert not runner.skip
+        _log, err = runner.run(path, "nccl-held", timeout=8)
+        assert "MPIJob nccl-held not finished after 8s" in err
+        assert "node(s) were unschedulable" in err and "Insufficient nvidia.com/rail3" in err, err
+        nodes = set(scheduled(kube, ns, "nccl-held").values())
+        assert su1[1] not in nodes and su1[2] not in nodes
+    finally:
+        kube.kubectl("uncordon", su1[1])
+        kube.kubectl("patch", "node", su1[2], "--subresource=status", "--type=merge", "-p",
+                     json.dumps({"status": {"allocatable": {"nvidia.com/rail3": "1"}, "capacity": {
+                         "nvidia.com/rail3": "1"}}}))
+        kube.kubectl("delete", "mpijob", "nccl-held", "-n", ns, "--ignore-not-found", "--wait=true", timeout=120)
+
+
+def test_two_jobs_at_once_both_complete(kube: KubeLab, h100: FabricIntent, tmp_path: Path) -> None:
+    use(kube, h100)
+    ns = h100.kubernetes.namespace
+    su1 = sorted(h for h in h100.hosts if h100.hosts[h].su == 1)
+    names = []
+    for i, hosts in enumerate((su1[:4], su1[2:6])):  # overlapping hosts, 8 GPUs each: they must take turns
+        job = k8s.nccl_pod_job(h100, f"nccl-both-{i}", hosts, ["all_reduce_perf"], 8, IMAGE)
+        group, mpijob = k8s.mpijob_manifests(job, h100)
+        (tmp_path / f"{i}.yaml").write_text(yaml.safe_dump_all([group, launcher_runs(mpijob, "3s")]))
+        names.append(job.name)
+    kube.kubectl("apply", "--server-side", "-f", str(tmp_path / "0.yaml"), "-f", str(tmp_path / "1.yaml"))
+    assert [wait_mpijob(kube, ns, n, 120) for n in names] == ["Succeeded", "Succeeded"]
+    for i in range(2):
+        gone(kube, ns, tmp_path / f"{i}.yaml", names[i])
+
+
+def test_lab_up_k8s_prints_a_kubeconfig_and_down_ends_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """For users: `fabric lab up INV --k8s` leaves the control plane running with one node per host and prints
+    the kubeconfig; `fabric lab down INV` ends every process and removes the state."""
+    import subprocess
+    import sys
+
+    from fabric.lab import kube
+
+    bins = bins_dir()
+    require(not missing_bins(bins), f"the Kubernetes binaries in {bins}: make k8s-bins")
+    inv = ROOT / "tests" / "fixtures" / "inventories" / "k8s-vlan16"
+    fab = str(Path(sys.executable).parent / "fabric")
+    env = {**os.environ, "FABRIC_K8S_LAB_STATE": str(tmp_path / "state")}
+    try:
+        up = subprocess.run([fab, "lab", "up", str(inv), "--k8s"], capture_output=True, text=True, env=env,
+                            timeout=300)
+        assert up.returncode == 0, up.stderr
+        kubeconfig = up.stdout.split("export KUBECONFIG=", 1)[1].split()[0]
+        assert oct(Path(kubeconfig).stat().st_mode & 0o777) == "0o600"
+        nodes = subprocess.run([str(bins / "bin" / "kubectl"), "--kubeconfig", kubeconfig, "get", "nodes", "-o",
+                                "name"], capture_output=True, text=True, timeout=60)
+        assert len(nodes.stdout.split()) == 16, nodes.stderr
+        again = subprocess.run([fab, "lab", "up", str(inv), "--k8s"], capture_output=True, text=True, env=env,
+                               timeout=120)
+        assert again.returncode == 2 and "runs already" in again.stderr and "Traceback" not in again.stderr
+    finally:
+        down = subprocess.run([fab, "lab", "down", str(inv)], capture_output=True, text=True, env=env, timeout=120)
+    assert "Kubernetes lab stopped" in down.stdout, down.stderr
+    monkeypatch.setenv("FABRIC_K8S_LAB_STATE", str(tmp_path / "state"))
+    assert not kube.running("k8s-vlan16") and not (tmp_path / "state" / "k8s-vlan16").exists()
