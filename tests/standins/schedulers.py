@@ -106,7 +106,6 @@ def _kubectl_parser() -> _Parser:
     g.add_argument("name", nargs="?")
     g.add_argument("-o", "--output", choices=["json", "yaml", "name", "wide"])
     g.add_argument("--raw")  # an API path: the runner's reachability probe (`get --raw /readyz`)
-    g.add_argument("--request-timeout")
     lg = sub.add_parser("logs")
     lg.add_argument("target")
     lg.add_argument("--tail", type=int, default=-1)
