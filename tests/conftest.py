@@ -33,9 +33,11 @@ def example_copy(tmp_path: Path) -> Path:
 # Parallel runs (`pytest -n 3 --dist loadgroup`, what `make test` does): the tests of one xdist group run one
 # after another on one worker. Every `lab` test is in group "lab" (the lab's namespaces, management bridge, FRR and
 # state base are shared); every other `root` test in group "root" (namespaces, sshd and SSH stand-ins, each named
-# per process, but their timers and daemons are kept off each other); the rest spread over the workers. A new
+# per process, but their timers and daemons are kept off each other); every `k8s` test in group "k8s" (one
+# control plane at a time on two cores); the rest spread over the workers. A new
 # root or lab test is grouped by its marker alone. Without xdist the groups are inert.
-SERIAL_GROUPS = (("lab", "lab"), ("root", "root"))  # (marker, group), the first marker that matches decides
+# (marker, group): the first marker that matches decides
+SERIAL_GROUPS = (("lab", "lab"), ("root", "root"), ("k8s", "k8s"))
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups

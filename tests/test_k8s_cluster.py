@@ -15,14 +15,10 @@ import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 import yaml
 
-from fabric.accept import k8s
-from fabric.accept.checks.base import Context
-from fabric.accept.checks.nccl import NcclAllReduce, NcclInput
 from fabric.accept.k8s import bundle
 from fabric.design.derive import derive
 from fabric.design.intent import FabricIntent
@@ -180,69 +176,6 @@ def test_every_rendered_job_is_admitted_placed_on_its_hosts_and_completes(kube: 
         assert launcher in hosts
         gone(kube, ns, path, name)
         assert set(workers) == {f"{name}-worker-{i}" for i in range(len(hosts))}
-
-
-def test_nccl_check_runs_on_the_cluster_and_judges_the_launchers_log(on_path: KubeLab, h100: FabricIntent,
-                                                                     tmp_path: Path) -> None:
-    """`fabric accept --launcher k8s`'s NCCL check, unchanged: applies, follows the MPIJob, reads the launcher's
-    log through the API server (kwok serves the nccl-tests output) and judges it as on hosts."""
-    use(on_path, h100)
-    check = NcclAllReduce(NcclInput(launcher="k8s", image=IMAGE, pairs="none", cluster=True, min_busbw_gbytes=1.0))
-    res = check.run(Context(site=SimpleNamespace(fabric=h100), report_dir=tmp_path))  # type: ignore[arg-type]
-    assert res.status == "pass", res.message
-    assert res.measurements and all(m.value and m.value > 1.0 for m in res.measurements)
-    check = NcclAllReduce(NcclInput(launcher="k8s", image=IMAGE, pairs="none", cluster=True,
-                                    min_busbw_gbytes=10_000.0))
-    res = check.run(Context(site=SimpleNamespace(fabric=h100), report_dir=tmp_path / "2"))  # type: ignore[arg-type]
-    assert res.status == "fail"
-
-
-def test_a_cordoned_host_or_one_without_rail_devices_is_never_chosen_and_the_reason_is_reported(
-        on_path: KubeLab, h100: FabricIntent, tmp_path: Path) -> None:
-    """`fabric remediate`'s cordon, and a node whose rail devices are gone: the job waits as a whole for that
-    host rather than running elsewhere, and the runner says why in the scheduler's words."""
-    kube = use(on_path, h100)
-    ns = h100.kubernetes.namespace
-    su1 = sorted(h for h in h100.hosts if h100.hosts[h].su == 1)[:4]
-    job = k8s.nccl_pod_job(h100, "nccl-held", su1, ["all_reduce_perf", "-b", "8", "-e", "1G"], 8, IMAGE)
-    path = tmp_path / "job.yaml"
-    group, mpijob = k8s.mpijob_manifests(job, h100)
-    path.write_text(yaml.safe_dump_all([group, launcher_runs(mpijob, "600s")], sort_keys=False))
-    kube.kubectl("delete", "events", "--all", "-n", ns)
-    kube.kubectl("cordon", su1[1])
-    kube.kubectl("patch", "node", su1[2], "--subresource=status", "--type=merge", "-p",
-                 json.dumps({"status": {"allocatable": {"nvidia.com/rail3": "0"}, "capacity": {
-                     "nvidia.com/rail3": "0"}}}))
-    try:
-        runner = k8s.K8sRunner(ns, poll_s=0.5)
-        assert not runner.skip
-        _log, err = runner.run(path, "nccl-held", timeout=8)
-        assert "MPIJob nccl-held not finished after 8s" in err
-        assert "node(s) were unschedulable" in err and "Insufficient nvidia.com/rail3" in err, err
-        nodes = set(scheduled(kube, ns, "nccl-held").values())
-        assert su1[1] not in nodes and su1[2] not in nodes
-    finally:
-        kube.kubectl("uncordon", su1[1])
-        kube.kubectl("patch", "node", su1[2], "--subresource=status", "--type=merge", "-p",
-                     json.dumps({"status": {"allocatable": {"nvidia.com/rail3": "1"}, "capacity": {
-                         "nvidia.com/rail3": "1"}}}))
-        kube.kubectl("delete", "mpijob", "nccl-held", "-n", ns, "--ignore-not-found", "--wait=true", timeout=120)
-
-
-def test_two_jobs_at_once_both_complete(kube: KubeLab, h100: FabricIntent, tmp_path: Path) -> None:
-    use(kube, h100)
-    ns = h100.kubernetes.namespace
-    su1 = sorted(h for h in h100.hosts if h100.hosts[h].su == 1)
-    names = []
-    for i, hosts in enumerate((su1[:4], su1[2:6])):  # overlapping hosts, 8 GPUs each: they must take turns
-        job = k8s.nccl_pod_job(h100, f"nccl-both-{i}", hosts, ["all_reduce_perf"], 8, IMAGE)
-        group, mpijob = k8s.mpijob_manifests(job, h100)
-        (tmp_path / f"{i}.yaml").write_text(yaml.safe_dump_all([group, launcher_runs(mpijob, "3s")]))
-        names.append(job.name)
-    kube.kubectl("apply", "--server-side", "-f", str(tmp_path / "0.yaml"), "-f", str(tmp_path / "1.yaml"))
-    assert [wait_mpijob(kube, ns, n, 120) for n in names] == ["Succeeded", "Succeeded"]
-    for i in range(2):
-        gone(kube, ns, tmp_path / f"{i}.yaml", names[i])
 
 
 def test_lab_up_k8s_prints_a_kubeconfig_and_down_ends_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

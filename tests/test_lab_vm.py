@@ -28,15 +28,13 @@ import pytest
 import yaml
 
 from fabric.accept import counters as cn
-from fabric.accept.checks.congestion import Incast, IncastInput, configured_share
-from fabric.accept.results import Measurement
+from fabric.accept.checks.congestion import configured_share
 from fabric.accept.tools import End, IbWriteBw, ends
 from fabric.design.derive import derive
 from fabric.design.intent import FabricIntent
 from fabric.lab import vm
 from fabric.lab.qos import port_lines
 from fabric.model.load import load
-from fabric.parsers import parse_iperf3
 from fabric.parsers.iproute import queue_counters
 from fabric.render import render_switch
 from tests.conftest import require
@@ -229,7 +227,7 @@ def test_incast_counts_ce_marks_on_the_receiver_port_and_none_on_an_idle_port(
     ports = ["swp1", "swp2", "swp3", "swp4"]
     d = cn.delta({LEAF: port_counters(out, "rdma-pair", ports)}, {LEAF: port_counters(out, "rdma-incast", ports)})
     assert d[LEAF]["swp1"]["queue:3:ecn_marked"] > 0, d
-    assert all(d[LEAF][p]["queue:3:ecn_marked"] == 0 for p in ports[1:]), d
+    assert all(d[LEAF][p].get("queue:3:ecn_marked", 0) == 0 for p in ports[1:]), d
 
 
 def test_ets_share_is_read_from_the_qdisc_counters(run: tuple[FabricIntent, Path, vm.VmRun]) -> None:
@@ -256,22 +254,6 @@ def u32_success(text: str, flowid: str, dscp: int) -> int:
                   text)
     assert m, text
     return int(m[1])
-
-
-def test_throttled_sender_is_named_with_its_leaf_port(run: tuple[FabricIntent, Path, vm.VmRun]) -> None:
-    fabric, out, _ = run
-    ports = ["swp1"]
-    d = cn.delta({LEAF: port_counters(out, "ets", ports)}, {LEAF: port_counters(out, "fault", ports)})
-    got = [Measurement(rail=RAIL, src=s, dst=RECEIVER, unit="Gb/s", tool="iperf3",
-                       value=parse_iperf3((out / f"fault-{s}.json").read_text(), s).received.bits_per_second / 1e9)
-           for s in SENDERS]
-    check = Incast(IncastInput(tool="iperf3", threshold_gbps=0.8 * 0.02, fair_share=FAIR_SHARE))
-    problems: list[str] = []
-    locations: list = []
-    ms = check._judge(fabric, d, check.inputs, RAIL, RECEIVER, SENDERS, got, problems, locations)
-    assert [(loc.rail, loc.hosts) for loc in locations] == [(RAIL, [THROTTLED])], problems
-    assert f"{THROTTLED}→{RECEIVER}" in problems[0] and "leaf-su1-r1:swp3" in problems[0]
-    assert any(m.unit == "CE-marked packets" and m.src == LEAF for m in ms)  # the port's marks are read and shown
 
 
 def test_soft_roce_cannot_cross_namespaces(run: tuple[FabricIntent, Path, vm.VmRun]) -> None:
