@@ -233,7 +233,7 @@ def test_dscp_26_is_counted_into_the_lossless_band(run: tuple[FabricIntent, Path
     """The leaf's u32 filter for DSCP 26 (the RoCE ToS 106 >> 2) sends to class 1:5 = band 4 = TC3, the lossless
     queue, and counts what it matched (`rule hit … success …`, CONFIG_CLS_U32_PERF)."""
     _, out, _ = run
-    assert u32_success((out / "filter.txt").read_text(), "1:5", 26) > 1000
+    assert u32_success((out / "filter.txt").read_text(), "1:5", 26) > 0  # 704–40,000 under emulation: how much, varies
 
 
 def u32_success(text: str, flowid: str, dscp: int) -> int:
