@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -25,6 +24,7 @@ from tests.conftest import ROOT, require
 from tests.standins.common import read_json, write_json
 from tests.standins.harness import StandinNet, seed, standins
 from tests.test_sonic_brownfield import ADOPT, CORPUS
+from tests.test_sonic_brownfield import _inventory as corpus_inventory
 
 pytestmark = [pytest.mark.root]
 FABRIC = str(Path(os.sys.executable).with_name("fabric"))
@@ -33,14 +33,10 @@ FAST = ("--settle", "0.5", "--postcheck-timeout", "3", "--confirm-timer", "30")
 
 
 def _inventory(tmp: Path, platform: str, speed: str | None) -> Path:
-    dst = tmp / "inv"
-    shutil.copytree(ROOT / "inventories" / "sonic-example", dst)
+    """The corpus test's inventory for `platform`, with the stand-ins' key and known_hosts."""
+    dst = corpus_inventory(tmp, platform, speed)
     fab = dst / "fabric.yaml"
     doc = yaml.safe_load(fab.read_text())
-    for role in doc["roles"].values():
-        role["platform"] = platform
-    for link in doc["cabling"].values():
-        link["speed"] = speed or link["speed"]
     doc["access"] = {"username": "root", "key_file": str(tmp / "id_ed25519"), "known_hosts": str(tmp / "known_hosts")}
     fab.write_text(yaml.safe_dump(doc, sort_keys=False))
     return dst

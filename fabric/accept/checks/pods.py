@@ -110,10 +110,7 @@ class PodRailBandwidth(Check):
             res.message = (f"Expected ≥ {worst.threshold:g} {worst.unit} between pods on every rail and direction. "
                            f"Actual: {len(bad)}/{len(ms)} below, worst {worst.src}→{worst.dst} rail {worst.rail} "
                            + (f"{worst.value:g} {worst.unit}" if worst.value is not None else worst.detail))
-        if err:
-            res.message = (res.message + "; " if res.message else "") + err
-            res.evidence.append(err)
-        return res
+        return _with_error(res, err)
 
 
 class PodLatencyInput(LatencyInput):
@@ -157,7 +154,12 @@ class PodRailLatency(PodRailBandwidth):
             res.message = (f"Expected p99 ≤ {limit:g} us between pods on every rail and direction. Actual: "
                            f"{len(bad)}/{len(ms)} above, worst {worst.src}→{worst.dst} rail {worst.rail} "
                            + (f"{worst.value:g} us" if worst.value is not None else worst.detail))
-        if err:
-            res.message = (res.message + "; " if res.message else "") + err
-            res.evidence.append(err)
-        return res
+        return _with_error(res, err)
+
+
+def _with_error(res: CheckResult, err: str) -> CheckResult:
+    """The launcher's own error (if any) after the verdict's message, and as evidence."""
+    if err:
+        res.message = (res.message + "; " if res.message else "") + err
+        res.evidence.append(err)
+    return res
