@@ -55,6 +55,7 @@ class Port:
     speed: int  # Gb/s
     lanes: int
     lossless: bool
+    address: str | None = None  # p2p31 addressing: the leaf side of a host port's /31
 
 
 @dataclass(frozen=True)
@@ -133,7 +134,8 @@ def intent_of(inventory: Path) -> Intent:
             name=sw.name, role=sw.role, platform=sw.platform, loopback=sw.loopback, management=sw.management,
             asn=sw.bgp.asn, max_paths=sw.bgp.max_paths, timers=(sw.bgp.keepalive, sw.bgp.hold), mtu=sw.mtu,
             ports=tuple(Port(name=p.name, kind=p.kind, peer=p.peer, peer_port=p.peer_port, vlan=p.vlan,
-                             speed=p.speed, lanes=p.lanes, lossless=p.lossless) for p in sw.ports),
+                             speed=p.speed, lanes=p.lanes, lossless=p.lossless, address=p.address)
+                        for p in sw.ports),
             svis=tuple(Svi(vlan=s.vlan, name=s.name, address=s.address, label=f"su{s.su}-rail{s.rail}")
                        for s in sw.svis),
             neighbors={n.port: n.remote_asn for n in sw.bgp.neighbors},
@@ -215,8 +217,13 @@ def avd_inputs(intent: Intent) -> dict[str, Any]:
     def leaf(sw: Switch, i: int) -> dict[str, Any]:
         up = [p for p in sw.ports if p.kind == "fabric"]
         assert all(p.lossless for p in up), f"{sw.name}: every fabric port is lossless in this design"
+        # p2p31 addressing: a routed host port is one of the node's `l3_interfaces` (eos_designs node settings)
+        routed = [{"name": p.name, "ip_address": p.address, "peer": p.peer, "peer_interface": p.peer_port,
+                   "speed": f"{p.speed}g-{p.lanes}", "structured_config": {"mtu": "PLATFORM_L3_MTU"},
+                   **({"qos_profile": PROFILE} if p.lossless else {})}
+                  for p in sw.ports if p.kind == "host" and p.address is not None]
         return {**node(sw, i), "uplink_interfaces": [p.name for p in up], "uplink_switches": [p.peer for p in up],
-                "uplink_switch_interfaces": [p.peer_port for p in up]}
+                "uplink_switch_interfaces": [p.peer_port for p in up], **({"l3_interfaces": routed} if routed else {})}
 
     parallel = max((sum(1 for p in s.ports if p.kind == "fabric" and p.peer == sp.name) for s in leaves
                     for sp in spines), default=1)
@@ -229,8 +236,8 @@ def avd_inputs(intent: Intent) -> dict[str, Any]:
     servers: dict[str, list[dict[str, Any]]] = {}
     for sw in leaves:
         for p in sw.ports:
-            if p.kind == "host":
-                assert p.vlan is not None, f"{sw.name} {p.name}: svi addressing expected (access VLAN per rail)"
+            if p.kind == "host" and p.address is None:
+                assert p.vlan is not None, f"{sw.name} {p.name}: an access VLAN per rail (svi) or a /31 (p2p31)"
                 servers.setdefault(p.peer, []).append({
                     "switches": [sw.name], "switch_ports": [p.name], "endpoint_ports": [p.peer_port],
                     "mode": "access", "vlans": str(p.vlan), "speed": f"{p.speed}g-{p.lanes}", "mtu": "PLATFORM_L3_MTU",

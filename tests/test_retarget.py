@@ -1,7 +1,9 @@
 """Issue 24: one fabric, any NOS. Every shipped inventory, with only `roles.<role>.target` and `platform` changed,
 validates, lints and renders on every NOS: SONiC renders pass SONiC's YANG models (../shared/tools/
-sonic_yang_check.py), NVUE renders use only documented NVUE paths (tests/fixtures/nvue/paths.yaml), and a link
-written with NOS-neutral ports (`12/2`) gets each NOS's own port name."""
+sonic_yang_check.py), NVUE renders use only documented NVUE paths (tests/fixtures/nvue/paths.yaml), EOS renders of
+every switch match Arista's pyavd rendering the same intent section for section (tests/test_eos_pyavd.py's
+sections and deliberate differences), and a link written with NOS-neutral ports (`12/2`) gets each NOS's own port
+name."""
 
 from __future__ import annotations
 
@@ -11,12 +13,13 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from fabric.model.platforms import PLATFORMS
 from fabric.nos import NOS
-from tests.conftest import ROOT
+from tests.conftest import ROOT, require
 
 INVENTORIES = sorted(p.name for p in (ROOT / "inventories").iterdir() if p.is_dir())
 SPECTRUM = {name for name, p in PLATFORMS.items() if p.asic.startswith("spectrum")}
@@ -117,6 +120,39 @@ def test_nvue_renders_use_documented_paths(renders: dict[tuple[str, str], Path])
         render = Render(inv, out)
         problems = check(render.set_lines(), release) + check(render.patch_leaves(), release)
         assert not problems, report(problems, release, f"{name} on NVUE")
+
+
+@pytest.fixture(scope="module")
+def eos_parity(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """Every shipped inventory re-targeted to EOS: ours (every switch, rendered by the CLI) and pyavd's rendering of
+    the same intent, through tests/test_eos_pyavd.py (one pyavd subprocess for all of them)."""
+    from tests import test_eos_pyavd as avd
+
+    require(avd.avd_python_ok(), f"pyavd {avd.PYAVD_VERSION} in {avd.AVD_PYTHON.parent.parent} (run `make refs-avd`)")
+    tmp = tmp_path_factory.mktemp("retarget-eos")
+    inventories = {name: retarget(name, "eos", tmp / "inv") for name in INVENTORIES}
+    intents = {name: avd.intent_of(inv) for name, inv in inventories.items()}
+    done = subprocess.run([str(avd.AVD_PYTHON), str(avd.AVD_SCRIPT)],
+                          input=json.dumps({k: avd.avd_inputs(i) for k, i in intents.items()}),
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, f"pyavd failed:\n{done.stderr[-4000:]}"
+    configs = json.loads(done.stdout)["configs"]
+    return {name: avd.Fabric(intent=intents[name], ours=avd.render_ours(inv, tmp / "render" / name),
+                             pyavd={d: avd.parse(t) for d, t in configs[name].items()}, pyavd_text=configs[name],
+                             pyavd_l3_mtu=0) for name, inv in inventories.items()}
+
+
+@pytest.mark.parametrize("name", INVENTORIES)
+def test_eos_renders_match_pyavd(eos_parity: dict[str, Any], name: str) -> None:
+    """Every switch of the re-targeted inventory, every section tests/test_eos_pyavd.py compares: a difference not in
+    its DELIBERATE list fails as `device: section: key: ours …, pyavd …`."""
+    from tests.test_eos_pyavd import SECTIONS, differences
+
+    f = eos_parity[name]
+    assert sorted(f.ours) == sorted(f.pyavd) == sorted(s.name for s in f.intent.switches)
+    problems = [f"{sw.name}: {section}: {d}" for section, s in SECTIONS.items() for sw in f.intent.switches
+                for d in differences(s.extract(f.ours[sw.name], sw), s.extract(f.pyavd[sw.name], sw))]
+    assert not problems, "\n".join(problems[:40])
 
 
 @pytest.mark.parametrize(("target", "platform", "names"), [
