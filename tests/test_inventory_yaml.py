@@ -136,6 +136,13 @@ LOCATED = [
     ("hosts.yaml", "{rail: 1, ", "{", "hosts.yaml:7: hosts.defaults.nics[0].rail: expected this required key"),
     ("addressing.yaml", "  rails: 10.100.0.0/16\n", "",
      "addressing.yaml:1: addressing.rails: expected this required key, found nothing"),
+    # a required section no file has (issue 24 item 6): in the file named after it, in the one file that holds
+    # nothing, or between the sections before and after it where one file holds both
+    ("addressing.yaml", "addressing:\n", "x-addressing:\n", "addressing.yaml:1: addressing: expected this "
+     "required section, found nothing (this file holds no addressing: section)"),
+    ("fabric.yaml", "roles:\n  spine: {platform: linux-frr, target: frr}\n  leaf: {platform: linux-frr, target: "
+     "frr}\n", "", "fabric.yaml:14: roles: expected this required section, found nothing (it belongs before "
+     "cabling:)"),
 ]
 
 
@@ -153,6 +160,19 @@ def test_missing_keys_and_non_text_keys_name_file_and_line(tmp_path: Path, file:
     got = [str(p) for p in exc.value.problems]
     assert any(g.startswith(f"{inv}/" + want.format(inv=inv)) for g in got), got
     assert all(p.line for p in exc.value.problems), got
+
+
+def test_sections_missing_from_an_emptied_file_are_located_at_it(tmp_path: Path) -> None:
+    """fabric.yaml emptied: fabric, topology and roles are missing, and that file is where they were."""
+    inv = tmp_path / "inv"
+    shutil.copytree(EXAMPLE, inv)
+    (inv / "fabric.yaml").write_text("# nothing yet\n")
+    with pytest.raises(InputError) as exc:
+        load(inv)
+    assert [str(p) for p in exc.value.problems] == [
+        f"{inv}/fabric.yaml:1: {s}: expected this required section, found nothing (this file holds no fabric: "
+        "section)" if s == "fabric" else f"{inv}/fabric.yaml:1: {s}: expected this required section, found nothing "
+        "(this file holds no section)" for s in ("fabric", "topology", "roles")]
 
 
 # -- values by meaning per NOS (RF111, explain effective) --------------------------------------------------

@@ -119,17 +119,36 @@ def _remainder(data: dict[str, Any], exc: ValidationError) -> Inventory | None:
 
 
 def _missing_section(problem: Problem, smap: SourceMap, data: dict[Any, Any]) -> Problem:
-    """A required section that no file has: where a file has a top-level key the inventory does not know (the
-    section misspelt or mangled), located at that key; else at the inventory directory (no file to name)."""
+    """A required section that no file has, located where it belongs: at a top-level key the inventory does not
+    know (the section misspelt or mangled); else in the file named after it (`addressing.yaml` without an
+    `addressing:`); else in the one file that holds nothing; else between the sections written before and after
+    it (in the inventory's order) where one file holds both; else at the inventory directory (no file to name)."""
     if problem.line is not None or problem.file != smap.root or "." in problem.path or "[" in problem.path:
         return problem
-    known = {f.alias or n for n, f in Inventory.model_fields.items()}
-    stray = next((k for k in data if k not in known and smap.where((k,))[1]), None)
-    if stray is None:
+    order = [f.alias or n for n, f in Inventory.model_fields.items()]
+    stray = next((k for k in data if k not in order and smap.where((k,))[1]), None)
+    if stray is not None:
+        file, line = smap.where((stray,))
+        return Problem(file, line, problem.path, "this required section", f"nothing (an unknown section "
+                       f"{describe(stray)} here instead)")
+    section = problem.path
+    holding = {smap.lines[loc][0] for loc in smap.lines if len(loc) == 1}  # files with a top-level key
+    named = [f for f in smap.files if Path(f).stem == section]
+    empty = [f for f in smap.files if f not in holding]
+    where: tuple[str, int | None, str] | None = None
+    if named:
+        where = (named[0], 1, f"this file holds no {section}: section")
+    elif len(empty) == 1:
+        where = (empty[0], 1, "this file holds no section")
+    elif section in order:
+        i = order.index(section)
+        before = next((smap.where((s,)) for s in reversed(order[:i]) if s in data), None)
+        after = next(((s, smap.where((s,))) for s in order[i + 1:] if s in data), None)
+        if before and after and before[0] == after[1][0]:
+            where = (after[1][0], after[1][1], f"it belongs before {after[0]}:")
+    if where is None:
         return problem
-    file, line = smap.where((stray,))
-    return Problem(file, line, problem.path, "this required section", f"nothing (an unknown section "
-                   f"{describe(stray)} here instead)")
+    return Problem(where[0], where[1], section, "this required section", f"nothing ({where[2]})")
 
 
 def load(directory: str | Path) -> Loaded:
