@@ -216,3 +216,19 @@ def test_explain_shows_requested_and_effective_per_device(tmp_path: Path) -> Non
         "robustness = 100 ms × 3")
     assert rows["effective.qos.pfc_watchdog.robustness"][0] == "3"
     assert rows["effective.switching.mtu"][0] == "9216"
+
+
+def test_explain_shows_the_watchdog_a_nos_without_one_drops() -> None:
+    """inventories/example runs on Linux/FRR, which has no PFC watchdog: the preset's is requested, none runs
+    (explain says so; lint is silent, since the inventory does not spell it out)."""
+    from fabric.design.derive import derive
+    from fabric.explain import explain
+    from fabric.lint.context import Context
+    from fabric.lint.engine import run
+
+    loaded = load(EXAMPLE)
+    rows = {p: (v, o) for p, v, o in explain(loaded, derive(loaded).switches["leaf-su1-r1"], "effective")}
+    assert rows["effective.qos.pfc_watchdog"] == (
+        "off", "requested on (detection 200 ms) (preset or default); no PFC watchdog on this NOS (iproute2 dcb has "
+        "none): nothing on the switch breaks a PFC storm")
+    assert run(Context(loaded), select=["RF111"]).active() == []

@@ -415,6 +415,10 @@ WATCHDOG_DIFFERS = [  # (target, platform, override, what RF111 says the switch 
      "action (EOS has drop and no-drop, no alert-only action)"),
     ("eos", "7060x5", "detection: 205ms", "qos.pfc_watchdog.detection: requested 205 ms, Arista EOS runs 200 ms "
      "(EOS takes the timeout in seconds with 2 decimals: 0.2 s)"),
+    # the preset's watchdog spelt out on a NOS without one: one finding for the whole watchdog
+    ("frr", "linux-frr", "detection: 200ms, restoration: 200ms", "qos.pfc_watchdog: requested on (detection 200 ms), "
+     "Linux white-box with FRR (what the lab runs) runs off (no PFC watchdog on this NOS (iproute2 dcb has none): "
+     "nothing on the switch breaks a PFC storm)"),
 ]
 
 

@@ -1,8 +1,8 @@
 """Requested and effective values per switch: what the inventory (or its preset) asks for beside what the
 switch's NOS does with the rendered configuration, computed from the NOS row (fabric.nos: `watchdog_effect`,
-`mtu_max`, `adaptive_routing`). A value the NOS runs as written is not listed as a difference; one it cannot
-express is, with what the NOS does instead — lint RF111 reports the ones the inventory spells out, and
-`fabric explain` shows every one of them per device."""
+`watchdog` None for a NOS without a PFC watchdog, `mtu_max`, `adaptive_routing`). A value the NOS runs as
+written is not listed as a difference; one it cannot express is, with what the NOS does instead — lint RF111
+reports the ones the inventory spells out, and `fabric explain` shows every one of them per device."""
 
 from __future__ import annotations
 
@@ -53,6 +53,11 @@ def settings(loaded: Loaded, sw: SwitchIntent) -> list[Setting]:
             eff, how = effect.get(key, (req[key], ""))
             out.append(Setting(f"qos.pfc_watchdog.{key}", _text(key, req[key]),
                                None if eff is None else _text(key, eff), how, loc, loc in lines))
+    elif wd is not None and nos.watchdog is None and any(p.watchdog for p in sw.ports):
+        loc = ("qos", "pfc_watchdog")
+        out.append(Setting("qos.pfc_watchdog", f"on (detection {wd.detection_ms} ms)", "off",
+                           "no PFC watchdog on this NOS (iproute2 dcb has none): nothing on the switch breaks a PFC "
+                           "storm", loc, any((*loc, k) in lines for k in ("enabled", *_WATCHDOG))))
     mtu = loaded.inv.switching.mtu
     out.append(Setting("switching.mtu", str(mtu), str(sw.mtu),
                        f"the largest MTU {nos.title} takes (fabric.nos: mtu_max)" if sw.mtu != mtu else "",

@@ -522,7 +522,8 @@ class NosExpresses(Rule):
     explanation = (
         "NOSes express the same setting differently: NVUE's PFC watchdog has only a poll interval and a "
         "robustness count (it detects after their product), EOS takes its timers in 10 ms steps and has no "
-        "alert-only action, EOS caps the MTU at 9214, only NVUE renders adaptive routing (those two: warnings). "
+        "alert-only action, a Linux/FRR white-box has no PFC watchdog at all, EOS caps the MTU at 9214, only NVUE "
+        "renders adaptive routing (those two: warnings). "
         "A value the NOS runs "
         "as written is accepted; one it cannot express is rendered as the NOS does it, and this finding says "
         "what the switch will do instead (`fabric explain DEVICE effective` shows every such value)."
