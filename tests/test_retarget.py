@@ -21,7 +21,11 @@ from fabric.model.platforms import PLATFORMS
 from fabric.nos import NOS
 from tests.conftest import ROOT, require
 
-INVENTORIES = sorted(p.name for p in (ROOT / "inventories").iterdir() if p.is_dir())
+# every shipped inventory, and one written as engineers write them (issue 24: anchors, merge keys, the preset's
+# watchdog spelt out, per-link cable lengths, NOS-neutral ports, a mixed DGX/HGX fleet)
+SOURCES = {p.name: p for p in (ROOT / "inventories").iterdir() if p.is_dir()} | {
+    "dgx-hgx-2su": ROOT / "tests" / "fixtures" / "inventories" / "dgx-hgx-2su"}
+INVENTORIES = sorted(SOURCES)
 SPECTRUM = {name for name, p in PLATFORMS.items() if p.asic.startswith("spectrum")}
 
 
@@ -37,9 +41,9 @@ def platform_for(target: str, platform: str) -> str:
 
 
 def retarget(name: str, target: str, dst: Path) -> Path:
-    """A copy of inventories/<name> with every role's target (and platform) changed — nothing else."""
+    """A copy of inventory `name` with every role's target (and platform) changed — nothing else."""
     inv = dst / f"{name}-{target}"
-    shutil.copytree(ROOT / "inventories" / name, inv)
+    shutil.copytree(SOURCES[name], inv)
     text = (inv / "fabric.yaml").read_text()
     new = re.sub(r"\{platform: ([\w-]+), target: \w+",
                  lambda m: f"{{platform: {platform_for(target, m[1])}, target: {target}", text)
@@ -114,7 +118,7 @@ def test_nvue_renders_use_documented_paths(renders: dict[tuple[str, str], Path])
     for (name, target), out in renders.items():
         if target != "nvue":
             continue
-        inv = ROOT / "inventories" / name
+        inv = SOURCES[name]
         platform = platform_for("nvue", re.search(r"platform: ([\w-]+)", (inv / "fabric.yaml").read_text())[1])
         release = NOS["nvue"].release_for(platform)
         render = Render(inv, out)
@@ -181,3 +185,53 @@ def test_a_neutral_port_the_platform_lacks_is_located(tmp_path: Path) -> None:
     assert f"{inv}/links.yaml:2: links[0].a: expected a port of leaf-su1-r1: front-panel 1-64, each broken out " \
            "into /1-/2 (sn5600, 2 ways), found leaf-su1-r1:65/1" in said, said
     assert f"{inv}/links.yaml:2: links[0].b: expected a port of spine1" in said, said
+
+
+# The inventory the issue describes, as written (tests/fixtures/inventories/dgx-hgx-2su), then on every NOS with only
+# the anchor that every role aliases changed: which spelt-out watchdog values each NOS runs as written (RF111
+# silent), and which it cannot (RF111, waived in the inventory, with what the switch runs instead).
+RF111_WATCHDOG = {
+    "nvue": {"qos.pfc_watchdog.detection": "requested 200 ms, NVIDIA Cumulus Linux (NVUE) runs 300 ms",
+             "qos.pfc_watchdog.restoration": "requested 200 ms, NVIDIA Cumulus Linux (NVUE) runs the switch's own"},
+    "sonic": {}, "eos": {},
+    "frr": {"qos.pfc_watchdog": "requested on (detection 200 ms), Linux white-box with FRR (what the lab runs) runs "
+                                "off"},
+}
+
+
+@pytest.mark.parametrize("target", list(NOS))
+def test_an_engineers_inventory_loads_as_written_on_every_nos(tmp_path: Path, target: str) -> None:
+    from fabric.design.derive import derive
+    from fabric.explain import explain
+    from fabric.lint.context import Context
+    from fabric.lint.engine import run
+    from fabric.model.load import load
+
+    inv = retarget("dgx-hgx-2su", target, tmp_path)
+    loaded = load(inv)
+    fab = derive(loaded)
+    assert (len(fab.switches), len(fab.hosts)) == (24, 48)
+    # merge keys: the HGX entries take the anchor's NICs and management interface; a key in the entry wins
+    hgx, last, dgx = fab.hosts["gpu-su2-13"], fab.hosts["gpu-su2-24"], fab.hosts["gpu-su2-12"]
+    assert [r.netdev for r in hgx.rails][:2] == ["ens1np0", "ens2np0"] and hgx.management_interface == "eno1"
+    assert last.management_interface == "eno8303" and [r.netdev for r in last.rails] == [r.netdev for r in hgx.rails]
+    assert [r.rdma for r in dgx.rails] == [f"mlx5_{i}" for i in (0, 3, 4, 5, 6, 9, 10, 11)]
+    # per-link cable lengths through NOS-neutral ports, on both ends and in the headroom
+    leaf = fab.switches["leaf-su2-r1"]
+    far = [p for p in leaf.ports if p.peer == "spine1"]
+    assert [p.cable_m for p in far] == [80, 80, 80] and all(p.headroom.cable_m == 80 for p in far if p.headroom)
+    assert [p.cable_m for p in fab.switches["leaf-su1-r1"].ports[:3]] == [3, 7, 5]
+    assert sorted(p.cable_m for p in fab.switches["spine1"].ports if p.peer.startswith("leaf-su2-r")) == \
+        [40] * 20 + [80] * 4
+    # the spelt-out watchdog: RF111 only where the NOS cannot run it, waived with the inventory's reason
+    findings = [f for f in run(Context(loaded), select=["RF111"]).findings if f.item.startswith("qos.")]
+    said = {f.item: f.message for f in findings}
+    assert sorted(said) == sorted(RF111_WATCHDOG[target]), said
+    assert all(said[k].startswith(f"{k}: {v}") for k, v in RF111_WATCHDOG[target].items()), said
+    assert all(f.waived and f.file.endswith("qos.yaml") and f.line == 7 for f in findings), findings
+    rows = {p: v for p, v, _ in explain(loaded, fab.switches["leaf-su1-r1"], "effective")}
+    effective = {"nvue": "300 ms", "sonic": "200 ms", "eos": "200 ms"}
+    if target in effective:
+        assert rows["effective.qos.pfc_watchdog.detection"] == effective[target], rows
+    else:
+        assert rows["effective.qos.pfc_watchdog"] == "off", rows
