@@ -1,12 +1,20 @@
 """The import graph of `fabric` has no loops between modules, function-level imports included (grimp, the graph
-`lint-imports` checks the layer contracts on), and every NOS folder takes its name from the table."""
+`lint-imports` checks the layer contracts on), every top-level module sits in one layer of the contract, and
+every NOS folder takes its name from the table."""
 
 from __future__ import annotations
+
+import pkgutil
+import tomllib
+from pathlib import Path
 
 import grimp
 import pytest
 
+import fabric
 from fabric.nos import NOS, row_of
+
+PYPROJECT = Path(__file__).resolve().parents[1] / "pyproject.toml"
 
 # Loops allowed for now (each with the work that removes it).
 KNOWN: set[frozenset[str]] = set()  # none left: the Kubernetes work split accept.k8s into a package
@@ -64,6 +72,15 @@ def test_no_import_loops_between_modules() -> None:
     mods = set(graph.modules)
     adj = {m: graph.find_modules_directly_imported_by(m) & mods for m in mods}
     assert set(_loops(adj)) <= KNOWN, [sorted(c) for c in _loops(adj) if c not in KNOWN]
+
+
+def test_every_top_level_module_sits_in_one_layer() -> None:
+    contracts = tomllib.loads(PYPROJECT.read_text())["tool"]["importlinter"]["contracts"]
+    layers = next(c["layers"] for c in contracts if c["type"] == "layers" and "containers" not in c)
+    placed = [name.strip() for layer in layers for name in layer.split("|")]
+    top = sorted(f"fabric.{m.name}" for m in pkgutil.iter_modules(fabric.__path__))
+    assert len(placed) == len(set(placed)), placed
+    assert sorted(placed) == top
 
 
 @pytest.mark.parametrize("name", sorted(NOS))
