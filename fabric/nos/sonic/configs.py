@@ -13,6 +13,8 @@ from fabric.lint.view import Ecn, QosView
 from fabric.model.jsonlines import JsonLines
 from fabric.nos import row_of
 
+_PFC_WD = {"detection": "detection_time", "restoration": "restoration_time"}  # knob key → PFC_WD field (ms)
+
 
 def _ints(csv: str) -> list[int]:
     return sorted(int(x) for x in str(csv).replace(" ", "").split(",") if x.isdigit())
@@ -65,8 +67,7 @@ def parse(path: Path, name: str, text: str) -> DeviceConfig:
         p.watchdog = pname in wd
         if p.watchdog:
             w = wd[pname] or {}
-            p.wd_detection_ms = int(w["detection_time"]) if str(w.get("detection_time", "")).isdigit() else None
-            p.wd_restoration_ms = int(w["restoration_time"]) if str(w.get("restoration_time", "")).isdigit() else None
+            p.wd = {knob: int(w[f]) for knob, f in _PFC_WD.items() if str(w.get(f, "")).isdigit()}
             dev.lines[f"pfc_wd.{pname}"] = line("PFC_WD", pname) or 1
         if p.pfc and not p.watchdog:
             p.line = line("PORT_QOS_MAP", pname) or p.line
