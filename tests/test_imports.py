@@ -1,6 +1,6 @@
 """The import graph of `fabric` has no loops between modules, function-level imports included (grimp, the graph
 `lint-imports` checks the layer contracts on), every top-level module sits in one layer of the contract, and
-every NOS folder takes its name from the table."""
+`row_of` finds only NOS folders (each folder's own name from the table: tests/test_nos_table.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import grimp
 import pytest
 
 import fabric
-from fabric.nos import NOS, row_of
+from fabric.nos import row_of
 
 PYPROJECT = Path(__file__).resolve().parents[1] / "pyproject.toml"
 
@@ -81,12 +81,6 @@ def test_every_top_level_module_sits_in_one_layer() -> None:
     top = sorted(f"fabric.{m.name}" for m in pkgutil.iter_modules(fabric.__path__))
     assert len(placed) == len(set(placed)), placed
     assert sorted(placed) == top
-
-
-@pytest.mark.parametrize("name", sorted(NOS))
-def test_each_nos_folder_takes_its_name_from_the_table(name: str) -> None:
-    configs, driver = NOS[name].module("configs"), NOS[name].module("driver")
-    assert driver.DRIVER.target == name and row_of(configs.__name__) is NOS[name]
 
 
 def test_row_of_refuses_a_module_outside_the_nos_folders() -> None:
