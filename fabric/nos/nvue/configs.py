@@ -33,27 +33,32 @@ def _vlans(key: str) -> list[int]:
     return list(range(int(lo), int(hi or lo) + 1)) if lo.isdigit() and (hi or lo).isdigit() else []
 
 
+def _permits_gshut(rule: dict[str, Any]) -> bool:
+    """A community-list rule permitting the GRACEFUL_SHUTDOWN community."""
+    com = rule.get("community")
+    coms = com if isinstance(com, dict | list) else [com]
+    return rule.get("action", "permit") == "permit" and bool(GSHUT_VALUES & {str(c).lower() for c in coms})
+
+
 def _gshut(tree: dict[str, Any]) -> GshutConfig:
     """`router policy` community lists and route maps (Optional BGP Configuration, BGP Community Lists)."""
     gs = GshutConfig()
     policy = ((tree.get("router") or {}).get("policy") or {})
     for name, cl in (policy.get("community-list") or {}).items():
-        for rule in ((cl or {}).get("rule") or {}).values():
-            rule = rule or {}
-            com = rule.get("community")
-            coms = com if isinstance(com, dict | list) else [com]
-            if rule.get("action", "permit") == "permit" and GSHUT_VALUES & {str(c).lower() for c in coms}:
-                gs.lists.add(str(name))
+        if any(_permits_gshut(rule or {}) for rule in ((cl or {}).get("rule") or {}).values()):
+            gs.lists.add(str(name))
     for name, rm in (policy.get("route-map") or {}).items():
         for _n, rule in sorted(((rm or {}).get("rule") or {}).items(), key=lambda kv: int(kv[0])):
-            rule = rule or {}
-            if rule.get("action", "permit") != "permit":
-                continue
-            match = (rule.get("match") or {}).get("community-list")
-            pref = (rule.get("set") or {}).get("local-preference")
-            gs.entry(str(name)).append(({str(match)} if match is not None else set(),
-                                        int(pref) if isinstance(pref, int) else None))
+            if (rule or {}).get("action", "permit") == "permit":
+                gs.entry(str(name)).append(_route_map_entry(rule or {}))
     return gs
+
+
+def _route_map_entry(rule: dict[str, Any]) -> tuple[set[str], int | None]:
+    """A permit rule of a route map: the community lists it matches, the local preference it sets."""
+    match = (rule.get("match") or {}).get("community-list")
+    pref = (rule.get("set") or {}).get("local-preference")
+    return {str(match)} if match is not None else set(), int(pref) if isinstance(pref, int) else None
 
 
 Line = Callable[..., int | None]  # (*key under the `set` tree) → its line
@@ -191,6 +196,12 @@ def _port(pname: str, ic: dict[str, Any], q: _Qos, line: Line) -> PortConfig | N
     ar = (ic.get("router") or {}).get("adaptive-routing") or {}
     if ar:
         p.adaptive_routing = _on(ar.get("enable", ar.get("state", "on")))
+    _bridge(p, ic)
+    return p
+
+
+def _bridge(p: PortConfig, ic: dict[str, Any]) -> None:
+    """The port's bridge domain membership: its access VLAN, its tagged VLANs."""
     for member in (((ic.get("bridge") or {}).get("domain") or {}).values()):
         if not isinstance(member, dict):
             continue
@@ -198,7 +209,18 @@ def _port(pname: str, ic: dict[str, Any], q: _Qos, line: Line) -> PortConfig | N
             p.access_vlan = int(member["access"])
         if isinstance(member.get("vlan"), dict):
             p.tagged_vlans = [v for key in member["vlan"] for v in _vlans(str(key))]
-    return p
+
+
+def _neighbor_policy(gs: GshutConfig, peer: str, nc: dict[str, Any]) -> None:
+    """A neighbour's inbound route map, peer group, and whether it sends communities."""
+    v4 = ((nc.get("address-family") or {}).get("ipv4-unicast") or {})
+    if (rm := ((v4.get("policy") or {}).get("inbound") or {}).get("route-map")) is not None:
+        gs.inbound[peer] = str(rm)
+    if nc.get("peer-group"):
+        gs.groups[peer] = str(nc["peer-group"])
+    advertise = v4.get("community-advertise")
+    if (advertise if isinstance(advertise, dict) else {}).get("regular") in _OFF:
+        gs.no_send.add(peer)
 
 
 def _bgp(tree: dict[str, Any], dev: DeviceConfig, line: Line) -> None:
@@ -210,14 +232,7 @@ def _bgp(tree: dict[str, Any], dev: DeviceConfig, line: Line) -> None:
     vbgp = (((tree.get("vrf") or {}).get("default") or {}).get("router") or {}).get("bgp") or {}
     for peer, nc in (vbgp.get("neighbor") or {}).items():
         nc = nc or {}
-        v4 = ((nc.get("address-family") or {}).get("ipv4-unicast") or {})
-        if (rm := ((v4.get("policy") or {}).get("inbound") or {}).get("route-map")) is not None:
-            gs.inbound[str(peer)] = str(rm)
-        if nc.get("peer-group"):
-            gs.groups[str(peer)] = str(nc["peer-group"])
-        advertise = v4.get("community-advertise")
-        if (advertise if isinstance(advertise, dict) else {}).get("regular") in _OFF:
-            gs.no_send.add(str(peer))
+        _neighbor_policy(gs, str(peer), nc)
         dev.neighbors.append(BgpNeighborConfig(peer=str(peer), remote_as=str(nc.get("remote-as", "")),
                                                interface=str(peer).startswith("swp"),
                                                line=line("vrf", "default", "router", "bgp", "neighbor", peer)))
