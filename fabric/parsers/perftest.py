@@ -414,6 +414,41 @@ def _typed_info(res: dict[str, Any]) -> None:
         res[field] = integer(value) if value else None
 
 
+def _json_row(results: dict[str, Any], text: str, file: str) -> dict[str, Any]:
+    """The row fields of a `results` object (numbers, or numbers as text); other keys are left out."""
+    row: dict[str, Any] = {}
+    for key, value in results.items():
+        field = _JSON_KEYS.get(key)
+        if field is None:
+            continue
+        number = value if isinstance(value, int | float) and not isinstance(value, bool) else None
+        if number is None and isinstance(value, str):
+            number = num(value)
+        if number is None:
+            raise fail(file, json_line(text, key), f"results.{key}", "a number", repr(value))
+        row[field] = int(number) if field in _INT_FIELDS else float(number)
+    return row
+
+
+def _json_fields(test_info: dict[str, Any], test: str | None, is_bw: bool, bw_unit: str | None) -> dict[str, Any]:
+    """The result's fields besides its row, from `test_info`."""
+    info = {str(k): str(v) for k, v in test_info.items() if k != "test"}
+    return {
+        "source": "json",
+        "test": test,
+        "kind": "bw" if is_bw else "lat",
+        "info": info,
+        "bidirectional": "Bidirectional" in (test or ""),
+        "bw_unit": bw_unit if is_bw else None,
+        "lat_unit": None if is_bw else "usec",
+        "device": info.get("Device"),
+        "link_type": info.get("Link_type"),
+        "mtu": integer(info.get("Mtu", "")),
+        "gid_index": integer(info.get("GID_index", "")),
+        "num_qps": integer(info.get("Number_of_qps", "")),
+    }
+
+
 def parse_perftest_json(text: str, file: str = "-", bw_unit: str | None = None) -> PerftestResult:
     """Parse a perftest `--out_json` file (one result: the last size run). Pass `bw_unit` if known."""
     require_text(text, file, "perftest --out_json output")
@@ -427,17 +462,7 @@ def parse_perftest_json(text: str, file: str = "-", bw_unit: str | None = None) 
             type(doc).__name__ if not isinstance(doc, dict) else f"keys {sorted(doc)}",
         )
     test_info = doc.get("test_info") if isinstance(doc.get("test_info"), dict) else {}
-    row: dict[str, Any] = {}
-    for key, value in doc["results"].items():
-        field = _JSON_KEYS.get(key)
-        if field is None:
-            continue
-        number = value if isinstance(value, int | float) and not isinstance(value, bool) else None
-        if number is None and isinstance(value, str):
-            number = num(value)
-        if number is None:
-            raise fail(file, json_line(text, key), f"results.{key}", "a number", repr(value))
-        row[field] = int(number) if field in _INT_FIELDS else float(number)
+    row = _json_row(doc["results"], text, file)
     for key in ("bytes", "iterations"):
         if key not in row:
             name = "MsgSize" if key == "bytes" else "n_iterations"
@@ -452,21 +477,7 @@ def parse_perftest_json(text: str, file: str = "-", bw_unit: str | None = None) 
             "BW_average or t_* latency values",
             f"keys {sorted(doc['results'])}",
         )
-    info = {str(k): str(v) for k, v in test_info.items() if k != "test"}
-    res: dict[str, Any] = {
-        "source": "json",
-        "test": test,
-        "kind": "bw" if is_bw else "lat",
-        "info": info,
-        "bidirectional": "Bidirectional" in (test or ""),
-        "bw_unit": bw_unit if is_bw else None,
-        "lat_unit": None if is_bw else "usec",
-        "device": info.get("Device"),
-        "link_type": info.get("Link_type"),
-        "mtu": integer(info.get("Mtu", "")),
-        "gid_index": integer(info.get("GID_index", "")),
-        "num_qps": integer(info.get("Number_of_qps", "")),
-    }
+    res = _json_fields(test_info, test, is_bw, bw_unit)
     try:
         res["bw_rows" if is_bw else "lat_rows"] = [BwRow(**row) if is_bw else LatRow(**row)]
     except ValueError as exc:
