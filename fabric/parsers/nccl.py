@@ -288,6 +288,23 @@ def _json_op(op: dict[str, Any] | None) -> NcclOp | None:
                   busbw=float(op["bus_bw"]), wrong=int(wrong) if isinstance(wrong, int | float) else None)
 
 
+def _json_row(i: int, r: Any, file: str) -> NcclRow:
+    """One entry of `results`: its size, count, type, reduction, root and both operations."""
+    oop, inp = _json_op(r.get("out_of_place")), _json_op(r.get("in_place"))
+    if not isinstance(r, dict) or not isinstance(r.get("size"), int) or inp is None:
+        raise fail(file, None, f"nccl.json.results[{i}]", "size, in_place.alg_bw/bus_bw", show(str(r)[:80]))
+    root = str(r.get("root", "")).strip()
+    return NcclRow(size=r["size"], count=int(r.get("count") or 0), type=str(r.get("type", "")),
+                   redop=str(r.get("redop", "")), root=int(root) if root.lstrip("-").isdigit() else None,
+                   out_of_place=oop or inp, in_place=inp)
+
+
+def _json_rank(d: dict[str, Any]) -> NcclRank:
+    """One entry of `config.devices`."""
+    return NcclRank(rank=d["rank"], group=d.get("group"), pid=d.get("pid", 0), host=str(d.get("hostname", "")),
+                    device=d.get("device", 0), bus_id=str(d.get("device_hex", "")), gpu=str(d.get("device_info", "")))
+
+
 def parse_nccl_json(text: str, file: str = "-") -> NcclResult:
     """nccl-tests `-J/--output_file` JSON (nccl-tests ≥ 2.17, `JSON_FILE_VERSION` 2, src/util.cu): `config`
     (ngpus, bytes, iterations, `devices`), `results` — per size `out_of_place`/`in_place` with `time`,
@@ -303,19 +320,9 @@ def parse_nccl_json(text: str, file: str = "-") -> NcclResult:
                    str(exc)) from None
     if not isinstance(doc, dict) or not isinstance(doc.get("results"), list):
         raise fail(file, None, "nccl.json.results", "a list of results", show(str(doc)[:80]))
-    rows = []
-    for i, r in enumerate(doc["results"]):
-        oop, inp = _json_op(r.get("out_of_place")), _json_op(r.get("in_place"))
-        if not isinstance(r, dict) or not isinstance(r.get("size"), int) or inp is None:
-            raise fail(file, None, f"nccl.json.results[{i}]", "size, in_place.alg_bw/bus_bw", show(str(r)[:80]))
-        root = str(r.get("root", "")).strip()
-        rows.append(NcclRow(size=r["size"], count=int(r.get("count") or 0), type=str(r.get("type", "")),
-                            redop=str(r.get("redop", "")), root=int(root) if root.lstrip("-").isdigit() else None,
-                            out_of_place=oop or inp, in_place=inp))
+    rows = [_json_row(i, r, file) for i, r in enumerate(doc["results"])]
     devices = (doc.get("config") or {}).get("devices") or []
-    ranks = [NcclRank(rank=d["rank"], group=d.get("group"), pid=d.get("pid", 0), host=str(d.get("hostname", "")),
-                      device=d.get("device", 0), bus_id=str(d.get("device_hex", "")), gpu=str(d.get("device_info", "")))
-             for d in devices if isinstance(d, dict) and isinstance(d.get("rank"), int)]
+    ranks = [_json_rank(d) for d in devices if isinstance(d, dict) and isinstance(d.get("rank"), int)]
     oob = doc.get("out_of_bounds") or {}
     avg = doc.get("average_bus_bandwidth") or {}
     okay = avg.get("okay")
