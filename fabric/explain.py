@@ -9,6 +9,7 @@ from pydantic import BaseModel
 
 from fabric.design.effective import settings
 from fabric.design.intent import HostIntent, SwitchIntent
+from fabric.design.knobs import ECN_BY_FACT, WATCHDOG
 from fabric.design.topology import Topo
 from fabric.model.load import Loaded
 from fabric.model.source import Loc, dotted
@@ -38,12 +39,10 @@ _POLICY_KEY: dict[str, tuple[str, ...]] = {
     "trust": ("trust",), "dscp_to_priority": ("dscp_to_priority",), "dscp_explicit": ("dscp_to_priority",),
     "default_priority": ("default_priority",), "priority_to_tc": ("priority_to_tc",),
     "lossless_priorities": ("lossless_priorities",), "roce_dscp": ("roce_dscp",), "cnp_dscp": ("cnp_dscp",),
-    "cnp_priority": ("cnp_priority",), "watchdog.detection_ms": ("pfc_watchdog", "detection"),
-    "watchdog.restoration_ms": ("pfc_watchdog", "restoration"), "watchdog.action": ("pfc_watchdog", "action"),
-    "watchdog.poll_interval_ms": ("pfc_watchdog", "poll_interval"),
-    "watchdog.robustness": ("pfc_watchdog", "robustness"), "headroom_mode": ("headroom", "mode"),
+    "cnp_priority": ("cnp_priority",), "headroom_mode": ("headroom", "mode"),
     "lossless_mtu": ("headroom", "lossless_mtu"),
     "small_packet_percentage": ("headroom", "small_packet_percentage"),
+    **{f"watchdog.{k.fact}": ("pfc_watchdog", k.key) for k in WATCHDOG},  # the knobs: fabric.design.knobs
 }
 
 
@@ -53,7 +52,7 @@ def _policy_key(fact: str, value: Any) -> tuple[Any, ...] | None:
     if parts[0] == "queues" and len(parts) >= 3:
         tc = int(parts[1])
         if parts[2] == "ecn" and len(parts) == 4:
-            return ("ecn", tc, parts[3])
+            return ("ecn", tc, ECN_BY_FACT[parts[3]].key) if parts[3] in ECN_BY_FACT else ("ecn", tc, parts[3])
         if parts[2] == "weight" or (parts[2] == "scheduler" and value == "dwrr"):
             return ("ets_dwrr", tc)
         if parts[2] == "scheduler" and value == "strict":

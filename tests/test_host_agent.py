@@ -30,6 +30,7 @@ from test_host_support import (
 
 from fabric.design.intent import HostIntent
 from fabric.host import agent
+from fabric.host.model import AgentOptions
 
 pytestmark = pytest.mark.root
 
@@ -50,7 +51,7 @@ def _rules(ns: str) -> set[tuple[int, str | None, str]]:
 def test_apply_configures_rails_then_second_apply_changes_nothing() -> None:
     intent = example_intent()
     with namespace() as ns:
-        result = agent.apply(intent, netns=ns)
+        result = agent.apply(intent, AgentOptions(netns=ns))
         assert result.counts.failed == 0 and result.counts.changed > 0
         for rail in intent.rails:
             link = ipj(ns, "addr", "show", "dev", rail.ifname)[0]
@@ -66,16 +67,16 @@ def test_apply_configures_rails_then_second_apply_changes_nothing() -> None:
             assert (rail.rule_priority, ipaddr, str(rail.table)) in _rules(ns)
         for key, value in intent.sysctls.items():
             assert sysctl(ns, key) == value
-        again = agent.apply(intent, netns=ns)
+        again = agent.apply(intent, AgentOptions(netns=ns))
         assert again.counts.changed == 0 and again.counts.failed == 0
-        assert agent.plan(intent, netns=ns).counts.changed == 0
+        assert agent.plan(intent, AgentOptions(netns=ns)).counts.changed == 0
 
 
 def test_plan_changes_nothing_and_lists_the_diff() -> None:
     intent = example_intent()
     with namespace() as ns:
         before = (ipj(ns, "addr"), _rules(ns), sysctl(ns, "net/ipv4/conf/rail1/arp_ignore"))
-        plan = agent.plan(intent, netns=ns)
+        plan = agent.plan(intent, AgentOptions(netns=ns))
         after = (ipj(ns, "addr"), _rules(ns), sysctl(ns, "net/ipv4/conf/rail1/arp_ignore"))
         assert before == after
         changes = {(i.section, i.target, i.name) for i in plan.items if i.status == "changed"}
@@ -91,13 +92,13 @@ def test_drift_is_removed_and_unrelated_state_is_left_alone() -> None:
     with namespace((*[f"rail{i}" for i in range(1, 5)], "eth0")) as ns:
         ip("-n", ns, "addr", "add", "198.18.0.7/24", "dev", "eth0")
         ip("-n", ns, "link", "set", "eth0", "up")
-        agent.apply(intent, netns=ns)
+        agent.apply(intent, AgentOptions(netns=ns))
         ip("-n", ns, "addr", "add", "10.9.9.9/24", "dev", "rail1")
         ip("-n", ns, "route", "add", "10.77.0.0/16", "via", "10.100.0.1", "dev", "rail1", "table", "101")
         ip("-n", ns, "rule", "add", "from", "10.100.0.2", "lookup", "102", "priority", "900")
         ip("-n", ns, "link", "set", "rail2", "mtu", "1500")
         ip("-n", ns, "route", "add", "10.88.0.0/16", "via", "198.18.0.1", "dev", "eth0")
-        plan = agent.plan(intent, netns=ns)
+        plan = agent.plan(intent, AgentOptions(netns=ns))
         changed = {(i.op, i.section, i.name) for i in plan.items if i.status == "changed"}
         assert changed == {
             ("remove", "address", "10.9.9.9/24"),
@@ -105,7 +106,7 @@ def test_drift_is_removed_and_unrelated_state_is_left_alone() -> None:
             ("remove", "rule", "pref 900 from 10.100.0.2 lookup 102"),
             ("set", "link", "mtu"),
         }
-        result = agent.apply(intent, netns=ns)
+        result = agent.apply(intent, AgentOptions(netns=ns))
         assert result.counts.changed == 4 and result.counts.failed == 0
         assert [
             a["local"] for a in ipj(ns, "addr", "show", "dev", "rail1")[0]["addr_info"] if a["family"] == "inet"
@@ -115,13 +116,13 @@ def test_drift_is_removed_and_unrelated_state_is_left_alone() -> None:
         assert ipj(ns, "link", "show", "rail2")[0]["mtu"] == 9000
         assert any(r["dst"] == "10.88.0.0/16" for r in ipj(ns, "route", "show"))  # main table untouched
         assert ipj(ns, "addr", "show", "dev", "eth0")[0]["addr_info"][0]["local"] == "198.18.0.7"
-        assert agent.apply(intent, netns=ns).counts.changed == 0
+        assert agent.apply(intent, AgentOptions(netns=ns)).counts.changed == 0
 
 
 def test_missing_rail_nic_fails_that_rail_only() -> None:
     intent = example_intent()
     with namespace(("rail1", "rail2", "rail3")) as ns:
-        result = agent.apply(intent, netns=ns)
+        result = agent.apply(intent, AgentOptions(netns=ns))
         failed = [i for i in result.items if i.status == "failed"]
         assert {(i.target, i.name) for i in failed} == {
             ("rail4", "exists"),
@@ -135,7 +136,7 @@ def test_missing_rail_nic_fails_that_rail_only() -> None:
 def test_tagged_rail_plans_vlan_subinterface_and_reports_kernel_refusal() -> None:
     intent = tagged(example_intent(), rail=1, vlan=1001)
     with namespace() as ns:
-        plan = agent.plan(intent, netns=ns)
+        plan = agent.plan(intent, AgentOptions(netns=ns))
         by = {(i.section, i.target, i.name): i for i in plan.items}
         create = by[("link", "rail1.1001", "vlan")]
         assert (create.status, create.op, create.desired) == ("changed", "create", "vlan 1001 on rail1")
@@ -147,7 +148,7 @@ def test_tagged_rail_plans_vlan_subinterface_and_reports_kernel_refusal() -> Non
         sysctl_item = by[("sysctl", "net/ipv4/conf/rail1.1001/arp_ignore", "value")]
         assert sysctl_item.status == "changed" and "after rail1.1001 is created" in sysctl_item.reason
         assert not ip("-n", ns, "link", "show", "rail1.1001", check=False)
-        result = agent.apply(intent, netns=ns)
+        result = agent.apply(intent, AgentOptions(netns=ns))
         vlan = next(i for i in result.items if i.name == "vlan")
         if vlan.status == "failed":  # this machine: no 802.1Q in the kernel
             assert "802.1Q" in vlan.reason
@@ -176,7 +177,7 @@ def test_nic_qos_dcqcn_roce_tos_and_gid_on_prepared_tree(tmp_path: Path, monkeyp
     monkeypatch.setenv("MLNX_QOS_STATE", str(state))
     monkeypatch.setenv("MLNX_QOS_LOG", str(log))
     with namespace() as ns:
-        result = agent.apply(intent, netns=ns, sysfs_root=sysfs, mlnx_qos=str(MLNX_QOS))
+        result = agent.apply(intent, AgentOptions(netns=ns, sysfs_root=sysfs, mlnx_qos=str(MLNX_QOS)))
         assert result.counts.failed == 0 and result.counts.skipped == 0, [
             i for i in result.items if i.status in ("failed", "skipped")
         ]
@@ -203,7 +204,7 @@ def test_nic_qos_dcqcn_roce_tos_and_gid_on_prepared_tree(tmp_path: Path, monkeyp
         calls = log.read_text().splitlines()
         log.write_text("")
         assert any("--trust dscp" in c for c in calls) and any("--pfc 0,0,0,1,0,0,0,0" in c for c in calls)
-        again = agent.apply(intent, netns=ns, sysfs_root=sysfs, mlnx_qos=str(MLNX_QOS))
+        again = agent.apply(intent, AgentOptions(netns=ns, sysfs_root=sysfs, mlnx_qos=str(MLNX_QOS)))
         assert again.counts.changed == 0
         assert all(c.endswith(" -a") for c in log.read_text().splitlines())  # reads only
 
@@ -217,14 +218,14 @@ def test_cnp_through_ecn_files_and_gid_index_warning(tmp_path: Path, monkeypatch
     sysfs = build(tmp_path / "sys", nics, cnp_files="ecn")
     monkeypatch.setenv("MLNX_QOS_STATE", str(tmp_path / "qos.json"))
     with namespace() as ns:
-        plan = agent.plan(intent, netns=ns, sysfs_root=sysfs, mlnx_qos=str(MLNX_QOS))
+        plan = agent.plan(intent, AgentOptions(netns=ns, sysfs_root=sysfs, mlnx_qos=str(MLNX_QOS)))
         cnp = {(i.target, i.name): i for i in plan.items if i.name in ("cnp_dscp", "cnp_802p_prio")}
         assert (cnp[("rail1", "cnp_dscp")].current, cnp[("rail1", "cnp_dscp")].desired) == ("26", "48")
         assert (cnp[("rail1", "cnp_802p_prio")].current, cnp[("rail1", "cnp_802p_prio")].desired) == (
             "7",
             "6",
         )
-        result = agent.apply(intent, netns=ns, sysfs_root=sysfs, mlnx_qos=str(MLNX_QOS))
+        result = agent.apply(intent, AgentOptions(netns=ns, sysfs_root=sysfs, mlnx_qos=str(MLNX_QOS)))
         assert (sysfs / "class/net/rail1/ecn/roce_np/cnp_dscp").read_text().strip() == "48"
         gid = next(i for i in result.items if i.section == "gid" and i.target == "mlx5_1")
         assert gid.current == "5" and "NCCL_IB_GID_INDEX is 3" in gid.warning

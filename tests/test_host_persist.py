@@ -17,6 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # works with and witho
 from test_host_support import FABRIC, MLNX_QOS, Nic, build, example_intent, namespace, need_root, tagged
 
 from fabric.host import agent
+from fabric.host.model import AgentOptions
 from fabric.render import host as hostfiles
 
 
@@ -96,7 +97,7 @@ def test_script_result_matches_agent_and_persist_install_is_idempotent(tmp_path:
     os.environ["MLNX_QOS_STATE"] = str(tmp_path / "q.json")
     try:
         with namespace() as ns:
-            plan = agent.plan(intent, netns=ns, sysfs_root=sysfs, mlnx_qos=str(MLNX_QOS))
+            plan = agent.plan(intent, AgentOptions(netns=ns, sysfs_root=sysfs, mlnx_qos=str(MLNX_QOS)))
             nic = [i for i in plan.items if i.section in ("qos", "roce", "dcqcn")]
             assert nic and all(i.status == "unchanged" for i in nic), [i for i in nic if i.status != "unchanged"]
             hj = tmp_path / "host.json"

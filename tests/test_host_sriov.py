@@ -27,6 +27,7 @@ from prepared import add_vfs
 from fabric.design.derive import derive
 from fabric.design.intent import HostIntent
 from fabric.host import agent, sriov
+from fabric.host.model import AgentOptions
 from fabric.model.load import load
 from fabric.render.host import (
     MODPROBE_PATH,
@@ -274,11 +275,11 @@ def test_agent_in_a_namespace_second_apply_changes_nothing(tmp_path: Path, stand
     intent = untagged(vlan16())
     sysfs = tree(tmp_path, intent, numvfs=16)
     with namespace(tuple(r.netdev for r in intent.rails)) as ns:
-        plan = agent.plan(intent, netns=ns, sysfs_root=sysfs, mlxconfig=MLXCONFIG, rdma_tool=RDMA)
+        plan = agent.plan(intent, AgentOptions(netns=ns, sysfs_root=sysfs, mlxconfig=MLXCONFIG, rdma_tool=RDMA))
         assert ("rdma", "rdma system", "netns mode") in changed(plan.items)
         assert sum(1 for s, _t, n in changed(plan.items) if s == "sriov" and n == "mtu") == 128
-        result = agent.apply(intent, netns=ns, sysfs_root=sysfs, mlxconfig=MLXCONFIG, rdma_tool=RDMA)
+        result = agent.apply(intent, AgentOptions(netns=ns, sysfs_root=sysfs, mlxconfig=MLXCONFIG, rdma_tool=RDMA))
         assert result.counts.failed == 0, [i for i in result.items if i.status == "failed"]
         assert ipj(ns, "link", "show", "enp26s0np0")[0]["mtu"] == 9000  # the PF before its VFs
-        again = agent.apply(intent, netns=ns, sysfs_root=sysfs, mlxconfig=MLXCONFIG, rdma_tool=RDMA)
+        again = agent.apply(intent, AgentOptions(netns=ns, sysfs_root=sysfs, mlxconfig=MLXCONFIG, rdma_tool=RDMA))
         assert again.counts.changed == 0 and again.counts.failed == 0

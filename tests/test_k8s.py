@@ -39,11 +39,11 @@ from tests.conftest import ROOT, require
 sys.path.insert(0, str(ROOT / "tests" / "fixtures" / "sysfs"))
 from prepared import Nic, build
 
+from fabric.accept import bundle as k8s_bundle
 from fabric.accept import k8s
 from fabric.accept.checks.base import Context
 from fabric.accept.checks.nccl import NcclAllReduce, NcclInput
 from fabric.accept.checks.pods import PodRailBandwidth, PodTrafficInput
-from fabric.accept.k8s import bundle as k8s_bundle
 from fabric.design.derive import derive
 from fabric.design.intent import FabricIntent
 from fabric.errors import InputError

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from fabric.accept.k8s import bundle
+from fabric.accept import bundle
 from fabric.design.derive import derive
 from fabric.design.intent import FabricIntent
 from fabric.lab.kube import KubeLab, bins_dir, missing_bins

@@ -18,6 +18,7 @@ from fabric.access import Credentials, InventorySite
 from fabric.design.derive import derive
 from fabric.errors import InputError
 from fabric.host import fleet as hostfleet
+from fabric.host.model import FleetOptions
 from fabric.model.load import load
 from tests.conftest import ROOT
 
@@ -72,8 +73,9 @@ def test_canaries_in_connection_vars_never_run(tmp_path: Path) -> None:
     all templated before Ansible tries to connect."""
     site = CanarySite(tmp_path)
     for mode in ("plan", "apply"):
-        res = hostfleet.run(site, mode, limit="gpu-su1-01", agent_args=[canary(tmp_path, "args")],  # type: ignore[arg-type]
-                        remote_dir=canary(tmp_path, "remote_dir"))
+        opts = FleetOptions(limit="gpu-su1-01", agent_args=[canary(tmp_path, "args")],
+                            remote_dir=canary(tmp_path, "remote_dir"))
+        res = hostfleet.run(site, mode, opts)  # type: ignore[arg-type]
         assert [h.status for h in res.hosts] == ["unreachable"], res
         _no_canary(tmp_path)
 
@@ -94,8 +96,9 @@ def test_canaries_in_task_arguments_never_run(tmp_path: Path, monkeypatch: pytes
     site.python = sys.executable
     remote = tmp_path / "remote"
     for mode in ("plan", "apply"):
-        res = hostfleet.run(site, mode, limit="gpu-su1-01", agent_args=[canary(tmp_path, "args")],  # type: ignore[arg-type]
-                        remote_dir=str(remote / canary(tmp_path, "remote_dir")), become=False)
+        opts = FleetOptions(limit="gpu-su1-01", agent_args=[canary(tmp_path, "args")],
+                            remote_dir=str(remote / canary(tmp_path, "remote_dir")), become=False)
+        res = hostfleet.run(site, mode, opts)  # type: ignore[arg-type]
         (host,) = res.hosts
         assert host.status == "failed", host  # the agent "{{ … }}" does not exist: run as a name, not a template
         _no_canary(tmp_path)

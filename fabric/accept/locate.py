@@ -66,6 +66,9 @@ def _halves(hosts: list[str]) -> tuple[list[str], list[str]]:
     return hosts[:mid], hosts[mid:]
 
 
+Plan = tuple[list[str], list[tuple[list[str], int | None]]]  # a candidate set → [(its half, its group's index)]
+
+
 def locate(rail: int, hosts: Sequence[str], probe: Probe, *, known_good: Sequence[str] = (),
            max_rounds: int = 64) -> Location:
     """Bisect `hosts` (a set known to fail together on `rail`) with `probe` until hosts are named."""
@@ -74,25 +77,8 @@ def locate(rail: int, hosts: Sequence[str], probe: Probe, *, known_good: Sequenc
     good: list[str] = [h for h in known_good if h not in hosts]
     presumed: list[str] = []
     while frontier and loc.rounds < max_rounds:
-        groups: list[list[str]] = []
-        plans: list[tuple[list[str], list[tuple[list[str], int | None]]]] = []  # cand → [(half, group idx)]
         spare = [g for g in good] + [p for p in presumed if p not in good]
-        nxt: list[list[str]] = []
-        for cand in frontier:
-            if len(cand) == 1:
-                loc.hosts.append(cand[0])
-                continue
-            halves = []
-            for half in _halves(cand):
-                group = list(half)
-                if len(group) == 1:
-                    if not spare:
-                        halves.append((half, None))
-                        continue
-                    group.append(spare.pop(0))
-                groups.append(group)
-                halves.append((half, len(groups) - 1))
-            plans.append((cand, halves))
+        groups, plans = _plan_round(frontier, spare, loc)
         if not groups:
             for cand, _ in plans:
                 loc.suspects.extend(cand)
@@ -101,26 +87,57 @@ def locate(rail: int, hosts: Sequence[str], probe: Probe, *, known_good: Sequenc
         loc.rounds += 1
         outcomes = probe(rail, groups)
         loc.steps.append(Step(round=loc.rounds, groups=outcomes))
-        for cand, halves in plans:
-            failed = [h for h, i in halves if i is not None and not outcomes[i].ok]
-            passed = [h for h, i in halves if i is not None and outcomes[i].ok]
-            untested = [h for h, i in halves if i is None]
-            for h in passed:
-                good.extend(x for x in h if x not in good)
-            if failed:
-                nxt.extend(failed)
-                # an untested single host beside a failing half is presumed good (one fault per
-                # suspect set) and used last as a partner; if it is bad too, its own rings fail later
-                presumed.extend(x for h in untested for x in h if x not in good)
-            elif untested:
-                nxt.extend(untested)  # the tested half is fine, so the fault is in the other one
-            else:
-                a, b = _halves(cand)
-                loc.between.append([a, b])
-        frontier = nxt
+        frontier = _judge_round(plans, outcomes, good, presumed, loc)
     for cand in frontier:
         loc.suspects.extend(cand)
     return loc
+
+
+def _plan_round(frontier: list[list[str]], spare: list[str], loc: Location) -> tuple[list[list[str]], list[Plan]]:
+    """The groups of one round: each candidate set split in halves, a single host paired with a spare good one
+    (untested where none is left); a candidate of one host is named."""
+    groups: list[list[str]] = []
+    plans: list[Plan] = []
+    for cand in frontier:
+        if len(cand) == 1:
+            loc.hosts.append(cand[0])
+            continue
+        halves: list[tuple[list[str], int | None]] = []
+        for half in _halves(cand):
+            group = list(half)
+            if len(group) == 1:
+                if not spare:
+                    halves.append((half, None))
+                    continue
+                group.append(spare.pop(0))
+            groups.append(group)
+            halves.append((half, len(groups) - 1))
+        plans.append((cand, halves))
+    return groups, plans
+
+
+def _judge_round(plans: list[Plan], outcomes: list[GroupOutcome], good: list[str], presumed: list[str],
+                 loc: Location) -> list[list[str]]:
+    """The next frontier from one round's outcomes: failing halves (an untested single host beside one presumed
+    good), else the untested half; a candidate whose halves both pass fails only between them."""
+    nxt: list[list[str]] = []
+    for cand, halves in plans:
+        failed = [h for h, i in halves if i is not None and not outcomes[i].ok]
+        passed = [h for h, i in halves if i is not None and outcomes[i].ok]
+        untested = [h for h, i in halves if i is None]
+        for h in passed:
+            good.extend(x for x in h if x not in good)
+        if failed:
+            nxt.extend(failed)
+            # an untested single host beside a failing half is presumed good (one fault per
+            # suspect set) and used last as a partner; if it is bad too, its own rings fail later
+            presumed.extend(x for h in untested for x in h if x not in good)
+        elif untested:
+            nxt.extend(untested)  # the tested half is fine, so the fault is in the other one
+        else:
+            a, b = _halves(cand)
+            loc.between.append([a, b])
+    return nxt
 
 
 def simulated_probe(speed: Callable[[int, str], float], threshold: float) -> Probe:

@@ -139,8 +139,8 @@ def _dry_run(plan, out_dir: Path) -> None:
 
 
 def _render_k8s(inventory: Path, launcher: str, image: str | None, output: Path | None, quick: bool) -> None:
-    """`--launcher k8s --render-only`: the whole Kubernetes bundle (fabric.accept.k8s.bundle.render_bundle)."""
-    from fabric.accept.k8s import bundle
+    """`--launcher k8s --render-only`: the whole Kubernetes bundle (fabric.accept.bundle.render_bundle)."""
+    from fabric.accept import bundle
     from fabric.design.derive import derive
     from fabric.model.load import load
 

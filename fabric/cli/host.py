@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from pydantic import ValidationError
 from fabric.cli.site import open_site
 from fabric.design.intent import HostIntent
 from fabric.errors import InputError, Problem, UsageError
+from fabric.host.model import AgentOptions, FleetOptions
 from fabric.model.source import MAX_BYTES, read_user_file
 
 host_app = typer.Typer(
@@ -63,49 +65,32 @@ def _intent_problems(exc: ValidationError, text: str, file: str) -> list[Problem
     return pydantic_problems(exc, smap, HostIntent)
 
 
-def _run(
-    apply: bool,
-    inventory: Path | None,
-    host: str | None,
-    intent: Path | None,
-    netns: str | None,
-    sysfs_root: Path,
-    procfs_root: Path,
-    mlnx_qos: str | None,
-    strict: bool,
-    fmt: Format,
-    verbose: bool,
-    persist_root: Path | None,
-    mlxconfig: str | None = None,
-    rdma_tool: str | None = None,
-) -> None:
+@dataclass(frozen=True)
+class Output:
+    """How a host command reports: `--strict` (skipped items fail), `--format`, `--verbose`."""
+
+    strict: bool
+    fmt: Format
+    verbose: bool
+
+
+def _run(apply: bool, hi: HostIntent, opts: AgentOptions, out: Output) -> None:
     from fabric.host import agent
     from fabric.host.report import render
 
-    hi = load_intent(intent, inventory, host)
-    for opt, value in (("--mlnx-qos", mlnx_qos), ("--mlxconfig", mlxconfig), ("--rdma", rdma_tool)):
+    for opt, value in (("--mlnx-qos", opts.mlnx_qos), ("--mlxconfig", opts.mlxconfig), ("--rdma", opts.rdma_tool)):
         if value is not None and not Path(value).is_file():
             raise UsageError(f"{opt} {value}: no such file")
-    fn = agent.apply if apply else agent.plan
-    result = fn(
-        hi,
-        netns=netns,
-        sysfs_root=sysfs_root,
-        procfs_root=procfs_root,
-        mlnx_qos=mlnx_qos,
-        persist_root=persist_root,
-        mlxconfig=mlxconfig,
-        rdma_tool=rdma_tool,
-    )
-    ok = result.ok(strict)
-    if fmt is Format.json:
+    result = (agent.apply if apply else agent.plan)(hi, opts)
+    ok = result.ok(out.strict)
+    if out.fmt is Format.json:
         from fabric.host.model import HostReport
 
-        report = HostReport(**result.model_dump(), counts=result.counts, ok=ok, strict=strict)
+        report = HostReport(**result.model_dump(), counts=result.counts, ok=ok, strict=out.strict)
         typer.echo(report.model_dump_json(indent=2, by_alias=True))
     else:
-        typer.echo(render(result, verbose))
-        if strict and not ok and result.ok():
+        typer.echo(render(result, out.verbose))
+        if out.strict and not ok and result.ok():
             typer.echo("strict: skipped items count as failures", err=True)
     sys.exit(0 if ok else 1)  # not typer.Exit: main() runs click with standalone_mode=False
 
@@ -142,22 +127,10 @@ def plan_cmd(
     persist_root: Path | None = typer.Option(None, "--persist-root", help="Also diff the boot-time files below DIR."),
 ) -> None:
     """Show what apply would change on this host; changes nothing. Exit 1 if an item cannot be done."""
-    _run(
-        False,
-        inventory,
-        host,
-        intent,
-        netns,
-        sysfs_root,
-        procfs_root,
-        mlnx_qos,
-        strict,
-        fmt,
-        verbose,
-        persist_root,
-        mlxconfig,
-        rdma_tool,
-    )
+    _run(False, load_intent(intent, inventory, host),
+         AgentOptions(netns=netns, sysfs_root=sysfs_root, procfs_root=procfs_root, mlnx_qos=mlnx_qos,
+                      persist_root=persist_root, mlxconfig=mlxconfig, rdma_tool=rdma_tool),
+         Output(strict, fmt, verbose))
 
 
 @host_app.command("apply")
@@ -179,22 +152,10 @@ def apply_cmd(
     persist_root: Path = typer.Option(Path("/"), "--persist-root", help="Root for --persist files."),
 ) -> None:
     """Apply only the differences; skipped items are reported with the reason. Exit 1 on any failure."""
-    _run(
-        True,
-        inventory,
-        host,
-        intent,
-        netns,
-        sysfs_root,
-        procfs_root,
-        mlnx_qos,
-        strict,
-        fmt,
-        verbose,
-        persist_root if persist else None,
-        mlxconfig,
-        rdma_tool,
-    )
+    _run(True, load_intent(intent, inventory, host),
+         AgentOptions(netns=netns, sysfs_root=sysfs_root, procfs_root=procfs_root, mlnx_qos=mlnx_qos,
+                      persist_root=persist_root if persist else None, mlxconfig=mlxconfig, rdma_tool=rdma_tool),
+         Output(strict, fmt, verbose))
 
 
 @host_app.command("prereqs")
@@ -244,61 +205,33 @@ def hosts_inventory(inventory: Path = typer.Argument(..., help="Inventory direct
     typer.echo(inventory_yaml(site), nl=False)
 
 
-def _fleet(
-    mode: str,
-    inventory: Path,
-    limit: str | None,
-    forks: int,
-    serial: int | None,
-    insecure_lab: bool,
-    agent: str | None,
-    remote_dir: str,
-    become: bool | None,
-    strict: bool,
-    persist: bool,
-    fmt: Format,
-    python: str | None,
-    lab: bool = False,
-) -> None:
+def _fleet(mode: str, inventory: Path, opts: FleetOptions, out: Output, *, lab: bool, insecure_lab: bool) -> None:
     from rich.table import Table
 
     from fabric.cli.console import console
     from fabric.cli.progress import track
     from fabric.host.fleet import HostOutcome, run
 
-    if forks < 1 or (serial is not None and serial < 1):
+    if opts.forks < 1 or (opts.serial is not None and opts.serial < 1):
         raise UsageError("--forks and --serial must be at least 1")
     _loaded, site = open_site(inventory, lab=lab, via="ssh", insecure_lab=insecure_lab)
     fabric = site.fabric
-    args = (["--strict"] if strict else []) + (["--persist"] if persist else [])
-    with track(f"hosts {mode}", total=None if limit else len(fabric.hosts)) as progress:
+    with track(f"hosts {mode}", total=None if opts.limit else len(fabric.hosts)) as progress:
 
         def on_host(out: HostOutcome) -> None:
             progress.advance()
             progress.print(f"{out.host}: {out.status}" + (f" ({out.note})" if out.note else ""))
 
-        result = run(
-            site,
-            mode,
-            limit=limit,
-            forks=forks,
-            serial=serial,  # type: ignore[arg-type]
-            agent=agent,
-            agent_args=args,
-            remote_dir=remote_dir,
-            become=become,
-            python=python,
-            on_host=on_host,
-        )
+        result = run(site, mode, opts, on_host)  # type: ignore[arg-type]
     names = [h.host for h in result.hosts]
     if not names:
-        raise UsageError(f"--limit: expected a pattern matching hosts of {fabric.name}, found {limit!r}")
+        raise UsageError(f"--limit: expected a pattern matching hosts of {fabric.name}, found {opts.limit!r}")
     if all(h.status == "unreachable" for h in result.hosts):
         from fabric.cli.console import console
         from fabric.cli.site import none_answered
 
         console(stderr=True).print(f"error: {none_answered(site, 'hosts', names)}", soft_wrap=True)
-    if fmt is Format.json:
+    if out.fmt is Format.json:
         typer.echo(json.dumps({**result.model_dump(mode="json"), "ok": result.ok}, indent=2))
     else:
         table = Table(title=f"hosts {mode}")
@@ -339,8 +272,9 @@ def hosts_plan(
     lab: bool = _LAB,
 ) -> None:
     """Run `fabric host plan` on every host (via ansible-runner) and summarize. Exit 1 if any failed."""
-    _fleet("plan", inventory, limit, forks, serial, insecure_lab, agent, remote_dir, become, strict, False, fmt, python,
-           lab)
+    opts = FleetOptions(limit=limit, forks=forks, serial=serial, agent=agent, agent_args=["--strict"] if strict else [],
+                        remote_dir=remote_dir, become=become, python=python)
+    _fleet("plan", inventory, opts, Output(strict, fmt, False), lab=lab, insecure_lab=insecure_lab)
 
 
 @hosts_app.command("apply")
@@ -360,7 +294,7 @@ def hosts_apply(
     lab: bool = _LAB,
 ) -> None:
     """Run `fabric host apply` on every host; one failing host does not stop the others. Exit 1 if any failed."""
-    _fleet(
-        "apply", inventory, limit, forks, serial, insecure_lab, agent, remote_dir, become, strict, persist, fmt, python,
-        lab,
-    )
+    args = (["--strict"] if strict else []) + (["--persist"] if persist else [])
+    opts = FleetOptions(limit=limit, forks=forks, serial=serial, agent=agent, agent_args=args, remote_dir=remote_dir,
+                        become=become, python=python)
+    _fleet("apply", inventory, opts, Output(strict, fmt, False), lab=lab, insecure_lab=insecure_lab)

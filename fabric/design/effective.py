@@ -9,12 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from fabric.design.intent import SwitchIntent
+from fabric.design.knobs import WATCHDOG
 from fabric.model.load import Loaded
 from fabric.model.source import Loc
 from fabric.nos import NOS
-
-_WATCHDOG = ("detection", "restoration", "action", "poll_interval", "robustness")
-_MS = {"detection", "restoration", "poll_interval"}
 
 
 @dataclass(frozen=True)
@@ -34,10 +32,6 @@ class Setting:
         return self.effective is not None and self.effective != self.requested
 
 
-def _text(key: str, value: object) -> str:
-    return f"{value} ms" if key in _MS and isinstance(value, int) else str(value)
-
-
 def settings(loaded: Loaded, sw: SwitchIntent) -> list[Setting]:
     """The values of `sw` whose meaning depends on its NOS, requested beside effective."""
     nos = NOS[sw.target]
@@ -45,19 +39,18 @@ def settings(loaded: Loaded, sw: SwitchIntent) -> list[Setting]:
     out: list[Setting] = []
     wd = sw.qos.watchdog
     if wd is not None and nos.watchdog_effect is not None and any(p.watchdog for p in sw.ports):
-        req: dict[str, object] = {"detection": wd.detection_ms, "restoration": wd.restoration_ms, "action": wd.action,
-                                  "poll_interval": wd.poll_interval_ms, "robustness": wd.robustness}
+        req: dict[str, object] = {k.key: getattr(wd, k.fact) for k in WATCHDOG}
         effect = nos.watchdog_effect(req)
-        for key in _WATCHDOG:
-            loc = ("qos", "pfc_watchdog", key)
-            eff, how = effect.get(key, (req[key], ""))
-            out.append(Setting(f"qos.pfc_watchdog.{key}", _text(key, req[key]),
-                               None if eff is None else _text(key, eff), how, loc, loc in lines))
+        for k in WATCHDOG:
+            loc = ("qos", "pfc_watchdog", k.key)
+            eff, how = effect.get(k.key, (req[k.key], ""))
+            out.append(Setting(f"qos.pfc_watchdog.{k.key}", k.text(req[k.key]),
+                               None if eff is None else k.text(eff), how, loc, loc in lines))
     elif wd is not None and nos.watchdog is None and any(p.watchdog for p in sw.ports):
         loc = ("qos", "pfc_watchdog")
         out.append(Setting("qos.pfc_watchdog", f"on (detection {wd.detection_ms} ms)", "off",
                            "no PFC watchdog on this NOS (iproute2 dcb has none): nothing on the switch breaks a PFC "
-                           "storm", loc, any((*loc, k) in lines for k in ("enabled", *_WATCHDOG))))
+                           "storm", loc, any((*loc, key) in lines for key in ("enabled", *(w.key for w in WATCHDOG)))))
     mtu = loaded.inv.switching.mtu
     out.append(Setting("switching.mtu", str(mtu), str(sw.mtu),
                        f"the largest MTU {nos.title} takes (fabric.nos: mtu_max)" if sw.mtu != mtu else "",

@@ -103,30 +103,12 @@ def _nic(via: str, host: HostIntent, rail: RailIntent | None) -> Located:
 
 def locate(subject: dict[str, str], index: FabricIndex) -> list[Located]:
     """Every place in the fabric that one subject names (local side first, then the peer)."""
-    out: list[Located] = []
     name = subject.get("host")
     host = index.host(name) if name else None
     switch = index.switch(name) if name and host is None else None
-    nic_names = [(k, subject[k]) for k in ("dev", "ifname") if subject.get(k)]
-    if host is not None:
-        rail = next((r for k, v in nic_names if (r := index.rail_of(host, v))), None)
-        via = next((f"{k}={v}" for k, v in nic_names if index.rail_of(host, v)), f"host={name}")
-        out.append(_nic(via, host, rail))
-    elif nic_names and switch is None:
-        for k, v in nic_names:
-            rails = index.by_dev.get(v, set())
-            if len(rails) == 1:  # the same rail on every host that has this device
-                out.append(Located(via=f"{k}={v}", nic=v if k == "dev" else None,
-                                   netdev=v if k == "ifname" else None, rail=next(iter(rails))))
-                break
+    out = _local(subject, index, host, switch)
     if switch is not None and subject.get("switch_port"):
-        port = next((p for p in index.fabric.switches[switch].ports if p.name == subject["switch_port"]), None)
-        via = f"switch_port={switch}:{subject['switch_port']}"
-        if port is not None and port.kind == "host" and (peer := index.host(port.peer)):
-            out.append(_nic(via, peer, index.rail_of(peer, port.peer_port)))
-        elif port is not None:
-            out.append(Located(via=via, leaf=switch, leaf_port=port.name, cable_m=port.cable_m,
-                               peer=f"{port.peer}:{port.peer_port}"))
+        out += _switch_port(index, switch, subject["switch_port"])
     for key in ("addr", "peer_addr", "oob_addr"):
         value = subject.get(key)
         if value and value in index.by_addr:
@@ -137,6 +119,36 @@ def locate(subject: dict[str, str], index: FabricIndex) -> list[Located]:
     # an address or device already resolved to one of a host's NICs makes the bare host entry redundant
     with_nic = {loc.host for loc in out if loc.nic and loc.host}
     return [loc for loc in out if loc.nic or loc.host is None or loc.host not in with_nic]
+
+
+def _local(subject: dict[str, str], index: FabricIndex, host: HostIntent | None, switch: str | None) -> list[Located]:
+    """The subject's own host (at the NIC its device or interface names, if one does), else, with no host or
+    switch named, the rail a device name has on every host."""
+    nic_names = [(k, subject[k]) for k in ("dev", "ifname") if subject.get(k)]
+    if host is not None:
+        rail = next((r for k, v in nic_names if (r := index.rail_of(host, v))), None)
+        via = next((f"{k}={v}" for k, v in nic_names if index.rail_of(host, v)), f"host={subject.get('host')}")
+        return [_nic(via, host, rail)]
+    if switch is not None:
+        return []
+    for k, v in nic_names:
+        rails = index.by_dev.get(v, set())
+        if len(rails) == 1:  # the same rail on every host that has this device
+            return [Located(via=f"{k}={v}", nic=v if k == "dev" else None, netdev=v if k == "ifname" else None,
+                            rail=next(iter(rails)))]
+    return []
+
+
+def _switch_port(index: FabricIndex, switch: str, port_name: str) -> list[Located]:
+    """A switch port: the host NIC behind a host port, else the port itself and its peer."""
+    port = next((p for p in index.fabric.switches[switch].ports if p.name == port_name), None)
+    via = f"switch_port={switch}:{port_name}"
+    if port is not None and port.kind == "host" and (peer := index.host(port.peer)):
+        return [_nic(via, peer, index.rail_of(peer, port.peer_port))]
+    if port is not None:
+        return [Located(via=via, leaf=switch, leaf_port=port.name, cable_m=port.cable_m,
+                        peer=f"{port.peer}:{port.peer_port}")]
+    return []
 
 
 def bind_subjects(subjects: list[dict[str, str]], index: FabricIndex) -> list[Located]:

@@ -71,15 +71,10 @@ class StragglerRule(Rule):
             return
         m = self._AT.search(line) if "NCCL work" in line else None
         c = None if m else self._CAUGHT.search(line) if "Watchdog caught" in line else None
-        if not (m or c):
-            return
         hit = m or c
-        assert hit is not None
-        pg = hit.group("pg") or ""
-        who = rank if rank is not None else hit.group("local")
-        # PyTorch's "[Rank N]" is the rank within the group; only the default group's is the job's rank
-        if rank is None and pg not in ("", "0"):
-            who = f"{hit.group('local')}@PG{pg}"
+        if hit is None:
+            return
+        pg, who = self._group_and_rank(hit, rank)
         if c is not None:  # fold into the group entry with the same sequence number, if there is one
             pg = next((g for (g, r), p in self.progress.items() if r == who and p.timed_out == int(c.group("seq"))),
                       pg)
@@ -91,53 +86,81 @@ class StragglerRule(Rule):
             p.op = c.group("op")
         p.where.append((file, lineno))
 
+    @staticmethod
+    def _group_and_rank(hit: re.Match[str], rank: str | None) -> tuple[str, str]:
+        """The process group and who: the file's rank when known, else PyTorch's "[Rank N]", which is the job's
+        rank only in the default group ("N@PGg" in another)."""
+        pg = hit.group("pg") or ""
+        if rank is not None:
+            return pg, rank
+        return pg, hit.group("local") if pg in ("", "0") else f"{hit.group('local')}@PG{pg}"
+
     def findings(self) -> list[Finding]:
         out = []
+        for pg, members in sorted(self._groups().items()):
+            if (found := self._group_finding(pg, members)) is not None:
+                out.append(found)
+        return out
+
+    def _groups(self) -> dict[str, dict[str, _Progress]]:
+        """Progress per process group and rank; a rank's group-less lines fold into its entry in a group."""
         groups: dict[str, dict[str, _Progress]] = defaultdict(dict)
         for (pg, who), p in self.progress.items():
             groups[pg][who] = p
-        for key in [g for g in groups if g != "" and "" in groups]:  # group-less lines of ranks in a group
+        for key in [g for g in groups if g != "" and "" in groups]:
             for who in [w for w in groups[""] if w in groups[key]]:
                 lone, p = groups[""].pop(who), groups[key][who]
                 p.op, p.where = p.op or lone.op, sorted(lone.where + p.where)
-        groups = {g: m for g, m in groups.items() if m}
-        for pg, members in sorted(groups.items()):
-            done = {who: p.done for who, p in members.items() if p.done is not None}
-            if not done:
-                continue
-            lead = max(done.values())
-            behind = sorted((w for w, d in done.items() if d < lead), key=_rank_key)
-            silent: list[str] = []
-            if pg in ("", "0") and self.ranks.world and len(done) >= 2:
-                silent = [str(r) for r in range(self.ranks.world) if str(r) not in members]
-                silent = silent if len(silent) < len(done) else []
-            if not behind and not silent:
-                continue
-            op = next((p.op for p in members.values() if p.op), "")
-            ahead = [w for w, d in done.items() if d == lead]
-            timed = {members[w].timed_out for w in ahead}
-            parts = [f"{self.ranks.where(w)} last completed SeqNum {done[w]}" for w in behind]
-            parts += [f"{self.ranks.where(w)} never reported a timeout" for w in silent]
-            group = f"PG {pg}: " if pg else ""
-            evidence = (f"{group}{'; '.join(parts)}; {len(ahead)} other rank(s) completed {lead}"
-                        + (f" and timed out in {'/'.join(map(str, sorted(t for t in timed if t)))}" if timed else "")
-                        + (f" ({op})" if op else ""))
-            where = [w for who in behind for w in members[who].where] or [
-                w for p in members.values() for w in p.where]
-            subjects = [self.ranks.subject(w.split("@")[0]) if "@" not in w else {"rank": w}
-                        for w in behind + silent]
-            out.append(rule_finding(
-                "DG906", Severity.error, where[0][0], [n for f, n in where if f == where[0][0]], evidence,
-                subjects,
-                "The ranks that are ahead are all waiting in the next collective for the ranks behind; the "
-                "one behind (or the one that never timed out) is where the job stopped: a crash or hang "
-                "in that process (data loader, CUDA error, GPU Xid), or its network path — a NIC whose "
-                "link dropped or whose traffic is stalled by PFC, so its sends never complete.",
-                "Read that rank's own log and its host's kernel log around the hang (Xid, mlx5 link down, "
-                "module errors); check the NIC's pause and discard counters and the leaf port; with "
-                "TORCH_NCCL_TRACE_BUFFER_SIZE set, the flight recorder dump shows the last collective per rank.",
-                details={"behind": behind, "silent": silent, "ahead": sorted(ahead, key=_rank_key)[:10]}))
-        return out
+        return {g: m for g, m in groups.items() if m}
+
+    def _silent(self, pg: str, members: dict[str, _Progress], reported: int) -> list[str]:
+        """Ranks of the job that never reported, judged on the default group with two reports or more, and
+        only while they are fewer than those that reported."""
+        if pg not in ("", "0") or not self.ranks.world or reported < 2:
+            return []
+        silent = [str(r) for r in range(self.ranks.world) if str(r) not in members]
+        return silent if len(silent) < reported else []
+
+    def _group_finding(self, pg: str, members: dict[str, _Progress]) -> Finding | None:
+        """DG906 for one process group: the ranks behind the lead and those that never reported."""
+        done = {who: p.done for who, p in members.items() if p.done is not None}
+        if not done:
+            return None
+        lead = max(done.values())
+        behind = sorted((w for w, d in done.items() if d < lead), key=_rank_key)
+        silent = self._silent(pg, members, len(done))
+        if not behind and not silent:
+            return None
+        ahead = [w for w, d in done.items() if d == lead]
+        evidence = self._evidence(pg, members, done, behind, silent, ahead)
+        where = [w for who in behind for w in members[who].where] or [
+            w for p in members.values() for w in p.where]
+        subjects = [self.ranks.subject(w.split("@")[0]) if "@" not in w else {"rank": w}
+                    for w in behind + silent]
+        return rule_finding(
+            "DG906", Severity.error, where[0][0], [n for f, n in where if f == where[0][0]], evidence,
+            subjects,
+            "The ranks that are ahead are all waiting in the next collective for the ranks behind; the "
+            "one behind (or the one that never timed out) is where the job stopped: a crash or hang "
+            "in that process (data loader, CUDA error, GPU Xid), or its network path — a NIC whose "
+            "link dropped or whose traffic is stalled by PFC, so its sends never complete.",
+            "Read that rank's own log and its host's kernel log around the hang (Xid, mlx5 link down, "
+            "module errors); check the NIC's pause and discard counters and the leaf port; with "
+            "TORCH_NCCL_TRACE_BUFFER_SIZE set, the flight recorder dump shows the last collective per rank.",
+            details={"behind": behind, "silent": silent, "ahead": sorted(ahead, key=_rank_key)[:10]})
+
+    def _evidence(self, pg: str, members: dict[str, _Progress], done: dict[str, int], behind: list[str],
+                  silent: list[str], ahead: list[str]) -> str:
+        """'PG 1: rank 3 (host) last completed SeqNum 807; … 7 other rank(s) completed 808 and timed out in 809
+        (ALLREDUCE)'."""
+        op = next((p.op for p in members.values() if p.op), "")
+        timed = {members[w].timed_out for w in ahead}
+        parts = [f"{self.ranks.where(w)} last completed SeqNum {done[w]}" for w in behind]
+        parts += [f"{self.ranks.where(w)} never reported a timeout" for w in silent]
+        group = f"PG {pg}: " if pg else ""
+        return (f"{group}{'; '.join(parts)}; {len(ahead)} other rank(s) completed {max(done.values())}"
+                + (f" and timed out in {'/'.join(map(str, sorted(t for t in timed if t)))}" if timed else "")
+                + (f" ({op})" if op else ""))
 
 
 def _rank_key(rank: str) -> tuple[int, str]:

@@ -144,6 +144,9 @@ class _IbHcaRule(Rule):
         return out
 
 
+_CnpKey = tuple[str, str, str]  # (file, host, device)
+
+
 class _CnpRule(Rule):
     """DG904: np_cnp_sent grows but rp_cnp_handled stays flat everywhere: CNPs are never acted on."""
 
@@ -174,36 +177,44 @@ class _CnpRule(Rule):
         if not sent or not handled:
             return []
         series = any(len(v) > 1 for v in sent.values())
-        if series:  # snapshots over time: compare growth
-            growth = {k: v[-1][1] - v[0][1] for k, v in sent.items() if len(v) > 1}
-            reacted = {k: v[-1][1] - v[0][1] for k, v in handled.items() if len(v) > 1}
-            if not reacted:
-                return []
-        else:  # one snapshot: cumulative since boot
-            growth = {k: v[-1][1] for k, v in sent.items()}
-            reacted = {k: v[-1][1] for k, v in handled.items()}
+        growth, reacted = self._growth(sent, handled, series)
+        if series and not reacted:
+            return []
         if sum(reacted.values()) > 0:
             return self._asymmetry(reacted, handled, series) if sum(growth.values()) > 0 else []
-        out = []
-        for file in sorted({k[0] for k, g in growth.items() if g > 0}):
-            keys = [k for k, g in growth.items() if k[0] == file and g > 0]
-            sign = "+" if series else ""
-            parts = [f"{sign}{growth[k]} on {k[2] or '?'}{f' ({k[1]})' if k[1] else ''}" for k in keys]
-            out.append(rule_finding(
-                "DG904", Severity.error if series else Severity.warning, file,
-                [n for k in keys for n, _ in sent[k]],
-                f"np_cnp_sent {', '.join(parts)}; rp_cnp_handled {sign}0 on every device in the logs",
-                ({"host": k[1], "dev": k[2]} for k in keys),
-                "Receivers see ECN-marked RoCE packets and send CNPs, but no sender's reaction point "
-                "handles them, so DCQCN never reduces rates and congestion turns into PFC pauses and "
-                "pause storms. Typical causes: roce_rp not enabled on the RoCE priority, CNPs sent with "
-                "a DSCP/priority the switch drops or queues behind data, or a mismatched CNP policy "
-                "between NIC firmware settings and the switch.",
-                "On the senders: `cat /sys/class/net/<if>/ecn/roce_rp/enable/<prio>` must be 1; compare "
-                "CNP DSCP/802.1p (np_cnp_dscp, CNP_DSCP_P1) with the switch's CNP class; check "
-                "rp_cnp_ignored."))
-        return out
+        return [self._unhandled(file, growth, sent, series)
+                for file in sorted({k[0] for k, g in growth.items() if g > 0})]
 
+    @staticmethod
+    def _growth(sent: dict[_CnpKey, list[tuple[int, int]]], handled: dict[_CnpKey, list[tuple[int, int]]],
+                series: bool) -> tuple[dict[_CnpKey, int], dict[_CnpKey, int]]:
+        """CNPs sent and handled per device: the growth over snapshots in time, else one snapshot's totals since
+        boot."""
+        if series:
+            return ({k: v[-1][1] - v[0][1] for k, v in sent.items() if len(v) > 1},
+                    {k: v[-1][1] - v[0][1] for k, v in handled.items() if len(v) > 1})
+        return {k: v[-1][1] for k, v in sent.items()}, {k: v[-1][1] for k, v in handled.items()}
+
+    @staticmethod
+    def _unhandled(file: str, growth: dict[_CnpKey, int], sent: dict[_CnpKey, list[tuple[int, int]]],
+                   series: bool) -> Finding:
+        """DG904 for one file: CNPs sent on its devices, none handled anywhere in the logs."""
+        keys = [k for k, g in growth.items() if k[0] == file and g > 0]
+        sign = "+" if series else ""
+        parts = [f"{sign}{growth[k]} on {k[2] or '?'}{f' ({k[1]})' if k[1] else ''}" for k in keys]
+        return rule_finding(
+            "DG904", Severity.error if series else Severity.warning, file,
+            [n for k in keys for n, _ in sent[k]],
+            f"np_cnp_sent {', '.join(parts)}; rp_cnp_handled {sign}0 on every device in the logs",
+            ({"host": k[1], "dev": k[2]} for k in keys),
+            "Receivers see ECN-marked RoCE packets and send CNPs, but no sender's reaction point "
+            "handles them, so DCQCN never reduces rates and congestion turns into PFC pauses and "
+            "pause storms. Typical causes: roce_rp not enabled on the RoCE priority, CNPs sent with "
+            "a DSCP/priority the switch drops or queues behind data, or a mismatched CNP policy "
+            "between NIC firmware settings and the switch.",
+            "On the senders: `cat /sys/class/net/<if>/ecn/roce_rp/enable/<prio>` must be 1; compare "
+            "CNP DSCP/802.1p (np_cnp_dscp, CNP_DSCP_P1) with the switch's CNP class; check "
+            "rp_cnp_ignored.")
 
     def _asymmetry(self, reacted: dict[tuple[str, str, str], int],
                    handled: dict[tuple[str, str, str], list[tuple[int, int]]], series: bool) -> list[Finding]:

@@ -17,7 +17,7 @@ from pyroute2 import IPRoute
 
 from fabric.design.intent import HostIntent
 from fabric.host.gid import gid_table, roce_v2_ipv4_index
-from fabric.host.model import HostPlan, HostResult, Item
+from fabric.host.model import AgentOptions, HostPlan, HostResult, Item
 from fabric.host.nic import MlnxQosTool, dcqcn_steps, qos_steps, roce_steps
 from fabric.host.ns import netns as enter_netns
 from fabric.host.rails import RailPlanner
@@ -73,24 +73,15 @@ def _gid_steps(intent: HostIntent, sysfs_root: Path, pending_addr: set[str], wai
 Phase = Callable[[], list[Step]]
 
 
-def _run(
-    intent: HostIntent,
-    apply: bool,
-    netns: str | None,
-    sysfs_root: Path,
-    procfs_root: Path,
-    mlnx_qos: str | None,
-    persist_root: Path | None,
-    mlxconfig: str | None = None,
-    rdma_tool: str | None = None,
-) -> list[Item]:
-    exe = mlnx_qos or shutil.which("mlnx_qos")
+def _run(intent: HostIntent, apply: bool, opts: AgentOptions) -> list[Item]:
+    sysfs_root, procfs_root, persist_root = Path(opts.sysfs_root), Path(opts.procfs_root), opts.persist_root
+    exe = opts.mlnx_qos or shutil.which("mlnx_qos")
     tool = MlnxQosTool(exe) if exe else None
-    fw_exe = mlxconfig or shutil.which("mlxconfig") or shutil.which("mstconfig")
+    fw_exe = opts.mlxconfig or shutil.which("mlxconfig") or shutil.which("mstconfig")
     fw = Mlxconfig(fw_exe) if fw_exe and any(r.vfs for r in intent.rails) else None
-    rdma = rdma_tool or shutil.which("rdma")
+    rdma = opts.rdma_tool or shutil.which("rdma")
     items: list[Item] = []
-    with enter_netns(netns), IPRoute() as ipr:
+    with enter_netns(opts.netns), IPRoute() as ipr:
         rails = RailPlanner(ipr, intent)
         steps = rails.plan()
         pending_if = set() if apply else rails.created
@@ -123,40 +114,18 @@ def _run(
     return items
 
 
-def plan(
-    intent: HostIntent,
-    *,
-    netns: str | None = None,
-    sysfs_root: Path = Path("/sys"),
-    procfs_root: Path = Path("/proc"),
-    mlnx_qos: str | None = None,
-    persist_root: Path | None = None,
-    mlxconfig: str | None = None,
-    rdma_tool: str | None = None,
-) -> HostPlan:
-    """Diff the live host against `intent`; changes nothing. `mlnx_qos`, `mlxconfig` (or `mstconfig`) and
-    `rdma_tool` (iproute2 `rdma`) default to the ones on PATH."""
-    items = _run(intent, False, netns, Path(sysfs_root), Path(procfs_root), mlnx_qos, persist_root, mlxconfig,
-                 rdma_tool)
-    return HostPlan(host=intent.name, netns=netns, items=items, warnings=[i.warning for i in items if i.warning])
+def plan(intent: HostIntent, opts: AgentOptions = AgentOptions()) -> HostPlan:
+    """Diff the live host against `intent`; changes nothing."""
+    items = _run(intent, False, opts)
+    return HostPlan(host=intent.name, netns=opts.netns, items=items, warnings=[i.warning for i in items if i.warning])
 
 
-def apply(
-    intent: HostIntent,
-    *,
-    netns: str | None = None,
-    sysfs_root: Path = Path("/sys"),
-    procfs_root: Path = Path("/proc"),
-    mlnx_qos: str | None = None,
-    persist_root: Path | None = None,
-    mlxconfig: str | None = None,
-    rdma_tool: str | None = None,
-) -> HostResult:
+def apply(intent: HostIntent, opts: AgentOptions = AgentOptions()) -> HostResult:
     """Apply only the differences; what cannot be done here is skipped with its reason, the rest applies.
 
-    With `persist_root` the netplan file, sysctl.d file and the boot-time QoS unit/script are installed
+    With `opts.persist_root` the netplan file, sysctl.d file and the boot-time QoS unit/script are installed
     below it too.
     """
-    items = _run(intent, True, netns, Path(sysfs_root), Path(procfs_root), mlnx_qos, persist_root, mlxconfig,
-                 rdma_tool)
-    return HostResult(host=intent.name, netns=netns, items=items, warnings=[i.warning for i in items if i.warning])
+    items = _run(intent, True, opts)
+    return HostResult(host=intent.name, netns=opts.netns, items=items,
+                      warnings=[i.warning for i in items if i.warning])

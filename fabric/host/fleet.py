@@ -21,6 +21,7 @@ from pydantic import BaseModel
 
 from fabric.access import Site, ansible_ssh_args
 from fabric.errors import UsageError
+from fabric.host.model import FleetOptions
 from fabric.secrets import scrubbed_env
 
 PLAYBOOK = resources.files("fabric") / "playbooks" / "host.yml"  # package data: the repository's playbooks/
@@ -185,24 +186,9 @@ def remove_stale_runs() -> None:
             shutil.rmtree(d, ignore_errors=True)
 
 
-def run(
-    site: Site,
-    mode: Literal["plan", "apply"],
-    *,
-    limit: str | None = None,
-    forks: int = 10,
-    serial: int | None = None,
-    agent: str | None = None,
-    agent_args: list[str] | None = None,
-    remote_dir: str = "/var/lib/roce-fabric",
-    become: bool | None = None,
-    python: str | None = None,
-    on_host: Callable[[HostOutcome], None] | None = None,
-) -> FleetResult:
-    """Run playbooks/host.yml over the fleet; `on_host` is called as each host's result arrives.
-
-    `agent` is the fabric executable on the hosts and `python` their interpreter (default: the site's).
-    """
+def run(site: Site, mode: Literal["plan", "apply"], opts: FleetOptions = FleetOptions(),
+        on_host: Callable[[HostOutcome], None] | None = None) -> FleetResult:
+    """Run playbooks/host.yml over the fleet; `on_host` is called as each host's result arrives."""
     import ansible_runner
 
     bindir = str(Path(sys.executable).parent)
@@ -210,9 +196,8 @@ def run(
     if not shutil.which("ansible-playbook", path=path):
         raise UsageError("ansible-playbook not found (pip install ansible-core)")
     fabric, cred = site.fabric, site.host_credentials()
-    agent, python = agent or site.agent, python or site.python
-    if become is None:
-        become = cred.username not in (None, "root")
+    agent, python = opts.agent or site.agent, opts.python or site.python
+    become = cred.username not in (None, "root") if opts.become is None else opts.become
     outcomes: dict[str, HostOutcome] = {}
 
     def handle(ev: dict[str, Any]) -> bool:
@@ -243,16 +228,16 @@ def run(
         extravars = {
             "fabric_mode": mode,
             "fabric_agent": agent,
-            "fabric_agent_args": agent_args or [],
+            "fabric_agent_args": opts.agent_args,
             "fabric_intent_dir": str(pdd / "intents"),
-            "fabric_remote_dir": remote_dir,
+            "fabric_remote_dir": opts.remote_dir,
             "fabric_become": become,
             "ansible_ssh_common_args": ansible_ssh_args(cred),
         }
         if python:
             extravars["ansible_python_interpreter"] = python
-        if serial:
-            extravars["fabric_serial"] = serial
+        if opts.serial:
+            extravars["fabric_serial"] = opts.serial
         # written here, not passed as `extravars=`: ansible-runner would dump them without the `!unsafe` mark
         (pdd / "env").mkdir()
         (pdd / "env" / "extravars").write_text(ansible_yaml(extravars))
@@ -268,8 +253,8 @@ def run(
             r = ansible_runner.run(
                 private_data_dir=str(pdd),
                 playbook=str(playbook),
-                limit=limit,
-                forks=forks,
+                limit=opts.limit,
+                forks=opts.forks,
                 envvars=envvars,
                 quiet=True,
                 event_handler=handle,

@@ -1,7 +1,10 @@
-"""What the host agent reports: one item per setting, with its status and reason."""
+"""What the host agent and the fleet run take (their options) and what the agent reports: one item per setting,
+with its status and reason."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -9,6 +12,37 @@ from pydantic import BaseModel, ConfigDict, Field
 Status = Literal["changed", "unchanged", "skipped", "failed"]
 Section = Literal["link", "address", "route", "rule", "sriov", "rdma", "sysctl", "qos", "roce", "dcqcn", "gid",
                   "gpudirect", "persist"]
+
+
+@dataclass(frozen=True)
+class AgentOptions:
+    """Where the agent works on this host and with which tools: the network namespace, the roots of sysfs
+    and procfs (a prepared tree in tests), where boot-time files go (`persist_root`, None: not installed), and
+    `mlnx_qos`, `mlxconfig` (or `mstconfig`) and iproute2 `rdma` (None: the one on PATH)."""
+
+    netns: str | None = None
+    sysfs_root: Path = Path("/sys")
+    procfs_root: Path = Path("/proc")
+    mlnx_qos: str | None = None
+    persist_root: Path | None = None
+    mlxconfig: str | None = None
+    rdma_tool: str | None = None
+
+
+@dataclass(frozen=True)
+class FleetOptions:
+    """How a fleet run goes: `limit` (an Ansible host pattern), `forks` hosts at once, in batches of `serial`;
+    `agent` is the fabric executable on the hosts and `python` their interpreter (None: the site's), called
+    with `agent_args`; intents go to `remote_dir`; `become` sudo (None: unless the user is root)."""
+
+    limit: str | None = None
+    forks: int = 10
+    serial: int | None = None
+    agent: str | None = None
+    agent_args: list[str] = field(default_factory=list)
+    remote_dir: str = "/var/lib/roce-fabric"
+    become: bool | None = None
+    python: str | None = None
 
 
 class Item(BaseModel):

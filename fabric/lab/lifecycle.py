@@ -147,9 +147,10 @@ def _host_agent(st: LabState, name: str, intent: object) -> None:
     """Configure a host's rails with the host agent inside its namespace."""
     try:
         from fabric.host.agent import apply
+        from fabric.host.model import AgentOptions
     except ImportError as exc:
         raise StepError(f"host {name}", f"host agent unavailable: {exc}") from exc
-    result = apply(intent, netns=st.nodes[name].netns)  # type: ignore[arg-type]
+    result = apply(intent, AgentOptions(netns=st.nodes[name].netns))  # type: ignore[arg-type]
     bad = [i for i in result.items
            if i.status == "failed" and i.section in ("link", "address", "route", "rule", "sysctl")]
     if bad:

@@ -214,68 +214,69 @@ def parse_nccl_lines(stream: Iterable[str], file: str = "-") -> NcclResult:
         line = _PREFIX.sub("", raw, count=1).rstrip()
         if cut:
             if _ROW.match(line):
-                res["skipped"].append(Skipped(line=lineno, text=line.strip(), reason=CUT))
-            continue
-        if line.startswith("#") and len(res["ranks"]) > MAX_ROWS:
-            raise fail(file, lineno, "nccl.ranks", f"at most {MAX_ROWS} ranks", "more")
-        if line.startswith("#"):
-            if (cols := _header(line)) is not None:
-                columns = cols
-            elif m := _RANK.match(line):
-                res["ranks"].append(
-                    NcclRank(
-                        rank=int(m[1]),
-                        group=integer(m[2] or ""),
-                        pid=int(m[3]),
-                        host=m[4],
-                        device=int(m[5]),
-                        bus_id=m[6],
-                        gpu=m[7],
-                    )
-                )
-            elif _SETTINGS.match(line) and not res["settings"]:
-                res["settings"] = _settings(line)
-            elif m := re.match(r"^#\s*nccl-tests version\s+(\S+)", line):
-                res["version"] = m[1]
-            elif m := re.match(r"^#\s*Collective test starting:\s*(\S+)", line):
-                res["test"] = m[1]
-            elif m := _OOB.match(line):
-                res["out_of_bounds"] = int(m[1])
-                res["out_of_bounds_ok"] = None if m[2] is None else m[2] == "OK"
-            elif m := _AVG.match(line):
-                res["avg_busbw"] = num(m[1])
-                res["avg_busbw_check"] = m[2]
-                res["complete"] = True
-            continue
-        if m := re.match(r"^NCCL version\s+(\S+)", line.strip()):
+                skipped.append(Skipped(line=lineno, text=line.strip(), reason=CUT))
+        elif line.startswith("#"):
+            if len(res["ranks"]) > MAX_ROWS:
+                raise fail(file, lineno, "nccl.ranks", f"at most {MAX_ROWS} ranks", "more")
+            columns = _comment(line, res, columns)
+        elif m := re.match(r"^NCCL version\s+(\S+)", line.strip()):
             res["nccl_version"] = m[1]
         elif _ROW.match(line):
-            if columns is None:
-                columns = (
-                    _DEFAULT_HEADER
-                    if len(line.split()) >= 13
-                    else [c for c in _DEFAULT_HEADER if c != "root"]
-                )
+            columns = columns if columns is not None else _default_columns(line)
             row = _row(columns, line, lineno)
-            (res["skipped"] if isinstance(row, Skipped) else res["rows"]).append(row)
+            (skipped if isinstance(row, Skipped) else res["rows"]).append(row)
             if len(res["rows"]) > MAX_ROWS:
                 raise fail(file, lineno, "nccl.row", f"at most {MAX_ROWS} result rows", "more")
         elif failure is None and _FAILURE.search(line):
             failure = (lineno, line)
-    if lines.blank:
-        raise fail(file, None, "", "nccl-tests output", "empty input")
-    if not res["rows"]:
-        expected = "nccl-tests result rows (size count type redop root time algbw busbw #wrong …)"
-        if failure:
-            raise fail(file, failure[0], "nccl.rows", expected, f"test failure {show(failure[1])}")
-        if res["skipped"]:
-            first = res["skipped"][0]
-            raise fail(
-                file, first.line, "nccl.row", "a complete result row", f"{first.reason} in {show(first.text)}"
-            )
-        raise fail(file, None, "nccl.rows", expected, f"none in {lines.count} lines")
+    _require_rows(res, lines, failure, file)
     res["skipped_more"] = skipped.more
     return NcclResult(**res)
+
+
+def _default_columns(line: str) -> list[str]:
+    """A row before any header: the default columns, with `root` where the row has 13 or more."""
+    return _DEFAULT_HEADER if len(line.split()) >= 13 else [c for c in _DEFAULT_HEADER if c != "root"]
+
+
+def _comment(line: str, res: dict[str, Any], columns: list[str] | None) -> list[str] | None:
+    """A '#' line: the table header (its columns returned), a rank, the settings, the version, the test, the
+    out-of-bounds count or the average bus bandwidth (the run completed)."""
+    if (cols := _header(line)) is not None:
+        return cols
+    if m := _RANK.match(line):
+        res["ranks"].append(NcclRank(rank=int(m[1]), group=integer(m[2] or ""), pid=int(m[3]), host=m[4],
+                                     device=int(m[5]), bus_id=m[6], gpu=m[7]))
+    elif _SETTINGS.match(line) and not res["settings"]:
+        res["settings"] = _settings(line)
+    elif m := re.match(r"^#\s*nccl-tests version\s+(\S+)", line):
+        res["version"] = m[1]
+    elif m := re.match(r"^#\s*Collective test starting:\s*(\S+)", line):
+        res["test"] = m[1]
+    elif m := _OOB.match(line):
+        res["out_of_bounds"] = int(m[1])
+        res["out_of_bounds_ok"] = None if m[2] is None else m[2] == "OK"
+    elif m := _AVG.match(line):
+        res["avg_busbw"] = num(m[1])
+        res["avg_busbw_check"] = m[2]
+        res["complete"] = True
+    return columns
+
+
+def _require_rows(res: dict[str, Any], lines: Lines, failure: tuple[int, str] | None, file: str) -> None:
+    """A located error for an empty input or one without result rows: the test's failure line, else the first
+    skipped row, else none found."""
+    if lines.blank:
+        raise fail(file, None, "", "nccl-tests output", "empty input")
+    if res["rows"]:
+        return
+    expected = "nccl-tests result rows (size count type redop root time algbw busbw #wrong …)"
+    if failure:
+        raise fail(file, failure[0], "nccl.rows", expected, f"test failure {show(failure[1])}")
+    if res["skipped"]:
+        first = res["skipped"][0]
+        raise fail(file, first.line, "nccl.row", "a complete result row", f"{first.reason} in {show(first.text)}")
+    raise fail(file, None, "nccl.rows", expected, f"none in {lines.count} lines")
 
 
 def _json_op(op: dict[str, Any] | None) -> NcclOp | None:
@@ -285,6 +286,23 @@ def _json_op(op: dict[str, Any] | None) -> NcclOp | None:
     wrong = op.get("nwrong")
     return NcclOp(time_us=float(time_us) if isinstance(time_us, int | float) else 0.0, algbw=float(op["alg_bw"]),
                   busbw=float(op["bus_bw"]), wrong=int(wrong) if isinstance(wrong, int | float) else None)
+
+
+def _json_row(i: int, r: Any, file: str) -> NcclRow:
+    """One entry of `results`: its size, count, type, reduction, root and both operations."""
+    oop, inp = _json_op(r.get("out_of_place")), _json_op(r.get("in_place"))
+    if not isinstance(r, dict) or not isinstance(r.get("size"), int) or inp is None:
+        raise fail(file, None, f"nccl.json.results[{i}]", "size, in_place.alg_bw/bus_bw", show(str(r)[:80]))
+    root = str(r.get("root", "")).strip()
+    return NcclRow(size=r["size"], count=int(r.get("count") or 0), type=str(r.get("type", "")),
+                   redop=str(r.get("redop", "")), root=int(root) if root.lstrip("-").isdigit() else None,
+                   out_of_place=oop or inp, in_place=inp)
+
+
+def _json_rank(d: dict[str, Any]) -> NcclRank:
+    """One entry of `config.devices`."""
+    return NcclRank(rank=d["rank"], group=d.get("group"), pid=d.get("pid", 0), host=str(d.get("hostname", "")),
+                    device=d.get("device", 0), bus_id=str(d.get("device_hex", "")), gpu=str(d.get("device_info", "")))
 
 
 def parse_nccl_json(text: str, file: str = "-") -> NcclResult:
@@ -302,19 +320,9 @@ def parse_nccl_json(text: str, file: str = "-") -> NcclResult:
                    str(exc)) from None
     if not isinstance(doc, dict) or not isinstance(doc.get("results"), list):
         raise fail(file, None, "nccl.json.results", "a list of results", show(str(doc)[:80]))
-    rows = []
-    for i, r in enumerate(doc["results"]):
-        oop, inp = _json_op(r.get("out_of_place")), _json_op(r.get("in_place"))
-        if not isinstance(r, dict) or not isinstance(r.get("size"), int) or inp is None:
-            raise fail(file, None, f"nccl.json.results[{i}]", "size, in_place.alg_bw/bus_bw", show(str(r)[:80]))
-        root = str(r.get("root", "")).strip()
-        rows.append(NcclRow(size=r["size"], count=int(r.get("count") or 0), type=str(r.get("type", "")),
-                            redop=str(r.get("redop", "")), root=int(root) if root.lstrip("-").isdigit() else None,
-                            out_of_place=oop or inp, in_place=inp))
+    rows = [_json_row(i, r, file) for i, r in enumerate(doc["results"])]
     devices = (doc.get("config") or {}).get("devices") or []
-    ranks = [NcclRank(rank=d["rank"], group=d.get("group"), pid=d.get("pid", 0), host=str(d.get("hostname", "")),
-                      device=d.get("device", 0), bus_id=str(d.get("device_hex", "")), gpu=str(d.get("device_info", "")))
-             for d in devices if isinstance(d, dict) and isinstance(d.get("rank"), int)]
+    ranks = [_json_rank(d) for d in devices if isinstance(d, dict) and isinstance(d.get("rank"), int)]
     oob = doc.get("out_of_bounds") or {}
     avg = doc.get("average_bus_bandwidth") or {}
     okay = avg.get("okay")

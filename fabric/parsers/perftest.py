@@ -256,21 +256,7 @@ def parse_perftest_text(text: str, file: str = "-") -> PerftestResult:
 def parse_perftest_lines(stream: Iterable[str], file: str = "-") -> PerftestResult:
     """The text report from lines with their endings (a file, streamed: memory does not grow with the input)."""
     lines = Lines(stream)
-    skipped = SkipList()
-    rows = 0
-    closed = False  # the last table's closing line was seen after its rows
-    res: dict[str, Any] = {
-        "source": "text",
-        "info": {},
-        "warnings": [],
-        "bw_rows": [],
-        "lat_rows": [],
-        "skipped": skipped,
-    }
-    in_info = False
-    side = "local"
-    fields: list[str | None] | None = None
-    seen_header = seen_title = False
+    reader = _TextReader(file)
     for lineno, raw, cut in lines:
         line = raw.rstrip()
         stripped = line.strip()
@@ -278,99 +264,145 @@ def parse_perftest_lines(stream: Iterable[str], file: str = "-") -> PerftestResu
             continue
         if cut:
             if _ROW.match(line):
-                res["skipped"].append(Skipped(line=lineno, text=stripped, reason=CUT))
+                reader.skipped.append(Skipped(line=lineno, text=stripped, reason=CUT))
             continue
+        reader.read(line, stripped, lineno)
+    return reader.result(lines)
+
+
+class _TextReader:
+    """The report read so far and where the reader is: inside the info block, which side's address comes next,
+    the columns of the open table, how many rows, and whether the last table was closed after its rows."""
+
+    def __init__(self, file: str) -> None:
+        self.file = file
+        self.skipped = SkipList()
+        self.res: dict[str, Any] = {"source": "text", "info": {}, "warnings": [], "bw_rows": [], "lat_rows": [],
+                                    "skipped": self.skipped}
+        self.rows = 0
+        self.closed = False
+        self.in_info = False
+        self.side = "local"
+        self.fields: list[str | None] | None = None
+        self.seen_header = self.seen_title = False
+
+    def read(self, line: str, stripped: str, lineno: int) -> None:
+        """One non-blank line: the first step that knows it takes it; anything else is ignored."""
+        for step in (self._note, self._result_line, self._title, self._info, self._address, self._header,
+                     self._row):
+            if step(line, stripped, lineno):
+                return
+
+    def _note(self, line: str, stripped: str, lineno: int) -> bool:
+        """'Waiting for client' (a server) and WARNING lines."""
         if "Waiting for client" in stripped:
-            res["server"] = True
-            continue
-        if stripped.startswith("WARNING:"):
-            if len(res["warnings"]) < MAX_SKIPPED:
-                res["warnings"].append(stripped)
-            if "peak won't be measured" in stripped:
-                res["duration_mode"] = True
-            continue
-        if _RESULT_LINE.match(line):
-            closed = closed or (fields is not None and rows > 0)
-            in_info = False
-            fields = None
-            continue
-        if (m := _TITLE.match(line)) and not seen_header:
-            seen_title = in_info = True
-            res["test"] = m.group(1)
-            res["kind"] = "bw" if m.group(1).endswith("BW Test") else "lat"
-            res["bidirectional"] = "Bidirectional" in m.group(1)
-            continue
-        if in_info:
-            for key, value in _KV.findall(line):
-                res["info"][key.strip()] = value
-            continue
+            self.res["server"] = True
+            return True
+        if not stripped.startswith("WARNING:"):
+            return False
+        if len(self.res["warnings"]) < MAX_SKIPPED:
+            self.res["warnings"].append(stripped)
+        if "peak won't be measured" in stripped:
+            self.res["duration_mode"] = True
+        return True
+
+    def _result_line(self, line: str, stripped: str, lineno: int) -> bool:
+        """A dashed line: it closes the info block and the table."""
+        if not _RESULT_LINE.match(line):
+            return False
+        self.closed = self.closed or (self.fields is not None and self.rows > 0)
+        self.in_info = False
+        self.fields = None
+        return True
+
+    def _title(self, line: str, stripped: str, lineno: int) -> bool:
+        """'RDMA_Write BW Test' before any table: the test, its kind, bidirectional or not."""
+        if self.seen_header or not (m := _TITLE.match(line)):
+            return False
+        self.seen_title = self.in_info = True
+        self.res["test"] = m.group(1)
+        self.res["kind"] = "bw" if m.group(1).endswith("BW Test") else "lat"
+        self.res["bidirectional"] = "Bidirectional" in m.group(1)
+        return True
+
+    def _info(self, line: str, stripped: str, lineno: int) -> bool:
+        if not self.in_info:
+            return False
+        for key, value in _KV.findall(line):
+            self.res["info"][key.strip()] = value
+        return True
+
+    def _address(self, line: str, stripped: str, lineno: int) -> bool:
+        """'local address:' / 'remote address:' and the GID line under it."""
         if m := _ADDR.match(line):
-            side = m.group(1)
-            continue
+            self.side = m.group(1)
+            return True
         if m := _GID.match(line):
-            res[f"{side}_gid"] = m.group(1)
-            res[f"{side}_ip"] = _ip_from_decimal_gid(m.group(1))
-            continue
-        if _HEADER.match(line):
-            fields, bw_unit, lat_unit = _columns(line, file, lineno)
-            seen_header = True
-            res["bw_unit"] = res.get("bw_unit") or bw_unit
-            res["lat_unit"] = res.get("lat_unit") or lat_unit
-            if "tps_average" in fields:
-                res["duration_mode"] = True
-            continue
-        if _ROW.match(line):
-            if fields is None:
-                res["skipped"].append(
-                    Skipped(line=lineno, text=stripped, reason="row outside a '#bytes' table")
-                )
-                continue
-            row = _row(fields, line, lineno)
-            if not isinstance(row, Skipped):
-                rows += 1
-                closed = False
-                if rows > MAX_ROWS:
-                    raise fail(file, lineno, "perftest.row", f"at most {MAX_ROWS} result rows", "more")
-            if isinstance(row, Skipped):
-                res["skipped"].append(row)
-            elif "bw_average" in row:
-                res["bw_rows"].append(BwRow(**row))
-            else:
-                res["lat_rows"].append(LatRow(**row))
-    if lines.blank:
-        raise fail(file, None, "", "perftest output", "empty input")
-    if not seen_title and not seen_header:
-        raise fail(
-            file,
-            None,
-            "perftest",
-            "perftest output (a '… BW Test' / '… Latency Test' title or a '#bytes' table)",
-            f"neither in {lines.count} lines",
-        )
-    if not res["bw_rows"] and not res["lat_rows"]:
-        if res["skipped"]:
-            first = res["skipped"][0]
-            raise fail(
-                file,
-                first.line,
-                "perftest.row",
-                "a complete result row",
-                f"{first.reason} in {show(first.text)}",
-            )
-        if not res.get("server"):
-            raise fail(
-                file,
-                lines.count,
-                "perftest",
-                "a '#bytes' result table (only a server may have none)",
-                "end of input" if not seen_header else "a table header with no rows",
-            )
-    if res.get("kind") is None and (res["bw_rows"] or res["lat_rows"]):
-        res["kind"] = "bw" if res["bw_rows"] else "lat"
-    _typed_info(res)
-    res["complete"] = closed and not any(s.reason == CUT for s in skipped)
-    res["skipped_more"] = skipped.more
-    return PerftestResult(**res)
+            self.res[f"{self.side}_gid"] = m.group(1)
+            self.res[f"{self.side}_ip"] = _ip_from_decimal_gid(m.group(1))
+            return True
+        return False
+
+    def _header(self, line: str, stripped: str, lineno: int) -> bool:
+        """'#bytes #iterations …': the columns of the table that follows and its units."""
+        if not _HEADER.match(line):
+            return False
+        self.fields, bw_unit, lat_unit = _columns(line, self.file, lineno)
+        self.seen_header = True
+        self.res["bw_unit"] = self.res.get("bw_unit") or bw_unit
+        self.res["lat_unit"] = self.res.get("lat_unit") or lat_unit
+        if "tps_average" in self.fields:
+            self.res["duration_mode"] = True
+        return True
+
+    def _row(self, line: str, stripped: str, lineno: int) -> bool:
+        """A result row of the open table (skipped, with the reason, outside one or when incomplete)."""
+        if not _ROW.match(line):
+            return False
+        if self.fields is None:
+            self.skipped.append(Skipped(line=lineno, text=stripped, reason="row outside a '#bytes' table"))
+            return True
+        row = _row(self.fields, line, lineno)
+        if isinstance(row, Skipped):
+            self.skipped.append(row)
+            return True
+        self.rows += 1
+        self.closed = False
+        if self.rows > MAX_ROWS:
+            raise fail(self.file, lineno, "perftest.row", f"at most {MAX_ROWS} result rows", "more")
+        if "bw_average" in row:
+            self.res["bw_rows"].append(BwRow(**row))
+        else:
+            self.res["lat_rows"].append(LatRow(**row))
+        return True
+
+    def result(self, lines: Lines) -> PerftestResult:
+        """The result, or a located error: an empty input, no perftest output, no complete row."""
+        res, file = self.res, self.file
+        if lines.blank:
+            raise fail(file, None, "", "perftest output", "empty input")
+        if not self.seen_title and not self.seen_header:
+            raise fail(file, None, "perftest",
+                       "perftest output (a '… BW Test' / '… Latency Test' title or a '#bytes' table)",
+                       f"neither in {lines.count} lines")
+        if not res["bw_rows"] and not res["lat_rows"]:
+            self._no_rows(lines)
+        if res.get("kind") is None and (res["bw_rows"] or res["lat_rows"]):
+            res["kind"] = "bw" if res["bw_rows"] else "lat"
+        _typed_info(res)
+        res["complete"] = self.closed and not any(s.reason == CUT for s in self.skipped)
+        res["skipped_more"] = self.skipped.more
+        return PerftestResult(**res)
+
+    def _no_rows(self, lines: Lines) -> None:
+        """No row at all: the first skipped row says why, else only a server may have none."""
+        if self.skipped:
+            first = self.skipped[0]
+            raise fail(self.file, first.line, "perftest.row", "a complete result row",
+                       f"{first.reason} in {show(first.text)}")
+        if not self.res.get("server"):
+            raise fail(self.file, lines.count, "perftest", "a '#bytes' result table (only a server may have none)",
+                       "end of input" if not self.seen_header else "a table header with no rows")
 
 
 def _typed_info(res: dict[str, Any]) -> None:
@@ -380,6 +412,41 @@ def _typed_info(res: dict[str, Any]) -> None:
     for field, key in (("mtu", "Mtu"), ("gid_index", "GID index"), ("num_qps", "Number of qps")):
         value = info.get(key, "").removesuffix("[B]")
         res[field] = integer(value) if value else None
+
+
+def _json_row(results: dict[str, Any], text: str, file: str) -> dict[str, Any]:
+    """The row fields of a `results` object (numbers, or numbers as text); other keys are left out."""
+    row: dict[str, Any] = {}
+    for key, value in results.items():
+        field = _JSON_KEYS.get(key)
+        if field is None:
+            continue
+        number = value if isinstance(value, int | float) and not isinstance(value, bool) else None
+        if number is None and isinstance(value, str):
+            number = num(value)
+        if number is None:
+            raise fail(file, json_line(text, key), f"results.{key}", "a number", repr(value))
+        row[field] = int(number) if field in _INT_FIELDS else float(number)
+    return row
+
+
+def _json_fields(test_info: dict[str, Any], test: str | None, is_bw: bool, bw_unit: str | None) -> dict[str, Any]:
+    """The result's fields besides its row, from `test_info`."""
+    info = {str(k): str(v) for k, v in test_info.items() if k != "test"}
+    return {
+        "source": "json",
+        "test": test,
+        "kind": "bw" if is_bw else "lat",
+        "info": info,
+        "bidirectional": "Bidirectional" in (test or ""),
+        "bw_unit": bw_unit if is_bw else None,
+        "lat_unit": None if is_bw else "usec",
+        "device": info.get("Device"),
+        "link_type": info.get("Link_type"),
+        "mtu": integer(info.get("Mtu", "")),
+        "gid_index": integer(info.get("GID_index", "")),
+        "num_qps": integer(info.get("Number_of_qps", "")),
+    }
 
 
 def parse_perftest_json(text: str, file: str = "-", bw_unit: str | None = None) -> PerftestResult:
@@ -395,17 +462,7 @@ def parse_perftest_json(text: str, file: str = "-", bw_unit: str | None = None) 
             type(doc).__name__ if not isinstance(doc, dict) else f"keys {sorted(doc)}",
         )
     test_info = doc.get("test_info") if isinstance(doc.get("test_info"), dict) else {}
-    row: dict[str, Any] = {}
-    for key, value in doc["results"].items():
-        field = _JSON_KEYS.get(key)
-        if field is None:
-            continue
-        number = value if isinstance(value, int | float) and not isinstance(value, bool) else None
-        if number is None and isinstance(value, str):
-            number = num(value)
-        if number is None:
-            raise fail(file, json_line(text, key), f"results.{key}", "a number", repr(value))
-        row[field] = int(number) if field in _INT_FIELDS else float(number)
+    row = _json_row(doc["results"], text, file)
     for key in ("bytes", "iterations"):
         if key not in row:
             name = "MsgSize" if key == "bytes" else "n_iterations"
@@ -420,21 +477,7 @@ def parse_perftest_json(text: str, file: str = "-", bw_unit: str | None = None) 
             "BW_average or t_* latency values",
             f"keys {sorted(doc['results'])}",
         )
-    info = {str(k): str(v) for k, v in test_info.items() if k != "test"}
-    res: dict[str, Any] = {
-        "source": "json",
-        "test": test,
-        "kind": "bw" if is_bw else "lat",
-        "info": info,
-        "bidirectional": "Bidirectional" in (test or ""),
-        "bw_unit": bw_unit if is_bw else None,
-        "lat_unit": None if is_bw else "usec",
-        "device": info.get("Device"),
-        "link_type": info.get("Link_type"),
-        "mtu": integer(info.get("Mtu", "")),
-        "gid_index": integer(info.get("GID_index", "")),
-        "num_qps": integer(info.get("Number_of_qps", "")),
-    }
+    res = _json_fields(test_info, test, is_bw, bw_unit)
     try:
         res["bw_rows" if is_bw else "lat_rows"] = [BwRow(**row) if is_bw else LatRow(**row)]
     except ValueError as exc:

@@ -21,53 +21,94 @@ def adaptive_leaf(fabric: FabricIntent, leaf: str) -> str | None:
     return leaf if sw is not None and sw.adaptive_routing else None
 
 
+Findings = tuple[list[Measurement], list[str]]
+
+
+def _increments(counters: dict[str, int]) -> str:
+    return ", ".join(f"{k} +{v}" for k, v in sorted(counters.items()))
+
+
 def lossless_findings(before: cn.Snapshot, after: cn.Snapshot, traffic: list[Measurement],
-                      fabric: FabricIntent, allow: list[str] = ()) -> tuple[list[Measurement], list[str]]:
+                      fabric: FabricIntent, allow: list[str] = ()) -> Findings:
     """Increases of discard/sequence counters, and receivers sending CNPs that their senders ignore."""
     d = cn.delta(before, after)
     ms: list[Measurement] = []
     problems: list[str] = []
-    netdev = {(h.name, r.ifname): r for h in fabric.hosts.values() for r in h.rails}
+    for found, said in (_switch_queue_drops(d, fabric, allow), _host_discards(d, fabric, allow),
+                        _deaf_senders(d, traffic, fabric)):
+        ms += found
+        problems += said
+    return ms, problems
+
+
+def _switch_queue_drops(d: cn.Snapshot, fabric: FabricIntent, allow: list[str]) -> Findings:
+    """Drops on a lossless queue of a switch port with PFC (a PFC port drops nothing there; a port without
+    PFC counters, the lab's software switch, may drop and is not judged)."""
+    ms: list[Measurement] = []
+    problems: list[str] = []
     for node, ports in sorted(d.items()):
         sw = fabric.switches.get(node)
         if sw is None:
             continue
-        for port, cs in sorted(ports.items()):  # a PFC switch port drops nothing on a lossless queue
+        for port, cs in sorted(ports.items()):
             if not any(k.startswith("pfc:") for k in cs):
-                continue  # no PFC here (the lab's software switch): its queues may drop
+                continue
             drops = {k: v for k, v in cs.items() if v > 0 and (m := cn.QUEUE_DROPS.match(k))
                      and int(m["n"]) in sw.qos.lossless_tcs and k not in allow}
             if drops:
-                text = ", ".join(f"{k} +{v}" for k, v in sorted(drops.items()))
+                text = _increments(drops)
                 problems.append(f"{node} {port}: {text} (lossless queue)")
                 ms.append(Measurement(src=node, dst=port, value=sum(drops.values()), unit="increments", threshold=0,
                                       ok=False, detail=text))
+    return ms, problems
+
+
+def _host_discards(d: cn.Snapshot, fabric: FabricIntent, allow: list[str]) -> Findings:
+    """One measurement per host port: the discard and sequence-error counters that grew; behind a leaf with
+    adaptive routing the reordering counters are tolerated (said in the detail)."""
+    netdev = {(h.name, r.ifname): r for h in fabric.hosts.values() for r in h.rails}
+    ms: list[Measurement] = []
+    problems: list[str] = []
     for host, ports in sorted(d.items()):
         if host not in fabric.hosts:
             continue
         for port, cs in sorted(ports.items()):
             r = netdev.get((host, port))
             ar = adaptive_leaf(fabric, r.leaf) if r else None
-            grew = {k: v for k, v in cs.items() if v > 0 and k not in allow
-                    and (cn.DISCARD.search(k) or cn.SEQUENCE.search(k))}
-            tolerated = {k: v for k, v in grew.items() if ar and k in cn.REORDER} if ar else {}
-            grew = {k: v for k, v in grew.items() if k not in tolerated}
-            detail = ", ".join(f"{k} +{v}" for k, v in sorted(grew.items())) or f"{len(cs)} counters flat"
+            grew, tolerated = _grown(cs, allow, reorder_ok=ar is not None)
+            detail = _increments(grew) or f"{len(cs)} counters flat"
             if tolerated:
-                detail += "; tolerated: " + ", ".join(f"{k} +{v}" for k, v in sorted(tolerated.items())) + \
-                    f" (adaptive routing on {ar}: packets arrive out of order by design)"
+                detail += f"; tolerated: {_increments(tolerated)} (adaptive routing on {ar}: packets arrive out of " \
+                          "order by design)"
             ms.append(Measurement(rail=r.rail if r else None, src=host, dst=port, value=sum(grew.values()),
                                   unit="increments", threshold=0, ok=not grew, detail=detail))
             if grew:
-                problems.append(f"{host} {port}: " + ", ".join(f"{k} +{v}" for k, v in sorted(grew.items())))
+                problems.append(f"{host} {port}: {_increments(grew)}")
+    return ms, problems
+
+
+def _grown(cs: dict[str, int], allow: list[str], *, reorder_ok: bool) -> tuple[dict[str, int], dict[str, int]]:
+    """The discard and sequence-error counters of one port that grew (not in `allow`), and apart from them the
+    reordering ones when reordering is expected."""
+    grew = {k: v for k, v in cs.items() if v > 0 and k not in allow
+            and (cn.DISCARD.search(k) or cn.SEQUENCE.search(k))}
+    tolerated = {k: v for k, v in grew.items() if k in cn.REORDER} if reorder_ok else {}
+    return {k: v for k, v in grew.items() if k not in tolerated}, tolerated
+
+
+def _deaf_senders(d: cn.Snapshot, traffic: list[Measurement], fabric: FabricIntent) -> Findings:
+    """A receiver that sent CNPs on a rail, judged per sender of the traffic to it: one whose rp_cnp_handled
+    stayed flat (one deaf sender among many is found)."""
     by_rail = {(h.name, r.rail): r.ifname for h in fabric.hosts.values() for r in h.rails}
+    ms: list[Measurement] = []
+    problems: list[str] = []
     for (host, rail), ifname in sorted(by_rail.items()):
         sent = d.get(host, {}).get(ifname, {}).get(cn.CNP_SENT, 0)
         if sent <= 0:
             continue
         senders = sorted({m.src for m in traffic if m.dst == host and m.rail == rail})
         handled = {s: d.get(s, {}).get(by_rail.get((s, rail), ""), {}).get(cn.CNP_HANDLED, 0) for s in senders}
-        for s in [s for s, v in handled.items() if v == 0]:  # judged per sender: one deaf sender among many
+        for s in [s for s, v in handled.items() if v == 0]:
             problems.append(f"{host} rail {rail}: np_cnp_sent +{sent} but rp_cnp_handled flat on sender {s} "
                             f"(CNPs not reaching it or not handled: check CNP DSCP/priority and DCQCN rp on {s})")
             ms.append(Measurement(rail=rail, src=s, dst=host, value=0, unit="CNPs handled", ok=False,

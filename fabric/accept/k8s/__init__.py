@@ -3,8 +3,10 @@
 - manifests: the jobs and every choice in them (the module docstring says which controller behaviour each
   was checked against);
 - runner: apply, follow, read the launcher's log, say why pods wait (K8sRunner);
-- judging: a perftest job's per-pair measurements from the launcher's log;
-- bundle: everything `fabric accept --launcher k8s --render-only` writes (above the checks, imported on its own).
+- judging: a perftest job's per-pair measurements from the launcher's log.
+
+What `fabric accept --launcher k8s --render-only` writes is fabric.accept.bundle (above the checks, which use
+this package).
 """
 
 from __future__ import annotations

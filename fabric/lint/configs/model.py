@@ -19,8 +19,8 @@ class PortConfig:
     speed: int | None = None  # Gb/s
     pfc: list[int] | None = None  # lossless priorities on this port; None when not configured
     watchdog: bool = False
-    wd_detection_ms: int | None = None  # PFC watchdog timings where the config sets them per port (SONiC PFC_WD)
-    wd_restoration_ms: int | None = None
+    # PFC watchdog values the config sets per port (SONiC PFC_WD), by knob key (fabric.design.knobs.WATCHDOG)
+    wd: dict[str, int] = field(default_factory=dict)
     adaptive_routing: bool | None = None
     access_vlan: int | None = None  # untagged (access) member of this VLAN
     tagged_vlans: list[int] | None = None  # tagged member of these VLANs; None: no tagged membership configured

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from fabric.design.knobs import ECN, WATCHDOG
 from fabric.lint.configs.model import ConfigSet
 from fabric.lint.context import Context
 from fabric.lint.core import Finding, Rule, Severity, rule
@@ -262,12 +263,11 @@ def _ecn_policy_hits(v: QosView, cs: ConfigSet) -> list[Hit]:
         want = q.ecn if q is not None else None
         if e is None or not e.enabled or want is None or not want.enabled:
             continue
-        for what, got, exp, unit in (("min threshold", e.min_bytes, want.min_bytes, "B"),
-                                     ("max threshold", e.max_bytes, want.max_bytes, "B"),
-                                     ("mark probability", e.probability, want.probability, "%")):
+        for k in ECN:
+            got, exp = getattr(e, k.fact), getattr(want, k.fact)
             if got != exp:
-                out.append((f"TC{tc}", f"ECN {what} on TC{tc}: expected {exp:,} {unit} (the policy), found "
-                                       f"{got:,} {unit}", f"ecn.{tc}"))
+                out.append((f"TC{tc}", f"ECN {k.what} on TC{tc}: expected {k.text(exp)} (the policy), found "
+                                       f"{k.text(got)}", f"ecn.{tc}"))
     return out
 
 
@@ -362,12 +362,13 @@ class PfcWatchdog(Rule):
                     )
                 if not pfc or want is None:
                     continue
-                for what, got, exp in (("detection", p.wd_detection_ms, want.detection_ms),
-                                       ("restoration", p.wd_restoration_ms, want.restoration_ms)):
+                for k in WATCHDOG:  # the knobs this config sets per port
+                    got, exp = p.wd.get(k.key), getattr(want, k.fact)
                     if got is not None and got != exp:
                         yield self.finding(
                             dev.name,
-                            f"PFC watchdog {what} time on {p.name}: expected {exp} ms (the policy), found {got} ms",
+                            f"PFC watchdog {k.what} on {p.name}: expected {k.text(exp)} (the policy), found "
+                            f"{k.text(got)}",
                             dev.at(f"pfc_wd.{p.name}"),
                             p.name,
                         )

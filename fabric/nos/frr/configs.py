@@ -14,6 +14,32 @@ _CLIST = re.compile(r"^bgp community-list (?:standard )?(\S+) (?:seq \d+ )?permi
 _RMAP = re.compile(r"^route-map (\S+) (permit|deny) \d+")
 
 
+def _bgp_line(line: str, n: int, groups: set[str], neigh: dict[str, BgpNeighborConfig], gs: GshutConfig) -> None:
+    """A line inside `router bgp`: a peer group, a neighbour's inbound route map, send-community, a neighbour."""
+    if m := re.match(r"^\s*neighbor\s+(\S+)\s+peer-group\s*$", line):
+        groups.add(m.group(1))
+    elif m := re.match(r"^\s*neighbor\s+(\S+)\s+route-map\s+(\S+)\s+in\s*$", line):
+        gs.inbound[m.group(1)] = m.group(2)
+    elif m := re.match(r"^\s*(no\s+)?neighbor\s+(\S+)\s+send-community\b", line):
+        (gs.no_send if m.group(1) else gs.sends).add(m.group(2))
+    elif (m := _NEIGH.match(line)) and m.group(1) not in groups:
+        _neighbor(m, n, neigh, gs)
+
+
+def _neighbor(m: re.Match[str], n: int, neigh: dict[str, BgpNeighborConfig], gs: GshutConfig) -> None:
+    """`neighbor X interface [peer-group G] [remote-as A]` or `neighbor X remote-as A`."""
+    peer, rest = m.group(1), m.group(2)
+    nb = neigh.setdefault(peer, BgpNeighborConfig(peer=peer, remote_as="", interface=False, line=n))
+    if not rest.startswith("interface"):
+        nb.remote_as = m.group(3)
+        return
+    nb.interface = True
+    if grp := re.search(r"peer-group\s+(\S+)", rest):
+        gs.groups[peer] = grp.group(1)
+    if ras := re.search(r"remote-as\s+(\S+)", rest):
+        nb.remote_as = ras.group(1)
+
+
 def parse(path: Path, name: str, text: str) -> DeviceConfig:
     dev = DeviceConfig(name=name, file=str(path), kind=row_of(__name__).name)
     groups: set[str] = set()
@@ -58,32 +84,8 @@ def parse(path: Path, name: str, text: str) -> DeviceConfig:
             continue
         if top and line not in ("exit",):
             in_bgp = False if not line.startswith("router bgp") else in_bgp
-        if not in_bgp:
-            continue
-        if m := re.match(r"^\s*neighbor\s+(\S+)\s+peer-group\s*$", line):
-            groups.add(m.group(1))
-            continue
-        if m := re.match(r"^\s*neighbor\s+(\S+)\s+route-map\s+(\S+)\s+in\s*$", line):
-            gs.inbound[m.group(1)] = m.group(2)
-            continue
-        if m := re.match(r"^\s*(no\s+)?neighbor\s+(\S+)\s+send-community\b", line):
-            (gs.no_send if m.group(1) else gs.sends).add(m.group(2))
-            continue
-        if m := _NEIGH.match(line):
-            peer = m.group(1)
-            if peer in groups:
-                continue
-            nb = neigh.setdefault(peer, BgpNeighborConfig(peer=peer, remote_as="", interface=False, line=n))
-            rest = m.group(2)
-            if rest.startswith("interface"):
-                nb.interface = True
-                if grp := re.search(r"peer-group\s+(\S+)", rest):
-                    gs.groups[peer] = grp.group(1)
-                ras = re.search(r"remote-as\s+(\S+)", rest)
-                if ras:
-                    nb.remote_as = ras.group(1)
-            else:
-                nb.remote_as = m.group(3)
+        if in_bgp:
+            _bgp_line(line, n, groups, neigh, gs)
     close_entry()
     dev.neighbors = list(neigh.values())
     if dev.asn is not None:

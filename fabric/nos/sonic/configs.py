@@ -4,6 +4,7 @@ graceful shutdown), plus the neighbour aging of the sysctl.conf rendered beside 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,8 @@ from fabric.lint.configs.model import BgpNeighborConfig, DeviceConfig, PortConfi
 from fabric.lint.view import Ecn, QosView
 from fabric.model.jsonlines import JsonLines
 from fabric.nos import row_of
+
+_PFC_WD = {"detection": "detection_time", "restoration": "restoration_time"}  # knob key → PFC_WD field (ms)
 
 
 def _ints(csv: str) -> list[int]:
@@ -24,6 +27,9 @@ def _ref(value: object) -> str:
     return v[1:-1].rpartition("|")[2] if v.startswith("[") and v.endswith("]") else v
 
 
+Line = Callable[..., int | None]  # (*key of the config_db tree) → its line
+
+
 def parse(path: Path, name: str, text: str) -> DeviceConfig:
     jl = JsonLines(text)
     db: dict[str, Any] = jl.value if isinstance(jl.value, dict) else {}
@@ -32,25 +38,48 @@ def parse(path: Path, name: str, text: str) -> DeviceConfig:
     def line(*key: str) -> int | None:
         return jl.lines.get(tuple(key))
 
-    pqm = db.get("PORT_QOS_MAP", {})
-    maps = db.get("DSCP_TO_TC_MAP", {})
+    dscp = _dscp_map(db, dev, line)
+    pfc_all = _ports(db, dev, line)
+    strict, dwrr, ecn = _queues(db, dev, line)
+    if db.get("PORT_QOS_MAP") or db.get("DSCP_TO_TC_MAP", {}):
+        dev.qos = QosView(name=name, dscp_to_priority=dscp, default_priority=1 if dscp is None else 0,
+                          priority_to_tc={}, lossless=sorted(pfc_all), strict_tcs=sorted(strict), dwrr=dwrr, ecn=ecn,
+                          at=dev.at)
+    _bgp(db, dev, line)
+    _vlan_members(db, dev)
+    if dev.asn is not None:
+        dev.graceful_shutdown, dev.graceful_shutdown_missing = _gshut(db).verdict(
+            [n.peer for n in dev.neighbors], True)  # FRR (frrcfgd) sends communities unless send_community none
+        dev.lines["graceful_shutdown"] = dev.lines["bgp"]
+    aging = _sysctl_aging(path.parent / "sysctl.conf")
+    if aging is not None:
+        dev.arp_aging, dev.arp_aging_at = aging
+    return dev
+
+
+def _dscp_map(db: dict[str, Any], dev: DeviceConfig, line: Line) -> dict[int, int] | None:
+    """The one DSCP_TO_TC_MAP every port binds in PORT_QOS_MAP; None (and why, in `default_dscp_map`) where the
+    NOS default applies or the bindings differ."""
+    pqm, maps = db.get("PORT_QOS_MAP", {}), db.get("DSCP_TO_TC_MAP", {})
     bound = sorted({_ref(v.get("dscp_to_tc_map", "")) for v in pqm.values() if isinstance(v, dict)})
     map_name = bound[0] if len(bound) == 1 else ""
-    dscp: dict[int, int] | None = None
     if not bound or "" in bound:
-        dev.default_dscp_map = (
-            "ports without dscp_to_tc_map in PORT_QOS_MAP (the NOS default AZURE map applies)"
-        )
+        dev.default_dscp_map = "ports without dscp_to_tc_map in PORT_QOS_MAP (the NOS default AZURE map applies)"
         dev.lines["dscp_map"] = line("PORT_QOS_MAP") or 1
     elif any(b not in maps for b in bound):
         missing = [b for b in bound if b not in maps]
         dev.default_dscp_map = f"PORT_QOS_MAP binding {', '.join(missing)}, not defined in DSCP_TO_TC_MAP"
         dev.lines["dscp_map"] = line("PORT_QOS_MAP") or 1
-    if map_name in maps:
-        dscp = {int(k): int(v) for k, v in maps[map_name].items()}
-        dev.lines["dscp_map"] = line("DSCP_TO_TC_MAP", map_name) or 1
+    if map_name not in maps:
+        return None
+    dev.lines["dscp_map"] = line("DSCP_TO_TC_MAP", map_name) or 1
+    return {int(k): int(v) for k, v in maps[map_name].items()}
+
+
+def _ports(db: dict[str, Any], dev: DeviceConfig, line: Line) -> set[int]:
+    """Every PORT with its PFC (PORT_QOS_MAP) and watchdog (PFC_WD); the lossless priorities of all ports."""
+    pqm, wd = db.get("PORT_QOS_MAP", {}), db.get("PFC_WD", {})
     pfc_all: set[int] = set()
-    wd = db.get("PFC_WD", {})
     for pname, pc in db.get("PORT", {}).items():
         p = PortConfig(name=pname, line=line("PORT", pname))
         if "mtu" in pc:
@@ -65,13 +94,16 @@ def parse(path: Path, name: str, text: str) -> DeviceConfig:
         p.watchdog = pname in wd
         if p.watchdog:
             w = wd[pname] or {}
-            p.wd_detection_ms = int(w["detection_time"]) if str(w.get("detection_time", "")).isdigit() else None
-            p.wd_restoration_ms = int(w["restoration_time"]) if str(w.get("restoration_time", "")).isdigit() else None
+            p.wd = {knob: int(w[f]) for knob, f in _PFC_WD.items() if str(w.get(f, "")).isdigit()}
             dev.lines[f"pfc_wd.{pname}"] = line("PFC_WD", pname) or 1
         if p.pfc and not p.watchdog:
             p.line = line("PORT_QOS_MAP", pname) or p.line
         dev.ports[pname] = p
-    # Schedulers and WRED from the QUEUE table (the first port that has each TC).
+    return pfc_all
+
+
+def _queues(db: dict[str, Any], dev: DeviceConfig, line: Line) -> tuple[set[int], dict[int, int], dict[int, Ecn]]:
+    """Schedulers and WRED from the QUEUE table (the first port that has each TC): strict TCs, DWRR weights, ECN."""
     sched, wred = db.get("SCHEDULER", {}), db.get("WRED_PROFILE", {})
     strict: set[int] = set()
     dwrr: dict[int, int] = {}
@@ -84,32 +116,22 @@ def parse(path: Path, name: str, text: str) -> DeviceConfig:
                 strict.add(tc)
             elif s and tc not in dwrr:
                 dwrr[tc] = int(s.get("weight", 0))
-            dev.lines.setdefault(
-                f"ets.{tc}", line("SCHEDULER", _ref(qc.get("scheduler", ""))) or line("QUEUE", key) or 1
-            )
+            dev.lines.setdefault(f"ets.{tc}", line("SCHEDULER", _ref(qc.get("scheduler", ""))) or line("QUEUE", key)
+                                 or 1)
             w = wred.get(_ref(qc.get("wred_profile", "")), {})
             if w and tc not in ecn:
-                ecn[tc] = Ecn(
-                    enabled=w.get("ecn", "ecn_none") != "ecn_none",
-                    min_bytes=int(w.get("green_min_threshold", 0)),
-                    max_bytes=int(w.get("green_max_threshold", 0)),
-                    probability=int(w.get("green_drop_probability", 100)),
-                )
+                ecn[tc] = Ecn(enabled=w.get("ecn", "ecn_none") != "ecn_none",
+                              min_bytes=int(w.get("green_min_threshold", 0)),
+                              max_bytes=int(w.get("green_max_threshold", 0)),
+                              probability=int(w.get("green_drop_probability", 100)))
                 dev.lines[f"ecn.{tc}"] = line("WRED_PROFILE", _ref(qc["wred_profile"])) or 1
     dev.lines.setdefault("ets", line("SCHEDULER") or 1)
     dev.lines.setdefault("ecn", line("WRED_PROFILE") or line("QUEUE") or 1)
-    if db.get("PORT_QOS_MAP") or maps:
-        dev.qos = QosView(
-            name=name,
-            dscp_to_priority=dscp,
-            default_priority=1 if dscp is None else 0,
-            priority_to_tc={},
-            lossless=sorted(pfc_all),
-            strict_tcs=sorted(strict),
-            dwrr=dwrr,
-            ecn=ecn,
-            at=dev.at,
-        )
+    return strict, dwrr, ecn
+
+
+def _bgp(db: dict[str, Any], dev: DeviceConfig, line: Line) -> None:
+    """The ASN (BGP_GLOBALS, else DEVICE_METADATA) and BGP_NEIGHBOR."""
     meta = db.get("DEVICE_METADATA", {}).get("localhost", {})
     asn = db.get("BGP_GLOBALS", {}).get("default", {}).get("local_asn") or meta.get("bgp_asn")
     if asn:
@@ -117,15 +139,13 @@ def parse(path: Path, name: str, text: str) -> DeviceConfig:
         dev.lines["bgp"] = line("BGP_GLOBALS", "default", "local_asn") or line("DEVICE_METADATA") or 1
     for key, nc in db.get("BGP_NEIGHBOR", {}).items():
         peer = key.split("|")[-1]
-        iface = not peer[:1].isdigit() and ":" not in peer
-        dev.neighbors.append(
-            BgpNeighborConfig(
-                peer=peer,
-                remote_as=str(nc.get("asn", nc.get("peer_type", ""))),
-                interface=iface,
-                line=line("BGP_NEIGHBOR", key),
-            )
-        )
+        dev.neighbors.append(BgpNeighborConfig(peer=peer, remote_as=str(nc.get("asn", nc.get("peer_type", ""))),
+                                               interface=not peer[:1].isdigit() and ":" not in peer,
+                                               line=line("BGP_NEIGHBOR", key)))
+
+
+def _vlan_members(db: dict[str, Any], dev: DeviceConfig) -> None:
+    """VLAN_MEMBER: a port's access VLAN or its tagged VLANs."""
     for key, vm in db.get("VLAN_MEMBER", {}).items():
         vlan, _, port = key.partition("|")
         p = dev.ports.get(port)
@@ -136,14 +156,6 @@ def parse(path: Path, name: str, text: str) -> DeviceConfig:
             p.tagged_vlans = [*(p.tagged_vlans or []), vid]
         else:
             p.access_vlan = vid
-    if dev.asn is not None:
-        dev.graceful_shutdown, dev.graceful_shutdown_missing = _gshut(db).verdict(
-            [n.peer for n in dev.neighbors], True)  # FRR (frrcfgd) sends communities unless send_community none
-        dev.lines["graceful_shutdown"] = dev.lines["bgp"]
-    aging = _sysctl_aging(path.parent / "sysctl.conf")
-    if aging is not None:
-        dev.arp_aging, dev.arp_aging_at = aging
-    return dev
 
 
 def _gshut(db: dict[str, Any]) -> GshutConfig:

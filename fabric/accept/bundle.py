@@ -5,11 +5,19 @@ HyperNodes and node CNI configs. Above the checks: it asks them for their host g
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
+from fabric.accept.checks.bandwidth import CrossSuBandwidth, TrafficInput
+from fabric.accept.checks.base import hosts_per_rail
+from fabric.accept.checks.nccl import NcclInput
 from fabric.accept.k8s.manifests import PodJob, manifests_yaml, nccl_pod_job, perftest_pod_job, pod_pairs
+from fabric.accept.launchers import nccl_job
+from fabric.accept.schedule import schedule
 from fabric.design.intent import FabricIntent
+from fabric.export.kubernetes import volcano_yaml
 from fabric.export.tiers import tiers
 from fabric.order import natural
+from fabric.render import k8s as rk
 from fabric.render.k8s import pod_entrypoint
 from fabric.safefile import write_private
 
@@ -18,14 +26,6 @@ def acceptance_jobs(fabric: FabricIntent, image: str, *, quick: bool = True) -> 
     """The jobs `--render-only` writes: NCCL inside one SU (tier 1), across SUs (one host per SU) and over the
     whole cluster; perftest between pods on every rail, within and across SUs (the pairs of rail-bandwidth and
     cross-su-bandwidth), and ib_write_lat between pods inside the first SU."""
-    from types import SimpleNamespace
-
-    from fabric.accept.checks.bandwidth import CrossSuBandwidth, TrafficInput
-    from fabric.accept.checks.base import hosts_per_rail
-    from fabric.accept.checks.nccl import NcclInput
-    from fabric.accept.launchers import nccl_job
-    from fabric.accept.schedule import schedule
-
     sus: dict[int, list[str]] = {}
     for name in sorted(fabric.hosts, key=natural):
         sus.setdefault(fabric.hosts[name].su, []).append(name)
@@ -62,9 +62,6 @@ def acceptance_jobs(fabric: FabricIntent, image: str, *, quick: bool = True) -> 
 def render_bundle(fabric: FabricIntent, out_dir: Path, image: str, *, quick: bool = True) -> list[Path]:
     """Every manifest of Kubernetes acceptance, without a cluster: the rail networks, the device plugin's
     ConfigMap, the HyperNodes, each node's CNI configs (nodes/<host>/), the pod entrypoint, and the jobs."""
-    from fabric.export.kubernetes import volcano_yaml
-    from fabric.render import k8s as rk
-
     files: dict[str, str] = {
         "networks.yaml": rk.network_attachments(fabric),
         "sriovdp-config.yaml": rk.device_plugin_configmap(fabric),
