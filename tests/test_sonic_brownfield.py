@@ -102,6 +102,13 @@ def test_plan_changes_only_what_it_owns_and_converges(tmp_path: Path, name: str,
         assert not (p[0] == "PORT" and p[-1] in PLATFORM_FIELDS and p[1] in running["PORT"]), p
     assert all(p in rendered or p[0] == "BUFFER_PG" for p in sd.removes)
     assert kinds.get("overlapping PG"), "the corpus' 3-4 PGs are replaced, not kept beside the rendered 3"
+    # shown as the replacement it is: one `~` per port, 3-4 → the rendered lossless PG, nothing marked foreign
+    pgs = [c for c in sd.changes if c.section.startswith("BUFFER_PG|")]
+    assert pgs and all(c.op == "~" and c.old.startswith("3-4 ") and c.line.startswith("3 ") and not c.foreign
+                       for c in pgs), [c.text() for c in pgs]
+    assert not [c for c in sd.changes if c.foreign]
+    # the tool's headroom profiles have a name of their own: the switch's BUFFER_PROFILEs are never changed
+    assert all(p[1].startswith("ROCE_") for p in sd.sets if p[0] == "BUFFER_PROFILE")
     after = _patched(running, drv)
     assert not overlapping_pgs(after)
     meta_b, meta_a = running["DEVICE_METADATA"]["localhost"], after["DEVICE_METADATA"]["localhost"]
@@ -110,11 +117,13 @@ def test_plan_changes_only_what_it_owns_and_converges(tmp_path: Path, name: str,
         {p: v for p, v in before.items() if p not in sd.owned}  # everything else, value for value
     if meta_b.get("buffer_model") == "dynamic":  # headroom left to buffermgrd: PGs NULL, no static profile pushed
         assert {after["BUFFER_PG"][k]["profile"] for k in after["BUFFER_PG"] if k.endswith("|3")} == {"NULL"}
-        assert not any(k.startswith("pg_lossless_") and k not in running.get("BUFFER_PROFILE", {})
+        assert not any(k.startswith(("pg_lossless_", "ROCE_")) and k not in running.get("BUFFER_PROFILE", {})
                        for k in after.get("BUFFER_PROFILE", {}))
     else:
-        assert all(after["BUFFER_PG"][k]["profile"].startswith("pg_lossless_") for k in after["BUFFER_PG"]
+        assert all(after["BUFFER_PG"][k]["profile"].startswith("ROCE_pg_lossless_") for k in after["BUFFER_PG"]
                    if k.endswith("|3"))
+        assert {k: v for k, v in after["BUFFER_PROFILE"].items() if not k.startswith("ROCE_")} == \
+            running["BUFFER_PROFILE"]
     assert "BGP_NEIGHBOR" not in after or after["BGP_NEIGHBOR"] == running.get("BGP_NEIGHBOR")  # bgpcfgd switch
     assert any("BGP not pushed" in n for n in drv.notes)
     again = drv.scoped(json.dumps(after))
@@ -170,7 +179,7 @@ def test_preflight_refuses_what_sonic_refuses(tmp_path: Path) -> None:
         db["BUFFER_POOL"]["ingress_pool"] = db["BUFFER_POOL"].pop("ingress_lossless_pool")
         for prof in db["BUFFER_PROFILE"].values():
             prof["pool"] = "ingress_pool" if prof["pool"] == "ingress_lossless_pool" else prof["pool"]
-    assert "BUFFER_PROFILE|pg_lossless_100000_40m_profile pool: expected one of the switch's buffer pools " \
+    assert "BUFFER_PROFILE|ROCE_pg_lossless_100000_40m_profile pool: expected one of the switch's buffer pools " \
            "(egress_lossless_pool, egress_lossy_pool, ingress_lossy_pool, ingress_pool), found ingress_lossless_pool" \
         in _problem(spine, _variant("mellanox-sn2700-t0-traditional.json", one_pool))
     # a port the inventory makes routed is still a PortChannel member on the switch
@@ -238,9 +247,12 @@ def test_plan_running_reports_refusals_and_notes_per_switch(tmp_path: Path) -> N
     assert devs["leaf-su1-r1"]["status"] == "error" and "platform: expected x86_64-mlnx_msn2700-r0" in \
         devs["leaf-su1-r1"]["detail"] and not devs["leaf-su1-r1"]["sections"]
     assert devs["spine1"]["status"] == "changed" and "buffer model dynamic (the switch's)" in devs["spine1"]["detail"]
-    # the overlapping key goes (PG 4 stops being lossless): a removal of what the tool never rendered, marked
-    assert "- profile=NULL  (never rendered by the tool)" in devs["spine1"]["sections"]["BUFFER_PG|Ethernet0|3-4"]
-    assert devs["spine1"]["sections"]["BUFFER_PG|Ethernet0|3"] == ["+ profile=NULL"]
+    # the overlapping key is replaced by the rendered one (PG 4 stops being lossless with pfc_enable 4): one
+    # change old → new, no PG beside an overlapping one, no removal needing --allow-unowned-removal
+    assert devs["spine1"]["sections"]["BUFFER_PG|Ethernet0"] == ["~ 3-4 profile=NULL → 3 profile=NULL"]
+    assert not any(k.startswith("BUFFER_PG|Ethernet0|") for k in devs["spine1"]["sections"])
+    assert not any("never rendered" in ln for v in devs["spine1"]["sections"].values() for ln in v)
+    assert "PORT_QOS_MAP|Ethernet0" in devs["spine1"]["sections"]
     assert not any(s.startswith("DEVICE_METADATA") and "buffer_model" in " ".join(v)
                    for s, v in devs["spine1"]["sections"].items())
 

@@ -21,7 +21,10 @@
   located error.
 - **Lossless PGs.** A switch holds `BUFFER_PG|EthernetN|3-4`; the render's `|3` beside it would overlap
   (SONiC's `config interface buffer priority-group lossless` refuses overlapping PGs). The tool owns the
-  lossless PGs of a port whose `pfc_enable` it renders, so an overlapping key the switch holds is replaced.
+  lossless PGs of a port whose `pfc_enable` it renders, so an overlapping key the switch holds is replaced, and
+  the plan shows it as the replacement it is (`BUFFER_PG|Ethernet0: ~ 3-4 profile=NULL → 3 profile=NULL`): the
+  port's PGs follow its rendered lossless priorities (PG 4 stops being lossless with `pfc_enable` 4), never a
+  PG beside an overlapping one, nor a PG left lossless without PFC.
 
 `preflight(after)` checks the CONFIG_DB a patch would leave: every buffer profile's pool exists, every PG
 points at a profile that exists (or NULL on the dynamic model), no two PGs of a port overlap, and no port is
@@ -33,6 +36,8 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass, field
 from typing import Any
+
+from fabric.targets.owned import Change
 
 Path = tuple[str, ...]
 ROUTING_TABLES = ("BGP_GLOBALS", "BGP_GLOBALS_AF", "BGP_GLOBALS_AF_NETWORK", "BGP_NEIGHBOR", "BGP_NEIGHBOR_AF",
@@ -170,6 +175,31 @@ def _pg_overlaps(fit: Fitted, have: dict) -> None:
         if any(k != key and r & rng for k, r in mine.get(port, [])):
             for f in (entry or {}) or {"": None}:
                 fit.owned.add(("BUFFER_PG", key, f) if f else ("BUFFER_PG", key))
+
+
+def replaced_pgs(changes: list[Change], owned: set[Path]) -> list[Change]:
+    """The removal of a port's overlapping PG key (`owned`, from `adapt`) and the addition of the rendered key(s) of
+    that port as one change under `BUFFER_PG|<port>`, old → new: a replacement of the port's lossless PGs."""
+    gone = {p[1] for p in owned if p[0] == "BUFFER_PG"}
+    old: dict[str, list[str]] = {}
+    new: dict[str, list[str]] = {}
+    for c in changes:
+        table, _, key = c.section.partition("|")
+        port, _, spec = key.rpartition("|")
+        if table != "BUFFER_PG" or not port:
+            continue
+        if c.op == "-" and key in gone:
+            old.setdefault(port, []).append(f"{spec} {c.line}")
+        elif c.op == "+":
+            new.setdefault(port, []).append(f"{spec} {c.line}")
+    ports = set(old) & set(new)
+    out = [c for c in changes if not (c.section.startswith("BUFFER_PG|")
+                                      and c.section.partition("|")[2].rpartition("|")[0] in ports
+                                      and (c.op == "+" or c.section.partition("|")[2] in gone))]
+    out += [Change(section=f"BUFFER_PG|{port}", op="~", old=", ".join(sorted(old[port])),
+                   line=", ".join(sorted(new[port]))) for port in sorted(ports)]
+    out.sort(key=lambda c: c.section)
+    return out
 
 
 def preflight(after: dict[str, Any]) -> list[str]:
