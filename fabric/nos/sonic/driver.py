@@ -156,6 +156,9 @@ class SonicDriver(Driver):
             data[SYSCTL] = {**parse_sysctl(text), SYSCTL_FILE: text}
         return data
 
+    def pushed(self) -> set[str]:
+        return super().pushed() | ({"sysctl.conf"} if SYSCTL in self._intended() else set())
+
     @classmethod
     def drained(cls, intended: str, release: str = "") -> str:
         """BGP_GLOBALS|default `graceful_shutdown` (frrcfgd → `bgp graceful-shutdown`)."""
