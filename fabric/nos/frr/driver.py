@@ -240,8 +240,11 @@ class FrrDriver(Driver):
         foreign = {(c.section, c.line) for c in sd.changes if c.foreign}
         changes = [c.model_copy(update={"foreign": True}) if c.op == "-" and (c.section, c.line) in foreign else c
                    for c in parse_reload_test(out, "", self._defaults(), merged)]
+        restore = self.options.get("scripts_restore") or {}
         if self.options.get("scope") is None:
             changes += scripts.changes(self._rendered_scripts(), self._script_state())
+        elif restore.get("undo"):  # `fabric rollback`: the scripts go back to the copies kept before that apply
+            changes += scripts.changes(restore.get("kept") or {}, self._script_state())
         return DeviceDiff(device=self.device, target=self.target, unmanaged=sd.unmanaged, changes=changes)
 
     def health(self) -> Health:
