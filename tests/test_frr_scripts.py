@@ -85,7 +85,7 @@ def _seen(st: scripts.State) -> dict:
 
 @pytest.mark.root
 def test_interfaces_sh_and_its_undo_in_a_namespace(tmp_path: Path) -> None:
-    """The example leaf's rendered interfaces.sh on dummy ports named as rendered (some already up with another
+    """The example leaf's rendered interfaces.sh on veth ports named as rendered (some already up with another
     MTU and an address, as a brownfield switch has them), then the undo written before it ran: links, MTUs,
     admin state, masters, addresses and sysctls are back as they were; bridges and VLAN links it made are gone."""
     require(os.geteuid() == 0, "root (network namespaces)")
@@ -94,7 +94,7 @@ def test_interfaces_sh_and_its_undo_in_a_namespace(tmp_path: Path) -> None:
     ports = sorted({a[a.index("dev") + 1] for a in scripts.commands(files["qos.sh"]) if "dev" in a})
     subprocess.run(["ip", "netns", "add", ns], check=True, timeout=30)
     try:
-        setup = ["ip link set lo up"] + [f"ip link add {p} type dummy" for p in ports]
+        setup = ["ip link set lo up"] + [f"ip link add {p} type veth peer name {p}-peer" for p in ports]
         setup += [f"ip link set dev {ports[0]} mtu 1500 up", f"ip addr add 192.0.2.1/24 dev {ports[0]}"]
         _ns(ns, " && ".join(setup))
         only = {"interfaces.sh": files["interfaces.sh"]}
