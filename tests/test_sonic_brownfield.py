@@ -149,6 +149,12 @@ def test_patched_corpus_is_yang_valid(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("name", [f for f, a in ADOPT.items() if a is None])
 def test_foreign_platform_refused_with_every_reason(tmp_path: Path, name: str) -> None:
+    """The two Broadcom test-bed dumps are refused, rightly: their platform (Dell S6000: Trident2; Arista
+    7050CX3: Trident3) is none the tool has a port map and headroom data for (fabric/data/sonic: SONiC's Mellanox
+    Spectrum maps; the headroom formula is Mellanox's), so PORT lanes and every headroom number would be another
+    switch's; the ports the inventory routes are VLAN / PortChannel members there (SONiC's YANG refuses an
+    INTERFACE on a member; freeing them is the operator's decision); and the T1 mock has no buffer pool at all,
+    so no lossless profile can exist on it. Every reason is reported, and nothing is touched."""
     running = json.loads((CORPUS / name).read_text())
     drv = _driver(_inventory(tmp_path), "spine1")
     with pytest.raises(TargetError) as err:
@@ -158,6 +164,7 @@ def test_foreign_platform_refused_with_every_reason(tmp_path: Path, name: str) -
     assert running["DEVICE_METADATA"]["localhost"]["platform"] in why
     member = "VLAN_MEMBER|Vlan1000|Ethernet4" if "s6000" in name else "PORTCHANNEL_MEMBER|PortChannel0002|Ethernet0"
     assert "INTERFACE: ports routed while VLAN or PortChannel members" in why and member in why
+    assert ("pool: expected one of the switch's buffer pools (none)" in why) == ("7050cx3" in name)
 
 
 def _variant(name: str, change) -> dict:
@@ -174,14 +181,24 @@ def _problem(drv: SonicDriver, running: dict) -> str:
 
 def test_preflight_refuses_what_sonic_refuses(tmp_path: Path) -> None:
     spine = _driver(_inventory(tmp_path), "spine1")
-    # a profile pointing at a pool the switch does not have (its ingress pool has another name)
+    # the switch's lossless ingress pool has another name: the render's profiles go in the pool its own lossless PGs
+    # use (rendered for the pools the switch has), and SONiC takes the patch
     def one_pool(db: dict) -> None:
         db["BUFFER_POOL"]["ingress_pool"] = db["BUFFER_POOL"].pop("ingress_lossless_pool")
         for prof in db["BUFFER_PROFILE"].values():
             prof["pool"] = "ingress_pool" if prof["pool"] == "ingress_lossless_pool" else prof["pool"]
+    renamed = _variant("mellanox-sn2700-t0-traditional.json", one_pool)
+    after = _patched(renamed, spine)
+    assert {v["pool"] for n, v in after["BUFFER_PROFILE"].items() if n.startswith("ROCE_")} == {"ingress_pool"}
+    assert any("lossless ingress pool ingress_pool: ROCE_pg_lossless_100000_40m_profile" in n for n in spine.notes)
+    assert not overlapping_pgs(after) and spine.scoped(json.dumps(after)).empty
+    # a switch without an ingress pool: a profile's pool must be a BUFFER_POOL (sonic-buffer-profile.yang), refused
+    def no_ingress(db: dict) -> None:
+        for name in [n for n, v in db["BUFFER_POOL"].items() if v["type"] == "ingress"]:
+            del db["BUFFER_POOL"][name]
     assert "BUFFER_PROFILE|ROCE_pg_lossless_100000_40m_profile pool: expected one of the switch's buffer pools " \
-           "(egress_lossless_pool, egress_lossy_pool, ingress_lossy_pool, ingress_pool), found ingress_lossless_pool" \
-        in _problem(spine, _variant("mellanox-sn2700-t0-traditional.json", one_pool))
+           "(egress_lossless_pool, egress_lossy_pool), found ingress_lossless_pool" \
+        in _problem(spine, _variant("mellanox-sn2700-t0-traditional.json", no_ingress))
     # a port the inventory makes routed is still a PortChannel member on the switch
     def lag(db: dict) -> None:
         db["PORTCHANNEL"] = {"PortChannel0001": {"admin_status": "up", "mtu": "9100"}}

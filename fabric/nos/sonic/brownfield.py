@@ -10,6 +10,9 @@
   "profile NULL … headroom calculated dynamically"); the static `pg_lossless_*` profiles are not pushed.
   `traditional` — explicit profiles, which only a static render has (qos.headroom.mode static); a dynamic
   render onto a traditional switch is refused.
+- **Buffer pools.** The render's headroom profiles (traditional model) go in the ingress pool the switch's own
+  lossless PGs use (their profile's `pool`), else its `ingress_lossless_pool`, else its one ingress pool; a switch
+  without an ingress pool keeps the refusal (sonic-buffer-profile.yang: a profile's `pool` must be a BUFFER_POOL).
 - **Routing config mode.** `frr_mgmt_framework_config` / `docker_routing_config_mode` are never pushed: the
   bgp container picks bgpcfgd or frrcfgd when it starts (sonic-buildimage dockers/docker-fpm-frr/
   docker_init.sh; SONiC doc/mgmt/SONiC_Design_Doc_Unified_FRR_Mgmt_Interface.md: "frr_mgmt_framework_config
@@ -88,6 +91,7 @@ def adapt(intent: dict[str, Any], running: dict[str, Any]) -> Fitted:
     meta_w, meta_h = want.setdefault("DEVICE_METADATA", {}).setdefault("localhost", {}), _meta(have)
     _platform(fit, meta_w, meta_h, have)
     _buffer_model(fit, meta_w, meta_h, have)
+    _pools(fit, have)
     _routing_mode(fit, meta_w, meta_h, have)
     for f in NEVER_PUSHED_META:
         meta_w.pop(f, None)
@@ -139,6 +143,30 @@ def _buffer_model(fit: Fitted, meta_w: dict, meta_h: dict, have: dict) -> None:
     if model != "dynamic":  # the parameters only the dynamic buffer manager reads
         for t in ("LOSSLESS_TRAFFIC_PATTERN", "DEFAULT_LOSSLESS_BUFFER_PARAMETER"):
             want.pop(t, None)
+
+
+def lossless_pool(have: dict) -> str | None:
+    """The ingress pool lossless traffic uses on the switch (module docstring); None: it has none."""
+    pools, profiles = have.get("BUFFER_POOL", {}), have.get("BUFFER_PROFILE", {})
+    used = sorted({(profiles.get(v.get("profile", "")) or {}).get("pool", "")
+                   for k, v in have.get("BUFFER_PG", {}).items()
+                   if pg_range(k.rpartition("|")[2]) - {0} and isinstance(v, dict)} & set(pools))
+    if used:
+        return used[0]
+    if "ingress_lossless_pool" in pools:
+        return "ingress_lossless_pool"
+    ingress = sorted(n for n, v in pools.items() if (v or {}).get("type") == "ingress")
+    return ingress[0] if len(ingress) == 1 else None
+
+
+def _pools(fit: Fitted, have: dict) -> None:
+    pool = lossless_pool(have)
+    profiles = fit.intent.get("BUFFER_PROFILE", {})
+    moved = sorted(n for n, v in profiles.items() if pool and v.get("pool") not in (pool, None))
+    for name in moved:
+        profiles[name]["pool"] = pool
+    if moved:
+        fit.notes.append(f"headroom profiles in the switch's lossless ingress pool {pool}: {', '.join(moved)}")
 
 
 def _routing_mode(fit: Fitted, meta_w: dict, meta_h: dict, have: dict) -> None:
