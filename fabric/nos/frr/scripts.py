@@ -152,10 +152,12 @@ def undo(run: dict[str, str], st: State) -> tuple[str, list[str]]:
                 blocks.append(_undo_one(argv, st, rooted))
             except ValueError as exc:
                 problems.append(f"{name}: {exc}")
-    lines = ["#!/bin/sh", "# roce-fabric: puts back what the scripts changed (generated before they ran)"]
+    # every step runs (best effort), a failed one is the script's failure; one whose object may already be gone
+    # (an address or link the script never got to create) is not
+    lines = ["#!/bin/sh", "# roce-fabric: puts back what the scripts changed (generated before they ran)", "rc=0"]
     for block in reversed(blocks):
-        lines += block
-    return "\n".join(lines) + "\n", problems
+        lines += [f"{ln} || true" if ln.endswith("2>/dev/null") else f"{ln} || rc=1" for ln in block]
+    return "\n".join([*lines, "exit $rc"]) + "\n", problems
 
 
 def _undo_one(argv: list[str], st: State, rooted: set[str]) -> list[str]:
@@ -174,7 +176,7 @@ def _undo_one(argv: list[str], st: State, rooted: set[str]) -> list[str]:
         return [] if argv[3] in st.addrs.get(dev, set()) else [f"ip addr del {q(argv[3])} dev {q(dev)} 2>/dev/null"]
     if cmd == "ip link add":
         name = _created(argv)
-        return [] if name in st.links else [f"ip link del {q(name)}"]
+        return [] if name in st.links else [f"ip link del {q(name)} 2>/dev/null"]
     if cmd == "ip link set":
         was = st.links.get(dev)
         if was is None:
