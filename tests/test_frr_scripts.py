@@ -113,3 +113,16 @@ def test_interfaces_sh_and_its_undo_in_a_namespace(tmp_path: Path) -> None:
             json.dumps(_seen(before), default=sorted, sort_keys=True)
     finally:
         subprocess.run(["ip", "netns", "del", ns], timeout=30)
+
+
+def test_plan_running_says_the_scripts_are_not_compared() -> None:
+    """A saved frr.conf holds no Linux state: `plan --running` says the scripts were not compared."""
+    from fabric.targets import driver
+
+    files = _files()
+    drv = driver("frr", None, "leaf-su1-r1", files["frr.conf"],
+                 options={"files": {n: files[n] for n in scripts.SCRIPTS}})
+    text = (ROOT / "tests" / "fixtures" / "brownfield" / "frr" / "leaf-su1-r1.conf").read_text()
+    assert drv.device_diff(drv.scoped(text)).notes == [
+        "interfaces.sh, qos.sh not compared: a saved frr.conf holds no Linux interface or QoS state (a plan on the "
+        "switch compares them)"]

@@ -291,6 +291,13 @@ class FrrDriver(Driver):
     def pushed(self) -> set[str]:
         return super().pushed() | set(self._rendered_scripts())
 
+    def device_diff(self, sd: ScopedDiff) -> DeviceDiff:
+        """`plan --running`: the saved frr.conf alone (the scripts' state is read on the switch, `diff`)."""
+        names = ", ".join(self._rendered_scripts())
+        notes = [f"{names} not compared: a saved frr.conf holds no Linux interface or QoS state (a plan on the "
+                 "switch compares them)"] if names else []
+        return super().device_diff(sd).model_copy(update={"notes": notes})
+
     def _script_state(self) -> scripts.State:
         return scripts.parse_state(shell.check(self.conn, scripts.reads(self._rendered_scripts(), self._confdir),
                                                what="read the state the setup scripts touch"))
