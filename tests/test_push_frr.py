@@ -306,3 +306,40 @@ def test_brownfield_frr_keeps_vrf_bgp_evpn_route_maps_and_foreign_peer_group(lab
     finally:
         load(original)
         assert wait_established(2) == 2
+
+
+def test_interfaces_sh_goes_in_the_transaction_and_rollback_puts_it_back(lab: dict) -> None:
+    """Everything rendered is pushed (issue 22): a change of the neighbour aging is a change of the rendered
+    interfaces.sh only; the plan shows its lines, apply runs it on the switch with frr.conf (the SVI's
+    base_reachable_time_ms in the switch's namespace), the next plan is empty, and `fabric rollback` runs the undo
+    written before it ran: the old value is back and the original inventory plans empty again."""
+    inv, state = lab["inv"], lab["state"]
+    aged = lab["base"] / "aged"
+    if not aged.exists():
+        shutil.copytree(inv, aged)
+        sw = aged / "switching.yaml"
+        sw.write_text(sw.read_text().replace("aging: 300s", "aging: 120s"))
+    key = "net.ipv4.neigh.vlan1001.base_reachable_time_ms"
+
+    def value() -> str:
+        st = lab_state(NAME)
+        return subprocess.run(st.ns_argv(LEAF, ["sysctl", "-n", key]), capture_output=True, text=True,
+                              timeout=15).stdout.strip()
+
+    assert value() == "300000"
+    rc, data = plan_json(aged, state, "--limit", LEAF)
+    dev = data["devices"][0]
+    assert rc == 0 and dev["status"] == "changed", dev
+    assert list(dev["sections"]) == ["interfaces.sh"], dev["sections"]
+    assert f"+ sysctl -qw {key}=120000" in dev["sections"]["interfaces.sh"]
+    assert any(ln.startswith(f"- sysctl -qw {key}=300000") for ln in dev["sections"]["interfaces.sh"])
+    p = run("apply", str(aged), "--limit", LEAF, "--yes", *FAST, state=state)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert value() == "120000"
+    rc, data = plan_json(aged, state, "--limit", LEAF)
+    assert rc == 0 and data["summary"] == {"unchanged": 1}, data
+    p = run("rollback", str(inv), LEAF, "--yes", *FAST, state=state)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert value() == "300000"
+    rc, data = plan_json(inv, state, "--limit", LEAF)
+    assert rc == 0 and data["summary"] == {"unchanged": 1}, data

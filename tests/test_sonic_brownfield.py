@@ -102,6 +102,13 @@ def test_plan_changes_only_what_it_owns_and_converges(tmp_path: Path, name: str,
         assert not (p[0] == "PORT" and p[-1] in PLATFORM_FIELDS and p[1] in running["PORT"]), p
     assert all(p in rendered or p[0] == "BUFFER_PG" for p in sd.removes)
     assert kinds.get("overlapping PG"), "the corpus' 3-4 PGs are replaced, not kept beside the rendered 3"
+    # shown as the replacement it is: one `~` per port, 3-4 → the rendered lossless PG, nothing marked foreign
+    pgs = [c for c in sd.changes if c.section.startswith("BUFFER_PG|")]
+    assert pgs and all(c.op == "~" and c.old.startswith("3-4 ") and c.line.startswith("3 ") and not c.foreign
+                       for c in pgs), [c.text() for c in pgs]
+    assert not [c for c in sd.changes if c.foreign]
+    # the tool's headroom profiles have a name of their own: the switch's BUFFER_PROFILEs are never changed
+    assert all(p[1].startswith("ROCE_") for p in sd.sets if p[0] == "BUFFER_PROFILE")
     after = _patched(running, drv)
     assert not overlapping_pgs(after)
     meta_b, meta_a = running["DEVICE_METADATA"]["localhost"], after["DEVICE_METADATA"]["localhost"]
@@ -110,11 +117,13 @@ def test_plan_changes_only_what_it_owns_and_converges(tmp_path: Path, name: str,
         {p: v for p, v in before.items() if p not in sd.owned}  # everything else, value for value
     if meta_b.get("buffer_model") == "dynamic":  # headroom left to buffermgrd: PGs NULL, no static profile pushed
         assert {after["BUFFER_PG"][k]["profile"] for k in after["BUFFER_PG"] if k.endswith("|3")} == {"NULL"}
-        assert not any(k.startswith("pg_lossless_") and k not in running.get("BUFFER_PROFILE", {})
+        assert not any(k.startswith(("pg_lossless_", "ROCE_")) and k not in running.get("BUFFER_PROFILE", {})
                        for k in after.get("BUFFER_PROFILE", {}))
     else:
-        assert all(after["BUFFER_PG"][k]["profile"].startswith("pg_lossless_") for k in after["BUFFER_PG"]
+        assert all(after["BUFFER_PG"][k]["profile"].startswith("ROCE_pg_lossless_") for k in after["BUFFER_PG"]
                    if k.endswith("|3"))
+        assert {k: v for k, v in after["BUFFER_PROFILE"].items() if not k.startswith("ROCE_")} == \
+            running["BUFFER_PROFILE"]
     assert "BGP_NEIGHBOR" not in after or after["BGP_NEIGHBOR"] == running.get("BGP_NEIGHBOR")  # bgpcfgd switch
     assert any("BGP not pushed" in n for n in drv.notes)
     again = drv.scoped(json.dumps(after))
@@ -140,6 +149,12 @@ def test_patched_corpus_is_yang_valid(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("name", [f for f, a in ADOPT.items() if a is None])
 def test_foreign_platform_refused_with_every_reason(tmp_path: Path, name: str) -> None:
+    """The two Broadcom test-bed dumps are refused, rightly: their platform (Dell S6000: Trident2; Arista
+    7050CX3: Trident3) is none the tool has a port map and headroom data for (fabric/data/sonic: SONiC's Mellanox
+    Spectrum maps; the headroom formula is Mellanox's), so PORT lanes and every headroom number would be another
+    switch's; the ports the inventory routes are VLAN / PortChannel members there (SONiC's YANG refuses an
+    INTERFACE on a member; freeing them is the operator's decision); and the T1 mock has no buffer pool at all,
+    so no lossless profile can exist on it. Every reason is reported, and nothing is touched."""
     running = json.loads((CORPUS / name).read_text())
     drv = _driver(_inventory(tmp_path), "spine1")
     with pytest.raises(TargetError) as err:
@@ -149,6 +164,7 @@ def test_foreign_platform_refused_with_every_reason(tmp_path: Path, name: str) -
     assert running["DEVICE_METADATA"]["localhost"]["platform"] in why
     member = "VLAN_MEMBER|Vlan1000|Ethernet4" if "s6000" in name else "PORTCHANNEL_MEMBER|PortChannel0002|Ethernet0"
     assert "INTERFACE: ports routed while VLAN or PortChannel members" in why and member in why
+    assert ("pool: expected one of the switch's buffer pools (none)" in why) == ("7050cx3" in name)
 
 
 def _variant(name: str, change) -> dict:
@@ -165,14 +181,24 @@ def _problem(drv: SonicDriver, running: dict) -> str:
 
 def test_preflight_refuses_what_sonic_refuses(tmp_path: Path) -> None:
     spine = _driver(_inventory(tmp_path), "spine1")
-    # a profile pointing at a pool the switch does not have (its ingress pool has another name)
+    # the switch's lossless ingress pool has another name: the render's profiles go in the pool its own lossless PGs
+    # use (rendered for the pools the switch has), and SONiC takes the patch
     def one_pool(db: dict) -> None:
         db["BUFFER_POOL"]["ingress_pool"] = db["BUFFER_POOL"].pop("ingress_lossless_pool")
         for prof in db["BUFFER_PROFILE"].values():
             prof["pool"] = "ingress_pool" if prof["pool"] == "ingress_lossless_pool" else prof["pool"]
-    assert "BUFFER_PROFILE|pg_lossless_100000_40m_profile pool: expected one of the switch's buffer pools " \
-           "(egress_lossless_pool, egress_lossy_pool, ingress_lossy_pool, ingress_pool), found ingress_lossless_pool" \
-        in _problem(spine, _variant("mellanox-sn2700-t0-traditional.json", one_pool))
+    renamed = _variant("mellanox-sn2700-t0-traditional.json", one_pool)
+    after = _patched(renamed, spine)
+    assert {v["pool"] for n, v in after["BUFFER_PROFILE"].items() if n.startswith("ROCE_")} == {"ingress_pool"}
+    assert any("lossless ingress pool ingress_pool: ROCE_pg_lossless_100000_40m_profile" in n for n in spine.notes)
+    assert not overlapping_pgs(after) and spine.scoped(json.dumps(after)).empty
+    # a switch without an ingress pool: a profile's pool must be a BUFFER_POOL (sonic-buffer-profile.yang), refused
+    def no_ingress(db: dict) -> None:
+        for name in [n for n, v in db["BUFFER_POOL"].items() if v["type"] == "ingress"]:
+            del db["BUFFER_POOL"][name]
+    assert "BUFFER_PROFILE|ROCE_pg_lossless_100000_40m_profile pool: expected one of the switch's buffer pools " \
+           "(egress_lossless_pool, egress_lossy_pool), found ingress_lossless_pool" \
+        in _problem(spine, _variant("mellanox-sn2700-t0-traditional.json", no_ingress))
     # a port the inventory makes routed is still a PortChannel member on the switch
     def lag(db: dict) -> None:
         db["PORTCHANNEL"] = {"PortChannel0001": {"admin_status": "up", "mtu": "9100"}}
@@ -238,9 +264,12 @@ def test_plan_running_reports_refusals_and_notes_per_switch(tmp_path: Path) -> N
     assert devs["leaf-su1-r1"]["status"] == "error" and "platform: expected x86_64-mlnx_msn2700-r0" in \
         devs["leaf-su1-r1"]["detail"] and not devs["leaf-su1-r1"]["sections"]
     assert devs["spine1"]["status"] == "changed" and "buffer model dynamic (the switch's)" in devs["spine1"]["detail"]
-    # the overlapping key goes (PG 4 stops being lossless): a removal of what the tool never rendered, marked
-    assert "- profile=NULL  (never rendered by the tool)" in devs["spine1"]["sections"]["BUFFER_PG|Ethernet0|3-4"]
-    assert devs["spine1"]["sections"]["BUFFER_PG|Ethernet0|3"] == ["+ profile=NULL"]
+    # the overlapping key is replaced by the rendered one (PG 4 stops being lossless with pfc_enable 4): one
+    # change old → new, no PG beside an overlapping one, no removal needing --allow-unowned-removal
+    assert devs["spine1"]["sections"]["BUFFER_PG|Ethernet0"] == ["~ 3-4 profile=NULL → 3 profile=NULL"]
+    assert not any(k.startswith("BUFFER_PG|Ethernet0|") for k in devs["spine1"]["sections"])
+    assert not any("never rendered" in ln for v in devs["spine1"]["sections"].values() for ln in v)
+    assert "PORT_QOS_MAP|Ethernet0" in devs["spine1"]["sections"]
     assert not any(s.startswith("DEVICE_METADATA") and "buffer_model" in " ".join(v)
                    for s, v in devs["spine1"]["sections"].items())
 

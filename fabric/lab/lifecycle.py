@@ -22,6 +22,7 @@ from fabric.lab import qos as lab_qos
 from fabric.lab.plan import build_state, rename_ports
 from fabric.lab.sh import StepError, alive, cmdline, quiet, run, terminate
 from fabric.lab.state import LabState, load_state, state_dir
+from fabric.nos.frr.scripts import KEPT
 from fabric.render import render_switch
 
 WORKERS = 4  # bounded parallelism on small machines
@@ -121,6 +122,9 @@ def _create(st: LabState, fabric: FabricIntent, log: Callable[[str], None]) -> N
         run(st.ns_argv(name, ["sh", str(path)]), f"interfaces.sh {name}")
         st.qos = lab_qos.apply(st, fabric, name, files, st.qos_rate)
         n.pids.update(daemons.start_frr(st, name, rename_ports(files["frr.conf"], n.ifnames)))
+        kept = st.frr_dir(name) / KEPT / "interfaces.sh"  # what the FRR driver's plan compares (as after an apply)
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        kept.write_text(script)
 
     log(f"switches: interfaces.sh + FRR on {len(switches)}")
     try:

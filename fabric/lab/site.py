@@ -25,11 +25,14 @@ class LabSite(Site):
         self.agent = str(Path(sys.executable).parent / "fabric")  # the nodes share this machine's files
 
     def switch(self, name: str) -> SwitchEndpoint:
+        """The lab switch's FRR and its rendered interfaces.sh (lab port names). Its qos.sh is not pushed: veths take no
+        `dcb`, and `lab up` realizes the script's tc tree under a port shaper (fabric.lab.qos)."""
         node, d = self.state.node(name), str(self.state.frr_dir(name))
-        conf = render_switch(self.fabric.switches[name], self.fabric)["frr.conf"]
+        files = render_switch(self.fabric.switches[name], self.fabric)
         return SwitchEndpoint(device=name, target="frr", address=node.address, device_type="linux",
-                              intended=rename_ports(conf, node.ifnames),
-                              options={"confdir": d, "vty_socket": d, "workdir": str(self.state.dir / "push")})
+                              intended=rename_ports(files["frr.conf"], node.ifnames),
+                              options={"confdir": d, "vty_socket": d, "workdir": str(self.state.dir / "push"),
+                                       "files": {"interfaces.sh": rename_ports(files["interfaces.sh"], node.ifnames)}})
 
     def _cred(self) -> Credentials:
         st = self.state

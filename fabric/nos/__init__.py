@@ -105,6 +105,9 @@ class Nos:
     setting_keys: tuple[str, ...] = ()
     no_renumber: str = ""
     default_release: dict[str, str] = field(default_factory=dict)  # platform → release; others: the newest
+    # rendered files the push does not apply, each with the reason (every other file is applied by the driver:
+    # tests/test_everything_pushed.py)
+    not_pushed: tuple[tuple[str, str], ...] = ()
     # ports come from the platform's own port map (SONiC `platform.json`/`port_config.ini`: lanes, index,
     # alias and the breakouts it defines), refused where the platform lacks them
     platform_ports: bool = False
@@ -140,6 +143,8 @@ NOS: dict[str, Nos] = {n.name: n for n in (
         files=("nvue-patch.yaml", "nv-set.txt"), intended="nvue-patch.yaml", running_suffix=".yaml",
         device_type="cumulus_linux", mtu_max=9216, watchdog={"poll_interval": _ANY, "robustness": _ANY},
         watchdog_effect=nvue_watchdog, adaptive_routing=True,
+        not_pushed=(("nv-set.txt", "the same change as `nv set` lines, for review or a hand session; the push "
+                     "applies nvue-patch.yaml"),),
         owned_whole=("vrf/*/router/bgp/neighbor/*", "qos/mapping/*", "qos/egress-scheduler/*",
                      "qos/congestion-control/*", "qos/egress-queue-mapping/*", "router/policy/route-map/*"),
         default_release={"sn5600": "5.15", "sn5400": "5.15", "sn4700": "5.15", "sn4600c": "5.9", "msn2700": "5.9"}),

@@ -397,4 +397,5 @@ def restore_endpoint(ep: SwitchEndpoint, rec: Txn) -> SwitchEndpoint:
     """The endpoint whose intent is a recorded snapshot, inside the scope that apply owned."""
     return ep.model_copy(update={"intended": rec.snapshot,
                                  "options": {**ep.options, "scope": rec.native.get("scope"), "manifest": None,
-                                             "bgp_before": rec.native.get("bgp_before")}})
+                                             "bgp_before": rec.native.get("bgp_before"),
+                                             "scripts_restore": rec.native.get("scripts_restore")}})

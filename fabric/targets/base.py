@@ -147,6 +147,12 @@ class Driver(ABC):
     def diff(self) -> DeviceDiff:
         return self.device_diff(self.scoped(self.running()))
 
+    def pushed(self) -> set[str]:
+        """The rendered files this driver diffs and applies: the NOS row's `intended`, plus those of options `files`
+        its transaction takes (a rendered file neither here nor in the row's `not_pushed` would never reach a
+        switch)."""
+        return {NOS[self.target].intended}
+
     def device_diff(self, sd: ScopedDiff) -> DeviceDiff:
         return DeviceDiff(device=self.device, target=self.target, changes=sd.changes, unmanaged=sd.unmanaged)
 

@@ -9,6 +9,12 @@ The transaction runs on the device as a detached job, so a dropped SSH connectio
 half-reloaded: the job reloads the new file, then waits for a `confirm` file; without it in time
 (or on `cancel`) it reloads the previous running configuration, kept in the job directory. A
 confirmed change is written to `<confdir>/frr.conf` (the old one kept as `frr.conf.previous`).
+
+The rendered `interfaces.sh` and `qos.sh` (options `files`) go in the same transaction (fabric.nos.frr.scripts):
+the plan shows their changed command lines against the copies the last confirmed apply ran (kept in
+`<confdir>/roce-fabric/`); the job runs the changed ones before the reload, and on a script or reload failure,
+a revert or a cancel runs the undo the driver wrote from the state it read before — so the switch is left as
+it was. `fabric rollback` runs that recorded undo.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ import uuid
 from typing import Any
 
 from fabric.nos import row_of
+from fabric.nos.frr import scripts
 from fabric.parsers.frr import route_widths
 from fabric.parsers.iproute import link_counters, queue_counters
 from fabric.targets import shell
@@ -39,6 +46,13 @@ JOB = r"""#!/bin/sh
 D=$1; T=$2; CONF=$3; shift 3
 echo $$ > "$D/job.pid"
 echo reloading > "$D/state"
+undo() { [ ! -e "$D/undo.sh" ] || sh "$D/undo.sh" >> "$D/undo.log" 2>&1; }
+for s in $(cat "$D/run" 2>/dev/null); do
+  if ! sh "$D/scripts/$s" > "$D/scripts.log" 2>&1; then
+    undo; { echo "$s failed:"; tail -n 3 "$D/scripts.log"; } > "$D/reload.log"; echo 1 > "$D/reload.rc"
+    echo reverted > "$D/state"; exit 1
+  fi
+done
 "$@" --reload "$D/new.conf" > "$D/reload.log" 2>&1; echo $? > "$D/reload.rc"
 echo waiting > "$D/state"
 i=0
@@ -46,6 +60,11 @@ while [ "$i" -lt "$T" ]; do
   if [ -e "$D/confirm" ]; then
     [ -f "$CONF/frr.conf" ] && cp -p "$CONF/frr.conf" "$CONF/frr.conf.previous"
     cp "$D/new.conf" "$CONF/frr.conf.tmp" && mv -f "$CONF/frr.conf.tmp" "$CONF/frr.conf"
+    for f in "$D"/keep/*; do
+      [ -e "$f" ] || continue
+      mkdir -p "$CONF/roce-fabric"
+      if [ -s "$f" ]; then cp "$f" "$CONF/roce-fabric/${f##*/}"; else rm -f "$CONF/roce-fabric/${f##*/}"; fi
+    done
     echo confirmed > "$D/state"; exit 0
   fi
   [ -e "$D/cancel" ] && break
@@ -53,6 +72,7 @@ while [ "$i" -lt "$T" ]; do
 done
 echo reverting > "$D/state"
 "$@" --reload "$D/previous.conf" > "$D/revert.log" 2>&1; echo $? > "$D/revert.rc"
+undo
 echo reverted > "$D/state"
 """
 
@@ -220,6 +240,11 @@ class FrrDriver(Driver):
         foreign = {(c.section, c.line) for c in sd.changes if c.foreign}
         changes = [c.model_copy(update={"foreign": True}) if c.op == "-" and (c.section, c.line) in foreign else c
                    for c in parse_reload_test(out, "", self._defaults(), merged)]
+        restore = self.options.get("scripts_restore") or {}
+        if self.options.get("scope") is None:
+            changes += scripts.changes(self._rendered_scripts(), self._script_state())
+        elif restore.get("undo"):  # `fabric rollback`: the scripts go back to the copies kept before that apply
+            changes += scripts.changes(restore.get("kept") or {}, self._script_state())
         return DeviceDiff(device=self.device, target=self.target, unmanaged=sd.unmanaged, changes=changes)
 
     def health(self) -> Health:
@@ -258,6 +283,54 @@ class FrrDriver(Driver):
         """`ethtool -m` per port (a Linux white box; the lab's veths have none: "no module")."""
         return ethtool_modules(self.conn, ports)
 
+    # -- the Linux setup scripts (fabric.nos.frr.scripts) --------------------------------------------
+    def _rendered_scripts(self) -> dict[str, str]:
+        files = self.options.get("files") or {}
+        return {n: files[n] for n in scripts.SCRIPTS if n in files}
+
+    def pushed(self) -> set[str]:
+        return super().pushed() | set(self._rendered_scripts())
+
+    def device_diff(self, sd: ScopedDiff) -> DeviceDiff:
+        """`plan --running`: the saved frr.conf alone (the scripts' state is read on the switch, `diff`)."""
+        names = ", ".join(self._rendered_scripts())
+        notes = [f"{names} not compared: a saved frr.conf holds no Linux interface or QoS state (a plan on the "
+                 "switch compares them)"] if names else []
+        return super().device_diff(sd).model_copy(update={"notes": notes})
+
+    def _script_state(self) -> scripts.State:
+        return scripts.parse_state(shell.check(self.conn, scripts.reads(self._rendered_scripts(), self._confdir),
+                                               what="read the state the setup scripts touch"))
+
+    def _stage_scripts(self, d: str, txn: Txn) -> None:
+        """Upload the scripts to run, their undo and the copies to keep on confirm; record the undo for
+        `fabric rollback`. A rollback runs the recorded undo and keeps the copies that were there before."""
+        restore = self.options.get("scripts_restore")
+        if self.options.get("scope") is not None:
+            if not restore or not restore.get("undo"):
+                return
+            st = scripts.parse_state(shell.check(self.conn, scripts.reads({}, self._confdir), what="read kept scripts"))
+            keep = restore.get("kept") or {}
+            # undone itself (a failed rollback) by running again what the apply ran
+            run = {"undo": restore["undo"]}
+            undo = "".join(st.installed.get(n, "") for n in scripts.SCRIPTS if n in keep)
+        else:
+            st = self._script_state()
+            run = scripts.to_run(self._rendered_scripts(), st)
+            if not run:
+                return
+            undo, problems = scripts.undo(run, st)
+            if problems:
+                raise TargetError("setup scripts: " + "; ".join(problems))
+            keep = run
+            txn.native["scripts_restore"] = {"undo": undo, "kept": {n: st.installed.get(n, "") for n in run}}
+        for name, text in run.items():
+            shell.upload(self.conn, f"{d}/scripts/{name}", text)
+        shell.upload(self.conn, f"{d}/run", " ".join(run) + "\n")
+        shell.upload(self.conn, f"{d}/undo.sh", undo)
+        for name, text in keep.items():
+            shell.upload(self.conn, f"{d}/keep/{name}", text)
+
     # -- transaction --------------------------------------------------------------------------------
     def begin(self) -> Txn:
         busy = shell.run(self.conn, f"grep -l -E '^(reloading|waiting|reverting)$' "
@@ -276,6 +349,7 @@ class FrrDriver(Driver):
         shell.upload(self.conn, f"{d}/job.sh", JOB)
         txn = Txn(device=self.device, target=self.target, started=time.time(), snapshot=snapshot,
                   native={"dir": d})
+        self._stage_scripts(d, txn)
         self.record_scope(txn, sd, _leaves(self.intended))
         return txn
 

@@ -10,6 +10,9 @@
   "profile NULL … headroom calculated dynamically"); the static `pg_lossless_*` profiles are not pushed.
   `traditional` — explicit profiles, which only a static render has (qos.headroom.mode static); a dynamic
   render onto a traditional switch is refused.
+- **Buffer pools.** The render's headroom profiles (traditional model) go in the ingress pool the switch's own
+  lossless PGs use (their profile's `pool`), else its `ingress_lossless_pool`, else its one ingress pool; a switch
+  without an ingress pool keeps the refusal (sonic-buffer-profile.yang: a profile's `pool` must be a BUFFER_POOL).
 - **Routing config mode.** `frr_mgmt_framework_config` / `docker_routing_config_mode` are never pushed: the
   bgp container picks bgpcfgd or frrcfgd when it starts (sonic-buildimage dockers/docker-fpm-frr/
   docker_init.sh; SONiC doc/mgmt/SONiC_Design_Doc_Unified_FRR_Mgmt_Interface.md: "frr_mgmt_framework_config
@@ -21,7 +24,10 @@
   located error.
 - **Lossless PGs.** A switch holds `BUFFER_PG|EthernetN|3-4`; the render's `|3` beside it would overlap
   (SONiC's `config interface buffer priority-group lossless` refuses overlapping PGs). The tool owns the
-  lossless PGs of a port whose `pfc_enable` it renders, so an overlapping key the switch holds is replaced.
+  lossless PGs of a port whose `pfc_enable` it renders, so an overlapping key the switch holds is replaced, and
+  the plan shows it as the replacement it is (`BUFFER_PG|Ethernet0: ~ 3-4 profile=NULL → 3 profile=NULL`): the
+  port's PGs follow its rendered lossless priorities (PG 4 stops being lossless with `pfc_enable` 4), never a
+  PG beside an overlapping one, nor a PG left lossless without PFC.
 
 `preflight(after)` checks the CONFIG_DB a patch would leave: every buffer profile's pool exists, every PG
 points at a profile that exists (or NULL on the dynamic model), no two PGs of a port overlap, and no port is
@@ -33,6 +39,8 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass, field
 from typing import Any
+
+from fabric.targets.owned import Change
 
 Path = tuple[str, ...]
 ROUTING_TABLES = ("BGP_GLOBALS", "BGP_GLOBALS_AF", "BGP_GLOBALS_AF_NETWORK", "BGP_NEIGHBOR", "BGP_NEIGHBOR_AF",
@@ -83,6 +91,7 @@ def adapt(intent: dict[str, Any], running: dict[str, Any]) -> Fitted:
     meta_w, meta_h = want.setdefault("DEVICE_METADATA", {}).setdefault("localhost", {}), _meta(have)
     _platform(fit, meta_w, meta_h, have)
     _buffer_model(fit, meta_w, meta_h, have)
+    _pools(fit, have)
     _routing_mode(fit, meta_w, meta_h, have)
     for f in NEVER_PUSHED_META:
         meta_w.pop(f, None)
@@ -136,6 +145,30 @@ def _buffer_model(fit: Fitted, meta_w: dict, meta_h: dict, have: dict) -> None:
             want.pop(t, None)
 
 
+def lossless_pool(have: dict) -> str | None:
+    """The ingress pool lossless traffic uses on the switch (module docstring); None: it has none."""
+    pools, profiles = have.get("BUFFER_POOL", {}), have.get("BUFFER_PROFILE", {})
+    used = sorted({(profiles.get(v.get("profile", "")) or {}).get("pool", "")
+                   for k, v in have.get("BUFFER_PG", {}).items()
+                   if pg_range(k.rpartition("|")[2]) - {0} and isinstance(v, dict)} & set(pools))
+    if used:
+        return used[0]
+    if "ingress_lossless_pool" in pools:
+        return "ingress_lossless_pool"
+    ingress = sorted(n for n, v in pools.items() if (v or {}).get("type") == "ingress")
+    return ingress[0] if len(ingress) == 1 else None
+
+
+def _pools(fit: Fitted, have: dict) -> None:
+    pool = lossless_pool(have)
+    profiles = fit.intent.get("BUFFER_PROFILE", {})
+    moved = sorted(n for n, v in profiles.items() if pool and v.get("pool") not in (pool, None))
+    for name in moved:
+        profiles[name]["pool"] = pool
+    if moved:
+        fit.notes.append(f"headroom profiles in the switch's lossless ingress pool {pool}: {', '.join(moved)}")
+
+
 def _routing_mode(fit: Fitted, meta_w: dict, meta_h: dict, have: dict) -> None:
     want = fit.intent
     frrcfgd = str(meta_h.get("frr_mgmt_framework_config", "")).lower() == "true"
@@ -170,6 +203,31 @@ def _pg_overlaps(fit: Fitted, have: dict) -> None:
         if any(k != key and r & rng for k, r in mine.get(port, [])):
             for f in (entry or {}) or {"": None}:
                 fit.owned.add(("BUFFER_PG", key, f) if f else ("BUFFER_PG", key))
+
+
+def replaced_pgs(changes: list[Change], owned: set[Path]) -> list[Change]:
+    """The removal of a port's overlapping PG key (`owned`, from `adapt`) and the addition of the rendered key(s) of
+    that port as one change under `BUFFER_PG|<port>`, old → new: a replacement of the port's lossless PGs."""
+    gone = {p[1] for p in owned if p[0] == "BUFFER_PG"}
+    old: dict[str, list[str]] = {}
+    new: dict[str, list[str]] = {}
+    for c in changes:
+        table, _, key = c.section.partition("|")
+        port, _, spec = key.rpartition("|")
+        if table != "BUFFER_PG" or not port:
+            continue
+        if c.op == "-" and key in gone:
+            old.setdefault(port, []).append(f"{spec} {c.line}")
+        elif c.op == "+":
+            new.setdefault(port, []).append(f"{spec} {c.line}")
+    ports = set(old) & set(new)
+    out = [c for c in changes if not (c.section.startswith("BUFFER_PG|")
+                                      and c.section.partition("|")[2].rpartition("|")[0] in ports
+                                      and (c.op == "+" or c.section.partition("|")[2] in gone))]
+    out += [Change(section=f"BUFFER_PG|{port}", op="~", old=", ".join(sorted(old[port])),
+                   line=", ".join(sorted(new[port]))) for port in sorted(ports)]
+    out.sort(key=lambda c: c.section)
+    return out
 
 
 def preflight(after: dict[str, Any]) -> list[str]:

@@ -31,7 +31,7 @@ import uuid
 from typing import Any
 
 from fabric.nos import row_of
-from fabric.nos.sonic.brownfield import adapt, preflight
+from fabric.nos.sonic.brownfield import adapt, preflight, replaced_pgs
 from fabric.parsers import switch_counters
 from fabric.parsers.frr import route_widths
 from fabric.targets import shell
@@ -156,6 +156,9 @@ class SonicDriver(Driver):
             data[SYSCTL] = {**parse_sysctl(text), SYSCTL_FILE: text}
         return data
 
+    def pushed(self) -> set[str]:
+        return super().pushed() | ({"sysctl.conf"} if SYSCTL in self._intended() else set())
+
     @classmethod
     def drained(cls, intended: str, release: str = "") -> str:
         """BGP_GLOBALS|default `graceful_shutdown` (frrcfgd → `bgp graceful-shutdown`)."""
@@ -182,6 +185,7 @@ class SonicDriver(Driver):
         running_leaves = tree_leaves({**have, **({SYSCTL: sys_have} if sys_have else {})})
         owned, target, manifest = self.owned_scope(self.fitted, running_leaves)
         sd = scoped_diff(running_leaves, target, owned | fit.owned, _lines, earlier=manifest)
+        sd.changes = replaced_pgs(sd.changes, fit.owned)
         before = set(preflight(have))
         cfg_sets = {p: v for p, v in sd.sets.items() if p[0] != SYSCTL}
         after = apply_leaves(have, cfg_sets, {p for p in sd.removes if p[0] != SYSCTL})

@@ -90,7 +90,9 @@ def wred_profiles(q: QosFacts) -> dict[int, tuple[str, dict[str, str]]]:
 
 
 def buffers(sw: SwitchIntent, lossless: list[PortIntent]) -> Table:
-    """Static: one pg_lossless_<speed>_<cable>_profile per (speed, cable) from PortIntent.headroom.
+    """Static: one ROCE_pg_lossless_<speed>_<cable>m_profile per (speed, cable) from PortIntent.headroom — the
+    `ROCE_` prefix keeps it apart from the `pg_lossless_*` profiles a switch holds of its own (buffermgrd writes
+    those on the traditional model), so a push never overwrites one.
     Dynamic: BUFFER_PG profile NULL so buffermgrd computes headroom from CABLE_LENGTH."""
     q = sw.qos
     pgs = _ranges(q.lossless_tcs) if q.lossless_tcs else ""
@@ -111,7 +113,7 @@ def buffers(sw: SwitchIntent, lossless: list[PortIntent]) -> Table:
             hr = p.headroom
             if hr is None:
                 continue
-            name = f"pg_lossless_{hr.speed_mbps}_{hr.cable_m}m_profile"
+            name = f"{MAP}_pg_lossless_{hr.speed_mbps}_{hr.cable_m}m_profile"
             profiles[name] = {"pool": "ingress_lossless_pool", "xon": str(hr.xon), "xoff": str(hr.xoff),
                               "size": str(hr.size), "dynamic_th": LOSSLESS_DYNAMIC_TH}
             pg[f"{p.name}|{pgs}"] = {"profile": name}
