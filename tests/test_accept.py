@@ -473,6 +473,28 @@ def test_nccl_json_preferred_text_fallback() -> None:
     assert cut.detail.startswith("text") and cut.value == 485.01  # interrupted JSON: the text decides
 
 
+@pytest.mark.parametrize("where", ["results[0]", "config", "config.devices", "config.devices[0].pid",
+                                   "out_of_bounds", "out_of_bounds.count", "average_bus_bandwidth.bandwidth"])
+@pytest.mark.parametrize("value", [None, "x", [1], {"a": 1}, True, 1.5, float("nan")])
+def test_nccl_json_of_the_wrong_shape_is_read_or_located(where: str, value: object) -> None:
+    """A host's nccl-tests JSON holding anything at any of its objects is read (what is not a number counts as
+    absent) or one located InputError, never a traceback."""
+    from fabric.parsers import parse_nccl_json
+
+    doc = json.loads((SAMPLES / "extra_nccl_all_reduce_2node.json").read_text())
+    *path, last = [int(k) if k.isdigit() else k for k in where.replace("[", ".").replace("]", "").split(".")]
+    node = doc
+    for key in path:
+        node = node[key]
+    node[last] = value
+    try:
+        res = parse_nccl_json(json.dumps(doc), "nccl.json")
+    except InputError as exc:
+        assert "nccl.json" in str(exc)
+    else:
+        assert res.rows and all(isinstance(r.rank, int) for r in res.ranks)
+
+
 def test_runner_detects_json_support_from_usage() -> None:
     assert launchers.supports_json("  -J,--output_file <file> \n  -T,--timeout <time in seconds>")
     assert not launchers.supports_json("USAGE: all_reduce_perf [-t,--nthreads <num threads>]")
