@@ -11,7 +11,7 @@ from fabric.lint.configs.gshut import GSHUT_VALUES, GshutConfig
 from fabric.lint.configs.model import BgpNeighborConfig, DeviceConfig, PortConfig
 from fabric.lint.view import Ecn, QosView
 from fabric.model.qos import PRESETS
-from fabric.model.source import SourceMap, load_yaml
+from fabric.model.running import nvue_document
 from fabric.nos import row_of
 
 _OFF = (False, "off", "disable", "disabled")
@@ -54,9 +54,8 @@ def _gshut(tree: dict[str, Any]) -> GshutConfig:
     return gs
 
 
-def parse(path: Path, name: str, _text: str) -> DeviceConfig:
-    smap = SourceMap()
-    doc = load_yaml(path, smap)
+def parse(path: Path, name: str, text: str) -> DeviceConfig:
+    doc, smap = nvue_document(path, text)
     dev = DeviceConfig(name=name, file=str(path), kind=row_of(__name__).name)
     tree: dict[str, Any] = {}
     base: tuple[Any, ...] = ()
