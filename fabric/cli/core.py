@@ -20,15 +20,10 @@ FormatOpt = Annotated[str, typer.Option("--format", help="table or json")]
 
 
 def _load(inventory: Path, progress: Tracker | None = None):
-    from fabric.design.derive import derive
-    from fabric.model.load import load
+    from fabric.design.load import load_fabric
 
-    if progress is not None:
-        progress.stage(f"load and validate {inventory}")
-    loaded = load(inventory)
-    if progress is not None:
-        progress.stage(f"derive {inventory}")
-    return loaded, derive(loaded)
+    f = load_fabric(inventory, progress=progress.stage if progress is not None else None)
+    return f.loaded, f.intent
 
 
 def _check_format(fmt: str) -> None:
@@ -38,10 +33,11 @@ def _check_format(fmt: str) -> None:
 
 def validate(inventory: InventoryArg) -> None:
     """Load, validate and derive an inventory; print every problem as file:line."""
-    loaded, fabric = _load(inventory)
-    out.print(f"{fabric.name}: valid — {len(fabric.switches)} switches, {len(fabric.hosts)} hosts, "
-              f"{len(fabric.links)} links, {sum(len(h.rails) for h in fabric.hosts.values())} rail NICs "
-              f"({len(loaded.smap.files)} files)")
+    from fabric.design.load import summary
+
+    s = summary(inventory)  # an unchanged inventory, validated by the same code before: its cached verdict
+    out.print(f"{s.name}: valid — {s.switches} switches, {s.hosts} hosts, {s.links} links, {s.rail_nics} rail NICs "
+              f"({s.files} files)")
 
 
 def render(inventory: InventoryArg,
