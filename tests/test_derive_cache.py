@@ -92,3 +92,14 @@ def test_small_fabrics_and_off_are_not_cached(example_copy: Path, cache: Path,
     monkeypatch.setenv("ROCE_FABRIC_CACHE", "off")
     fl.load_fabric(example_copy, min_devices=0)
     assert not cache.exists()
+
+
+def test_explain_reads_the_checked_topology_from_the_cache(example_copy: Path, cache: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    seen = _loads(monkeypatch)
+    first = fl.load_deriver(example_copy, min_devices=0)
+    second = fl.load_deriver(example_copy, min_devices=0)
+    assert seen == [example_copy]
+    intent = derive(load(example_copy))
+    for name in [*intent.switches][:2] + [*intent.hosts][:2]:
+        assert second.device(name) == first.device(name) == (intent.switches | intent.hosts)[name]

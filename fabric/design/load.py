@@ -140,6 +140,38 @@ def summary(directory: Path) -> Summary:
     return Summary.of(load_fabric(directory))
 
 
+def _unpickle(raw: bytes) -> Any:
+    gc.disable()  # millions of objects that all stay: no collection while they are built
+    try:
+        return pickle.loads(raw)  # our own private file, checked by _read
+    except Exception:  # a damaged entry is a miss
+        return None
+    finally:
+        gc.enable()
+
+
+def _pickle(value: Any) -> bytes:
+    gc.disable()
+    try:
+        return pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+    finally:
+        gc.enable()
+
+
+def load_deriver(directory: Path, min_devices: int = CACHE_MIN_DEVICES) -> Deriver:
+    """The loaded inventory and its topology, checked, without deriving any device (`explain` derives one):
+    from the cache where `load_fabric` or this call put it, else loaded."""
+    entry = _entry(directory, None)
+    raw = _read(entry.with_suffix(".deriver")) if entry is not None else None
+    cached = _unpickle(raw) if raw is not None else None
+    if isinstance(cached, Deriver):
+        return cached
+    deriver = Deriver(load(directory))
+    if entry is not None and len(deriver.topo.switches) + len(deriver.topo.hosts) >= min_devices:
+        _write(entry.with_suffix(".deriver"), _pickle(deriver))
+    return deriver
+
+
 def load_fabric(directory: Path, target: str | None = None, progress: Any = None,
                 min_devices: int = CACHE_MIN_DEVICES) -> Fabric:
     """Load, validate and derive `directory` (`target` forces one NOS, as the lab does); bad input raises
@@ -149,13 +181,7 @@ def load_fabric(directory: Path, target: str | None = None, progress: Any = None
     raw = _read(entry.with_suffix(".pickle")) if entry is not None else None
     if raw is not None:
         stage(f"read the derived {directory} from the cache")
-        gc.disable()  # millions of objects that all stay: no collection while they are built
-        try:
-            cached = pickle.loads(raw)  # our own private file, checked by _read
-        except Exception:  # a damaged entry is a miss
-            cached = None
-        finally:
-            gc.enable()
+        cached = _unpickle(raw)
         if isinstance(cached, Fabric):
             return cached
     stage(f"load and validate {directory}")
@@ -164,11 +190,6 @@ def load_fabric(directory: Path, target: str | None = None, progress: Any = None
     deriver = Deriver(loaded, target)
     fabric = Fabric(loaded, deriver, deriver.fabric())
     if entry is not None and len(deriver.topo.switches) + len(deriver.topo.hosts) >= min_devices:
-        gc.disable()
-        try:
-            data = pickle.dumps(fabric, protocol=pickle.HIGHEST_PROTOCOL)
-        finally:
-            gc.enable()
-        _write(entry.with_suffix(".pickle"), data)
+        _write(entry.with_suffix(".pickle"), _pickle(fabric))
         _write(entry.with_suffix(".json"), json.dumps(Summary.of(fabric).__dict__).encode())
     return fabric
