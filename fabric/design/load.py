@@ -137,7 +137,15 @@ def summary(directory: Path) -> Summary:
             return Summary(**json.loads(raw))
         except (ValueError, TypeError):
             pass
-    return Summary.of(load_fabric(directory))
+    fabric = load_fabric(directory, store=False)  # validate needs no intent later: writing it costs seconds at 32k
+    result = Summary.of(fabric)
+    if entry is not None and _devices(fabric.deriver) >= CACHE_MIN_DEVICES:
+        _write(entry.with_suffix(".json"), json.dumps(result.__dict__).encode())
+    return result
+
+
+def _devices(deriver: Deriver) -> int:
+    return len(deriver.topo.switches) + len(deriver.topo.hosts)
 
 
 def _unpickle(raw: bytes) -> Any:
@@ -167,15 +175,16 @@ def load_deriver(directory: Path, min_devices: int = CACHE_MIN_DEVICES) -> Deriv
     if isinstance(cached, Deriver):
         return cached
     deriver = Deriver(load(directory))
-    if entry is not None and len(deriver.topo.switches) + len(deriver.topo.hosts) >= min_devices:
+    if entry is not None and _devices(deriver) >= min_devices:
         _write(entry.with_suffix(".deriver"), _pickle(deriver))
     return deriver
 
 
 def load_fabric(directory: Path, target: str | None = None, progress: Any = None,
-                min_devices: int = CACHE_MIN_DEVICES) -> Fabric:
+                min_devices: int = CACHE_MIN_DEVICES, store: bool = True) -> Fabric:
     """Load, validate and derive `directory` (`target` forces one NOS, as the lab does); bad input raises
-    InputError with every problem. `progress(stage)` hears the stages."""
+    InputError with every problem. `progress(stage)` hears the stages; `store` False reads the cache but does
+    not write it."""
     stage = progress or (lambda _s: None)
     entry = _entry(directory, target)
     raw = _read(entry.with_suffix(".pickle")) if entry is not None else None
@@ -189,7 +198,7 @@ def load_fabric(directory: Path, target: str | None = None, progress: Any = None
     stage(f"derive {directory}")
     deriver = Deriver(loaded, target)
     fabric = Fabric(loaded, deriver, deriver.fabric())
-    if entry is not None and len(deriver.topo.switches) + len(deriver.topo.hosts) >= min_devices:
+    if store and entry is not None and _devices(deriver) >= min_devices:
         _write(entry.with_suffix(".pickle"), _pickle(fabric))
         _write(entry.with_suffix(".json"), json.dumps(Summary.of(fabric).__dict__).encode())
     return fabric
