@@ -1,8 +1,8 @@
 """`load_fabric`: an inventory directory → its loaded inventory, topology and derived intent, the one call every
 command that loads and derives makes — through a content-addressed cache for large fabrics.
 
-The cache key is a SHA-256 over the tool's code (every file of the `fabric` package, the Python and pydantic
-versions) and the inventory's bytes (the name and content of every file of the directory that the loader
+The cache key is a SHA-256 over the tool's code (every file of the `fabric` package, the Python, PyYAML and
+pydantic versions) and the inventory's bytes (the name and content of every file of the directory that the loader
 reads, plus its path and the forced target), so any changed byte of either is a miss: the cache is correct by
 construction and never needs invalidating. Entries live in `$ROCE_FABRIC_CACHE` (`off` turns the cache off), else
 `$XDG_CACHE_HOME/roce-fabric/derived` (`~/.cache/…`), written private (0700 directory, 0600 files, renamed
@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import pydantic
+import yaml
 
 from fabric import __version__
 from fabric.design.derive import Deriver
@@ -68,9 +69,9 @@ class Summary:
 
 @lru_cache(maxsize=1)
 def code_digest(package: Path = _PACKAGE) -> str:
-    """SHA-256 of the tool itself: every file of the package (code, templates, data), Python's and pydantic's
-    versions."""
-    h = hashlib.sha256(f"{__version__}\0{sys.version}\0{pydantic.VERSION}\0".encode())
+    """SHA-256 of the tool itself: every file of the package (code, templates, data), and the versions of Python
+    and of the libraries that read and validate an inventory (PyYAML, pydantic)."""
+    h = hashlib.sha256(f"{__version__}\0{sys.version}\0{pydantic.VERSION}\0{yaml.__version__}\0".encode())
     for path in sorted(package.rglob("*")):
         if path.is_file() and "__pycache__" not in path.parts:
             data = path.read_bytes()

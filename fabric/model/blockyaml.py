@@ -36,7 +36,7 @@ def _plain(text: str, key: bool = False) -> Any:
     """A plain scalar as PyYAML reads it in the same place (a key, or a value after `k: `)."""
     try:
         doc = yaml.load(f"{text}: 0" if key else f"k: {text}", Loader=yaml.CSafeLoader)
-    except yaml.YAMLError:
+    except (yaml.YAMLError, ValueError, OverflowError):  # int('9' * 5000): Python's digit limit
         raise _Outside from None
     if not isinstance(doc, dict) or len(doc) != 1:
         raise _Outside
