@@ -64,7 +64,8 @@ def test_rendered_and_saved_files_are_read_in_one_pass_with_the_full_loaders_ans
 @pytest.mark.parametrize("text", [
     "a: &x 1\nb: *x\n", "a: !!binary aGk=\n", "<<: {a: 1}\n", "a: {b: 1}\n", "a: |\n  x\n", "a: 1 # c\n",
     "a: 1\na: 2\n", "a:\tb\n", "a: 'x''y'\n", '"a\\tb": 1\n', "a: b: c\n", "a: b\n c\n", "? a\n: 1\n",
-    "a: 0x" + "f" * 40 + "\n", "a: " + "9" * 5000 + "\n", "- - 1\n", "---\na: 1\n", "a: 1\n...\n", "", "x\n", "a: 1 \n", "a: =\n",
+    "a: 0x" + "f" * 40 + "\n", "a: " + "9" * 5000 + "\n", "- - 1\n", "---\na: 1\n", "a: 1\n...\n", "", "x\n",
+    "a: 1 \n", "a: =\n",
     "on: 1\n", "1.5: x\n", "~: x\n", "a:  b\n", "a: 12:30\n", "a: [1, 2]\n", "a: \x85\n", "...: 1\n",
     "".join(f"{' ' * (2 * i)}k{i}:\n" for i in range(MAX_DEPTH + 2)),
 ])
