@@ -3,18 +3,24 @@
 For each size (GPUs; default 4,096 and 32,768) it generates a rail-optimized fabric (`fabric generate gpu-rail`),
 renders it once, saves each switch's rendered NVUE patch as its "running" config, and then times, median of
 `--runs`: `--version`, `--help`, `validate`, `lint`, `render`, `render --all`, `explain` of one leaf,
-`lint --configs` on the render and `plan --running` against the unchanged render. With `--baseline FABRIC` (the
+`lint --configs` on the render and `plan --running` against the unchanged render, each with the derive cache
+(`fabric.design.load`: a fresh cache directory per run, so the first run fills it and the median is a warm one) and
+with it off (`no cache`: every run loads and derives). With `--baseline FABRIC` (the
 `fabric` executable of another checkout, e.g. the last release's venv) each figure is measured for both in the same
 run, alternating, so a loaded machine slows both alike, and the ratio is printed. With two or more sizes, the
 exponent k in time ∝ size^k between the smallest and largest size says whether a command scales linearly (k ≈ 1).
 
-Usage: `.venv/bin/python bench/commands.py [--sizes 4096,32768,65536] [--runs 3] [--baseline PATH/bin/fabric]`
+`--profile N` prints each command's top N cProfile entries (bench/profile_command.py) after its timings.
+
+Usage: `.venv/bin/python bench/commands.py [--sizes 4096,32768,65536] [--runs 3] [--baseline PATH/bin/fabric]
+[--profile 8] [--only validate,lint]`
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import os
 import shutil
 import statistics
 import subprocess
@@ -40,13 +46,26 @@ def commands(inv: Path, out: Path, running: Path) -> dict[str, list[str]]:
     }
 
 
+NO_CACHE = "no-cache:"  # an executable so marked runs with the derive cache off (ROCE_FABRIC_CACHE=off)
+
+
 def seconds(exe: str, argv: list[str]) -> float:
+    env = {**os.environ, "ROCE_FABRIC_CACHE": "off"} if exe.startswith(NO_CACHE) else None
     t0 = time.perf_counter()
-    subprocess.run([exe, *argv], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    subprocess.run([exe.removeprefix(NO_CACHE), *argv], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                   check=False, env=env)
     return time.perf_counter() - t0
 
 
-def measure(gpus: int, runs: int, exes: list[str], work: Path) -> dict[str, list[float]]:
+def profile(argv: list[str], top: int) -> None:
+    """The command's top entries by own time under cProfile (bench/profile_command.py), our code only."""
+    res = subprocess.run([str(HERE / ".venv" / "bin" / "python"), str(HERE / "bench" / "profile_command.py"),
+                          "--top", str(top), "--", *argv], capture_output=True, text=True, check=False)
+    print(res.stdout.rstrip() or f"    (no profile: {res.stderr.strip()[-200:]})", flush=True)
+
+
+def measure(gpus: int, runs: int, exes: list[str], work: Path, top: int = 0,
+            only: set[str] | None = None) -> dict[str, list[float]]:
     inv, out, running = work / f"g{gpus}", work / f"out{gpus}", work / f"running{gpus}"
     subprocess.run([FABRIC, "generate", "gpu-rail", "--gpus", str(gpus), "-o", str(inv)], check=True,
                    stdout=subprocess.DEVNULL)
@@ -56,12 +75,16 @@ def measure(gpus: int, runs: int, exes: list[str], work: Path) -> dict[str, list
         shutil.copy(patch, running / f"{patch.parent.name}.yaml")
     medians: dict[str, list[float]] = {}
     for name, argv in commands(inv, out, running).items():
+        if only is not None and name not in only:
+            continue
         times: list[list[float]] = [[] for _ in exes]
         for _ in range(runs):
             for i, exe in enumerate(exes):  # alternate: the same load on both
                 times[i].append(seconds(exe, argv))
         medians[name] = [statistics.median(t) for t in times]
         print(f"  {gpus:>6} GPUs  {name:<22} " + "  ".join(f"{m:8.2f} s" for m in medians[name]), flush=True)
+        if top and name not in ("--version", "--help"):
+            profile(argv, top)
     return medians
 
 
@@ -70,21 +93,27 @@ def main() -> None:
     ap.add_argument("--sizes", default="4096,32768")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--baseline", help="the fabric executable to compare with")
+    ap.add_argument("--profile", type=int, default=0, metavar="N",
+                    help="after each command's timings, its top N cProfile entries (new code)")
+    ap.add_argument("--only", help="comma-separated command names (default: all)")
     args = ap.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
-    exes = [FABRIC, *([args.baseline] if args.baseline else [])]
+    exes = [FABRIC, NO_CACHE + FABRIC, *([args.baseline] if args.baseline else [])]
     base = HERE / "build"
     base.mkdir(exist_ok=True)
     with tempfile.TemporaryDirectory(dir=base, prefix="bench-commands-") as tmp:
-        results = {gpus: measure(gpus, args.runs, exes, Path(tmp)) for gpus in sizes}
+        os.environ["ROCE_FABRIC_CACHE"] = str(Path(tmp) / "cache")  # a fresh derive cache (fabric.design.load)
+        results = {gpus: measure(gpus, args.runs, exes, Path(tmp), args.profile,
+                                 set(args.only.split(",")) if args.only else None) for gpus in sizes}
     head = "| command | " + " | ".join(f"{g:,} GPUs" for g in sizes)
     head += " | exponent |" if len(sizes) > 1 else " |"
     print("\n" + head + "\n|" + " --- |" * (head.count("|") - 1))
     for name in results[sizes[0]]:
         cells = []
         for g in sizes:
-            new, *old = results[g][name]
-            cells.append(f"{new:.2f} s" + (f" (baseline {old[0]:.2f} s, {old[0] / new:.1f}×)" if old else ""))
+            new, cold, *old = results[g][name]
+            cells.append(f"{new:.2f} s, no cache {cold:.2f} s" + (
+                f" (baseline {old[0]:.2f} s: {old[0] / new:.1f}×, no cache {old[0] / cold:.1f}×)" if old else ""))
         row = f"| `{name}` | " + " | ".join(cells)
         if len(sizes) > 1:
             lo, hi = results[sizes[0]][name][0], results[sizes[-1]][name][0]

@@ -76,10 +76,9 @@ def accept(
         _render_k8s(inventory, launcher, image, output, quick)
         return
     if dump_catalog:
-        from fabric.design.derive import derive
-        from fabric.model.load import load
+        from fabric.design.load import load_fabric
 
-        sys.stdout.write(cat.dump(cat.default_catalog(derive(load(inventory)), rdma=not lab, launcher=launcher,
+        sys.stdout.write(cat.dump(cat.default_catalog(load_fabric(inventory).intent, rdma=not lab, launcher=launcher,
                                                       image=image)))
         return
     _loaded, site = open_site(inventory, lab=lab, via=via)
@@ -141,14 +140,13 @@ def _dry_run(plan, out_dir: Path) -> None:
 def _render_k8s(inventory: Path, launcher: str, image: str | None, output: Path | None, quick: bool) -> None:
     """`--launcher k8s --render-only`: the whole Kubernetes bundle (fabric.accept.bundle.render_bundle)."""
     from fabric.accept import bundle
-    from fabric.design.derive import derive
-    from fabric.model.load import load
+    from fabric.design.load import load_fabric
 
     if launcher != "k8s":
         raise UsageError("--render-only goes with --launcher k8s")
     if not image:
         raise UsageError("--render-only: give --image (an image with sshd, OpenMPI, nccl-tests and perftest)")
-    fabric = derive(load(inventory))
+    fabric = load_fabric(inventory).intent
     out_dir = output or Path("build") / fabric.name / "accept" / "k8s"
     paths = bundle.render_bundle(fabric, out_dir, image, quick=quick)
     jobs = sorted(p.stem for p in paths if p.parent.name == "jobs")

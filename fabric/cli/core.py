@@ -20,15 +20,10 @@ FormatOpt = Annotated[str, typer.Option("--format", help="table or json")]
 
 
 def _load(inventory: Path, progress: Tracker | None = None):
-    from fabric.design.derive import derive
-    from fabric.model.load import load
+    from fabric.design.load import load_fabric
 
-    if progress is not None:
-        progress.stage(f"load and validate {inventory}")
-    loaded = load(inventory)
-    if progress is not None:
-        progress.stage(f"derive {inventory}")
-    return loaded, derive(loaded)
+    f = load_fabric(inventory, progress=progress.stage if progress is not None else None)
+    return f.loaded, f.intent
 
 
 def _check_format(fmt: str) -> None:
@@ -38,10 +33,11 @@ def _check_format(fmt: str) -> None:
 
 def validate(inventory: InventoryArg) -> None:
     """Load, validate and derive an inventory; print every problem as file:line."""
-    loaded, fabric = _load(inventory)
-    out.print(f"{fabric.name}: valid — {len(fabric.switches)} switches, {len(fabric.hosts)} hosts, "
-              f"{len(fabric.links)} links, {sum(len(h.rails) for h in fabric.hosts.values())} rail NICs "
-              f"({len(loaded.smap.files)} files)")
+    from fabric.design.load import summary
+
+    s = summary(inventory)  # an unchanged inventory, validated by the same code before: its cached verdict
+    out.print(f"{s.name}: valid — {s.switches} switches, {s.hosts} hosts, {s.links} links, {s.rail_nics} rail NICs "
+              f"({s.files} files)")
 
 
 def render(inventory: InventoryArg,
@@ -144,13 +140,12 @@ def explain(inventory: InventoryArg, device: Annotated[str, typer.Argument(help=
                                                      "monitoring: the alert thresholds")] = "",
             fmt: FormatOpt = "table") -> None:
     """Every value of a device with its origin: preset, override or inventory (file:line), derived, or formula."""
-    from fabric.design.derive import Deriver
+    from fabric.design.load import load_deriver
     from fabric.explain import explain as rows_of
-    from fabric.model.load import load
 
     _check_format(fmt)
-    loaded = load(inventory)
-    deriver = Deriver(loaded)  # the whole fabric's checks, then this device's intent alone
+    deriver = load_deriver(inventory)  # the whole fabric's checks (or their cached verdict), then this device alone
+    loaded = deriver.loaded
     dev = deriver.device(device)
     if dev is None:
         raise UsageError(f"device: expected a switch or host of {loaded.inv.fabric.name}, found {device!r}")
@@ -162,7 +157,9 @@ def explain(inventory: InventoryArg, device: Annotated[str, typer.Argument(help=
     if not rows:
         raise UsageError(f"path: expected a path of {device} such as qos.queues.3.ecn or bgp.asn, found {path!r}")
     if fmt == "json":
-        out.print_json(json.dumps([{"path": p, "value": v, "origin": o} for p, v, o in rows]))
+        # plain JSON text, as rich's print_json writes it off a terminal (its highlighting cost seconds at 32k)
+        sys.stdout.write(json.dumps([{"path": p, "value": v, "origin": o} for p, v, o in rows], indent=2,
+                                    ensure_ascii=False) + "\n")
         return
     table = Table(title=f"{device}{' ' + path if path else ''}")
     for col in ("path", "value", "origin"):

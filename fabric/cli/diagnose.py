@@ -62,10 +62,9 @@ def diagnose(
     signatures = load_catalog(catalog)
     fabric = None
     if inventory is not None:  # load first: a bad inventory is a user error before any log is read
-        from fabric.design.derive import derive
-        from fabric.model.load import load
+        from fabric.design.load import load_fabric
 
-        fabric = derive(load(inventory))
+        fabric = load_fabric(inventory).intent
     tos_of = None
     if expected_tos is None and fabric is not None:  # judge NCCL_IB_TC against the inventory's ToS
         index = FabricIndex(fabric)

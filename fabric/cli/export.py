@@ -11,6 +11,7 @@ import typer
 from fabric.export import DEFAULT_PREFIX, ExportFormat, export
 
 if TYPE_CHECKING:
+    from fabric.design.intent import FabricIntent
     from fabric.model.load import Loaded
 
 
@@ -25,14 +26,13 @@ def export_command(
 ) -> None:
     """Topology for Slurm (tree, block), Kubernetes node labels, Volcano HyperNodes or an MPI hostfile; Prometheus
     rules and Grafana dashboards (`-f prometheus -o DIR`)."""
-    from fabric.design.derive import derive
-    from fabric.model.load import load
+    from fabric.design.load import load_fabric
 
-    loaded = load(inventory)
+    f = load_fabric(inventory)
     if fmt is ExportFormat.prometheus:
-        _prometheus(loaded, output)
+        _prometheus(f.loaded, f.intent, output)
         return
-    text = export(derive(loaded), fmt, label_prefix)
+    text = export(f.intent, fmt, label_prefix)
     if output is None:
         sys.stdout.write(text)
         return
@@ -43,14 +43,13 @@ def export_command(
     typer.echo(f"wrote {output} ({fmt.value}, {text.count(chr(10))} lines)", err=True)
 
 
-def _prometheus(loaded: Loaded, output: Path | None) -> None:
-    from fabric.design.derive import derive
+def _prometheus(loaded: Loaded, fabric: FabricIntent, output: Path | None) -> None:
     from fabric.errors import UsageError
     from fabric.export.monitoring import files
 
     if output is None:
         raise UsageError("--output: expected a directory for -f prometheus (rules, tests, targets, dashboards)")
-    written = files(derive(loaded), loaded.inv.monitoring)
+    written = files(fabric, loaded.inv.monitoring)
     for rel, text in written.items():
         path = output / rel
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -46,10 +46,9 @@ def load_intent(intent_file: Path | None, inventory: Path | None, host: str | No
         raise UsageError("give --intent host.json or INVENTORY --host NAME")
     if not host:
         raise UsageError("INVENTORY needs --host NAME (the GPU host to provision)")
-    from fabric.design.derive import derive
-    from fabric.model.load import load
+    from fabric.design.load import load_fabric
 
-    hosts = derive(load(inventory)).hosts
+    hosts = load_fabric(inventory).intent.hosts
     if host not in hosts:
         known = ", ".join(list(hosts)[:5]) + (", …" if len(hosts) > 5 else "")
         raise InputError(Problem(str(inventory), None, "hosts", f"a host of the inventory ({known})", repr(host)))

@@ -25,13 +25,12 @@ InventoryArg = Annotated[Path, typer.Argument(help="inventory directory of YAML 
 
 def _fabric(inventory: Path):
     """Root check, then the inventory's loaded model and FRR-realized intent."""
-    from fabric.design.derive import derive
+    from fabric.design.load import load_fabric
     from fabric.lab.sh import require_root
-    from fabric.model.load import load
 
     require_root()
-    loaded = load(inventory)
-    return loaded, derive(loaded, target="frr")
+    f = load_fabric(inventory, target="frr")
+    return f.loaded, f.intent
 
 
 def _state(inventory: Path):
@@ -71,11 +70,10 @@ def up(inventory: InventoryArg,
 
 def _k8s_up(inventory: Path) -> None:
     """`lab up --k8s`: no root needed; the control plane outlives the command."""
-    from fabric.design.derive import derive
+    from fabric.design.load import load_fabric
     from fabric.lab import kube
-    from fabric.model.load import load
 
-    fabric = derive(load(inventory))
+    fabric = load_fabric(inventory).intent
     bins = kube.bins_dir()
     missing = kube.missing_bins(bins)
     if missing:
@@ -93,12 +91,11 @@ def down(inventory: InventoryArg) -> None:
     """Remove every namespace, veth, bridge and process the lab made (idempotent); also a `--k8s` lab."""
     import os
 
-    from fabric.design.derive import derive
+    from fabric.design.load import load_fabric
     from fabric.lab import kube
     from fabric.lab.lifecycle import down as lab_down
-    from fabric.model.load import load
 
-    stopped = kube.down(derive(load(inventory)).name)
+    stopped = kube.down(load_fabric(inventory).intent.name)
     if stopped:
         out.print(f"Kubernetes lab stopped: {', '.join(stopped)}")
         if os.geteuid() != 0:

@@ -91,18 +91,16 @@ def run_lint(
     progress: Tracker | None = None,
 ):
     """Load, derive and lint; parse `configs` when given. Bad input raises InputError (exit 2)."""
+    from fabric.design.load import load_fabric
     from fabric.lint.configs import load_configs
     from fabric.lint.context import Context
     from fabric.lint.engine import run
-    from fabric.model.load import load
 
     stage = progress.stage if progress is not None else lambda _d: None
     ctx = None
     if inventory is not None:
-        stage(f"load and validate {inventory}")
-        loaded = load(inventory)
-        stage(f"derive {inventory}")
-        ctx = Context(loaded)
+        f = load_fabric(inventory, progress=stage)
+        ctx = Context(f.loaded, f.intent, f.deriver)
     if configs is not None:
         stage(f"parse the configs in {configs}")
     cs = load_configs(configs, ctx) if configs is not None else None

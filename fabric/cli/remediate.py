@@ -86,11 +86,10 @@ def remediate(
     max_hosts: MaxHostsOpt = MAX_HOSTS,
 ) -> None:
     """Drain/cordon/taint faulty hosts in the scheduler (or undo it); printed unless --execute."""
-    from fabric.design.derive import derive
-    from fabric.model.load import load
+    from fabric.design.load import load_fabric
 
     names = schedulers(scheduler)
-    fabric = derive(load(inventory))
+    fabric = load_fabric(inventory).intent
     unknown = [h for h in host if h not in fabric.hosts]
     if unknown:
         raise UsageError(f"--host: expected hosts of {fabric.name}, found {', '.join(unknown)}")

@@ -5,20 +5,22 @@ from __future__ import annotations
 from pathlib import Path
 
 from fabric.access import InventorySite, Site
-from fabric.design.derive import derive
+from fabric.design.load import load_fabric
 from fabric.errors import UsageError
-from fabric.model.load import Loaded, load
+from fabric.model.load import Loaded
 
 
 def open_site(inventory: Path, *, lab: bool = False, via: str = "netns",
               insecure_lab: bool = False) -> tuple[Loaded, Site]:
     """The lab only when asked for (`--lab`), never because one of the same name happens to run."""
-    loaded = load(inventory)
     if not lab:
+        f = load_fabric(inventory)
         if insecure_lab:
             raise UsageError("--insecure-lab: expected --lab as well (host keys are skipped for the lab's own "
                              "nodes only), found it alone")
-        return loaded, InventorySite(derive(loaded), loaded.inv.access)
+        return f.loaded, InventorySite(f.intent, f.loaded.inv.access)
+    f = load_fabric(inventory, target="frr")  # the lab realizes every switch as Linux/FRR
+    loaded, fabric = f.loaded, f.intent
     from fabric.lab.sh import require_root
     from fabric.lab.site import LabSite
     from fabric.lab.state import load_state
@@ -26,7 +28,6 @@ def open_site(inventory: Path, *, lab: bool = False, via: str = "netns",
     if via not in ("netns", "ssh"):
         raise UsageError(f"--via: expected netns or ssh, found {via!r}")
     require_root()
-    fabric = derive(loaded, target="frr")  # the lab realizes every switch as Linux/FRR
     st = load_state(fabric.name)
     assert st is not None
     if st.phase != "up":

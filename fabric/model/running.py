@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from fabric.errors import InputError, Problem
-from fabric.model.source import MAX_DEPTH, SourceMap, dotted, load_yaml, read_user_file
+from fabric.model.source import MAX_DEPTH, SourceMap, dotted, read_user_file, yaml_text
 
 _TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
 _SCALAR = (str, int, float, bool)
@@ -70,9 +70,31 @@ def _kind(value: Any) -> str:
     return {dict: "a mapping", list: "a list"}.get(type(value), repr(value)[:40])
 
 
-def _nvue(path: Path, text: str) -> None:
+_LAST: list[tuple[str, str, Any, SourceMap]] = []  # the last NVUE file read: its check and its parser share it
+
+
+def nvue_document(path: Path, text: str) -> tuple[Any, SourceMap]:
+    """The YAML document of a saved NVUE config and the lines of its keys, read once for its shape check and its
+    parser (`fabric.nos.nvue.configs`), which ask in turn: the second ask takes the first's reading (once)."""
+    if _LAST and _LAST[0][0] == str(path) and _LAST[0][1] == text:
+        _, _, doc, smap = _LAST.pop()
+        return doc, smap
     smap = SourceMap()
-    doc = load_yaml(path, smap)
+    doc = yaml_text(text, str(path), smap)
+    _LAST[:] = [(str(path), text, doc, smap)]
+    return doc, smap
+
+
+def taken_document(text: str) -> tuple[bool, Any]:
+    """(True, the document) where `text` is the NVUE config just read and checked (`read_running`), for its
+    driver to diff without reading it again; (False, None) otherwise."""
+    if _LAST and _LAST[0][1] == text:
+        return True, _LAST.pop()[2]
+    return False, None
+
+
+def _nvue(path: Path, text: str) -> None:
+    doc, smap = nvue_document(path, text)
     if isinstance(doc, list):
         for i, item in enumerate(doc):
             if not isinstance(item, dict):

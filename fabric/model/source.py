@@ -14,6 +14,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from fabric.errors import InputError, Problem
+from fabric.model.blockyaml import load_block
 
 try:  # libyaml is several times faster on large inventories
     _Loader: type = yaml.CSafeLoader
@@ -339,10 +340,23 @@ def load_yaml(path: Path, smap: SourceMap, base: Loc = ()) -> Any:
 
     Hardened for hostile input: a regular file of at most MAX_BYTES, nesting at most MAX_DEPTH, aliases and
     merge keys with a bound on what they expand to (no billion laughs), scalar keys only, no tags."""
-    file = str(path)
+    return yaml_text(read_user_file(path, "a YAML file"), str(path), smap, base)
+
+
+def yaml_text(text: str, file: str, smap: SourceMap, base: Loc = (), fast: bool = True) -> Any:
+    """`load_yaml` of text read already. Plain block YAML (what tools write) is read in one pass
+    (`fabric.model.blockyaml`); anything else, or with `fast` False, by the event loop below with every check."""
     smap.files.append(file)
+    if fast:
+        lines: dict[Loc, tuple[str, int]] = {}
+        try:
+            data = load_block(text, lines, file, base, MAX_DEPTH)
+        except LookupError:
+            pass
+        else:
+            smap.lines.update(lines)
+            return data
     problems: list[Problem] = []
-    text = read_user_file(path, "a YAML file")
     try:
         loader = _Loader(text)
         try:

@@ -32,6 +32,7 @@ import fnmatch
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -256,11 +257,30 @@ def apply_text(nodes: list[Node], sets: Leaves, removes: Iterable[Path], setting
 
 
 # -- the scope and the diff inside it ---------------------------------------------------------------
+_Glob = tuple[int, tuple[Callable[[str], Any], ...]]
+
+
+@lru_cache(maxsize=64)
+def _globs(patterns: tuple[str, ...]) -> tuple[dict[str, tuple[_Glob, ...]], tuple[_Glob, ...]]:
+    """Each `a/b*/c` pattern as its length and one compiled matcher per part (fnmatchcase's own translation),
+    in order, looked up by a path's first part: (first part → the patterns that can match, those of any other)."""
+    split = [pat.split("/") for pat in patterns]
+    compiled = [(len(parts), tuple(re.compile(fnmatch.translate(q)).match for q in parts)) for parts in split]
+    literal = {parts[0] for parts in split if not any(c in parts[0] for c in "*?[")}
+    by_first = {first: tuple(g for parts, g in zip(split, compiled, strict=True) if g[1][0](first))
+                for first in literal}
+    others = tuple(g for parts, g in zip(split, compiled, strict=True) if parts[0] not in literal)
+    return by_first, others
+
+
 def _whole_prefix(path: Path, patterns: tuple[str, ...]) -> Path | None:
-    for pat in patterns:
-        parts = tuple(pat.split("/"))
-        if len(path) >= len(parts) and all(fnmatch.fnmatchcase(p, q) for p, q in zip(path, parts, strict=False)):
-            return path[:len(parts)]
+    if not path:
+        return None
+    by_first, others = _globs(patterns)
+    n = len(path)
+    for k, parts in by_first.get(path[0], others):
+        if n >= k and all(m(p) for m, p in zip(parts, path, strict=False)):
+            return path[:k]
     return None
 
 

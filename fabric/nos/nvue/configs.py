@@ -13,7 +13,7 @@ from fabric.lint.configs.gshut import GSHUT_VALUES, GshutConfig
 from fabric.lint.configs.model import BgpNeighborConfig, DeviceConfig, PortConfig
 from fabric.lint.view import Ecn, QosView
 from fabric.model.qos import PRESETS
-from fabric.model.source import SourceMap, load_yaml
+from fabric.model.running import nvue_document
 from fabric.nos import row_of
 
 _OFF = (False, "off", "disable", "disabled")
@@ -242,9 +242,9 @@ def _bgp(tree: dict[str, Any], dev: DeviceConfig, line: Line) -> None:
         dev.lines["graceful_shutdown"] = dev.lines["bgp"]
 
 
-def parse(path: Path, name: str, _text: str) -> DeviceConfig:
-    smap = SourceMap()
-    tree, base = _set_tree(load_yaml(path, smap))
+def parse(path: Path, name: str, text: str) -> DeviceConfig:
+    doc, smap = nvue_document(path, text)
+    tree, base = _set_tree(doc)
     dev = DeviceConfig(name=name, file=str(path), kind=row_of(__name__).name)
 
     def line(*key: Any) -> int | None:

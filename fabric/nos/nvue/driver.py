@@ -21,6 +21,8 @@ from typing import Any
 
 import yaml
 
+from fabric.model.blockyaml import load_block
+from fabric.model.running import taken_document
 from fabric.nos import row_of
 from fabric.parsers import switch_counters
 from fabric.targets import shell
@@ -34,9 +36,19 @@ def _lines(path: Path, value: object) -> tuple[str, list[str]]:
     return " ".join(path[:-1]), [f"{path[-1]}: {value if isinstance(value, str) else repr(value)}"]
 
 
+def _yaml(text: str) -> Any:
+    """Plain block YAML in one pass (fabric.model.blockyaml), anything else (JSON, flow style) by libyaml."""
+    try:
+        return load_block(text)
+    except LookupError:
+        return yaml.load(text, Loader=yaml.CSafeLoader)
+
+
 def load_running(text: str) -> dict:
     """`nv config show -o json` (the tree) or `-o yaml` (a list: `- header:`, `- set:`) → the applied tree."""
-    data = yaml.load(text, Loader=yaml.CSafeLoader) if text.strip() else {}  # libyaml: 7× the pure-Python loader
+    read, data = taken_document(text)
+    if not read:
+        data = _yaml(text) if text.strip() else {}
     if isinstance(data, list):
         tree: dict = {}
         for doc in data:
@@ -67,7 +79,17 @@ class NvueDriver(Driver):
         return yaml.safe_dump(self._applied(), sort_keys=True, default_flow_style=False)
 
     def _intended(self) -> dict:
-        data = yaml.load(self.intended, Loader=yaml.CSafeLoader)
+        if self._intended_tree is not None and self._intended_tree[0] is self.intended:
+            return self._intended_tree[1]
+        tree = self._intended_of(self.intended)
+        self._intended_tree = (self.intended, tree)
+        return tree
+
+    _intended_tree: tuple[str, dict] | None = None
+
+    @staticmethod
+    def _intended_of(text: str) -> dict:
+        data = _yaml(text)
         if isinstance(data, dict):  # a recorded snapshot (fabric rollback): the whole tree
             return data
         tree: dict = {}

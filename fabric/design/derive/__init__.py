@@ -1,0 +1,120 @@
+"""Derivation: inventory → per-device intent. Pure functions, no I/O, deterministic.
+
+One module per concern: `qos` (the policy's facts, PFC headroom), `addressing` (loopbacks, rail blocks, host
+addresses), `switch` (one switch's intent), `host` (one host's); `Deriver` holds the loaded inventory and the
+expanded topology they read, and puts them together (`fabric()`, or one `device()`)."""
+
+from __future__ import annotations
+
+from fabric.batch import gc_paused
+from fabric.design.checks import capacity_problems
+from fabric.design.derive.addressing import dotted
+from fabric.design.derive.host import Hosts
+from fabric.design.derive.qos import qos_facts
+from fabric.design.derive.switch import Switches
+from fabric.design.intent import FabricIntent, HostIntent, K8sFacts, LinkIntent, Model, NicQos, PodRail, SwitchIntent
+from fabric.design.topology import Topo, build
+from fabric.errors import InputError, Problem
+from fabric.model.load import Loaded
+
+__all__ = ["Deriver", "derive", "dotted", "qos_facts", "semantic_problems"]
+
+
+class Deriver(Switches, Hosts):
+    """Holds the loaded inventory and the expanded topology while intent is computed."""
+
+    def __init__(self, loaded: Loaded, target: str | None = None):
+        self.loaded, self.inv, self.qos = loaded, loaded.inv, loaded.qos
+        self.facts = qos_facts(self.qos)  # one object shared by every switch
+        self.topo: Topo = build(self.inv, loaded.smap, target)
+        problems = loaded.problems + self.topo.problems
+        if not problems:
+            problems = capacity_problems(loaded, self.topo)
+        if problems:
+            raise InputError(problems)
+        self.addr = self.inv.addressing
+        self.block_size = 2 ** (32 - self.addr.rail_prefix_length)
+        self._rails_base, self._rails = int(self.addr.rails.network_address), self.inv.topology.rails
+        self.rails_pool = str(self.addr.rails)
+        self.asn: dict[str, int] = {}
+        self.index: dict[str, int] = {name: i for i, name in enumerate(self.topo.switches)}
+        leaves = [s for s in self.topo.switches.values() if s.role == "leaf"]
+        leaf_index = {s.name: i for i, s in enumerate(leaves)}
+        for sw in self.topo.switches.values():
+            if sw.asn is not None:
+                self.asn[sw.name] = sw.asn
+            elif sw.role == "super-spine":
+                self.asn[sw.name] = self.addr.asn.super_spines
+            elif sw.role == "spine":
+                self.asn[sw.name] = self.addr.asn.spines + ((sw.pod or 1) - 1 if self.inv.topology.pods > 1 else 0)
+            else:
+                self.asn[sw.name] = self.addr.asn.leaves + leaf_index[sw.name]
+        self.max_h: dict[tuple[int, int], int] = {}  # highest host index per (SU, rail): pods' pool starts after it
+        for h in self.topo.hosts.values():
+            for n in h.nics:
+                self.max_h[(h.su, n.rail)] = max(self.max_h.get((h.su, n.rail), 0), h.h)
+        self._pod_rails: dict[tuple[int, int, bool], PodRail | None] = {}
+        self._nic_qos: dict[int, NicQos] = {}
+        self._shared: dict[tuple[type, str], Model] = {}
+        self.ports: dict[str, list[tuple[str, str, str, int, int, str]]] = {n: [] for n in self.topo.switches}
+        self.host_links: dict[tuple[str, str], tuple[int, tuple[object, ...]]] = {
+            (ln.a, ln.a_port): (ln.cable_m, ln.loc) for ln in self.topo.links if ln.kind == "host-leaf"}
+        for ln in self.topo.links:
+            if ln.a in self.ports:
+                self.ports[ln.a].append((ln.a_port, ln.b, ln.b_port, ln.speed, ln.cable_m, ln.kind))
+            if ln.b in self.ports:
+                self.ports[ln.b].append((ln.b_port, ln.a, ln.a_port, ln.speed, ln.cable_m, ln.kind))
+
+    def device(self, name: str) -> SwitchIntent | HostIntent | None:
+        """One device's intent without deriving the others (`explain`); None when the fabric has no such device."""
+        if name in self.topo.switches:
+            return self.switch(self.topo.switches[name])
+        hosts = list(self.topo.hosts)
+        return self.host(self.topo.hosts[name], hosts.index(name)) if name in self.topo.hosts else None
+
+    def fabric(self) -> FabricIntent:
+        with gc_paused():
+            return self._fabric()
+
+    def _fabric(self) -> FabricIntent:
+        switches = {n: self.switch(sw) for n, sw in self.topo.switches.items()}
+        hosts = {h.name: self.host(h, i) for i, h in enumerate(self.topo.hosts.values())}
+        links = [LinkIntent(a=ln.a, a_port=ln.a_port, b=ln.b, b_port=ln.b_port, speed=ln.speed,
+                            cable_m=ln.cable_m, kind=ln.kind) for ln in self.topo.links]
+        k = self.inv.kubernetes
+        k8s = K8sFacts(namespace=k.namespace, device_plugin_namespace=k.device_plugin_namespace,
+                       resource_prefix=k.resource_prefix, resources=k.resources, network_name=k.network_name,
+                       explicit=("kubernetes",) in self.loaded.smap.lines)
+        return FabricIntent(name=self.inv.fabric.name, addressing_mode=self.addr.mode,
+                            rails=self.inv.topology.rails, switches=switches, hosts=hosts, links=links,
+                            kubernetes=k8s)
+
+
+def derive(loaded: Loaded, target: str | None = None) -> FabricIntent:
+    """The whole fabric's intent; `target` forces one NOS (the lab uses `frr`)."""
+    return Deriver(loaded, target).fabric()
+
+
+def semantic_problems(exc: InputError) -> list[Problem]:
+    """Every problem of a failed load: its structural ones, then the semantic ones (the model's, the
+    topology's) of the remainder that validated without the offending keys — only in sections without a
+    structural problem (a dropped key's default must not be blamed elsewhere in its section), and none at a
+    place already named."""
+    from fabric.model.load import IncompleteInput
+
+    problems = list(exc.problems)
+    if not isinstance(exc, IncompleteInput) or exc.partial is None:
+        return problems
+    try:
+        Deriver(exc.partial)
+    except InputError as more:
+        seen = {(p.file, p.line) for p in problems} | {p.path for p in problems}
+        broken = {_section(p.path) for p in problems}
+        problems += [p for p in more.problems
+                     if (p.file, p.line) not in seen and p.path not in seen and _section(p.path) not in broken]
+    return problems
+
+
+def _section(path: str) -> str:
+    """`hosts.defaults.nics[3].rail` → `hosts`."""
+    return path.split(".", 1)[0].split("[", 1)[0]

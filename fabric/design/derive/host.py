@@ -1,0 +1,161 @@
+"""Derivation, hosts: rails (addresses, routing tables, VFs, pod attachment), NIC QoS, DCQCN, GID, sysctls and NCCL
+settings of one GPU host."""
+
+from __future__ import annotations
+
+from typing import TypeVar
+
+from fabric.design.derive.addressing import Addressing, dotted
+from fabric.design.intent import (
+    DcqcnIntent,
+    GidIntent,
+    HostIntent,
+    Model,
+    NicQos,
+    PodRail,
+    QosFacts,
+    RailIntent,
+)
+from fabric.design.pci import pci_from_netdev
+from fabric.design.topology import Host, Nic, Topo
+from fabric.model.inventory import Inventory
+from fabric.model.load import Loaded
+from fabric.model.qos import QosPolicy
+
+_M = TypeVar("_M", bound=Model)
+
+
+class Hosts(Addressing):
+    """One host's intent (a part of `Deriver`), with what thousands of hosts share made once."""
+
+    loaded: Loaded
+    inv: Inventory
+    qos: QosPolicy
+    facts: QosFacts
+    topo: Topo
+    rails_pool: str
+    max_h: dict[tuple[int, int], int]
+    host_links: dict[tuple[str, str], tuple[int, tuple[object, ...]]]
+    _pod_rails: dict[tuple[int, int, bool, bool], PodRail | None]
+    _nic_qos: dict[int, NicQos]
+    _shared: dict[tuple[type, str], Model]
+
+    def pod_rail(self, host: Host, nic: Nic) -> PodRail | None:
+        """How pods attach `nic` (one object per (SU, rail, kind), shared by the hosts of the SU)."""
+        key = (host.su, nic.rail, nic.vfs == 0, nic.vlan is not None)
+        if key in self._pod_rails:
+            return self._pod_rails[key]
+        k = self.inv.kubernetes
+        name = f"{k.network_name}{nic.rail}"
+        res = f"{k.resource_prefix}/{k.resource_name if k.resources == 'pooled' else f'{k.resource_name}{nic.rail}'}"
+        pod: PodRail | None = None
+        if nic.vfs == 0:
+            # host-device moves the PF itself, untagged, into the pod, while a host VLAN makes the leaf port a
+            # tagged member: the pod's frames would never reach the rail VLAN. No pod attachment (RF205 says why).
+            if nic.vlan is None:
+                pod = PodRail(network=name, resource=res, device="pf")
+        elif self.addr.mode == "svi":  # p2p31: a /31 per host port leaves no address for a VF
+            base = self.block_base(host.su, nic.rail)
+            start, end = base + 2 + self.max_h[(host.su, nic.rail)], base + self.block_size - 2
+            if start <= end:
+                pod = PodRail(network=name, resource=res, device="vf", range_start=dotted(start),
+                              range_end=dotted(end))
+        self._pod_rails[key] = pod
+        return pod
+
+    def nic_qos(self, tos: int) -> NicQos:
+        """What the rail NICs are told: one object per ToS, shared by every host with that ToS."""
+        if tos not in self._nic_qos:
+            self._nic_qos[tos] = self._new_nic_qos(tos)
+        return self._nic_qos[tos]
+
+    def _new_nic_qos(self, tos: int) -> NicQos:
+        f = self.facts
+        return NicQos(trust=f.trust, pfc=[1 if p in f.lossless_priorities else 0 for p in range(8)],
+                      prio_tc=f.priority_to_tc, tsa=f.tsa, tcbw=f.tcbw,  # type: ignore[arg-type]
+                      dscp2prio={d: f.dscp_to_priority[d] for d in f.dscp_explicit}, roce_tos=tos,
+                      cnp_dscp=f.cnp_dscp, cnp_priority=f.cnp_priority)
+
+    def shared(self, model: type[_M], **fields: object) -> _M:
+        """`model` of these field values, validated once and shared by every host that has them (thousands of
+        hosts share their DCQCN and GID settings)."""
+        key = (model, repr(fields))
+        if key not in self._shared:
+            self._shared[key] = model(**fields)
+        return self._shared[key]  # type: ignore[return-value]
+
+    def host(self, host: Host, i: int) -> HostIntent:
+        s = host.settings
+        q = self.qos
+        tos = s["roce_tos"] if s["roce_tos"] is not None else (q.roce_dscp << 2) | 2
+        rails: list[RailIntent] = []
+        k8s = self.inv.kubernetes
+        sysctls: dict[str, str] = {"net/ipv4/tcp_ecn": "1"}
+        cables: dict[str, str] = {}
+        for nic in sorted(host.nics, key=lambda n: n.rail):
+            cable, link_loc = self.host_links.get((host.name, nic.netdev), (self.inv.cabling.host_leaf.cable, ()))
+            if link_loc and link_loc[0] == "links":
+                cables[nic.netdev] = f"{cable} m from links[{link_loc[1]}] ({self.loaded.where(*link_loc)})"
+            addr, gw = self.host_address(host, nic.rail)
+            ifname = f"{nic.netdev}.{nic.vlan}" if nic.vlan else nic.netdev
+            subnet = self.subnet(host.su, nic.rail) if self.addr.mode == "svi" else f"{gw}/31"
+            rails.append(RailIntent(
+                rail=nic.rail, rdma=nic.rdma, netdev=nic.netdev, ifname=ifname, vlan=nic.vlan, vfs=nic.vfs,
+                mtu=s["mtu"], speed=self.inv.cabling.host_leaf.speed, address=addr, gateway=gw, subnet=subnet,
+                table=self.addr.table_base + nic.rail, rule_priority=self.addr.rule_priority_base + nic.rail,
+                routes=[self.rails_pool], leaf=nic.leaf, leaf_port=nic.leaf_port, cable_m=cable,
+                pci=nic.pci or pci_from_netdev(nic.netdev), vf_trust=k8s.vf_trust, vf_spoof_check=k8s.vf_spoof_check,
+                pod=self.pod_rail(host, nic)))
+            conf = f"net/ipv4/conf/{ifname}"
+            sysctls.update({f"{conf}/arp_ignore": "1", f"{conf}/arp_announce": "2", f"{conf}/rp_filter": "2",
+                            f"{conf}/arp_notify": "1"})
+        for key, value in sorted((s.get("sysctls") or {}).items()):
+            for r in rails if "{if}" in key else [None]:
+                k = key.replace("{if}", r.ifname.replace(".", "\0")) if r else key
+                k = k.replace(".", "/").replace("\0", ".") if "/" not in key else k
+                sysctls[k] = str(value)
+        dq = s.get("dcqcn")
+        prios = (dq.priorities if dq and dq.priorities is not None else q.lossless_priorities)
+        enabled = dq.enabled if dq else True
+        gid = s.get("gid")
+        gid_i = self.shared(GidIntent, policy=gid.policy if gid else "roce-v2-ipv4", index=gid.index if gid else 3)
+        nccl = {"NCCL_IB_HCA": "=" + ",".join(f"{r.rdma}:1" for r in rails), "NCCL_IB_TC": str(tos),
+                "NCCL_SOCKET_IFNAME": "=" + s["management_interface"]}
+        if gid_i.policy == "roce-v2-ipv4":
+            nccl["NCCL_IB_GID_INDEX"] = str(gid_i.index)
+        else:
+            nccl.update(NCCL_IB_ROCE_VERSION_NUM="2", NCCL_IB_ADDR_FAMILY="AF_INET")
+        nccl.update({k: str(v) for k, v in (s.get("nccl_env") or {}).items()})
+        mgmt = host.management or self.management(len(self.topo.switches) + i)
+        origins = {
+            "rails.address": f"derived: addressing.rails {self.addr.rails} /{self.addr.rail_prefix_length} block "
+                             f"per (SU, rail), mode {self.addr.mode}, host {host.h} of SU {host.su}",
+            "rails.table": f"derived: addressing.table_base {self.addr.table_base} + rail",
+            "nic_qos.roce_tos": "inventory: hosts roce_tos" if s["roce_tos"] is not None
+            else f"formula: qos.roce_dscp {q.roce_dscp} << 2 | ECT(0) 2 = {tos}",
+            "nccl_env.NCCL_IB_TC": "derived: the RoCE ToS",
+            "nccl_env.NCCL_IB_HCA": "derived: the rail NICs, exact match (=) so mlx5_1 never matches mlx5_10",
+            "sysctls": "default multi-rail set (arp_ignore 1, arp_announce 2, rp_filter 2 loose, arp_notify 1, "
+                       "tcp_ecn 1) then hosts sysctls",
+            "rails.cable_m": "derived: the length of the rail's cable to its leaf (the leaf's PFC headroom uses the "
+                             "same); cabling.host_leaf.cable"
+                             + (f" except {', '.join(f'{k}: {v}' for k, v in sorted(cables.items()))}" if cables
+                                else f" ({self.inv.cabling.host_leaf.cable} m)"),
+            "rails.pci": "inventory: nics pci, else read from the predictable netdev name (fabric.design.pci)",
+            "rails.vf_trust": f"kubernetes.vf_trust ({k8s.vf_trust}): set on every VF by the host agent and sriov-cni",
+            "rails.vf_spoof_check": f"kubernetes.vf_spoof_check ({k8s.vf_spoof_check}): set on every VF by the host "
+                                    "agent and sriov-cni",
+            "rails.pod": f"derived: kubernetes.network_name {k8s.network_name!r} + rail, resource "
+                         f"{k8s.resource_prefix}/… ({k8s.resources}); VFs take the (SU, rail) subnet after its hosts",
+            "rdma_netns": "inventory: kubernetes.rdma_netns" if k8s.rdma_netns
+            else "default: exclusive where the NICs have VFs (pods get their RDMA device), else not managed",
+        }
+        return HostIntent(
+            name=host.name, su=host.su, gpus=s["gpus"], management_interface=s["management_interface"],
+            management_address=mgmt, roce_mtu=s["roce_mtu"], rails=rails, sysctls=dict(sorted(sysctls.items())),
+            nic_qos=self.nic_qos(tos),
+            dcqcn=self.shared(DcqcnIntent, np_priorities=sorted(prios) if enabled else [],
+                              rp_priorities=sorted(prios) if enabled else [],
+                              cc_params=dict(sorted((dq.cc_params if dq else {}).items()))),
+            gid=gid_i, nccl_env=dict(sorted(nccl.items())),
+            rdma_netns=k8s.rdma_netns or ("exclusive" if any(n.vfs for n in host.nics) else None), origins=origins)

@@ -1,0 +1,157 @@
+"""Derivation, switches: ports (speed, lanes, MTU, headroom, breakout), SVIs or /31s, BGP and the neighbour table of
+one switch."""
+
+from __future__ import annotations
+
+from fabric.design.derive.addressing import Addressing, dotted
+from fabric.design.derive.qos import port_headroom
+from fabric.design.headroom import Headroom
+from fabric.design.intent import (
+    BgpIntent,
+    BgpNeighbor,
+    NeighborIntent,
+    PortIntent,
+    QosFacts,
+    Svi,
+    SwitchIntent,
+)
+from fabric.design.topology import Switch, Topo
+from fabric.model.inventory import Inventory
+from fabric.model.load import Loaded
+from fabric.model.ports import sonic_port_map
+from fabric.model.qos import QosPolicy
+from fabric.nos import NOS
+from fabric.order import natural
+
+
+def _pow2(n: int) -> int:
+    return 1 << max(0, n - 1).bit_length()
+
+
+class Switches(Addressing):
+    """One switch's intent (a part of `Deriver`)."""
+
+    loaded: Loaded
+    inv: Inventory
+    qos: QosPolicy
+    facts: QosFacts
+    topo: Topo
+    asn: dict[str, int]
+    ports: dict[str, list[tuple[str, str, str, int, int, str]]]
+
+    def switch(self, sw: Switch) -> SwitchIntent:
+        inv, qos = self.inv, self.qos
+        nos = NOS[sw.target]
+        mtu = min(inv.switching.mtu, nos.mtu_max)  # a longer MTU line is refused by the NOS (and the commit with it)
+        pm = sonic_port_map(sw.platform.name) if nos.platform_ports else None
+        hw_ports = pm.layout(sw.ways, sw.port_speed) if pm else None
+        breakout: dict[str, str] = {}
+        ar_on = sw.adaptive_routing if sw.adaptive_routing is not None else inv.switching.adaptive_routing.enabled
+        hr_policy = qos.headroom
+        lo = self.loopback(sw.name)
+        ports: list[PortIntent] = []
+        neighbors: list[BgpNeighbor] = []
+        members: dict[tuple[int, int], list[str]] = {}
+        tagged: dict[tuple[int, int], list[str]] = {}
+        hosts_on: dict[tuple[int, int], int] = {}
+        vfs_on: dict[tuple[int, int], int] = {}
+        lossless = bool(qos.lossless_priorities)
+        pfc = tuple(self.facts.lossless_priorities)
+        watchdog = self.facts.watchdog is not None
+        sw_lanes, sw_speed = sw.lanes_of(), sw.port_speed
+        headrooms: dict[tuple[int, int, int], Headroom] = {}
+        for port, peer, peer_port, speed, cable, kind in sorted(self.ports[sw.name], key=lambda p: natural(p[0])):
+            lanes = max(1, sw_lanes * speed // sw_speed)  # a slower link uses fewer lanes
+            hr = None
+            if lossless:
+                hr = headrooms.get((speed, cable, lanes))
+                if hr is None:
+                    hr = headrooms[(speed, cable, lanes)] = port_headroom(
+                        sw.platform.asic, speed, cable, mtu, lanes, hr_policy.lossless_mtu,
+                        hr_policy.small_packet_percentage, hr_policy.shared_headroom_pool)
+            hw = hw_ports.get(port) if hw_ports is not None else None
+            if hw is not None and pm is not None and sw.ways > 1:
+                breakout[pm.parent(hw)] = hw.mode
+            if kind == "host-leaf":
+                host = self.topo.hosts[peer]
+                nic = next(n for n in host.nics if n.netdev == peer_port)
+                key = (host.su, nic.rail)
+                vlan = address = None
+                if self.addr.mode == "svi":
+                    vlan = self.addr.vlan_base + nic.rail
+                    members.setdefault(key, []).append(port)
+                    if nic.vlan is not None:
+                        tagged.setdefault(key, []).append(port)
+                else:
+                    address = f"{self.host_address(host, nic.rail)[1]}/31"
+                hosts_on[key] = hosts_on.get(key, 0) + 1
+                vfs_on[key] = vfs_on.get(key, 0) + nic.vfs
+                ports.append(PortIntent(
+                    name=port, speed=speed, lanes=lanes, mtu=mtu, cable_m=cable, kind="host", peer=peer,
+                    peer_port=peer_port, description=f"{peer}:{peer_port} rail{nic.rail}", vlan=vlan,
+                    tagged=vlan is not None and nic.vlan is not None, address=address, unnumbered=False,
+                    adaptive_routing=False, lossless=lossless, pfc=pfc, watchdog=watchdog, headroom=hr, hw=hw))
+            else:
+                ar = ar_on and speed in sw.platform.adaptive_routing_speeds
+                ports.append(PortIntent(
+                    name=port, speed=speed, lanes=lanes, mtu=mtu, cable_m=cable, kind="fabric", peer=peer,
+                    peer_port=peer_port, description=f"{peer}:{peer_port}", vlan=None, address=None,
+                    unnumbered=True, adaptive_routing=ar, lossless=lossless, pfc=pfc, watchdog=watchdog, headroom=hr,
+                    hw=hw))
+                neighbors.append(BgpNeighbor(port=port, peer=peer, peer_port=peer_port, remote_asn=self.asn[peer]))
+        svis, networks, blackholes = [], [f"{lo}/32"], []
+        for (su, rail), names in sorted(members.items()):
+            vid = self.addr.vlan_base + rail
+            net = self.subnet(su, rail)
+            gateway = f"{dotted(self.block_base(su, rail) + 1)}/{self.addr.rail_prefix_length}"
+            svis.append(Svi(vlan=vid, name=f"Vlan{vid}", address=gateway, subnet=net, members=names,
+                            tagged=tagged.get((su, rail), []), su=su, rail=rail))
+            networks.append(net)
+        if self.addr.mode == "p2p31":
+            for su, rail in sorted(hosts_on):
+                networks.append(self.subnet(su, rail))
+                blackholes.append(self.subnet(su, rail))
+        needed = sum(hosts_on.values()) + sum(vfs_on.values()) + 2 * len(neighbors)
+        t3 = inv.switching.neighbor.table_size or max(4096, _pow2(2 * needed))
+        b = inv.switching.bgp
+        idx = self.index[sw.name]
+        loaded = self.loaded
+        origins = {
+            "asn": f"derived: RFC 7938 plan addressing.asn ({loaded.where('addressing')}), role {sw.role}",
+            "loopback": f"derived: addressing.loopbacks {self.addr.loopbacks} + {idx + 1}",
+            "management": f"derived: addressing.management {self.addr.management} + {idx + 1}",
+            "neighbor.gc_thresh3": f"formula: max(4096, next power of 2 ≥ 2 × {needed} neighbors)"
+                                   + " (hosts × (1+VFs) + 2 per BGP peer)",
+            "ports.headroom": "formula: sonic-swss buffer_headroom_mellanox.lua with "
+                              f"{sw.platform.asic} cell {sw.platform.buffer.cell_size} B, port MTU {mtu}, "
+                              f"lossless MTU {hr_policy.lossless_mtu}, "
+                              f"small packets {hr_policy.small_packet_percentage}%",
+            "mtu": (f"inventory: switching.mtu ({loaded.where('switching', 'mtu')})"
+                    if ("switching", "mtu") in loaded.smap.lines else "default: 9216")
+            + (f", capped to {mtu}: the largest MTU {nos.title} takes (fabric.nos: {sw.target} mtu_max)"
+               if mtu < inv.switching.mtu else ""),
+            "release": sw.release_origin,
+            "bgp.bfd_detect_multiplier": "default: FRR bfdd's (detect-multiplier 3, 300 ms receive/transmit), what "
+                                         "`bfd` runs with where the timers are not spelled out",
+            "bgp.bfd_interval_ms": "default: FRR bfdd's receive and transmit interval",
+            "bgp.maximum_routes": f"inventory: switching.bgp.maximum_routes ({loaded.where('switching', 'bgp')})"
+            if ("switching", "bgp", "maximum_routes") in loaded.smap.lines
+            else "default: 256000, AVD's underlay peer-group value (aristanetworks/avd#4824); rendered where the "
+                 "NOS limits routes per neighbour by default (EOS)",
+        }
+        if pm is not None:
+            origins["ports.hw"] = (f"platform: SONiC port map of {sw.platform.name} ({pm.hwsku}, "
+                                   "fabric/data/sonic/SOURCE.md)")
+            origins["breakout"] = origins["ports.hw"]
+        origins["ports.mtu"] = origins["mtu"]
+        return SwitchIntent(
+            name=sw.name, role=sw.role, target=sw.target, platform=sw.platform.name,  # type: ignore[arg-type]
+            asic=sw.platform.asic, release=sw.release, su=sw.su, rail=sw.rail, pod=sw.pod, loopback=f"{lo}/32",
+            management=self.management(idx), mtu=mtu, adaptive_routing=any(p.adaptive_routing for p in ports),
+            ports=ports, svis=svis, breakout=dict(sorted(breakout.items(), key=lambda kv: natural(kv[0]))),
+            bgp=BgpIntent(asn=self.asn[sw.name], router_id=str(lo), neighbors=neighbors, networks=networks,
+                          blackholes=blackholes, max_paths=b.max_paths, keepalive=b.keepalive, hold=b.hold,
+                          graceful_shutdown=b.graceful_shutdown, bfd=b.bfd, maximum_routes=b.maximum_routes),
+            neighbor=NeighborIntent(aging_s=inv.switching.neighbor.aging, gc_thresh1=t3 // 4, gc_thresh2=t3 // 2,
+                                    gc_thresh3=t3, needed=needed),
+            qos=self.facts, buffer_bytes=sw.platform.buffer_bytes, origins=origins)

@@ -1,0 +1,205 @@
+"""`load_fabric`: an inventory directory → its loaded inventory, topology and derived intent, the one call every
+command that loads and derives makes — through a content-addressed cache for large fabrics.
+
+The cache key is a SHA-256 over the tool's code (every file of the `fabric` package, the Python, PyYAML and
+pydantic versions) and the inventory's bytes (the name and content of every file of the directory that the loader
+reads, plus its path and the forced target), so any changed byte of either is a miss: the cache is correct by
+construction and never needs invalidating. Entries live in `$ROCE_FABRIC_CACHE` (`off` turns the cache off), else
+`$XDG_CACHE_HOME/roce-fabric/derived` (`~/.cache/…`), written private (0700 directory, 0600 files, renamed
+into place); an entry that is not a regular file of this user, mode 0600, is ignored, never unpickled. Only
+fabrics of at least CACHE_MIN_DEVICES devices are cached (below that, deriving is faster than reading it back),
+and only inventories that derive without a problem.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import hashlib
+import json
+import os
+import pickle
+import stat
+import sys
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import pydantic
+import yaml
+
+from fabric import __version__
+from fabric.design.derive import Deriver
+from fabric.design.intent import FabricIntent
+from fabric.model.load import load
+from fabric.model.loaded import Loaded
+from fabric.safefile import write_private
+
+CACHE_MIN_DEVICES = 2000
+_PACKAGE = Path(__file__).resolve().parent.parent
+
+
+@dataclass
+class Fabric:
+    """A loaded and derived inventory: what `validate`, `render`, `plan`, `lint` … start from."""
+
+    loaded: Loaded
+    deriver: Deriver
+    intent: FabricIntent
+
+
+@dataclass
+class Summary:
+    """What `validate` prints: read from the cache alone on a hit, without the intent."""
+
+    name: str
+    switches: int
+    hosts: int
+    links: int
+    rail_nics: int
+    files: int
+
+    @classmethod
+    def of(cls, fabric: Fabric) -> Summary:
+        f = fabric.intent
+        return cls(name=f.name, switches=len(f.switches), hosts=len(f.hosts), links=len(f.links),
+                   rail_nics=sum(len(h.rails) for h in f.hosts.values()), files=len(fabric.loaded.smap.files))
+
+
+@lru_cache(maxsize=1)
+def code_digest(package: Path = _PACKAGE) -> str:
+    """SHA-256 of the tool itself: every file of the package (code, templates, data), and the versions of Python
+    and of the libraries that read and validate an inventory (PyYAML, pydantic)."""
+    h = hashlib.sha256(f"{__version__}\0{sys.version}\0{pydantic.VERSION}\0{yaml.__version__}\0".encode())
+    for path in sorted(package.rglob("*")):
+        if path.is_file() and "__pycache__" not in path.parts:
+            data = path.read_bytes()
+            h.update(f"{path.relative_to(package)}\0{len(data)}\0".encode())
+            h.update(data)
+    return h.hexdigest()
+
+
+def inventory_key(directory: Path, target: str | None = None) -> str | None:
+    """The cache key of `directory` derived for `target`; None where the directory cannot be read (the loader
+    then says why)."""
+    h = hashlib.sha256(f"{code_digest()}\0{target}\0".encode())
+    try:  # the directory's own path too: problems and lint findings name its files
+        h.update(f"{directory.resolve()}\0".encode())
+        names = sorted(p.name for p in directory.iterdir() if p.suffix in (".yaml", ".yml"))
+        for name in names:
+            data = (directory / name).read_bytes()
+            h.update(f"{name}\0{len(data)}\0".encode())
+            h.update(data)
+    except OSError:
+        return None
+    return h.hexdigest()
+
+
+def cache_dir() -> Path | None:
+    env = os.environ.get("ROCE_FABRIC_CACHE")
+    if env == "off":
+        return None
+    if env:
+        return Path(env)
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "roce-fabric" / "derived"
+
+
+def _read(path: Path) -> bytes | None:
+    """The bytes of a cache entry written by this user, private; None otherwise (never a link, never another's)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
+            return None
+        return f.read()
+
+
+def _write(path: Path, data: bytes) -> None:
+    with contextlib.suppress(Exception):  # a cache that cannot be written is no cache, never a failed command
+        write_private(path, data)
+
+
+def _entry(directory: Path, target: str | None) -> Path | None:
+    base = cache_dir()
+    key = inventory_key(directory, target) if base is not None else None
+    return base / key if base is not None and key is not None else None
+
+
+def summary(directory: Path) -> Summary:
+    """`validate`'s figures: from the cache where the same inventory was derived by the same code, else derived."""
+    entry = _entry(directory, None)
+    raw = _read(entry.with_suffix(".json")) if entry is not None else None
+    if raw is not None:
+        try:
+            return Summary(**json.loads(raw))
+        except (ValueError, TypeError):
+            pass
+    fabric = load_fabric(directory, store=False)  # validate needs no intent later: writing it costs seconds at 32k
+    result = Summary.of(fabric)
+    if entry is not None and _devices(fabric.deriver) >= CACHE_MIN_DEVICES:
+        _write(entry.with_suffix(".json"), json.dumps(result.__dict__).encode())
+    return result
+
+
+def _devices(deriver: Deriver) -> int:
+    return len(deriver.topo.switches) + len(deriver.topo.hosts)
+
+
+def _unpickle(raw: bytes) -> Any:
+    gc.disable()  # millions of objects that all stay: no collection while they are built
+    try:
+        return pickle.loads(raw)  # our own private file, checked by _read
+    except Exception:  # a damaged entry is a miss
+        return None
+    finally:
+        gc.enable()
+
+
+def _pickle(value: Any) -> bytes:
+    gc.disable()
+    try:
+        return pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+    finally:
+        gc.enable()
+
+
+def load_deriver(directory: Path, min_devices: int = CACHE_MIN_DEVICES) -> Deriver:
+    """The loaded inventory and its topology, checked, without deriving any device (`explain` derives one):
+    from the cache where `load_fabric` or this call put it, else loaded."""
+    entry = _entry(directory, None)
+    raw = _read(entry.with_suffix(".deriver")) if entry is not None else None
+    cached = _unpickle(raw) if raw is not None else None
+    if isinstance(cached, Deriver):
+        return cached
+    deriver = Deriver(load(directory))
+    if entry is not None and _devices(deriver) >= min_devices:
+        _write(entry.with_suffix(".deriver"), _pickle(deriver))
+    return deriver
+
+
+def load_fabric(directory: Path, target: str | None = None, progress: Any = None,
+                min_devices: int = CACHE_MIN_DEVICES, store: bool = True) -> Fabric:
+    """Load, validate and derive `directory` (`target` forces one NOS, as the lab does); bad input raises
+    InputError with every problem. `progress(stage)` hears the stages; `store` False reads the cache but does
+    not write it."""
+    stage = progress or (lambda _s: None)
+    entry = _entry(directory, target)
+    raw = _read(entry.with_suffix(".pickle")) if entry is not None else None
+    if raw is not None:
+        stage(f"read the derived {directory} from the cache")
+        cached = _unpickle(raw)
+        if isinstance(cached, Fabric):
+            return cached
+    stage(f"load and validate {directory}")
+    loaded = load(directory)
+    stage(f"derive {directory}")
+    deriver = Deriver(loaded, target)
+    fabric = Fabric(loaded, deriver, deriver.fabric())
+    if store and entry is not None and _devices(deriver) >= min_devices:
+        _write(entry.with_suffix(".pickle"), _pickle(fabric))
+        _write(entry.with_suffix(".json"), json.dumps(Summary.of(fabric).__dict__).encode())
+    return fabric

@@ -1,0 +1,105 @@
+"""The content-addressed cache of the derived intent (fabric.design.load): a hit gives what deriving gives, and
+any changed byte of the inventory or of the tool's code is a miss."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+import fabric.design.load as fl
+from fabric.design.derive import derive
+from fabric.model.load import load
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    d = tmp_path / "cache"
+    monkeypatch.setenv("ROCE_FABRIC_CACHE", str(d))
+    return d
+
+
+def _loads(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    """Every inventory the loader reads from now on (a hit reads none)."""
+    seen: list[Path] = []
+
+    def counting(directory: Path):  # type: ignore[no-untyped-def]
+        seen.append(directory)
+        return load(directory)
+
+    monkeypatch.setattr(fl, "load", counting)
+    return seen
+
+
+def test_a_hit_is_what_deriving_gives_and_reads_no_inventory(example_copy: Path, cache: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    seen = _loads(monkeypatch)
+    first = fl.load_fabric(example_copy, min_devices=0)
+    second = fl.load_fabric(example_copy, min_devices=0)
+    assert seen == [example_copy]  # the second came from the cache
+    assert second.intent == first.intent == derive(load(example_copy))
+    assert second.loaded.smap.files == first.loaded.smap.files
+    assert fl.summary(example_copy) == fl.Summary.of(first)
+    entries = sorted(cache.iterdir())
+    assert [e.suffix for e in entries] == [".json", ".pickle"]
+    assert {oct(e.stat().st_mode & 0o777) for e in entries} == {"0o600"}
+    assert oct(cache.stat().st_mode & 0o777) == "0o700"
+
+
+def test_one_changed_byte_of_the_inventory_is_a_miss(example_copy: Path, cache: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    seen = _loads(monkeypatch)
+    before = fl.load_fabric(example_copy, min_devices=0)
+    f = example_copy / "fabric.yaml"
+    data = f.read_bytes()
+    i = data.index(before.intent.name.encode()) + len(before.intent.name) - 1
+    f.write_bytes(data[:i] + bytes([data[i] ^ 1]) + data[i + 1:])  # the fabric name's last letter, one bit
+    after = fl.load_fabric(example_copy, min_devices=0)
+    assert len(seen) == 2
+    assert after.intent.name != before.intent.name and after.intent == derive(load(example_copy))
+    f.write_bytes(data + b"\n")  # a byte that changes nothing the loader keeps is still a different input
+    fl.load_fabric(example_copy, min_devices=0)
+    assert len(seen) == 3
+
+
+def test_one_changed_byte_of_the_code_is_another_key(tmp_path: Path) -> None:
+    pkg = tmp_path / "fabric"
+    shutil.copytree(ROOT / "fabric", pkg, ignore=shutil.ignore_patterns("__pycache__"))
+    before = fl.code_digest.__wrapped__(pkg)
+    p = pkg / "design" / "headroom.py"
+    p.write_bytes(p.read_bytes().replace(b"=", b" =", 1))
+    assert fl.code_digest.__wrapped__(pkg) != before
+
+
+def test_an_entry_others_can_write_is_never_read(example_copy: Path, cache: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    seen = _loads(monkeypatch)
+    fl.load_fabric(example_copy, min_devices=0)
+    for e in cache.iterdir():
+        os.chmod(e, 0o666)
+    fl.load_fabric(example_copy, min_devices=0)
+    assert len(seen) == 2
+
+
+def test_small_fabrics_and_off_are_not_cached(example_copy: Path, cache: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    fl.load_fabric(example_copy)  # far below CACHE_MIN_DEVICES
+    assert not cache.exists()
+    monkeypatch.setenv("ROCE_FABRIC_CACHE", "off")
+    fl.load_fabric(example_copy, min_devices=0)
+    assert not cache.exists()
+
+
+def test_explain_reads_the_checked_topology_from_the_cache(example_copy: Path, cache: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    seen = _loads(monkeypatch)
+    first = fl.load_deriver(example_copy, min_devices=0)
+    second = fl.load_deriver(example_copy, min_devices=0)
+    assert seen == [example_copy]
+    intent = derive(load(example_copy))
+    for name in [*intent.switches][:2] + [*intent.hosts][:2]:
+        assert second.device(name) == first.device(name) == (intent.switches | intent.hosts)[name]
