@@ -12,6 +12,7 @@ import contextlib
 import io
 import json
 import os
+import resource
 import shutil
 import signal
 import subprocess
@@ -23,7 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 TIME_BOUND_S = float(os.environ.get("FUZZ_TIME_BOUND", "30"))
 MEMORY_BOUND_MIB = int(os.environ.get("FUZZ_MEMORY_BOUND", "1500"))
-OUT = ROOT / "build" / "fuzz"
+OUT = Path(os.environ.get("FUZZ_OUT") or ROOT / "build" / "fuzz")  # tests/fuzz/long.py: one folder per chunk
 
 
 class Hang(Exception):
@@ -69,7 +70,8 @@ class Stats:
         doc = {"target": self.target, "cases": self.cases, "runs": self.runs, "seconds": round(seconds, 1),
                "cases_per_s": round(self.cases / seconds, 1) if seconds else 0,
                "exit_codes": {str(k): v for k, v in sorted(self.exit_codes.items())},
-               "defects": len(self.defects), "first_defects": self.defects[:10]}
+               "defects": len(self.defects), "first_defects": self.defects[:10],
+               "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024}
         OUT.mkdir(parents=True, exist_ok=True)
         (OUT / f"{self.target}.json").write_text(json.dumps(doc, indent=2) + "\n")
         return doc
