@@ -2,7 +2,8 @@
 each chunk a fresh pytest process with its own seed (FUZZ_SEED·1000 + chunk). Hypothesis keeps every generated
 case's record for the whole run (a 3,000-case run of the reply family grows the same ~0.2 MiB a case with the
 parsers stubbed out), so one process per chunk bounds the memory per case; the judge's bound applies per chunk.
-Writes build/fuzz/<family>.json (cases, defects, wall seconds, peak RSS) and prints one line a family."""
+Then the canary sweep's whole matrix (family `canary`, tests/fuzz/test_canary.py). Writes build/fuzz/<family>.json
+(cases, defects, wall seconds, peak RSS) and prints one line a family."""
 
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ ROOT = Path(__file__).resolve().parents[2]
 FAMILIES = {"inventories": "test_fuzz_inventories", "configs": "test_fuzz_configs", "outputs": "test_fuzz_outputs",
             "intents": "test_fuzz_host_intents", "running": "test_fuzz_running_configs",
             "replies": "test_fuzz_replies", "remediate": "test_fuzz_remediate"}
+# The canary sweep's whole matrix (tests/fuzz/test_canary.py): one process, its size set by the shipped inventories.
+CANARY = "tests/fuzz/test_canary.py::test_canary_matrix"
 
 
 def run_family(family: str, cases: int, chunk: int, seed: int) -> dict[str, object]:
@@ -45,14 +48,24 @@ def run_family(family: str, cases: int, chunk: int, seed: int) -> dict[str, obje
     return total
 
 
+def run_canary() -> dict[str, object]:
+    env = {**os.environ, "FUZZ_CANARY": "all"}
+    subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", CANARY], cwd=ROOT, env=env,
+                   check=False, stdout=subprocess.DEVNULL)
+    try:
+        return json.loads((ROOT / "build" / "fuzz" / "canary.json").read_text())
+    except (OSError, ValueError):
+        return {"cases": 0, "defects": 1, "seconds": 0, "peak_rss_mib": 0}
+
+
 def main() -> int:
     cases = int(os.environ.get("FUZZ_EXAMPLES", "10000"))
     chunk = int(os.environ.get("FUZZ_CHUNK", "1000"))
     seed = int(os.environ.get("FUZZ_SEED", "17"))
-    families = [f for f in os.environ.get("FUZZ_FAMILIES", ",".join(FAMILIES)).split(",") if f]
+    families = [f for f in os.environ.get("FUZZ_FAMILIES", ",".join([*FAMILIES, "canary"])).split(",") if f]
     bad = 0
     for family in families:
-        doc = run_family(family, cases, chunk, seed)
+        doc = run_canary() if family == "canary" else run_family(family, cases, chunk, seed)
         bad += int(doc["defects"])  # type: ignore[call-overload]
         print(f"{family}: {doc['cases']} cases, {doc['defects']} defects, {doc['seconds']} s, "
               f"peak RSS {doc['peak_rss_mib']} MiB", flush=True)

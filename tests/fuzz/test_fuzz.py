@@ -497,6 +497,14 @@ def job_logs() -> list[str]:
     return [t for p in logs if p.is_file() and "gpu-su1-0" in (t := p.read_text(errors="replace"))]
 
 
+@cache
+def example_hosts() -> list[str]:
+    from fabric.design.derive import derive
+    from fabric.model.load import load
+
+    return sorted(derive(load(ROOT / "inventories" / "example")).hosts)
+
+
 @seed(SEED)
 @budget("remediate", 0.03)
 @given(st.data())
@@ -506,11 +514,8 @@ def _fuzz_remediate(data: st.DataObject) -> None:
     than one) ever reaches them, and no run acts on more than --max-hosts hosts."""
     import sys as _sys
 
-    from fabric.design.derive import derive
-    from fabric.model.load import load
-
     text = data.draw(st.sampled_from(job_logs()), label="log")
-    hosts = sorted(derive(load(ROOT / "inventories" / "example")).hosts)
+    hosts = example_hosts()
     for h in hosts:
         if data.draw(st.booleans(), label=f"rename {h}"):
             text = text.replace(h, data.draw(st.sampled_from(
