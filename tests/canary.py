@@ -78,28 +78,34 @@ def _schema_strings(schema: dict[str, Any], node: dict[str, Any], path: tuple[st
                 yield from _schema_strings(schema, k, (*path, name))
 
 
-@cache
-def fields() -> tuple[Field, ...]:
+def fields_of(inv: Path, name: str) -> list[Field]:
+    """Every string field of the inventory `inv` (`name`: its folder under inventories/, or its absolute path)."""
     from fabric.model.inventory import Inventory
 
     schema = Inventory.model_json_schema()
     out: list[Field] = []
-    for inv in sorted(p for p in (ROOT / "inventories").iterdir() if p.is_dir()):
-        sections: set[str] = set()
-        for f in sorted(inv.glob("*.yaml")):
-            doc = yaml.safe_load(f.read_text()) or {}
-            sections |= set(doc)
-            out += [Field(inv.name, f.name, p, v) for p, v in _strings(doc)]
-        for section, node in schema["properties"].items():
-            if section not in sections:
-                out += [Field(inv.name, "", p, None) for p in _schema_strings(schema, node, (section,))]
-    return tuple(out)
+    sections: set[str] = set()
+    for f in sorted(inv.glob("*.yaml")):
+        doc = yaml.safe_load(f.read_text()) or {}
+        sections |= set(doc)
+        out += [Field(name, f.name, p, v) for p, v in _strings(doc)]
+    for section, node in schema["properties"].items():
+        if section not in sections:
+            out += [Field(name, "", p, None) for p in _schema_strings(schema, node, (section,))]
+    return out
+
+
+@cache
+def fields() -> tuple[Field, ...]:
+    """Every string field of every shipped inventory."""
+    return tuple(f for inv in sorted(p for p in (ROOT / "inventories").iterdir() if p.is_dir())
+                 for f in fields_of(inv, inv.name))
 
 
 def planted(field: Field, value: str, dest: Path) -> Path:
     """A copy of the field's inventory in dest/inv with `value` at the field."""
     inv = dest / "inv"
-    shutil.copytree(ROOT / "inventories" / field.inventory, inv)
+    shutil.copytree(ROOT / "inventories" / field.inventory, inv)  # an absolute `inventory` stays itself
     if field.file:
         doc = yaml.safe_load((inv / field.file).read_text())
         node = doc
@@ -133,7 +139,8 @@ def offline_commands(inv: Path, out: Path, field: Field) -> list[list[str]]:
                                                        "k8s-label-script", "volcano", "hostfile")),
             ["export", str(inv), "-f", "prometheus", "-o", str(out / "prom")],
             ["accept", str(inv), "--dry-run", "--quick", "-o", str(out / "accept")],
-            ["accept", str(inv), "--render-only", "--launcher", "k8s", "-o", str(out / "k8s")],
+            ["accept", str(inv), "--render-only", "--launcher", "k8s", "--image", "registry.example/nccl:1", "-o",
+             str(out / "k8s")],
             ["hosts", "inventory", str(inv)]]
 
 
