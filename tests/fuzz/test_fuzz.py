@@ -1,11 +1,11 @@
 """The fuzzer (issues 17, 21): structured mutations of every shipped inventory, of device configs for
 `lint --configs`, of tool outputs for `parse` and `diagnose`, and of host intents. Every run is judged by
 tests/fuzz/harness.py (no traceback, exit 0/1/2, no hang, bounded memory, every error located, nothing written
-outside the output directory). Issue 21 adds saved running configs for `plan --running`, host replies of
-`counters` and `optics`, and user-written job logs for `diagnose --remediate` against the recording
-scontrol/kubectl stand-ins (nothing refused by them, no host outside the inventory, at most --max-hosts).
-CI runs it with a fixed seed and a small budget; `make fuzz` runs it long (FUZZ_EXAMPLES inventory mutations,
-the other targets in proportion). Counts go to build/fuzz/*.json."""
+outside the output directory). Issue 21 adds saved running configs for `plan --running`, every host and
+switch reply a command parses (reply_bases), and user-written job logs for `diagnose --remediate` against the
+recording scontrol/kubectl stand-ins (nothing refused by them, no host outside the inventory, at most --max-hosts).
+CI runs it with a fixed seed and a small budget; `make fuzz` runs every family long (tests/fuzz/long.py).
+Counts go to build/fuzz/*.json."""
 
 from __future__ import annotations
 
