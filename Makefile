@@ -84,15 +84,15 @@ test: deps venv refs
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/pytest -q -n $(TEST_WORKERS) --dist loadgroup
 
-# The fuzzer (tests/fuzz), long: FUZZ_EXAMPLES inventory mutations, the other targets by FUZZ_SHARES of that;
-# counts and throughput in build/fuzz/*.json, inputs of defects kept in build/fuzz/defects/. `make test` runs the
-# same tests with the defaults of tests/fuzz/test_fuzz.py (the same fixed seed, 100 inventory mutations).
+# The fuzzer (tests/fuzz), long: FUZZ_EXAMPLES cases of every family (inventories, configs, outputs, intents, running,
+# replies, remediate; FUZZ_FAMILIES picks some), in chunks of FUZZ_CHUNK cases, each a fresh process (tests/fuzz/long.py)
+# at nice 19; totals in build/fuzz/<family>.json, inputs of defects kept in build/fuzz/chunks/*/defects/. `make test`
+# runs the same tests with the defaults of tests/fuzz/test_fuzz.py (the same fixed seed, 100 inventory mutations).
 FUZZ_EXAMPLES ?= 10000
-FUZZ_SHARES ?= configs=0.2,outputs=0.2,intents=0.1,running=0.1,replies=0.5,remediate=0.05
+FUZZ_CHUNK ?= 1000
 FUZZ_SEED ?= 17
 fuzz: venv
-	FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) FUZZ_SHARES=$(FUZZ_SHARES) FUZZ_SEED=$(FUZZ_SEED) $(VENV)/bin/pytest -q -p no:cacheprovider tests/fuzz; \
-	  rc=$$?; cat build/fuzz/*.json; exit $$rc
+	FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) FUZZ_CHUNK=$(FUZZ_CHUNK) FUZZ_SEED=$(FUZZ_SEED) nice -n 19 $(PY) -m tests.fuzz.long
 
 # The Kubernetes control plane of the K8s tests and `fabric lab up --k8s`, built from the Go modules pinned in
 # tools/k8s-bins/*/go.mod into ~/.cache/roce-fabric/k8s-bins/<versions-key>/ (reused when present).

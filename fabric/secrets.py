@@ -31,8 +31,10 @@ from collections.abc import Callable, Mapping
 MASK = "<masked>"
 # A keyword that introduces a secret (as a word: `sflow_key` or `keepalive` are none), then the rest of the line:
 # `secret sha512 $6$…`, `key 7 0822455D0A16`, `community public ro`, `"password": "x"`, `password: x`.
-_SECRET = re.compile(r"(?i)(?<![\w-])(password|secret|passkey|passphrase|key|auth-key|authentication-key|"
-                     r"community|md5|sha512|pre-shared-key|psk)(?![\w-])(\"?\s*[:=]?\s*)(\S.*)$")
+_SECRET_WORDS = (r"(password|secret|passkey|passphrase|key|auth-key|authentication-key|community|md5|sha512|"
+                 r"pre-shared-key|psk)")
+_SECRET = re.compile(rf"(?i)(?<![\w-]){_SECRET_WORDS}(?![\w-])(\"?\s*[:=]?\s*)(\S.*)$")
+_SECRET_WORD = re.compile(_SECRET_WORDS, re.I)
 
 
 def mask_line(line: str) -> tuple[str, bool]:
@@ -74,6 +76,13 @@ FRR_SECRET = [re.compile(p) for p in (
     r"^key-string\s+(\S+)",
     r"authentication\s+string\s+(\S+)",
 )]
+def secret_field(name: str) -> bool:
+    """Whether a field holds a secret, by its name: a secret leaf of a NOS's structure (SONIC_FIELDS, NVUE_LEAVES)
+    or a secret keyword as the whole name (`password`, `key`; not `password_env` or `key_file`, which name where a
+    secret is, the inventory's only kind)."""
+    return name in SONIC_FIELDS or name in NVUE_LEAVES or _SECRET_WORD.fullmatch(name) is not None
+
+
 Masked = tuple[str, str, bool]  # (section, line, whether a secret was masked)
 
 

@@ -150,3 +150,51 @@ def test_canaries_never_run_over_ssh_in_the_lab(fleet: dict, mode: str) -> None:
                        capture_output=True, text=True, timeout=120, env={**os.environ})
     assert p.returncode == 2 and "access.known_hosts: expected a file name without template syntax" in p.stderr
     _no_canary(tmp)
+
+
+@pytest.mark.root
+def test_canaries_in_every_accepted_field_never_run_in_the_lab(fleet: dict) -> None:  # noqa: F811
+    """The canary sweep (tests/canary.py) over the lab fleet's inventory: every string field, a canary value each
+    (rotating; FUZZ_CANARY=all: every value), and where the model accepts it `hosts plan` and `hosts apply` over SSH
+    to the fleet. A field naming an existing file gets a copy of that file under the canary's name, so the canary
+    reaches Ansible's connection variables. Nothing runs, the operator's password appears nowhere."""
+    import os
+    import shutil
+    import subprocess
+
+    from tests.canary import ENV_SECRET, fields_of, planted, values
+
+    tmp: Path = fleet["tmp"]
+    every = os.environ.get("FUZZ_CANARY") == "all"
+    env = {**os.environ, "FABRIC_PASSWORD": ENV_SECRET}
+    reached = 0
+    for j, field in enumerate(fields_of(fleet["inventory"], str(fleet["inventory"]))):
+        for i in range(len(values(tmp))):
+            if not every and i != j % len(values(tmp)):
+                continue
+            case = tmp / f"canary-{j}-{i}"
+            marker = case / "marker"
+            marker.mkdir(parents=True)
+            value = values(marker)[i]
+            if field.original and Path(field.original).is_file():  # the same file under the canary's name
+                copy = case / "files" / value
+                copy.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(field.original, copy)
+                value = str(copy)
+            inv = planted(field, value, case)
+            p = subprocess.run([FABRIC, "validate", str(inv)], capture_output=True, text=True, timeout=120, env=env)
+            assert p.returncode in (0, 2) and "Traceback" not in p.stderr, (field, p.stderr)
+            if p.returncode == 2:
+                assert str(inv) in p.stderr, (field, p.stderr)  # refused, located
+                continue
+            for mode in ("plan", "apply"):
+                try:
+                    p = subprocess.run([FABRIC, "hosts", mode, str(inv), "--agent", FABRIC, "--remote-dir",
+                                        str(tmp / "remote"), "--python", "/usr/bin/python3", "--limit", "gpu-su1-01",
+                                        "--format", "json"], capture_output=True, text=True, timeout=300, env=env)
+                except subprocess.TimeoutExpired as exc:
+                    raise AssertionError(f"{field} {mode}: no result in 300 s; stderr: {exc.stderr!r}"[:3000]) from None
+                assert "Traceback" not in p.stderr and ENV_SECRET not in p.stdout + p.stderr, (field, p.stderr)
+                assert sorted(marker.iterdir()) == [], (field, mode)
+                reached += 1
+    assert reached >= 2  # at least one canary went through plan and apply

@@ -144,7 +144,7 @@ def switch_snapshot(site: Site, switch: str, *, timeout: float = 5) -> dict[str,
             return drv.counters() or {}
     except conn_errors() as exc:
         raise Unreachable(reason(exc)) from None
-    except (TargetError, ValueError):
+    except (TargetError, ValueError, RecursionError):  # a reply that is not one: no counters
         return {}
 
 

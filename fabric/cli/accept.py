@@ -23,7 +23,7 @@ from fabric.cli.remediate import (
 )
 from fabric.cli.site import none_answered, open_site
 from fabric.errors import UsageError, printable
-from fabric.safefile import write_private
+from fabric.safefile import private_dir, write_private
 
 out = console()
 err = console(stderr=True)
@@ -89,7 +89,7 @@ def accept(
     selected = cat.select(checks, tag_list)
     if not selected:
         raise UsageError(f"--tags: no check has any of {', '.join(tag_list)}")
-    out_dir = output or Path("build") / fabric.name / "accept"
+    out_dir = private_dir(output or Path("build") / fabric.name / "accept")  # refused before anything is written
     if dry_run:
         _dry_run(engine.plan(site, selected, quick=quick, report_dir=out_dir), out_dir)
         return
@@ -147,7 +147,7 @@ def _render_k8s(inventory: Path, launcher: str, image: str | None, output: Path 
     if not image:
         raise UsageError("--render-only: give --image (an image with sshd, OpenMPI, nccl-tests and perftest)")
     fabric = load_fabric(inventory).intent
-    out_dir = output or Path("build") / fabric.name / "accept" / "k8s"
+    out_dir = private_dir(output or Path("build") / fabric.name / "accept" / "k8s")
     paths = bundle.render_bundle(fabric, out_dir, image, quick=quick)
     jobs = sorted(p.stem for p in paths if p.parent.name == "jobs")
     out.print(f"wrote {len(paths)} files to {out_dir}: jobs {', '.join(jobs)}; networks.yaml, sriovdp-config.yaml, "

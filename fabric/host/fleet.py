@@ -245,6 +245,9 @@ def run(site: Site, mode: Literal["plan", "apply"], opts: FleetOptions = FleetOp
             "PATH": path,
             "ANSIBLE_HOST_KEY_CHECKING": "False" if cred.known_hosts is None else "True",
             "ANSIBLE_LOCAL_TEMP": str(pdd / "tmp"),
+            # SSH multiplexing masters of this run only: one left by an earlier run whose peer is gone (a lab
+            # namespace torn down) would take the new connection and hang it
+            "ANSIBLE_SSH_CONTROL_PATH_DIR": str(pdd / "cp"),
             "ANSIBLE_RETRY_FILES_ENABLED": "False",
             "ANSIBLE_NOCOLOR": "1",
             "ANSIBLE_PYTHON_INTERPRETER": "auto_silent",

@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+import functools
 import io
 import json
+import math
 import os
 import re
 import stat
-from collections.abc import Iterable, Iterator
-from typing import IO, Any
+from collections.abc import Callable, Iterable, Iterator
+from typing import IO, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
 from fabric.errors import InputError, Problem
 
+T = TypeVar("T")
 _NUM = re.compile(r"^[-+]?(\d+(?:\.\d*)?|\.\d+)([eE][-+]?\d+)?$")  # one way to split a number: linear
 _INT = re.compile(r"^[-+]?\d+$")
 
@@ -46,8 +49,11 @@ def fail(file: str, line: int | None, path: str, expected: str, found: str = "")
 
 
 def num(token: str) -> float | None:
-    """A finite decimal number, or None (never guesses: 'nan', '1.2.3', '12abc' are None)."""
-    return float(token) if _NUM.match(token) else None
+    """A finite decimal number, or None (never guesses: 'nan', '1.2.3', '12abc', '1e999' are None)."""
+    if not _NUM.match(token):
+        return None
+    value = float(token)
+    return value if math.isfinite(value) else None
 
 
 def integer(token: str) -> int | None:
@@ -146,6 +152,23 @@ def unterminated(text: str, lines: list[str]) -> int:
     return 0 if text.endswith(("\n", "\r")) else len(lines)
 
 
+def json_shaped(what: str) -> Callable[[Callable[..., T]], Callable[..., T]]:
+    """For a parser `fn(text, file, …)` of a JSON document: a document of another shape than `what` (a wrong type or
+    an absurd value anywhere in it) is one InputError at `file`, never a traceback."""
+    def wrap(fn: Callable[..., T]) -> Callable[..., T]:
+        @functools.wraps(fn)
+        def parse(text: str, file: str = "-", *args: Any, **kwargs: Any) -> T:
+            try:
+                return fn(text, file, *args, **kwargs)
+            except InputError:
+                raise
+            except (ValueError, TypeError, AttributeError, KeyError, IndexError, OverflowError, RecursionError) as exc:
+                found = " ".join(str(exc).split())[:120]
+                raise fail(file, None, "json", what, f"{type(exc).__name__}: {found}") from None
+        return parse
+    return wrap
+
+
 def load_json(text: str, file: str) -> Any:
     """json.loads; on failure retry without trailing commas and with bare words quoted (perftest
     quirks), else raise an InputError at the line of the original syntax error."""
@@ -155,13 +178,15 @@ def load_json(text: str, file: str) -> Any:
         error = exc
     except RecursionError:  # no tool nests JSON hundreds deep
         raise fail(file, None, "json", "JSON nested at most a few hundred levels", "deeper") from None
+    except ValueError as exc:  # an integer past Python's 4,300-digit limit
+        raise fail(file, None, "json", "numbers a tool prints", str(exc)[:80]) from None
     repaired = re.sub(r",(\s*[}\]])", r"\1", text)
     repaired = re.sub(
         r"(:\s*)(?!true\b|false\b|null\b)([A-Za-z_][\w.\-/]*)(\s*[,}\n])", r'\1"\2"\3', repaired
     )
     try:
         return json.loads(repaired)
-    except (json.JSONDecodeError, RecursionError):
+    except (ValueError, RecursionError):
         lines = text.splitlines()
         bad = lines[error.lineno - 1] if error.lineno <= len(lines) else ""
         found = show(bad) if bad.strip() else "nothing"

@@ -6,6 +6,15 @@ import json
 from typing import Any
 
 
+def reply_json(text: str, empty: str = "{}") -> Any:
+    """One JSON document of a device's reply (`empty` where it printed nothing); anything that is not one —
+    malformed, or nested past the decoder's recursion limit — is a ValueError naming why."""
+    try:
+        return json.loads(text.strip() or empty)
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
+
+
 def json_docs(text: str) -> list[Any]:
     """Concatenated JSON documents (vtysh prints one per -c)."""
     dec, docs, i = json.JSONDecoder(), [], 0
@@ -32,6 +41,7 @@ def route_widths(routes: object) -> dict[str, int]:
     for prefix, entries in routes.items():
         e = _selected(entries)
         if e is not None:
-            out[prefix] = len({(h.get("interfaceName"), h.get("ip")) for h in e.get("nexthops", [])
-                               if isinstance(h, dict) and h.get("fib")})
+            hops = e.get("nexthops")
+            out[prefix] = len({(str(h.get("interfaceName")), str(h.get("ip"))) for h in
+                               (hops if isinstance(hops, list) else []) if isinstance(h, dict) and h.get("fib")})
     return out

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fabric.parsers._common import Model, fail, json_line, load_json, require_text
+from fabric.parsers._common import Model, fail, json_line, json_shaped, load_json, require_text
 
 
 class Iperf3Interval(Model):
@@ -62,6 +62,7 @@ def _model(cls: type[Model], data: Any, path: str, text: str, file: str) -> Any:
         raise fail(file, json_line(text, key), path, f"an iperf3 {path} summary", detail) from None
 
 
+@json_shaped("iperf3 -J output")
 def parse_iperf3(text: str, file: str = "-") -> Iperf3Result:
     """Parse `iperf3 -J` output; lines before the opening '{' (ssh banners, warnings) are ignored."""
     lines = require_text(text, file, "iperf3 -J output")

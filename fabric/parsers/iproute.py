@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from fabric.parsers.frr import reply_json
+
 
 def link_counters(link: Any) -> dict[str, int]:
     """`{"ifname": …, "stats64": {"rx": {"bytes": …}, "tx": {…}}}` → {"link:rx_bytes": …, …}."""
@@ -29,7 +31,7 @@ _CLASS = re.compile(r"^class \S+ (?P<id>[0-9a-f]+:[0-9a-f]+) .*\n\s+Sent (?P<byt
 def band_of(classid: str, handle: str = "1") -> int | None:
     """`1:N` (the queue tree's class N, N = 1-8) → its band N−1; None for other classes."""
     major, _, minor = classid.partition(":")
-    n = int(minor, 16) if minor else 0
+    n = int(minor, 16) if minor and len(minor) <= 4 and all(c in "0123456789abcdefABCDEF" for c in minor) else 0
     return n - 1 if major == handle and 1 <= n <= 8 else None
 
 
@@ -51,9 +53,26 @@ def queue_counters(class_text: str, qdiscs: Any, dev: str) -> dict[str, int]:
     for q in qdiscs if isinstance(qdiscs, list) else []:
         if isinstance(q, dict) and q.get("dev") == dev and q.get("kind") == "red":
             band = band_of(str(q.get("parent", "")))
-            marked = q.get("marked", (q.get("xstats") or {}).get("marked"))
-            if band is not None and isinstance(marked, int):
+            xstats = q.get("xstats")
+            marked = q.get("marked", xstats.get("marked") if isinstance(xstats, dict) else None)
+            drops = q.get("drops", 0)
+            if band is not None and isinstance(marked, int) and isinstance(drops, int):
                 tc = 7 - band
                 out[f"queue:{tc}:ecn_marked"] = marked
-                out.setdefault(f"queue:{tc}:drops", int(q.get("drops", 0)))
+                out.setdefault(f"queue:{tc}:drops", drops)
     return out
+
+
+def port_counters(out: str) -> dict[str, dict[str, int]]:
+    """The reply of `ip -s -j link show; echo @@qdisc; tc -s -j qdisc show; echo "@@class <dev>"; tc -s class
+    show dev <dev>…` → per front-panel port: link and egress-queue counters. A reply that is not JSON where JSON
+    belongs is a ValueError; JSON of another shape has no counters."""
+    links_text, _, rest = out.partition("@@qdisc")
+    qdisc_text, _, classes = rest.partition("@@class ")
+    links = reply_json(links_text, "[]")
+    qdiscs = reply_json(qdisc_text, "[]")
+    per_dev = {chunk.split("\n", 1)[0].strip(): chunk for chunk in ("@@class " + classes).split("@@class ")[1:]}
+    return {lk["ifname"]: {**link_counters(lk), **queue_counters(per_dev.get(lk["ifname"], ""), qdiscs, lk["ifname"])}
+            for lk in (links if isinstance(links, list) else [])
+            if isinstance(lk, dict) and isinstance(lk.get("ifname"), str) and lk["ifname"] != "lo"
+            and lk.get("link_type") == "ether" and not lk["ifname"].startswith(("eth", "vlan", "br"))}

@@ -16,6 +16,7 @@ from fabric.parsers._common import (
     Skipped,
     fail,
     integer,
+    json_shaped,
     num,
     require_text,
     show,
@@ -320,6 +321,7 @@ def _number(value: Any, kind: type[int] | type[float]) -> Any:
     return kind(value) if ok else None
 
 
+@json_shaped("a nccl-tests JSON document (-J)")
 def parse_nccl_json(text: str, file: str = "-") -> NcclResult:
     """nccl-tests `-J/--output_file` JSON (nccl-tests ≥ 2.17, `JSON_FILE_VERSION` 2, src/util.cu): `config`
     (ngpus, bytes, iterations, `devices`), `results` — per size `out_of_place`/`in_place` with `time`,
@@ -330,7 +332,7 @@ def parse_nccl_json(text: str, file: str = "-") -> NcclResult:
     require_text(text, file, "nccl-tests JSON (-J)")
     try:
         doc = json.loads(text)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         raise fail(file, getattr(exc, "lineno", None), "nccl.json", "a complete nccl-tests JSON document",
                    str(exc)) from None
     if not isinstance(doc, dict) or not isinstance(doc.get("results"), list):

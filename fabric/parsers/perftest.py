@@ -18,6 +18,7 @@ from fabric.parsers._common import (
     fail,
     integer,
     json_line,
+    json_shaped,
     load_json,
     num,
     require_text,
@@ -449,6 +450,7 @@ def _json_fields(test_info: dict[str, Any], test: str | None, is_bw: bool, bw_un
     }
 
 
+@json_shaped("a perftest --out_json document")
 def parse_perftest_json(text: str, file: str = "-", bw_unit: str | None = None) -> PerftestResult:
     """Parse a perftest `--out_json` file (one result: the last size run). Pass `bw_unit` if known."""
     require_text(text, file, "perftest --out_json output")

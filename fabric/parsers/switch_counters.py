@@ -30,8 +30,16 @@ Counters = dict[str, dict[str, int]]  # port → counter → value
 
 
 def _int(v: Any) -> int | None:
-    s = str(v).replace(",", "").strip()
-    return int(s) if s.isdigit() else None
+    """A counter (64 bits at most): an int, or a string of ASCII digits (commas allowed); anything else is None."""
+    if isinstance(v, str) and len(v) <= 40:  # 2**64 has 20 digits and 6 commas; a longer string is no counter
+        s = v.replace(",", "").strip()
+        v = int(s) if s.isascii() and s.isdigit() else None
+    return v if isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 2**64 else None
+
+
+def _d(v: Any) -> dict:
+    """`v` where it is a mapping, else an empty one: a reply of another shape has no counters (never an error)."""
+    return v if isinstance(v, dict) else {}
 
 
 def _put(out: Counters, port: str, name: str, value: Any) -> None:
@@ -45,26 +53,26 @@ _PFCWD_ROW = re.compile(r"^\s*(\S+):(\d+)\s+\S+\s+(\d+)/(\d+)\s")
 
 def sonic(queuestat: dict, wredstat: dict, pfcstat: str, pfcwd: str = "") -> Counters:
     out: Counters = {}
-    for port, queues in (queuestat or {}).items():
-        for q, v in queues.items() if isinstance(queues, dict) else ():
-            if isinstance(v, dict) and q.startswith("UC"):
+    for port, queues in _d(queuestat).items():
+        for q, v in _d(queues).items():
+            if isinstance(v, dict) and str(q).startswith("UC"):
                 tc = q[2:]
                 _put(out, port, f"queue:{tc}:tx_packets", v.get("totalpacket"))
                 _put(out, port, f"queue:{tc}:tx_bytes", v.get("totalbytes"))
                 _put(out, port, f"queue:{tc}:drops", v.get("droppacket"))
-    for port, queues in (wredstat or {}).items():
-        for q, v in queues.items() if isinstance(queues, dict) else ():
-            if isinstance(v, dict) and q.startswith("UC"):
+    for port, queues in _d(wredstat).items():
+        for q, v in _d(queues).items():
+            if isinstance(v, dict) and str(q).startswith("UC"):
                 _put(out, port, f"queue:{q[2:]}:ecn_marked", v.get("ecnmarkedpacket"))
     direction = ""
-    for line in pfcstat.splitlines():
+    for line in (pfcstat if isinstance(pfcstat, str) else "").splitlines():
         cells = line.split()
         if len(cells) >= 3 and cells[0] == "Port" and cells[1] in ("Rx", "Tx"):
             direction = cells[1].lower()
         elif direction and len(cells) == 9 and not set(line.strip()) <= {"-", " "}:
             for prio, v in enumerate(cells[1:]):
                 _put(out, cells[0], f"pfc:{prio}:{direction}_pause", v)
-    for m in map(_PFCWD_ROW.match, pfcwd.splitlines()):
+    for m in map(_PFCWD_ROW.match, (pfcwd if isinstance(pfcwd, str) else "").splitlines()):
         if m:
             _put(out, m[1], f"pfcwd:{m[2]}:storm_detected", m[3])
             _put(out, m[1], f"pfcwd:{m[2]}:storm_restored", m[4])
@@ -73,43 +81,46 @@ def sonic(queuestat: dict, wredstat: dict, pfcstat: str, pfcwd: str = "") -> Cou
 
 def nvue(port: str, qos: dict, watchdog: dict) -> Counters:
     out: Counters = {}
-    for tc, v in (qos.get("egress-queue-stats") or {}).items():
+    qos = _d(qos)
+    for tc, v in _d(qos.get("egress-queue-stats")).items():
+        v = _d(v)
         _put(out, port, f"queue:{tc}:tx_bytes", v.get("tx-bytes"))
         _put(out, port, f"queue:{tc}:tx_packets", v.get("tx-frames"))
         drops = (_int(v.get("tx-uc-buffer-discards")) or 0) + (_int(v.get("wred-discards")) or 0)
         _put(out, port, f"queue:{tc}:drops", drops)
-    for prio, v in (qos.get("pfc-stats") or {}).items():
-        _put(out, port, f"pfc:{prio}:rx_pause", v.get("rx-pause-frames"))
-        _put(out, port, f"pfc:{prio}:tx_pause", v.get("tx-pause-frames"))
-    tx = (qos.get("port-stats") or {}).get("tx-stats") or {}
+    for prio, v in _d(qos.get("pfc-stats")).items():
+        _put(out, port, f"pfc:{prio}:rx_pause", _d(v).get("rx-pause-frames"))
+        _put(out, port, f"pfc:{prio}:tx_pause", _d(v).get("tx-pause-frames"))
+    tx = _d(_d(qos.get("port-stats")).get("tx-stats"))
     _put(out, port, "port:ecn_marked", tx.get("ecn-marked-packets"))  # NVUE counts ECN marks per port
-    for tc, v in ((watchdog or {}).get("status") or {}).items():
-        _put(out, port, f"pfcwd:{tc}:storm_detected", v.get("deadlock-count"))
+    for tc, v in _d(_d(watchdog).get("status")).items():
+        _put(out, port, f"pfcwd:{tc}:storm_detected", _d(v).get("deadlock-count"))
     return out
 
 
 def eos(pfc: dict, ecn: dict, drops: dict, watchdog: dict) -> Counters:
     out: Counters = {}
-    for port, v in (pfc.get("interfaceCounters") or {}).items():
-        _put(out, port, "pfc:all:rx_pause", v.get("rxFrames"))
-        _put(out, port, "pfc:all:tx_pause", v.get("txFrames"))
-    for port, v in (ecn.get("intfQueueCounters") or {}).items():
-        for tc, n in (v.get("queueCounters") or {}).items():
+    for port, v in _d(_d(pfc).get("interfaceCounters")).items():
+        _put(out, port, "pfc:all:rx_pause", _d(v).get("rxFrames"))
+        _put(out, port, "pfc:all:tx_pause", _d(v).get("txFrames"))
+    for port, v in _d(_d(ecn).get("intfQueueCounters")).items():
+        for tc, n in _d(_d(v).get("queueCounters")).items():
             _put(out, port, f"queue:{tc}:ecn_marked", n)  # "-": ECN not configured on the queue, left out
-    for port, v in (drops.get("interfaces") or {}).items():
-        for name, tc in (v.get("trafficClasses") or {}).items():
-            m = re.fullmatch(r"TC(\d)", name)
+    for port, v in _d(_d(drops).get("interfaces")).items():
+        for name, tc in _d(_d(v).get("trafficClasses")).items():
+            m = re.fullmatch(r"TC(\d)", str(name))
             if m:
-                summed = ((tc.get("egressQueueCounters") or {}).get("countersSum") or {})
+                summed = _d(_d(_d(tc).get("egressQueueCounters")).get("countersSum"))
                 _put(out, port, f"queue:{m[1]}:drops", summed.get("droppedPackets"))
-    for port, v in (watchdog.get("interfaces") or {}).items():
-        for tc, q in (v.get("txQueues") or {}).items():
-            _put(out, port, f"pfcwd:{tc}:storm_detected", q.get("stuckCount"))
-            _put(out, port, f"pfcwd:{tc}:storm_restored", q.get("recoveryCount"))
+    for port, v in _d(_d(watchdog).get("interfaces")).items():
+        for tc, q in _d(_d(v).get("txQueues")).items():
+            _put(out, port, f"pfcwd:{tc}:storm_detected", _d(q).get("stuckCount"))
+            _put(out, port, f"pfcwd:{tc}:storm_restored", _d(q).get("recoveryCount"))
     return out
 
 
 def eos_route_widths(doc: dict) -> dict[str, int]:
     """`show ip route | json` → prefix → number of next hops."""
-    routes = ((doc.get("vrfs") or {}).get("default") or {}).get("routes") or {}
-    return {p: len(r.get("vias") or []) for p, r in routes.items() if isinstance(r, dict)}
+    routes = _d(_d(_d(_d(doc).get("vrfs")).get("default")).get("routes"))
+    return {p: len(vias) if isinstance(vias := r.get("vias"), list) else 0
+            for p, r in routes.items() if isinstance(r, dict)}

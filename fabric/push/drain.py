@@ -21,6 +21,7 @@ from pydantic import BaseModel
 from fabric.access import Credentials, SwitchEndpoint
 from fabric.push.engine import ApplyOptions, DeviceResult, Progress, apply_device
 from fabric.targets import driver_class
+from fabric.targets.base import TargetError
 from fabric.targets.session import close, conn_errors, open_driver
 
 
@@ -44,7 +45,7 @@ def fabric_rate(ep: SwitchEndpoint, cred: Credentials, ports: list[str], interva
             return None
         time.sleep(interval)
         second, t1 = drv.counters() or {}, time.monotonic()
-    except conn_errors():
+    except (TargetError, ValueError, *conn_errors()):  # a reply that is not one: the rate is not readable
         return None
     finally:
         close(drv)

@@ -1,8 +1,9 @@
 """Run `fabric` on hostile input and judge the outcome (issue 17).
 
 A run is a defect when it ends in a traceback (any exception but SystemExit), an exit code other than 0/1/2, runs
-past its time bound (a hang), grows the process past a memory bound, prints an error without a location (each
-`error:` line must start with the input's path or an option), or writes a file outside its output directory.
+past its time bound (a hang: 30 CPU seconds, or 300 s of wall time for a run that blocks), grows the process past
+a memory bound, prints an error without a location (each `error:` line must start with the input's path or an
+option), or writes a file outside its output directory.
 Runs are in-process (fast: `fabric.cli.main.main` with sys.argv set); `subprocess_run` is the real process for
 a sample of cases (real exit codes, segfaults)."""
 
@@ -12,6 +13,7 @@ import contextlib
 import io
 import json
 import os
+import resource
 import shutil
 import signal
 import subprocess
@@ -21,9 +23,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-TIME_BOUND_S = float(os.environ.get("FUZZ_TIME_BOUND", "30"))
+TIME_BOUND_S = float(os.environ.get("FUZZ_TIME_BOUND", "30"))  # CPU seconds of this process (a loop, a regex)
+WALL_BOUND_S = 10 * TIME_BOUND_S  # wall seconds (a blocking read): a starved run at nice 19 is no hang
 MEMORY_BOUND_MIB = int(os.environ.get("FUZZ_MEMORY_BOUND", "1500"))
-OUT = ROOT / "build" / "fuzz"
+OUT = Path(os.environ.get("FUZZ_OUT") or ROOT / "build" / "fuzz")  # tests/fuzz/long.py: one folder per chunk
 
 
 class Hang(Exception):
@@ -69,14 +72,16 @@ class Stats:
         doc = {"target": self.target, "cases": self.cases, "runs": self.runs, "seconds": round(seconds, 1),
                "cases_per_s": round(self.cases / seconds, 1) if seconds else 0,
                "exit_codes": {str(k): v for k, v in sorted(self.exit_codes.items())},
-               "defects": len(self.defects), "first_defects": self.defects[:10]}
+               "defects": len(self.defects), "first_defects": self.defects[:10],
+               "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024}
         OUT.mkdir(parents=True, exist_ok=True)
         (OUT / f"{self.target}.json").write_text(json.dumps(doc, indent=2) + "\n")
         return doc
 
 
 def _alarm(signum: int, frame: object) -> None:
-    raise Hang(f"no result in {TIME_BOUND_S:.0f} s")
+    raise Hang(f"no result in {TIME_BOUND_S:.0f} CPU s" if signum == signal.SIGVTALRM else
+               f"no result in {WALL_BOUND_S:.0f} s")
 
 
 def rss_mib() -> float:
@@ -92,8 +97,9 @@ def run(*args: str, stdin: str = "") -> Outcome:
         with open(trace, "a") as fh:
             fh.write(" ".join(args) + "\n")
     out, err = io.StringIO(), io.StringIO()
-    old = signal.signal(signal.SIGALRM, _alarm)
-    signal.setitimer(signal.ITIMER_REAL, TIME_BOUND_S)
+    old = signal.signal(signal.SIGALRM, _alarm), signal.signal(signal.SIGVTALRM, _alarm)
+    signal.setitimer(signal.ITIMER_VIRTUAL, TIME_BOUND_S)
+    signal.setitimer(signal.ITIMER_REAL, WALL_BOUND_S)
     argv, stdin_old = sys.argv, sys.stdin
     sys.argv, sys.stdin = ["fabric", *args], io.StringIO(stdin)
     t0 = time.monotonic()
@@ -111,7 +117,9 @@ def run(*args: str, stdin: str = "") -> Outcome:
         rc, error = -2, "traceback: " + "".join(traceback.format_exception(exc)[-3:]).strip()
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, old)
+        signal.setitimer(signal.ITIMER_VIRTUAL, 0)
+        signal.signal(signal.SIGALRM, old[0])
+        signal.signal(signal.SIGVTALRM, old[1])
         sys.argv, sys.stdin = argv, stdin_old
     return Outcome(rc, out.getvalue(), err.getvalue(), time.monotonic() - t0, error)
 

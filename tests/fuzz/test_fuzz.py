@@ -1,11 +1,11 @@
 """The fuzzer (issues 17, 21): structured mutations of every shipped inventory, of device configs for
 `lint --configs`, of tool outputs for `parse` and `diagnose`, and of host intents. Every run is judged by
 tests/fuzz/harness.py (no traceback, exit 0/1/2, no hang, bounded memory, every error located, nothing written
-outside the output directory). Issue 21 adds saved running configs for `plan --running`, host replies of
-`counters` and `optics`, and user-written job logs for `diagnose --remediate` against the recording
-scontrol/kubectl stand-ins (nothing refused by them, no host outside the inventory, at most --max-hosts).
-CI runs it with a fixed seed and a small budget; `make fuzz` runs it long (FUZZ_EXAMPLES inventory mutations,
-the other targets in proportion). Counts go to build/fuzz/*.json."""
+outside the output directory). Issue 21 adds saved running configs for `plan --running`, every host and
+switch reply a command parses (reply_bases), and user-written job logs for `diagnose --remediate` against the
+recording scontrol/kubectl stand-ins (nothing refused by them, no host outside the inventory, at most --max-hosts).
+CI runs it with a fixed seed and a small budget; `make fuzz` runs every family long (tests/fuzz/long.py).
+Counts go to build/fuzz/*.json."""
 
 from __future__ import annotations
 
@@ -354,44 +354,133 @@ NIC statistics:
 """
 
 
+def _telemetry_replies() -> dict[str, tuple[str, ...]]:
+    """Switch replies as the telemetry stand-in (tests/standins/telemetry.py) prints them for two loaded ports."""
+    from tests.standins import telemetry
+
+    d = Path(tempfile.mkdtemp(prefix="fuzz-telemetry-"))
+    try:
+        ports = {p: {"queues": {"3": {"bytes": 10**12, "packets": 10**9, "drops": 7, "ecn": 42}},
+                     "pfc": {"3": {"rx": 5, "tx": 9}}, "wd": {"3": {"stuck": 1, "recovered": 1}}}
+                 for p in ("Ethernet0", "Ethernet8")}
+        (d / "telemetry.json").write_text(json.dumps({"ports": ports, "routes": {"10.0.0.0/24": 2}}))
+        sonic = tuple(telemetry.answer_sonic(c, d) or "" for c in ("queuestat -j", "wredstat -j", "pfcstat -s all",
+                                                                   "show pfcwd stats"))
+        nvue = tuple(telemetry.answer_nvue(["interface", "Ethernet0", *c, "-o", "json"], d) or ""
+                     for c in (["counters", "qos"], ["qos", "pfc-watchdog"]))
+        eos = tuple(telemetry.answer_eos(c + " | json", d) or "" for c in (
+            "show priority-flow-control counters", "show qos interfaces ecn counters queue",
+            "show interfaces counters queue drops", "show priority-flow-control counters watchdog"))
+        return {"sonic": sonic, "nvue": nvue, "eos": eos, "frr-routes": (telemetry.answer_sonic(
+            "show ip route json", d) or "",), "eos-routes": (telemetry.answer_eos("show ip route | json", d) or "",)}
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+@cache
+def reply_bases() -> list[tuple[str, tuple[str, ...]]]:
+    """(kind, the reply's parts): every reply of a host or a switch that a command parses — `counters` (the host
+    script's dump; switch queues/PFC/watchdog of SONiC, NVUE, EOS and FRR's `ip -s -j link`/`tc -s`), `drain` (the
+    same counters, FRR's and EOS's routes), `optics` (ethtool -m), `host prereqs` (lspci -vvv, nvidia-smi topo -m,
+    mlxconfig, mlnx_qos, show_gids, ibv_devinfo) and `accept` (perftest text and JSON, nccl-tests text and JSON,
+    ethtool -S, iperf3 -J, tc)."""
+    fx = ROOT / "tests" / "fixtures"
+    samples = sorted((fx / "samples").glob("*"))
+    tc = fx / "tc"
+    frr_dump = ('[{"ifname":"swp1","link_type":"ether","stats64":{"rx":{"bytes":10},"tx":{"bytes":20}}}]\n@@qdisc\n'
+                + (tc / "ets-red-qdisc.json").read_text() + "\n@@class swp1\n"
+                + (tc / "ets-red-class-swp1.txt").read_text())
+    by_prefix = {"perftest-json": "extra_perftest_out_json", "nccl-json": "extra_nccl_all_reduce_2node.json",
+                 "perftest": ("ib_", "extra_ib_"), "nccl": ("nccl", "extra_nccl"), "ethtool": "extra_ethtool_S",
+                 "iperf3": "extra_iperf3", "mlxconfig": "extra_mlxconfig", "mlnx_qos": ("mlnx_qos", "extra_mlnx_qos"),
+                 "show_gids": ("show_gids", "extra_show_gids"), "ibv_devinfo": ("ibv_devinfo", "extra_ibv_devinfo")}
+    out = [("counters", (HOST_DUMP,)), ("frr-counters", (frr_dump,)),
+           *((k, v) for k, v in _telemetry_replies().items()),
+           *(("optics", (p.read_text(),)) for p in sorted((fx / "optics").glob("*.txt"))),
+           *(("lspci", (p.read_text(),)) for p in sorted((fx / "gpudirect").glob("lspci*"))),
+           *(("topo", (p.read_text(),)) for p in sorted((fx / "gpudirect").glob("nvidia_smi*")))]
+    for kind, prefix in by_prefix.items():
+        out += [(kind, (p.read_text(errors="replace"),)) for p in samples if p.name.startswith(prefix)
+                and not (kind in ("perftest", "nccl") and p.suffix == ".json")]
+    return out
+
+
+def parse_reply(kind: str, parts: list[str]) -> None:
+    """Parse one reply as the command that reads it does; raises InputError (a located problem) or ValueError (what
+    a driver turns into `not readable`) for a malformed reply, nothing else."""
+    from fabric import parsers as P
+    from fabric.accept.counters import parse_host_dump, rates
+    from fabric.parsers import frr, iproute, switch_counters
+    from fabric.parsers.gids import parse_ibv_devinfo_gids
+    from fabric.parsers.lspci import parse_lspci
+    from fabric.parsers.nvidia_smi import parse_topo
+    from fabric.parsers.transceiver import parse_ethtool_module
+
+    j = frr.reply_json
+    if kind == "counters":
+        problems: list[str] = []
+        rates({"gpu1": parse_host_dump(parts[0], "gpu1", problems)}, 1.0)
+        if bad := [p for p in problems if not p.startswith("gpu1: ")]:
+            raise AssertionError(f"unlocated: {bad[:1]}")
+    elif kind == "frr-counters":
+        iproute.port_counters(parts[0])
+    elif kind == "sonic":
+        switch_counters.sonic(j(parts[0]), j(parts[1]), parts[2], parts[3])
+    elif kind == "nvue":
+        switch_counters.nvue("swp1", j(parts[0]), j(parts[1]))
+    elif kind == "eos":
+        switch_counters.eos(*(j(x) for x in parts))
+    elif kind == "frr-routes":
+        frr.route_widths(j(parts[0]))
+    elif kind == "eos-routes":
+        switch_counters.eos_route_widths(j(parts[0]))
+    else:
+        fn = {"optics": parse_ethtool_module, "lspci": parse_lspci, "topo": parse_topo, "perftest-json":
+              P.parse_perftest_json, "nccl-json": P.parse_nccl_json, "ibv_devinfo": parse_ibv_devinfo_gids,
+              **P.PARSERS}[kind]
+        fn(parts[0], "reply")
+
+
 @seed(SEED)
 @budget("replies", 0.3)
 @given(st.data())
 def _fuzz_reply(data: st.DataObject) -> None:
-    """Host replies of `fabric counters` (the host script's dump) and `fabric optics` (ethtool -m), parsed as the
-    commands parse them: a reply never raises anything but a located InputError, in bounded time."""
-    from fabric.accept.counters import parse_host_dump, rates
+    """Every host and switch reply a command parses (reply_bases), mutated and parsed as the command parses it: a
+    located InputError or a driver's ValueError, never another exception, in bounded time."""
     from fabric.errors import InputError
-    from fabric.parsers.transceiver import parse_ethtool_module
     from tests.fuzz.harness import Outcome
 
-    optics = sorted((ROOT / "tests" / "fixtures" / "optics").glob("*.txt"))
-    kind = data.draw(st.sampled_from(["counters", "optics"]), label="reply")
-    text = HOST_DUMP if kind == "counters" else data.draw(st.sampled_from(optics), label="module").read_text()
+    kind, parts = data.draw(st.sampled_from(reply_bases()), label="reply")
+    parts = list(parts)
     for _ in range(data.draw(st.integers(1, 3), label="mutations")):
-        text = data.draw(text_mutation(text))
+        i = data.draw(st.integers(0, len(parts) - 1), label="part")
+        parts[i] = data.draw(text_mutation(parts[i]))
     case = Case(REPLY_STATS)
     t0 = time.monotonic()
     try:
         try:
-            if kind == "counters":
-                problems: list[str] = []
-                got = parse_host_dump(text, "gpu1", problems)
-                rates({"gpu1": got}, 1.0)
-                bad = [p for p in problems if not p.startswith("gpu1: ")]
-                outcome = Outcome(0 if not bad else -2, "", "", 0, f"unlocated: {bad[:1]}" if bad else "")
-            else:
-                parse_ethtool_module(text, "ethtool -m rail1")
-                outcome = Outcome(0, "", "", 0)
+            parse_reply(kind, parts)
+            outcome = Outcome(0, "", "", 0)
         except InputError as exc:
             outcome = Outcome(2, "", "".join(f"error: {p}\n" for p in exc.problems), 0)
+        except ValueError as exc:
+            outcome = Outcome(2, "", "", 0) if kind in JSON_REPLIES else Outcome(
+                -2, "", "", 0, f"traceback ({kind}): ValueError: {exc}"[:500])
         except Exception as exc:  # what the fuzzer looks for
-            outcome = Outcome(-2, "", "", 0, f"traceback: {type(exc).__name__}: {exc}"[:500])
+            import traceback
+
+            where = traceback.extract_tb(exc.__traceback__)[-1]
+            outcome = Outcome(-2, "", "", 0, f"traceback ({kind}, {Path(where.filename).name}:{where.lineno}): "
+                              f"{type(exc).__name__}: {exc}"[:500])
         if time.monotonic() - t0 > 5:
-            outcome = Outcome(-1, "", "", 0, f"hang: {time.monotonic() - t0:.1f} s for {len(text)} characters")
-        case.check(outcome, ("ethtool -m rail1", "-"))
+            outcome = Outcome(-1, "", "", 0, f"hang ({kind}): {time.monotonic() - t0:.1f} s for {sum(map(len, parts))} "
+                              "characters")
+        case.check(outcome, ("reply", "-"))
     finally:
         case.close()
+
+
+JSON_REPLIES = {"frr-counters", "sonic", "nvue", "eos", "frr-routes", "eos-routes"}
 
 
 def test_fuzz_replies() -> None:
@@ -408,6 +497,14 @@ def job_logs() -> list[str]:
     return [t for p in logs if p.is_file() and "gpu-su1-0" in (t := p.read_text(errors="replace"))]
 
 
+@cache
+def example_hosts() -> list[str]:
+    from fabric.design.derive import derive
+    from fabric.model.load import load
+
+    return sorted(derive(load(ROOT / "inventories" / "example")).hosts)
+
+
 @seed(SEED)
 @budget("remediate", 0.03)
 @given(st.data())
@@ -417,11 +514,8 @@ def _fuzz_remediate(data: st.DataObject) -> None:
     than one) ever reaches them, and no run acts on more than --max-hosts hosts."""
     import sys as _sys
 
-    from fabric.design.derive import derive
-    from fabric.model.load import load
-
     text = data.draw(st.sampled_from(job_logs()), label="log")
-    hosts = sorted(derive(load(ROOT / "inventories" / "example")).hosts)
+    hosts = example_hosts()
     for h in hosts:
         if data.draw(st.booleans(), label=f"rename {h}"):
             text = text.replace(h, data.draw(st.sampled_from(

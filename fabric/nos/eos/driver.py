@@ -23,6 +23,7 @@ from typing import Any
 
 from fabric.nos import row_of
 from fabric.parsers import switch_counters
+from fabric.parsers.frr import reply_json
 from fabric.targets.base import Change, Driver, Health, TargetError, Txn
 from fabric.targets.owned import Leaves, Path, ScopedDiff, parse_text, text_leaves
 from fabric.targets.transceivers import eos_inventory_modules
@@ -117,7 +118,7 @@ class EosDriver(Driver):
     def _json(self, command: str) -> dict:
         self._prepare()
         try:
-            data = json.loads(self._cmd(command) or "{}")
+            data = reply_json(self._cmd(command))
         except ValueError as exc:
             raise TargetError(f"{command}: not JSON ({exc})") from None
         return data if isinstance(data, dict) else {}

@@ -27,8 +27,8 @@ from typing import Any
 
 from fabric.nos import row_of
 from fabric.nos.frr import scripts
-from fabric.parsers.frr import route_widths
-from fabric.parsers.iproute import link_counters, queue_counters
+from fabric.parsers.frr import reply_json, route_widths
+from fabric.parsers.iproute import port_counters
 from fabric.targets import shell
 from fabric.targets.base import Change, DeviceDiff, Driver, Health, TargetError, Txn
 from fabric.targets.owned import Leaves, Path, ScopedDiff, apply_text, line_key, parse_text, render_text, text_leaves
@@ -258,7 +258,7 @@ class FrrDriver(Driver):
         return Health(bgp_established=sum(s == "Established" for s in peers.values()), bgp_peers=peers)
 
     def routes(self) -> dict[str, int]:
-        return route_widths(json.loads(self._vtysh("show ip route json") or "{}"))
+        return route_widths(reply_json(self._vtysh("show ip route json")))
 
     def counters(self) -> dict[str, dict[str, int]]:
         """Per front-panel port: kernel link statistics (`ip -s -j link`; switchdev ports carry the ASIC's) and the
@@ -267,16 +267,7 @@ class FrrDriver(Driver):
         out = shell.check(self.conn, "ip -s -j link show; echo '@@''qdisc'; tc -s -j qdisc show; "
                           "for d in /sys/class/net/*; do echo \"@@\"\"class ${d##*/}\"; tc -s class show dev "
                           "\"${d##*/}\"; done", what="ip -s link / tc -s")
-        links_text, _, rest = out.partition("@@qdisc")
-        qdisc_text, _, classes = rest.partition("@@class ")
-        links = json.loads(links_text or "[]")
-        qdiscs = json.loads(qdisc_text.strip() or "[]")
-        per_dev = {chunk.split("\n", 1)[0].strip(): chunk for chunk in ("@@class " + classes).split("@@class ")[1:]}
-        return {lk["ifname"]: {**link_counters(lk),
-                               **queue_counters(per_dev.get(lk["ifname"], ""), qdiscs, lk["ifname"])}
-                for lk in links
-                if isinstance(lk, dict) and lk.get("ifname") not in (None, "lo") and lk.get("link_type") == "ether"
-                and not str(lk.get("ifname")).startswith(("eth", "vlan", "br"))}
+        return port_counters(out)
 
     # -- optics ---------------------------------------------------------------------------------------
     def transceivers(self, ports: list[str]) -> dict[str, Any]:

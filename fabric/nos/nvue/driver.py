@@ -25,6 +25,7 @@ from fabric.model.blockyaml import load_block
 from fabric.model.running import taken_document
 from fabric.nos import row_of
 from fabric.parsers import switch_counters
+from fabric.parsers.frr import reply_json
 from fabric.targets import shell
 from fabric.targets.base import Driver, Health, TargetError, Txn
 from fabric.targets.owned import Leaves, Path, ScopedDiff, removal_roots, tree_leaves
@@ -144,7 +145,7 @@ class NvueDriver(Driver):
         for head, wd in zip(chunks[1::2], chunks[2::2], strict=False):  # "<port>\n<qos json>", "<watchdog json>"
             port, _, qos = head.strip().partition("\n")
             try:
-                out.update(switch_counters.nvue(port, json.loads(qos.strip() or "{}"), json.loads(wd.strip() or "{}")))
+                out.update(switch_counters.nvue(port, reply_json(qos), reply_json(wd)))
             except ValueError:
                 continue  # a port NVUE has no counters for
         return out

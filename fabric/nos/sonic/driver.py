@@ -33,7 +33,7 @@ from typing import Any
 from fabric.nos import row_of
 from fabric.nos.sonic.brownfield import adapt, preflight, replaced_pgs
 from fabric.parsers import switch_counters
-from fabric.parsers.frr import route_widths
+from fabric.parsers.frr import reply_json, route_widths
 from fabric.targets import shell
 from fabric.targets.base import DeviceDiff, Driver, Health, TargetError, Txn
 from fabric.targets.owned import Leaves, Path, ScopedDiff, apply_leaves, json_patch, scoped_diff, tree_leaves
@@ -221,7 +221,7 @@ class SonicDriver(Driver):
         return self.device_diff(self.scoped(self.running()))
 
     def routes(self) -> dict[str, int]:
-        return route_widths(json.loads(shell.check(self.conn, "vtysh -c 'show ip route json'", what="vtysh") or "{}"))
+        return route_widths(reply_json(shell.check(self.conn, "vtysh -c 'show ip route json'", what="vtysh")))
 
     def counters(self) -> dict[str, dict[str, int]]:
         """Queues (`queuestat -j`, `wredstat -j`: bytes, drops, ECN-marked), PFC frames per priority
@@ -231,7 +231,7 @@ class SonicDriver(Driver):
                           "echo '@@''@'; show pfcwd stats", what="queuestat/wredstat/pfcstat/pfcwd")
         parts = [*out.split("@@@"), "", "", ""][:4]
         try:
-            q, w = (json.loads(p.strip() or "{}") for p in parts[:2])
+            q, w = (reply_json(p) for p in parts[:2])
         except ValueError as exc:
             raise TargetError(f"queuestat/wredstat -j: not JSON ({exc})") from None
         return switch_counters.sonic(q, w, parts[2], parts[3])
