@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Iterable
 from typing import Any
@@ -292,10 +291,8 @@ def _json_op(op: dict[str, Any] | None) -> NcclOp | None:
 
 def _json_row(i: int, r: Any, file: str) -> NcclRow:
     """One entry of `results`: its size, count, type, reduction, root and both operations."""
-    if not isinstance(r, dict):
-        raise fail(file, None, f"nccl.json.results[{i}]", "an object", show(str(r)[:80]))
     oop, inp = _json_op(r.get("out_of_place")), _json_op(r.get("in_place"))
-    if not isinstance(r.get("size"), int) or inp is None:
+    if not isinstance(r, dict) or not isinstance(r.get("size"), int) or inp is None:
         raise fail(file, None, f"nccl.json.results[{i}]", "size, in_place.alg_bw/bus_bw", show(str(r)[:80]))
     root = str(r.get("root", "")).strip()
     return NcclRow(size=r["size"], count=int(r.get("count") or 0), type=str(r.get("type", "")),
@@ -305,20 +302,8 @@ def _json_row(i: int, r: Any, file: str) -> NcclRow:
 
 def _json_rank(d: dict[str, Any]) -> NcclRank:
     """One entry of `config.devices`."""
-    return NcclRank(rank=d["rank"], group=_number(d.get("group"), int), pid=_number(d.get("pid"), int) or 0,
-                    host=str(d.get("hostname", "")), device=_number(d.get("device"), int) or 0,
-                    bus_id=str(d.get("device_hex", "")), gpu=str(d.get("device_info", "")))
-
-
-def _obj(value: Any) -> dict[str, Any]:
-    """A JSON object of the document, or an empty one where the document holds anything else there."""
-    return value if isinstance(value, dict) else {}
-
-
-def _number(value: Any, kind: type[int] | type[float]) -> Any:
-    """`value` as `kind` where the document holds a number there (not a bool), else None."""
-    ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-    return kind(value) if ok else None
+    return NcclRank(rank=d["rank"], group=d.get("group"), pid=d.get("pid", 0), host=str(d.get("hostname", "")),
+                    device=d.get("device", 0), bus_id=str(d.get("device_hex", "")), gpu=str(d.get("device_info", "")))
 
 
 @json_shaped("a nccl-tests JSON document (-J)")
@@ -338,15 +323,14 @@ def parse_nccl_json(text: str, file: str = "-") -> NcclResult:
     if not isinstance(doc, dict) or not isinstance(doc.get("results"), list):
         raise fail(file, None, "nccl.json.results", "a list of results", show(str(doc)[:80]))
     rows = [_json_row(i, r, file) for i, r in enumerate(doc["results"])]
-    config, oob, avg = (_obj(doc.get(k)) for k in ("config", "out_of_bounds", "average_bus_bandwidth"))
-    devices = config.get("devices")
-    ranks = [_json_rank(d) for d in devices if isinstance(d, dict) and isinstance(d.get("rank"), int)] \
-        if isinstance(devices, list) else []
+    devices = (doc.get("config") or {}).get("devices") or []
+    ranks = [_json_rank(d) for d in devices if isinstance(d, dict) and isinstance(d.get("rank"), int)]
+    oob = doc.get("out_of_bounds") or {}
+    avg = doc.get("average_bus_bandwidth") or {}
     okay = avg.get("okay")
     return NcclResult(
         nccl_version=str(doc["nccl_version"]) if "nccl_version" in doc else None, ranks=ranks, rows=rows,
-        settings={k: str(v) for k, v in config.items() if not isinstance(v, list | dict)},
-        out_of_bounds=_number(oob.get("count"), int),
-        out_of_bounds_ok=None if "okay" not in oob else str(oob["okay"]) == "true",
-        avg_busbw=_number(avg.get("bandwidth"), float), avg_busbw_check=None if okay in (None, "unchecked") else
+        settings={k: str(v) for k, v in (doc.get("config") or {}).items() if not isinstance(v, list | dict)},
+        out_of_bounds=oob.get("count"), out_of_bounds_ok=None if "okay" not in oob else str(oob["okay"]) == "true",
+        avg_busbw=avg.get("bandwidth"), avg_busbw_check=None if okay in (None, "unchecked") else
         ("OK" if str(okay) == "true" else "FAILED"), complete="end_time" in doc)
