@@ -7,8 +7,9 @@ because the tool handled what the real device or program says.
   (fabric.parsers.switch_counters) as the numbers the test wrote;
 - SONiC (sonic.py): `config apply-patch` is all-or-nothing (Generic Config Updater), `checkpoint`/`rollback`
   restore, an unknown command is refused with click's usage error;
-- kubectl/scontrol (schedulers.py): every command the tool emits (fabric.remediate, fabric.accept.k8s) is taken,
-  and a wrong flag, taint or state is refused with the tool's own message;
+- kubectl/scontrol (schedulers.py): every command the tool emits (fabric.remediate, fabric.accept.k8s) is taken;
+  a wrong flag, taint or state is refused with the tool's own message, and what the real tools would read as many
+  nodes (a hostlist, `--all`, a selector, a name before `--`) or a node the cluster lacks is refused and logged;
 - sbatch (slurm.py): a batch script without the `#SBATCH` lines the tool writes is refused.
 """
 
@@ -29,7 +30,7 @@ from fabric.parsers import switch_counters
 from fabric.remediate import Fault, actions
 from tests.conftest import EXAMPLE, ROOT
 from tests.standins import sonic, telemetry
-from tests.standins.schedulers import install
+from tests.standins.schedulers import calls, install
 
 NVUE_OUT = ROOT / "tests" / "fixtures" / "nvue" / "outputs"
 
@@ -129,28 +130,51 @@ def test_the_scheduler_standins_take_every_command_the_tool_emits(tmp_path: Path
 
 @pytest.mark.parametrize(("argv", "error"), [
     (["kubectl", "cordon", "gpu-su1-02", "--force"], "error: unknown flag: --force"),
-    (["kubectl", "taint", "nodes", "gpu-su1-02", "fabric.roce.io/fault=Xid 79:NoSchedule"], "invalid taint spec"),
-    (["kubectl", "taint", "nodes", "gpu-su1-02", "fabric.roce.io/fault=x:NoScheduleX"], "invalid taint effect"),
-    (["kubectl", "taint", "nodes", "gpu-su1-02", "fabric.roce.io/fault:NoSchedule-"], "not found"),
-    (["kubectl", "patch", "hypernode", "su1", "--type=json", "-p", '{"op": "remove"}'], "RFC 6902"),
+    (["kubectl", "taint", "nodes", "--", "gpu-su1-02", "fabric.roce.io/fault=Xid 79:NoSchedule"], "invalid taint spec"),
+    (["kubectl", "taint", "nodes", "--", "gpu-su1-02", "fabric.roce.io/fault=x:NoScheduleX"], "invalid taint effect"),
+    (["kubectl", "taint", "nodes", "--", "gpu-su1-02", "fabric.roce.io/fault:NoSchedule-"], "not found"),
+    (["kubectl", "patch", "hypernode", "--type=json", "-p", '{"op": "remove"}', "--", "su1"], "RFC 6902"),
     (["kubectl", "get", "mpijob", "x", "-o", "jsn"], "error:"),
     (["scontrol", "update", "NodeName=gpu-su1-02", "State=DRAIN"], "You must specify a reason"),
     (["scontrol", "update", "NodeName=gpu-su1-02", "State=SLEEP"], "Invalid node state"),
     (["scontrol", "update", "NodeName=gpu-su1-02", "Colour=red"], "not supported: Colour=red"),
+    # what the real tools read as many nodes, or a node name read as a flag
+    (["kubectl", "cordon", "--all"], "stand-in refuses --all: it selects many nodes"),
+    (["kubectl", "taint", "nodes", "-l", "x=y", "--", "gpu-su1-01", "k=v:NoSchedule"], "stand-in refuses -l"),
+    (["kubectl", "uncordon", "--selector=x=y"], "stand-in refuses --selector=x=y"),
+    (["kubectl", "cordon", "gpu-su1-01"], "before `--`"),
+    (["scontrol", "update", "NodeName=ALL", "State=RESUME"], "a hostlist"),
+    (["scontrol", "update", "NodeName=gpu-su1-0[1-2]", "State=RESUME"], "a hostlist"),
+    (["scontrol", "update", "NodeName=gpu-su1-01,gpu-su1-02", "State=RESUME"], "a hostlist"),
+    (["scontrol", "-o", "update", "NodeName=gpu-su1-01", "State=RESUME"], "unrecognized option '-o'"),
 ])
 def test_the_scheduler_standins_refuse_what_the_real_tools_refuse(tmp_path: Path, argv: list[str],
                                                                     error: str) -> None:
     install(tmp_path / "bin", tmp_path / "sched")
     p = _sched(tmp_path, *argv)
     assert p.returncode == 1 and error in p.stderr, p.stderr
+    (call,) = [json.loads(x) for x in (tmp_path / "sched" / "calls.jsonl").read_text().splitlines()]
+    assert call == {"tool": argv[0], "argv": argv[1:], "refused": p.stderr.strip()}
+
+
+def test_the_scheduler_standins_know_only_their_clusters_nodes(tmp_path: Path) -> None:
+    install(tmp_path / "bin", tmp_path / "sched", {"kubectl": ["gpu-su1-01"], "scontrol": ["gpu-su1-02"]})
+    assert _sched(tmp_path, "kubectl", "cordon", "--", "gpu-su1-01").returncode == 0
+    p = _sched(tmp_path, "kubectl", "cordon", "--", "gpu-su1-02")
+    assert p.returncode == 1 and 'Error from server (NotFound): nodes "gpu-su1-02" not found' in p.stderr
+    p = _sched(tmp_path, "scontrol", "update", "NodeName=gpu-su1-01", "State=RESUME")
+    assert p.returncode == 1 and "slurm_update error: Invalid node name specified (gpu-su1-01)" in p.stderr
+    assert _sched(tmp_path, "scontrol", "update", "NodeName=gpu-su1-02", "State=RESUME").returncode == 0
+    assert calls(tmp_path / "sched", "kubectl") == ["cordon -- gpu-su1-01", "cordon -- gpu-su1-02"]
+    assert len(calls(tmp_path / "sched")) == 4
 
 
 def test_a_taint_is_set_once_unless_overwritten(tmp_path: Path) -> None:
     install(tmp_path / "bin", tmp_path / "sched")
-    taint = ["kubectl", "taint", "nodes", "gpu-su1-02", "fabric.roce.io/fault=a:NoSchedule"]
+    taint = ["kubectl", "taint", "nodes", "--", "gpu-su1-02", "fabric.roce.io/fault=a:NoSchedule"]
     assert _sched(tmp_path, *taint).returncode == 0
     assert "--overwrite is false" in _sched(tmp_path, *taint).stderr
-    assert _sched(tmp_path, *taint, "--overwrite").returncode == 0
+    assert _sched(tmp_path, "kubectl", "taint", "nodes", "--overwrite", *taint[3:]).returncode == 0
 
 
 def test_sbatch_refuses_a_script_without_the_placement_lines(tmp_path: Path) -> None:
