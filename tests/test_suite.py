@@ -55,3 +55,11 @@ def test_lab_tests_share_one_worker_and_root_tests_another(tmp_path: Path) -> No
 def test_each_test_process_has_its_own_state_dirs() -> None:
     assert not os.environ["FABRIC_STATE"].startswith(str(Path.home()))
     assert Path(os.environ["FABRIC_STATE"]).parent == Path(os.environ["FABRIC_LAB_STATE"]).parent
+
+
+def test_every_serial_group_has_its_start_place_and_every_own_group_module_exists() -> None:
+    from tests.conftest import FIRST, LONG_MODULES, OWN_GROUPS, SERIAL_GROUPS, WAITING
+
+    assert {g for _m, g in SERIAL_GROUPS} | set(OWN_GROUPS.values()) == set(FIRST) and set(WAITING) < set(FIRST)
+    assert all(len(list((ROOT / "tests").glob(name))) == 1 for name in OWN_GROUPS)
+    assert all((ROOT / "tests" / m).is_file() for m in LONG_MODULES)
