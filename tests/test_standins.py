@@ -11,6 +11,10 @@ because the tool handled what the real device or program says.
   a wrong flag, taint or state is refused with the tool's own message, and what the real tools would read as many
   nodes (a hostlist, `--all`, a selector, a name before `--`) or a node the cluster lacks is refused and logged;
 - sbatch (slurm.py): a batch script without the `#SBATCH` lines the tool writes is refused.
+- GPU host (host.py): perftest's report (read back by fabric.parsers.perftest as the speed set) and mlx5's
+  `ethtool -S`; a perftest call without the lossless class or on a NIC the host lacks is refused;
+- NVUE (nvue.py): `nv config diff` and `nv config revision -o json` in the documented shapes.
+(The EOS CLI's sessions, commit timer and `% Invalid input` are checked through sshd in tests/test_push_standins.py.)
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -205,3 +210,77 @@ def test_a_sonic_flow_counts_until_the_switch_is_drained(tmp_path: Path) -> None
     drained = sent()
     time.sleep(0.2)
     assert sent() == drained
+
+
+def _host(tmp_path: Path, *argv: str, wait: bool = True) -> subprocess.CompletedProcess[str] | subprocess.Popen:
+    env = {**os.environ, "STANDIN_DEV": str(tmp_path / "dev"), "STANDIN_ROOT": str(tmp_path / "root"),
+           "PYTHONPATH": str(ROOT)}
+    cmd = [sys.executable, "-m", "tests.standins.host", *argv]
+    if not wait:
+        return subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=subprocess.DEVNULL)
+    return subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=60)
+
+
+def test_the_host_standin_prints_what_perftest_and_ethtool_print(tmp_path: Path) -> None:
+    """host.py: a client run after its server prints perftest's report, which the product's parser reads as the
+    speed the test set; `ethtool -S` is mlx5's list with the storm counter the test set; a perftest call without
+    the lossless class, with -T but no -R, or on another host's NIC is refused as the docstring says."""
+    from fabric.parsers.ethtool import parse_ethtool_stats
+    from fabric.parsers.perftest import parse_perftest
+
+    (tmp_path / "dev").mkdir()
+    (tmp_path / "root").mkdir()
+    (tmp_path / "dev" / "name").write_text("gpu-1\n")
+    (tmp_path / "dev" / "nics.json").write_text('["mlx5_0"]')
+    (tmp_path / "root" / "addresses.json").write_text('{"10.0.0.2": "gpu-1"}')
+    (tmp_path / "root" / "speed.json").write_text('{"gpu-1:mlx5_0": 123.45}')
+    (tmp_path / "root" / "storm.json").write_text('{"gpu-1": 7}')
+    args = ["ib_write_bw", "-d", "mlx5_0", "-x", "3", "-p", "18515", "--tclass=106"]
+    server = _host(tmp_path, *args, wait=False)
+    try:
+        deadline = time.monotonic() + 30
+        while not (tmp_path / "root" / "rdv" / "ib_write_bw-gpu-1-18515").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        client = _host(tmp_path, *args, "10.0.0.2")
+    finally:
+        assert server.wait(timeout=60) == 0
+    assert client.returncode == 0, client.stderr
+    res = parse_perftest(client.stdout)
+    assert res.complete and res.device == "mlx5_0" and [r.bw_average for r in res.bw_rows] == [123.45]
+    stats = parse_ethtool_stats(_host(tmp_path, "ethtool", "-S", "rail1").stdout)
+    assert stats.counters["tx_pause_storm_error_events"] == 7 and stats.counters["rx_prio3_pause"] >= 0
+    for argv, error in ((args[:-1], "no --tclass"), ([*args[:-1], "-T", "106"], "-T/--tos works only with -R"),
+                        (["ib_write_bw", "-d", "mlx5_9", "-x", "3", "-p", "1", "--tclass=106", "10.0.0.2"],
+                         "IB device mlx5_9 not found")):
+        p = _host(tmp_path, *argv)
+        assert p.returncode == 1 and error in p.stderr, p.stderr
+
+
+def test_the_nvue_standin_answers_in_the_documented_shapes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """nvue.py: `nv config diff` is a list of `- set:` / `- unset:` documents with valueless unset leaves, and
+    `nv config revision -o json` the revision object, as tests/fixtures/nvue/outputs (SOURCE.md) documents them."""
+    import yaml
+
+    from tests.standins import nvue
+    from tests.standins.harness import seed
+
+    seed(tmp_path, "nvue", json.dumps({"interface": {"swp1": {"link": {"mtu": 1500}, "description": "x"}}}), {})
+    monkeypatch.setenv("STANDIN_DEV", str(tmp_path))
+    patch = tmp_path / "p.yaml"
+    patch.write_text(yaml.safe_dump([{"set": {"interface": {"swp1": {"link": {"mtu": 9216}}}}},
+                                     {"unset": {"interface": {"swp1": {"description": None}}}}]))
+    assert nvue.main(["nv", "config", "patch", str(patch)]) == 0
+    capsys.readouterr()
+    assert nvue.main(["nv", "config", "diff"]) == 0
+    diff = yaml.safe_load(capsys.readouterr().out)
+    documented = yaml.safe_load((NVUE_OUT / "config-diff.yaml").read_text())
+    assert {k for doc in diff for k in doc} <= {k for doc in documented for k in doc} == {"set", "unset"}
+    assert all(len(doc) == 1 for doc in diff)
+    assert {"set": {"interface": {"swp1": {"link": {"mtu": 9216}}}}} in diff
+    assert {"unset": {"interface": {"swp1": {"description": None}}}} in diff
+    assert nvue.main(["nv", "config", "revision", "-o", "json"]) == 0
+    revs = json.loads(capsys.readouterr().out)
+    documented = json.loads((NVUE_OUT / "config-revision.json").read_text())
+    assert {k for r in revs.values() for k in r} == {k for r in documented.values() for k in r}
+    assert {r["state"] for r in revs.values()} == {"applied_and_saved", "pending"}
