@@ -1,6 +1,7 @@
 """The suite's own machinery: under `make test` (pytest-xdist, `--dist loadgroup`) the tests marked lab run on
-one worker one after another, so do the other tests marked root (on one worker too), and each test process has its
-own push and lab state directories."""
+one worker one after another, so do the other tests marked root (on one worker per group: tests/conftest.py
+SERIAL_GROUPS and OWN_GROUPS), the groups start first, and each test process has its own push and lab state
+directories."""
 
 from __future__ import annotations
 
