@@ -48,9 +48,6 @@ OWN_GROUPS = {"test_lab_vm.py": "vm", "test_push_standins.py": "root-standins", 
 FIRST = ("k8s", "lab", "root", "root-standins", "root-faults", "vm")
 LONG_MODULES = ("test_retarget.py", "test_sonic_yang.py", "test_nos_fidelity.py", "test_install.py",
                 "test_k8s.py", "test_eos_pyavd.py", "fuzz/test_fuzz.py")
-# Groups that wait on timers, daemons and SSH more than they compute: at the normal priority; everything else,
-# the emulated VM included, at nice 10 (pytest_runtest_setup).
-WAITING = ("k8s", "lab", "root", "root-standins", "root-faults")
 
 
 def _group(item: pytest.Item) -> str | None:
@@ -88,12 +85,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    """Under xdist as root: the WAITING groups' tests (and what they start) at the normal priority, every other test
-    at nice 10, so the CPU-bound tests fill the cores around the lab, the stand-ins and the control plane, which
-    mostly wait on timers and daemons and must not be kept waiting for a core when they wake."""
+    """Under xdist as root: the serial groups' tests (FIRST, and what they start) at the normal priority, every
+    other test at nice 10, so the CPU-bound tests fill the cores around the lab, the stand-ins and the control
+    plane, which mostly wait on timers and daemons and must not be kept waiting for a core when they wake, and the
+    emulated VM, whose guest has a time limit."""
     if os.geteuid() == 0 and os.environ.get("PYTEST_XDIST_WORKER"):
-        mark = item.get_closest_marker("xdist_group")
-        os.setpriority(os.PRIO_PROCESS, 0, 0 if mark is not None and mark.args[:1] in [(g,) for g in WAITING] else 10)
+        os.setpriority(os.PRIO_PROCESS, 0, 0 if _group(item) in FIRST else 10)
 
 
 class _XdistGroupIds:
