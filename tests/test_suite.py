@@ -20,7 +20,7 @@ import pytest
 @pytest.mark.parametrize("i", range(4))
 @pytest.mark.root
 def test_root(i):
-    pass
+    assert os.geteuid() != 0 or os.getpriority(os.PRIO_PROCESS, 0) == 0  # a serial group: the normal priority
 
 @pytest.mark.parametrize("i", range(3))
 @pytest.mark.root
@@ -30,7 +30,7 @@ def test_lab(i):
 
 @pytest.mark.parametrize("i", range(8))
 def test_plain(i):
-    pass
+    assert os.geteuid() != 0 or os.getpriority(os.PRIO_PROCESS, 0) == 10  # the rest: nice 10
 
 def test_state_dirs():
     home = os.path.expanduser("~")
