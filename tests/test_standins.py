@@ -14,7 +14,8 @@ because the tool handled what the real device or program says.
 - GPU host (host.py): perftest's report (read back by fabric.parsers.perftest as the speed set) and mlx5's
   `ethtool -S`; a perftest call without the lossless class or on a NIC the host lacks is refused;
 - NVUE (nvue.py): `nv config diff` and `nv config revision -o json` in the documented shapes.
-(The EOS CLI's sessions, commit timer and `% Invalid input` are checked through sshd in tests/test_push_standins.py.)
+- EOS (eos.py): a session kept apart from the running-config, its diff, `% Invalid input` (the commit timer is
+  checked through sshd in tests/test_push_standins.py).
 """
 
 from __future__ import annotations
@@ -284,3 +285,26 @@ def test_the_nvue_standin_answers_in_the_documented_shapes(tmp_path: Path, monke
     documented = json.loads((NVUE_OUT / "config-revision.json").read_text())
     assert {k for r in revs.values() for k in r} == {k for r in documented.values() for k in r}
     assert {r["state"] for r in revs.values()} == {"applied_and_saved", "pending"}
+
+
+def test_the_eos_standin_keeps_a_session_apart_and_refuses_what_eos_refuses(tmp_path: Path) -> None:
+    """eos.py: a session is the running-config plus its lines (`show session-config diffs` is a unified diff of the
+    two; a value the session took out and set again stays in its place), `abort` drops it, and `% Invalid input`
+    answers an unknown command and an MTU above EOS's 9214, with the prompt of the running hostname (the EOS User
+    Manual chapters its docstring names). (A new value without `no` first is added beside the old line, where EOS
+    replaces it: the tool's sessions say `no <old line>` before each changed line, fabric/nos/eos/driver.py
+    session_lines, so the stand-in does not model that.)"""
+    running = (ROOT / "tests" / "fixtures" / "running" / "eos" / "leaf-su1-r1.cfg").read_text()
+    (tmp_path / "running.cfg").write_text(running)
+    lines = ["enable", "configure session s1", "interface Ethernet1/1", "   mtu 9300", "   no mtu 9214", "   mtu 9000",
+             "frobnicate now", "show session-config diffs", "abort", "exit"]
+    p = subprocess.run([sys.executable, "-m", "tests.standins.eos"], input="\n".join(lines) + "\n", cwd=ROOT,
+                       env={**os.environ, "STANDIN_DEV": str(tmp_path), "PYTHONPATH": str(ROOT)},
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert "leaf-su1-r1(config-s-s1)#% Invalid input (at token 1: '9300')" in p.stdout
+    assert "% Invalid input (at token 0: 'frobnicate')" in p.stdout
+    diff = p.stdout[p.stdout.index("--- system:/running-config"):]
+    assert "+++ session:/s1-session-config" in diff and "-   mtu 9214" in diff and "+   mtu 9000" in diff
+    assert "9300" not in diff
+    assert (tmp_path / "running.cfg").read_text() == running  # never committed: the running-config as it was
