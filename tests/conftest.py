@@ -51,6 +51,8 @@ LONG_MODULES = ("test_retarget.py", "test_sonic_yang.py", "test_nos_fidelity.py"
 
 
 def _group(item: pytest.Item) -> str | None:
+    if (mark := item.get_closest_marker("xdist_group")) is not None:  # a group the test names itself
+        return mark.args[0] if mark.args else mark.kwargs.get("name", "default")
     group = next((g for marker, g in SERIAL_GROUPS if item.get_closest_marker(marker)), None)
     if group is not None:
         return OWN_GROUPS.get(item.path.name, group)
@@ -77,7 +79,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     groups = {}
     for item in items:
         group = groups[item] = _group(item)
-        if group is not None:
+        if group is not None and item.get_closest_marker("xdist_group") is None:
             item.add_marker(pytest.mark.xdist_group(group))
     if getattr(config.option, "loadgroup", False):  # on a worker: the start order above (stable: modules stay whole)
         items.sort(key=lambda item: _start_rank(item, groups[item]))
