@@ -75,10 +75,10 @@ demo: deps venv
 	  $(FABRIC) accept $(DEMO_INV) --lab --quick -o build/demo/accept; } || rc=$$?; \
 	$(FABRIC) lab down $(DEMO_INV); exit $$rc
 
-# pytest-xdist: TEST_WORKERS processes; the lab tests run one after another on one worker, the other root tests
-# on another (their xdist groups, tests/conftest.py), the rest spread over all. Three on two cores: the lab and
-# root workers mostly wait on timers, daemons and SSH.
-TEST_WORKERS ?= 3
+# pytest-xdist: TEST_WORKERS processes; the serial groups of tests/conftest.py (lab, three of root tests, k8s, the
+# VM) each start at once on a worker of their own, and two more workers take the CPU-bound tests from the start.
+# Eight on two cores: the group workers mostly wait on timers, daemons and SSH (and run at a higher priority).
+TEST_WORKERS ?= 8
 test: deps venv refs
 	$(VENV)/bin/ruff check fabric tests bench
 	$(VENV)/bin/lint-imports

@@ -30,22 +30,69 @@ def example_copy(tmp_path: Path) -> Path:
     return dst
 
 
-# Parallel runs (`pytest -n 3 --dist loadgroup`, what `make test` does): the tests of one xdist group run one
+# Parallel runs (`pytest -n 8 --dist loadgroup`, what `make test` does): the tests of one xdist group run one
 # after another on one worker. Every `lab` test is in group "lab" (the lab's namespaces, management bridge, FRR and
 # state base are shared); every other `root` test in group "root" (namespaces, sshd and SSH stand-ins, each named
 # per process, but their timers and daemons are kept off each other); every `k8s` test in group "k8s" (one
-# control plane at a time on two cores); the rest spread over the workers. A new
-# root or lab test is grouped by its marker alone. Without xdist the groups are inert.
+# control plane at a time: the MPI Operator binds :8080). A new root or lab test is grouped by its marker alone.
+# The rest spread over the workers. Without xdist the groups are inert.
 # (marker, group): the first marker that matches decides
 SERIAL_GROUPS = (("lab", "lab"), ("root", "root"), ("k8s", "k8s"))
+# Modules in a group of their own, on another worker than the rest of their marker's group, because they share
+# nothing with it: the VM test builds its namespaces inside the guest (and takes /tmp/roce-lab.lock for the VM
+# itself); the stand-in modules name their namespace and sshd per process (tests/standins/harness.py), as
+# test_accept_production.py and test_switch_telemetry.py, not marked root, always did beside them.
+OWN_GROUPS = {"test_lab_vm.py": "vm", "test_push_standins.py": "root-standins", "test_push_faults.py": "root-faults"}
+# xdist hands out its work in collection order: these groups first, the longest first (measured: README "The test
+# suite"), each on a worker of its own from the start; then the longest CPU-bound modules, then the rest.
+FIRST = ("k8s", "lab", "root", "root-standins", "root-faults", "vm")
+LONG_MODULES = ("test_retarget.py", "test_sonic_yang.py", "test_nos_fidelity.py", "test_install.py",
+                "test_k8s.py", "test_eos_pyavd.py", "fuzz/test_fuzz.py")
+
+
+def _group(item: pytest.Item) -> str | None:
+    if (mark := item.get_closest_marker("xdist_group")) is not None:  # a group the test names itself
+        return mark.args[0] if mark.args else mark.kwargs.get("name", "default")
+    group = next((g for marker, g in SERIAL_GROUPS if item.get_closest_marker(marker)), None)
+    if group is not None:
+        return OWN_GROUPS.get(item.path.name, group)
+    # a test that uses a module- or session-scoped fixture of its own module runs on the worker of the module's
+    # other such tests, so that the fixture (a render of every inventory, a built wheel) is built once, not on
+    # every worker
+    module = item.nodeid.split("::")[0]
+    info = getattr(item, "_fixtureinfo", None)
+    shared = info is not None and any(d.baseid == module and d.scope != "function"
+                                      for defs in info.name2fixturedefs.values() for d in defs)
+    return f"module:{module.removeprefix('tests/')}" if shared else None
+
+
+def _start_rank(item: pytest.Item, group: str | None) -> int:
+    if group in FIRST:
+        return FIRST.index(group)
+    path = item.path.as_posix()
+    long = next((i for i, m in enumerate(LONG_MODULES) if path.endswith("/" + m)), len(LONG_MODULES))
+    return len(FIRST) + long
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    groups = {}
     for item in items:
-        group = next((g for marker, g in SERIAL_GROUPS if item.get_closest_marker(marker)), None)
-        if group is not None:
+        group = groups[item] = _group(item)
+        if group is not None and item.get_closest_marker("xdist_group") is None:
             item.add_marker(pytest.mark.xdist_group(group))
+    if getattr(config.option, "loadgroup", False):  # on a worker: the start order above (stable: modules stay whole)
+        items.sort(key=lambda item: _start_rank(item, groups[item]))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Under xdist as root: the serial groups' tests (FIRST, and what they start) at the normal priority, every
+    other test at nice 10, so the CPU-bound tests fill the cores around the lab, the stand-ins and the control
+    plane, which mostly wait on timers and daemons and must not be kept waiting for a core when they wake, and the
+    emulated VM, whose guest has a time limit."""
+    if os.geteuid() == 0 and os.environ.get("PYTEST_XDIST_WORKER"):
+        os.setpriority(os.PRIO_PROCESS, 0, 0 if _group(item) in FIRST else 10)
 
 
 class _XdistGroupIds:
@@ -72,6 +119,8 @@ def pytest_configure(config: pytest.Config) -> None:
     operator's `~/.local/state/roce-fabric` or `/run/roce-fabric/lab`, and workers never share an apply lock or
     an audit log. Tests that need a particular directory still pass their own FABRIC_STATE/FABRIC_LAB_STATE."""
     config.pluginmanager.register(_XdistGroupIds(), "fabric-xdist-group-ids")
+    if config.getoption("dist", None) == "loadgroup":  # the controller hands out groups in collection order
+        config.option.loadscopereorder = False
     base = Path(tempfile.mkdtemp(prefix="fabric-test-state-"))
     config._fabric_state_base = base  # type: ignore[attr-defined]
     os.environ["FABRIC_STATE"] = str(base / "push")

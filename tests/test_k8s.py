@@ -49,6 +49,7 @@ from fabric.design.intent import FabricIntent
 from fabric.errors import InputError
 from fabric.model.load import load
 from fabric.render import k8s as rk
+from tests.standins.schedulers import calls as standin_calls
 from tests.standins.schedulers import install
 
 SHARED = Path(os.environ.get("ROCE_FABRIC_SHARED", ROOT.parent / "shared"))
@@ -507,11 +508,11 @@ def test_perftest_job_runs_end_to_end_and_is_judged_per_pair(vlan16: FabricInten
 def kubectl(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """The kubectl stand-in (tests/standins/schedulers.py: kubectl's own argument syntax, the rest refused): an
     MPIJob Running on the first `get`, then $KUBECTL_STATE (Succeeded or Failed); `logs` prints $KUBECTL_LOGS.
-    Returns the log of its argv, one call a line."""
+    Returns its state directory (`standin_calls(state, "kubectl")`: its argv, one call a line)."""
     install(tmp_path / "bin", tmp_path / "sched")
     monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}:{os.environ['PATH']}")
     monkeypatch.setattr(k8s.K8sRunner, "__init__", _fast_init(k8s.K8sRunner.__init__))
-    return tmp_path / "sched" / "kubectl.log"
+    return tmp_path / "sched"
 
 
 def _fast_init(init):
@@ -529,7 +530,7 @@ def test_nccl_through_the_k8s_launcher_applies_follows_judges_and_deletes(h100: 
     ctx = Context(site=SimpleNamespace(fabric=h100), report_dir=tmp_path / "rep")  # type: ignore[arg-type]
     res = check.run(ctx)
     assert res.status == "pass", res.message
-    calls = kubectl.read_text().splitlines()
+    calls = standin_calls(kubectl, "kubectl")
     job = Path(res.rendered[0])
     assert calls[0] == "get --raw /readyz --request-timeout=5s"
     assert calls[1] == f"apply --server-side --force-conflicts -f {job.parent / 'networks.yaml'} -f {job}"
@@ -548,7 +549,7 @@ def test_a_failed_mpijob_fails_the_check_with_the_operators_message(h100: Fabric
     res = check.run(Context(site=SimpleNamespace(fabric=h100), report_dir=tmp_path))  # type: ignore[arg-type]
     assert res.status == "fail" and \
         "MPIJob nccl-allreduce-0 failed: MPIJob default/nccl-allreduce-0 is failed." in res.message
-    assert kubectl.read_text().splitlines()[-1].startswith("delete -f")
+    assert standin_calls(kubectl, "kubectl")[-1].startswith("delete -f")
 
 
 def test_pod_bandwidth_check_judges_the_launcher_log(vlan16: FabricIntent, tmp_path: Path, kubectl: Path,

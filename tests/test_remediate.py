@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import stat
 import sys
 from pathlib import Path
 
@@ -16,10 +15,11 @@ from fabric.cli import main
 from fabric.design.derive import derive
 from fabric.model.load import load
 from fabric.remediate import Fault, actions, command_lines, merge
+from tests.standins.schedulers import calls as sched_calls
+from tests.standins.schedulers import install
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "inventories" / "example"
 LOGS = Path(__file__).parent / "fixtures" / "logs"
-STANDIN = Path(__file__).parent / "standins" / "scheduler.py"
 
 
 def cli(capsys, monkeypatch, *args: object) -> tuple[int, str, str]:
@@ -35,26 +35,20 @@ def cli(capsys, monkeypatch, *args: object) -> tuple[int, str, str]:
 
 @pytest.fixture
 def standins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """`scontrol` and `kubectl` on PATH (tests/standins/scheduler.py): they record their argv as JSON lines in
-    calls.log, know the example's hosts and refuse what the real tools would read as many nodes or a flag;
-    kubectl reports gpu-su1-04 NotFound."""
-    bin_ = tmp_path / "bin"
-    bin_.mkdir()
-    log = tmp_path / "calls.log"
-    for tool in ("scontrol", "kubectl"):
-        (bin_ / tool).write_text(f'#!/bin/sh\nexec {sys.executable} {STANDIN} {tool} "$@"\n')
-        (bin_ / tool).chmod(stat.S_IRWXU)
-    monkeypatch.setenv("PATH", f"{bin_}:{os.environ['PATH']}")
+    """`scontrol` and `kubectl` on PATH (tests/standins/schedulers.py): they record every call in calls.jsonl,
+    know the example's hosts and refuse what the real tools would read as many nodes or a flag; kubectl's cluster
+    lacks gpu-su1-04 (NotFound). Returns the log."""
+    hosts = list(derive(load(EXAMPLE)).hosts)
+    install(tmp_path / "bin", tmp_path / "sched", {"scontrol": hosts, "kubectl": [h for h in hosts
+                                                                                  if h != "gpu-su1-04"]})
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}:{os.environ['PATH']}")
     monkeypatch.setenv("FABRIC_STATE", str(tmp_path / "state"))
-    monkeypatch.setenv("STANDIN_LOG", str(log))
-    monkeypatch.setenv("STANDIN_NODES", ",".join(derive(load(EXAMPLE)).hosts))
-    monkeypatch.setenv("STANDIN_FAIL", "gpu-su1-04")
-    return log
+    return tmp_path / "sched" / "calls.jsonl"
 
 
 def calls(log: Path) -> list[str]:
     """The argv that reached the stand-ins, one `tool arg …` line per call (words joined by one space)."""
-    return [" ".join([c["tool"], *c["argv"]]) for c in map(json.loads, log.read_text().splitlines())]
+    return sched_calls(log.parent)
 
 
 def test_commands_per_scheduler_and_their_undo() -> None:
@@ -187,4 +181,5 @@ def test_standins_refuse_what_the_real_tools_read_as_many_nodes(tool: str, argv:
     import subprocess
 
     p = subprocess.run([tool, *argv], capture_output=True, text=True)
-    assert p.returncode != 0 and json.loads(standins.read_text())["refused"]
+    (call,) = [json.loads(x) for x in standins.read_text().splitlines()]
+    assert p.returncode != 0 and call["refused"] and call["refused"] in p.stderr

@@ -7,9 +7,15 @@ because the tool handled what the real device or program says.
   (fabric.parsers.switch_counters) as the numbers the test wrote;
 - SONiC (sonic.py): `config apply-patch` is all-or-nothing (Generic Config Updater), `checkpoint`/`rollback`
   restore, an unknown command is refused with click's usage error;
-- kubectl/scontrol (schedulers.py): every command the tool emits (fabric.remediate, fabric.accept.k8s) is taken,
-  and a wrong flag, taint or state is refused with the tool's own message;
+- kubectl/scontrol (schedulers.py): every command the tool emits (fabric.remediate, fabric.accept.k8s) is taken;
+  a wrong flag, taint or state is refused with the tool's own message, and what the real tools would read as many
+  nodes (a hostlist, `--all`, a selector, a name before `--`) or a node the cluster lacks is refused and logged;
 - sbatch (slurm.py): a batch script without the `#SBATCH` lines the tool writes is refused.
+- GPU host (host.py): perftest's report (read back by fabric.parsers.perftest as the speed set) and mlx5's
+  `ethtool -S`; a perftest call without the lossless class or on a NIC the host lacks is refused;
+- NVUE (nvue.py): `nv config diff` and `nv config revision -o json` in the documented shapes.
+- EOS (eos.py): a session kept apart from the running-config, its diff, `% Invalid input` (the commit timer is
+  checked through sshd in tests/test_push_standins.py).
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -29,7 +36,7 @@ from fabric.parsers import switch_counters
 from fabric.remediate import Fault, actions
 from tests.conftest import EXAMPLE, ROOT
 from tests.standins import sonic, telemetry
-from tests.standins.schedulers import install
+from tests.standins.schedulers import calls, install
 
 NVUE_OUT = ROOT / "tests" / "fixtures" / "nvue" / "outputs"
 
@@ -129,28 +136,51 @@ def test_the_scheduler_standins_take_every_command_the_tool_emits(tmp_path: Path
 
 @pytest.mark.parametrize(("argv", "error"), [
     (["kubectl", "cordon", "gpu-su1-02", "--force"], "error: unknown flag: --force"),
-    (["kubectl", "taint", "nodes", "gpu-su1-02", "fabric.roce.io/fault=Xid 79:NoSchedule"], "invalid taint spec"),
-    (["kubectl", "taint", "nodes", "gpu-su1-02", "fabric.roce.io/fault=x:NoScheduleX"], "invalid taint effect"),
-    (["kubectl", "taint", "nodes", "gpu-su1-02", "fabric.roce.io/fault:NoSchedule-"], "not found"),
-    (["kubectl", "patch", "hypernode", "su1", "--type=json", "-p", '{"op": "remove"}'], "RFC 6902"),
+    (["kubectl", "taint", "nodes", "--", "gpu-su1-02", "fabric.roce.io/fault=Xid 79:NoSchedule"], "invalid taint spec"),
+    (["kubectl", "taint", "nodes", "--", "gpu-su1-02", "fabric.roce.io/fault=x:NoScheduleX"], "invalid taint effect"),
+    (["kubectl", "taint", "nodes", "--", "gpu-su1-02", "fabric.roce.io/fault:NoSchedule-"], "not found"),
+    (["kubectl", "patch", "hypernode", "--type=json", "-p", '{"op": "remove"}', "--", "su1"], "RFC 6902"),
     (["kubectl", "get", "mpijob", "x", "-o", "jsn"], "error:"),
     (["scontrol", "update", "NodeName=gpu-su1-02", "State=DRAIN"], "You must specify a reason"),
     (["scontrol", "update", "NodeName=gpu-su1-02", "State=SLEEP"], "Invalid node state"),
     (["scontrol", "update", "NodeName=gpu-su1-02", "Colour=red"], "not supported: Colour=red"),
+    # what the real tools read as many nodes, or a node name read as a flag
+    (["kubectl", "cordon", "--all"], "stand-in refuses --all: it selects many nodes"),
+    (["kubectl", "taint", "nodes", "-l", "x=y", "--", "gpu-su1-01", "k=v:NoSchedule"], "stand-in refuses -l"),
+    (["kubectl", "uncordon", "--selector=x=y"], "stand-in refuses --selector=x=y"),
+    (["kubectl", "cordon", "gpu-su1-01"], "before `--`"),
+    (["scontrol", "update", "NodeName=ALL", "State=RESUME"], "a hostlist"),
+    (["scontrol", "update", "NodeName=gpu-su1-0[1-2]", "State=RESUME"], "a hostlist"),
+    (["scontrol", "update", "NodeName=gpu-su1-01,gpu-su1-02", "State=RESUME"], "a hostlist"),
+    (["scontrol", "-o", "update", "NodeName=gpu-su1-01", "State=RESUME"], "unrecognized option '-o'"),
 ])
 def test_the_scheduler_standins_refuse_what_the_real_tools_refuse(tmp_path: Path, argv: list[str],
                                                                     error: str) -> None:
     install(tmp_path / "bin", tmp_path / "sched")
     p = _sched(tmp_path, *argv)
     assert p.returncode == 1 and error in p.stderr, p.stderr
+    (call,) = [json.loads(x) for x in (tmp_path / "sched" / "calls.jsonl").read_text().splitlines()]
+    assert call == {"tool": argv[0], "argv": argv[1:], "refused": p.stderr.strip()}
+
+
+def test_the_scheduler_standins_know_only_their_clusters_nodes(tmp_path: Path) -> None:
+    install(tmp_path / "bin", tmp_path / "sched", {"kubectl": ["gpu-su1-01"], "scontrol": ["gpu-su1-02"]})
+    assert _sched(tmp_path, "kubectl", "cordon", "--", "gpu-su1-01").returncode == 0
+    p = _sched(tmp_path, "kubectl", "cordon", "--", "gpu-su1-02")
+    assert p.returncode == 1 and 'Error from server (NotFound): nodes "gpu-su1-02" not found' in p.stderr
+    p = _sched(tmp_path, "scontrol", "update", "NodeName=gpu-su1-01", "State=RESUME")
+    assert p.returncode == 1 and "slurm_update error: Invalid node name specified (gpu-su1-01)" in p.stderr
+    assert _sched(tmp_path, "scontrol", "update", "NodeName=gpu-su1-02", "State=RESUME").returncode == 0
+    assert calls(tmp_path / "sched", "kubectl") == ["cordon -- gpu-su1-01", "cordon -- gpu-su1-02"]
+    assert len(calls(tmp_path / "sched")) == 4
 
 
 def test_a_taint_is_set_once_unless_overwritten(tmp_path: Path) -> None:
     install(tmp_path / "bin", tmp_path / "sched")
-    taint = ["kubectl", "taint", "nodes", "gpu-su1-02", "fabric.roce.io/fault=a:NoSchedule"]
+    taint = ["kubectl", "taint", "nodes", "--", "gpu-su1-02", "fabric.roce.io/fault=a:NoSchedule"]
     assert _sched(tmp_path, *taint).returncode == 0
     assert "--overwrite is false" in _sched(tmp_path, *taint).stderr
-    assert _sched(tmp_path, *taint, "--overwrite").returncode == 0
+    assert _sched(tmp_path, "kubectl", "taint", "nodes", "--overwrite", *taint[3:]).returncode == 0
 
 
 def test_sbatch_refuses_a_script_without_the_placement_lines(tmp_path: Path) -> None:
@@ -181,3 +211,100 @@ def test_a_sonic_flow_counts_until_the_switch_is_drained(tmp_path: Path) -> None
     drained = sent()
     time.sleep(0.2)
     assert sent() == drained
+
+
+def _host(tmp_path: Path, *argv: str, wait: bool = True) -> subprocess.CompletedProcess[str] | subprocess.Popen:
+    env = {**os.environ, "STANDIN_DEV": str(tmp_path / "dev"), "STANDIN_ROOT": str(tmp_path / "root"),
+           "PYTHONPATH": str(ROOT)}
+    cmd = [sys.executable, "-m", "tests.standins.host", *argv]
+    if not wait:
+        return subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=subprocess.DEVNULL)
+    return subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=60)
+
+
+def test_the_host_standin_prints_what_perftest_and_ethtool_print(tmp_path: Path) -> None:
+    """host.py: a client run after its server prints perftest's report, which the product's parser reads as the
+    speed the test set; `ethtool -S` is mlx5's list with the storm counter the test set; a perftest call without
+    the lossless class, with -T but no -R, or on another host's NIC is refused as the docstring says."""
+    from fabric.parsers.ethtool import parse_ethtool_stats
+    from fabric.parsers.perftest import parse_perftest
+
+    (tmp_path / "dev").mkdir()
+    (tmp_path / "root").mkdir()
+    (tmp_path / "dev" / "name").write_text("gpu-1\n")
+    (tmp_path / "dev" / "nics.json").write_text('["mlx5_0"]')
+    (tmp_path / "root" / "addresses.json").write_text('{"10.0.0.2": "gpu-1"}')
+    (tmp_path / "root" / "speed.json").write_text('{"gpu-1:mlx5_0": 123.45}')
+    (tmp_path / "root" / "storm.json").write_text('{"gpu-1": 7}')
+    args = ["ib_write_bw", "-d", "mlx5_0", "-x", "3", "-p", "18515", "--tclass=106"]
+    server = _host(tmp_path, *args, wait=False)
+    try:
+        deadline = time.monotonic() + 30
+        while not (tmp_path / "root" / "rdv" / "ib_write_bw-gpu-1-18515").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        client = _host(tmp_path, *args, "10.0.0.2")
+    finally:
+        assert server.wait(timeout=60) == 0
+    assert client.returncode == 0, client.stderr
+    res = parse_perftest(client.stdout)
+    assert res.complete and res.device == "mlx5_0" and [r.bw_average for r in res.bw_rows] == [123.45]
+    stats = parse_ethtool_stats(_host(tmp_path, "ethtool", "-S", "rail1").stdout)
+    assert stats.counters["tx_pause_storm_error_events"] == 7 and stats.counters["rx_prio3_pause"] >= 0
+    for argv, error in ((args[:-1], "no --tclass"), ([*args[:-1], "-T", "106"], "-T/--tos works only with -R"),
+                        (["ib_write_bw", "-d", "mlx5_9", "-x", "3", "-p", "1", "--tclass=106", "10.0.0.2"],
+                         "IB device mlx5_9 not found")):
+        p = _host(tmp_path, *argv)
+        assert p.returncode == 1 and error in p.stderr, p.stderr
+
+
+def test_the_nvue_standin_answers_in_the_documented_shapes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """nvue.py: `nv config diff` is a list of `- set:` / `- unset:` documents with valueless unset leaves, and
+    `nv config revision -o json` the revision object, as tests/fixtures/nvue/outputs (SOURCE.md) documents them."""
+    import yaml
+
+    from tests.standins import nvue
+    from tests.standins.harness import seed
+
+    seed(tmp_path, "nvue", json.dumps({"interface": {"swp1": {"link": {"mtu": 1500}, "description": "x"}}}), {})
+    monkeypatch.setenv("STANDIN_DEV", str(tmp_path))
+    patch = tmp_path / "p.yaml"
+    patch.write_text(yaml.safe_dump([{"set": {"interface": {"swp1": {"link": {"mtu": 9216}}}}},
+                                     {"unset": {"interface": {"swp1": {"description": None}}}}]))
+    assert nvue.main(["nv", "config", "patch", str(patch)]) == 0
+    capsys.readouterr()
+    assert nvue.main(["nv", "config", "diff"]) == 0
+    diff = yaml.safe_load(capsys.readouterr().out)
+    documented = yaml.safe_load((NVUE_OUT / "config-diff.yaml").read_text())
+    assert {k for doc in diff for k in doc} <= {k for doc in documented for k in doc} == {"set", "unset"}
+    assert all(len(doc) == 1 for doc in diff)
+    assert {"set": {"interface": {"swp1": {"link": {"mtu": 9216}}}}} in diff
+    assert {"unset": {"interface": {"swp1": {"description": None}}}} in diff
+    assert nvue.main(["nv", "config", "revision", "-o", "json"]) == 0
+    revs = json.loads(capsys.readouterr().out)
+    documented = json.loads((NVUE_OUT / "config-revision.json").read_text())
+    assert {k for r in revs.values() for k in r} == {k for r in documented.values() for k in r}
+    assert {r["state"] for r in revs.values()} == {"applied_and_saved", "pending"}
+
+
+def test_the_eos_standin_keeps_a_session_apart_and_refuses_what_eos_refuses(tmp_path: Path) -> None:
+    """eos.py: a session is the running-config plus its lines (`show session-config diffs` is a unified diff of the
+    two; a value the session took out and set again stays in its place), `abort` drops it, and `% Invalid input`
+    answers an unknown command and an MTU above EOS's 9214, with the prompt of the running hostname (the EOS User
+    Manual chapters its docstring names). (A new value without `no` first is added beside the old line, where EOS
+    replaces it: the tool's sessions say `no <old line>` before each changed line, fabric/nos/eos/driver.py
+    session_lines, so the stand-in does not model that.)"""
+    running = (ROOT / "tests" / "fixtures" / "running" / "eos" / "leaf-su1-r1.cfg").read_text()
+    (tmp_path / "running.cfg").write_text(running)
+    lines = ["enable", "configure session s1", "interface Ethernet1/1", "   mtu 9300", "   no mtu 9214", "   mtu 9000",
+             "frobnicate now", "show session-config diffs", "abort", "exit"]
+    p = subprocess.run([sys.executable, "-m", "tests.standins.eos"], input="\n".join(lines) + "\n", cwd=ROOT,
+                       env={**os.environ, "STANDIN_DEV": str(tmp_path), "PYTHONPATH": str(ROOT)},
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert "leaf-su1-r1(config-s-s1)#% Invalid input (at token 1: '9300')" in p.stdout
+    assert "% Invalid input (at token 0: 'frobnicate')" in p.stdout
+    diff = p.stdout[p.stdout.index("--- system:/running-config"):]
+    assert "+++ session:/s1-session-config" in diff and "-   mtu 9214" in diff and "+   mtu 9000" in diff
+    assert "9300" not in diff
+    assert (tmp_path / "running.cfg").read_text() == running  # never committed: the running-config as it was

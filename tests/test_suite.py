@@ -1,6 +1,7 @@
 """The suite's own machinery: under `make test` (pytest-xdist, `--dist loadgroup`) the tests marked lab run on
-one worker one after another, so do the other tests marked root (on one worker too), and each test process has its
-own push and lab state directories."""
+one worker one after another, so do the other tests marked root (on one worker per group: tests/conftest.py
+SERIAL_GROUPS and OWN_GROUPS), the groups start first, and each test process has its own push and lab state
+directories."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ import pytest
 @pytest.mark.parametrize("i", range(4))
 @pytest.mark.root
 def test_root(i):
-    pass
+    assert os.geteuid() != 0 or os.getpriority(os.PRIO_PROCESS, 0) == 0  # a serial group: the normal priority
 
 @pytest.mark.parametrize("i", range(3))
 @pytest.mark.root
@@ -29,7 +30,7 @@ def test_lab(i):
 
 @pytest.mark.parametrize("i", range(8))
 def test_plain(i):
-    pass
+    assert os.geteuid() != 0 or os.getpriority(os.PRIO_PROCESS, 0) == 10  # the rest: nice 10
 
 def test_state_dirs():
     home = os.path.expanduser("~")
@@ -55,3 +56,11 @@ def test_lab_tests_share_one_worker_and_root_tests_another(tmp_path: Path) -> No
 def test_each_test_process_has_its_own_state_dirs() -> None:
     assert not os.environ["FABRIC_STATE"].startswith(str(Path.home()))
     assert Path(os.environ["FABRIC_STATE"]).parent == Path(os.environ["FABRIC_LAB_STATE"]).parent
+
+
+def test_every_serial_group_has_its_start_place_and_every_own_group_module_exists() -> None:
+    from tests.conftest import FIRST, LONG_MODULES, OWN_GROUPS, SERIAL_GROUPS
+
+    assert {g for _m, g in SERIAL_GROUPS} | set(OWN_GROUPS.values()) == set(FIRST)
+    assert all(len(list((ROOT / "tests").glob(name))) == 1 for name in OWN_GROUPS)
+    assert all((ROOT / "tests" / m).is_file() for m in LONG_MODULES)

@@ -512,7 +512,7 @@ def _fuzz_remediate(data: st.DataObject) -> None:
     """A job log (written by users) with its host names mutated, diagnosed with --remediate against the recording
     scontrol/kubectl stand-ins: no argument that starts with `-` or names a host outside the inventory (or more
     than one) ever reaches them, and no run acts on more than --max-hosts hosts."""
-    import sys as _sys
+    from tests.standins.schedulers import install
 
     text = data.draw(st.sampled_from(job_logs()), label="log")
     hosts = example_hosts()
@@ -523,14 +523,9 @@ def _fuzz_remediate(data: st.DataObject) -> None:
                  "gpu-su9-01", "", h.upper(), "$(id)", h + "\x1b[2J"]), label="as"))
     text = data.draw(text_mutation(text))
     case = Case(REMEDIATE_STATS)
-    bin_, log = case.dir / "bin", case.dir / "calls.log"
-    bin_.mkdir()
-    standin = ROOT / "tests" / "standins" / "scheduler.py"
-    for tool in ("scontrol", "kubectl"):
-        (bin_ / tool).write_text(f'#!/bin/sh\nexec {_sys.executable} {standin} {tool} "$@"\n')
-        (bin_ / tool).chmod(0o700)
-    env = {"PATH": f"{bin_}:{os.environ['PATH']}", "FABRIC_STATE": str(case.dir / "state"), "STANDIN_LOG": str(log),
-           "STANDIN_NODES": ",".join(hosts)}
+    bin_, log = case.dir / "bin", case.dir / "sched" / "calls.jsonl"
+    install(bin_, log.parent, {"scontrol": hosts, "kubectl": hosts})
+    env = {"PATH": f"{bin_}:{os.environ['PATH']}", "FABRIC_STATE": str(case.dir / "state")}
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     try:

@@ -1,22 +1,28 @@
 """`kubectl` and `scontrol` stand-ins that parse their arguments the way the real tools do and refuse the rest.
 
-Run as `python -m tests.standins.schedulers kubectl|scontrol ARGS…` (tests put a two-line wrapper of that name on
-PATH). State in `$SCHED_STANDIN` (a directory): `calls.log` (one line per call: the tool and its argv;
-`<tool>.log` the argv alone), `nodes.json` (per tool, the node names its cluster knows; absent: every name),
-`mpijob.json` (the phases an MPIJob goes through, one per `get`; or Running, then `$KUBECTL_STATE`), `logs.txt` or
-the file `$KUBECTL_LOGS` (what `kubectl logs` prints).
+Run as `python -m tests.standins.schedulers kubectl|scontrol ARGS…` (`install()` puts a two-line wrapper of each
+name on PATH). State in `$SCHED_STANDIN` (a directory): `calls.jsonl` (one JSON line per call, accepted or not:
+{"tool", "argv", "refused": the error message or null}; `calls()` reads it), `nodes.json` (per tool, the node names
+its cluster knows; absent: every name), `mpijob.json` (the phases an MPIJob goes through, one per `get`; or
+Running, then `$KUBECTL_STATE`), `logs.txt` or the file `$KUBECTL_LOGS` (what `kubectl logs` prints).
 
 kubectl (kubernetes.io/docs/reference/kubectl/generated/: kubectl_cordon, _uncordon, _taint, _patch, _apply, _get,
 _logs, _delete, _version; flags as pflag takes them, `--flag=value` or `--flag value`):
-- an unknown flag: `error: unknown flag: --x` (`unknown shorthand flag: 'x' in -x`), exit 1;
+- an unknown flag: `error: unknown flag: --x` (`unknown shorthand flag: 'x' in -x`), exit 1; `--all` and
+  `-l`/`--selector`, real flags of cordon, uncordon and taint that select many nodes, are refused as well;
 - `taint nodes NODE KEY[=VALUE]:EFFECT[-]`: effect NoSchedule|PreferNoSchedule|NoExecute, key a qualified name,
   value ≤ 63 characters of [A-Za-z0-9._-] alphanumeric at both ends; an existing taint needs `--overwrite`;
 - `patch TYPE NAME --type json|merge|strategic -p PATCH`: PATCH valid JSON (for json, a list of RFC 6902 ops);
-- a node not in nodes.json: `Error from server (NotFound): nodes "NODE" not found`, exit 1.
+- a node not in nodes.json: `Error from server (NotFound): nodes "NODE" not found`, exit 1;
+- cordon, uncordon, taint and patch (the verbs that act on a named node) are refused unless the name follows `--`:
+  cobra reads every word starting with `-` before `--` as a flag, so a name from a log must come after it.
 scontrol (slurm.schedmd.com/scontrol.html, "update" of a node): `update NodeName=LIST State=… [Reason=…]`, keys
 case-insensitive; State one of the documented node states; DRAIN/DOWN need a Reason ("You must specify a reason
 when DOWNING or DRAINING a node. Request denied", exit 1); any other key: "Update of this parameter is not
-supported: K" + "Request aborted", exit 1.
+supported: K" + "Request aborted", exit 1; an unknown node: "slurm_update error: Invalid node name specified".
+NodeName takes a Slurm hostlist, so `ALL`, a list (`a,b`) or a range (`gpu[1-4]`) would name many nodes: the
+stand-in refuses those, as it refuses a word starting with `-` (an option of scontrol), so a test sees that only
+one node was ever named.
 """
 
 from __future__ import annotations
@@ -34,6 +40,9 @@ TAINT_KEY = re.compile(rf"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[
 LABEL_VALUE = re.compile(rf"^({_NAME})?$")
 SLURM_STATES = {"CANCEL_REBOOT", "DOWN", "DRAIN", "FAIL", "FUTURE", "NORESP", "POWER_DOWN", "POWER_DOWN_ASAP",
                 "POWER_DOWN_FORCE", "POWER_UP", "RESUME", "UNDRAIN"}
+HOSTLIST = re.compile(r"[,\[\]\s]|^all$", re.IGNORECASE)  # a Slurm hostlist: many nodes
+NODE_VERBS = ("cordon", "uncordon", "taint", "patch")  # kubectl verbs that act on the node (object) they name
+SELECTORS = ("--all", "-l", "--selector", "-A", "--all-namespaces")  # their flags that select many objects
 SLURM_KEYS = {"nodename", "state", "reason", "weight", "features", "activefeatures", "gres", "comment", "extra",
               "nodeaddr", "nodehostname", "cpubind", "resumeafter", "instanceid", "instancetype"}
 
@@ -62,7 +71,7 @@ def _known(tool: str, node: str) -> None:
     known = json.loads(nodes.read_text()).get(tool) if nodes.exists() else None
     if known is not None and node not in known:
         raise Refused(f'Error from server (NotFound): nodes "{node}" not found' if tool == "kubectl" else
-                      f"Invalid node name specified: {node}")
+                      f"slurm_update error: Invalid node name specified ({node})")
 
 
 def _taints() -> dict[str, dict[str, str]]:
@@ -176,7 +185,16 @@ def _get(args: argparse.Namespace) -> str:
 
 
 def kubectl(argv: list[str]) -> str:
+    head = argv[:argv.index("--")] if "--" in argv else argv
+    many = next((w for w in head if w.split("=")[0] in SELECTORS), None)
+    if head[:1] and head[0] in NODE_VERBS and many:
+        raise Refused(f"stand-in refuses {many}: it selects many nodes for the real kubectl")
     args = _kubectl_parser().parse_args(argv)
+    if args.verb in NODE_VERBS:
+        name = args.name if args.verb == "patch" else args.node
+        if "--" not in argv or argv.index(name) < argv.index("--"):
+            raise Refused(f"stand-in refuses {args.verb} {name!r} before `--`: a name starting with - would be a "
+                          "flag")
     if args.verb in ("cordon", "uncordon"):
         _known("kubectl", args.node)
         return f"node/{args.node} {args.verb}ed"
@@ -199,6 +217,9 @@ def kubectl(argv: list[str]) -> str:
 
 
 def scontrol(argv: list[str]) -> str:
+    option = next((a for a in argv if a.startswith("-")), None)
+    if option is not None:
+        raise Refused(f"scontrol: unrecognized option '{option}'")
     if not argv or argv[0].lower() != "update":
         raise Refused(f"scontrol: error: Invalid input: {' '.join(argv[:1])}")
     spec: dict[str, str] = {}
@@ -214,32 +235,47 @@ def scontrol(argv: list[str]) -> str:
         raise Refused(f"Invalid node state specified: {spec['state']}\nRequest aborted")
     if state in ("DRAIN", "DOWN", "FAIL") and not spec.get("reason"):
         raise Refused("You must specify a reason when DOWNING or DRAINING a node. Request denied")
-    for node in spec["nodename"].split(","):
-        _known("scontrol", node)
+    node = spec["nodename"]
+    if not node or HOSTLIST.search(node):
+        raise Refused(f"stand-in refuses NodeName={node!r}: a hostlist (many nodes) for the real scontrol")
+    _known("scontrol", node)
     return ""
 
 
 def main(argv: list[str]) -> int:
     tool, args = argv[0], argv[1:]
-    for name, line in (("calls.log", [tool, *args]), (f"{tool}.log", args)):  # every call, accepted or not
-        with open(_state() / name, "a") as log:
-            log.write(" ".join(line) + "\n")
+    refused = None
     try:
         out = {"kubectl": kubectl, "scontrol": scontrol}[tool](args)
     except Refused as exc:
-        print(exc, file=sys.stderr)
+        refused, out = str(exc), ""
+    with open(_state() / "calls.jsonl", "a") as log:  # every call, accepted or not
+        log.write(json.dumps({"tool": tool, "argv": args, "refused": refused}) + "\n")
+    if refused is not None:
+        print(refused, file=sys.stderr)
         return 1
     if out:
         print(out)
     return 0
 
 
-def install(bin_dir: Path, state: Path) -> None:
-    """`kubectl` and `scontrol` wrappers in `bin_dir` that run this module with `state` as their state."""
+def calls(state: Path, tool: str | None = None) -> list[str]:
+    """The calls that reached the stand-ins (refused ones too), words joined by one space: `tool arg …`, or with
+    `tool` given only that tool's calls, `arg …`."""
+    log = state / "calls.jsonl"
+    seen = [json.loads(x) for x in log.read_text().splitlines()] if log.exists() else []
+    return [" ".join(c["argv"] if tool else [c["tool"], *c["argv"]]) for c in seen if tool in (None, c["tool"])]
+
+
+def install(bin_dir: Path, state: Path, nodes: dict[str, list[str]] | None = None) -> None:
+    """`kubectl` and `scontrol` wrappers in `bin_dir` that run this module with `state` as their state; `nodes`
+    (per tool, the node names its cluster knows) goes to nodes.json (None: every name is known)."""
     from tests.standins.common import ROOT
 
     bin_dir.mkdir(parents=True, exist_ok=True)
     state.mkdir(parents=True, exist_ok=True)
+    if nodes is not None:
+        (state / "nodes.json").write_text(json.dumps(nodes))
     for tool in ("kubectl", "scontrol"):
         exe = bin_dir / tool
         exe.write_text(f"#!/bin/sh\nSCHED_STANDIN={state} PYTHONPATH={ROOT} exec {sys.executable} "
