@@ -94,3 +94,27 @@ def test_nvue_counter_shapes() -> None:
     assert cs["queue:3:tx_bytes"] == 19638275530752 and cs["queue:0:drops"] == 2233466
     assert cs["pfc:3:rx_pause"] == 18231 and cs["pfc:3:tx_pause"] == 2210
     assert cs["port:ecn_marked"] == 771204 and cs["pfcwd:3:storm_detected"] == 1
+
+
+def test_queue_backlog_and_the_backlogged_share() -> None:
+    """`backlog …b` per class is what is queued at that moment; the ets share counts only the intervals whose both
+    ends found both classes queued (a class alone takes the whole port, whatever its share)."""
+    from fabric.accept.checks.congestion import backlogged_share
+    from fabric.parsers.iproute import queue_backlog
+
+    tc = ROOT / "tests" / "fixtures" / "tc"
+    assert queue_backlog((tc / "ets-red-class-swp1.txt").read_text()) == {t: 0 for t in range(8)}
+    text = ("class ets 1:5 root \n Sent 10 bytes 1 pkt (dropped 0, overlimits 0 requeues 0) \n"
+            " backlog 4542b 3p requeues 0\n")
+    assert queue_backlog(text) == {3: 4542}
+
+    assert queue_backlog(text.replace("4542b", "173Kb")) == {3: 173 * 1024}
+
+    def s(t: float, roce: int, bulk: int, qr: int, qb: int) -> tuple[float, dict[str, int], dict[int, int]]:
+        return t, {"queue:3:tx_bytes": roce, "queue:0:tx_bytes": bulk}, {3: qr, 0: qb}
+
+    # RoCE alone first (its flow started earlier), then both queued at 1:1, then bulk alone
+    got = [s(0, 0, 0, 9000, 0), s(1, 900, 0, 9000, 9000), s(2, 1400, 500, 9000, 9000), s(3.5, 1900, 1000, 9000, 9000),
+           s(4, 1900, 1900, 0, 9000)]
+    assert backlogged_share(got, 3, 0) == (0.5, 2.5)
+    assert backlogged_share(got[:2], 3, 0) == (None, 0)

@@ -44,13 +44,21 @@ def _state(inventory: Path):
 def up(inventory: InventoryArg,
        timeout: Annotated[float, typer.Option(help="seconds to wait for BGP convergence")] = 120,
        k8s: Annotated[bool, typer.Option("--k8s", help="instead: a Kubernetes control plane with one kwok node per "
-                                         "host (make k8s-bins); prints its kubeconfig")] = False) -> None:
+                                         "host (make k8s-bins); prints its kubeconfig")] = False,
+       kernel: Annotated[str, typer.Option(help="native: this machine's kernel; vm: one leaf and up to 4 of its "
+                                           "hosts in a VM with Debian's 6.12 kernel (ets, red ecn, Soft-RoCE)")]
+       = "native") -> None:
     """Build the lab (namespaces, cables, FRR, host agent, sshd) and wait for BGP convergence."""
     from fabric.lab.lifecycle import up as lab_up
     from fabric.lab.sh import StepError, missing_prerequisites
 
     if k8s:
         _k8s_up(inventory)
+        return
+    if kernel not in ("native", "vm"):
+        raise UsageError(f"--kernel: expected native or vm, found {kernel!r}")
+    if kernel == "vm":
+        _vm_up(inventory)
         return
     loaded, fabric = _fabric(inventory)
     missing = missing_prerequisites()
@@ -66,6 +74,24 @@ def up(inventory: InventoryArg,
     out.print(f"lab {st.fabric} up in {st.up_seconds:.1f}s: {len(fabric.switches)} switches, "
               f"{len(fabric.hosts)} hosts, {len(st.links)} cables; state {st.dir}; "
               f"ssh key {st.ssh_key} (user {st.ssh_user})")
+
+
+def _vm_up(inventory: Path) -> None:
+    """`lab up --kernel vm`: the VM outlives the command; `lab down` stops it."""
+    from fabric.lab import vm
+    from fabric.lab.sh import StepError
+
+    _loaded, fabric = _fabric(inventory)
+    if vm.missing():
+        raise UsageError(f"lab up --kernel vm: missing {', '.join(vm.missing())} (make deps)")
+    try:
+        lab = vm.up(fabric)
+    except StepError as exc:
+        raise UsageError(f"lab up --kernel vm failed at {exc.step}: {exc.detail} (VM stopped)") from None
+    out.print(f"VM lab {lab.fabric} up in {lab.up_seconds:.1f}s (kernel {lab.kernel}, emulated): {lab.leaf} and "
+              f"{len(lab.hosts)} hosts ({', '.join(lab.hosts)}) on rail {lab.rail}, host ports at {lab.rate}; "
+              f"state {lab.dir}\nreach it: fabric lab exec {inventory} NODE -- CMD (NODE: {lab.leaf} or a host); "
+              f"stop it: fabric lab down {inventory}")
 
 
 def _k8s_up(inventory: Path) -> None:
@@ -100,8 +126,15 @@ def down(inventory: InventoryArg) -> None:
         out.print(f"Kubernetes lab stopped: {', '.join(stopped)}")
         if os.geteuid() != 0:
             return
+    from fabric.lab import vm
+
     _, fabric = _fabric(inventory)
+    gone = vm.down(fabric.name)
+    if gone:
+        out.print(f"VM lab {fabric.name} down: {sum(g.startswith('pid ') for g in gone)} processes stopped")
     removed = lab_down(fabric.name)
+    if gone and not removed:
+        return
     ns = sum(r.startswith("netns ") for r in removed)
     pids = sum(r.startswith("pid ") for r in removed)
     out.print(f"lab {fabric.name} down: {ns} namespaces, {pids} processes removed" if removed
@@ -191,7 +224,20 @@ def _print_status(s, fabric) -> None:
 @lab_app.command("exec", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
 def exec_(inventory: InventoryArg, node: Annotated[str, typer.Argument(help="switch or host")],
           command: Annotated[list[str], typer.Argument(help="command after --")]) -> None:
-    """Run a command in the node's namespace (`fabric lab exec INV NODE -- CMD …`)."""
+    """Run a command in the node's namespace (`fabric lab exec INV NODE -- CMD …`), in the VM lab if one runs."""
+    from fabric.lab import vm
+
+    _, fabric = _fabric(inventory)
+    lab = vm.load(fabric.name, required=False)
+    if lab is not None:
+        from fabric.lab.sh import StepError
+
+        try:
+            rc, text = vm.exec_argv(lab, node, command)
+        except StepError as exc:
+            raise UsageError(f"lab exec: {exc.detail}") from None
+        sys.stdout.write(text)
+        sys.exit(rc)
     st, _ = _state(inventory)
     sys.exit(subprocess.run(st.ns_argv(node, command)).returncode)
 

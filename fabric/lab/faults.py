@@ -43,6 +43,8 @@ def throttle(st: LabState, spec: str, rate: str) -> Fault:
     if not RATE.match(rate):
         raise UsageError(f"expected a tc rate such as 100mbit or 1gbit, found {rate!r}")
     node, port, ifname = _port(st, spec)
+    # from scratch: a `replace` of the switch port's root tbf (the ets+red lab) would keep its queue tree below
+    quiet(st.ns_argv(node, ["tc", "qdisc", "del", "dev", ifname, "root"]))
     run(st.ns_argv(node, ["tc", "qdisc", "replace", "dev", ifname, "root", "tbf", "rate", rate,
                           "burst", "64kb", "latency", "50ms"]), f"throttle {spec}")
     st.faults = [f for f in st.faults if not (f.kind == "throttle" and f.node == node and f.port == port)]

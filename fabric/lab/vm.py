@@ -1,12 +1,17 @@
 """A full Linux kernel for the lab checks this machine's kernel cannot do: `ets` and `red … ecn` qdiscs that count
-CE marks, and Soft-RoCE (`rdma_rxe`).
+CE marks, and Soft-RoCE (`rdma_rxe`): `fabric lab up --kernel vm`.
 
 The Debian 6.12 kernel (`linux-image-6.12-amd64`, bookworm-security) is booted by virtme-ng (`vng`, PyPI) under
 QEMU software emulation (`--disable-kvm`: nested KVM does not boot a guest here) with this machine's own root
-file system, read-only, and one writable directory for the results. The guest runs one command and powers off;
-the VM's whole process group is killed when the command overruns its time or the caller is interrupted, so
-nothing is left behind. Inside, `fabric lab up` builds the same lab as on the machine (its namespaces live in the
-guest kernel, its state in the guest's /run).
+file system, read-only, and one writable directory, the VM lab's state dir. The guest runs one sh script of ours
+(no Python: under emulation the CLI's import alone takes minutes): it builds one leaf of the fabric and up to
+four of its hosts in namespaces named after the nodes, with the `frr` target's rendered `ets` + `red … ecn`
+tree and DSCP filters on every host port (fabric.lab.qos.port_lines), then serves commands dropped into the
+state dir (`cmd/<n>.sh` → `<n>.out`, `<n>.rc`) until `stop` appears there or its lifetime ends, and powers off.
+
+`up` starts the VM in its own session and returns once the lab is built; `exec` runs a command in it; `down`
+asks the guest to stop, kills the VM's whole process group (vng, QEMU, virtiofsd) and removes the state dir.
+An `up` that fails or is interrupted does the same before it raises.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -22,12 +28,21 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from fabric.lab.sh import StepError
+from pydantic import BaseModel
+
+from fabric.design.intent import FabricIntent
+from fabric.errors import UsageError
+from fabric.lab.qos import port_lines
+from fabric.lab.sh import StepError, cmdline
+from fabric.lab.state import state_dir
+from fabric.render import render_switch
 
 KERNEL_SERIES = "6.12"  # sch_ets (4.19), sch_red ECN marks, rdma_rxe as modules in Debian's build
 BOOT = Path("/boot")
 MODULES = Path("/lib/modules")
 GUEST_MODULES = ["sch_tbf", "sch_ets", "sch_red", "cls_u32", "rdma_rxe"]
+PORT_RATE = "20mbit"  # the leaf ports' line rate: what iperf3 under emulation drives well past, 3 senders at a time
+MAX_HOSTS = 4
 
 
 @dataclass(frozen=True)
@@ -67,39 +82,222 @@ def missing() -> list[str]:
     return out
 
 
-@dataclass
-class VmRun:
-    returncode: int
-    output: str  # the guest console: the command's stdout and stderr
-    seconds: float
+
+
+class VmLab(BaseModel):
+    """A running VM lab: `vm.json` in its state dir (also the guest's writable directory)."""
+
+    fabric: str
+    dir: str
+    pid: int  # vng, the leader of the VM's session (QEMU and virtiofsd in its process group)
     kernel: str
+    leaf: str
+    rail: int
+    hosts: list[str]
+    rate: str
+    up_seconds: float = 0.0
+
+    @property
+    def path(self) -> Path:
+        return Path(self.dir)
+
+    def save(self) -> None:
+        (self.path / "vm.json").write_text(self.model_dump_json(indent=1) + "\n")
+
+    @property
+    def running(self) -> bool:
+        """Any process of the VM's group still there (vng, or a QEMU it left)."""
+        return bool(_group(self.pid, self.dir))
 
 
-def run(command: str, *, rwdir: Path, timeout: float, cpus: int = 2, memory: str = "2G") -> VmRun:
-    """Boot the kernel, run `command` (a shell command line of our own) as root in the guest with `rwdir`
-    writable, and power off. StepError when the VM cannot start or overruns `timeout` (then it is killed)."""
+def vm_dir(fabric_name: str) -> Path:
+    """The VM lab's state dir, beside the native lab's (`<base>/<fabric>.vm`)."""
+    d = state_dir(fabric_name)
+    return d.with_name(d.name + ".vm")
+
+
+def load(fabric_name: str, *, required: bool = True) -> VmLab | None:
+    path = vm_dir(fabric_name) / "vm.json"
+    if not path.exists():
+        if required:
+            raise UsageError(f"no VM lab for {fabric_name!r} ({path} absent); run `fabric lab up --kernel vm` first")
+        return None
+    return VmLab.model_validate_json(path.read_text())
+
+
+def lab_nodes(fabric: FabricIntent) -> tuple[str, int, list[str]]:
+    """(leaf, rail, hosts) of the VM lab: the first leaf with host ports, its rail, its first four hosts."""
+    for name in sorted(fabric.switches):
+        hosts = sorted(h for h, hi in fabric.hosts.items() if any(r.leaf == name for r in hi.rails))
+        if hosts:
+            rail = next(r.rail for r in fabric.hosts[hosts[0]].rails if r.leaf == name)
+            return name, rail, hosts[:MAX_HOSTS]
+    raise UsageError(f"fabric {fabric.name!r}: no leaf with host ports to run in the VM")
+
+
+def lab_script(fabric: FabricIntent, leaf: str, rail: int, hosts: list[str], rate: str, out: Path,
+               lifetime: float) -> str:
+    """The guest's whole job as one sh script of our own (every value from the intent, nothing untrusted): the leaf
+    and hosts in namespaces named after them, the leaf's host ports joined by its SVI bridge `br0` and queued by
+    the rendered tree, then the command loop."""
+    qos_sh = render_switch(fabric.switches[leaf], fabric)["qos.sh"]
+    rails = {h: next(r for r in fabric.hosts[h].rails if r.rail == rail) for h in hosts}
+    batch = [ln for r in rails.values() for ln in port_lines(fabric, leaf, r.leaf_port, r.leaf_port, qos_sh, rate)]
+    (out / "leaf-tc.batch").write_text("\n".join(batch) + "\n")
+    lines = ["set -u", f"O={out}", "exec >$O/guest.log 2>&1", "echo BOOTED $(date +%s.%N)", "fail() { echo \"$*\" "
+             "> $O/failed; exit 1; }",
+             f"for m in {' '.join(GUEST_MODULES)}; do modprobe $m || fail modprobe $m; done",
+             "sysctl -qw net.core.rmem_max=4194304 net.core.wmem_max=4194304",  # iperf3 -w 1M (global in 6.12)
+             f"ip netns add {leaf}", f"ip -n {leaf} link add br0 type bridge", f"ip -n {leaf} link set br0 up"]
+    for h, r in rails.items():
+        lines += [f"ip netns add {h}",
+                  f"ip link add {r.ifname} netns {h} type veth peer name {r.leaf_port} netns {leaf}",
+                  f"ip -n {leaf} link set {r.leaf_port} master br0 up", f"ip -n {h} link set lo up",
+                  f"ip -n {h} addr add {r.address} dev {r.ifname}", f"ip -n {h} link set {r.ifname} up",
+                  f"ip netns exec {h} sysctl -qw net.ipv4.tcp_ecn=1"]
+    first, last = rails[hosts[0]], rails[hosts[-1]]
+    lines += [f"ip netns exec {leaf} tc -batch $O/leaf-tc.batch || fail tc -batch of the leaf",
+              f"ip netns exec {hosts[-1]} ping -c 3 -W 5 {first.address.split('/')[0]} >/dev/null "
+              f"|| fail {last.ifname} of {hosts[-1]} cannot reach {hosts[0]}",
+              "mkdir -p $O/cmd", "echo READY $(date +%s.%N)", "touch $O/ready",
+              f"end=$(( $(date +%s) + {int(lifetime)} ))",
+              'while [ ! -e $O/stop ] && [ "$(date +%s)" -lt "$end" ]; do',
+              "  for f in $O/cmd/*.sh; do",
+              '    [ -e "$f" ] || continue',
+              '    n=${f%.sh}; mv "$f" "$n.run"; sh "$n.run" > "$n.out" 2>&1; echo $? > "$n.tmp"; mv "$n.tmp" "$n.rc"',
+              "  done", "  sleep 0.2", "done", "echo STOPPED $(date +%s.%N)"]
+    return "\n".join(lines) + "\n"
+
+
+def up(fabric: FabricIntent, *, directory: Path | None = None, rate: str = PORT_RATE, timeout: float = 600,
+       lifetime: float = 3600, cpus: int = 2, memory: str = "2G") -> VmLab:
+    """Boot the VM and build the lab in it; returns once it is ready. StepError (everything stopped and removed)
+    when it cannot boot, its script fails, it overruns `timeout` or the caller is interrupted."""
     kernel, exe = find_kernel(), vng()
     if kernel is None or exe is None:
         raise StepError("vm", "cannot boot: missing " + ", ".join(missing()))
+    d = directory or vm_dir(fabric.name)
+    if (d / "vm.json").exists():
+        raise UsageError(f"a VM lab for {fabric.name!r} exists ({d}/vm.json); run `fabric lab down` first")
+    leaf, rail, hosts = lab_nodes(fabric)
+    shutil.rmtree(d, ignore_errors=True)  # what an `up` killed before it saved vm.json left
+    d.mkdir(parents=True, mode=0o700)
+    (d / "guest.sh").write_text(lab_script(fabric, leaf, rail, hosts, rate, d, lifetime))
     argv = [exe, "--disable-kvm", "--run", str(kernel.image), "--cpus", str(cpus), "--memory", memory,
-            "--rwdir", str(rwdir), "--exec", command]
+            "--rwdir", str(d), "--exec", f"sh {d}/guest.sh"]
     env = {**os.environ, "PATH": f"{Path(exe).parent}:{os.environ.get('PATH', '/usr/bin:/bin')}"}
     t0 = time.monotonic()
-    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, errors="replace", env=env, start_new_session=True)
+    with open(d / "console.log", "w") as console:
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=console, stderr=subprocess.STDOUT, env=env,
+                                start_new_session=True)
+    lab = VmLab(fabric=fabric.name, dir=str(d), pid=proc.pid, kernel=kernel.release, leaf=leaf, rail=rail,
+                hosts=hosts, rate=rate)
     try:
-        out, _ = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired as exc:
-        raise StepError("vm", f"{kernel.release} under emulation did not finish in {timeout:.0f}s (killed)") from exc
-    finally:
-        _kill_group(proc)
-    return VmRun(proc.returncode, out or "", round(time.monotonic() - t0, 1), kernel.release)
+        lab.save()
+        while not (d / "ready").exists():
+            if (d / "failed").exists() or proc.poll() is not None or time.monotonic() - t0 > timeout:
+                why = (d / "failed").read_text().strip() if (d / "failed").exists() else (
+                    f"the VM exited ({proc.returncode})" if proc.poll() is not None
+                    else f"not ready in {timeout:.0f}s under emulation")
+                raise StepError("vm", f"{kernel.release}: {why}; console: {_tail(d / 'console.log')}")
+            time.sleep(0.2)
+        lab.up_seconds = round(time.monotonic() - t0, 1)
+        lab.save()
+        return lab
+    except BaseException as exc:
+        stop(lab, grace=0)
+        if isinstance(exc, KeyboardInterrupt):
+            raise StepError("interrupted", "VM stopped") from exc
+        raise
 
 
-def _kill_group(proc: subprocess.Popen[str]) -> None:
+def _tail(path: Path, lines: int = 3) -> str:
+    text = path.read_text(errors="replace") if path.exists() else ""
+    return " | ".join(ln.strip() for ln in text.strip().splitlines()[-lines:]) or "(empty)"
+
+
+_seq = 0
+
+
+def shell(lab: VmLab, script: str, *, timeout: float = 120) -> tuple[int, str]:
+    """Run `script` (sh, our own) as root in the guest's initial namespace: (exit status, stdout and stderr).
+    StepError when the VM is gone or the script overruns `timeout` (the guest may still be running it)."""
+    global _seq
+    _seq += 1
+    name = f"{os.getpid()}-{_seq}"
+    cmd = lab.path / "cmd"
+    (cmd / f"{name}.tmp").write_text(script)
+    (cmd / f"{name}.tmp").rename(cmd / f"{name}.sh")
+    deadline = time.monotonic() + timeout
+    rc = cmd / f"{name}.rc"
+    while not rc.exists():
+        if not lab.running:
+            raise StepError("vm", "the VM is not running")
+        if time.monotonic() > deadline:
+            raise StepError("vm", f"command {name} did not finish in {timeout:.0f}s")
+        time.sleep(0.2)
+    return int(rc.read_text().strip() or 1), (cmd / f"{name}.out").read_text(errors="replace")
+
+
+def exec_argv(lab: VmLab, node: str, argv: list[str], *, timeout: float = 120) -> tuple[int, str]:
+    """`argv` in a node's namespace in the guest (`fabric lab exec INV NODE -- …`)."""
+    if node not in (lab.leaf, *lab.hosts):
+        raise UsageError(f"node: expected one of the VM lab's {', '.join([lab.leaf, *lab.hosts])}, found {node!r}")
+    return shell(lab, f"ip netns exec {node} {shlex.join(argv)}\n", timeout=timeout)
+
+
+def stop(lab: VmLab, *, grace: float = 30) -> list[str]:
+    """Ask the guest to stop (it powers off), give it `grace` seconds, end the VM's process group, remove the state
+    dir. Idempotent; returns what went."""
+    removed = []
+    d = lab.path
+    if lab.running:
+        with contextlib.suppress(OSError):
+            (d / "stop").touch()
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline and lab.running:
+            time.sleep(0.2)
+        removed += [f"pid {p}" for p in _group(lab.pid, lab.dir)]
+        _kill_group(lab.pid)
+    if d.exists():
+        shutil.rmtree(d, ignore_errors=True)
+        removed.append(f"dir {d}")
+    return removed
+
+
+def down(fabric_name: str) -> list[str]:
+    """`lab down`: stop the fabric's VM lab if there is one (nothing to do otherwise)."""
+    lab = load(fabric_name, required=False)
+    return [] if lab is None else stop(lab)
+
+
+def _members(pgid: int) -> list[int]:
+    """Live (not zombie) processes of process group `pgid`."""
+    out = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, IndexError, ValueError):
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            if int(fields[2]) == pgid and fields[0] != "Z":
+                out.append(int(stat.parent.name))
+    return sorted(out)
+
+
+def _group(pgid: int, directory: str) -> list[int]:
+    """The VM's processes: group `pgid`, provided one of them runs with `directory` on its command line (a reused
+    pid is never taken for the VM)."""
+    members = _members(pgid)
+    return members if any(directory in cmdline(p) for p in members) else []
+
+
+def _kill_group(pid: int) -> None:
     """vng, QEMU and virtiofsd share the session vng leads: end all of it (TERM, then KILL)."""
     for sig in (signal.SIGTERM, signal.SIGKILL):
         with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, sig)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(timeout=5)
+            os.killpg(pid, sig)
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, os.WNOHANG)
+            if not _members(pid):
+                break
+            time.sleep(0.1)

@@ -28,6 +28,21 @@ _CLASS = re.compile(r"^class \S+ (?P<id>[0-9a-f]+:[0-9a-f]+) .*\n\s+Sent (?P<byt
                     r"\(dropped (?P<drops>\d+)", re.MULTILINE)
 
 
+_BACKLOG = re.compile(r"^class \S+ (?P<id>[0-9a-f]+:[0-9a-f]+) .*\n(?:(?!class )[^\n]*\n)*?"
+                      r"\s+backlog (?P<bytes>\d+)(?P<unit>[KMG]?)b ", re.MULTILINE)
+
+
+def queue_backlog(class_text: str) -> dict[int, int]:
+    """Bytes queued per traffic class at the moment of `tc -s class show dev X` (`backlog 4542b 3p`, `173Kb`:
+    iproute2's sprint_size, 1024-based): a gauge, not a counter, so apart from queue_counters."""
+    out: dict[int, int] = {}
+    for m in _BACKLOG.finditer(class_text):
+        band = band_of(m["id"])
+        if band is not None:
+            out[7 - band] = int(m["bytes"]) * 1024 ** " KMG".index(m["unit"] or " ")
+    return out
+
+
 def band_of(classid: str, handle: str = "1") -> int | None:
     """`1:N` (the queue tree's class N, N = 1-8) → its band N−1; None for other classes."""
     major, _, minor = classid.partition(":")

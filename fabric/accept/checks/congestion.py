@@ -10,6 +10,7 @@ shaped and queued by fabric.lab.qos, so they congest and (with `red`) mark like 
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
+from itertools import pairwise
 
 from pydantic import Field
 
@@ -263,6 +264,23 @@ def configured_share(fabric: FabricIntent, host: str, leaf: str) -> tuple[float,
     return (rw / (rw + bw) if rw + bw else 0.5), roce_tc, bulk_tc
 
 
+def backlogged_share(samples: list[tuple[float, dict[str, int], dict[int, int]]], roce_tc: int, bulk_tc: int
+                     ) -> tuple[float | None, float]:
+    """The RoCE class's share of one port read from samples of its queue counters taken during a round, each
+    (seconds, queue_counters, queue_backlog): the `tx_bytes` deltas of both classes summed over the intervals whose
+    both ends found both classes queued. DWRR divides the port by the configured shares only while both classes
+    have packets waiting; a class alone (its flow started earlier or ended sooner) takes the whole port, which the
+    round's totals would count. Returns (share or None, seconds of the intervals used)."""
+    roce = bulk = 0
+    seconds = 0.0
+    for (t0, c0, b0), (t1, c1, b1) in pairwise(samples):
+        if min(b0.get(roce_tc, 0), b0.get(bulk_tc, 0), b1.get(roce_tc, 0), b1.get(bulk_tc, 0)) > 0:
+            roce += c1.get(f"queue:{roce_tc}:tx_bytes", 0) - c0.get(f"queue:{roce_tc}:tx_bytes", 0)
+            bulk += c1.get(f"queue:{bulk_tc}:tx_bytes", 0) - c0.get(f"queue:{bulk_tc}:tx_bytes", 0)
+            seconds += t1 - t0
+    return (roce / (roce + bulk) if roce + bulk > 0 else None), seconds
+
+
 @register
 class Ets(Check):
     """RoCE-class traffic and bulk TCP (best effort, several streams) into one receiver's leaf port at once, per
@@ -287,6 +305,31 @@ class Ets(Check):
             roce.append((ep[(a, rail)], ep[(receiver, rail)]))
             bulk.append((ep[(b, rail)], ep[(receiver, rail)]))
         return roce, bulk
+
+    def judge(self, fabric: FabricIntent, src: End, dst: End, m: Measurement, b: Measurement, d: cn.Snapshot,
+              window_share: float | None = None) -> Measurement:
+        """The RoCE share of the receiver's leaf port against its floor: from the port's queue counters where the
+        switch counts per class (`window_share`: already read over the round's backlogged window, see
+        backlogged_share; else the round's deltas in `d`), otherwise from the hosts' rates."""
+        inputs: EtsInput = self.inputs  # type: ignore[assignment]
+        leaf, port = _port(fabric, dst.host, dst.rail)
+        share, roce_tc, bulk_tc = configured_share(fabric, dst.host, leaf)
+        floor = round(share * (1 - inputs.tolerance), 3)
+        rv, bv = m.value or 0.0, b.value or 0.0
+        host_share = rv / (rv + bv) if rv + bv else 0.0
+        q = d.get(leaf, {}).get(port, {})
+        qr, qb = q.get(f"queue:{roce_tc}:tx_bytes"), q.get(f"queue:{bulk_tc}:tx_bytes")
+        switch_share = window_share if window_share is not None else (
+            qr / (qr + qb) if qr is not None and qb is not None and qr + qb else None)
+        value = switch_share if switch_share is not None else host_share
+        ok = m.value is not None and b.value is not None and value >= floor
+        detail = (f"{leaf}:{port}: RoCE TC{roce_tc} {rv:.3g} {m.unit} ({src.host}) vs bulk TC{bulk_tc} "
+                  f"{bv:.3g} {b.unit} ({b.src}, {inputs.bulk_streams} streams); hosts {host_share:.0%}"
+                  + (f", port queues {switch_share:.0%} (TC{roce_tc} +{qr} B, TC{bulk_tc} +{qb} B"
+                     + (", backlogged window" if window_share is not None else "") + ")"
+                     if switch_share is not None else "") + f"; configured {share:.0%}")
+        return Measurement(rail=src.rail, src=leaf, dst=port, value=round(value, 4), unit="RoCE share",
+                           threshold=floor, ok=ok, tool=m.tool, detail=detail)
 
     def _bulk(self) -> Iperf3:
         inputs: EtsInput = self.inputs  # type: ignore[assignment]
@@ -315,24 +358,11 @@ class Ets(Check):
         ms: list[Measurement] = []
         problems: list[str] = []
         for (src, dst), m, b in zip(roce_links, got, got_bulk, strict=True):
+            ms.append(self.judge(fabric, src, dst, m, b, d))
+            if not ms[-1].ok:
+                problems.append(ms[-1].detail)
             leaf, port = _port(fabric, dst.host, dst.rail)
-            share, roce_tc, bulk_tc = configured_share(fabric, dst.host, leaf)
-            floor = round(share * (1 - inputs.tolerance), 3)
-            rv, bv = m.value or 0.0, b.value or 0.0
-            host_share = rv / (rv + bv) if rv + bv else 0.0
-            q = d.get(leaf, {}).get(port, {})
-            qr, qb = q.get(f"queue:{roce_tc}:tx_bytes"), q.get(f"queue:{bulk_tc}:tx_bytes")
-            switch_share = qr / (qr + qb) if qr is not None and qb is not None and qr + qb else None
-            value = switch_share if switch_share is not None else host_share
-            ok = m.value is not None and b.value is not None and value >= floor
-            detail = (f"{leaf}:{port}: RoCE TC{roce_tc} {rv:.3g} {m.unit} ({src.host}) vs bulk TC{bulk_tc} "
-                      f"{bv:.3g} {b.unit} ({b.src}, {inputs.bulk_streams} streams); hosts {host_share:.0%}"
-                      + (f", port queues {switch_share:.0%} (TC{roce_tc} +{qr} B, TC{bulk_tc} +{qb} B)"
-                         if switch_share is not None else "") + f"; configured {share:.0%}")
-            ms.append(Measurement(rail=src.rail, src=leaf, dst=port, value=round(value, 4), unit="RoCE share",
-                                  threshold=floor, ok=ok, tool=tool.name, detail=detail))
-            if not ok:
-                problems.append(detail)
+            _share, _roce_tc, bulk_tc = configured_share(fabric, dst.host, leaf)
             ctx.off_class.setdefault((leaf, port), set()).add(bulk_tc)
             for h in (b.src, dst.host):
                 bulk_prio = fabric.hosts[h].nic_qos.dscp2prio.get(0, 0)
