@@ -11,14 +11,16 @@ filters, without the gang and the HyperNode tier), multus and the CNI plugins, a
 from __future__ import annotations
 
 import copy
+import datetime
 import json
 import os
 import re
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -259,3 +261,70 @@ def test_a_cordoned_node_and_one_without_rail_devices_are_never_chosen(kube: Kub
     node = json.loads(kube.kubectl("get", "node", cordoned, "-o", "json").stdout)["spec"]
     assert not node.get("unschedulable") and not node.get("taints")
 
+def job_pods(kube: KubeLab, ns: str, job: str, role: str) -> list[dict]:
+    sel = f"roce-fabric/job={job},roce-fabric/role={role}"
+    return json.loads(kube.kubectl("get", "pods", "-n", ns, "-l", sel, "-o", "json").stdout)["items"]
+
+
+def running_on(kube: KubeLab, ns: str, job: str) -> list[str]:
+    """The nodes of the job's Running workers."""
+    pods = job_pods(kube, ns, job, "worker")
+    return sorted(p["spec"]["nodeName"] for p in pods if p["status"].get("phase") == "Running")
+
+
+def wait_for(what: str, probe: Callable[[], Any], timeout: float = 120) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if value := probe():
+            return value
+        time.sleep(0.5)
+    raise AssertionError(f"not after {timeout:.0f}s: {what}")
+
+
+def launcher_ends(kube: KubeLab, ns: str, job: str) -> None:
+    """Stands in for the launcher's script ending with exit 0 (mpirun done): its pod's status Succeeded, as the
+    kubelet reports it. The launchers of these tests are held (kwok's completion an hour away), because the real
+    launcher first waits for every worker (manifests.WAIT_FOR_WORKERS) and kwok does not run it."""
+    (pod,) = job_pods(kube, ns, job, "launcher")
+    now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    status = {"phase": "Succeeded", "containerStatuses": [{
+        "name": "launcher", "image": pod["spec"]["containers"][0]["image"], "imageID": "", "ready": False,
+        "restartCount": 0, "started": False,
+        "state": {"terminated": {"exitCode": 0, "reason": "Completed", "startedAt": now, "finishedAt": now}}}]}
+    kube.kubectl("patch", "pod", pod["metadata"]["name"], "-n", ns, "--subresource=status", "--type=merge", "-p",
+                 json.dumps({"status": status}))
+
+
+def test_two_jobs_on_the_same_hosts_run_one_after_the_other(kube: KubeLab, on_path: KubeLab,
+                                                            generated: dict[str, FabricIntent], tmp_path: Path) -> None:
+    """su1's NCCL job and its pod bandwidth job both want every rail device of the same four hosts (PF mode: one
+    per rail and node). The second, applied while the first runs, waits with all its workers unbound (the
+    scheduler's reason, as the runner reports it: the rails are taken) and runs once the first ends: no node
+    ever holds both, and neither blocks the other. Without a gang this order is not guaranteed when both
+    are applied at the same instant (each could get part of the hosts; the launcher's worker wait then fails
+    it after ROCE_FABRIC_WAIT_S and frees them): that is Volcano's part, not built here."""
+    fabric = generated["three-su"]
+    use(kube, fabric)
+    ns = fabric.kubernetes.namespace
+    bundle.render_bundle(fabric, tmp_path, IMAGE)
+    first, second = "nccl-su1", "pods-su1-bw"
+    paths = {n: tmp_path / "jobs" / f"{n}.yaml" for n in (first, second)}
+    hosts = [f"gpu-su1-0{i}" for i in range(1, 5)]
+    try:
+        for n in (first, second):
+            group, mpijob = yaml.safe_load_all(paths[n].read_text())
+            kube.apply([group, launcher_runs(mpijob, "3600s")])
+            if n == first:
+                wait_for(f"{first}'s four workers Running", lambda: running_on(kube, ns, first) == hosts)
+        why = wait_for(f"{second}'s workers Pending with a reason",
+                       lambda: (w := K8sRunner(ns).pending(second)).startswith("4 pods Pending") and w)
+        assert why.startswith("4 pods Pending: 0/12 nodes are available: 4 Insufficient nvidia.com/rail1,"), why
+        assert not [p["spec"]["nodeName"] for p in job_pods(kube, ns, second, "worker") if p["spec"].get("nodeName")]
+        launcher_ends(kube, ns, first)
+        assert wait_mpijob(kube, ns, first) == "Succeeded"
+        wait_for(f"{second}'s four workers Running", lambda: running_on(kube, ns, second) == hosts)
+        launcher_ends(kube, ns, second)
+        assert wait_mpijob(kube, ns, second) == "Succeeded"
+    finally:
+        for n in (first, second):
+            gone(kube, ns, paths[n], n)
