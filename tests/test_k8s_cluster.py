@@ -10,20 +10,28 @@ filters, without the gang and the HyperNode tier), multus and the CNI plugins, a
 
 from __future__ import annotations
 
+import copy
+import datetime
 import json
 import os
+import re
+import subprocess
+import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 
 from fabric.accept import bundle
+from fabric.accept.k8s import K8sRunner
 from fabric.design.derive import derive
 from fabric.design.intent import FabricIntent
-from fabric.lab.kube import KubeLab, bins_dir, missing_bins
+from fabric.lab.kube import KubeLab, bins_dir, missing_bins, node_resources
 from fabric.model.load import load
+from fabric.remediate import TAINT_KEY
 from tests.conftest import ROOT, require
 
 pytestmark = pytest.mark.k8s
@@ -40,16 +48,20 @@ def h100() -> FabricIntent:
 
 
 @pytest.fixture(scope="session")
-def generated(tmp_path_factory: pytest.TempPathFactory) -> dict[str, FabricIntent]:
-    """Two generated fabrics: 2 SUs and 3 SUs of 4 hosts each (`fabric generate gpu-rail`)."""
+def generated_dirs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Two generated inventories: 2 SUs and 3 SUs of 4 hosts each (`fabric generate gpu-rail`)."""
     from fabric.generate import GpuRailSpec, write
 
     out = {}
     for name, sus in (("two-su", 2), ("three-su", 3)):
-        d = tmp_path_factory.mktemp("gen") / name
-        write(GpuRailSpec(name=name, gpus=sus * 4 * 8, hosts_per_su=4), d)
-        out[name] = derive(load(d))
+        out[name] = tmp_path_factory.mktemp("gen") / name
+        write(GpuRailSpec(name=name, gpus=sus * 4 * 8, hosts_per_su=4), out[name])
     return out
+
+
+@pytest.fixture(scope="session")
+def generated(generated_dirs: dict[str, Path]) -> dict[str, FabricIntent]:
+    return {name: derive(load(d)) for name, d in generated_dirs.items()}
 
 
 def use(kube: KubeLab, fabric: FabricIntent) -> KubeLab:
@@ -114,7 +126,7 @@ def launcher_runs(mpijob: dict, seconds: str) -> dict:
 
 def gone(kube: KubeLab, ns: str, path: Path, name: str) -> None:
     """Deletes a job and waits for its pods to go (the garbage collector deletes them after the MPIJob)."""
-    kube.kubectl("delete", "-f", str(path), "--wait=true", timeout=120)
+    kube.kubectl("delete", "-f", str(path), "--wait=true", "--ignore-not-found", timeout=120)
     kube.kubectl("delete", "pod", "-l", f"roce-fabric/job={name}", "-n", ns, "--grace-period=0", "--force",
                  check=False)
     kube.kubectl("wait", "--for=delete", "pod", "-l", f"roce-fabric/job={name}", "-n", ns, "--timeout=90s",
@@ -144,6 +156,16 @@ def test_control_plane_nodes_carry_the_fabrics_resources_and_labels(kube: KubeLa
     assert n["metadata"]["labels"]["fabric.roce.io/scalable-unit"] == "su2"
     ready = {c["type"]: c["status"] for c in n["status"]["conditions"]}
     assert ready["Ready"] == "True"
+
+
+def test_the_control_plane_reports_the_pinned_versions(kube: KubeLab) -> None:
+    """The binaries carry the release they were built from (tools/k8s-bins/build.sh's -X version flags)."""
+    gomod = (ROOT / "tools" / "k8s-bins" / "core" / "go.mod").read_text()
+    pin = next(line.split()[1] for line in gomod.splitlines() if line.startswith("\tk8s.io/kubernetes "))
+    assert json.loads(kube.kubectl("get", "--raw", "/version").stdout)["gitVersion"] == pin
+    for prog in ("kube-apiserver", "kube-scheduler", "kube-controller-manager"):
+        out = subprocess.run([str(kube.bins / "bin" / prog), "--version"], capture_output=True, text=True, timeout=30)
+        assert out.stdout.strip() == f"Kubernetes {pin}", prog
 
 
 @pytest.mark.parametrize("which", ["h100-400g", "two-su", "three-su"])
@@ -176,3 +198,134 @@ def test_every_rendered_job_is_admitted_placed_on_its_hosts_and_completes(kube: 
         assert launcher in hosts
         gone(kube, ns, path, name)
         assert set(workers) == {f"{name}-worker-{i}" for i in range(len(hosts))}
+
+
+def test_a_cordoned_node_and_one_without_rail_devices_are_never_chosen(kube: KubeLab, on_path: KubeLab,
+                                                                        generated: dict[str, FabricIntent],
+                                                                        generated_dirs: dict[str, Path],
+                                                                        tmp_path: Path) -> None:
+    """`fabric remediate --scheduler kubernetes --execute` cordons and taints gpu-su1-01 through kubectl against
+    this API server; gpu-su1-02 advertises no rail devices (allocatable 0: what the kubelet reports when the
+    device plugin's devices are gone). su1's NCCL job cut to two workers lands on the other two hosts; the job as
+    rendered (a worker on each of the four) waits, and the tool's runner reports the scheduler's own reason.
+    kube-scheduler alone has no gang (Volcano is not built here): the two workers that fit are bound meanwhile."""
+    fabric = generated["three-su"]
+    use(kube, fabric)
+    ns, name = fabric.kubernetes.namespace, "nccl-su1"
+    cordoned, railless = "gpu-su1-01", "gpu-su1-02"
+    rails = {r: v for r, v in node_resources(fabric, railless).items() if "/rail" in r}
+
+    def rails_to(value: str | None) -> None:
+        res = {r: value or v for r, v in rails.items()}
+        kube.kubectl("patch", "node", railless, "--subresource=status", "--type=merge", "-p",
+                     json.dumps({"status": {"capacity": res, "allocatable": res}}))
+
+    fab = str(Path(sys.executable).parent / "fabric")
+    env = {**os.environ, "FABRIC_STATE": str(tmp_path / "state")}
+    remediate = [fab, "remediate", str(generated_dirs["three-su"]), "--host", cordoned, "--reason", "rail 3 flaps",
+                 "--scheduler", "kubernetes", "--execute"]
+    bundle.render_bundle(fabric, tmp_path, IMAGE)
+    group, mpijob = yaml.safe_load_all((tmp_path / "jobs" / f"{name}.yaml").read_text())
+    held = tmp_path / "held.yaml"
+    try:
+        done = subprocess.run(remediate, capture_output=True, text=True, env=env, timeout=120)
+        assert done.returncode == 0, done.stdout + done.stderr
+        node = json.loads(kube.kubectl("get", "node", cordoned, "-o", "json").stdout)["spec"]
+        assert node["unschedulable"] is True
+        assert {"key": TAINT_KEY, "value": "rail-3-flaps", "effect": "NoSchedule"} in node["taints"]
+        rails_to("0")
+
+        two, group2 = copy.deepcopy(mpijob), copy.deepcopy(group)
+        two["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"], group2["spec"]["minMember"] = 2, 3
+        kube.kubectl("delete", "events", "--all", "-n", ns)
+        kube.apply([group2, launcher_runs(two, "5s")])
+        assert wait_mpijob(kube, ns, name) == "Succeeded", kube.kubectl("describe", "mpijob", name, "-n", ns).stdout
+        placed = scheduled(kube, ns, name, expect=3)
+        assert sorted(n for p, n in placed.items() if "-worker-" in p) == ["gpu-su1-03", "gpu-su1-04"]
+        assert cordoned not in placed.values()
+        gone(kube, ns, tmp_path / "jobs" / f"{name}.yaml", name)
+
+        held.write_text(yaml.safe_dump_all([group, launcher_runs(mpijob, "3600s")]))
+        kube.kubectl("delete", "events", "--all", "-n", ns)
+        _log, err = K8sRunner(ns, poll_s=1).run(held, name, timeout=20)
+        assert err.startswith(f"MPIJob {name} not finished after 20s: 2 pods Pending: 0/12 nodes are available: "), err
+        assert re.search(r"\b\d+ Insufficient nvidia\.com/rail1,", err) and "1 node(s) were unschedulable" in err, err
+        placed = scheduled(kube, ns, name, expect=3)
+        workers = sorted(n for p, n in placed.items() if "-worker-" in p)
+        assert workers == ["gpu-su1-03", "gpu-su1-04"], placed  # no gang: what fits is bound
+        assert cordoned not in placed.values()
+    finally:
+        gone(kube, ns, held if held.exists() else tmp_path / "jobs" / f"{name}.yaml", name)
+        undo = subprocess.run([*remediate, "--revert"], capture_output=True, text=True, env=env, timeout=120)
+        rails_to(None)
+    assert undo.returncode == 0, undo.stdout + undo.stderr
+    node = json.loads(kube.kubectl("get", "node", cordoned, "-o", "json").stdout)["spec"]
+    assert not node.get("unschedulable") and not node.get("taints")
+
+def job_pods(kube: KubeLab, ns: str, job: str, role: str) -> list[dict]:
+    sel = f"roce-fabric/job={job},roce-fabric/role={role}"
+    return json.loads(kube.kubectl("get", "pods", "-n", ns, "-l", sel, "-o", "json").stdout)["items"]
+
+
+def running_on(kube: KubeLab, ns: str, job: str) -> list[str]:
+    """The nodes of the job's Running workers."""
+    pods = job_pods(kube, ns, job, "worker")
+    return sorted(p["spec"]["nodeName"] for p in pods if p["status"].get("phase") == "Running")
+
+
+def wait_for(what: str, probe: Callable[[], Any], timeout: float = 120) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if value := probe():
+            return value
+        time.sleep(0.5)
+    raise AssertionError(f"not after {timeout:.0f}s: {what}")
+
+
+def launcher_ends(kube: KubeLab, ns: str, job: str) -> None:
+    """Stands in for the launcher's script ending with exit 0 (mpirun done): its pod's status Succeeded, as the
+    kubelet reports it. The launchers of these tests are held (kwok's completion an hour away), because the real
+    launcher first waits for every worker (manifests.WAIT_FOR_WORKERS) and kwok does not run it."""
+    (pod,) = job_pods(kube, ns, job, "launcher")
+    now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    status = {"phase": "Succeeded", "containerStatuses": [{
+        "name": "launcher", "image": pod["spec"]["containers"][0]["image"], "imageID": "", "ready": False,
+        "restartCount": 0, "started": False,
+        "state": {"terminated": {"exitCode": 0, "reason": "Completed", "startedAt": now, "finishedAt": now}}}]}
+    kube.kubectl("patch", "pod", pod["metadata"]["name"], "-n", ns, "--subresource=status", "--type=merge", "-p",
+                 json.dumps({"status": status}))
+
+
+def test_two_jobs_on_the_same_hosts_run_one_after_the_other(kube: KubeLab, on_path: KubeLab,
+                                                            generated: dict[str, FabricIntent], tmp_path: Path) -> None:
+    """su1's NCCL job and its pod bandwidth job both want every rail device of the same four hosts (PF mode: one
+    per rail and node). The second, applied while the first runs, waits with all its workers unbound (the
+    scheduler's reason, as the runner reports it: the rails are taken) and runs once the first ends: no node
+    ever holds both, and neither blocks the other. Without a gang this order is not guaranteed when both
+    are applied at the same instant (each could get part of the hosts; the launcher's worker wait then fails
+    it after ROCE_FABRIC_WAIT_S and frees them): that is Volcano's part, not built here."""
+    fabric = generated["three-su"]
+    use(kube, fabric)
+    ns = fabric.kubernetes.namespace
+    bundle.render_bundle(fabric, tmp_path, IMAGE)
+    first, second = "nccl-su1", "pods-su1-bw"
+    paths = {n: tmp_path / "jobs" / f"{n}.yaml" for n in (first, second)}
+    hosts = [f"gpu-su1-0{i}" for i in range(1, 5)]
+    try:
+        for n in (first, second):
+            group, mpijob = yaml.safe_load_all(paths[n].read_text())
+            kube.apply([group, launcher_runs(mpijob, "3600s")])
+            if n == first:
+                wait_for(f"{first}'s four workers Running", lambda: running_on(kube, ns, first) == hosts)
+        why = wait_for(f"{second}'s workers Pending with a reason",
+                       lambda: (w := K8sRunner(ns).pending(second)).startswith("4 pods Pending") and w)
+        assert why.startswith("4 pods Pending: 0/12 nodes are available: 4 Insufficient nvidia.com/rail1,"), why
+        assert not [p["spec"]["nodeName"] for p in job_pods(kube, ns, second, "worker") if p["spec"].get("nodeName")]
+        launcher_ends(kube, ns, first)
+        assert wait_mpijob(kube, ns, first) == "Succeeded"
+        wait_for(f"{second}'s four workers Running", lambda: running_on(kube, ns, second) == hosts)
+        launcher_ends(kube, ns, second)
+        assert wait_mpijob(kube, ns, second) == "Succeeded"
+    finally:
+        for n in (first, second):
+            gone(kube, ns, paths[n], n)

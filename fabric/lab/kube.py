@@ -46,6 +46,11 @@ PROGRAMS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler
 KWOK_ANNOTATION = "kwok.x-k8s.io/node"
 SCHEDULERS = ("default-scheduler", "volcano")  # kube-scheduler profiles (see the module docstring)
 SHARED_CRDS = ROOT.parent / "shared" / "k8s-crds"
+# kwok v0.7.0 renews no node Lease here (its log never says "Syncing lease") and its default heartbeat-with-lease
+# stage re-posts node status every 10 min, so with the controller manager's 50 s grace every node turned NotReady
+# (and tainted not-ready:NoSchedule) about 50 s after it was added: later pods stayed Pending. Fake nodes have no
+# liveness to watch; the lab waits an hour.
+NODE_GRACE = "1h"
 
 
 class KubeLabError(RuntimeError):
@@ -210,7 +215,8 @@ class KubeLab:
         self._spawn("kube-controller-manager", [
             self._bin("kube-controller-manager"), *common, "--leader-elect=false", "--bind-address", "127.0.0.1",
             "--secure-port", "0", "--service-account-private-key-file", str(d / "sa.key"),
-            "--root-ca-file", str(d / "ca.crt"), "--use-service-account-credentials=false"])
+            "--root-ca-file", str(d / "ca.crt"), "--use-service-account-credentials=false",
+            "--node-monitor-grace-period", NODE_GRACE])
         sched = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
                  "clientConnection": {"kubeconfig": str(self.kubeconfig)}, "leaderElection": {"leaderElect": False},
                  "profiles": [{"schedulerName": s} for s in SCHEDULERS]}

@@ -15,10 +15,20 @@ mkdir -p "$dir/bin" "$dir/crds"
 start=$(date +%s)
 export GOFLAGS="-mod=mod -buildvcs=false -trimpath" CGO_ENABLED=0
 # -ldflags -s -w: no symbol tables, a third of the size; the binaries are test tools, not for debugging.
-(cd "$here/core" && GOBIN="$dir/bin" go install -ldflags='-s -w' tool && go build -ldflags='-s -w' -o "$dir/bin/etcd" ./etcd) >&2
+# -X: the version variables Kubernetes' own build sets (hack/lib/version.sh kube::version::ldflags), so
+# `kube-apiserver --version` says the pinned release instead of v0.0.0-master; the same for the MPI Operator
+# (its Makefile's LDFLAGS). kwok and etcd take theirs from their module's build info.
+mpiver="$(sed -n 's/^\tgithub.com\/kubeflow\/mpi-operator \(v[^ ]*\).*/\1/p' "$here/mpi-operator/go.mod")"
+major="${ver#v}"; minor="${major#*.}"; major="${major%%.*}"; minor="${minor%%.*}"
+kv="" && for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+  kv="$kv -X $pkg.gitVersion=$ver -X $pkg.gitMajor=$major -X $pkg.gitMinor=$minor -X $pkg.gitTreeState=clean"
+done
+(cd "$here/core" && GOBIN="$dir/bin" go install -ldflags="-s -w$kv" tool &&
+  go build -ldflags='-s -w' -o "$dir/bin/etcd" ./etcd) >&2
 # The MPI Operator in a module of its own: v0.6.0 does not compile against Kubernetes 1.33's client-go
 # (cache.DefaultWatchErrorHandler gained a context argument), so it keeps the 0.31 libraries it pins.
-(cd "$here/mpi-operator" && GOBIN="$dir/bin" go install -ldflags='-s -w' tool) >&2
+(cd "$here/mpi-operator" && GOBIN="$dir/bin" go install \
+  -ldflags="-s -w -X github.com/kubeflow/mpi-operator/pkg/version.Version=$mpiver" tool) >&2
 mod="$(go env GOMODCACHE)"
 mpi="$(cd "$here/mpi-operator" && go list -m -f '{{.Dir}}' github.com/kubeflow/mpi-operator)"
 cp "$mpi/manifests/base/kubeflow.org_mpijobs.yaml" "$dir/crds/"
