@@ -39,9 +39,9 @@ def example_copy(tmp_path: Path) -> Path:
 # (marker, group): the first marker that matches decides
 SERIAL_GROUPS = (("lab", "lab"), ("root", "root"), ("k8s", "k8s"))
 # Modules in a group of their own, on another worker than the rest of their marker's group, because they share
-# nothing with it: the VM test builds its namespaces inside the guest (and takes /tmp/roce-lab.lock for the VM
-# itself); the stand-in modules name their namespace and sshd per process (tests/standins/harness.py), as
-# test_accept_production.py and test_switch_telemetry.py, not marked root, always did beside them.
+# nothing with it: the VM test builds its namespaces inside the guest; the stand-in modules name their namespace
+# and sshd per process (tests/standins/harness.py), as test_accept_production.py and test_switch_telemetry.py,
+# not marked root, always did beside them.
 OWN_GROUPS = {"test_lab_vm.py": "vm", "test_push_standins.py": "root-standins", "test_push_faults.py": "root-faults"}
 # xdist hands out its work in collection order: these groups first, the longest first (measured: README "The test
 # suite"), each on a worker of its own from the start; then the longest CPU-bound modules, then the rest.
