@@ -34,6 +34,7 @@ from fabric.design.derive import Deriver
 from fabric.design.intent import FabricIntent
 from fabric.model.load import load
 from fabric.model.loaded import Loaded
+from fabric.model.source import MAX_BYTES
 from fabric.safefile import write_private
 
 CACHE_MIN_DEVICES = 2000
@@ -88,6 +89,9 @@ def inventory_key(directory: Path, target: str | None = None) -> str | None:
         h.update(f"{directory.resolve()}\0".encode())
         names = sorted(p.name for p in directory.iterdir() if p.suffix in (".yaml", ".yml"))
         for name in names:
+            st = (directory / name).stat()
+            if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_BYTES:  # a FIFO, a device, too large: no key
+                return None
             data = (directory / name).read_bytes()
             h.update(f"{name}\0{len(data)}\0".encode())
             h.update(data)
