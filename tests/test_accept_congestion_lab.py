@@ -128,8 +128,11 @@ def test_throttled_sender_and_misshaped_port_are_located(inv: str, tmp_path: Pat
     # incast names the throttled sender (rail 3) and, behind the 200 Mb/s port, rail 2: which host of rail 2 falls
     # below its share there is the machine's choice (the receiver gpu-su1-01 on an idle machine, a sender under
     # load: 2026-11-26), the port is named below; the healthy rails 1 and 4 are never named
+    # (under the whole suite's load on two cores, 2026-11-26, rail 2 was once pinned on gpu-su1-03 instead of the
+    # receiver's 200 Mb/s port, so that port is not asserted; the VM test, tests/test_lab_vm.py, locates a
+    # throttled sender with CE marks and a port that does not classify RoCE, each run)
     located = {(loc["rail"], tuple(loc["hosts"])) for loc in r["incast"]["locations"]}
     assert (3, ("gpu-su1-03",)) in located and {rail for rail, _ in located} == {2, 3}, located
-    assert "leaf-su1-r3:swp3" in r["incast"]["message"] and "receiver port leaf-su1-r2:swp1" in r["incast"]["message"]
+    assert "leaf-su1-r3:swp3" in r["incast"]["message"]
     # clearing the fault gives the switch port its queues back
     assert "1:5 " in _tc(NAME, "leaf-su1-r2", "class", "show", "dev", "swp1")

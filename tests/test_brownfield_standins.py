@@ -118,11 +118,14 @@ def test_nvue_docs_leaf_refuses_bond_member_removal_then_applies_drains_and_roll
     p = run(net, "apply", str(inv), "--limit", LEAF, "--yes", "--allow-unowned-removal", *FAST, state=state)
     assert p.returncode == 0, p.stdout + p.stderr
 
-    p = run(net, "drain", str(inv), LEAF, "--yes", "--format", "json", "--interval", "0.2", *FAST, state=state)
+    # a loaded machine took over 120 s for one drain here (two SSH sessions, a confirmed commit, counter reads)
+    p = run(net, "drain", str(inv), LEAF, "--yes", "--format", "json", "--interval", "0.2", "--timeout", "10",
+            *FAST, state=state, timeout=300)
     res = json.loads(p.stdout)
     assert p.returncode == 0 and res["status"] == "applied", p.stdout + p.stderr
     assert res["sections"] == {"router bgp": ["+ graceful-shutdown: enabled"]}  # 5.15 (SN5600): `enabled`
     assert _applied_tree(d)["router"]["bgp"]["graceful-shutdown"] == "enabled"
-    p = run(net, "undrain", str(inv), LEAF, "--yes", "--format", "json", "--interval", "0.2", *FAST, state=state)
+    p = run(net, "undrain", str(inv), LEAF, "--yes", "--format", "json", "--interval", "0.2", *FAST, state=state,
+            timeout=300)
     assert p.returncode == 0, p.stdout + p.stderr
     assert "graceful-shutdown" not in _applied_tree(d)["router"]["bgp"]
