@@ -33,17 +33,17 @@ def test_every_catalog_pattern_is_linear_on_a_1mb_line() -> None:
     """Each unit repeated to 1 MB made a backtracking pattern of the catalog quadratic (minutes)."""
     lines = [adversarial(unit) for unit in UNITS]
     for sig in load_catalog():
-        t0 = time.monotonic()
+        t0 = time.process_time()  # this process's CPU time: the work, whatever else the machine runs
         for line in lines:
             sig.pattern.search(line)
-        assert time.monotonic() - t0 < len(lines) * 0.25, sig.id
+        assert time.process_time() - t0 < len(lines) * 0.25, sig.id
 
 
 @pytest.mark.parametrize("unit", UNITS[:2] + UNITS[4:6])
 def test_a_1mb_adversarial_line_is_diagnosed_in_under_a_second(unit: str) -> None:
-    t0 = time.monotonic()
+    t0 = time.process_time()  # CPU time: a loaded machine's wall clock once read 1 s (2026-11-26)
     diagnose([("adv.log", [adversarial(unit) + "\n"])], load_catalog())
-    assert time.monotonic() - t0 < 1.0
+    assert time.process_time() - t0 < 1.0
 
 
 def test_a_catalog_pattern_with_lookaround_is_refused_at_its_line(tmp_path: Path) -> None:
