@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import yaml
 
@@ -186,10 +187,8 @@ def sweep(field: Field, case: Path, commands_of: Any, only: int | None = None) -
     marker = case / "marker"
     marker.mkdir(parents=True)
     env = {"FABRIC_PASSWORD": ENV_SECRET, "FABRIC_STATE": str(case / "state")}
-    saved = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
     problems, runs = [], 0
-    try:
+    with mock.patch.dict(os.environ, env):
         for i, value in enumerate(values(marker)):
             if only is not None and i != only:
                 continue
@@ -204,12 +203,6 @@ def sweep(field: Field, case: Path, commands_of: Any, only: int | None = None) -
                     problems.append(why)
                 if args[0] == "validate" and outcome.rc == 2:
                     break  # refused, located: nothing else reads it
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
     return problems, runs
 
 

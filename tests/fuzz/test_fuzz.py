@@ -17,6 +17,7 @@ import time
 from functools import cache
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import pytest
 import yaml
@@ -526,25 +527,19 @@ def _fuzz_remediate(data: st.DataObject) -> None:
     bin_, log = case.dir / "bin", case.dir / "sched" / "calls.jsonl"
     install(bin_, log.parent, {"scontrol": hosts, "kubectl": hosts})
     env = {"PATH": f"{bin_}:{os.environ['PATH']}", "FABRIC_STATE": str(case.dir / "state")}
-    saved = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
     try:
-        path = case.dir / "job.log"
-        path.write_text(text, errors="surrogatepass")
-        outcome = run("diagnose", "--inventory", str(ROOT / "inventories" / "example"), "--scheduler",
-                      "slurm,kubernetes,volcano", "--remediate", str(path))
-        case.check(outcome, (str(path), "--"))
-        calls = [json.loads(x) for x in log.read_text().splitlines()] if log.exists() else []
-        refused = [c for c in calls if c["refused"]]
-        acted = {c["argv"][1].removeprefix("NodeName=") for c in calls if c["tool"] == "scontrol"}
-        if refused or not acted <= set(hosts) or len(acted) > 4:
-            REMEDIATE_STATS.defect(f"reached a scheduler: {refused[:1] or sorted(acted)}", case.dir)
+        with mock.patch.dict(os.environ, env):
+            path = case.dir / "job.log"
+            path.write_text(text, errors="surrogatepass")
+            outcome = run("diagnose", "--inventory", str(ROOT / "inventories" / "example"), "--scheduler",
+                          "slurm,kubernetes,volcano", "--remediate", str(path))
+            case.check(outcome, (str(path), "--"))
+            calls = [json.loads(x) for x in log.read_text().splitlines()] if log.exists() else []
+            refused = [c for c in calls if c["refused"]]
+            acted = {c["argv"][1].removeprefix("NodeName=") for c in calls if c["tool"] == "scontrol"}
+            if refused or not acted <= set(hosts) or len(acted) > 4:
+                REMEDIATE_STATS.defect(f"reached a scheduler: {refused[:1] or sorted(acted)}", case.dir)
     finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
         case.close()
 
 
