@@ -40,6 +40,15 @@ def _ns_pids(ns: str) -> list[int]:
     return [int(p) for p in out.split() if p.isdigit()]
 
 
+def _remove_stale() -> None:
+    """Namespaces of earlier runs killed before their cleanup: `rfsi<pid>` whose test process is gone and that
+    holds no process (a live pid with that number, another run's, keeps its namespace)."""
+    for path in Path("/run/netns").glob("rfsi*"):
+        pid = path.name.removeprefix("rfsi")
+        if pid.isdigit() and not Path(f"/proc/{pid}").exists() and not _ns_pids(path.name):
+            subprocess.run(["ip", "netns", "del", path.name], check=False)
+
+
 @contextmanager
 def standins(tmp: Path, devices: dict[str, tuple[str, str]]) -> Iterator[StandinNet]:
     """devices: name → (kind, management address). Yields the running StandinNet; always cleans up."""
@@ -49,6 +58,7 @@ def standins(tmp: Path, devices: dict[str, tuple[str, str]]) -> Iterator[Standin
     root.chmod(0o755)
     net = StandinNet(ns, root, tmp / "id_ed25519", tmp / "known_hosts")
     sshd = None
+    _remove_stale()
     subprocess.run(["ip", "netns", "add", ns], check=True)
     try:
         subprocess.run(["ip", "-n", ns, "link", "set", "lo", "up"], check=True)
