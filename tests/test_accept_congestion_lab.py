@@ -14,10 +14,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import yaml
 
 from tests.conftest import require
-from tests.test_lab_support import fabric, lab_state, require_lab
+from tests.test_lab_support import example_lab, fabric, lab_state, require_lab
 
 pytestmark = [pytest.mark.root, pytest.mark.lab]
 ROOT = Path(__file__).resolve().parent.parent
@@ -31,22 +30,8 @@ def inv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     second flock on the same file would wait for the first forever.)"""
     require_lab()
     require(shutil.which("iperf3") is not None, "iperf3")
-    d = tmp_path_factory.mktemp("cg") / NAME
-    shutil.copytree(ROOT / "inventories" / "example", d)
-    fab = yaml.safe_load((d / "fabric.yaml").read_text())
-    fab["fabric"]["name"] = NAME
-    (d / "fabric.yaml").write_text(yaml.safe_dump(fab))
-    addr = yaml.safe_load((d / "addressing.yaml").read_text())
-    addr["addressing"]["management"] = "198.51.102.0/24"
-    (d / "addressing.yaml").write_text(yaml.safe_dump(addr))
-    (d / "lab.yaml").write_text(yaml.safe_dump({"lab": {"prefix": "cg", "management": "198.51.102.0/24"}}))
-    try:
-        fabric("lab", "up", str(d), "--timeout", "90", check=True)
-        yield str(d)
-    finally:
-        fabric("lab", "fault", str(d), "clear")
-        p = fabric("lab", "down", str(d))
-        assert p.returncode == 0, p.stderr
+    with example_lab(tmp_path_factory.mktemp("cg") / NAME, NAME, "cg", "198.51.102.0/24") as d:
+        yield d
 
 
 def _ets_floor(inv: str) -> float:

@@ -10,10 +10,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import yaml
 
 from tests.conftest import require
-from tests.test_lab_support import STATE_BASE, fabric, lab_links, lab_namespaces, lab_state, require_lab
+from tests.test_lab_support import STATE_BASE, example_lab, fabric, lab_links, lab_namespaces, lab_state, require_lab
 
 pytestmark = [pytest.mark.root, pytest.mark.lab]
 ROOT = Path(__file__).resolve().parent.parent
@@ -26,22 +25,10 @@ def inv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     other labs on the machine); always torn down."""
     require_lab()
     require(shutil.which("iperf3") is not None, "iperf3")
-    d = tmp_path_factory.mktemp("acc") / NAME
-    shutil.copytree(ROOT / "inventories" / "example", d)
-    fab = yaml.safe_load((d / "fabric.yaml").read_text())
-    fab["fabric"]["name"] = NAME
-    (d / "fabric.yaml").write_text(yaml.safe_dump(fab))
-    addr = yaml.safe_load((d / "addressing.yaml").read_text())
-    addr["addressing"]["management"] = "198.51.100.0/24"
-    (d / "addressing.yaml").write_text(yaml.safe_dump(addr))
-    (d / "lab.yaml").write_text(yaml.safe_dump({"lab": {"prefix": "ac", "management": "198.51.100.0/24"}}))
     try:
-        fabric("lab", "up", str(d), "--timeout", "90", check=True)
-        yield str(d)
+        with example_lab(tmp_path_factory.mktemp("acc") / NAME, NAME, "ac", "198.51.100.0/24") as inv:
+            yield inv
     finally:
-        fabric("lab", "fault", str(d), "clear")
-        p = fabric("lab", "down", str(d))
-        assert p.returncode == 0, p.stderr
         _assert_nothing_left()
 
 

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 FABRIC = str(Path(sys.executable).with_name("fabric"))
@@ -84,3 +88,23 @@ def assert_nothing_left(fabric_name: str) -> None:
     assert lab_namespaces(f"rf-{fabric_name}-") == []
     assert lab_processes() == []
     assert lab_links(f"rf-{tag(fabric_name)}") == []
+
+
+@contextmanager
+def example_lab(dst: Path, name: str, prefix: str, management: str) -> Iterator[str]:
+    """inventories/example copied to `dst` under its own fabric name, namespace prefix and management subnet (no
+    clash with other labs on the machine), brought up; its faults cleared and torn down on every exit."""
+    shutil.copytree(ROOT / "inventories" / "example", dst)
+    for file, section, key, value in (("fabric.yaml", "fabric", "name", name),
+                                      ("addressing.yaml", "addressing", "management", management)):
+        doc = yaml.safe_load((dst / file).read_text())
+        doc[section][key] = value
+        (dst / file).write_text(yaml.safe_dump(doc))
+    (dst / "lab.yaml").write_text(yaml.safe_dump({"lab": {"prefix": prefix, "management": management}}))
+    try:
+        fabric("lab", "up", str(dst), "--timeout", "90", check=True)
+        yield str(dst)
+    finally:
+        fabric("lab", "fault", str(dst), "clear")
+        p = fabric("lab", "down", str(dst))
+        assert p.returncode == 0, p.stderr
