@@ -132,3 +132,33 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     base = getattr(config, "_fabric_state_base", None)
     if base is not None:
         shutil.rmtree(base, ignore_errors=True)
+
+
+# Opt-in CPU profile of the suite (issue 23): FABRIC_TEST_CPU=build/test-cpu writes, per test process, one JSON line
+# per test (module, test, wall s, CPU s of the process and of its waited-for children, user + system) to
+# <dir>/<worker>.jsonl; `python -m tests.cpu_profile build/test-cpu` sums them per module.
+_CPU_DIR = os.environ.get("FABRIC_TEST_CPU")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):  # type: ignore[no-untyped-def]
+    if not _CPU_DIR:
+        yield
+        return
+    import json
+    import resource
+    import time
+
+    def cpu() -> tuple[float, float]:
+        own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+        return own.ru_utime + own.ru_stime, kids.ru_utime + kids.ru_stime
+
+    wall0, (own0, kids0) = time.monotonic(), cpu()
+    yield
+    own1, kids1 = cpu()
+    out = Path(_CPU_DIR)
+    out.mkdir(parents=True, exist_ok=True)
+    line = {"module": item.nodeid.split("::")[0], "test": item.nodeid, "wall": time.monotonic() - wall0,
+            "cpu": own1 - own0, "children": kids1 - kids0}
+    with (out / f"{os.environ.get('PYTEST_XDIST_WORKER', 'main')}.jsonl").open("a") as f:
+        f.write(json.dumps(line) + "\n")
