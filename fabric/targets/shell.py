@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import re
+import secrets
 import shlex
 import textwrap
 import time
@@ -20,19 +21,24 @@ _RC = re.compile(r"__RF_RC=(\d+)[ \t]*(?:\n[^\n]*)?$")  # the status line, then 
 
 
 def run(conn: Any, command: str, *, timeout: float = 60) -> tuple[int, str]:
-    """Run a shell command; returns (exit code, output without the echo and the marker).
+    """Run a shell command; returns (exit code, output without the echo and the markers).
 
-    The echo is not verified (a long command wraps at the terminal width); the output starts after
-    the echoed marker and ends at the exit-status line.
+    The shell itself prints a begin line before the command runs and the exit-status line after it; `printf`
+    joins the begin line from two words and a token new for each call, so that line never appears in the echo of
+    the command line, however the terminal wraps, scrolls or repeats that echo (a command typed ahead of the
+    prompt is echoed twice), and a late line of an earlier command never matches. The output is what lies
+    between the two lines.
     """
-    marker = "; echo __RF_RC=$?"
-    out = conn.send_command(command + marker, read_timeout=timeout, expect_string=_AFTER_RC,
+    token = secrets.token_hex(4)
+    begin = re.compile(rf"__RF_BEGIN_{token}[ \t]*(?:\n|$)")
+    line = f"printf '%s_%s\\n' __RF_BEGIN {token}; {command}; echo __RF_RC=$?"
+    out = conn.send_command(line, read_timeout=timeout, expect_string=_AFTER_RC,
                             cmd_verify=False, strip_command=False, strip_prompt=True)
     out = out.replace("\r", "")
-    pos = out.find(marker)
-    if pos >= 0:
-        nl = out.find("\n", pos)
-        out = out[nl + 1:] if nl >= 0 else ""
+    start = begin.search(out)
+    if start is None:
+        raise TargetError(f"no output framing from {command.split()[0]!r} (output: {out.strip()[-120:]!r})")
+    out = out[start.end():]
     m = _RC.search(out.rstrip())
     if not m:
         raise TargetError(f"no exit status from {command.split()[0]!r} (output: {out.strip()[-120:]!r})")
