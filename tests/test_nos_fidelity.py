@@ -22,7 +22,6 @@ import re
 import shlex
 import shutil
 import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,6 +35,7 @@ from fabric.lint.context import Context
 from fabric.lint.engine import run
 from fabric.model.load import load
 from fabric.nos import NOS
+from tests import inproc
 from tests import test_nvue_paths as nvue_paths
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -43,8 +43,7 @@ INVENTORIES = ROOT / "inventories"
 
 
 def cli(*args: str, ok: bool = True) -> subprocess.CompletedProcess[str]:
-    p = subprocess.run([sys.executable, "-c", "from fabric.cli import main; main()", *args],
-                       capture_output=True, text=True, timeout=300, cwd=ROOT)
+    p = inproc.fabric(*args)  # in this process (tests.inproc)
     if ok:
         assert p.returncode == 0, f"fabric {' '.join(args)} exited {p.returncode}:\n{p.stdout}\n{p.stderr}"
     return p

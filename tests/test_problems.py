@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,13 +13,13 @@ import pytest
 from fabric.accept import catalog as accept_catalog
 from fabric.errors import InputError
 from fabric.model.source import SourceMap, json_source
+from tests import inproc
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def fabric(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-c", "from fabric.cli import main; main()", *args],
-                          capture_output=True, text=True, timeout=120, cwd=ROOT, input=stdin)
+    return inproc.fabric(*args, stdin=stdin)  # in this process (tests.inproc)
 
 
 def problems(exc: pytest.ExceptionInfo[InputError]) -> list[str]:

@@ -11,7 +11,6 @@ import json
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +18,7 @@ import pytest
 
 from fabric.model.platforms import PLATFORMS
 from fabric.nos import NOS
+from tests import inproc
 from tests.conftest import ROOT, require
 
 # every shipped inventory, and one written as engineers write them (issue 24: anchors, merge keys, the preset's
@@ -53,8 +53,7 @@ def retarget(name: str, target: str, dst: Path) -> Path:
 
 
 def fabric(*args: str, ok: tuple[int, ...] = (0,)) -> subprocess.CompletedProcess[str]:
-    p = subprocess.run([sys.executable, "-c", "from fabric.cli import main; main()", *args],
-                       capture_output=True, text=True, timeout=600, cwd=ROOT)
+    p = inproc.fabric(*args)  # in this process (tests.inproc)
     assert p.returncode in ok and "Traceback" not in p.stderr, (args, p.returncode, p.stdout[-3000:], p.stderr[-3000:])
     return p
 

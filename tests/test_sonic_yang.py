@@ -36,7 +36,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,6 +43,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests import inproc
 from tests.conftest import ROOT, require
 
 # The shared folder sits beside the checkout (CI: ../shared); ROCE_FABRIC_SHARED points elsewhere (worktrees).
@@ -84,8 +84,7 @@ CASES = [
 
 
 def fabric(*args: str) -> None:
-    p = subprocess.run([sys.executable, "-c", "from fabric.cli import main; main()", *args],
-                       capture_output=True, text=True, timeout=120, cwd=ROOT)
+    p = inproc.fabric(*args)  # in this process (tests.inproc)
     assert p.returncode == 0, f"fabric {' '.join(args)}: {p.stdout}{p.stderr}"
 
 

@@ -5,16 +5,15 @@ problems is cut with a count."""
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 from fabric.errors import Problem
+from tests import inproc
 from tests.hostile.helpers import EXAMPLE, ROOT, edited
 
 
 def fabric(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-c", "from fabric.cli.main import main; main()", *args],
-                          capture_output=True, text=True, timeout=120, cwd=cwd)
+    return inproc.fabric(*args, cwd=cwd)  # in this process (tests.inproc)
 
 
 def test_an_error_on_line_100_keeps_its_line(tmp_path: Path) -> None:
