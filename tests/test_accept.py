@@ -8,7 +8,6 @@ import math
 import os
 import shlex
 import subprocess
-import sys
 from itertools import combinations
 from pathlib import Path
 from xml.etree import ElementTree as ET
@@ -28,6 +27,7 @@ from fabric.design.derive import derive
 from fabric.errors import InputError
 from fabric.model.load import load
 from fabric.parsers import parse_perftest
+from tests import inproc
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = Path(__file__).resolve().parent / "fixtures" / "samples"  # copies of shared/samples
@@ -391,8 +391,7 @@ def test_every_launcher_gives_each_rank_its_own_hosts_nccl_env(tmp_path: Path) -
 # -- lossless class: ToS on every perftest line, per-priority counters -----------------------------------
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-c", "from fabric.cli import main; main()", *args], capture_output=True,
-                          text=True, timeout=120, cwd=ROOT, env={**os.environ, "PATH": "/nonexistent"})
+    return inproc.fabric(*args, cwd=ROOT, env={**os.environ, "PATH": "/nonexistent"})
 
 
 def test_dry_run_prints_every_command_with_tclass_and_writes_launch_files(tmp_path: Path) -> None:

@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -28,6 +27,7 @@ from typing import Any
 
 import pytest
 
+from tests import inproc
 from tests.conftest import ROOT, require
 
 PYAVD_VERSION = "6.4.0"  # as bench/pyavd_compare.py; the Makefile's refs-avd target installs the same
@@ -650,8 +650,7 @@ class Fabric:
 
 
 def fabric_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-c", "from fabric.cli import main; main()", *args],
-                          capture_output=True, text=True, timeout=300, cwd=ROOT)
+    return inproc.fabric(*args, cwd=ROOT)
 
 
 def render_ours(inventory: Path, out: Path) -> dict[str, Eos]:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import re
 import shlex
 import subprocess
-import sys
 from collections import defaultdict
 from pathlib import Path
 
@@ -25,6 +24,7 @@ from fabric.export.kubernetes import DNS_SUBDOMAIN, LABEL_VALUE
 from fabric.export.slurm import block_sizes, hostlist
 from fabric.generate import GpuRailSpec, write
 from fabric.model.load import load
+from tests import inproc
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "inventories" / "example"
 SPECS = {
@@ -252,13 +252,10 @@ def test_miscabled_host_is_refused() -> None:
 
 def test_cli_writes_file_and_stdout(tmp_path: Path) -> None:
     out = tmp_path / "topology.conf"
-    run = subprocess.run([sys.executable, "-c", "from fabric.cli import main; main()", "export", str(EXAMPLE),
-                          "--format", "slurm", "-o", str(out)], capture_output=True, text=True, timeout=60)
+    run = inproc.fabric("export", str(EXAMPLE), "--format", "slurm", "-o", str(out))
     assert run.returncode == 0, run.stderr
     assert "SwitchName=su1 Nodes=gpu-su1-[01-04]" in out.read_text()
-    run = subprocess.run([sys.executable, "-c", "from fabric.cli import main; main()", "export", str(EXAMPLE),
-                          "--format", "hostfile"], capture_output=True, text=True, timeout=60)
+    run = inproc.fabric("export", str(EXAMPLE), "--format", "hostfile")
     assert run.stdout.splitlines()[1:] == [f"gpu-su1-0{i} slots=4" for i in range(1, 5)]
-    run = subprocess.run([sys.executable, "-c", "from fabric.cli import main; main()", "export", str(EXAMPLE),
-                          "--format", "nope"], capture_output=True, text=True, timeout=60)
+    run = inproc.fabric("export", str(EXAMPLE), "--format", "nope")
     assert run.returncode == 2

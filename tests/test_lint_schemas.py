@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
+
+from tests import inproc
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "inventories" / "example"
@@ -39,8 +39,7 @@ def broken(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def lint(inventory: Path, fmt: str, tmp_path: Path) -> tuple[int, bytes]:
     report = tmp_path / f"report.{fmt}"
-    run = subprocess.run([sys.executable, "-c", "from fabric.cli import main; main()", "lint", str(inventory),
-                          "--format", fmt, "-o", str(report)], capture_output=True, text=True, timeout=120)
+    run = inproc.fabric("lint", str(inventory), "--format", fmt, "-o", str(report))
     assert run.returncode in (0, 1), run.stderr
     return run.returncode, report.read_bytes()
 

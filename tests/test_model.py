@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -11,6 +9,7 @@ import pytest
 from fabric.design.derive import derive
 from fabric.errors import InputError
 from fabric.model.load import load
+from tests import inproc
 
 
 def errors_of(inv: Path) -> list[str]:
@@ -135,8 +134,7 @@ def test_qos_override_changes_one_value(example_copy: Path) -> None:
 
 def test_cli_prints_errors_and_exits_2(example_copy: Path) -> None:
     edit(example_copy / "switching.yaml", "  mtu: 9216", "  mtu: 9216\n  mtus: 9000")
-    proc = subprocess.run([sys.executable, "-c", "from fabric.cli import main; main()", "validate", str(example_copy)],
-                          capture_output=True, text=True, timeout=60)
+    proc = inproc.fabric("validate", str(example_copy))
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr
     assert proc.stderr.startswith(f"error: {example_copy}/switching.yaml:3: switching.mtus: expected one of")

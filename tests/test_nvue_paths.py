@@ -20,8 +20,6 @@ from __future__ import annotations
 import json
 import re
 import shlex
-import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cache
@@ -30,6 +28,8 @@ from typing import Any
 
 import pytest
 import yaml
+
+from tests import inproc
 
 RELEASE = "5.15"  # the release h100-400g's SN5600 switches render for (its platform default; checked below)
 
@@ -184,8 +184,7 @@ def report(problems: list[str], release: str, what: str) -> str:
 
 
 def fabric_cli(*args: str) -> str:
-    proc = subprocess.run([sys.executable, "-c", "from fabric.cli import main; main()", *args],
-                          capture_output=True, text=True, timeout=300)
+    proc = inproc.fabric(*args)
     assert proc.returncode == 0, f"fabric {' '.join(args)} exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}"
     return proc.stdout
 
@@ -485,8 +484,7 @@ def test_pfc_watchdog_overrides_rendered_or_refused(tmp_path: Path) -> None:
     text = (tmp_path / "ok" / "switches" / "leaf-su1-r1" / "nv-set.txt").read_text()
     assert "nv set qos pfc-watchdog polling-interval 200" in text and "nv set qos pfc-watchdog robustness 5" in text
     (inv / "qos.yaml").write_text(qos % "detection: 400ms")
-    proc = subprocess.run([sys.executable, "-c", "from fabric.cli import main; main()", "lint", str(inv),
-                           "--select", "RF111"], capture_output=True, text=True, timeout=300)
+    proc = inproc.fabric("lint", str(inv), "--select", "RF111")
     entry = next(e for e in TABLE["entries"] if e["id"] == "qos-pfc-watchdog-polling-interval")["forms"][RELEASE]
     assert proc.returncode == 1 and "pfc_watchdog.detection: requested 400 ms" in proc.stdout + proc.stderr, (
         f"qos.pfc_watchdog.detection = 400ms has no NVUE path (NVUE has only polling-interval and robustness: "

@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from fabric.nos import NOS
+from tests import inproc
 from tests.conftest import ROOT
 
 
@@ -27,9 +26,7 @@ def render(name: str, release: str, tmp: Path, *, bfd: bool = False) -> dict[str
         sw = inv / "switching.yaml"
         sw.write_text(sw.read_text().replace("  bgp:\n", "  bgp:\n    bfd: true\n"))
     out = tmp / f"out-{name}-{release}"
-    p = subprocess.run([sys.executable, "-c", "from fabric.cli import main; main()", "render", str(inv), "-o",
-                        str(out), "--all", "--only", "spine1", "--only", "leaf-su1-r1"],
-                       capture_output=True, text=True, timeout=300)
+    p = inproc.fabric("render", str(inv), "-o", str(out), "--all", "--only", "spine1", "--only", "leaf-su1-r1")
     assert p.returncode == 0, p.stderr
     return {f"{f.parent.name}/{f.name}": f.read_text() for f in sorted((out / "switches").glob("*/*"))}
 
