@@ -75,14 +75,19 @@ demo: deps venv
 	  $(FABRIC) accept $(DEMO_INV) --lab --quick -o build/demo/accept; } || rc=$$?; \
 	$(FABRIC) lab down $(DEMO_INV); exit $$rc
 
-# pytest-xdist: TEST_WORKERS processes; the serial groups of tests/conftest.py (lab, three of root tests, k8s, the
+# pytest-xdist: TEST_WORKERS processes; the serial groups of tests/conftest.py (lab, four of root tests, k8s, the
 # VM) each start at once on a worker of their own, and two more workers take the CPU-bound tests from the start.
 # Eight on two cores: the group workers mostly wait on timers, daemons and SSH (and run at a higher priority).
-TEST_WORKERS ?= 8
+TEST_WORKERS ?= 9
+# Bytecode is written even where the environment says PYTHONDONTWRITEBYTECODE: without it every worker rewrites the
+# asserts of all 90 test modules (about 5 CPU-s each) and every `fabric` process the tests start compiles the
+# package again; one collection first writes it once, before the workers read it.
+TEST_ENV = env -u PYTHONDONTWRITEBYTECODE
 test: deps venv refs
 	$(VENV)/bin/ruff check fabric tests bench
 	$(VENV)/bin/lint-imports
-	$(VENV)/bin/pytest -q -n $(TEST_WORKERS) --dist loadgroup
+	$(TEST_ENV) $(VENV)/bin/pytest -q --collect-only -p no:cacheprovider >/dev/null
+	$(TEST_ENV) $(VENV)/bin/pytest -q -n $(TEST_WORKERS) --dist loadgroup
 
 # The fuzzer (tests/fuzz), long: FUZZ_EXAMPLES cases of every family (inventories, configs, outputs, intents, running,
 # replies, remediate; FUZZ_FAMILIES picks some), in chunks of FUZZ_CHUNK cases, each a fresh process (tests/fuzz/long.py)

@@ -42,10 +42,11 @@ SERIAL_GROUPS = (("lab", "lab"), ("root", "root"), ("k8s", "k8s"))
 # nothing with it: the VM test builds its namespaces inside the guest; the stand-in modules name their namespace
 # and sshd per process (tests/standins/harness.py), as test_accept_production.py and test_switch_telemetry.py,
 # not marked root, always did beside them.
-OWN_GROUPS = {"test_lab_vm.py": "vm", "test_push_standins.py": "root-standins", "test_push_faults.py": "root-faults"}
+OWN_GROUPS = {"test_lab_vm.py": "vm", "test_push_standins.py": "root-standins", "test_push_faults.py": "root-faults",
+              "test_brownfield_standins.py": "root-brownfield"}  # half of group root's time (issue 23)
 # xdist hands out its work in collection order: these groups first, the longest first (measured: README "The test
 # suite"), each on a worker of its own from the start; then the longest CPU-bound modules, then the rest.
-FIRST = ("k8s", "lab", "root", "root-standins", "root-faults", "vm")
+FIRST = ("k8s", "lab", "root", "root-brownfield", "root-standins", "root-faults", "vm")
 LONG_MODULES = ("test_retarget.py", "test_sonic_yang.py", "test_nos_fidelity.py", "test_install.py",
                 "test_k8s.py", "test_eos_pyavd.py", "fuzz/test_fuzz.py")
 
@@ -137,7 +138,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 # Opt-in CPU profile of the suite (issue 23): FABRIC_TEST_CPU=build/test-cpu writes, per test process, one JSON line
 # per test (module, test, wall s, CPU s of the process and of its waited-for children, user + system) to
 # <dir>/<worker>.jsonl; `python -m tests.cpu_profile build/test-cpu` sums them per module.
-_CPU_DIR = os.environ.get("FABRIC_TEST_CPU")
+_CPU_DIR = os.path.abspath(os.environ["FABRIC_TEST_CPU"]) if os.environ.get("FABRIC_TEST_CPU") else None
 
 
 @pytest.hookimpl(hookwrapper=True)
