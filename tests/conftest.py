@@ -47,8 +47,9 @@ OWN_GROUPS = {"test_lab_vm.py": "vm", "test_push_standins.py": "root-standins", 
 # xdist hands out its work in collection order: these groups first, the longest first (measured: README "The test
 # suite"), each on a worker of its own from the start; then the longest CPU-bound modules, then the rest.
 FIRST = ("k8s", "lab", "root", "root-brownfield", "root-standins", "root-faults", "vm")
-LONG_MODULES = ("test_retarget.py", "test_sonic_yang.py", "test_nos_fidelity.py", "test_install.py",
-                "test_k8s.py", "test_eos_pyavd.py", "fuzz/test_fuzz.py")
+# (CPU seconds of each, FABRIC_TEST_CPU: README "The test suite")
+LONG_MODULES = ("test_accept_production.py", "fuzz/test_fuzz.py", "test_retarget.py", "test_k8s.py", "test_cli.py",
+                "test_install.py", "test_sonic_yang.py", "test_nos_fidelity.py", "test_eos_pyavd.py")
 
 
 def _group(item: pytest.Item) -> str | None:
