@@ -173,15 +173,21 @@ def test_insecure_lab_is_refused_without_a_lab(state_env: Path, tmp_path: Path) 
         assert p.stderr.startswith("error: no lab for fabric 'example'"), p.stderr
 
 
-def _take(fabric: str, state_dir: str, out: str) -> None:
+def _take(fabric: str, state_dir: str, out: str, refused: str, others: int) -> None:
+    """Take the lock; the holder keeps it until every other process was refused (so none can take it after the
+    holder let go, however late the machine's load starts it), at most 60 s."""
     os.environ["FABRIC_STATE"] = state_dir
     try:
         with state.apply_lock(fabric):
             with open(out, "a") as f:
                 f.write(f"{os.getpid()}\n")
-            time.sleep(1.5)
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and (
+                    not os.path.exists(refused) or len(Path(refused).read_text().split()) < others):
+                time.sleep(0.05)
     except UsageError:
-        pass
+        with open(refused, "a") as f:
+            f.write(f"{os.getpid()}\n")
 
 
 def test_a_stale_lock_taken_over_by_many_at_once_has_one_holder(state_env: Path, tmp_path: Path) -> None:
@@ -190,14 +196,14 @@ def test_a_stale_lock_taken_over_by_many_at_once_has_one_holder(state_env: Path,
 
     path = state.state_dir("f1") / "apply.lock"
     path.write_text(json.dumps({"pid": 999999, "host": "gone", "time": "t", "who": "x"}))
-    got = tmp_path / "got"
+    got, refused = tmp_path / "got", tmp_path / "refused"
     ctx = multiprocessing.get_context("fork")
-    procs = [ctx.Process(target=_take, args=("f1", str(state_env), str(got))) for _ in range(6)]
+    procs = [ctx.Process(target=_take, args=("f1", str(state_env), str(got), str(refused), 5)) for _ in range(6)]
     for p in procs:
         p.start()
     for p in procs:
-        p.join(10)
-    assert len(got.read_text().split()) == 1
+        p.join(90)
+    assert len(got.read_text().split()) == 1 and len(refused.read_text().split()) == 5
 
 
 def test_an_audit_write_that_fails_after_the_change_is_reported_not_raised(
