@@ -183,7 +183,7 @@ def test_platform_data_matches_base(base: str) -> None:
 def test_checker_self_test() -> None:
     """The checker passes SONiC's own sample and catches each deliberate breakage of it."""
     _prerequisites()
-    p = subprocess.run([str(YANG_PY), str(CHECKER), "--self-test"], capture_output=True, text=True, timeout=120)
+    p = subprocess.run([str(YANG_PY), str(CHECKER), "--self-test"], capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stdout + p.stderr
     assert "self-test: 8 passed, 0 failed" in p.stdout, p.stdout
 
