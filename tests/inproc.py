@@ -45,8 +45,6 @@ def fabric(*args: str | Path, cwd: Path | str = ROOT, env: Mapping[str, str] | N
            stdin: str | None = None) -> subprocess.CompletedProcess[str]:
     """`fabric ARGS` as `subprocess.run([... 'fabric', *args], capture_output=True, text=True, cwd=cwd, env=env,
     input=stdin)` would return it (env: the whole environment, as subprocess takes it; None: this process's)."""
-    from fabric.cli import main
-
     argv = ["fabric", *map(str, args)]
     out, err = io.BytesIO(), io.BytesIO()
     streams = (io.TextIOWrapper(out, "utf-8", newline="", write_through=True),
@@ -58,6 +56,8 @@ def fabric(*args: str | Path, cwd: Path | str = ROOT, env: Mapping[str, str] | N
         sys.argv, (sys.stdout, sys.stderr, sys.stdin) = argv, streams
         try:
             os.chdir(cwd)
+            from fabric.cli import main  # imported with the streams in place: a console made at import sees no tty
+
             main()
         except SystemExit as exc:
             if exc.code is None or isinstance(exc.code, int):
