@@ -34,6 +34,7 @@ from types import SimpleNamespace
 import pytest
 import yaml
 
+from tests import inproc
 from tests.conftest import ROOT, require
 
 sys.path.insert(0, str(ROOT / "tests" / "fixtures" / "sysfs"))
@@ -59,7 +60,6 @@ VLAN16 = ROOT / "tests" / "fixtures" / "inventories" / "k8s-vlan16"
 H100 = ROOT / "inventories" / "h100-400g"
 SAMPLES = ROOT / "tests" / "fixtures" / "samples"
 IMAGE = "registry.example/roce-tests:1"
-FABRIC = str(Path(sys.executable).parent / "fabric")
 
 
 def fabric_of(path: Path) -> FabricIntent:
@@ -604,19 +604,16 @@ def test_without_a_cluster_the_k8s_checks_render_and_skip(h100: FabricIntent, tm
 
 def test_cli_render_only_writes_every_manifest(tmp_path: Path) -> None:
     out = tmp_path / "k8s"
-    run = subprocess.run([FABRIC, "accept", str(VLAN16), "--launcher", "k8s", "--render-only", "-o", str(out),
-                          "--image", IMAGE, "--quick"], capture_output=True, text=True, env={**os.environ,
-                                                                                            "PATH": "/usr/bin:/bin"})
+    run = inproc.fabric("accept", str(VLAN16), "--launcher", "k8s", "--render-only", "-o", str(out), "--image", IMAGE,
+                        "--quick", env={**os.environ, "PATH": "/usr/bin:/bin"})  # in this process (tests.inproc)
     assert run.returncode == 0, run.stderr
     assert sorted(p.name for p in (out / "jobs").iterdir()) == sorted(f"{j}.yaml" for j in JOBS)
     assert {p.name for p in out.iterdir()} >= {"networks.yaml", "sriovdp-config.yaml", "hypernodes.yaml", "nodes",
                                                "roce-pod-env.sh"}
     assert len(list((out / "nodes").iterdir())) == 16
-    bad = subprocess.run([FABRIC, "accept", str(VLAN16), "--launcher", "k8s", "--render-only", "-o", str(out)],
-                         capture_output=True, text=True)
+    bad = inproc.fabric("accept", str(VLAN16), "--launcher", "k8s", "--render-only", "-o", str(out))
     assert bad.returncode == 2 and "--render-only: give --image" in bad.stderr and "Traceback" not in bad.stderr
-    bad = subprocess.run([FABRIC, "accept", str(VLAN16), "--render-only", "--image", IMAGE], capture_output=True,
-                         text=True)
+    bad = inproc.fabric("accept", str(VLAN16), "--render-only", "--image", IMAGE)
     assert bad.returncode == 2 and "--render-only goes with --launcher k8s" in bad.stderr
 
 
