@@ -22,6 +22,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -207,6 +208,52 @@ def pod_sysfs(root: Path, host_rails: list, order: list[int]) -> tuple[Path, str
     return root, ",".join(sorted(granted, reverse=True)), attached
 
 
+@pytest.fixture(scope="module")
+def untagged(tmp_path_factory: pytest.TempPathFactory) -> FabricIntent:
+    return derive(load(pooled_copy(tmp_path_factory.mktemp("inv"), untagged=tuple(range(1, 9)))))
+
+
+def set_up(host, order: list[int], tmp_path: Path, rail_map: str | None = None) -> tuple[dict[str, str], dict]:
+    """The pod's sysfs, the node's map and the set-up script; the environment the worker runs it in."""
+    sysfs, granted, attached = pod_sysfs(tmp_path / "sys", host.rails, order)
+    (tmp_path / "map").write_text(rail_map if rail_map is not None else rk.node_rail_map(host)[rk.RAIL_MAP])
+    (tmp_path / "setup.sh").write_text(rk.pod_rail_setup())
+    (tmp_path / "pod.sh").write_text(rk.pod_entrypoint())
+    env = {"PATH": os.environ["PATH"], "ROCE_FABRIC_SYSFS": str(sysfs), "ROCE_FABRIC_RUN": str(tmp_path / "run"),
+           "ROCE_FABRIC_RAIL_MAP": str(tmp_path / "map"), "ROCE_FABRIC_DEVICES_VAR": "PCIDEVICE_NVIDIA_COM_RAIL",
+           "PCIDEVICE_NVIDIA_COM_RAIL": granted, "ROCE_FABRIC_IFPREFIX": "rail"}
+    return env, attached
+
+
+def recording_ip(tmp_path: Path, env: dict[str, str]) -> Path:
+    """A stand-in `ip` first on PATH that records its arguments (this machine's kernel has no 802.1Q module,
+    CONFIG_VLAN_8021Q unset, so VLAN sub-interfaces cannot be made for real here)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    log = tmp_path / "ip.log"
+    (bin_dir / "ip").write_text(f"#!/bin/sh\necho \"$*\" >> {log}\n")
+    (bin_dir / "ip").chmod(0o755)
+    env["PATH"] = f"{bin_dir}:{env['PATH']}"
+    return log
+
+
+def rank_side(tmp_path: Path, env: dict[str, str], order: list[int], rif_of: dict[int, str]) -> None:
+    """What ranks see afterwards: NCCL_IB_HCA in rail order (each rail's own device), the GID of its address, and
+    `rail N` the rail's interface."""
+    rails = (tmp_path / "run" / "rails").read_text().split("\n")
+    assert rails[:8] == [f"{rif_of[r]} mlx5_{20 + order.index(r)} {r}" for r in range(1, 9)]
+    out = subprocess.run(["sh", str(tmp_path / "pod.sh"), "env"], env={**env, "ROCE_FABRIC_RAILS": "8"},
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    nccl = dict(line.split("=", 1) for line in out.stdout.splitlines() if line.startswith("NCCL_"))
+    assert nccl["NCCL_IB_HCA"] == "=" + ",".join(f"mlx5_{20 + order.index(r)}:1" for r in range(1, 9))
+    assert nccl["NCCL_IB_GID_INDEX"] == "3"
+    for r in (3, 6):
+        one = subprocess.run(["sh", str(tmp_path / "pod.sh"), "rail", str(r)], env={**env, "ROCE_FABRIC_QUIET": "1"},
+                             capture_output=True, text=True)
+        assert one.stdout.split() == [f"mlx5_{20 + order.index(r)}", "3", rif_of[r]], one.stderr
+
+
 @pytest.fixture
 def netns():
     require(os.geteuid() == 0 and Path(IP).exists(), "root and iproute2 (network namespaces)")
@@ -223,22 +270,17 @@ def ns(name: str, *argv: str) -> str:
 
 
 @pytest.mark.root
-def test_the_pod_finds_its_rails_in_any_order_and_configures_each(pooled: FabricIntent, tmp_path: Path,
+def test_the_pod_finds_its_rails_in_any_order_and_configures_each(untagged: FabricIntent, tmp_path: Path,
                                                                    netns: str) -> None:
-    """Eight VFs granted and attached in an order unrelated to the rails: the set-up finds each one's rail, puts
-    the node map's address on a VLAN sub-interface railN (tagged rails 1-4) or on the VF as attached (5-8: never
-    renamed, CNI DEL finds it by that name), with a table holding the subnet and the default via the rail gateway
-    and a `from` rule; NCCL_IB_HCA lists the devices in rail order and `rail N` finds each rail's interface."""
-    host = pooled.hosts["gpu-su2-03"]
+    """Eight devices granted and attached in an order unrelated to the rails, run with the real `ip` in a network
+    namespace (veth ends stand in for the VFs: the netdev side is plain Linux): each attached interface keeps
+    multus' name (CNI DEL finds it by that name) and gets the node map's address of its NIC's rail, a table
+    holding the subnet and the default via the rail gateway, and a `from` rule."""
+    host = untagged.hosts["gpu-su2-03"]
     order = [6, 3, 8, 1, 5, 2, 7, 4]
-    sysfs, granted, attached = pod_sysfs(tmp_path / "sys", host.rails, order)
+    env, attached = set_up(host, order, tmp_path)
     for ifname in attached:
-        ns(netns, IP, "link", "add", ifname, "type", "dummy")
-    (tmp_path / "map").write_text(rk.node_rail_map(host)[rk.RAIL_MAP])
-    (tmp_path / "setup.sh").write_text(rk.pod_rail_setup())
-    env = {"PATH": os.environ["PATH"], "ROCE_FABRIC_SYSFS": str(sysfs), "ROCE_FABRIC_RUN": str(tmp_path / "run"),
-           "ROCE_FABRIC_RAIL_MAP": str(tmp_path / "map"), "ROCE_FABRIC_DEVICES_VAR": "PCIDEVICE_NVIDIA_COM_RAIL",
-           "PCIDEVICE_NVIDIA_COM_RAIL": granted, "ROCE_FABRIC_IFPREFIX": "rail"}
+        ns(netns, IP, "link", "add", ifname, "type", "veth", "peer", "name", f"{ifname}p")
     run = subprocess.run([IP, "netns", "exec", netns, "sh", str(tmp_path / "setup.sh")], env=env,
                          capture_output=True, text=True, timeout=60)
     assert run.returncode == 0, run.stderr
@@ -246,69 +288,69 @@ def test_the_pod_finds_its_rails_in_any_order_and_configures_each(pooled: Fabric
     by_rail = {r.rail: r for r in host.rails}
     for pool, rail in attached.items():
         r = by_rail[rail]
-        rif = f"rail{rail}" if r.vlan else pool
-        link = links[rif]
-        assert link["operstate"] in ("UNKNOWN", "UP") and "UP" in link["flags"]
+        link = links[pool]
+        assert "UP" in link["flags"] and f"rail{rail}" not in links
         assert [f"{a['local']}/{a['prefixlen']}" for a in link["addr_info"] if a["family"] == "inet"] == [r.pod.address]
-        if r.vlan:  # tagged: a VLAN sub-interface of the attached VF, which keeps multus' name
-            assert link["linkinfo"]["info_kind"] == "vlan" and link["linkinfo"]["info_data"]["id"] == r.vlan
-            assert link["link"] == pool and pool in links
-        else:  # untagged: the VF itself, as multus named it
-            assert link["linkinfo"]["info_kind"] == "dummy" and f"rail{rail}" not in links
         table = json.loads(ns(netns, IP, "-j", "route", "show", "table", str(r.table)))
         assert {(t["dst"], t.get("gateway"), t["dev"]) for t in table} == {
-            (r.subnet, None, rif), ("default", r.gateway, rif)}
+            (r.subnet, None, pool), ("default", r.gateway, pool)}
     rules = json.loads(ns(netns, IP, "-j", "rule", "show"))
     assert {(x["priority"], x.get("src"), x["table"]) for x in rules if x.get("src")} == {
         (r.rule_priority, r.pod.address.split("/")[0], str(r.table)) for r in host.rails}
-    # the rank side: NCCL_IB_HCA in rail order, each rail's own device, the GID of its address
+    rank_side(tmp_path, env, order, {rail: pool for pool, rail in attached.items()})
+
+
+def test_tagged_rails_get_a_vlan_sub_interface_named_after_the_rail(pooled: FabricIntent, tmp_path: Path) -> None:
+    """Rails 1-4 tagged on the host, 5-8 not: on a tagged rail the address goes on a VLAN sub-interface railN of
+    the attached VF (the VF itself is untagged: sriov-cni `vlan: 0`), on an untagged rail on the VF; the commands
+    as the set-up gives them to `ip`, in the order of the grant."""
+    host = pooled.hosts["gpu-su2-03"]
+    order = [6, 3, 8, 1, 5, 2, 7, 4]
+    env, attached = set_up(host, order, tmp_path)
+    log = recording_ip(tmp_path, env)
+    run = subprocess.run(["sh", str(tmp_path / "setup.sh")], env=env, capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    by_rail = {r.rail: r for r in host.rails}
+    granted = env["PCIDEVICE_NVIDIA_COM_RAIL"].split(",")
+    want = []
+    for vf in granted:  # the order the device plugin lists them in
+        (pool,) = (x.name for x in (Path(env["ROCE_FABRIC_SYSFS"]) / "bus/pci/devices" / vf / "net").iterdir())
+        r = by_rail[attached[pool]]
+        rif = f"rail{r.rail}" if r.vlan else pool
+        if r.vlan:
+            want += [f"link set dev {pool} up", f"link add link {pool} name {rif} type vlan id {r.vlan}"]
+        ip = r.pod.address.split("/")[0]
+        want += [f"link set dev {rif} up", f"addr add {r.pod.address} dev {rif}",
+                 f"route add {r.subnet} dev {rif} src {ip} table {r.table}",
+                 f"route add default via {r.gateway} dev {rif} table {r.table}",
+                 f"rule add from {ip} lookup {r.table} priority {r.rule_priority}"]
+    assert log.read_text().splitlines() == want
+    assert "0000:1a:00.0) is rail 1: rail1 10.100.8.12/24 via 10.100.8.1, VLAN 1001" in run.stderr
     pool_of = {rail: pool for pool, rail in attached.items()}
-    rif_of = {r: f"rail{r}" if by_rail[r].vlan else pool_of[r] for r in range(1, 9)}
-    rails = (tmp_path / "run" / "rails").read_text().split("\n")
-    assert rails[:8] == [f"{rif_of[r]} mlx5_{20 + order.index(r)} {r}" for r in range(1, 9)]
-    entry = tmp_path / "pod.sh"
-    entry.write_text(rk.pod_entrypoint())
-    out = subprocess.run(["sh", str(entry), "env"], env={**env, "ROCE_FABRIC_RAILS": "8"}, capture_output=True,
-                         text=True)
-    assert out.returncode == 0, out.stderr
-    nccl = dict(line.split("=", 1) for line in out.stdout.splitlines() if line.startswith("NCCL_"))
-    assert nccl["NCCL_IB_HCA"] == "=" + ",".join(f"mlx5_{20 + order.index(r)}:1" for r in range(1, 9))
-    assert nccl["NCCL_IB_GID_INDEX"] == "3"
-    for r in (3, 6):
-        one = subprocess.run(["sh", str(entry), "rail", str(r)], env={**env, "ROCE_FABRIC_QUIET": "1"},
-                             capture_output=True, text=True)
-        assert one.stdout.split() == [f"mlx5_{20 + order.index(r)}", "3", rif_of[r]], one.stderr
+    rank_side(tmp_path, env, order, {r: f"rail{r}" if by_rail[r].vlan else pool_of[r] for r in range(1, 9)})
 
 
-@pytest.mark.root
 @pytest.mark.parametrize("case", ["two-on-one-rail", "foreign-nic", "missing-rail", "not-pci"])
-def test_the_pod_refuses_a_grant_that_is_not_one_device_per_rail(pooled: FabricIntent, tmp_path: Path, netns: str,
+def test_the_pod_refuses_a_grant_that_is_not_one_device_per_rail(pooled: FabricIntent, tmp_path: Path,
                                                                   case: str) -> None:
     """What a pooled grant can be when the node runs other pods of the resource, or the map is stale: the set-up
     fails with the reason and leaves no rail list for the entrypoint."""
     host = pooled.hosts["gpu-su1-01"]
     order = [2, 1, 4, 3, 6, 5, 8, 8] if case == "two-on-one-rail" else [2, 1, 4, 3, 6, 5, 8, 7]
-    sysfs, granted, attached = pod_sysfs(tmp_path / "sys", host.rails, order)
-    for ifname in attached:
-        ns(netns, IP, "link", "add", ifname, "type", "dummy")
     rail_map = rk.node_rail_map(host)[rk.RAIL_MAP]
-    devices = granted.split(",")
+    if case == "foreign-nic":
+        rail_map = "".join(x for x in rail_map.splitlines(keepends=True) if not x.startswith(host.rails[4].pci))
+    env, _attached = set_up(host, order, tmp_path, rail_map)
+    recording_ip(tmp_path, env)
+    devices = env["PCIDEVICE_NVIDIA_COM_RAIL"].split(",")
+    if case == "missing-rail":
+        env["PCIDEVICE_NVIDIA_COM_RAIL"] = ",".join(devices[:-1])
+    elif case == "not-pci":
+        env["PCIDEVICE_NVIDIA_COM_RAIL"] = ",".join(["../../etc", *devices[1:]])
     want = {"two-on-one-rail": "two granted devices on rail 8", "foreign-nic": f"(NIC {host.rails[4].pci}) is on no "
             "rail of", "missing-rail": "granted 7 devices, one per rail wanted on the node's 8 rails",
             "not-pci": "granted device '../../etc' is not a PCI address"}[case]
-    if case == "foreign-nic":
-        rail_map = "".join(x for x in rail_map.splitlines(keepends=True) if not x.startswith(host.rails[4].pci))
-    elif case == "missing-rail":
-        devices = devices[:-1]
-    elif case == "not-pci":
-        devices[0] = "../../etc"
-    (tmp_path / "map").write_text(rail_map)
-    (tmp_path / "setup.sh").write_text(rk.pod_rail_setup())
-    env = {"PATH": os.environ["PATH"], "ROCE_FABRIC_SYSFS": str(sysfs), "ROCE_FABRIC_RUN": str(tmp_path / "run"),
-           "ROCE_FABRIC_RAIL_MAP": str(tmp_path / "map"), "ROCE_FABRIC_DEVICES_VAR": "PCIDEVICE_NVIDIA_COM_RAIL",
-           "PCIDEVICE_NVIDIA_COM_RAIL": ",".join(devices)}
-    run = subprocess.run([IP, "netns", "exec", netns, "sh", str(tmp_path / "setup.sh")], env=env,
-                         capture_output=True, text=True, timeout=60)
+    run = subprocess.run(["sh", str(tmp_path / "setup.sh")], env=env, capture_output=True, text=True, timeout=60)
     assert run.returncode == 1 and want in run.stderr, run.stderr
     assert not (tmp_path / "run" / "rails").exists()  # the entrypoint never sees a half-made rail list
 
@@ -333,3 +375,57 @@ def test_perftest_pairs_keep_working_on_pooled_pods(pooled: FabricIntent) -> Non
     docs = k8s.mpijob_manifests(job, pooled)
     worker = docs[1]["spec"]["mpiReplicaSpecs"]["Worker"]["template"]
     assert worker["metadata"]["annotations"]["k8s.v1.cni.cncf.io/networks"].count("rail@pool-") == 8
+
+
+@pytest.mark.k8s
+def test_pooled_jobs_are_admitted_and_each_worker_takes_its_nodes_whole_pool(pooled: FabricIntent,
+                                                                             tmp_path: Path) -> None:
+    """On the real control plane (fabric.lab.kube): kwok nodes advertise the pooled resource as one device per
+    NIC (8), the API server admits the networks and every job (the hostPath volume, NET_ADMIN, the repeated
+    network), the scheduler puts one worker on each intended host, and a second job wanting the same hosts
+    waits: each worker holds its node's whole pool, so two pods never split one node's rails."""
+    from fabric.lab.kube import KubeLab, bins_dir, missing_bins
+
+    bins = bins_dir()
+    missing = missing_bins(bins)
+    require(not missing, f"the Kubernetes binaries in {bins} ({', '.join(missing)}): make k8s-bins")
+    k8s_bundle.render_bundle(pooled, tmp_path / "b", IMAGE)
+    ns = pooled.kubernetes.namespace
+    with KubeLab(tmp_path / "kube", bins) as kube:
+        kube.start()
+        kube.add_nodes(pooled)
+        kube.apply([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}])
+        node = json.loads(kube.kubectl("get", "node", "gpu-su1-01", "-o", "json").stdout)
+        assert node["status"]["allocatable"]["nvidia.com/rail"] == "8"
+        kube.kubectl("apply", "--server-side", "-f", str(tmp_path / "b" / "networks.yaml"))
+        for path in sorted((tmp_path / "b" / "jobs").glob("*.yaml")):
+            run = kube.kubectl("apply", "--server-side", "--dry-run=server", "-f", str(path), check=False)
+            assert run.returncode == 0, run.stderr
+        jobs = {j: list(yaml.safe_load_all((tmp_path / "b" / "jobs" / f"{j}.yaml").read_text()))
+                for j in ("nccl-su1", "pods-su1-bw")}
+
+        def hosts_of(j: str) -> list[str]:
+            return sorted(jobs[j][1]["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["affinity"][
+                "nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0][
+                "matchExpressions"][0]["values"])
+
+        def bound(j: str, want: int, wait_s: float) -> dict[str, str]:
+            deadline = time.monotonic() + wait_s
+            while True:
+                pods = json.loads(kube.kubectl("get", "pods", "-n", ns, "-o", "json").stdout)["items"]
+                out = {p["metadata"]["name"]: p["spec"]["nodeName"] for p in pods
+                       if p["metadata"]["name"].startswith(f"{j}-worker-") and p["spec"].get("nodeName")}
+                if len(out) >= want or time.monotonic() > deadline:
+                    return out
+                time.sleep(1)
+
+        kube.apply(jobs["nccl-su1"])
+        placed = bound("nccl-su1", len(hosts_of("nccl-su1")), 120)
+        assert sorted(placed.values()) == hosts_of("nccl-su1")  # one worker on each intended host
+        kube.apply(jobs["pods-su1-bw"])
+        assert set(hosts_of("pods-su1-bw")) <= set(hosts_of("nccl-su1"))
+        time.sleep(10)
+        assert bound("pods-su1-bw", 1, 0) == {}  # every device of those nodes is the first job's
+        events = kube.kubectl("get", "events", "-n", ns, "--field-selector", "reason=FailedScheduling", "-o",
+                              "json").stdout
+        assert "Insufficient nvidia.com/rail" in events
