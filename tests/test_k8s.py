@@ -193,12 +193,13 @@ kubernetes:""")
     assert json.loads(data["gpu-su1-02"])["resourceList"][0]["selectors"][0]["pfNames"] == ["enp26s0np0#0-7"]
 
 
-def test_pooled_resource_needs_one_rail_nic_per_host(tmp_path: Path, example_copy: Path) -> None:
+def test_pooled_resource_on_multi_nic_hosts_needs_what_the_pod_can_map(tmp_path: Path, example_copy: Path) -> None:
+    """Slot-style names carry no PCI address, and a pod knows its NICs only by that (tests/test_k8s_pooled.py has
+    the rest of the pooled path); one NIC per host needs no mapping."""
     (example_copy / "k8s.yaml").write_text("kubernetes:\n  resources: pooled\n  resource_name: rdma_vf\n")
     with pytest.raises(InputError) as exc:
         derive(load(example_copy))
-    assert "kubernetes.resources: expected per-rail (a pooled resource needs hosts with one rail NIC" in str(exc.value)
-    assert "k8s.yaml:2" in str(exc.value)
+    assert "hosts.nics.pci: expected a PCI address for every rail NIC with a pooled resource" in str(exc.value)
     fabric = (example_copy / "fabric.yaml").read_text().replace("rails: 4", "rails: 1")
     (example_copy / "fabric.yaml").write_text(fabric)
     hosts = example_copy / "hosts.yaml"

@@ -68,8 +68,10 @@ def render_bundle(fabric: FabricIntent, out_dir: Path, image: str, *, quick: boo
         "hypernodes.yaml": volcano_yaml(tiers(fabric)),
         "roce-pod-env.sh": "#!/bin/sh\n" + pod_entrypoint(),
     }
+    if any(r.pod is not None and r.pod.pooled for h in fabric.hosts.values() for r in h.rails):
+        files["roce-pod-setup.sh"] = "#!/bin/sh\n" + rk.pod_rail_setup()
     for name, host in sorted(fabric.hosts.items()):
-        for path, text in rk.node_cni_configs(host).items():
+        for path, text in {**rk.node_cni_configs(host), **rk.node_rail_map(host)}.items():
             files[f"nodes/{name}/{path.rsplit('/', 1)[1]}"] = text
     for job in acceptance_jobs(fabric, image, quick=quick):
         files[f"jobs/{job.name}.yaml"] = manifests_yaml(job, fabric)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ipaddress import IPv4Network
 
+from fabric.design.pci import pci_from_netdev
 from fabric.design.topology import Topo
 from fabric.errors import Problem
 from fabric.model.checks import private_asn
@@ -64,14 +65,19 @@ def capacity_problems(loaded: Loaded, topo: Topo) -> list[Problem]:
 
 
 def kubernetes_problems(loaded: Loaded, topo: Topo) -> list[Problem]:
-    """A pooled resource only where a host has one rail NIC.
+    """Where a pooled resource (one device-plugin resource for every rail NIC) cannot give each pod one device
+    per rail with that rail's VLAN and address (README "Kubernetes", pooled resources; fabric.render.k8s).
 
-    Per-rail networks give each rail its own subnet, so a device must reach the network of its own rail.
-    With one resource for every rail the device plugin hands out any VFs (sriov-network-device-plugin
-    pkg/resources/server.go: GetPreferredAllocation returns nothing, so kubelet picks) and multus gives the
-    resource's device IDs to the pod's networks in order (multus pkg/k8sclient/k8sclient.go
-    getKubernetesDelegate: `entry.Index++`): a rail-3 VF can land on the rail-1 network, with a rail-1
-    address on the rail-3 leaf, or two VFs of one PF and none of another.
+    The pod finds its rails itself (fabric.render.k8s.pod_rail_setup: the granted PCI addresses → each one's
+    PF → the node's rail map), so the order multus hands the devices to the networks does not matter
+    (pkg/k8sclient/k8sclient.go getKubernetesDelegate takes them in order; sorted only from multus v4.3.0,
+    kubelet's own order before). What cannot be fixed in the pod is *which* devices it gets: kubelet picks
+    from the free devices of a resource in set order (pkg/kubelet/cm/devicemanager/manager.go
+    devicesToAllocate) unless the plugin prefers some, and sriov-network-device-plugin prefers none
+    (pkg/resources/server.go GetPreferredAllocation returns an empty answer). So a pooled resource works only
+    where the worker takes *every* device of the node and each NIC gives exactly one: the NIC itself
+    (`vfs: 0`) or one VF (`vfs: 1`). In the pod, a NIC is known only by its PCI address (the PF's netdev stays
+    in the host's namespace), so each needs one.
     """
     k = loaded.inv.kubernetes
     if k.resources != "pooled":
@@ -79,6 +85,35 @@ def kubernetes_problems(loaded: Loaded, topo: Topo) -> list[Problem]:
     most = max((len(h.nics) for h in topo.hosts.values()), default=0)
     if most <= 1:
         return []
-    return [loaded.smap.problem(("kubernetes", "resources"), "per-rail (a pooled resource needs hosts with one rail "
-                                "NIC: its VFs cannot be matched to their rail's network)",
-                                f"pooled with {most} rail NICs per host")]
+    where = ("kubernetes", "resources")
+    vfs = sorted({n.vfs for h in topo.hosts.values() for n in h.nics})
+    if any(v > 1 for v in vfs):
+        v = max(vfs)
+        free = v * most
+        p = 1.0
+        for i in range(most):  # a pod asking for `most` of `free` devices gets one per NIC
+            p *= (free - i * v) / (free - i)
+        return [loaded.smap.problem(where, "per-rail, or pooled with `vfs: 0` or `vfs: 1` on every rail NIC "
+                                    "(a pooled resource is one pool: kubelet picks a pod's devices from it at "
+                                    "random — sriov-network-device-plugin prefers none — so some NICs give two "
+                                    "VFs and others none)", f"pooled with {most} NICs × {v} VFs per host: a pod "
+                                    f"asking for {most} of {free} free VFs gets one per rail {p:.1%} of the time")]
+    if len(vfs) > 1:
+        return [loaded.smap.problem(where, "pooled with one kind of device per resource (every rail NIC `vfs: 0`, "
+                                    "or every one `vfs: 1`): the plugin ANDs a resource's selectors",
+                                    f"vfs {' and '.join(map(str, vfs))}")]
+    no_pci = sorted({f"{h.name} {n.netdev}" for h in topo.hosts.values() for n in h.nics
+                     if not (n.pci or pci_from_netdev(n.netdev))})
+    if no_pci:
+        return [loaded.smap.problem(("hosts", "nics", "pci"), "a PCI address for every rail NIC with a pooled "
+                                    "resource (the pod knows its devices only by PCI address: the granted list "
+                                    "and each VF's physfn)", f"none for {', '.join(no_pci[:3])}"
+                                    + (f" and {len(no_pci) - 3} more" if len(no_pci) > 3 else ""))]
+    a = loaded.inv.addressing
+    max_h = max((h.h for h in topo.hosts.values()), default=0)
+    block = 2 ** (32 - a.rail_prefix_length)
+    if vfs == [1] and a.mode == "svi" and 3 + 2 * max_h > block:  # hosts, then one VF address per host
+        return [loaded.smap.problem(("addressing", "rail_prefix_length"), f"a /{a.rail_prefix_length} block "
+                                    f"holding {3 + 2 * max_h} addresses (a host's and its pooled VF's, per host)",
+                                    f"{block} addresses")]
+    return []

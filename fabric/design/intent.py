@@ -223,11 +223,13 @@ class PodRail(Model):
     (the SU's subnet, the VLAN). `vf`: an SR-IOV VF with an address from the whereabouts pool of the (SU, rail)
     subnet after its hosts; `pf`: the NIC itself (host-device) with the host's own rail address."""
 
-    network: str  # NAD name = node-local CNI config name = interface name inside the pod
+    network: str  # NAD name = node-local CNI config name = interface name inside the pod (pooled: one NAD)
     resource: str  # sriov-network-device-plugin resource, <prefix>/<name>
     device: Literal["vf", "pf"]
     range_start: str | None = None  # vf: whereabouts range_start/range_end in the rail subnet
     range_end: str | None = None
+    pooled: bool = False  # one resource for every rail: the pod finds its rails (fabric.render.k8s.pod_rail_setup)
+    address: str | None = None  # pooled vf: this host's VF address, set by the pod (pf: the rail's own address)
 
 
 class RailIntent(Model):

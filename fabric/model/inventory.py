@@ -376,7 +376,8 @@ class Kubernetes(Strict):
     resource_prefix: str = Field("nvidia.com", max_length=200,
                                  pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
     resources: Literal["per-rail", "pooled"] = Field(
-        "per-rail", description="per-rail: one resource per rail NIC; pooled: one resource for all (one NIC per host)")
+        "per-rail", description="per-rail: one resource per rail NIC; pooled: one resource for all "
+        "(multi-NIC hosts: vfs 0 or 1 and a PCI address per NIC; the pod finds its rails)")
     resource_name: str = Field("rail", pattern=r"^[A-Za-z][A-Za-z0-9_]*$", max_length=40,
                                description="per-rail: this name + the rail number (rail1); pooled: the resource")
     network_name: str = Field("rail", pattern=r"^[a-z][a-z0-9]*$", max_length=12,

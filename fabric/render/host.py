@@ -12,7 +12,7 @@ from typing import Any
 
 from fabric.design.intent import FabricIntent, HostIntent, RailIntent
 from fabric.render.files import Files, template
-from fabric.render.k8s import node_cni_configs
+from fabric.render.k8s import node_cni_configs, node_rail_map
 from fabric.serialize import dumps_yaml
 
 NETPLAN_PATH = "etc/netplan/60-roce-fabric.yaml"
@@ -286,6 +286,7 @@ def boot_files(intent: HostIntent) -> dict[str, tuple[str, int]]:
     if (conf := modprobe_conf(intent)) is not None:
         files[MODPROBE_PATH] = (conf, 0o644)
     files.update({path: (text, 0o644) for path, text in node_cni_configs(intent).items()})
+    files.update({path: (text, 0o644) for path, text in node_rail_map(intent).items()})
     return files
 
 
@@ -312,6 +313,7 @@ def render(h: HostIntent, fabric: FabricIntent, *, extras: bool = True) -> Files
     }
     if extras:
         files.update({f"cni/{path.rsplit('/', 1)[1]}": text for path, text in node_cni_configs(h).items()})
+        files.update({path.rsplit("/", 1)[1]: text for path, text in node_rail_map(h).items()})
         files.update({"netplan.yaml": netplan(h), "sysctl.conf": sysctl_conf(h), "roce-qos.service": qos_unit(h),
                       "roce-qos.sh": qos_script(h)})
         if sriov_rails(h):

@@ -5,8 +5,9 @@ The path, from the host up (each piece cites the controller code it was checked 
 1. **Host VFs** (fabric.host.sriov): `sriov_numvfs` per rail NIC, VF MTU = the rail MTU, trust and
    spoof-check, the RDMA subsystem in `exclusive` netns mode where pods get VFs.
 2. **Device plugin** (`device_plugin_configmap`): sriov-network-device-plugin's `resourceList`, one
-   resource per rail (`<prefix>/<name><rail>`, per-rail) or one for all (pooled, only with one rail NIC per
-   host: fabric.design.checks.kubernetes_problems says why). VFs are selected with
+   resource per rail (`<prefix>/<name><rail>`, per-rail) or one for all (pooled: each NIC gives one device and
+   a worker takes all of them, fabric.design.checks.kubernetes_problems says why; the pod then finds which
+   device is which rail, `pod_rail_setup`, from the node's rail map, `node_rail_map`). VFs are selected with
    `pfNames: ["<pf>#0-<vfs-1>"]` (README "pfNames … range of VFs"), a passed-through PF (`vfs: 0`) with
    `pciAddresses` (`pfNames` matches only functions that have a PF: pkg/resources/deviceSelectors.go),
    always `isRdma: true` (the plugin then mounts the device's /dev/infiniband/uverbsN and rdma_cm into the
@@ -90,6 +91,12 @@ def cni_config(host: HostIntent, rail: RailIntent) -> dict[str, Any] | None:
     pod = rail.pod
     if pod is None:
         return None
+    if pod.pooled:  # one config for every rail: the device and its rail are the pod's to find (pod_rail_setup)
+        first = {"type": "host-device"} if pod.device == "pf" else {
+            "type": "sriov", "vlan": 0, "spoofchk": "on" if rail.vf_spoof_check else "off",
+            "trust": "on" if rail.vf_trust else "off"}
+        plugins = [first, *([{"type": "rdma"}] if rdma_exclusive(host) else [])]
+        return {"cniVersion": CNI_VERSION, "name": pod.network, "plugins": plugins}
     if pod.device == "vf":
         net = rail.subnet
         first: dict[str, Any] = {"type": "sriov"}
@@ -116,6 +123,23 @@ def node_cni_configs(host: HostIntent) -> dict[str, str]:
         if cfg is not None:
             out[f"{CNI_DIR}/{cfg['name']}.conflist"] = json.dumps(cfg, indent=2) + "\n"
     return out
+
+
+RAIL_MAP = "etc/roce-fabric/pod-rails"  # below the host root; workers of a pooled resource mount it read-only
+
+
+def node_rail_map(host: HostIntent) -> dict[str, str]:
+    """With a pooled resource, `etc/roce-fabric/pod-rails`: one line per rail pods attach, `PCI RAIL VLAN
+    ADDRESS/LEN SUBNET GATEWAY TABLE PRIORITY` (VLAN 0: untagged), keyed by the NIC's PCI address because that is all
+    a pod sees of it (the granted list, a VF's `physfn`). Empty without one."""
+    lines = [f"{r.pci} {r.rail} {r.vlan or 0} {r.pod.address or r.address} {r.subnet} {r.gateway} {r.table} "
+             f"{r.rule_priority}"
+             for r in host.rails if r.pod is not None and r.pod.pooled and r.pci]
+    if not lines:
+        return {}
+    head = (f"# Rails of {host.name} for pods of a pooled resource (roce-fabric): PCI rail vlan address subnet "
+            "gateway table priority\n")
+    return {RAIL_MAP: head + "\n".join(lines) + "\n"}
 
 
 def device_plugin_config(host: HostIntent, prefix: str) -> dict[str, Any]:
@@ -215,7 +239,8 @@ def pod_entrypoint() -> str:
     `NCCL_PARAM(IbGidIndex, "IB_GID_INDEX", -1)`; with `$ROCE_FABRIC_NCCL_VERSION` below 2.21 it fails instead,
     as that NCCL would take GID 0), then runs the program.
 
-    `roce-pod rail N` prints `DEV GID IFNAME` of rail interface N (`$ROCE_FABRIC_IFPREFIX` + N); `roce-pod
+    `roce-pod rail N` prints `DEV GID IFNAME` of rail interface N (`$ROCE_FABRIC_IFPREFIX` + N, or the one
+    the pooled set-up, pod_rail_setup, recorded); `roce-pod
     perftest ROLE RAIL PEER ARGV…` runs a perftest server (ROLE server) or client (ROLE client, retried until
     the server listens) with `@DEV@`/`@GID@` in ARGV replaced by the rail's device and GID index. The
     sysfs root is `$ROCE_FABRIC_SYSFS` (default /sys) so tests can run it against a prepared tree.
@@ -225,7 +250,23 @@ def pod_entrypoint() -> str:
 
 _POD_SH = r"""# roce-fabric pod entrypoint: NCCL_IB_HCA and the GID index from this pod's own rail interfaces.
 sys="${ROCE_FABRIC_SYSFS:-/sys}"
+run="${ROCE_FABRIC_RUN:-/var/run/roce-fabric}"
 say() { echo "roce-pod: $*" >&2; }
+# pairs: "IFNAME DEV" of every rail interface: what the pooled set-up found ($run/rails: "IFNAME DEV RAIL" in
+# rail order), else every interface with an RDMA device behind it
+pairs() {
+  if [ -f "$run/rails" ]; then cat "$run/rails"; return 0; fi
+  for net in "$sys/class/net/"*; do
+    for ib in "$net/device/infiniband/"*; do [ -e "$ib" ] && echo "${net##*/} ${ib##*/}"; done
+  done
+  return 0
+}
+dev_of() { pairs | awk -v i="$1" '$1 == i {print $2; exit}'; }
+# rail_if N: the interface of rail N
+rail_if() {
+  if [ -f "$run/rails" ]; then awk -v r="$1" '$3 == r {print $1; exit}' "$run/rails"
+  else echo "${ROCE_FABRIC_IFPREFIX:-rail}$1"; fi
+}
 # gid_of DEV IFNAME: index of the RoCE v2 GID of IFNAME that is an IPv4-mapped address (::ffff:a.b.c.d)
 gid_of() {
   for t in "$sys/class/infiniband/$1/ports/1/gid_attrs/types/"*; do
@@ -239,17 +280,15 @@ gid_of() {
   return 1
 }
 hca=""; gids=""; n=0; table=""
-for net in "$sys/class/net/"*; do
-  ifname=${net##*/}
-  for ib in "$net/device/infiniband/"*; do
-    [ -e "$ib" ] || continue
-    dev=${ib##*/}
-    if g=$(gid_of "$dev" "$ifname"); then :; else say "$ifname ($dev): no RoCE v2 IPv4 GID (no address yet?)"; g=""; fi
-    hca="${hca:+$hca,}$dev:1"; n=$((n + 1))
-    [ -n "$g" ] && gids="$gids $g"
-    table="$table $ifname=$dev:${g:-?}"
-  done
-done
+while read -r ifname dev _; do
+  [ -n "$dev" ] || continue
+  if g=$(gid_of "$dev" "$ifname"); then :; else say "$ifname ($dev): no RoCE v2 IPv4 GID (no address yet?)"; g=""; fi
+  hca="${hca:+$hca,}$dev:1"; n=$((n + 1))
+  [ -n "$g" ] && gids="$gids $g"
+  table="$table $ifname=$dev:${g:-?}"
+done <<EOF
+$(pairs)
+EOF
 want="${ROCE_FABRIC_RAILS:-0}"
 if [ "$n" -eq 0 ]; then
   say "no RDMA device behind any interface of this pod: NCCL would fall back to TCP sockets"; exit 1
@@ -276,19 +315,15 @@ fi
   say "rails:$table NCCL_IB_HCA=$NCCL_IB_HCA NCCL_IB_GID_INDEX=${NCCL_IB_GID_INDEX:-auto}"
 case "${1:-}" in
   rail)
-    ifname="${ROCE_FABRIC_IFPREFIX:-rail}$2"
-    for ib in "$sys/class/net/$ifname/device/infiniband/"*; do
-      [ -e "$ib" ] || continue
-      dev=${ib##*/}; echo "$dev $(gid_of "$dev" "$ifname") $ifname"; exit 0
-    done
+    ifname=$(rail_if "$2")
+    dev=$(dev_of "$ifname")
+    [ -n "$dev" ] && { echo "$dev $(gid_of "$dev" "$ifname") $ifname"; exit 0; }
     say "no rail interface $ifname"; exit 1 ;;
   perftest)
     role=$2; rail=$3; peer=$4; shift 4
-    ifname="${ROCE_FABRIC_IFPREFIX:-rail}$rail"
-    dev=""; g=""
-    for ib in "$sys/class/net/$ifname/device/infiniband/"*; do
-      [ -e "$ib" ] && { dev=${ib##*/}; g=$(gid_of "$dev" "$ifname"); }
-    done
+    ifname=$(rail_if "$rail")
+    g=""; dev=$(dev_of "$ifname")
+    [ -n "$dev" ] && g=$(gid_of "$dev" "$ifname")
     [ -n "$dev" ] && [ -n "$g" ] || { say "rail $rail: no RDMA device or RoCE v2 IPv4 GID on $ifname"; exit 1; }
     first=1
     for a in "$@"; do
@@ -309,9 +344,88 @@ exec "$@"
 """
 
 
+def pod_rail_setup() -> str:
+    """POSIX sh run once as root (CAP_NET_ADMIN) at the start of a worker of a pooled resource, before sshd.
+
+    Which devices of the pool the pod got is kubelet's choice and which network each one lands on is multus'
+    (fabric.design.checks.kubernetes_problems), so the node's CNI config attaches them bare (sriov-cni with
+    `vlan: 0`, VLAN guest tagging; no IPAM) and this script makes each one its rail: the granted PCI addresses
+    from the device plugin's variable (`$ROCE_FABRIC_DEVICES_VAR`, whose value is
+    `PCIDEVICE_<PREFIX>_<NAME>`: sriov-network-device-plugin pkg/resources/pool_stub.go GetEnvs, comma-separated),
+    each one's NIC (a VF's `physfn` link, kernel Documentation/PCI/pci-iov-howto.rst; a PF is its own), that
+    NIC's line of the node's rail map (node_rail_map, `$ROCE_FABRIC_RAIL_MAP`), then the rail's interface (a VLAN
+    sub-interface `$ROCE_FABRIC_IFPREFIX<rail>` where the rail is tagged, else the attached one, never renamed:
+    sriov-cni and host-device find it by name at CNI DEL, sriov-cni pkg/sriov/sriov.go ReleaseVF), its address,
+    and a routing table with a `from <address>` rule, as sbr gives a per-rail pod. It writes
+    `$ROCE_FABRIC_RUN/rails` (`IFNAME DEV RAIL`, in rail order), which the pod entrypoint reads for NCCL_IB_HCA,
+    the GID and rail N's interface. Two devices on one rail, a device on no rail of the map, or a rail without a
+    device fail the pod.
+    """
+    return _SETUP_SH
+
+
+_SETUP_SH = r"""# roce-fabric pooled rails: which devices this pod was granted, and which rail each one is.
+sys="${ROCE_FABRIC_SYSFS:-/sys}"
+run="${ROCE_FABRIC_RUN:-/var/run/roce-fabric}"
+map="${ROCE_FABRIC_RAIL_MAP:-/etc/roce-fabric/pod-rails}"
+prefix="${ROCE_FABRIC_IFPREFIX:-rail}"
+say() { echo "roce-pod: $*" >&2; }
+must() { "$@" || { say "failed: $*"; exit 1; }; }
+[ -r "$map" ] || { say "no rail map $map on this node (fabric host apply --persist installs it)"; exit 1; }
+granted=$(printenv "$ROCE_FABRIC_DEVICES_VAR") ||
+  { say "no $ROCE_FABRIC_DEVICES_VAR: the device plugin granted this container nothing"; exit 1; }
+want=$(awk '/^[0-9a-f]/ {n++} END {print n + 0}' "$map")
+found=""; seen=" "; n=0
+for pci in $(printf '%s' "$granted" | tr ',' ' '); do
+  case "$pci" in
+    [0-9a-f][0-9a-f][0-9a-f][0-9a-f]:[0-9a-f][0-9a-f]:[0-9a-f][0-9a-f].[0-7]) ;;
+    *) say "granted device '$pci' is not a PCI address"; exit 1 ;;
+  esac
+  d="$sys/bus/pci/devices/$pci"
+  nic=$pci
+  if [ -L "$d/physfn" ]; then nic=$(readlink "$d/physfn"); nic=${nic##*/}; fi
+  line=$(awk -v nic="$nic" '$1 == nic {print $2, $3, $4, $5, $6, $7, $8; exit}' "$map")
+  set -- $line
+  [ $# -eq 7 ] || { say "$pci (NIC $nic) is on no rail of $map"; exit 1; }
+  rail=$1; vlan=$2; addr=$3; subnet=$4; gw=$5; table=$6; prio=$7
+  case "$seen" in
+    *" $rail "*) say "two granted devices on rail $rail (one is $pci): one device per NIC only"; exit 1 ;;
+  esac
+  seen="$seen$rail "
+  ifname=""; for x in "$d/net/"*; do [ -e "$x" ] && ifname=${x##*/}; done
+  dev=""; for x in "$d/infiniband/"*; do [ -e "$x" ] && dev=${x##*/}; done
+  [ -n "$ifname" ] && [ -n "$dev" ] || { say "$pci: no interface or RDMA device of it in this pod"; exit 1; }
+  # The attached interface keeps its name: sriov-cni and host-device look it up by that name to give the device
+  # back when the pod goes (CNI DEL; a VLAN on top goes with it).
+  rif=$ifname
+  if [ "$vlan" -gt 0 ]; then
+    rif="$prefix$rail"
+    must ip link set dev "$ifname" up
+    must ip link add link "$ifname" name "$rif" type vlan id "$vlan"
+  fi
+  must ip link set dev "$rif" up
+  must ip addr add "$addr" dev "$rif"
+  must ip route add "$subnet" dev "$rif" src "${addr%/*}" table "$table"
+  must ip route add default via "$gw" dev "$rif" table "$table"
+  must ip rule add from "${addr%/*}" lookup "$table" priority "$prio"
+  found="$found$rail $rif $dev
+"
+  n=$((n + 1))
+  tag=""; [ "$vlan" -gt 0 ] && tag=", VLAN $vlan"
+  say "$pci (NIC $nic) is rail $rail: $rif $addr via $gw$tag ($dev)"
+done
+[ "$n" -eq "$want" ] || { say "granted $n devices, one per rail wanted on the node's $want rails"; exit 1; }
+mkdir -p "$run"
+printf '%s' "$found" | sort -n | awk '{print $2, $3, $1}' > "$run/rails"
+"""
+
+
 def render(fabric: FabricIntent) -> dict[str, str]:
     """Fabric-wide files below k8s/: the networks, the device plugin's ConfigMap and the pod entrypoint."""
     if not fabric.hosts:
         return {}
-    return {"networks.yaml": network_attachments(fabric), "sriovdp-config.yaml": device_plugin_configmap(fabric),
-            "roce-pod-env.sh": "#!/bin/sh\n" + pod_entrypoint()}
+    out = {"networks.yaml": network_attachments(fabric), "sriovdp-config.yaml": device_plugin_configmap(fabric),
+           "roce-pod-env.sh": "#!/bin/sh\n" + pod_entrypoint()}
+    if any(r.pod is not None and r.pod.pooled for h in fabric.hosts.values() for r in h.rails):
+        out["roce-pod-setup.sh"] = "#!/bin/sh\n" + pod_rail_setup()
+    return out

@@ -53,7 +53,7 @@ from typing import Any
 from fabric.design.intent import FabricIntent, HostIntent
 from fabric.export.tiers import tiers
 from fabric.order import natural
-from fabric.render.k8s import k8s_yaml, pod_entrypoint
+from fabric.render.k8s import RAIL_MAP, k8s_yaml, pod_entrypoint, pod_rail_setup
 from fabric.safefile import write_private
 
 API_MPIJOB = "kubeflow.org/v2beta1"
@@ -119,6 +119,27 @@ def _networks(fabric: FabricIntent, host: str) -> list[tuple[str, str]]:
             if r.pod is not None]
 
 
+def pooled_resource(fabric: FabricIntent, host: str) -> str | None:
+    """The pooled resource the pods of `host` take every device of, or None (per-rail resources)."""
+    return next((r.pod.resource for r in fabric.hosts[host].rails if r.pod is not None and r.pod.pooled), None)
+
+
+def devices_variable(resource: str) -> str:
+    """The variable the device plugin gives a container its devices of `resource` in: PCIDEVICE_ + prefix + _ +
+    name, upper case, dots as underscores (sriov-network-device-plugin pkg/resources/pool_stub.go GetEnvs)."""
+    prefix, name = resource.split("/", 1)
+    return f"PCIDEVICE_{prefix}_{name}".upper().replace(".", "_")
+
+
+def networks_annotation(fabric: FabricIntent, host: str) -> str:
+    """multus' `network@interface` list: rail N's network as interface railN; with a pooled resource the one
+    network once per rail NIC as pool-1…, which the pod's set-up turns into its rails (pod_rail_setup)."""
+    nets = _networks(fabric, host)
+    if pooled_resource(fabric, host):
+        return ",".join(f"{n}@pool-{i}" for i, (n, _) in enumerate(nets, 1))
+    return ",".join(f"{n}@{n}" for n, _ in nets)
+
+
 def _requests(fabric: FabricIntent, job: PodJob) -> dict[str, str]:
     res: dict[str, int] = {}
     for _net, resource in _networks(fabric, job.hosts[0]):
@@ -149,16 +170,18 @@ WAIT_FOR_WORKERS = "\n".join([
 ])
 
 
-def _worker_command(job: PodJob) -> list[str]:
-    needs = " ".join(job.needs)
+def _worker_command(job: PodJob, pooled: bool = False) -> list[str]:
+    needs = " ".join([*job.needs, *(["ip", "printenv"] if pooled else [])])
     script = "\n".join([
         "set -e",
         f"mkdir -p {RUN_DIR}",
+        *([f"printf '%s' \"$ROCE_FABRIC_SETUP_SH\" > {RUN_DIR}/setup.sh"] if pooled else []),
         f"printf '%s' \"$ROCE_FABRIC_POD_SH\" > {POD_SH}",
         f"printf '%s\\n' \"$ROCE_FABRIC_NODE\" > {RUN_DIR}/node",
         'missing=""',
         f"for t in {needs}; do command -v \"$t\" >/dev/null 2>&1 || missing=\"$missing $t\"; done",
         '[ -z "$missing" ] || { echo "roce-fabric: the image lacks:$missing" >&2; exit 1; }',
+        *([f"sh {RUN_DIR}/setup.sh"] if pooled else []),
         f"ROCE_FABRIC_QUIET= sh {POD_SH} true",
         "mkdir -p /run/sshd",
         "ssh-keygen -A >/dev/null 2>&1 || true",
@@ -198,6 +221,16 @@ def mpijob_manifests(job: PodJob, fabric: FabricIntent) -> list[dict[str, Any]]:
                   {"name": "ROCE_FABRIC_NODE", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}]
     volumes = [{"name": "roce-fabric", "emptyDir": {}}, {"name": "dshm", "emptyDir": {"medium": "Memory"}}]
     mounts = [{"name": "roce-fabric", "mountPath": RUN_DIR}, {"name": "dshm", "mountPath": "/dev/shm"}]
+    caps = ["IPC_LOCK"]
+    pooled = pooled_resource(fabric, job.hosts[0])
+    if pooled:  # the pod makes its granted devices its rails (address, VLAN, routes): NET_ADMIN, the node's map
+        caps.append("NET_ADMIN")
+        worker_env += [{"name": "ROCE_FABRIC_SETUP_SH", "value": pod_rail_setup()},
+                       {"name": "ROCE_FABRIC_DEVICES_VAR", "value": devices_variable(pooled)},
+                       {"name": "ROCE_FABRIC_RAIL_MAP", "value": f"/{RAIL_MAP}"}]
+        volumes.append({"name": "rail-map", "hostPath": {"path": f"/{RAIL_MAP.rsplit('/', 1)[0]}",
+                                                          "type": "Directory"}})
+        mounts.append({"name": "rail-map", "mountPath": f"/{RAIL_MAP.rsplit('/', 1)[0]}", "readOnly": True})
     launcher_env.append({"name": "ROCE_FABRIC_WAIT_S", "value": str(int(min(300, job.timeout_s / 3)))})
     meta = {"labels": _labels(job, "launcher"), "annotations": {GROUP_ANNOTATION: group}}
     command = ["/bin/sh", "-c", WAIT_FOR_WORKERS, "roce-fabric-launcher", *job.command]
@@ -206,11 +239,11 @@ def mpijob_manifests(job: PodJob, fabric: FabricIntent) -> list[dict[str, Any]]:
         "containers": [{"name": "launcher", "image": job.image, "command": command, "env": launcher_env,
                         "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}]}}}
     worker_meta = {"labels": _labels(job, "worker"), "annotations": {
-        GROUP_ANNOTATION: group, NETWORKS_ANNOTATION: ",".join(f"{n}@{n}" for n, _ in nets)}}
+        GROUP_ANNOTATION: group, NETWORKS_ANNOTATION: networks_annotation(fabric, job.hosts[0])}}
     worker = {"replicas": len(job.hosts), "template": {"metadata": worker_meta, "spec": {
         "schedulerName": "volcano", "affinity": worker_affinity, "volumes": volumes,
-        "containers": [{"name": "worker", "image": job.image, "command": _worker_command(job), "env": worker_env,
-                        "securityContext": {"capabilities": {"add": ["IPC_LOCK"]}}, "volumeMounts": mounts,
+        "containers": [{"name": "worker", "image": job.image, "command": _worker_command(job, bool(pooled)),
+                        "env": worker_env, "securityContext": {"capabilities": {"add": caps}}, "volumeMounts": mounts,
                         "resources": {"requests": requests, "limits": requests}}]}}}
     mpijob = {
         "apiVersion": API_MPIJOB, "kind": "MPIJob",

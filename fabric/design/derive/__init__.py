@@ -54,6 +54,9 @@ class Deriver(Switches, Hosts):
             for n in h.nics:
                 self.max_h[(h.su, n.rail)] = max(self.max_h.get((h.su, n.rail), 0), h.h)
         self._pod_rails: dict[tuple[int, int, bool], PodRail | None] = {}
+        # one resource for several NICs: pods find which device is which rail (fabric.render.k8s.pod_rail_setup)
+        self.pooled_pods = (self.inv.kubernetes.resources == "pooled"
+                            and max((len(h.nics) for h in self.topo.hosts.values()), default=0) > 1)
         self._nic_qos: dict[int, NicQos] = {}
         self._shared: dict[tuple[type, str], Model] = {}
         self.ports: dict[str, list[tuple[str, str, str, int, int, str]]] = {n: [] for n in self.topo.switches}

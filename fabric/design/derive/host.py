@@ -37,29 +37,35 @@ class Hosts(Addressing):
     max_h: dict[tuple[int, int], int]
     host_links: dict[tuple[str, str], tuple[int, tuple[object, ...]]]
     _pod_rails: dict[tuple[int, int, bool, bool], PodRail | None]
+    pooled_pods: bool
     _nic_qos: dict[int, NicQos]
     _shared: dict[tuple[type, str], Model]
 
     def pod_rail(self, host: Host, nic: Nic) -> PodRail | None:
         """How pods attach `nic` (one object per (SU, rail, kind), shared by the hosts of the SU)."""
-        key = (host.su, nic.rail, nic.vfs == 0, nic.vlan is not None)
+        k = self.inv.kubernetes
+        pooled = self.pooled_pods  # one NIC per host: nothing to find, the rail's own network as per-rail
+        # A pooled VF has an address of its own host (the pod sets it): one object per host there.
+        key = (host.su, nic.rail, nic.vfs == 0, nic.vlan is not None, host.h if pooled and nic.vfs else 0)
         if key in self._pod_rails:
             return self._pod_rails[key]
-        k = self.inv.kubernetes
-        name = f"{k.network_name}{nic.rail}"
+        name = k.network_name if pooled else f"{k.network_name}{nic.rail}"
         res = f"{k.resource_prefix}/{k.resource_name if k.resources == 'pooled' else f'{k.resource_name}{nic.rail}'}"
         pod: PodRail | None = None
         if nic.vfs == 0:
             # host-device moves the PF itself, untagged, into the pod, while a host VLAN makes the leaf port a
             # tagged member: the pod's frames would never reach the rail VLAN. No pod attachment (RF205 says why).
             if nic.vlan is None:
-                pod = PodRail(network=name, resource=res, device="pf")
+                pod = PodRail(network=name, resource=res, device="pf", pooled=pooled)
         elif self.addr.mode == "svi":  # p2p31: a /31 per host port leaves no address for a VF
             base = self.block_base(host.su, nic.rail)
             start, end = base + 2 + self.max_h[(host.su, nic.rail)], base + self.block_size - 2
             if start <= end:
+                # pooled: one VF per NIC (fabric.design.checks), the VF of host h at range_start + h - 1
                 pod = PodRail(network=name, resource=res, device="vf", range_start=dotted(start),
-                              range_end=dotted(end))
+                              range_end=dotted(end), pooled=pooled,
+                              address=f"{dotted(start + host.h - 1)}/{self.addr.rail_prefix_length}" if pooled
+                              else None)
         self._pod_rails[key] = pod
         return pod
 
