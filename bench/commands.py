@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -49,12 +50,21 @@ def commands(inv: Path, out: Path, running: Path) -> dict[str, list[str]]:
 NO_CACHE = "no-cache:"  # an executable so marked runs with the derive cache off (ROCE_FABRIC_CACHE=off)
 
 
-def seconds(exe: str, argv: list[str]) -> float:
+CPU: dict[str, list[float]] = {}  # "size command exe" → CPU seconds of each run (user + system, all processes)
+
+
+def seconds(exe: str, argv: list[str], label: str = "") -> float:
+    """Wall seconds of one run; its CPU seconds (the command and every process it waited for, such as render's
+    workers) go to CPU[label]: on a shared machine they say more than the wall time."""
     env = {**os.environ, "ROCE_FABRIC_CACHE": "off"} if exe.startswith(NO_CACHE) else None
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     subprocess.run([exe.removeprefix(NO_CACHE), *argv], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                    check=False, env=env)
-    return time.perf_counter() - t0
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    CPU.setdefault(label, []).append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+    return wall
 
 
 def profile(argv: list[str], top: int) -> None:
@@ -80,9 +90,11 @@ def measure(gpus: int, runs: int, exes: list[str], work: Path, top: int = 0,
         times: list[list[float]] = [[] for _ in exes]
         for _ in range(runs):
             for i, exe in enumerate(exes):  # alternate: the same load on both
-                times[i].append(seconds(exe, argv))
+                times[i].append(seconds(exe, argv, f"{gpus} {name} {i}"))
         medians[name] = [statistics.median(t) for t in times]
-        print(f"  {gpus:>6} GPUs  {name:<22} " + "  ".join(f"{m:8.2f} s" for m in medians[name]), flush=True)
+        cpu = [statistics.median(CPU[f"{gpus} {name} {i}"]) for i in range(len(exes))]
+        print(f"  {gpus:>6} GPUs  {name:<22} " + "  ".join(f"{m:8.2f} s ({c:.2f} CPU-s)" for m, c in
+                                                               zip(medians[name], cpu, strict=True)), flush=True)
         if top and name not in ("--version", "--help"):
             profile(argv, top)
     return medians
@@ -112,8 +124,10 @@ def main() -> None:
         cells = []
         for g in sizes:
             new, cold, *old = results[g][name]
-            cells.append(f"{new:.2f} s, no cache {cold:.2f} s" + (
-                f" (baseline {old[0]:.2f} s: {old[0] / new:.1f}×, no cache {old[0] / cold:.1f}×)" if old else ""))
+            cnew, ccold, *cold_ = (statistics.median(CPU[f"{g} {name} {i}"]) for i in range(len(results[g][name])))
+            cells.append(f"{new:.2f} s ({cnew:.2f} CPU-s), no cache {cold:.2f} s ({ccold:.2f} CPU-s)" + (
+                f" (baseline {old[0]:.2f} s ({cold_[0]:.2f} CPU-s): {old[0] / new:.1f}×, no cache "
+                f"{old[0] / cold:.1f}×, CPU no cache {cold_[0] / ccold:.1f}×)" if old else ""))
         row = f"| `{name}` | " + " | ".join(cells)
         if len(sizes) > 1:
             lo, hi = results[sizes[0]][name][0], results[sizes[-1]][name][0]
