@@ -10,6 +10,10 @@ with it off (`no cache`: every run loads and derives). With `--baseline FABRIC` 
 run, alternating, so a loaded machine slows both alike, and the ratio is printed. With two or more sizes, the
 exponent k in time ∝ size^k between the smallest and largest size says whether a command scales linearly (k ≈ 1).
 
+Each figure is wall seconds and, in brackets, CPU seconds (user + system of the command and the processes it
+waited for): on a shared machine the CPU seconds say more. Every side runs from compiled bytecode in the bench's
+own cache (`PYTHONPYCACHEPREFIX`), compiled before the first run.
+
 `--profile N` prints each command's top N cProfile entries (bench/profile_command.py) after its timings.
 
 Usage: `.venv/bin/python bench/commands.py [--sizes 4096,32768,65536] [--runs 3] [--baseline PATH/bin/fabric]
@@ -67,6 +71,16 @@ def seconds(exe: str, argv: list[str], label: str = "") -> float:
     return wall
 
 
+def warm(exe: str) -> None:
+    """Compile the package of `exe` into the bench's bytecode cache (PYTHONPYCACHEPREFIX): a checkout without
+    fresh .pyc files (PYTHONDONTWRITEBYTECODE, an edited file) otherwise compiles its modules on every run, and
+    the two sides would not be compared alike."""
+    python = str(Path(exe.removeprefix(NO_CACHE)).parent / "python")
+    where = subprocess.run([python, "-c", "import fabric, os; print(os.path.dirname(fabric.__file__))"],
+                           capture_output=True, text=True, check=True).stdout.strip()
+    subprocess.run([python, "-m", "compileall", "-q", where], stdout=subprocess.DEVNULL, check=False)
+
+
 def profile(argv: list[str], top: int) -> None:
     """The command's top entries by own time under cProfile (bench/profile_command.py), our code only."""
     res = subprocess.run([str(HERE / ".venv" / "bin" / "python"), str(HERE / "bench" / "profile_command.py"),
@@ -115,6 +129,10 @@ def main() -> None:
     base.mkdir(exist_ok=True)
     with tempfile.TemporaryDirectory(dir=base, prefix="bench-commands-") as tmp:
         os.environ["ROCE_FABRIC_CACHE"] = str(Path(tmp) / "cache")  # a fresh derive cache (fabric.design.load)
+        os.environ["PYTHONPYCACHEPREFIX"] = str(Path(tmp) / "pycache")  # every side's bytecode, compiled once
+        os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+        for exe in exes:
+            warm(exe)
         results = {gpus: measure(gpus, args.runs, exes, Path(tmp), args.profile,
                                  set(args.only.split(",")) if args.only else None) for gpus in sizes}
     head = "| command | " + " | ".join(f"{g:,} GPUs" for g in sizes)
