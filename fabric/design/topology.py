@@ -109,15 +109,22 @@ class Topo:
     hosts: dict[str, Host] = field(default_factory=dict)
     leaf_of: dict[tuple[int, int], str] = field(default_factory=dict)  # (su, rail) → leaf
     problems: list[Problem] = field(default_factory=list)
-    _ends: dict[tuple[str, str], Link] | None = field(default=None, repr=False, compare=False)
+    _ends: dict[str, dict[str, Link]] | None = field(default=None, repr=False, compare=False)
 
     def link_at(self, device: str, port: str) -> Link | None:
-        """The link on `device`'s `port` (an index over every link end, built on first use)."""
+        """The link on `device`'s `port` (an index of the device's link ends, built on its first use: `explain`
+        asks about one device of 100,000 links)."""
         if self._ends is None:
             self._ends = {}
+        ends = self._ends.get(device)
+        if ends is None:
+            ends = self._ends[device] = {}
             for ln in self.links:
-                self._ends[(ln.a, ln.a_port)] = self._ends[(ln.b, ln.b_port)] = ln
-        return self._ends.get((device, port))
+                if ln.a == device:
+                    ends[ln.a_port] = ln
+                if ln.b == device:
+                    ends[ln.b_port] = ln
+        return ends.get(port)
 
 
 def _ways_speed(platform: Platform, breakout: str | None) -> tuple[int, int]:
