@@ -14,7 +14,12 @@ from fabric.model.ports import sonic_port_map
 from fabric.model.source import SourceMap, dotted
 from fabric.nos import NOS
 
-SONIC_PLATFORMS = [p for p in PLATFORMS if sonic_port_map(p) is not None]
+
+def sonic_platforms() -> list[str]:
+    """The platforms with a SONiC port map (read on demand: parsing every map costs each command 20 ms)."""
+    return [p for p in PLATFORMS if sonic_port_map(p) is not None]
+
+
 HOST_DEFAULTS: dict[str, Any] = {
     "gpus": 8, "management_interface": "eth0", "mtu": 9000, "roce_mtu": 4096, "roce_tos": None,
     "dcqcn": None, "gid": None, "sysctls": {}, "nccl_env": {},
@@ -254,7 +259,7 @@ class _Builder:
         pm = sonic_port_map(plat.name)
         if pm is None:
             self.report((*platform_loc, "platform"), "a platform with a SONiC port map (fabric/data/sonic: "
-                        f"{', '.join(sorted(SONIC_PLATFORMS))}) for SONiC switches", plat.name)
+                        f"{', '.join(sorted(sonic_platforms()))}) for SONiC switches", plat.name)
         elif pm.layout(ways, speed) is None:
             modes = ", ".join(pm.modes(ways) or [m for w in range(2, 9) for m in pm.modes(w)])
             self.report((*loc, "breakout"), f"a breakout mode SONiC defines for {plat.name} ({pm.hwsku}: {modes})",
