@@ -8,7 +8,8 @@ renders it once, saves each switch's rendered NVUE patch as its "running" config
 with it off (`no cache`: every run loads and derives). With `--baseline FABRIC` (the
 `fabric` executable of another checkout, e.g. the last release's venv) each figure is measured for both in the same
 run, alternating, so a loaded machine slows both alike, and the ratio is printed. With two or more sizes, the
-exponent k in time ∝ size^k between the smallest and largest size says whether a command scales linearly (k ≈ 1).
+exponent k in CPU time ∝ size^k (cache off) between the smallest and largest size says whether a command scales
+linearly (k ≈ 1; below 1 where start-up still weighs).
 
 Each figure is wall seconds and, in brackets, CPU seconds (user + system of the command and the processes it
 waited for): on a shared machine the CPU seconds say more. Every side runs from compiled bytecode in the bench's
@@ -136,7 +137,7 @@ def main() -> None:
         results = {gpus: measure(gpus, args.runs, exes, Path(tmp), args.profile,
                                  set(args.only.split(",")) if args.only else None) for gpus in sizes}
     head = "| command | " + " | ".join(f"{g:,} GPUs" for g in sizes)
-    head += " | exponent |" if len(sizes) > 1 else " |"
+    head += " | exponent (CPU-s, no cache; baseline) |" if len(sizes) > 1 else " |"
     print("\n" + head + "\n|" + " --- |" * (head.count("|") - 1))
     for name in results[sizes[0]]:
         cells = []
@@ -147,9 +148,10 @@ def main() -> None:
                 f" (baseline {old[0]:.2f} s ({cold_[0]:.2f} CPU-s): {old[0] / new:.1f}×, no cache "
                 f"{old[0] / cold:.1f}×, CPU no cache {cold_[0] / ccold:.1f}×)" if old else ""))
         row = f"| `{name}` | " + " | ".join(cells)
-        if len(sizes) > 1:
-            lo, hi = results[sizes[0]][name][0], results[sizes[-1]][name][0]
-            row += f" | {math.log(hi / lo) / math.log(sizes[-1] / sizes[0]):.2f} |"
+        if len(sizes) > 1:  # of the work that grows: CPU seconds with the cache off (a cache hit hardly grows)
+            k = [math.log(statistics.median(CPU[f"{sizes[-1]} {name} {i}"]) / statistics.median(
+                CPU[f"{sizes[0]} {name} {i}"])) / math.log(sizes[-1] / sizes[0]) for i in range(1, len(exes))]
+            row += " | " + "; ".join(f"{x:.2f}" for x in k) + " |"
         else:
             row += " |"
         print(row)
