@@ -8,7 +8,12 @@ renders it once, saves each switch's rendered NVUE patch as its "running" config
 with it off (`no cache`: every run loads and derives). With `--baseline FABRIC` (the
 `fabric` executable of another checkout, e.g. the last release's venv) each figure is measured for both in the same
 run, alternating, so a loaded machine slows both alike, and the ratio is printed. With two or more sizes, the
-exponent k in time ∝ size^k between the smallest and largest size says whether a command scales linearly (k ≈ 1).
+exponent k in CPU time ∝ size^k (cache off) between the smallest and largest size says whether a command scales
+linearly (k ≈ 1; below 1 where start-up still weighs).
+
+Each figure is wall seconds and, in brackets, CPU seconds (user + system of the command and the processes it
+waited for): on a shared machine the CPU seconds say more. Every side runs from compiled bytecode in the bench's
+own cache (`PYTHONPYCACHEPREFIX`), compiled before the first run.
 
 `--profile N` prints each command's top N cProfile entries (bench/profile_command.py) after its timings.
 
@@ -21,6 +26,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -49,12 +55,31 @@ def commands(inv: Path, out: Path, running: Path) -> dict[str, list[str]]:
 NO_CACHE = "no-cache:"  # an executable so marked runs with the derive cache off (ROCE_FABRIC_CACHE=off)
 
 
-def seconds(exe: str, argv: list[str]) -> float:
+CPU: dict[str, list[float]] = {}  # "size command exe" → CPU seconds of each run (user + system, all processes)
+
+
+def seconds(exe: str, argv: list[str], label: str = "") -> float:
+    """Wall seconds of one run; its CPU seconds (the command and every process it waited for, such as render's
+    workers) go to CPU[label]: on a shared machine they say more than the wall time."""
     env = {**os.environ, "ROCE_FABRIC_CACHE": "off"} if exe.startswith(NO_CACHE) else None
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     subprocess.run([exe.removeprefix(NO_CACHE), *argv], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                    check=False, env=env)
-    return time.perf_counter() - t0
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    CPU.setdefault(label, []).append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+    return wall
+
+
+def warm(exe: str) -> None:
+    """Compile the package of `exe` into the bench's bytecode cache (PYTHONPYCACHEPREFIX): a checkout without
+    fresh .pyc files (PYTHONDONTWRITEBYTECODE, an edited file) otherwise compiles its modules on every run, and
+    the two sides would not be compared alike."""
+    python = str(Path(exe.removeprefix(NO_CACHE)).parent / "python")
+    where = subprocess.run([python, "-c", "import fabric, os; print(os.path.dirname(fabric.__file__))"],
+                           capture_output=True, text=True, check=True).stdout.strip()
+    subprocess.run([python, "-m", "compileall", "-q", where], stdout=subprocess.DEVNULL, check=False)
 
 
 def profile(argv: list[str], top: int) -> None:
@@ -80,9 +105,11 @@ def measure(gpus: int, runs: int, exes: list[str], work: Path, top: int = 0,
         times: list[list[float]] = [[] for _ in exes]
         for _ in range(runs):
             for i, exe in enumerate(exes):  # alternate: the same load on both
-                times[i].append(seconds(exe, argv))
+                times[i].append(seconds(exe, argv, f"{gpus} {name} {i}"))
         medians[name] = [statistics.median(t) for t in times]
-        print(f"  {gpus:>6} GPUs  {name:<22} " + "  ".join(f"{m:8.2f} s" for m in medians[name]), flush=True)
+        cpu = [statistics.median(CPU[f"{gpus} {name} {i}"]) for i in range(len(exes))]
+        print(f"  {gpus:>6} GPUs  {name:<22} " + "  ".join(f"{m:8.2f} s ({c:.2f} CPU-s)" for m, c in
+                                                               zip(medians[name], cpu, strict=True)), flush=True)
         if top and name not in ("--version", "--help"):
             profile(argv, top)
     return medians
@@ -103,21 +130,28 @@ def main() -> None:
     base.mkdir(exist_ok=True)
     with tempfile.TemporaryDirectory(dir=base, prefix="bench-commands-") as tmp:
         os.environ["ROCE_FABRIC_CACHE"] = str(Path(tmp) / "cache")  # a fresh derive cache (fabric.design.load)
+        os.environ["PYTHONPYCACHEPREFIX"] = str(Path(tmp) / "pycache")  # every side's bytecode, compiled once
+        os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+        for exe in exes:
+            warm(exe)
         results = {gpus: measure(gpus, args.runs, exes, Path(tmp), args.profile,
                                  set(args.only.split(",")) if args.only else None) for gpus in sizes}
     head = "| command | " + " | ".join(f"{g:,} GPUs" for g in sizes)
-    head += " | exponent |" if len(sizes) > 1 else " |"
+    head += " | exponent (CPU-s, no cache; baseline) |" if len(sizes) > 1 else " |"
     print("\n" + head + "\n|" + " --- |" * (head.count("|") - 1))
     for name in results[sizes[0]]:
         cells = []
         for g in sizes:
             new, cold, *old = results[g][name]
-            cells.append(f"{new:.2f} s, no cache {cold:.2f} s" + (
-                f" (baseline {old[0]:.2f} s: {old[0] / new:.1f}×, no cache {old[0] / cold:.1f}×)" if old else ""))
+            cnew, ccold, *cold_ = (statistics.median(CPU[f"{g} {name} {i}"]) for i in range(len(results[g][name])))
+            cells.append(f"{new:.2f} s ({cnew:.2f} CPU-s), no cache {cold:.2f} s ({ccold:.2f} CPU-s)" + (
+                f" (baseline {old[0]:.2f} s ({cold_[0]:.2f} CPU-s): {old[0] / new:.1f}×, no cache "
+                f"{old[0] / cold:.1f}×, CPU no cache {cold_[0] / ccold:.1f}×)" if old else ""))
         row = f"| `{name}` | " + " | ".join(cells)
-        if len(sizes) > 1:
-            lo, hi = results[sizes[0]][name][0], results[sizes[-1]][name][0]
-            row += f" | {math.log(hi / lo) / math.log(sizes[-1] / sizes[0]):.2f} |"
+        if len(sizes) > 1:  # of the work that grows: CPU seconds with the cache off (a cache hit hardly grows)
+            k = [math.log(statistics.median(CPU[f"{sizes[-1]} {name} {i}"]) / statistics.median(
+                CPU[f"{sizes[0]} {name} {i}"])) / math.log(sizes[-1] / sizes[0]) for i in range(1, len(exes))]
+            row += " | " + "; ".join(f"{x:.2f}" for x in k) + " |"
         else:
             row += " |"
         print(row)

@@ -14,7 +14,12 @@ from fabric.model.ports import sonic_port_map
 from fabric.model.source import SourceMap, dotted
 from fabric.nos import NOS
 
-SONIC_PLATFORMS = [p for p in PLATFORMS if sonic_port_map(p) is not None]
+
+def sonic_platforms() -> list[str]:
+    """The platforms with a SONiC port map (read on demand: parsing every map costs each command 20 ms)."""
+    return [p for p in PLATFORMS if sonic_port_map(p) is not None]
+
+
 HOST_DEFAULTS: dict[str, Any] = {
     "gpus": 8, "management_interface": "eth0", "mtu": 9000, "roce_mtu": 4096, "roce_tos": None,
     "dcqcn": None, "gid": None, "sysctls": {}, "nccl_env": {},
@@ -109,15 +114,22 @@ class Topo:
     hosts: dict[str, Host] = field(default_factory=dict)
     leaf_of: dict[tuple[int, int], str] = field(default_factory=dict)  # (su, rail) → leaf
     problems: list[Problem] = field(default_factory=list)
-    _ends: dict[tuple[str, str], Link] | None = field(default=None, repr=False, compare=False)
+    _ends: dict[str, dict[str, Link]] | None = field(default=None, repr=False, compare=False)
 
     def link_at(self, device: str, port: str) -> Link | None:
-        """The link on `device`'s `port` (an index over every link end, built on first use)."""
+        """The link on `device`'s `port` (an index of the device's link ends, built on its first use: `explain`
+        asks about one device of 100,000 links)."""
         if self._ends is None:
             self._ends = {}
+        ends = self._ends.get(device)
+        if ends is None:
+            ends = self._ends[device] = {}
             for ln in self.links:
-                self._ends[(ln.a, ln.a_port)] = self._ends[(ln.b, ln.b_port)] = ln
-        return self._ends.get((device, port))
+                if ln.a == device:
+                    ends[ln.a_port] = ln
+                if ln.b == device:
+                    ends[ln.b_port] = ln
+        return ends.get(port)
 
 
 def _ways_speed(platform: Platform, breakout: str | None) -> tuple[int, int]:
@@ -247,7 +259,7 @@ class _Builder:
         pm = sonic_port_map(plat.name)
         if pm is None:
             self.report((*platform_loc, "platform"), "a platform with a SONiC port map (fabric/data/sonic: "
-                        f"{', '.join(sorted(SONIC_PLATFORMS))}) for SONiC switches", plat.name)
+                        f"{', '.join(sorted(sonic_platforms()))}) for SONiC switches", plat.name)
         elif pm.layout(ways, speed) is None:
             modes = ", ".join(pm.modes(ways) or [m for w in range(2, 9) for m in pm.modes(w)])
             self.report((*loc, "breakout"), f"a breakout mode SONiC defines for {plat.name} ({pm.hwsku}: {modes})",

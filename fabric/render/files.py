@@ -22,12 +22,13 @@ def env() -> jinja2.Environment:
     e = jinja2.Environment(loader=jinja2.PackageLoader("fabric", "templates"), undefined=jinja2.StrictUndefined,
                            keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True, autoescape=False)
     e.filters["tojson_sorted"] = lambda v: json.dumps(v, sort_keys=True)
-    e.filters["sh"] = _sh  # every user-derived word a shell template interpolates
+    e.filters["sh"] = sh  # every user-derived word a shell template interpolates
     return e
 
 
 @lru_cache(maxsize=65536, typed=True)  # the same interface names and sysctls recur on every host
-def _sh(v: object) -> str:
+def sh(v: object) -> str:
+    """A word quoted for the shell (the templates' `sh` filter)."""
     return shlex.quote(str(v))
 
 

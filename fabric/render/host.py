@@ -11,7 +11,7 @@ from ipaddress import IPv4Interface, IPv4Network
 from typing import Any
 
 from fabric.design.intent import FabricIntent, HostIntent, RailIntent
-from fabric.render.files import Files, template
+from fabric.render.files import Files, sh, template
 from fabric.render.k8s import node_cni_configs, node_rail_map
 from fabric.serialize import dumps_yaml
 
@@ -302,12 +302,32 @@ def nccl_env(h: HostIntent) -> str:
     return "".join(f"{k}={shlex.quote(str(v))}\n" for k, v in h.nccl_env.items())
 
 
+def rails_setup(h: HostIntent) -> str:
+    """roce-setup.sh's sysctls and per-rail interface, address, route and rule commands. Written in Python, not
+    in the template: the same lines for 4,096 hosts × 8 rails took a third of a 32k render through Jinja."""
+    out = [f"sysctl -qw {sh(f'{key}={value}')}\n" for key, value in h.sysctls.items()]
+    for r in h.rails:
+        dev, ip = sh(r.ifname), r.address.split("/")[0]
+        out.append(f"\n# --- rail {r.rail}: {r.rdma} / {r.ifname}, {r.speed}G to {r.leaf}:{r.leaf_port}\n"
+                   f"ip link set dev {sh(r.netdev)} mtu {r.mtu} up\n")
+        if r.vlan:
+            out.append(f"ip link show {dev} >/dev/null 2>&1 || ip link add link {sh(r.netdev)} name {dev} type vlan "
+                       f"id {r.vlan}\nip link set dev {dev} mtu {r.mtu} up\n")
+        out.append(f"ip addr replace {r.address} dev {dev}\n"
+                   f"ip route replace {r.subnet} dev {dev} src {ip} table {r.table}\n")
+        out += [f"ip route replace {dst} via {r.gateway} dev {dev} table {r.table}\n" for dst in r.routes]
+        out.append(f'ip rule show priority {r.rule_priority} | grep -q "from {ip} lookup {r.table}" || '
+                   f"ip rule add from {ip} table {r.table} priority {r.rule_priority}\n")
+    return "".join(out)
+
+
 def render(h: HostIntent, fabric: FabricIntent, *, extras: bool = True) -> Files:
     """host.json (the agent's input), roce-setup.sh (the same, standalone) and nccl.env; with `extras`,
     the boot-time files `fabric host apply --persist` installs from host.json (netplan, sysctl.d, unit, script)."""
     files = {
         "host.json": h.model_dump_json(indent=2) + "\n",
-        "roce-setup.sh": template("host/roce-setup.sh.j2", h=h, nic_qos_script=qos_script_body(h),
+        "roce-setup.sh": template("host/roce-setup.sh.j2", h=h, rails_setup=rails_setup(h),
+                                  nic_qos_script=qos_script_body(h),
                                   sriov_script=sriov_script_body(h) if sriov_rails(h) else ""),
         "nccl.env": nccl_env(h),
     }

@@ -30,19 +30,15 @@ class LinkSpeed(Rule):
     configs = True
 
     def check(self, ctx: Context) -> Iterator[Finding]:
-        rails = {(h.name, r.netdev): r.speed for h in ctx.hosts for r in h.rails}
+        speeds = {(h.name, r.netdev): r.speed for h in ctx.hosts for r in h.rails}
+        speeds.update((end, p.speed) for end, p in ctx.port.items())  # a switch port before a host NIC
         for ln in ctx.intent.links:
-            ends = []
-            for dev, port in ((ln.a, ln.a_port), (ln.b, ln.b_port)):
-                p = ctx.port.get((dev, port))
-                speed = p.speed if p else rails.get((dev, port))
-                if speed is not None:
-                    ends.append((dev, port, speed))
-            if len({s for _, _, s in ends}) > 1:
-                (d1, p1, s1), (d2, p2, s2) = ends[0], ends[1]
+            s1, s2 = speeds.get((ln.a, ln.a_port)), speeds.get((ln.b, ln.b_port))
+            if s1 is not None and s2 is not None and s1 != s2:
+                d2, p2 = ln.b, ln.b_port
                 yield self.finding(
                     d2,
-                    f"speed of {d2}:{p2}: expected {s1}G as at {d1}:{p1}, found {s2}G",
+                    f"speed of {d2}:{p2}: expected {s1}G as at {ln.a}:{ln.a_port}, found {s2}G",
                     ctx.link_at(d2, p2),
                     p2,
                 )
@@ -175,18 +171,32 @@ class RailCabling(Rule):
                     )
 
 
-def _network(addr: str) -> IPv4Network:
-    """IPv4Interface(addr).network, one object per network (tens of thousands of host addresses share a few
-    hundred rail subnets): a dotted quad with an optional prefix is masked as integers, anything else parsed."""
+def _octet(s: str) -> bool:
+    """A decimal octet as ipaddress writes it: 0-255, no leading zero."""
+    return s.isdigit() and len(s) <= 3 and (s == "0" or s[0] != "0") and int(s) < 256
+
+
+@lru_cache(maxsize=65536)
+def _head(head: str) -> int | None:
+    """The first three octets of a dotted quad as the address's top 24 bits (host addresses share a few hundred
+    of them); None when they are not three decimal octets."""
+    parts = head.split(".")
+    if len(parts) == 3 and all(_octet(p) for p in parts):
+        return int(parts[0]) << 24 | int(parts[1]) << 16 | int(parts[2]) << 8
+    return None
+
+
+def _network(addr: str) -> tuple[int, int]:
+    """IPv4Interface(addr).network as (network address, prefix length) integers: a dotted quad with an optional
+    prefix is masked as integers (tens of thousands of host addresses at cluster scale), anything else parsed."""
     ip, _, plen = addr.partition("/")
-    parts = ip.split(".")
-    if len(parts) == 4 and all(p.isdigit() and len(p) <= 3 and (p == "0" or p[0] != "0") for p in parts) \
-            and (not plen or (plen.isdigit() and int(plen) <= 32)):
-        n = int(parts[0]) << 24 | int(parts[1]) << 16 | int(parts[2]) << 8 | int(parts[3])
+    head, _, last = ip.rpartition(".")
+    base = _head(head)
+    if base is not None and _octet(last) and (not plen or (plen.isdigit() and int(plen) <= 32)):
         p = int(plen) if plen else 32
-        if n < 1 << 32 and all(int(x) < 256 for x in parts):
-            return _net(n & (0xFFFFFFFF << (32 - p)) & 0xFFFFFFFF, p)
-    return IPv4Interface(addr).network
+        return (base | int(last)) & (0xFFFFFFFF << (32 - p)) & 0xFFFFFFFF, p
+    net = IPv4Interface(addr).network
+    return int(net.network_address), net.prefixlen
 
 
 @lru_cache(maxsize=65536)
@@ -197,15 +207,16 @@ def _net(network: int, prefix: int) -> IPv4Network:
 def _addresses(ctx: Context) -> list[tuple[str, str, str, tuple[str, int | None]]]:
     """(address/prefix, owner, item, where) of every address the fabric assigns."""
     out = []
+    loopbacks, management, rails = (ctx.at("addressing", k) for k in ("loopbacks", "management", "rails"))
     for sw in ctx.switches:
         at = ctx.switch_at(sw.name)
-        out.append((sw.loopback, sw.name, "loopback", ctx.at("addressing", "loopbacks")))
-        out.append((sw.management, sw.name, "management", ctx.at("addressing", "management")))
-        out += [(s.address, sw.name, s.name, ctx.at("addressing", "rails")) for s in sw.svis]
+        out.append((sw.loopback, sw.name, "loopback", loopbacks))
+        out.append((sw.management, sw.name, "management", management))
+        out += [(s.address, sw.name, s.name, rails) for s in sw.svis]
         out += [(p.address, sw.name, p.name, at) for p in sw.ports if p.address]
     for h in ctx.hosts:
         out.append((h.management_address, h.name, "management", ctx.host_at(h.name, "management")))
-        out += [(r.address, h.name, r.ifname, ctx.at("addressing", "rails")) for r in h.rails]
+        out += [(r.address, h.name, r.ifname, rails) for r in h.rails]
     return out
 
 
@@ -250,36 +261,39 @@ class OverlappingSubnets(Rule):
     )
 
     def check(self, ctx: Context) -> Iterator[Finding]:
-        nets: dict[IPv4Network, tuple[str, str, tuple[str, int | None]]] = {}
+        # networks as (address, prefix length) integers; a domain is who may share one
+        nets: dict[tuple[int, int], tuple[object, str, tuple[str, int | None]]] = {}
         for addr, owner, item, where in _addresses(ctx):
             net = _network(addr)
-            domain = "management" if item == "management" else f"{owner} {item}"
+            domain: object = "management" if item == "management" else f"{owner} {item}"
             if item != "management" and not item.startswith("loopback"):
-                domain = f"rail {net}"  # a rail subnet is shared by its gateway and its hosts
+                domain = net  # a rail subnet is shared by its gateway and its hosts
             prev = nets.get(net)
             if prev is None:
                 nets[net] = (domain, f"{owner} {item}", where)
             elif prev[0] != domain:
                 yield self.finding(
                     owner,
-                    f"subnet {net} of {owner} {item}: expected disjoint, found it also used by {prev[1]}",
+                    f"subnet {_net(*net)} of {owner} {item}: expected disjoint, found it also used by {prev[1]}",
                     where,
                     item,
                 )
-        ordered = sorted(nets, key=lambda n: (int(n.network_address), n.prefixlen))
-        cur: IPv4Network | None = None
-        for net in ordered:
-            if cur is not None and int(net.network_address) <= int(cur.broadcast_address):
+        cur: tuple[int, int] | None = None
+        cur_end = -1  # the broadcast address of cur
+        for net in sorted(nets):
+            end = net[0] | ((1 << (32 - net[1])) - 1)
+            if cur is not None and net[0] <= cur_end:
                 domain, label, where = nets[net]
                 yield self.finding(
                     label.split(" ")[0],
-                    f"subnet {net} of {label}: expected disjoint, found it inside {cur} of {nets[cur][1]}",
+                    f"subnet {_net(*net)} of {label}: expected disjoint, found it inside {_net(*cur)} of "
+                    f"{nets[cur][1]}",
                     where,
                     label.partition(" ")[2],
                 )
-                if int(net.broadcast_address) <= int(cur.broadcast_address):
+                if end <= cur_end:
                     continue
-            cur = net
+            cur, cur_end = net, end
 
 
 @rule
@@ -464,12 +478,12 @@ class UnnumberedBothEnds(Rule):
 
     def check(self, ctx: Context) -> Iterator[Finding]:
         nbr = {(sw.name, n.port): n for sw in ctx.switches for n in sw.bgp.neighbors}
+        switches, port = ctx.intent.switches, ctx.port
         for sw in ctx.switches:
             for n in sw.bgp.neighbors:
-                peer_sw = ctx.intent.switches.get(n.peer)
+                peer_sw = switches.get(n.peer)
                 back = nbr.get((n.peer, n.peer_port))
-                p, pp = ctx.port.get((sw.name, n.port)), ctx.port.get((n.peer, n.peer_port))
-                where = ("", None)
+                p, pp = port.get((sw.name, n.port)), port.get((n.peer, n.peer_port))
                 ok = peer_sw is not None and back is not None and back.peer == sw.name
                 if ok and p and p.unnumbered and pp and pp.unnumbered and n.remote_asn == peer_sw.bgp.asn:
                     continue
