@@ -89,6 +89,8 @@ class Case:
             self.stats.defect(why, self.dir)
 
     def close(self) -> None:
+        if self.stats.cases % 25 == 0 and os.environ.get("FUZZ_OUT"):  # tests/fuzz/long.py: counts so far
+            self.stats.save(partial=True)
         if os.environ.get("FUZZ_KEEP"):
             return
         for p in self.dir.rglob("*"):  # a FIFO or a symlink to /dev/zero must not trip rmtree

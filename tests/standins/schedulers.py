@@ -32,6 +32,7 @@ import json
 import os
 import re
 import sys
+from functools import cache
 from pathlib import Path
 
 EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
@@ -83,6 +84,7 @@ def _taints() -> dict[str, dict[str, str]]:
     return json.loads(path.read_text()) if path.exists() else {}
 
 
+@cache  # parse_args leaves a parser as it was: one serves every call of a process
 def _kubectl_parser() -> _Parser:
     # global flags (kubectl options): before or after the verb
     glob = _Parser(add_help=False)
