@@ -73,23 +73,27 @@ def outputs() -> list[tuple[Path, str | None]]:
 
 
 class Case:
-    """A scratch directory per case, removed after it unless it showed a defect (then kept by Stats)."""
+    """A scratch directory per case, removed after it unless it showed a defect (then kept by Stats). A case counts
+    when its first run is judged: one whose drawing Hypothesis cut short (its data ran out) never ran."""
 
     def __init__(self, stats: Stats):
         self.stats = stats
         self.dir = Path(tempfile.mkdtemp(prefix=f"fuzz-{stats.target}-"))
+        self.counted = False
         if not stats.cases:
             stats.started = time.monotonic()
-        stats.cases += 1
 
     def check(self, outcome: Any, located_at: tuple[str, ...], out_dir: Path | None = None) -> None:
+        if not self.counted:
+            self.counted = True
+            self.stats.cases += 1
         self.stats.record(outcome)
         why = judge(outcome, located_at, out_dir, self.dir if out_dir else None)
         if why:
             self.stats.defect(why, self.dir)
 
     def close(self) -> None:
-        if self.stats.cases % 25 == 0 and os.environ.get("FUZZ_OUT"):  # tests/fuzz/long.py: counts so far
+        if self.counted and self.stats.cases % 25 == 0 and os.environ.get("FUZZ_OUT"):  # long.py: counts so far
             self.stats.save(partial=True)
         if os.environ.get("FUZZ_KEEP"):
             return
@@ -607,7 +611,7 @@ def _fuzz_remediate(data: st.DataObject) -> None:
     sched.reset()
     env = {"PATH": f"{sched.bin}:{os.environ['PATH']}", "FABRIC_STATE": str(case.dir / "state"),
            "SCHED_STANDIN": str(sched.state)}
-    in_process = REMEDIATE_STATS.cases % SUBPROCESS_EVERY != 1  # the first case of every 50: real processes
+    in_process = REMEDIATE_STATS.cases % SUBPROCESS_EVERY != 0  # the first case of every 50: real processes
     try:
         sub = SimpleNamespace(**{**vars(fabric.remediate.subprocess), "run": sched.run})
         with mock.patch.dict(os.environ, env), (mock.patch.object(fabric.remediate, "subprocess", sub)
