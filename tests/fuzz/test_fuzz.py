@@ -9,6 +9,7 @@ Counts go to build/fuzz/*.json."""
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import json
 import os
@@ -542,6 +543,7 @@ class Standins:
         from tests.standins.schedulers import install
 
         self.dir = Path(tempfile.mkdtemp(prefix="fuzz-standins-"))
+        atexit.register(shutil.rmtree, self.dir, ignore_errors=True)
         self.bin, self.state = self.dir / "bin", self.dir / "sched"
         install(self.bin, self.state, {"scontrol": hosts, "kubectl": hosts})
 
