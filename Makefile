@@ -90,14 +90,16 @@ test: deps venv refs
 	$(TEST_ENV) $(VENV)/bin/pytest -q -n $(TEST_WORKERS) --dist loadgroup
 
 # The fuzzer (tests/fuzz), long: FUZZ_EXAMPLES cases of every family (inventories, configs, outputs, intents, running,
-# replies, remediate; FUZZ_FAMILIES picks some), in chunks of FUZZ_CHUNK cases, each a fresh process (tests/fuzz/long.py)
+# replies, remediate; FUZZ_FAMILIES picks some), in chunks of FUZZ_CHUNK cases, each a fresh process (tests/fuzz/long.py;
+# FUZZ_JOBS of them at once)
 # at nice 19; totals in build/fuzz/<family>.json, inputs of defects kept in build/fuzz/chunks/*/defects/. `make test`
 # runs the same tests with the defaults of tests/fuzz/test_fuzz.py (the same fixed seed, 100 inventory mutations).
 FUZZ_EXAMPLES ?= 10000
 FUZZ_CHUNK ?= 1000
 FUZZ_SEED ?= 17
+FUZZ_JOBS ?= 1
 fuzz: venv
-	FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) FUZZ_CHUNK=$(FUZZ_CHUNK) FUZZ_SEED=$(FUZZ_SEED) nice -n 19 $(PY) -m tests.fuzz.long
+	FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) FUZZ_CHUNK=$(FUZZ_CHUNK) FUZZ_SEED=$(FUZZ_SEED) FUZZ_JOBS=$(FUZZ_JOBS) nice -n 19 $(PY) -m tests.fuzz.long
 
 # The Kubernetes control plane of the K8s tests and `fabric lab up --k8s`, built from the Go modules pinned in
 # tools/k8s-bins/*/go.mod into ~/.cache/roce-fabric/k8s-bins/<versions-key>/ (reused when present).

@@ -4,6 +4,7 @@ overridden by a user's `--catalog` file. One regex per signature; ids DG9xx are 
 from __future__ import annotations
 
 import re
+from functools import cache, lru_cache
 from importlib import resources
 from pathlib import Path
 from re import _constants as _sre_c  # type: ignore[attr-defined]  # regex parse tree, for needles
@@ -71,8 +72,10 @@ class Signature(BaseModel):
         return self._needles
 
 
+@lru_cache(maxsize=1024)
 def required_literals(regex: str) -> tuple[str, ...]:
-    """Literal strings of which every match contains at least one; () if none can be derived."""
+    """Literal strings of which every match contains at least one; () if none can be derived (cached: re's parser
+    is the slow part of loading a catalog)."""
     try:
         tree = _sre.parse(regex)
     except Exception:  # pragma: no cover - the regex compiled, so this is only a guard
@@ -119,10 +122,16 @@ class CatalogFile(BaseModel):
     signatures: list[Signature] = Field(default_factory=list)
 
 
+@cache
+def _shipped() -> tuple[Signature, ...]:
+    """The shipped catalog, loaded once a process (package data; signatures are frozen)."""
+    with resources.as_file(resources.files("fabric.diagnose") / "catalog.yaml") as shipped:
+        return tuple(_load_catalog_file(shipped))
+
+
 def load_catalog(extra: Path | None = None) -> list[Signature]:
     """The shipped catalog; entries in `extra` replace shipped ones with the same id or are added."""
-    with resources.as_file(resources.files("fabric.diagnose") / "catalog.yaml") as shipped:
-        signatures = _load_catalog_file(shipped)
+    signatures = list(_shipped())
     if extra is None:
         return signatures
     by_id = {s.id: s for s in signatures}

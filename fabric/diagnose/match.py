@@ -7,6 +7,7 @@ import re
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from fabric.diagnose.catalog import Signature
@@ -57,8 +58,8 @@ def diagnose(logs: Iterable[tuple[str, Iterable[str]]], signatures: list[Signatu
         if all(map(_trim, sig.needles)):
             for needle in sig.needles:
                 by_needle[needle].append((sig, sig.pattern))
-    gate = _literal_gate(map(_trim, [*by_needle, *(k for rule in rules for k in rule.keywords),
-                                     *(m for m in MARKER_KIND if m not in COMMON_MARKERS)]))
+    gate = _literal_gate(tuple(map(_trim, [*by_needle, *(k for rule in rules for k in rule.keywords),
+                                           *(m for m in MARKER_KIND if m not in COMMON_MARKERS)])))
     files: list[LogFile] = []
     findings: list[Finding] = []
     for name, lines in logs:
@@ -120,8 +121,10 @@ def _trim(literal: str) -> str:
     return literal.strip(" :()[]")
 
 
-def _literal_gate(literals: Iterable[str]) -> re.Pattern[str]:
-    """A regex that finds any of `literals`, built as a trie so re does not try them one by one."""
+@lru_cache(maxsize=64)
+def _literal_gate(literals: tuple[str, ...]) -> re.Pattern[str]:
+    """A regex that finds any of `literals`, built as a trie so re does not try them one by one (cached: the same
+    catalog gives the same gate)."""
     trie: dict[str, Any] = {}
     for literal in filter(None, literals):
         node = trie

@@ -67,12 +67,15 @@ class Stats:
                                                      and not (Path(d) / x).is_dir()])
         self.defects.append(why[:2000])
 
-    def save(self) -> dict[str, object]:
+    def save(self, partial: bool = False) -> dict[str, object]:
+        """Write the counts; `partial`: a save while the run goes on (a chunk stopped early keeps what it did)."""
         seconds = time.monotonic() - self.started
         doc = {"target": self.target, "cases": self.cases, "runs": self.runs, "seconds": round(seconds, 1),
                "cases_per_s": round(self.cases / seconds, 1) if seconds else 0,
                "exit_codes": {str(k): v for k, v in sorted(self.exit_codes.items())},
-               "defects": len(self.defects), "first_defects": self.defects[:10],
+               "defects": len(self.defects), "first_defects": self.defects[:10], "partial": partial,
+               "cpu_seconds": round(sum(r.ru_utime + r.ru_stime for r in map(resource.getrusage, (
+                   resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))), 1),  # the chunk's process and its children
                "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024}
         OUT.mkdir(parents=True, exist_ok=True)
         (OUT / f"{self.target}.json").write_text(json.dumps(doc, indent=2) + "\n")

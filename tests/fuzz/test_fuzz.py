@@ -9,6 +9,8 @@ Counts go to build/fuzz/*.json."""
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import json
 import os
 import shutil
@@ -16,6 +18,7 @@ import tempfile
 import time
 from functools import cache
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 from unittest import mock
 
@@ -71,22 +74,28 @@ def outputs() -> list[tuple[Path, str | None]]:
 
 
 class Case:
-    """A scratch directory per case, removed after it unless it showed a defect (then kept by Stats)."""
+    """A scratch directory per case, removed after it unless it showed a defect (then kept by Stats). A case counts
+    when its first run is judged: one whose drawing Hypothesis cut short (its data ran out) never ran."""
 
     def __init__(self, stats: Stats):
         self.stats = stats
         self.dir = Path(tempfile.mkdtemp(prefix=f"fuzz-{stats.target}-"))
+        self.counted = False
         if not stats.cases:
             stats.started = time.monotonic()
-        stats.cases += 1
 
     def check(self, outcome: Any, located_at: tuple[str, ...], out_dir: Path | None = None) -> None:
+        if not self.counted:
+            self.counted = True
+            self.stats.cases += 1
         self.stats.record(outcome)
         why = judge(outcome, located_at, out_dir, self.dir if out_dir else None)
         if why:
             self.stats.defect(why, self.dir)
 
     def close(self) -> None:
+        if self.counted and self.stats.cases % 25 == 0 and os.environ.get("FUZZ_OUT"):  # long.py: counts so far
+            self.stats.save(partial=True)
         if os.environ.get("FUZZ_KEEP"):
             return
         for p in self.dir.rglob("*"):  # a FIFO or a symlink to /dev/zero must not trip rmtree
@@ -113,27 +122,43 @@ def _yaml(text: str | None) -> Any:
         return None
 
 
+@cache
+def inventory_texts(name: str) -> dict[str, str]:
+    """Each file of a shipped inventory as the fuzzer writes it before mutating it (dumped once a process)."""
+    return {f: yaml.safe_dump(d, sort_keys=False, allow_unicode=True) for f, d in inventories()[name].items()}
+
+
+_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)  # libyaml's emitter: the same YAML, ~10x faster
+
+
+def _dump(doc: Any) -> str:
+    return yaml.dump(doc, Dumper=_DUMPER, sort_keys=False, allow_unicode=True, width=10**9)
+
+
 @seed(SEED)
 @budget("inventories", 1.0)
 @given(st.data())
 def _fuzz_inventory(data: st.DataObject) -> None:
     name = data.draw(st.sampled_from(sorted(inventories())), label="inventory")
-    files = inventories()[name]
     case = Case(INV_STATS)
     try:
         inv = case.dir / "inv"
         inv.mkdir()
-        texts = {f: yaml.safe_dump(d, sort_keys=False, allow_unicode=True) for f, d in files.items()}
+        texts: dict[str, str | None] = dict(inventory_texts(name))
+        docs: dict[str, Any] = dict(inventories()[name])  # each file's data while only tree-mutated (no re-parse)
         for _ in range(data.draw(st.sampled_from([1, 1, 1, 2, 3]), label="mutations")):
             f = data.draw(st.sampled_from(sorted(texts)), label="file")
             kind = data.draw(st.sampled_from(["tree"] * 8 + ["text", "text", "special"]), label="kind")
-            if kind == "tree" and isinstance(doc := _yaml(texts[f]), dict | list):
-                texts[f] = yaml.safe_dump(data.draw(tree_mutation(doc)), sort_keys=False, allow_unicode=True,
-                                          width=10**9)
-            elif kind in ("text", "tree") and texts[f] is not None:
-                texts[f] = data.draw(text_mutation(texts[f], yaml=True))
+            # tree_mutation copies: the cached data stays as it is
+            if kind == "tree" and isinstance(doc := docs[f] if f in docs else _yaml(texts[f]), dict | list):
+                docs[f] = data.draw(tree_mutation(doc))
+                texts[f] = _dump(docs[f])
+            elif kind in ("text", "tree") and (text := texts[f]) is not None:
+                texts[f] = data.draw(text_mutation(text, yaml=True))
+                docs.pop(f, None)
             else:
-                texts[f] = None  # type: ignore[assignment]
+                texts[f] = None
+                docs.pop(f, None)
                 make_special(inv / f, data.draw(st.sampled_from(SPECIAL)))
         for f, text in texts.items():
             if text is not None:
@@ -506,6 +531,66 @@ def example_hosts() -> list[str]:
     return sorted(derive(load(ROOT / "inventories" / "example")).hosts)
 
 
+class Standins:
+    """The recording scontrol/kubectl stand-ins (tests/standins/schedulers.py), installed once a process and reset
+    before each case (its calls, taints and gets removed; the nodes each cluster knows kept). Commands reach them as
+    the real processes on PATH every SUBPROCESS_EVERY cases, else in this process through `answer`: the same
+    parser, refusals and record, with the exec boundary kept (argv encoded as exec encodes it — a NUL or an
+    unencodable character raises what subprocess raises —, output decoded as subprocess.run(text=True) does, an
+    exception of the stand-in a traceback on its stderr and exit 1)."""
+
+    def __init__(self, hosts: list[str]) -> None:
+        from tests.standins.schedulers import install
+
+        self.dir = Path(tempfile.mkdtemp(prefix="fuzz-standins-"))
+        atexit.register(shutil.rmtree, self.dir, ignore_errors=True)
+        self.bin, self.state = self.dir / "bin", self.dir / "sched"
+        install(self.bin, self.state, {"scontrol": hosts, "kubectl": hosts})
+
+    def reset(self) -> None:
+        for p in self.state.iterdir():
+            if p.name != "nodes.json":
+                p.unlink()
+
+    def calls(self) -> list[dict[str, Any]]:
+        log = self.state / "calls.jsonl"
+        return [json.loads(x) for x in log.read_text().splitlines()] if log.exists() else []
+
+    def run(self, argv: list[str], **kw: Any) -> Any:
+        """subprocess.run for fabric.remediate: a stand-in on PATH answers in this process, anything else runs."""
+        import locale
+        import subprocess
+        import traceback
+
+        from tests.standins.schedulers import answer
+
+        exe = shutil.which(argv[0])
+        if exe is None or Path(exe).parent != self.bin:
+            return subprocess.run(argv, **kw)
+        for arg in argv:  # what exec refuses, subprocess raises before any process starts
+            if "\0" in os.fsdecode(arg):
+                raise ValueError("embedded null byte")
+            os.fsencode(arg)
+        try:
+            rc, out, err = answer(Path(exe).name, [os.fsdecode(a) for a in argv[1:]])
+            out_b = out.encode("utf-8")  # the stand-in's stdout: strict, as Python's is under a UTF-8 locale
+        except Exception as exc:  # the stand-in's own traceback, as its process would print it
+            rc, out_b, err = 1, b"", "Traceback (most recent call last):\n" + "".join(
+                traceback.format_exception(exc)[1:])
+        err_b = err.encode("utf-8", "backslashreplace")
+        encoding = locale.getpreferredencoding(False)
+
+        def text(b: bytes) -> str:
+            return b.decode(encoding).replace("\r\n", "\n").replace("\r", "\n")
+
+        return subprocess.CompletedProcess(argv, rc, text(out_b), text(err_b))
+
+
+@cache
+def standins() -> Standins:
+    return Standins(example_hosts())
+
+
 @seed(SEED)
 @budget("remediate", 0.03)
 @given(st.data())
@@ -513,7 +598,7 @@ def _fuzz_remediate(data: st.DataObject) -> None:
     """A job log (written by users) with its host names mutated, diagnosed with --remediate against the recording
     scontrol/kubectl stand-ins: no argument that starts with `-` or names a host outside the inventory (or more
     than one) ever reaches them, and no run acts on more than --max-hosts hosts."""
-    from tests.standins.schedulers import install
+    import fabric.remediate
 
     text = data.draw(st.sampled_from(job_logs()), label="log")
     hosts = example_hosts()
@@ -524,17 +609,21 @@ def _fuzz_remediate(data: st.DataObject) -> None:
                  "gpu-su9-01", "", h.upper(), "$(id)", h + "\x1b[2J"]), label="as"))
     text = data.draw(text_mutation(text))
     case = Case(REMEDIATE_STATS)
-    bin_, log = case.dir / "bin", case.dir / "sched" / "calls.jsonl"
-    install(bin_, log.parent, {"scontrol": hosts, "kubectl": hosts})
-    env = {"PATH": f"{bin_}:{os.environ['PATH']}", "FABRIC_STATE": str(case.dir / "state")}
+    sched = standins()
+    sched.reset()
+    env = {"PATH": f"{sched.bin}:{os.environ['PATH']}", "FABRIC_STATE": str(case.dir / "state"),
+           "SCHED_STANDIN": str(sched.state)}
+    in_process = REMEDIATE_STATS.cases % SUBPROCESS_EVERY != 0  # the first case of every 50: real processes
     try:
-        with mock.patch.dict(os.environ, env):
+        sub = SimpleNamespace(**{**vars(fabric.remediate.subprocess), "run": sched.run})
+        with mock.patch.dict(os.environ, env), (mock.patch.object(fabric.remediate, "subprocess", sub)
+                                                if in_process else contextlib.nullcontext()):
             path = case.dir / "job.log"
             path.write_text(text, errors="surrogatepass")
             outcome = run("diagnose", "--inventory", str(ROOT / "inventories" / "example"), "--scheduler",
                           "slurm,kubernetes,volcano", "--remediate", str(path))
             case.check(outcome, (str(path), "--"))
-            calls = [json.loads(x) for x in log.read_text().splitlines()] if log.exists() else []
+            calls = sched.calls()
             refused = [c for c in calls if c["refused"]]
             acted = {c["argv"][1].removeprefix("NodeName=") for c in calls if c["tool"] == "scontrol"}
             if refused or not acted <= set(hosts) or len(acted) > 4:

@@ -32,6 +32,7 @@ import json
 import os
 import re
 import sys
+from functools import cache
 from pathlib import Path
 
 EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
@@ -45,6 +46,10 @@ NODE_VERBS = ("cordon", "uncordon", "taint", "patch")  # kubectl verbs that act 
 SELECTORS = ("--all", "-l", "--selector", "-A", "--all-namespaces")  # their flags that select many objects
 SLURM_KEYS = {"nodename", "state", "reason", "weight", "features", "activefeatures", "gres", "comment", "extra",
               "nodeaddr", "nodehostname", "cpubind", "resumeafter", "instanceid", "instancetype"}
+
+
+class Verbatim(str):
+    """Output printed as it is (`kubectl logs`), not as a line."""
 
 
 class Refused(Exception):
@@ -79,6 +84,7 @@ def _taints() -> dict[str, dict[str, str]]:
     return json.loads(path.read_text()) if path.exists() else {}
 
 
+@cache  # parse_args leaves a parser as it was: one serves every call of a process
 def _kubectl_parser() -> _Parser:
     # global flags (kubectl options): before or after the verb
     glob = _Parser(add_help=False)
@@ -206,9 +212,7 @@ def kubectl(argv: list[str]) -> str:
         return _get(args)
     if args.verb == "logs":
         logs = Path(os.environ.get("KUBECTL_LOGS") or _state() / "logs.txt")
-        if logs.exists():
-            sys.stdout.write(logs.read_text())
-        return ""
+        return Verbatim(logs.read_text() if logs.exists() else "")
     if args.verb == "apply":
         return "\n".join(f"applied {f}" for f in args.filename)
     if args.verb == "delete":
@@ -242,8 +246,8 @@ def scontrol(argv: list[str]) -> str:
     return ""
 
 
-def main(argv: list[str]) -> int:
-    tool, args = argv[0], argv[1:]
+def answer(tool: str, args: list[str]) -> tuple[int, str, str]:
+    """One call of `tool ARGS`, recorded in calls.jsonl: (exit code, stdout, stderr) as the process gives them."""
     refused = None
     try:
         out = {"kubectl": kubectl, "scontrol": scontrol}[tool](args)
@@ -252,11 +256,15 @@ def main(argv: list[str]) -> int:
     with open(_state() / "calls.jsonl", "a") as log:  # every call, accepted or not
         log.write(json.dumps({"tool": tool, "argv": args, "refused": refused}) + "\n")
     if refused is not None:
-        print(refused, file=sys.stderr)
-        return 1
-    if out:
-        print(out)
-    return 0
+        return 1, "", refused + "\n"
+    return 0, out if isinstance(out, Verbatim) else out + "\n" if out else "", ""
+
+
+def main(argv: list[str]) -> int:
+    rc, out, err = answer(argv[0], argv[1:])
+    sys.stdout.write(out)
+    sys.stderr.write(err)
+    return rc
 
 
 def calls(state: Path, tool: str | None = None) -> list[str]:
