@@ -39,9 +39,7 @@ vcver="$(sed -n 's/^\tvolcano.sh\/volcano \(v[^ ]*\).*/\1/p' "$here/volcano/go.m
 done) >&2
 mod="$(go env GOMODCACHE)"
 vc="$(cd "$here/volcano" && go list -m -f '{{.Dir}}' volcano.sh/volcano)"
-for c in scheduling.volcano.sh_podgroups scheduling.volcano.sh_queues nodeinfo.volcano.sh_numatopologies; do
-  cp "$vc/config/crd/volcano/bases/$c.yaml" "$dir/crds/"
-done
+cp "$vc"/config/crd/volcano/bases/*.yaml "$dir/crds/"  # PodGroup, Queue, Command, Numatopology, Job
 mpi="$(cd "$here/mpi-operator" && go list -m -f '{{.Dir}}' github.com/kubeflow/mpi-operator)"
 cp "$mpi/manifests/base/kubeflow.org_mpijobs.yaml" "$dir/crds/"
 kwok="$(cd "$here/core" && go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)"
