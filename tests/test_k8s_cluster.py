@@ -1,11 +1,13 @@
 """Kubernetes acceptance on a real control plane (fabric.lab.kube): the rendered jobs go through the real API
-server (admission, defaulting, CRD schemas), kube-controller-manager, kube-scheduler, the MPI Operator v2
-controller and kwok nodes, one per host of inventories/h100-400g with its GPUs, rail resources and fabric labels.
+server (admission, defaulting, CRD schemas), kube-controller-manager, Volcano v1.10.0's scheduler and controller
+manager, the MPI Operator v2 controller and kwok nodes, one per host of inventories/h100-400g with its GPUs, rail
+resources and fabric labels.
 
 What kwok stands in for: the kubelet (a bound pod becomes Running and Ready; the launcher, owned by a Job,
-Succeeded) and the container log (a real nccl-tests output). What is not here: Volcano (its module is not
-served by the Go module proxy; a kube-scheduler profile named `volcano` places the pods with the same
-filters, without the gang and the HyperNode tier), multus and the CNI plugins, and a real NIC.
+Succeeded) and the container log (a real nccl-tests output). What is not here: Volcano's HyperNode tiers
+(v1.11 and later; the Go module proxy serves only v1.10.0, whose PodGroup has no `networkTopology`: the jobs
+are applied with kubectl's field validation `warn` and each test checks that the API server dropped exactly
+that field), multus and the CNI plugins, and a real NIC.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import pytest
 import yaml
 
 from fabric.accept import bundle
+from fabric.accept.checks.nccl import NcclInput, expected_busbw, judge_nccl
 from fabric.accept.k8s import K8sRunner
 from fabric.design.derive import derive
 from fabric.design.intent import FabricIntent
@@ -40,6 +43,30 @@ H100 = ROOT / "inventories" / "h100-400g"
 NCCL_LOG = ROOT / "tests" / "fixtures" / "samples" / "nccl_all_reduce_2node_h200_v2.18_format.txt"
 IMAGE = "registry.example/roce-tests:1"
 KWOK_DELAY = "pod-complete.stage.kwok.x-k8s.io/delay"  # kwok's general pod-complete stage reads it
+# What Volcano v1.10.0's PodGroup lacks of what the tool renders: the HyperNode tier (Volcano v1.11+).
+NOT_IN_V1_10 = {"spec.networkTopology"}
+# How the tool's runner reports a gang Volcano cannot place (K8sRunner.pending, from the PodGroup's condition):
+# every member Pending, and the scheduler's reason for one that fits nowhere.
+GANG_WAITS = re.compile(r"PodGroup \S+-gang NotEnoughResources: \d+/(\d+) tasks in gang unschedulable: pod group is "
+                        r"not ready, \1 Pending, \1 minAvailable; .* Origin reason is \S+: 0/(\d+) nodes are "
+                        r"unavailable: ")
+
+
+def insufficient(why: str) -> int:
+    """How many nodes the scheduler found short of a device (`N Insufficient nvidia.com/…`, summed)."""
+    return sum(int(n) for n in re.findall(r"\b(\d+) Insufficient nvidia\.com/[\w.-]+", why))
+
+
+def unknown_fields(stderr: str) -> set[str]:
+    """The fields the API server dropped, from kubectl's `Warning: unknown field "…"` lines."""
+    return set(re.findall(r'^Warning: unknown field "([^"]+)"', stderr, re.MULTILINE))
+
+
+def apply_job(kube: KubeLab, objects: list[dict]) -> None:
+    """Applies a job's PodGroup and MPIJob as `kubectl apply --server-side --validate=warn` does; the API server
+    drops the fields Volcano v1.10.0's PodGroup lacks, and nothing else."""
+    out = kube.apply(objects, validate="warn")
+    assert unknown_fields(out.stderr) == NOT_IN_V1_10, out.stderr
 
 
 @pytest.fixture(scope="session")
@@ -166,15 +193,41 @@ def test_the_control_plane_reports_the_pinned_versions(kube: KubeLab) -> None:
     for prog in ("kube-apiserver", "kube-scheduler", "kube-controller-manager"):
         out = subprocess.run([str(kube.bins / "bin" / prog), "--version"], capture_output=True, text=True, timeout=30)
         assert out.stdout.strip() == f"Kubernetes {pin}", prog
+    vc = (ROOT / "tools" / "k8s-bins" / "volcano" / "go.mod").read_text()
+    vcpin = next(line.split()[1] for line in vc.splitlines() if line.startswith("\tvolcano.sh/volcano "))
+    assert vcpin == "v1.10.0"
+    for prog in ("vc-scheduler", "vc-controller-manager"):
+        out = subprocess.run([str(kube.bins / "bin" / prog), "--version"], capture_output=True, text=True, timeout=30)
+        assert f"Version: {vcpin}" in out.stdout.splitlines(), (prog, out.stdout)
+
+
+def test_the_tool_on_volcano_v1_10_refuses_the_job_naming_the_tier_field(kube: KubeLab, on_path: KubeLab,
+                                                                        h100: FabricIntent, tmp_path: Path) -> None:
+    """The tool applies as kubectl does by default (strict field validation), so on a cluster whose Volcano
+    predates HyperNodes (here v1.10.0) the API server refuses the PodGroup and the tool says which field: a job
+    whose tier nobody would enforce is not run silently (server-side apply refuses an undeclared field whatever
+    the field validation). Nothing of the job is left behind."""
+    ns, name = h100.kubernetes.namespace, "nccl-su1"
+    bundle.render_bundle(h100, tmp_path, IMAGE)
+    _log, err = K8sRunner(ns, poll_s=1).run(tmp_path / "jobs" / f"{name}.yaml", name, timeout=10)
+    assert err.startswith("kubectl apply: ") and ".spec.networkTopology: field not declared in schema" in err, err
+    for kind in ("mpijob", "pod"):  # the runner deletes without waiting; the garbage collector takes the pods
+        kube.kubectl("wait", "--for=delete", kind, "-l", f"roce-fabric/job={name}", "-n", ns, "--timeout=60s",
+                     timeout=70, check=False)
+    left = kube.kubectl("get", "podgroups,mpijobs,pods", "-n", ns, "-l", f"roce-fabric/job={name}", "-o", "name")
+    assert left.stdout.strip() == "", left.stdout
 
 
 @pytest.mark.parametrize("which", ["h100-400g", "two-su", "three-su"])
-def test_every_rendered_job_is_admitted_placed_on_its_hosts_and_completes(kube: KubeLab, h100: FabricIntent,
+def test_every_rendered_job_is_admitted_placed_on_its_hosts_and_completes(kube: KubeLab, on_path: KubeLab,
+                                                                         h100: FabricIntent,
                                                                          generated: dict[str, FabricIntent],
                                                                          which: str, tmp_path: Path) -> None:
     """The --render-only bundle as an engineer applies it: networks, HyperNodes, then each job. The API server
-    admits every object (schemas of the real CRDs, server-side), the scheduler binds one worker per intended
-    host and the launcher on one of them, the MPI Operator runs the launcher Job to completion."""
+    admits every object (schemas of the real CRDs, server-side; the PodGroup less its HyperNode tier), Volcano
+    binds the gang, one worker per intended host and the launcher on one of them, the MPI Operator runs the
+    launcher Job to completion. The 64-host NCCL job's launcher log, read by the tool through the API server
+    (kwok serves a real nccl-tests output as the container's log), is judged as the same output on hosts is."""
     fabric = h100 if which == "h100-400g" else generated[which]
     use(kube, fabric)
     bundle.render_bundle(fabric, tmp_path, IMAGE)
@@ -189,13 +242,20 @@ def test_every_rendered_job_is_admitted_placed_on_its_hosts_and_completes(kube: 
         hosts = mpijob["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["affinity"]["nodeAffinity"][
             "requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0]["matchExpressions"][0]["values"]
         kube.kubectl("delete", "events", "--all", "-n", ns)  # earlier jobs of the same name
-        kube.apply([_group, launcher_runs(mpijob, "5s")])
+        apply_job(kube, [_group, launcher_runs(mpijob, "5s")])
         assert wait_mpijob(kube, ns, name) == "Succeeded", kube.kubectl("describe", "mpijob", name, "-n", ns).stdout
         placed = scheduled(kube, ns, name, expect=len(hosts) + 1)
         workers = {p: n for p, n in placed.items() if "-worker-" in p}
         assert sorted(workers.values()) == sorted(hosts), name  # one worker on each intended host
         (launcher,) = (n for p, n in placed.items() if "-launcher" in p)
         assert launcher in hosts
+        if len(hosts) == 64:  # h100-400g's nccl-cluster
+            log, on_hosts = K8sRunner(ns).logs(name), NCCL_LOG.read_text()
+            judged = {"expected_gbytes": expected_busbw(fabric, hosts), "fraction": NcclInput().fraction_of_line,
+                      "largest": NcclInput().largest_sizes, "file": name}
+            assert log.splitlines() == on_hosts.splitlines()
+            m = judge_nccl(log, **judged)
+            assert m == judge_nccl(on_hosts, **judged) and m.ok and m.threshold == 360.0, m
         gone(kube, ns, path, name)
         assert set(workers) == {f"{name}-worker-{i}" for i in range(len(hosts))}
 
@@ -207,8 +267,8 @@ def test_a_cordoned_node_and_one_without_rail_devices_are_never_chosen(kube: Kub
     """`fabric remediate --scheduler kubernetes --execute` cordons and taints gpu-su1-01 through kubectl against
     this API server; gpu-su1-02 advertises no rail devices (allocatable 0: what the kubelet reports when the
     device plugin's devices are gone). su1's NCCL job cut to two workers lands on the other two hosts; the job as
-    rendered (a worker on each of the four) waits, and the tool's runner reports the scheduler's own reason.
-    kube-scheduler alone has no gang (Volcano is not built here): the two workers that fit are bound meanwhile."""
+    rendered (a worker on each of the four) waits as a whole gang, not one of its pods bound although two
+    would fit, and the tool's runner reports Volcano's own reason."""
     fabric = generated["three-su"]
     use(kube, fabric)
     ns, name = fabric.kubernetes.namespace, "nccl-su1"
@@ -238,7 +298,7 @@ def test_a_cordoned_node_and_one_without_rail_devices_are_never_chosen(kube: Kub
         two, group2 = copy.deepcopy(mpijob), copy.deepcopy(group)
         two["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"], group2["spec"]["minMember"] = 2, 3
         kube.kubectl("delete", "events", "--all", "-n", ns)
-        kube.apply([group2, launcher_runs(two, "5s")])
+        apply_job(kube, [group2, launcher_runs(two, "5s")])
         assert wait_mpijob(kube, ns, name) == "Succeeded", kube.kubectl("describe", "mpijob", name, "-n", ns).stdout
         placed = scheduled(kube, ns, name, expect=3)
         assert sorted(n for p, n in placed.items() if "-worker-" in p) == ["gpu-su1-03", "gpu-su1-04"]
@@ -247,13 +307,12 @@ def test_a_cordoned_node_and_one_without_rail_devices_are_never_chosen(kube: Kub
 
         held.write_text(yaml.safe_dump_all([group, launcher_runs(mpijob, "3600s")]))
         kube.kubectl("delete", "events", "--all", "-n", ns)
-        _log, err = K8sRunner(ns, poll_s=1).run(held, name, timeout=20)
-        assert err.startswith(f"MPIJob {name} not finished after 20s: 2 pods Pending: 0/12 nodes are available: "), err
-        assert re.search(r"\b\d+ Insufficient nvidia\.com/rail1,", err) and "1 node(s) were unschedulable" in err, err
-        placed = scheduled(kube, ns, name, expect=3)
-        workers = sorted(n for p, n in placed.items() if "-worker-" in p)
-        assert workers == ["gpu-su1-03", "gpu-su1-04"], placed  # no gang: what fits is bound
-        assert cordoned not in placed.values()
+        apply_job(kube, [group, launcher_runs(mpijob, "3600s")])
+        why = wait_for(f"{name}'s gang waiting, with the scheduler's reason", lambda: K8sRunner(ns).pending(name))
+        # one member fits nowhere: su1-01 cordoned, su1-02 without rails, su1-03/04 held for the gang's others
+        assert GANG_WAITS.match(why) and insufficient(why) == 3 and "1 node(s) were unschedulable" in why, why
+        assert job_nodes(kube, ns, name) == [], "the gang is all or nothing: no pod of it may be bound"
+        assert not scheduled(kube, ns, name, expect=0)
     finally:
         gone(kube, ns, held if held.exists() else tmp_path / "jobs" / f"{name}.yaml", name)
         undo = subprocess.run([*remediate, "--revert"], capture_output=True, text=True, env=env, timeout=120)
@@ -265,6 +324,13 @@ def test_a_cordoned_node_and_one_without_rail_devices_are_never_chosen(kube: Kub
 def job_pods(kube: KubeLab, ns: str, job: str, role: str) -> list[dict]:
     sel = f"roce-fabric/job={job},roce-fabric/role={role}"
     return json.loads(kube.kubectl("get", "pods", "-n", ns, "-l", sel, "-o", "json").stdout)["items"]
+
+
+def job_nodes(kube: KubeLab, ns: str, job: str) -> list[str]:
+    """The nodes of every pod of the job the scheduler has bound (any phase)."""
+    sel = f"roce-fabric/job={job}"
+    pods = json.loads(kube.kubectl("get", "pods", "-n", ns, "-l", sel, "-o", "json").stdout)["items"]
+    return sorted(p["spec"]["nodeName"] for p in pods if p["spec"].get("nodeName"))
 
 
 def running_on(kube: KubeLab, ns: str, job: str) -> list[str]:
@@ -296,36 +362,38 @@ def launcher_ends(kube: KubeLab, ns: str, job: str) -> None:
                  json.dumps({"status": status}))
 
 
-def test_two_jobs_on_the_same_hosts_run_one_after_the_other(kube: KubeLab, on_path: KubeLab,
-                                                            generated: dict[str, FabricIntent], tmp_path: Path) -> None:
+def test_two_jobs_applied_at_once_on_the_same_hosts_run_one_after_the_other(kube: KubeLab, on_path: KubeLab,
+                                                                          generated: dict[str, FabricIntent],
+                                                                          tmp_path: Path) -> None:
     """su1's NCCL job and its pod bandwidth job both want every rail device of the same four hosts (PF mode: one
-    per rail and node). The second, applied while the first runs, waits with all its workers unbound (the
-    scheduler's reason, as the runner reports it: the rails are taken) and runs once the first ends: no node
-    ever holds both, and neither blocks the other. Without a gang this order is not guaranteed when both
-    are applied at the same instant (each could get part of the hosts; the launcher's worker wait then fails
-    it after ROCE_FABRIC_WAIT_S and frees them): that is Volcano's part, not built here."""
+    per rail and node), applied in one request. Volcano gives the hosts to one gang whole; the other waits with
+    none of its pods bound (the runner reports why) and runs once the first ends: no node ever holds both, and
+    neither holds part of the hosts while waiting for the rest (what kube-scheduler alone did)."""
     fabric = generated["three-su"]
     use(kube, fabric)
     ns = fabric.kubernetes.namespace
     bundle.render_bundle(fabric, tmp_path, IMAGE)
-    first, second = "nccl-su1", "pods-su1-bw"
-    paths = {n: tmp_path / "jobs" / f"{n}.yaml" for n in (first, second)}
+    names = ("nccl-su1", "pods-su1-bw")
+    paths = {n: tmp_path / "jobs" / f"{n}.yaml" for n in names}
     hosts = [f"gpu-su1-0{i}" for i in range(1, 5)]
+    objects = []
+    for n in names:
+        group, mpijob = yaml.safe_load_all(paths[n].read_text())
+        objects += [group, launcher_runs(mpijob, "3600s")]
     try:
-        for n in (first, second):
-            group, mpijob = yaml.safe_load_all(paths[n].read_text())
-            kube.apply([group, launcher_runs(mpijob, "3600s")])
-            if n == first:
-                wait_for(f"{first}'s four workers Running", lambda: running_on(kube, ns, first) == hosts)
-        why = wait_for(f"{second}'s workers Pending with a reason",
-                       lambda: (w := K8sRunner(ns).pending(second)).startswith("4 pods Pending") and w)
-        assert why.startswith("4 pods Pending: 0/12 nodes are available: 4 Insufficient nvidia.com/rail1,"), why
-        assert not [p["spec"]["nodeName"] for p in job_pods(kube, ns, second, "worker") if p["spec"].get("nodeName")]
+        apply_job(kube, objects)
+        first = wait_for("one job's four workers Running",
+                         lambda: next((n for n in names if running_on(kube, ns, n) == hosts), None))
+        (second,) = (n for n in names if n != first)
+        why = wait_for(f"{second}'s gang waiting, with the scheduler's reason", lambda: K8sRunner(ns).pending(second))
+        assert GANG_WAITS.match(why) and insufficient(why) == 4, why  # the first holds the four hosts' devices
+        assert job_nodes(kube, ns, second) == []
         launcher_ends(kube, ns, first)
         assert wait_mpijob(kube, ns, first) == "Succeeded"
         wait_for(f"{second}'s four workers Running", lambda: running_on(kube, ns, second) == hosts)
+        assert running_on(kube, ns, first) == []  # no node holds workers of both
         launcher_ends(kube, ns, second)
         assert wait_mpijob(kube, ns, second) == "Succeeded"
     finally:
-        for n in (first, second):
+        for n in names:
             gone(kube, ns, paths[n], n)

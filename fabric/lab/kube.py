@@ -2,18 +2,24 @@
 and the K8s tests' cluster).
 
 The parts are the upstream programs built by `make k8s-bins` (tools/k8s-bins: versions in its go.mod files):
-etcd, kube-apiserver, kube-controller-manager (the MPI Operator's launcher is a batch/v1 Job), kube-scheduler,
-kwok (the nodes and their kubelets: kwok's own "general" pod stages make a bound pod Running, then Ready, and a
-pod owned by a Job Succeeded 1-5 s later, or after its `pod-complete.stage.kwok.x-k8s.io/delay` annotation;
-kwok's ClusterLogs serves a log file as the container's log) and the MPI Operator
-v2 controller. Everything listens on 127.0.0.1 on ephemeral ports; the certificates and the one admin token are
-made here, in a 0700 directory.
+etcd, kube-apiserver, kube-controller-manager (the MPI Operator's launcher is a batch/v1 Job), kube-scheduler
+(the default profile only), Volcano v1.10.0's scheduler and controller manager, kwok (the nodes and their
+kubelets: kwok's own "general" pod stages make a bound pod Running, then Ready, and a pod owned by a Job
+Succeeded 1-5 s later, or after its `pod-complete.stage.kwok.x-k8s.io/delay` annotation; kwok's ClusterLogs
+serves a log file as the container's log) and the MPI Operator v2 controller. Everything listens on 127.0.0.1
+on ephemeral ports; the certificates and the one admin token are made here, in a 0700 directory.
 
-Scheduling: Volcano's module is not served by the Go module proxy this project builds from, so pods with
-`schedulerName: volcano` are placed by a kube-scheduler profile of that name. It runs the filters Volcano's
-`predicates` plugin delegates to (NodeUnschedulable, NodeAffinity, InterPodAffinity, NodeResourcesFit,
-TaintToleration: volcano-sh/volcano pkg/scheduler/plugins/predicates), so placement is real; the gang
-(PodGroup minMember) and the HyperNode tier constraint are not enforced by it.
+Scheduling: pods with `schedulerName: volcano` are placed by Volcano's own scheduler (vc-scheduler) with the
+configuration v1.10.0 uses when given none (pkg/scheduler/util.go DefaultSchedulerConf: actions enqueue,
+allocate, backfill; plugins priority, gang, conformance | overcommit, drf, predicates, proportion, nodeorder),
+so the gang (PodGroup minMember: all or nothing) is enforced. v1.10.0 is the one release the Go module proxy
+serves; it predates HyperNodes (Volcano v1.11), so its PodGroup CRD has no `networkTopology` and the HyperNode
+CRD here is a copy from a later release (../shared/k8s-crds): HyperNodes are admitted and nothing reads them.
+Volcano's controller manager runs the PodGroup controller (a PodGroup for a volcano pod that names none) and
+the queue controller (Queue status); the scheduler creates the `default` Queue itself (pkg/scheduler/cache
+newDefaultQueue) and puts a PodGroup without a queue in it (setPodGroup). Not run: the webhook manager (for
+these objects it would only default the PodGroup's queue and check that a pod's PodGroup exists and its queue
+is open) and the controllers of Volcano's own Job kinds (vcjob, jobflow).
 
 Node resources: `nvidia.com/gpu` = the host's GPUs; each rail's device-plugin resource counts the devices the
 plugin would advertise on that node (the NIC's VFs, or the NIC itself in PF mode; a pooled resource sums them);
@@ -42,10 +48,21 @@ from fabric.design.intent import FabricIntent
 
 ROOT = Path(__file__).resolve().parents[2]
 BUILD = ROOT / "tools" / "k8s-bins" / "build.sh"
-PROGRAMS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl", "kwok", "mpi-operator")
+PROGRAMS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl", "kwok", "mpi-operator",
+            "vc-scheduler", "vc-controller-manager")
 KWOK_ANNOTATION = "kwok.x-k8s.io/node"
-SCHEDULERS = ("default-scheduler", "volcano")  # kube-scheduler profiles (see the module docstring)
 SHARED_CRDS = ROOT.parent / "shared" / "k8s-crds"
+# From the built modules (tools/k8s-bins/build.sh copies them): the MPIJob, and Volcano v1.10.0's PodGroup, Queue,
+# Command (the queue controller watches Commands) and Numatopology (the scheduler watches them: feature gate
+# ResourceTopology, on by default).
+CRDS = ("kubeflow.org_mpijobs", "scheduling.volcano.sh_podgroups", "scheduling.volcano.sh_queues",
+        "bus.volcano.sh_commands", "nodeinfo.volcano.sh_numatopologies")
+# Volcano v1.10.0's built-in configuration (pkg/scheduler/util.go DefaultSchedulerConf), written out so that the
+# lab's state directory shows what runs.
+VOLCANO_CONF = {"actions": "enqueue, allocate, backfill", "tiers": [
+    {"plugins": [{"name": "priority"}, {"name": "gang"}, {"name": "conformance"}]},
+    {"plugins": [{"name": n} for n in ("overcommit", "drf", "predicates", "proportion", "nodeorder")]}]}
+VOLCANO_CONTROLLERS = "pg-controller,queue-controller"
 # kwok v0.7.0 renews no node Lease here (its log never says "Syncing lease") and its default heartbeat-with-lease
 # stage re-posts node status every 10 min, so with the controller manager's 50 s grace every node turned NotReady
 # (and tainted not-ready:NoSchedule) about 50 s after it was added: later pods stayed Pending. Fake nodes have no
@@ -133,9 +150,14 @@ class KubeLab:
         return str(self.bins / "bin" / name)
 
     def _spawn(self, name: str, argv: list[str]) -> None:
+        """Starts one program. Its environment points every client it makes at this lab: vc-scheduler v1.10.0 also
+        makes one at start-up from $KUBECONFIG, else ~/.kube/config, or the in-cluster service account
+        (pkg/scheduler/api/devices/nvidia/vgpu/utils.go NewClient), which must never be a user's real cluster."""
+        env = {k: v for k, v in os.environ.items() if not k.startswith("KUBERNETES_SERVICE_")}
+        env["KUBECONFIG"] = str(self.kubeconfig)
         log = open(self.workdir / f"{name}.log", "wb")  # noqa: SIM115 - the child owns it
         self.procs[name] = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                            cwd=self.workdir, start_new_session=True)
+                                            cwd=self.workdir, start_new_session=True, env=env)
         log.close()
         (self.workdir / "pids").write_text(json.dumps({n: p.pid for n, p in self.procs.items()}))
 
@@ -162,9 +184,16 @@ class KubeLab:
             raise KubeLabError(f"kubectl {' '.join(args)}: {p.stderr.strip()}")
         return p
 
-    def apply(self, objects: list[dict[str, Any]] | str) -> None:
+    def apply(self, objects: list[dict[str, Any]] | str, validate: str = "strict") -> subprocess.CompletedProcess[str]:
+        """Applies objects: server-side (strict: an unknown field is an error), or with `validate="warn"`
+        client-side with kubectl's field validation warn: the API server drops an unknown field and kubectl names
+        it on stderr (`Warning: unknown field "spec.networkTopology"`). Server-side apply cannot do that: it
+        refuses a field the schema lacks whatever the validation (`failed to create typed patch object …: field
+        not declared in schema`, Kubernetes v1.33.13)."""
         text = objects if isinstance(objects, str) else yaml.safe_dump_all(objects, sort_keys=False)
-        self.kubectl("apply", "--server-side", "--force-conflicts", "-f", "-", stdin=text)
+        if validate == "strict":
+            return self.kubectl("apply", "--server-side", "--force-conflicts", "-f", "-", stdin=text)
+        return self.kubectl("apply", f"--validate={validate}", "-f", "-", stdin=text)
 
     def start(self, *, log_file: Path | None = None, timeout: float = 120) -> KubeLab:
         """etcd, the API server, CRDs, controller manager, scheduler, kwok and the MPI Operator, each waited for."""
@@ -205,8 +234,8 @@ class KubeLab:
         self._wait("etcd", lambda: socket.create_connection(("127.0.0.1", self.ports["etcd"]), 1).close() or True, 30)
         self._wait("kube-apiserver", lambda: self.kubectl("get", "--raw", "/readyz", timeout=5).stdout == "ok",
                    timeout)
-        crds = [self.bins / "crds" / "kubeflow.org_mpijobs.yaml",
-                *(SHARED_CRDS / f"{c}.yaml" for c in ("podgroups", "hypernodes", "nad-crd"))]
+        crds = [*(self.bins / "crds" / f"{c}.yaml" for c in CRDS),
+                *(SHARED_CRDS / f"{c}.yaml" for c in ("hypernodes", "nad-crd"))]
         for crd in crds:
             self.kubectl("apply", "--server-side", "-f", str(crd))
         self.kubectl("wait", "--for", "condition=Established", "crd", "--all", "--timeout", "60s", timeout=70)
@@ -219,10 +248,18 @@ class KubeLab:
             "--node-monitor-grace-period", NODE_GRACE])
         sched = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
                  "clientConnection": {"kubeconfig": str(self.kubeconfig)}, "leaderElection": {"leaderElect": False},
-                 "profiles": [{"schedulerName": s} for s in SCHEDULERS]}
+                 "profiles": [{"schedulerName": "default-scheduler"}]}
         (d / "scheduler.yaml").write_text(yaml.safe_dump(sched))
         self._spawn("kube-scheduler", [self._bin("kube-scheduler"), "--config", str(d / "scheduler.yaml"),
                                        "--bind-address", "127.0.0.1", "--secure-port", "0"])
+        # Volcano: metrics and health servers are off unless enabled (they would listen on :8080 and :11251);
+        # the cache dumper (on by default) would write to /tmp on a signal.
+        (d / "volcano-scheduler.conf").write_text(yaml.safe_dump(VOLCANO_CONF, sort_keys=False))
+        self._spawn("vc-scheduler", [self._bin("vc-scheduler"), *common, "--scheduler-conf",
+                                     str(d / "volcano-scheduler.conf"), "--leader-elect=false",
+                                     "--cache-dumper=false"])
+        self._spawn("vc-controller-manager", [self._bin("vc-controller-manager"), *common, "--leader-elect=false",
+                                              "--controllers", VOLCANO_CONTROLLERS])
         kwok_cfg: list[dict[str, Any]] = [{"apiVersion": "config.kwok.x-k8s.io/v1alpha1",
                                            "kind": "KwokConfiguration", "options": {}}]
         if log_file is not None:  # the launchers' log: what the nccl-tests or perftest run printed
@@ -243,6 +280,11 @@ class KubeLab:
                                      "--threadiness", "4", "--kube-api-qps", "50", "--kube-api-burst", "100"])
         self._wait("kube-controller-manager", lambda: "default" in self.kubectl(
             "get", "serviceaccount", "-n", "default", "-o", "name", timeout=5).stdout, timeout)
+        # vc-scheduler creates the default Queue as it starts; the queue controller then opens it.
+        self._wait("vc-scheduler", lambda: self.kubectl("get", "queue", "default", timeout=5, check=False).returncode
+                   == 0, timeout)
+        self._wait("vc-controller-manager", lambda: self.kubectl(
+            "get", "queue", "default", "-o", "jsonpath={.status.state}", timeout=5).stdout == "Open", timeout)
         for name in ("kube-scheduler", "kwok", "mpi-operator"):
             self._wait(name, lambda: True, 0.5)
         self.start_s = time.monotonic() - t0

@@ -29,7 +29,17 @@ done
 # (cache.DefaultWatchErrorHandler gained a context argument), so it keeps the 0.31 libraries it pins.
 (cd "$here/mpi-operator" && GOBIN="$dir/bin" go install \
   -ldflags="-s -w -X github.com/kubeflow/mpi-operator/pkg/version.Version=$mpiver" tool) >&2
+# Volcano's scheduler and controller manager in a module of their own: v1.10.0 (the one release the Go module
+# proxy serves; 403 for the others tried on 2026-11-26) pins Kubernetes 1.30's libraries through its replaces.
+# Binary names and -X as its Makefile's (vc-scheduler, vc-controller-manager; pkg/version.Version).
+vcver="$(sed -n 's/^\tvolcano.sh\/volcano \(v[^ ]*\).*/\1/p' "$here/volcano/go.mod")"
+(cd "$here/volcano" && for c in scheduler controller-manager; do
+  go build -ldflags="-s -w -X volcano.sh/volcano/pkg/version.Version=$vcver" -o "$dir/bin/vc-$c" \
+    "volcano.sh/volcano/cmd/$c"
+done) >&2
 mod="$(go env GOMODCACHE)"
+vc="$(cd "$here/volcano" && go list -m -f '{{.Dir}}' volcano.sh/volcano)"
+cp "$vc"/config/crd/volcano/bases/*.yaml "$dir/crds/"  # PodGroup, Queue, Command, Numatopology, Job
 mpi="$(cd "$here/mpi-operator" && go list -m -f '{{.Dir}}' github.com/kubeflow/mpi-operator)"
 cp "$mpi/manifests/base/kubeflow.org_mpijobs.yaml" "$dir/crds/"
 kwok="$(cd "$here/core" && go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)"

@@ -49,20 +49,37 @@ class K8sRunner:
         return "Running", ""
 
     def pending(self, name: str) -> str:
-        """Why the job's unscheduled pods wait, in the scheduler's words (their PodScheduled condition), e.g.
-        `2 pods Pending: 0/16 nodes are available: 1 node(s) were unschedulable, …`; '' when none waits."""
-        p = self._k(["get", "pods", "-n", self.namespace, "-l", f"roce-fabric/job={name}", "-o", "json"], timeout=30)
-        try:
-            pods = json.loads(p.stdout).get("items", []) if p.returncode == 0 else []
-        except json.JSONDecodeError:
-            return ""
+        """Why the job waits, in the scheduler's words: its PodGroup's Unschedulable condition where Volcano
+        wrote one (the gang's reason, with the origin: `PodGroup nccl-su1-gang NotEnoughResources: 2/5 tasks in
+        gang unschedulable: pod group is not ready, 5 Pending, 5 minAvailable; … Origin reason is …: 0/12 nodes
+        are unavailable: …`), else the unscheduled pods' PodScheduled conditions (`2 pods Pending: 0/16 nodes are
+        available: …`); '' when none waits."""
+        sel = ["-n", self.namespace, "-l", f"roce-fabric/job={name}", "-o", "json"]
+        gang = [f"PodGroup {g['metadata']['name']} {c.get('reason') or 'Unschedulable'}: {c.get('message', '')}"
+                for g in self._items(["get", "podgroups.scheduling.volcano.sh", *sel])
+                for c in g.get("status", {}).get("conditions", [])
+                if c.get("type") == "Unschedulable" and c.get("status") == "True"]
+        if gang:
+            return "; ".join(gang)
         reasons: dict[str, int] = {}
-        for pod in pods:
+        for pod in self._items(["get", "pods", *sel]):
             for c in pod.get("status", {}).get("conditions", []):
                 if c.get("type") == "PodScheduled" and c.get("status") == "False":
                     msg = c.get("message") or c.get("reason", "")
                     reasons[msg] = reasons.get(msg, 0) + 1
         return "; ".join(f"{n} pod{'s' * (n > 1)} Pending: {m}" for m, n in sorted(reasons.items()))
+
+    def _items(self, args: list[str]) -> list[dict[str, Any]]:
+        """The objects `kubectl get … -o json` lists; none where it fails (e.g. no PodGroup kind: no Volcano)."""
+        p = self._k(args, timeout=30)
+        try:
+            return list(json.loads(p.stdout).get("items", [])) if p.returncode == 0 else []
+        except json.JSONDecodeError:
+            return []
+
+    def logs(self, name: str) -> str:
+        """The launcher's log: its container's output, as the kubelet serves it through the API server."""
+        return self._k(["logs", "-n", self.namespace, f"job/{name}-launcher", "--tail=-1"], timeout=60).stdout
 
     def run(self, manifest: Path, name: str, timeout: float, networks: Path | None = None,
             progress: Any = None) -> tuple[str, str]:
@@ -81,7 +98,7 @@ class K8sRunner:
                 if progress:
                     progress(f"{name}: running")
                 time.sleep(self.poll_s)
-            logs = self._k(["logs", "-n", self.namespace, f"job/{name}-launcher", "--tail=-1"], timeout=60).stdout
+            logs = self.logs(name)
             if state == "Succeeded":
                 return logs, ""
             if state == "Running":
