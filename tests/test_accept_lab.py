@@ -78,7 +78,7 @@ def _by_name(data: dict) -> dict[str, dict]:
 def test_healthy_lab_passes_and_skips_what_it_cannot_run(inv: str, tmp_path: Path) -> None:
     rc, data = _accept(inv, tmp_path)
     r = _by_name(data)
-    assert rc == 0, [(x["name"], x["status"], x["message"]) for x in data["results"]]
+    assert rc == 0, [(x["name"], x["status"], x["message"]) for x in data["results"] if x["status"] != "pass"]
     for name in ("host-config", "bgp", "rail-bandwidth", "rail-latency", "lossless-counters"):
         assert r[name]["status"] == "pass", r[name]
     bw = r["rail-bandwidth"]

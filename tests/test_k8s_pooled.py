@@ -398,9 +398,11 @@ def test_pooled_jobs_are_admitted_and_each_worker_takes_its_nodes_whole_pool(poo
         node = json.loads(kube.kubectl("get", "node", "gpu-su1-01", "-o", "json").stdout)
         assert node["status"]["allocatable"]["nvidia.com/rail"] == "8"
         kube.kubectl("apply", "--server-side", "-f", str(tmp_path / "b" / "networks.yaml"))
-        for path in sorted((tmp_path / "b" / "jobs").glob("*.yaml")):
-            run = kube.kubectl("apply", "--server-side", "--dry-run=server", "-f", str(path), check=False)
+        for path in sorted((tmp_path / "b" / "jobs").glob("*.yaml")):  # Volcano v1.10.0 lacks only the tier field
+            run = kube.kubectl("apply", "--validate=warn", "--dry-run=server", "-f", str(path), check=False)
             assert run.returncode == 0, run.stderr
+            dropped = set(re.findall(r'^Warning: unknown field "([^"]+)"', run.stderr, re.MULTILINE))
+            assert dropped == {"spec.networkTopology"}, run.stderr
         jobs = {j: list(yaml.safe_load_all((tmp_path / "b" / "jobs" / f"{j}.yaml").read_text()))
                 for j in ("nccl-su1", "pods-su1-bw")}
 
@@ -419,13 +421,20 @@ def test_pooled_jobs_are_admitted_and_each_worker_takes_its_nodes_whole_pool(poo
                     return out
                 time.sleep(1)
 
-        kube.apply(jobs["nccl-su1"])
+        kube.apply(jobs["nccl-su1"], validate="warn")
         placed = bound("nccl-su1", len(hosts_of("nccl-su1")), 120)
         assert sorted(placed.values()) == hosts_of("nccl-su1")  # one worker on each intended host
-        kube.apply(jobs["pods-su1-bw"])
+        kube.apply(jobs["pods-su1-bw"], validate="warn")
         assert set(hosts_of("pods-su1-bw")) <= set(hosts_of("nccl-su1"))
         time.sleep(10)
         assert bound("pods-su1-bw", 1, 0) == {}  # every device of those nodes is the first job's
-        events = kube.kubectl("get", "events", "-n", ns, "--field-selector", "reason=FailedScheduling", "-o",
-                              "json").stdout
-        assert "Insufficient nvidia.com/rail" in events
+
+        def gang_reason() -> str:  # Volcano's reason on the waiting gang's PodGroup
+            groups = json.loads(kube.kubectl("get", "podgroups", "-n", ns, "-o", "json").stdout)["items"]
+            return " ".join(c.get("message", "") for g in groups if g["metadata"]["name"].startswith("pods-su1-bw")
+                            for c in g.get("status", {}).get("conditions", []) if c.get("type") == "Unschedulable")
+
+        deadline = time.monotonic() + 60
+        while "gang unschedulable" not in gang_reason() and time.monotonic() < deadline:
+            time.sleep(1)
+        assert "gang unschedulable" in gang_reason(), gang_reason()  # Volcano holds the whole gang back

@@ -190,7 +190,7 @@ def rdma_rail(fabric: FabricIntent, lab: vm.VmLab) -> list[str]:
         for k, s in enumerate(senders):
             port = tool.base_port + k
             cmds.append(f"timeout 60 {shlex.join(tool.server(rcv, port, SECONDS))} > $O/{tag}-server-{s}.txt 2>&1 &")
-        cmds.append("sleep 2")
+        cmds += [listening(tool.base_port + k) for k in range(len(senders))]
         for k, s in enumerate(senders):
             cmds.append(f"timeout 60 {shlex.join(tool.client(ep[s], rcv, tool.base_port + k, SECONDS))} "
                         f"> $O/{tag}-{s}.txt 2>&1 &")
@@ -201,6 +201,12 @@ def rdma_rail(fabric: FabricIntent, lab: vm.VmLab) -> list[str]:
     lines += [f"ip netns exec {LEAF} tc -s filter show dev {port} parent 1: > $O/rdma-filter-{h}.txt"
               for h, port in zip([RECEIVER, *SENDERS[:2]], PORTS, strict=False)]
     return [*lines, "grep . /sys/class/infiniband/rxe*/ports/1/hw_counters/* > $O/rdma-hw-counters.txt"]
+
+
+def listening(port: int, seconds: int = 30) -> str:
+    """Waits (bounded) until a TCP server listens on the port in this namespace: under emulation on a loaded
+    machine a perftest server took longer than a fixed 2 s to listen, and its client found nobody."""
+    return (f"for i in $(seq {2 * seconds}); do ss -Hltn 'sport = :{port}' | grep -q . && break; sleep 0.5; done")
 
 
 def rail_address(fabric: FabricIntent, host: str) -> str:

@@ -88,7 +88,7 @@ class K8sRunner:
         try:
             p = self._k(["apply", "--server-side", "--force-conflicts", *files], timeout=60)
             if p.returncode != 0:
-                return "", f"kubectl apply: {p.stderr.strip()}"
+                return "", f"kubectl apply: {_why_refused(p.stderr.strip())}"
             deadline = time.monotonic() + timeout
             state, msg = "Running", ""
             while time.monotonic() < deadline:
@@ -110,3 +110,14 @@ class K8sRunner:
         finally:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self._k(["delete", "-f", str(manifest), "--ignore-not-found", "--wait=false"], timeout=60)
+
+
+def _why_refused(stderr: str) -> str:
+    """The API server's refusal, with the cause named where it is Volcano's age: the PodGroup's `networkTopology`
+    (the job's HyperNode tier) exists from Volcano v1.11 on, and a v1.10 API server refuses it on server-side
+    apply (`.spec.networkTopology: field not declared in schema`)."""
+    if "networkTopology" in stderr and "not declared in schema" in stderr:
+        return ("this cluster's Volcano PodGroup has no spec.networkTopology (Volcano before v1.11, no HyperNode "
+                "tiers), so the job's tier cannot be enforced there; upgrade Volcano to v1.11 or later. "
+                f"The API server said: {stderr}")
+    return stderr
