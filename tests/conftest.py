@@ -47,11 +47,6 @@ OWN_GROUPS = {"test_lab_vm.py": "vm", "test_push_standins.py": "root-standins", 
 # xdist hands out its work in collection order: these groups first, the longest first (measured: README "The test
 # suite"), each on a worker of its own from the start; then the longest CPU-bound modules, then the rest.
 FIRST = ("k8s", "lab", "root", "root-brownfield", "root-standins", "root-faults", "vm")
-# The serial groups whose tests measure rates through the kernel (the lab's iperf3/perftest over veth and shapers, the
-# emulated VM's guest clock) run at nice 0; the other serial groups at nice 5, the CPU-bound tests at nice 10. With
-# seven serial groups at one priority, the lab's bandwidth and locate rounds were starved on two cores (two runs of
-# three failed there).
-MEASURING = {"lab": 0, "vm": 0}
 # (CPU seconds of each, FABRIC_TEST_CPU: README "The test suite")
 LONG_MODULES = ("test_accept_production.py", "fuzz/test_fuzz.py", "test_retarget.py", "test_k8s.py", "test_cli.py",
                 "test_install.py", "test_sonic_yang.py", "test_nos_fidelity.py", "test_eos_pyavd.py")
@@ -94,13 +89,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    """Under xdist as root: the serial groups' tests (FIRST, and what they start) at nice 0 (MEASURING) or 5, every
+    """Under xdist as root: the serial groups' tests (FIRST, and what they start) at the normal priority, every
     other test at nice 10, so the CPU-bound tests fill the cores around the lab, the stand-ins and the control
     plane, which mostly wait on timers and daemons and must not be kept waiting for a core when they wake, and the
     emulated VM, whose guest has a time limit."""
     if os.geteuid() == 0 and os.environ.get("PYTEST_XDIST_WORKER"):
-        group = _group(item)
-        os.setpriority(os.PRIO_PROCESS, 0, MEASURING.get(group, 5) if group in FIRST else 10)
+        os.setpriority(os.PRIO_PROCESS, 0, 0 if _group(item) in FIRST else 10)
 
 
 class _XdistGroupIds:
