@@ -538,3 +538,55 @@ def test_lossless_queue_drops_on_a_pfc_switch_port_fail(example) -> None:
     ms, problems = lossless_findings(before, after, [], example)
     assert problems == ["leaf-su1-r1 swp1: queue:3:drops +5 (lossless queue)"]
     assert [(m.src, m.dst, m.value) for m in ms if not m.ok] == [("leaf-su1-r1", "swp1", 5)]
+
+
+def _connect_script(monkeypatch, replies: list[tuple[int, str, str]]) -> list[list[str]]:
+    """tr.run answers the client runs with `replies` in order (the last one repeats); tr.start a server that is
+    stopped with empty output. Returns the client argvs run; pauses are recorded, not slept."""
+    from fabric.accept import tools
+
+    runs: list[list[str]] = []
+
+    def run(site, host, argv, timeout=30, stdin=None):
+        runs.append(argv)
+        rc, out, err = replies[min(len(runs), len(replies)) - 1]
+        return tools.tr.Completed(rc, out, err)
+
+    monkeypatch.setattr(tools.tr, "run", run)
+    monkeypatch.setattr(tools.tr, "start", lambda site, host, argv, seconds: object())
+    monkeypatch.setattr(tools.tr, "stop", lambda proc: ("", ""))
+    monkeypatch.setattr(tools.time, "sleep", lambda s: None)
+    return runs
+
+
+def _bw_link():
+    from fabric.accept.tools import End
+
+    return [(End("a", 1, "10.0.1.1", "mlx5_0", "eth1", 3, 106), End("b", 1, "10.0.1.2", "mlx5_0", "eth1", 3, 106))]
+
+
+def test_client_started_again_while_the_server_does_not_listen_yet(monkeypatch) -> None:
+    """perftest's client fails its TCP rendezvous when the server is not up yet (the words of the DG302 log
+    sample): it is started again after a pause, and the run that connects is the measurement."""
+    from fabric.accept.tools import IbWriteBw, measure_links
+
+    refused = (SAMPLES.parent / "logs" / "signatures" / "DG302.log").read_text()
+    ok = (SAMPLES / "ib_write_bw_client_bidir_duration_newheader.txt").read_text().split("\n", 1)[1]
+    runs = _connect_script(monkeypatch, [(1, "", refused), (1, "", refused), (0, ok, "")])
+    [m] = measure_links(None, IbWriteBw(), _bw_link(), seconds=5, timeout=60, threshold=300)
+    assert len(runs) == 3 and m.value is not None and m.detail == "", m
+
+
+def test_client_not_started_again_for_a_failure_after_connecting(monkeypatch) -> None:
+    """A client that connected and then failed (a QP error) measured a broken link: reported, never retried;
+    one that never finds its server gives up after the bounded pauses and names perftest's error."""
+    from fabric.accept.tools import CONNECT_RETRIES, IbWriteBw, measure_links
+
+    runs = _connect_script(monkeypatch, [(1, "", " Failed to modify QP 1234 to RTR\n Unable to Connect the HCA's "
+                                                 "QP to the remote one\n")])
+    [m] = measure_links(None, IbWriteBw(), _bw_link(), seconds=5, timeout=60, threshold=300)
+    assert len(runs) == 1 and not m.ok and "remote one" in m.detail, m
+    refused = (SAMPLES.parent / "logs" / "signatures" / "DG302.log").read_text()
+    runs = _connect_script(monkeypatch, [(1, "", refused)])
+    [m] = measure_links(None, IbWriteBw(), _bw_link(), seconds=5, timeout=60, threshold=300)
+    assert len(runs) == len(CONNECT_RETRIES) and not m.ok and "socket connection" in m.detail, m

@@ -65,6 +65,8 @@ class Tool:
     higher_is_better = True
     needs_rdma = False
     base_port = 0
+    # the client's words for "no server listening yet" (nothing was measured): the client is started again
+    not_connected: tuple[str, ...] = ("refused",)
 
     def server(self, dst: End, port: int, seconds: float) -> list[str] | None:
         return None
@@ -81,6 +83,7 @@ class Iperf3(Tool):
     ToS, so the switches classify the stand-in like RoCE (the kernel keeps the ECN bits TCP's own)."""
 
     name, unit, base_port = "iperf3", "Gb/s", 5200
+    not_connected = ("unable to connect to server",)  # iperf3 3.x -J "error": refused or --connect-timeout
 
     def __init__(self, tos: int | None = None, streams: int = 1) -> None:
         self.tos = tos  # None: the End's RoCE ToS; 0: best effort (the ETS check's bulk flow)
@@ -105,10 +108,16 @@ class Iperf3(Tool):
         return s.bits_per_second / 1e9
 
 
+# perftest's client when its TCP rendezvous with the server fails (perftest_communication.c: "Couldn't connect to
+# <ip>:<port>", then "Unable to init the socket connection")
+PERFTEST_NOT_CONNECTED = ("Couldn't connect to", "Unable to init the socket connection")
+
+
 class IbWriteBw(Tool):
     """RDMA write bandwidth (perftest), Gb/s at the message size, duration mode."""
 
     name, unit, needs_rdma, base_port = "ib_write_bw", "Gb/s", True, 18515
+    not_connected = PERFTEST_NOT_CONNECTED
 
     def __init__(self, size: int = 1 << 20, qps: int = 4, rdma_cm: bool = False) -> None:
         self.size, self.qps, self.rdma_cm = size, qps, rdma_cm
@@ -132,6 +141,7 @@ class IbWriteLat(Tool):
     """RDMA write latency (perftest), one-way µs at the 99th percentile."""
 
     name, unit, higher_is_better, needs_rdma, base_port = "ib_write_lat", "us", False, True, 18600
+    not_connected = PERFTEST_NOT_CONNECTED
 
     def __init__(self, iterations: int = 5000, rdma_cm: bool = False) -> None:
         self.iterations, self.rdma_cm = iterations, rdma_cm
@@ -234,6 +244,11 @@ def link_ports(tool: Tool, links: list[tuple[End, End]]) -> list[int]:
     return out
 
 
+# pauses before a client that found no server is started again (None: give up): a server started over SSH on a busy
+# host may take seconds to listen; about 7.5 s in all, within the check's timeout
+CONNECT_RETRIES = (0.3, 0.6, 1.2, 2.4, 3.0, None)
+
+
 def measure_links(site: Site, tool: Tool, links: list[tuple[End, End]], *, seconds: float,
                   timeout: float, threshold: float | None, workers: int = 8) -> list[Measurement]:
     """Measure every (src, dst) link at once: all servers up, then all clients; servers always stopped.
@@ -252,11 +267,13 @@ def measure_links(site: Site, tool: Tool, links: list[tuple[End, End]], *, secon
             src, dst = links[i]
             argv = tool.client(src, dst, ports[i], seconds)
             t0 = time.monotonic()
-            for attempt in range(3):  # the server may not listen yet
+            for pause in CONNECT_RETRIES:  # the server may not listen yet: started again, never measured twice
                 c = tr.run(site, src.host, argv, timeout=timeout)
-                if c.rc == 0 or servers[i] is None or "refused" not in (c.stdout + c.stderr) or attempt == 2:
-                    return c, time.monotonic() - t0
-                time.sleep(0.3)
+                out = c.stdout + c.stderr
+                if (c.rc == 0 or servers[i] is None or not any(w in out for w in tool.not_connected)
+                        or pause is None or time.monotonic() - t0 + pause > timeout):
+                    break
+                time.sleep(pause)
             return c, time.monotonic() - t0
 
         with ThreadPoolExecutor(max_workers=max(1, min(workers, len(links)))) as pool:
