@@ -5,7 +5,8 @@ The parts are the upstream programs built by `make k8s-bins` (tools/k8s-bins: ve
 etcd, kube-apiserver, kube-controller-manager (the MPI Operator's launcher is a batch/v1 Job), kube-scheduler
 (the default profile only), Volcano v1.10.0's scheduler and controller manager, kwok (the nodes and their
 kubelets: kwok's own "general" pod stages make a bound pod Running, then Ready, and a pod owned by a Job
-Succeeded 1-5 s later, or after its `pod-complete.stage.kwok.x-k8s.io/delay` annotation; kwok's ClusterLogs
+Succeeded, each step 0.1-0.5 s later here (`lab_stage`), or after the pod's `pod-complete.stage.kwok.x-k8s.io/delay`
+annotation; kwok's ClusterLogs
 serves a log file as the container's log) and the MPI Operator v2 controller. Everything listens on 127.0.0.1
 on ephemeral ports; the certificates and the one admin token are made here, in a 0700 directory.
 
@@ -68,6 +69,27 @@ VOLCANO_CONTROLLERS = "pg-controller,queue-controller"
 # (and tainted not-ready:NoSchedule) about 50 s after it was added: later pods stayed Pending. Fake nodes have no
 # liveness to watch; the lab waits an hour.
 NODE_GRACE = "1h"
+
+
+# kwok's "general" stages wait 1 s plus up to 5 s of jitter at each step of a pod (created, init container running
+# and completed, ready, complete): a simulated kubelet's latency, about 20 s before the last pod of a 65-pod gang
+# is Ready. The lab's kubelets take 0.1 s plus up to 0.4 s per step; a pod's own stage annotations still decide
+# where it names them (a launcher's run time).
+STAGE_DELAY_MS, STAGE_JITTER_MS = 100, 500
+
+
+def lab_stage(stage: dict[str, Any]) -> dict[str, Any]:
+    """One of kwok's Stage objects with the lab's shorter default delay (annotation-driven delays unchanged)."""
+    delay = stage.get("spec", {}).get("delay")
+    if delay:
+        if "durationMilliseconds" in delay:
+            delay["durationMilliseconds"] = min(delay["durationMilliseconds"], STAGE_DELAY_MS)
+        if "jitterDurationMilliseconds" in delay:
+            delay["jitterDurationMilliseconds"] = min(delay["jitterDurationMilliseconds"], STAGE_JITTER_MS)
+        if "annotations" not in delay.get("jitterDurationFrom", {}).get("expressionFrom", "annotations"):
+            del delay["jitterDurationFrom"]  # pod-delete: until the grace period's end (30 s by default)
+            delay["jitterDurationMilliseconds"] = STAGE_JITTER_MS
+    return stage
 
 
 class KubeLabError(RuntimeError):
@@ -245,7 +267,7 @@ class KubeLab:
             self._bin("kube-controller-manager"), *common, "--leader-elect=false", "--bind-address", "127.0.0.1",
             "--secure-port", "0", "--service-account-private-key-file", str(d / "sa.key"),
             "--root-ca-file", str(d / "ca.crt"), "--use-service-account-credentials=false",
-            "--node-monitor-grace-period", NODE_GRACE])
+            "--node-monitor-grace-period", NODE_GRACE, "--kube-api-qps", "500", "--kube-api-burst", "1000"])
         sched = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
                  "clientConnection": {"kubeconfig": str(self.kubeconfig)}, "leaderElection": {"leaderElect": False},
                  "profiles": [{"schedulerName": "default-scheduler"}]}
@@ -268,8 +290,9 @@ class KubeLab:
                              "metadata": {"name": "launchers"},
                              "spec": {"selector": {}, "logs": [{"containers": ["launcher"],
                                                                 "logsFile": str(log_file), "follow": False}]}})
-        stages = "".join(f"---\n{p.read_text()}" for p in sorted((self.bins / "kwok-stages").glob("*.yaml")))
-        (d / "kwok.yaml").write_text(yaml.safe_dump_all(kwok_cfg) + stages)
+        stages = [lab_stage(s) for p in sorted((self.bins / "kwok-stages").glob("*.yaml"))
+                  for s in yaml.safe_load_all(p.read_text()) if s]
+        (d / "kwok.yaml").write_text(yaml.safe_dump_all(kwok_cfg + stages))
         self._spawn("kwok", [self._bin("kwok"), "--config", str(d / "kwok.yaml"), *common,
                              "--manage-nodes-with-annotation-selector", f"{KWOK_ANNOTATION}=fake",
                              "--node-ip", "127.0.0.1", "--node-port", str(self.ports["kwok"]),
@@ -277,7 +300,7 @@ class KubeLab:
                              "--tls-cert-file", str(d / "serving.crt"),
                              "--tls-private-key-file", str(d / "serving.key")])
         self._spawn("mpi-operator", [self._bin("mpi-operator"), "--kubeConfig", str(self.kubeconfig),
-                                     "--threadiness", "4", "--kube-api-qps", "50", "--kube-api-burst", "100"])
+                                     "--threadiness", "4", "--kube-api-qps", "500", "--kube-api-burst", "1000"])
         self._wait("kube-controller-manager", lambda: "default" in self.kubectl(
             "get", "serviceaccount", "-n", "default", "-o", "name", timeout=5).stdout, timeout)
         # vc-scheduler creates the default Queue as it starts; the queue controller then opens it.
