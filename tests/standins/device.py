@@ -9,10 +9,14 @@ from __future__ import annotations
 
 import os
 import sys
+import sysconfig
 from pathlib import Path
 
 from tests.standins.common import ROOT
 
+# A stand-in command runs with `python -S` (no site: the editable install's finder alone costs more than the
+# command's work) and the venv's packages on PYTHONPATH: a switch push runs it hundreds of times.
+SITE = sysconfig.get_paths()["purelib"]
 HOST_TOOLS = ("ib_write_bw", "ib_write_lat", "mpirun", "all_reduce_perf", "ethtool")
 SHIMS = {"host": dict.fromkeys(HOST_TOOLS, "host"),
          "sonic": {"config": "sonic", "show": "sonic", "vtysh": "sonic", "queuestat": "sonic", "wredstat": "sonic",
@@ -23,7 +27,8 @@ def shims(bindir: Path, kind: str) -> None:
     bindir.mkdir(exist_ok=True)
     for cmd, mod in SHIMS.get(kind, {}).items():
         p = bindir / cmd
-        p.write_text(f'#!/bin/sh\nexec {sys.executable} -m tests.standins.{mod} {cmd} "$@"\n')
+        p.write_text(f'#!/bin/sh\nPYTHONPATH={ROOT}:{SITE} exec {sys.executable} -S -m tests.standins.{mod} {cmd} '
+                     '"$@"\n')
         p.chmod(0o755)
     sudo = bindir / "sudo"
     sudo.write_text('#!/bin/sh\n[ "$1" = "-n" ] && shift\nexec "$@"\n')

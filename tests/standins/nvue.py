@@ -24,8 +24,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from tests.standins import telemetry
 from tests.standins.common import dev_dir, locked, peers, read_json, spawn, write_json
 
@@ -112,6 +110,8 @@ def _diff_docs(old: dict, new: dict) -> list[dict]:
 
 
 def nv_config(args: list[str]) -> int:
+    import yaml  # here, not at the top: `nv show` runs once per port and counter read, and needs none
+
     with locked() as d:
         s = Store(d)
         cmd, rest = (args[0], args[1:]) if args else ("", [])
