@@ -85,12 +85,14 @@ def nvue_document(path: Path, text: str) -> tuple[Any, SourceMap]:
     return doc, smap
 
 
-def taken_document(text: str) -> tuple[bool, Any]:
-    """(True, the document) where `text` is the NVUE config just read and checked (`read_running`), for its
-    driver to diff without reading it again; (False, None) otherwise."""
+def taken_document(text: str) -> tuple[bool, Any, bool]:
+    """(True, the document, whether the one-pass reader read it: every key a str or an int) where `text` is the
+    NVUE config just read and checked (`read_running`), for its driver to diff without reading it again;
+    (False, None, False) otherwise."""
     if _LAST and _LAST[0][1] == text:
-        return True, _LAST.pop()[2]
-    return False, None
+        _, _, doc, smap = _LAST.pop()
+        return True, doc, smap.one_pass
+    return False, None, False
 
 
 def _nvue(path: Path, text: str) -> None:
