@@ -20,9 +20,11 @@ import pytest
 
 from fabric.access import SwitchEndpoint
 from fabric.design.derive import derive
+from fabric.errors import InputError
 from fabric.generate import GpuRailSpec
 from fabric.generate import write as write_inventory
 from fabric.model.load import load
+from fabric.model.running import read_running, taken_document
 from fabric.nos.nvue.driver import NvueDriver, _plain_keys, _yaml
 from fabric.nos.nvue.render import render, rendered_tree
 from fabric.push import engine
@@ -172,3 +174,23 @@ def test_plan_saved_all_on_the_saved_running_fixtures(tmp_path: Path, monkeypatc
     want = _main_plan(inv, running, monkeypatch)
     assert sum(r["status"] == "changed" for r in want) == 3
     assert _new_plan(inv, running, per_worker=1) == want
+
+
+@pytest.mark.parametrize("text", ["- 5\n", "- set:\n    a: 1\n- 7\n", "- set:\n    a: 1\n- set:\n  - 1\n", "5\n",
+                                  "- set: [1]\n", "- set:\n    a: 1\n"])
+def test_a_file_read_without_lines_locates_its_problem_as_before(tmp_path: Path, text: str) -> None:
+    """`plan --running` reads a saved NVUE file without the lines of its keys; a malformed one is still located at
+    its line (read then), as `lint --configs`, which reads the lines at once, locates it."""
+    path = tmp_path / "s1.yaml"
+    path.write_text(text)
+    answers = []
+    for located in (True, False):
+        try:
+            read_running("nvue", path, located=located)
+            answers.append(None)
+        except InputError as exc:
+            answers.append([(p.file, p.line, p.path, p.expected, p.found) for p in exc.problems])
+        taken_document(text)  # what the driver takes
+    assert answers[0] == answers[1]
+    if text.startswith("- 5") or text.endswith("- 7\n"):  # the last line's item
+        assert answers[1] and answers[1][0][1] == text.count("\n"), answers

@@ -107,7 +107,7 @@ def plan_saved(ep: SwitchEndpoint, running_dir: Path) -> DeviceResult:
         return DeviceResult(device=ep.device, target=ep.target, status="no-file", detail=f"no {path}")
     drv = driver(ep.target, None, ep.device, ep.intended, options=ep.options)
     try:
-        diff = drv.diff_of(read_running(ep.target, path))
+        diff = drv.diff_of(read_running(ep.target, path, located=False))  # lines: only for a problem
     except InputError as exc:  # located: file, line, path, expected, found (fabric.model.running)
         return DeviceResult(device=ep.device, target=ep.target, status="error",
                             detail="; ".join(str(p) for p in exc.problems[:3]))
