@@ -191,7 +191,7 @@ class InventorySite(Site):
 
     def switch(self, name: str) -> SwitchEndpoint:
         sw = self.fabric.switches[name]
-        files = render_switch(sw, self.fabric)
+        files = render_switch(sw, self.fabric, extras=False)  # what a push applies: no review copies (nv-set.txt)
         intended = NOS[sw.target].intended
         return SwitchEndpoint(device=name, target=sw.target, address=sw.management.split("/")[0],
                               device_type=device_type(sw.target), intended=files[intended],

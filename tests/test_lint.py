@@ -424,3 +424,36 @@ def test_configs_sonic_azure_map_defined_and_bound_is_explicit(tmp_path: Path) -
     del db["PORT_QOS_MAP"]["Ethernet4"]["dscp_to_tc_map"]  # one port left to the default: that is RF109
     (d / "old-refs.json").write_text(json.dumps(db, indent=2))
     assert ("old-refs", "RF109") in {(f.object, f.rule) for f in run(None, load_configs(d)).findings}
+
+
+def test_configs_parsed_while_the_inventory_is_derived_equal_the_parse_after_it(tmp_path: Path) -> None:
+    """`lint INV --configs DIR` starts parsing DIR before deriving INV (`EarlyParse`); files several NOS fit wait
+    for the switches' targets. The devices, and the problems of malformed files, are the same and in the same
+    order as the parse after deriving."""
+    from fabric.errors import InputError
+    from fabric.lint.configs import EarlyParse, _one_kind, load_configs
+
+    root = tmp_path / "configs"
+    shutil.copytree("tests/fixtures/running", root)
+    ctx = Context(load(Path("inventories/example")))
+    def plain(cs: Any) -> list[Any]:
+        return [dataclasses.replace(d, qos=d.qos and dataclasses.replace(d.qos, at=None)) for d in cs.devices]
+
+    want = plain(load_configs(root, ctx))
+    for per_worker in (1, 10**6):  # forked workers, and one process
+        early = EarlyParse(root, per_worker=per_worker)
+        assert plain(load_configs(root, ctx, early)) == want
+        early.close()
+    assert all(_one_kind(p) for p in root.rglob("*.*"))
+    with pytest.MonkeyPatch.context() as m:  # as if several NOS fitted *.yaml: those parsed once targets are known
+        m.setattr("fabric.lint.configs._one_kind", lambda p: p.suffix != ".yaml")
+        early = EarlyParse(root, per_worker=1)
+        assert early.paths != early.early and plain(load_configs(root, ctx, early)) == want
+    for p, text in (("leaf9.yaml", "set: [1\n"), ("leaf8.json", "[1, 2"), ("leaf7.yaml", "- 5\n")):
+        (root / p).write_text(text)
+    with pytest.raises(InputError) as exc:
+        load_configs(root, ctx)
+    with pytest.raises(InputError) as early_exc:
+        load_configs(root, ctx, EarlyParse(root, per_worker=1))
+    assert [str(p) for p in early_exc.value.problems] == [str(p) for p in exc.value.problems]
+    assert len(exc.value.problems) == 3

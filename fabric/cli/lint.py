@@ -92,17 +92,23 @@ def run_lint(
 ):
     """Load, derive and lint; parse `configs` when given. Bad input raises InputError (exit 2)."""
     from fabric.design.load import load_fabric
-    from fabric.lint.configs import load_configs
+    from fabric.lint.configs import EarlyParse, load_configs
     from fabric.lint.context import Context
     from fabric.lint.engine import run
 
     stage = progress.stage if progress is not None else lambda _d: None
     ctx = None
-    if inventory is not None:
-        f = load_fabric(inventory, progress=stage)
-        ctx = Context(f.loaded, f.intent, f.deriver)
-    if configs is not None:
-        stage(f"parse the configs in {configs}")
-    cs = load_configs(configs, ctx) if configs is not None else None
+    # the configs are parsed on the other cores while the inventory is derived
+    early = EarlyParse(configs) if configs is not None and inventory is not None else None
+    try:
+        if inventory is not None:
+            f = load_fabric(inventory, progress=stage)
+            ctx = Context(f.loaded, f.intent, f.deriver)
+        if configs is not None:
+            stage(f"parse the configs in {configs}")
+        cs = load_configs(configs, ctx, early) if configs is not None else None
+    finally:
+        if early is not None:
+            early.close()
     stage("run the rules")
     return run(ctx if cs is None or inventory is not None else None, cs, select, ignore)

@@ -54,7 +54,15 @@ class Context:
             switches = [s for s in switches if any(fnmatch.fnmatchcase(s, p) for p in pats)]
             if not switches:
                 raise UsageError(f"--limit: expected a pattern matching switches of {self.name}, found {limit!r}")
-        self.endpoints: list[SwitchEndpoint] = [self._owned(self.site.switch(n)) for n in switches]
+        self.names = switches
+
+    @functools.cached_property
+    def endpoints(self) -> list[SwitchEndpoint]:
+        return [self.endpoint(n) for n in self.names]
+
+    def endpoint(self, name: str) -> SwitchEndpoint:
+        """A selected switch with its rendered intent."""
+        return self._owned(self.site.switch(name))
 
     def _owned(self, ep: SwitchEndpoint) -> SwitchEndpoint:
         """The endpoint with what the last confirmed apply rendered (its removal is in the owned scope)."""
@@ -187,7 +195,7 @@ def running_plan(inventory: Path, running: Path, limit: str | None, fmt: str, de
     if not running.is_dir():
         raise UsageError(f"--running: expected a directory of saved running configurations, found {str(running)!r}")
     ctx = Context(inventory, limit, lab=False, insecure_lab=False)
-    results = [engine.plan_saved(ep, running) for ep in ctx.endpoints]
+    results = engine.plan_saved_all(ctx.names, ctx.endpoint, running)
     print_results(f"{ctx.name}: plan against {running}", results, fmt)
     if any(r.status in ("no-file", "error") for r in results):
         return 1

@@ -83,11 +83,7 @@ _KEYS: dict[str, Any] = {}
 _VALUES: dict[str, Any] = {}
 
 
-class _Frame:
-    __slots__ = ("indent", "loc", "value")
-
-    def __init__(self, indent: int, value: Any, loc: Loc):
-        self.indent, self.value, self.loc = indent, value, loc
+_PRINTABLE = bytes(range(0x20, 0x7F)) + b"\n"  # an ASCII text of these only has none of _ODD_ASCII
 
 
 def load_block(text: str, lines: dict[Loc, Any] | None = None, file: str = "", base: Loc = (),
@@ -101,14 +97,22 @@ def load_block(text: str, lines: dict[Loc, Any] | None = None, file: str = "", b
 
 
 def _load(text: str, lines: dict[Loc, Any] | None, file: str, base: Loc, max_depth: int) -> Any:
-    if (_ODD_ASCII if text.isascii() else _ODD).search(text):
+    if text.isascii():
+        if text.encode().translate(None, _PRINTABLE):  # what _ODD_ASCII finds, several times faster
+            raise _Outside
+    elif _ODD.search(text):
         raise _Outside
-    stack: list[_Frame] = []  # the open collections, innermost last
-    top: _Frame | None = None
+    # the open collections, innermost last: (indent, value, path); the innermost also in tind/top/tloc/tlist
+    stack: list[tuple[int, Any, Loc]] = []
+    top: Any = None
+    tind, tloc, tlist = -1, base, False
     root: Any = _NO
     pending: tuple[dict, str | int, int, Loc] | None = None  # a `key:` waiting for what is below it
     keys, values = _KEYS, _VALUES
-    for number, raw in enumerate(text.split("\n"), 1):
+    record = lines is not None
+    number = 0
+    for raw in text.split("\n"):
+        number += 1
         content = raw.lstrip(" ")
         if not content:
             continue
@@ -120,45 +124,47 @@ def _load(text: str, lines: dict[Loc, Any] | None, file: str, base: Loc, max_dep
             parent, key, at, loc = pending
             pending = None
             if indent > at or (item and indent == at):
-                top = _Frame(indent, [] if item else {}, loc)
-                parent[key] = top.value
-                stack.append(top)
+                top = [] if item else {}
+                parent[key] = top
+                tind, tloc, tlist = indent, loc, item
+                stack.append((indent, top, loc))
                 if len(stack) >= max_depth:
                     raise _Outside
         elif top is None:
             if indent or root is not _NO:
                 raise _Outside
-            root = [] if item else {}
-            top = _Frame(0, root, base)
-            stack.append(top)
-        if top.indent != indent or (item is False and type(top.value) is list):
-            while stack and (stack[-1].indent > indent
-                             or (stack[-1].indent == indent and type(stack[-1].value) is list and not item)):
+            root = top = [] if item else {}
+            tind, tloc, tlist = 0, base, item
+            stack.append((0, top, base))
+        if tind != indent or (tlist and not item):
+            while stack and (stack[-1][0] > indent
+                             or (stack[-1][0] == indent and not item and type(stack[-1][1]) is list)):
                 stack.pop()
-            if not stack or stack[-1].indent != indent:
+            if not stack or stack[-1][0] != indent:
                 raise _Outside
-            top = stack[-1]
+            tind, top, tloc = stack[-1]
+            tlist = type(top) is list
         if item:
-            seq = top.value
-            if type(seq) is not list:
+            if not tlist:
                 raise _Outside
-            loc = (*top.loc, len(seq))
-            if lines is not None:
-                lines[loc] = (file, number)
+            loc = (*tloc, len(top))
+            if record:
+                lines[loc] = (file, number)  # type: ignore[index]
             content = content[2:]
             if not content or content[0] == " ":
                 raise _Outside  # `-` alone or odd spacing
             if content[-1] != ":" and ": " not in content:
-                seq.append({} if content == "{}" else [] if content == "[]" else _cached(values, content, _new_value))
+                top.append({} if content == "{}" else [] if content == "[]" else _cached(values, content, _new_value))
                 continue
-            top = _Frame(indent + 2, {}, loc)
-            seq.append(top.value)
-            stack.append(top)
+            mapping: dict = {}
+            top.append(mapping)
+            top = mapping
+            indent += 2
+            tind, tloc, tlist = indent, loc, False
+            stack.append((indent, top, loc))
             if len(stack) >= max_depth:
                 raise _Outside
-            indent += 2
-        mapping = top.value
-        if type(mapping) is not dict:
+        elif tlist:
             raise _Outside
         if content[-1] == ":":
             key_text, rest = content[:-1], ""
@@ -169,19 +175,21 @@ def _load(text: str, lines: dict[Loc, Any] | None, file: str, base: Loc, max_dep
         key = keys.get(key_text, _NO)
         if key is _NO:
             key = _cached(keys, key_text, _new_key)
-        if key in mapping:
+        if key in top:
             raise _Outside  # a duplicate key: the full loader reports it
-        loc = (*top.loc, key)
-        if lines is not None:
-            lines[loc] = (file, number)
         if rest:
+            if record:
+                lines[(*tloc, key)] = (file, number)  # type: ignore[index]
             value = values.get(rest, _NO)
             if value is _NO:
                 value = {} if rest == "{}" else [] if rest == "[]" else _cached(values, rest, _new_value)
-            mapping[key] = value
+            top[key] = value
         else:
-            mapping[key] = None
-            pending = (mapping, key, indent, loc)
+            loc = (*tloc, key)
+            if record:
+                lines[loc] = (file, number)  # type: ignore[index]
+            top[key] = None
+            pending = (top, key, indent, loc)
     if root is _NO:
         raise _Outside  # an empty document: the full loader's answer
     return root

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from fabric.errors import InputError, Problem
+from fabric.model.blockyaml import load_block
 from fabric.model.source import MAX_DEPTH, SourceMap, dotted, read_user_file, yaml_text
 
 _TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
@@ -73,28 +74,54 @@ def _kind(value: Any) -> str:
 _LAST: list[tuple[str, str, Any, SourceMap]] = []  # the last NVUE file read: its check and its parser share it
 
 
-def nvue_document(path: Path, text: str) -> tuple[Any, SourceMap]:
+class _LinesOnDemand(SourceMap):
+    """The lines of a text the one-pass reader read without them, read on the first question (a problem to
+    locate): `plan --running` diffs values and needs a line only for a malformed file."""
+
+    def __init__(self, text: str, file: str):
+        super().__init__()
+        self.files.append(file)
+        self.one_pass = True
+        self._text: str | None = text
+
+    def where(self, loc: tuple[str | int, ...]) -> tuple[str, int | None]:
+        if self._text is not None:
+            text, self._text = self._text, None
+            load_block(text, self.lines, self.files[0], (), MAX_DEPTH)
+        return super().where(loc)
+
+
+def nvue_document(path: Path, text: str, located: bool = True) -> tuple[Any, SourceMap]:
     """The YAML document of a saved NVUE config and the lines of its keys, read once for its shape check and its
-    parser (`fabric.nos.nvue.configs`), which ask in turn: the second ask takes the first's reading (once)."""
+    parser (`fabric.nos.nvue.configs`), which ask in turn: the second ask takes the first's reading (once).
+    `located` False: a text in the one-pass subset is read without lines, which are read when first asked for."""
     if _LAST and _LAST[0][0] == str(path) and _LAST[0][1] == text:
         _, _, doc, smap = _LAST.pop()
         return doc, smap
     smap = SourceMap()
-    doc = yaml_text(text, str(path), smap)
+    try:
+        if located:
+            raise LookupError
+        doc = load_block(text, None, str(path), (), MAX_DEPTH)
+        smap = _LinesOnDemand(text, str(path))
+    except LookupError:
+        doc = yaml_text(text, str(path), smap)
     _LAST[:] = [(str(path), text, doc, smap)]
     return doc, smap
 
 
-def taken_document(text: str) -> tuple[bool, Any]:
-    """(True, the document) where `text` is the NVUE config just read and checked (`read_running`), for its
-    driver to diff without reading it again; (False, None) otherwise."""
+def taken_document(text: str) -> tuple[bool, Any, bool]:
+    """(True, the document, whether the one-pass reader read it: every key a str or an int) where `text` is the
+    NVUE config just read and checked (`read_running`), for its driver to diff without reading it again;
+    (False, None, False) otherwise."""
     if _LAST and _LAST[0][1] == text:
-        return True, _LAST.pop()[2]
-    return False, None
+        _, _, doc, smap = _LAST.pop()
+        return True, doc, smap.one_pass
+    return False, None, False
 
 
-def _nvue(path: Path, text: str) -> None:
-    doc, smap = nvue_document(path, text)
+def _nvue(path: Path, text: str, located: bool = True) -> None:
+    doc, smap = nvue_document(path, text, located)
     if isinstance(doc, list):
         for i, item in enumerate(doc):
             if not isinstance(item, dict):
@@ -123,13 +150,17 @@ def _text(path: Path, text: str) -> None:
 CHECKS: dict[str, Callable[[Path, str], None]] = {"sonic": _sonic, "nvue": _nvue, "eos": _text, "frr": _text}
 
 
-def check_running(target: str, path: Path, text: str) -> None:
-    """Raise InputError when `text` (of `path`) is no `target` config of the shape the module docstring says."""
-    CHECKS[target](path, text)
+def check_running(target: str, path: Path, text: str, located: bool = True) -> None:
+    """Raise InputError when `text` (of `path`) is no `target` config of the shape the module docstring says.
+    `located` False: an NVUE text is read without the lines of its keys until a problem asks for one."""
+    if target == "nvue":
+        _nvue(path, text, located)
+    else:
+        CHECKS[target](path, text)
 
 
-def read_running(target: str, path: Path) -> str:
+def read_running(target: str, path: Path, located: bool = True) -> str:
     """The text of a saved running configuration of a `target` switch, checked as the module docstring says."""
     text = read_user_file(path, f"a saved {target} running configuration")
-    check_running(target, path, text)
+    check_running(target, path, text, located)
     return text

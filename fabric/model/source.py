@@ -32,6 +32,7 @@ class SourceMap:
         self.lines = Lines()
         self.files: list[str] = []
         self.root: str | None = None  # a directory of files (an inventory): where a missing section belongs
+        self.one_pass = False  # the last text was read by the one-pass block reader: every key a str or an int
 
     def where(self, loc: Loc) -> tuple[str, int | None]:
         """The file and line of `loc`, or of its nearest ancestor that has one (the document itself, `()`,
@@ -347,6 +348,7 @@ def yaml_text(text: str, file: str, smap: SourceMap, base: Loc = (), fast: bool 
     """`load_yaml` of text read already. Plain block YAML (what tools write) is read in one pass
     (`fabric.model.blockyaml`); anything else, or with `fast` False, by the event loop below with every check."""
     smap.files.append(file)
+    smap.one_pass = False
     if fast:
         lines: dict[Loc, tuple[str, int]] = {}
         try:
@@ -355,6 +357,7 @@ def yaml_text(text: str, file: str, smap: SourceMap, base: Loc = (), fast: bool 
             pass
         else:
             smap.lines.update(lines)
+            smap.one_pass = True
             return data
     problems: list[Problem] = []
     try:

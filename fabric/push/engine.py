@@ -9,6 +9,8 @@ the device cannot be reached again, a target with a confirm timer reverts by its
 from __future__ import annotations
 
 import contextlib
+import multiprocessing
+import os
 import signal
 import threading
 import time
@@ -105,7 +107,7 @@ def plan_saved(ep: SwitchEndpoint, running_dir: Path) -> DeviceResult:
         return DeviceResult(device=ep.device, target=ep.target, status="no-file", detail=f"no {path}")
     drv = driver(ep.target, None, ep.device, ep.intended, options=ep.options)
     try:
-        diff = drv.device_diff(drv.scoped(read_running(ep.target, path)))
+        diff = drv.diff_of(read_running(ep.target, path, located=False))  # lines: only for a problem
     except InputError as exc:  # located: file, line, path, expected, found (fabric.model.running)
         return DeviceResult(device=ep.device, target=ep.target, status="error",
                             detail="; ".join(str(p) for p in exc.problems[:3]))
@@ -118,6 +120,33 @@ def plan_saved(ep: SwitchEndpoint, running_dir: Path) -> DeviceResult:
                             detail=f"{path}: expected a {ep.target} running configuration, found {one_line(exc)}")
     return DeviceResult(device=ep.device, target=ep.target, status="unchanged" if diff.empty else "changed", diff=diff,
                         detail="; ".join(diff.notes))
+
+
+_PLAN: tuple[Callable[[str], SwitchEndpoint], Path] | None = None  # inherited by forked workers, never pickled
+
+
+def _plan_saved_names(names: list[str]) -> list[DeviceResult]:
+    assert _PLAN is not None
+    endpoint, running_dir = _PLAN
+    return [plan_saved(endpoint(n), running_dir) for n in names]
+
+
+def plan_saved_all(names: list[str], endpoint: Callable[[str], SwitchEndpoint], running_dir: Path,
+                   per_worker: int = 100) -> list[DeviceResult]:
+    """`plan_saved` of every switch, in order; each switch rendered (`endpoint`) and then diffed in turn (the NVUE
+    driver diffs the tree it just rendered), a large fabric in forked workers on every core (switches are
+    independent)."""
+    global _PLAN
+    workers = min(os.cpu_count() or 1, len(names) // per_worker)
+    _PLAN = (endpoint, running_dir)
+    try:
+        if workers <= 1:
+            return _plan_saved_names(names)
+        chunks = [names[i:i + 16] for i in range(0, len(names), 16)]
+        with multiprocessing.get_context("fork").Pool(workers) as pool:
+            return [r for part in pool.map(_plan_saved_names, chunks) for r in part]
+    finally:
+        _PLAN = None
 
 
 def plan_all(eps: list[SwitchEndpoint], cred: Credentials, *, workers: int = 8, timeout: float = 10,

@@ -145,7 +145,11 @@ class Driver(ABC):
         the intent, inside what the tool owns (`fabric.targets.owned`)."""
 
     def diff(self) -> DeviceDiff:
-        return self.device_diff(self.scoped(self.running()))
+        return self.diff_of(self.running())
+
+    def diff_of(self, running: str) -> DeviceDiff:
+        """The device's diff against a running configuration (live or saved): `scoped`'s, as `device_diff` gives it."""
+        return self.device_diff(self.scoped(running))
 
     def pushed(self) -> set[str]:
         """The rendered files this driver diffs and applies: the NOS row's `intended`, plus those of options `files`

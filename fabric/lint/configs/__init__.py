@@ -75,17 +75,7 @@ def _parse_or_problems(args: tuple[Path, Path, dict[str, str]]) -> DeviceConfig 
         return exc.problems
 
 
-def parse_files(paths: list[Path], root: Path, targets: dict[str, str] | None = None,
-                per_worker: int = 100) -> list[DeviceConfig]:
-    """Every recognised file parsed once, in order; a large set in worker processes on every core (files are
-    independent). Every malformed file is a problem of its own, all reported at once, in file order."""
-    workers = min(os.cpu_count() or 1, len(paths) // per_worker)
-    jobs = [(p, root, targets or {}) for p in paths]
-    if workers <= 1:
-        results = [_parse_or_problems(job) for job in jobs]
-    else:
-        with multiprocessing.get_context("fork").Pool(workers) as pool:
-            results = pool.map(_parse_or_problems, jobs, chunksize=16)
+def _gather(results: list[DeviceConfig | list[Problem] | None]) -> list[DeviceConfig]:
     devices: list[DeviceConfig] = []
     problems: list[Problem] = []
     for r in results:
@@ -98,16 +88,74 @@ def parse_files(paths: list[Path], root: Path, targets: dict[str, str] | None = 
     return devices
 
 
-def load_configs(root: Path, ctx: Context | None = None) -> ConfigSet:
-    """Every recognised file below `root`, judged against the inventory's policy or the nvidia-roce preset."""
-    if not root.is_dir():
-        raise InputError(Problem(str(root), None, "", "a directory of device configs", "no such directory"))
+def _workers(n: int, per_worker: int) -> int:
+    return min(os.cpu_count() or 1, n // per_worker)
+
+
+def parse_files(paths: list[Path], root: Path, targets: dict[str, str] | None = None,
+                per_worker: int = 100) -> list[DeviceConfig]:
+    """Every recognised file parsed once, in order; a large set in worker processes on every core (files are
+    independent). Every malformed file is a problem of its own, all reported at once, in file order."""
+    workers = _workers(len(paths), per_worker)
+    jobs = [(p, root, targets or {}) for p in paths]
+    if workers <= 1:
+        results = [_parse_or_problems(job) for job in jobs]
+    else:
+        with multiprocessing.get_context("fork").Pool(workers) as pool:
+            results = pool.map(_parse_or_problems, jobs, chunksize=16)
+    return _gather(results)
+
+
+def _scan(root: Path) -> list[Path]:
     # A `fabric render` directory: only its switches/ tree holds device configs (hosts/ and k8s/ hold host
     # intent, netplan and NetworkAttachmentDefinitions, which are no switch's config).
     scan = root / "switches" if (root / "switches").is_dir() else root
+    return [p for p in sorted(scan.rglob("*")) if not p.is_dir()]
+
+
+def _one_kind(path: Path) -> bool:
+    """Whether at most one NOS fits the file's name: its parser then does not depend on the switch's target."""
+    name = path.name
+    return sum(name == n.intended or name.endswith(n.running_suffix) for n in NOS.values()) <= 1
+
+
+class EarlyParse:
+    """The configs of a directory parsed in worker processes while the inventory is loaded and derived (`lint INV
+    --configs DIR`): a file's parse does not depend on the inventory unless several NOS fit its name, and those
+    wait for the switches' targets (`result`). The same devices and problems, in the same order, as
+    `load_configs` without it."""
+
+    def __init__(self, root: Path, per_worker: int = 100):
+        self.root = root
+        self.paths = _scan(root) if root.is_dir() else []
+        self.early = [p for p in self.paths if _one_kind(p)]
+        workers = _workers(len(self.early), per_worker)
+        self.pool = multiprocessing.get_context("fork").Pool(workers) if workers > 1 else None
+        self.pending = None if self.pool is None else self.pool.map_async(
+            _parse_or_problems, [(p, root, {}) for p in self.early], chunksize=16)
+
+    def result(self, targets: dict[str, str]) -> list[DeviceConfig]:
+        if self.pending is None:
+            return parse_files(self.paths, self.root, targets)
+        done = dict(zip(self.early, self.pending.get(), strict=True))
+        self.close()
+        return _gather([done[p] if p in done else _parse_or_problems((p, self.root, targets)) for p in self.paths])
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.terminate()
+            self.pool.join()
+            self.pool = None
+
+
+def load_configs(root: Path, ctx: Context | None = None, early: EarlyParse | None = None) -> ConfigSet:
+    """Every recognised file below `root`, judged against the inventory's policy or the nvidia-roce preset;
+    `early`: their parse started already (`EarlyParse` of `root`)."""
+    if not root.is_dir():
+        raise InputError(Problem(str(root), None, "", "a directory of device configs", "no such directory"))
     targets = {n: sw.target for n, sw in ctx.intent.switches.items()} if ctx and ctx.intent else {}
     # every malformed file is a problem of its own, all reported at once
-    devices = parse_files([p for p in sorted(scan.rglob("*")) if not p.is_dir()], root, targets)
+    devices = early.result(targets) if early is not None else parse_files(_scan(root), root, targets)
     if not devices:
         raise InputError(
             Problem(

@@ -247,8 +247,12 @@ def parse(path: Path, name: str, text: str) -> DeviceConfig:
     tree, base = _set_tree(doc)
     dev = DeviceConfig(name=name, file=str(path), kind=row_of(__name__).name)
 
+    lines = smap.lines
+
     def line(*key: Any) -> int | None:
-        return smap.where((*base, *key))[1]
+        loc = (*base, *key)
+        hit = dict.get(lines, loc)  # the common case first: the line of this very path (no alias, no ancestor)
+        return hit[1] if hit is not None else smap.where(loc)[1]
 
     q = _Qos.of(tree.get("qos") or {}, dev, line)
     for pname, ic in (tree.get("interface") or {}).items():

@@ -272,7 +272,22 @@ def patch_yaml(tree: Tree) -> str:
     return dumps_yaml([{"set": tree}])
 
 
+_LAST: list[tuple[str, Tree]] = []  # the patch rendered last and its tree (`rendered_tree`)
+
+
+def rendered_tree(patch: str) -> Tree | None:
+    """The `set` tree of `patch` where it is the patch this process rendered last, so that the driver diffs
+    the renderer's tree instead of reading its YAML again (`plan --running` renders, then diffs, each switch
+    in turn). Read-only: subtrees are shared. tests/test_plan_running_fast.py checks that reading the patch
+    gives this tree, keys of str only, on every example and fixture inventory."""
+    if _LAST and (_LAST[0][0] is patch or _LAST[0][0] == patch):
+        return _LAST[0][1]
+    return None
+
+
 def render(sw: SwitchIntent, fabric: FabricIntent, *, extras: bool = True) -> Files:
     """The patch the push applies; with `extras`, the same tree as `nv set` lines for review."""
     tree = set_tree(sw)
-    return {"nvue-patch.yaml": patch_yaml(tree), **({"nv-set.txt": set_lines(tree)} if extras else {})}
+    patch = patch_yaml(tree)
+    _LAST[:] = [(patch, tree)]
+    return {"nvue-patch.yaml": patch, **({"nv-set.txt": set_lines(tree)} if extras else {})}
