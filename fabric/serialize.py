@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from functools import cache
 from json.encoder import encode_basestring_ascii as _quoted  # type: ignore[attr-defined]
 from typing import Any
@@ -36,37 +37,50 @@ def _scalar(v: Any) -> str:
 
 class Shared(dict[Any, Any]):
     """A subtree that many documents hold unchanged (one switch's QoS in every switch's patch): built once
-    and emitted once per indentation. Treat it as read-only."""
+    and emitted once per indentation (or other form: `memo`). Treat it as read-only."""
 
     __slots__ = ("_text",)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._text: dict[str, str] = {}
+        self._text: dict[Any, Any] = {}
+
+    def memo(self, form: Any, make: Callable[[Shared], Any]) -> Any:
+        """`make(self)`, computed once per `form` (a writer's own key) for this subtree."""
+        value = self._text.get(form)
+        if value is None:
+            value = self._text[form] = make(self)
+        return value
+
+
+_STR = {str}
 
 
 def _emit(data: Any, indent: str, out: list[str]) -> None:
     append = out.append
     deeper = indent + "  "
     if isinstance(data, dict):
-        for key in sorted(data, key=str) if len(data) > 1 else data:
+        # YAML order: keys sorted as text; `sorted(data)` gives that order without a str() per key where every
+        # key is a str
+        keys = data if len(data) < 2 else sorted(data) if set(map(type, data)) == _STR else sorted(data, key=str)
+        for key in keys:
             value = data[key]
             k = _string(key) if type(key) is str else _scalar(key)
             t = type(value)
-            if t is str:  # the common cases first: a string, another scalar, an empty node
+            if t is str:  # the common cases first: a string, a shared subtree, a nested mapping, another scalar
                 append(f"{indent}{k}: {_string(value)}\n")
+            elif t is Shared:
+                text = value._text.get(deeper)
+                if text is None:
+                    text = value._text[deeper] = _shared(value, deeper)
+                append(f"{indent}{k}:{text}")
+            elif t is dict and value:
+                append(f"{indent}{k}:\n")
+                _emit(value, deeper, out)
             elif t is int or t is bool or value is None or not isinstance(value, (dict, list)):
                 append(f"{indent}{k}: {_scalar(value)}\n")
             elif not value:
                 append(f"{indent}{k}: {'{}' if isinstance(value, dict) else '[]'}\n")
-            elif t is Shared:
-                append(f"{indent}{k}:\n")
-                text = value._text.get(deeper)
-                if text is None:
-                    part: list[str] = []
-                    _emit(dict(value), deeper, part)
-                    text = value._text[deeper] = "".join(part)
-                append(text)
             else:
                 append(f"{indent}{k}:\n")
                 _emit(value, deeper, out)
@@ -80,6 +94,15 @@ def _emit(data: Any, indent: str, out: list[str]) -> None:
                 out.extend(inner[1:])
             else:
                 append(f"{indent}- {_scalar(item)}\n")
+
+
+def _shared(value: Shared, indent: str) -> str:
+    """A shared subtree's text at `indent`, with what follows its key (`:` then its lines, or ` {}`)."""
+    if not value:
+        return " {}\n"
+    part: list[str] = []
+    _emit(dict(value), indent, part)
+    return "\n" + "".join(part)
 
 
 def dumps_yaml(data: Any) -> str:

@@ -16,7 +16,7 @@ import yaml
 from fabric.design.derive import derive
 from fabric.design.intent import FabricIntent, HostIntent
 from fabric.model.load import load
-from fabric.render import render_fabric, render_host, render_switch, render_to
+from fabric.render import _write_files, render_fabric, render_host, render_switch, render_to
 from tests.conftest import require
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -224,3 +224,22 @@ def test_render_writes_what_deployment_needs_and_all_adds_the_copies(tmp_path: P
     assert len(list((tmp_path / "all" / "hosts/gpu-su1-01/cni").iterdir())) == 8  # a CNI config per rail
     for rel in ("switches/leaf-su1-r1/nvue-patch.yaml", "hosts/gpu-su1-01/roce-setup.sh"):
         assert (tmp_path / "default" / rel).read_bytes() == (tmp_path / "all" / rel).read_bytes()
+
+
+def test_rendering_over_a_tree_rewrites_exactly_the_files_that_differ(tmp_path: Path) -> None:
+    """A file already holding the rendered bytes is left alone (same inode, same mtime); a changed one, one of the
+    same size with other bytes, a longer and a shorter one are written; a missing directory is made."""
+    d = tmp_path / "dev"
+    files = {"same": "x" * 100, "other": "abc\n", "longer": "short", "shorter": "a longer text", "new": "",
+             "cni/rail1.conflist": "{}"}
+    assert _write_files(str(d), files) == len(files)
+    assert {str(p.relative_to(d)): p.read_text() for p in d.rglob("*") if p.is_file()} == files
+    inode = (d / "same").stat().st_ino
+    os.utime(d / "same", ns=(1, 1))
+    (d / "other").write_text("abd\n")  # same size, other bytes
+    (d / "longer").write_text("short but longer")
+    (d / "shorter").write_text("a")
+    want = {**files, "new": "now something"}
+    assert _write_files(str(d), want) == len(want)
+    assert {str(p.relative_to(d)): p.read_text() for p in d.rglob("*") if p.is_file()} == want
+    assert (d / "same").stat().st_mtime_ns == 1 and (d / "same").stat().st_ino == inode

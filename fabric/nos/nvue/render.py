@@ -47,16 +47,6 @@ FORMS = {"5.9": Forms(ip="ip", on=("enable", "on"), bfd_profiles=False),
          "5.15": Forms(ip="ipv4", on=("state", "enabled"), bfd_profiles=True)}
 
 
-def _put(tree: Tree, path: list[str], value: Any) -> None:
-    node = tree
-    for key in path[:-1]:
-        node = node.setdefault(key, {})
-    if isinstance(value, dict) and isinstance(node.get(path[-1]), dict):
-        node[path[-1]].update(value)
-    else:
-        node[path[-1]] = value
-
-
 def pfc_profiles(sw: SwitchIntent) -> tuple[int | None, dict[str, int]]:
     """(cable length of default-global, {profile: cable length}) for the lossless ports' cable lengths.
 
@@ -122,13 +112,26 @@ def _qos_tree(q: QosFacts, default_cable: int | None, profiles: dict[str, int], 
     return t
 
 
-def _breakout(sw: SwitchIntent, p: PortIntent) -> tuple[str, Tree] | None:
-    """(parent, link breakout tree) for a sub-port swpNsK; the split follows platform lanes / port lanes."""
+def _breakout(sw: SwitchIntent, p: PortIntent, shared: dict[int, Shared]) -> tuple[str, Shared] | None:
+    """(parent, its link breakout entry) for a sub-port swpNsK; the split follows platform lanes / port lanes.
+    Entries of one split are one `Shared` tree per switch (`shared`: lanes → entry)."""
     parent = _parent(p.name)
     plat = PLATFORMS.get(sw.platform) if parent else None
     if parent is None or plat is None:
         return None
-    return parent, {"link": {"breakout": {f"{plat.lanes // p.lanes}x": {"lanes-per-port": p.lanes}}}}
+    entry = shared.get(p.lanes)
+    if entry is None:
+        entry = shared[p.lanes] = Shared(
+            {"link": {"breakout": {f"{plat.lanes // p.lanes}x": {"lanes-per-port": p.lanes}}}})
+    return parent, entry
+
+
+def _merge(ifaces: Tree, name: str, entry: Tree) -> None:
+    """Add `entry` to interface `name`: its keys over those already there (a copy: entries may be shared)."""
+    old = ifaces.get(name)
+    if old is not None and old is not entry:
+        entry = {**old, **entry}
+    ifaces[name] = entry
 
 
 @lru_cache(maxsize=65536)
@@ -163,9 +166,10 @@ def set_tree(sw: SwitchIntent) -> Tree:
     bridges: dict[tuple[int, bool], Shared] = {}
     qoses: dict[tuple[str | None, bool], Shared] = {}
     port_router = Shared({"adaptive-routing": dict(on)})
+    breakouts: dict[int, Shared] = {}
     for p in sw.ports:
-        if (bo := _breakout(sw, p)) is not None:
-            _put(ifaces, [bo[0]], bo[1])
+        if (bo := _breakout(sw, p, breakouts)) is not None:
+            _merge(ifaces, *bo)
         link = links.get((p.speed, p.mtu))
         if link is None:
             link = links[(p.speed, p.mtu)] = Shared({"speed": f"{p.speed}G", "mtu": p.mtu})
@@ -192,10 +196,7 @@ def set_tree(sw: SwitchIntent) -> Tree:
             it["qos"] = qos
         if p.adaptive_routing:
             it["router"] = port_router
-        if p.name in ifaces:  # a breakout parent that is also a port
-            _put(ifaces, [p.name], it)
-        else:
-            ifaces[p.name] = it
+        _merge(ifaces, p.name, it)  # a breakout parent may also be a port
     for s in sw.svis:
         ifaces[s.name.lower()] = {"type": "svi", "vlan": s.vlan, f.ip: {"address": {s.address: {}}}}
     t["interface"] = ifaces
@@ -250,15 +251,30 @@ def _quote(word: str) -> str:
 
 
 def _set_lines(tree: Tree, prefix: str, out: list[str]) -> None:
+    """Append the lines of `tree` below `prefix`; a shared subtree's lines are its cached tails after `prefix`,
+    appended as one text."""
     for key in sorted(tree):
         value = tree[key]
         path = f"{prefix} {_quote(str(key))}"
-        if isinstance(value, dict) and value:
+        if type(value) is Shared and value:
+            tails = value.memo(_SET_TAILS, _tails)
+            out.append(path + ("\n" + path).join(tails))
+        elif isinstance(value, dict) and value:
             _set_lines(value, path, out)
         elif isinstance(value, dict):
             out.append(path)
         else:
             out.append(f"{path} {_quote(str(value))}")
+
+
+_SET_TAILS = ("nv set",)  # Shared.memo's key for a subtree's line tails
+
+
+def _tails(tree: Tree) -> list[str]:
+    """The lines of `tree` below an empty prefix (each starts with a space)."""
+    out: list[str] = []
+    _set_lines(tree, "", out)
+    return out
 
 
 def set_lines(tree: Tree) -> str:
