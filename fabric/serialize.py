@@ -45,46 +45,41 @@ class Shared(dict[Any, Any]):
         super().__init__(*args, **kwargs)
         self._text: dict[Any, Any] = {}
 
-    def memo(self, form: Any, make: Callable[[Shared], Any]) -> Any:
-        """`make(self)`, computed once per `form` (a writer's own key) for this subtree."""
+    def memo(self, form: Any, make: Callable[[Shared, Any], Any]) -> Any:
+        """`make(self, form)`, computed once per `form` (a writer's hashable key) for this subtree."""
         value = self._text.get(form)
         if value is None:
-            value = self._text[form] = make(self)
+            value = self._text[form] = make(self, form)
         return value
+
+
+class Fields(dict[Any, Any]):
+    """A mapping whose entries are those of a `Shared` (`common`, many mappings have it) plus a few of its own
+    (`own`, keys not in `common`): one port's description beside the link, QoS and type its neighbours share. The
+    block YAML cuts the common entries' text once per indentation into the runs between the own keys, so only the
+    own entries are emitted each time. It is a plain dict of all entries to every other reader; read-only."""
+
+    __slots__ = ("_common", "_own")
+
+    def __init__(self, common: Shared, own: dict[Any, Any]) -> None:
+        super().__init__(common)
+        self.update(own)
+        self._common = common
+        self._own = tuple(own)
 
 
 _STR = {str}
 
 
 def _emit(data: Any, indent: str, out: list[str]) -> None:
-    append = out.append
-    deeper = indent + "  "
     if isinstance(data, dict):
         # YAML order: keys sorted as text; `sorted(data)` gives that order without a str() per key where every
         # key is a str
-        keys = data if len(data) < 2 else sorted(data) if set(map(type, data)) == _STR else sorted(data, key=str)
-        for key in keys:
-            value = data[key]
-            k = _string(key) if type(key) is str else _scalar(key)
-            t = type(value)
-            if t is str:  # the common cases first: a string, a shared subtree, a nested mapping, another scalar
-                append(f"{indent}{k}: {_string(value)}\n")
-            elif t is Shared:
-                text = value._text.get(deeper)
-                if text is None:
-                    text = value._text[deeper] = _shared(value, deeper)
-                append(f"{indent}{k}:{text}")
-            elif t is dict and value:
-                append(f"{indent}{k}:\n")
-                _emit(value, deeper, out)
-            elif t is int or t is bool or value is None or not isinstance(value, (dict, list)):
-                append(f"{indent}{k}: {_scalar(value)}\n")
-            elif not value:
-                append(f"{indent}{k}: {'{}' if isinstance(value, dict) else '[]'}\n")
-            else:
-                append(f"{indent}{k}:\n")
-                _emit(value, deeper, out)
+        _entries(data, data if len(data) < 2 else sorted(data) if set(map(type, data)) == _STR
+                 else sorted(data, key=str), indent, out)
     else:
+        deeper = indent + "  "
+        append = out.append
         cut = len(indent) + 2
         for item in data:
             if isinstance(item, (dict, list)) and item:
@@ -94,6 +89,62 @@ def _emit(data: Any, indent: str, out: list[str]) -> None:
                 out.extend(inner[1:])
             else:
                 append(f"{indent}- {_scalar(item)}\n")
+
+
+def _entries(data: dict[Any, Any], keys: Any, indent: str, out: list[str]) -> None:
+    """The entries `keys` of `data`, in that order."""
+    append = out.append
+    deeper = indent + "  "
+    for key in keys:
+        value = data[key]
+        k = _string(key) if type(key) is str else _scalar(key)
+        t = type(value)
+        if t is str:  # the common cases first: a string, a shared subtree, a nested mapping, another scalar
+            append(f"{indent}{k}: {_string(value)}\n")
+        elif t is Shared:
+            text = value._text.get(deeper)
+            if text is None:
+                text = value._text[deeper] = _shared(value, deeper)
+            append(f"{indent}{k}:{text}")
+        elif t is Fields:
+            append(f"{indent}{k}:\n")
+            runs, own = value._common.memo((deeper, value._own), _runs)
+            append(runs[0])
+            for i, key2 in enumerate(own, 1):
+                v = value[key2]
+                if type(v) is str and type(key2) is str:
+                    append(f"{deeper}{_string(key2)}: {_string(v)}\n")
+                else:
+                    _entries(value, (key2,), deeper, out)
+                append(runs[i])
+        elif t is dict and value:
+            append(f"{indent}{k}:\n")
+            _emit(value, deeper, out)
+        elif t is int or t is bool or value is None or not isinstance(value, (dict, list)):
+            append(f"{indent}{k}: {_scalar(value)}\n")
+        elif not value:
+            append(f"{indent}{k}: {'{}' if isinstance(value, dict) else '[]'}\n")
+        else:
+            append(f"{indent}{k}:\n")
+            _emit(value, deeper, out)
+
+
+def _runs(common: Shared, form: tuple[str, tuple[Any, ...]]) -> tuple[list[str], list[Any]]:
+    """The text of `common`'s entries at the indentation `form[0]` cut at the own keys `form[1]` (in YAML order):
+    runs[0], own[0], runs[1], …, own[-1], runs[-1]."""
+    indent, keys = form
+    runs: list[str] = []
+    own: list[Any] = []
+    part: list[str] = []
+    for key in sorted({*common, *keys}, key=str):
+        if key in keys:
+            runs.append("".join(part))
+            own.append(key)
+            part = []
+        else:
+            _entries(common, (key,), indent, part)
+    runs.append("".join(part))
+    return runs, own
 
 
 def _shared(value: Shared, indent: str) -> str:

@@ -24,7 +24,7 @@ from fabric.design.intent import FabricIntent, SwitchIntent
 from fabric.model.load import load
 from fabric.nos.nvue.render import flatten, patch_yaml, set_lines, set_tree
 from fabric.render import render_switch
-from fabric.serialize import Shared, dumps_yaml
+from fabric.serialize import Fields, Shared, dumps_yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = Path(__file__).resolve().parent / "golden"
@@ -281,10 +281,14 @@ def test_nvue_shared_subtrees_and_fast_paths_change_no_byte() -> None:
 
 
 def test_yaml_emitter_sorts_keys_as_text_whatever_their_type() -> None:
-    """Mappings with int or mixed keys are sorted as text (10 before 9), like str keys; shared subtrees of
-    every kind of key give the text of plain dicts at every depth."""
+    """Mappings with int or mixed keys are sorted as text (10 before 9), like str keys; shared subtrees and
+    mappings of shared and own entries (`Fields`) of every kind of key give the text of plain dicts at every
+    depth."""
+    common = Shared({"b": 1, 3: {}, "z": Shared({"q": "x"}), "yes": "no"})
     tree = {9: "a", 10: [1, {"z": None, "y": True}], "x": {"on": "off", "8": 1.5, 7: []},
-            "s": Shared({3: {}, "k": Shared({"v": "two words"})}), "t": [Shared({"q": 1}), {}]}
+            "s": Shared({3: {}, "k": Shared({"v": "two words"})}), "t": [Shared({"q": 1}), {}],
+            "f": Fields(common, {"a": "own", "m": {"n": 1}, 5: "five", "zz": []}), "g": Fields(common, {"c": "on"}),
+            "h": [Fields(common, {"0": None}), {"i": Fields(common, {})}]}
     text = dumps_yaml(tree)
     assert text == _reference_yaml(_plain(tree)) == dumps_yaml(_plain(tree))
     assert text == dumps_yaml(tree)  # again, from the cached text

@@ -18,7 +18,7 @@ from typing import Any
 from fabric.design.intent import FabricIntent, PortIntent, QosFacts, SwitchIntent
 from fabric.model.platforms import PLATFORMS
 from fabric.render.files import Files
-from fabric.serialize import Shared, dumps_yaml
+from fabric.serialize import Fields, Shared, dumps_yaml
 
 BRIDGE = "br_default"
 VRF = "default"
@@ -151,6 +151,37 @@ def policy_tree(sw: SwitchIntent) -> Tree:
                 "20": {"action": "permit"}}}}}
 
 
+def _port_common(p: PortIntent, profile: str | None, links: dict[tuple[int, int], Shared],
+                 bridges: dict[tuple[int, bool], Shared], qoses: dict[tuple[str | None, bool], Shared],
+                 port_router: Shared) -> Shared:
+    """A port's entries that its neighbours share (link, bridge membership, QoS, adaptive routing, type), of
+    subtrees built once per switch (`links`, `bridges`, `qoses`: emitted once)."""
+    link = links.get((p.speed, p.mtu))
+    if link is None:
+        link = links[(p.speed, p.mtu)] = Shared({"speed": f"{p.speed}G", "mtu": p.mtu})
+    it = Shared({"type": "swp", "link": link})
+    if p.vlan is not None:
+        bridge = bridges.get((p.vlan, p.tagged))
+        if bridge is None:
+            # a host that tags its rail VLAN needs a tagged member (VLAN-aware Bridge Mode page); `untagged
+            # none` keeps its untagged frames out of the bridge's default VLAN
+            member = {"vlan": {str(p.vlan): {}}, "untagged": "none"} if p.tagged else {"access": p.vlan}
+            bridge = bridges[(p.vlan, p.tagged)] = Shared({"domain": {BRIDGE: member}})
+        it["bridge"] = bridge
+    qos = qoses.get((profile, p.watchdog))
+    if qos is None:
+        qos = qoses[(profile, p.watchdog)] = Shared()
+        if profile is not None:
+            qos["pfc"] = {"profile": profile}
+        if p.watchdog:
+            qos["pfc-watchdog"] = {"state": "enable"}  # nvue-reference: `qos pfc-watchdog state enable` (5.6+)
+    if qos:
+        it["qos"] = qos
+    if p.adaptive_routing:
+        it["router"] = port_router
+    return it
+
+
 def set_tree(sw: SwitchIntent) -> Tree:
     """Everything this fabric owns on the switch, as the NVUE `set` object tree, in the forms of its release."""
     f = FORMS[sw.release]
@@ -165,38 +196,21 @@ def set_tree(sw: SwitchIntent) -> Tree:
     links: dict[tuple[int, int], Shared] = {}
     bridges: dict[tuple[int, bool], Shared] = {}
     qoses: dict[tuple[str | None, bool], Shared] = {}
+    commons: dict[tuple[object, ...], Shared] = {}  # a port's entries but its description and address
     port_router = Shared({"adaptive-routing": dict(on)})
     breakouts: dict[int, Shared] = {}
     for p in sw.ports:
         if (bo := _breakout(sw, p, breakouts)) is not None:
             _merge(ifaces, *bo)
-        link = links.get((p.speed, p.mtu))
-        if link is None:
-            link = links[(p.speed, p.mtu)] = Shared({"speed": f"{p.speed}G", "mtu": p.mtu})
-        it: Tree = {"type": "swp", "description": p.description, "link": link}
-        if p.vlan is not None:
-            bridge = bridges.get((p.vlan, p.tagged))
-            if bridge is None:
-                # a host that tags its rail VLAN needs a tagged member (VLAN-aware Bridge Mode page); `untagged
-                # none` keeps its untagged frames out of the bridge's default VLAN
-                member = {"vlan": {str(p.vlan): {}}, "untagged": "none"} if p.tagged else {"access": p.vlan}
-                bridge = bridges[(p.vlan, p.tagged)] = Shared({"domain": {BRIDGE: member}})
-            it["bridge"] = bridge
-        if p.address:
-            it[f.ip] = {"address": {p.address: {}}}
         profile = by_cable[p.cable_m] if p.pfc and p.cable_m in by_cable else None
-        qos = qoses.get((profile, p.watchdog))
-        if qos is None:
-            qos = qoses[(profile, p.watchdog)] = Shared()
-            if profile is not None:
-                qos["pfc"] = {"profile": profile}
-            if p.watchdog:
-                qos["pfc-watchdog"] = {"state": "enable"}  # nvue-reference: `qos pfc-watchdog state enable` (5.6+)
-        if qos:
-            it["qos"] = qos
-        if p.adaptive_routing:
-            it["router"] = port_router
-        _merge(ifaces, p.name, it)  # a breakout parent may also be a port
+        key = (p.speed, p.mtu, p.vlan, p.tagged, profile, p.watchdog, p.adaptive_routing)
+        common = commons.get(key)
+        if common is None:
+            common = commons[key] = _port_common(p, profile, links, bridges, qoses, port_router)
+        own: Tree = {"description": p.description}
+        if p.address:
+            own[f.ip] = {"address": {p.address: {}}}
+        _merge(ifaces, p.name, Fields(common, own))  # a breakout parent may also be a port
     for s in sw.svis:
         ifaces[s.name.lower()] = {"type": "svi", "vlan": s.vlan, f.ip: {"address": {s.address: {}}}}
     t["interface"] = ifaces
@@ -270,7 +284,7 @@ def _set_lines(tree: Tree, prefix: str, out: list[str]) -> None:
 _SET_TAILS = ("nv set",)  # Shared.memo's key for a subtree's line tails
 
 
-def _tails(tree: Tree) -> list[str]:
+def _tails(tree: Tree, _form: object = None) -> list[str]:
     """The lines of `tree` below an empty prefix (each starts with a space)."""
     out: list[str] = []
     _set_lines(tree, "", out)
