@@ -61,11 +61,12 @@ class Fields(dict[Any, Any]):
 
     __slots__ = ("_common", "_own")
 
-    def __init__(self, common: Shared, own: dict[Any, Any]) -> None:
+    def __init__(self, common: Shared, own: dict[Any, Any], keys: tuple[Any, ...] | None = None) -> None:
+        """`keys`: `tuple(own)`, where the caller has it already."""
         super().__init__(common)
         self.update(own)
         self._common = common
-        self._own = tuple(own)
+        self._own = tuple(own) if keys is None else keys
 
 
 _STR = {str}

@@ -112,26 +112,13 @@ def _qos_tree(q: QosFacts, default_cable: int | None, profiles: dict[str, int], 
     return t
 
 
-def _breakout(sw: SwitchIntent, p: PortIntent, shared: dict[int, Shared]) -> tuple[str, Shared] | None:
-    """(parent, its link breakout entry) for a sub-port swpNsK; the split follows platform lanes / port lanes.
-    Entries of one split are one `Shared` tree per switch (`shared`: lanes → entry)."""
-    parent = _parent(p.name)
-    plat = PLATFORMS.get(sw.platform) if parent else None
-    if parent is None or plat is None:
-        return None
+def _breakout(lanes: int, p: PortIntent, shared: dict[int, Shared]) -> Shared:
+    """The link breakout entry of a sub-port's parent; the split follows platform lanes (`lanes`) / port lanes.
+    Entries of one split are one `Shared` tree per switch (`shared`: port lanes → entry)."""
     entry = shared.get(p.lanes)
     if entry is None:
-        entry = shared[p.lanes] = Shared(
-            {"link": {"breakout": {f"{plat.lanes // p.lanes}x": {"lanes-per-port": p.lanes}}}})
-    return parent, entry
-
-
-def _merge(ifaces: Tree, name: str, entry: Tree) -> None:
-    """Add `entry` to interface `name`: its keys over those already there (a copy: entries may be shared)."""
-    old = ifaces.get(name)
-    if old is not None and old is not entry:
-        entry = {**old, **entry}
-    ifaces[name] = entry
+        entry = shared[p.lanes] = Shared({"link": {"breakout": {f"{lanes // p.lanes}x": {"lanes-per-port": p.lanes}}}})
+    return entry
 
 
 @lru_cache(maxsize=65536)
@@ -199,18 +186,25 @@ def set_tree(sw: SwitchIntent) -> Tree:
     commons: dict[tuple[object, ...], Shared] = {}  # a port's entries but its description and address
     port_router = Shared({"adaptive-routing": dict(on)})
     breakouts: dict[int, Shared] = {}
+    plat = PLATFORMS.get(sw.platform)
+    own_keys = ("description",), ("description", f.ip)
     for p in sw.ports:
-        if (bo := _breakout(sw, p, breakouts)) is not None:
-            _merge(ifaces, *bo)
+        # a sub-port swpNsK: its parent swpN gets the breakout (a parent that is also a port: the later wins `link`)
+        if plat is not None and (parent := _parent(p.name)) is not None:
+            entry = _breakout(plat.lanes, p, breakouts)
+            old = ifaces.get(parent)
+            ifaces[parent] = entry if old is None or old is entry else {**old, **entry}  # never change a Shared
         profile = by_cable[p.cable_m] if p.pfc and p.cable_m in by_cable else None
         key = (p.speed, p.mtu, p.vlan, p.tagged, profile, p.watchdog, p.adaptive_routing)
         common = commons.get(key)
         if common is None:
             common = commons[key] = _port_common(p, profile, links, bridges, qoses, port_router)
-        own: Tree = {"description": p.description}
         if p.address:
-            own[f.ip] = {"address": {p.address: {}}}
-        _merge(ifaces, p.name, Fields(common, own))  # a breakout parent may also be a port
+            it = Fields(common, {"description": p.description, f.ip: {"address": {p.address: {}}}}, own_keys[1])
+        else:
+            it = Fields(common, {"description": p.description}, own_keys[0])
+        old = ifaces.get(p.name)
+        ifaces[p.name] = it if old is None else {**old, **it}
     for s in sw.svis:
         ifaces[s.name.lower()] = {"type": "svi", "vlan": s.vlan, f.ip: {"address": {s.address: {}}}}
     t["interface"] = ifaces
