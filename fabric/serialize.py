@@ -171,4 +171,74 @@ def dumps_yaml(data: Any) -> str:
 
 def dumps_json(data: Any) -> str:
     """Stable JSON: sorted keys, two-space indent, trailing newline."""
-    return json.dumps(data, indent=2, sort_keys=True) + "\n"
+    return indented_json(data, sort_keys=True) + "\n"
+
+
+def indented_json(data: Any, sort_keys: bool = False) -> str:
+    """`json.dumps(data, indent=2, sort_keys=…)`, the same text, about three times faster: with an indent, json
+    encodes in Python through a generator per container (the C encoder does compact text only); this writes
+    lists of strings, with json's own C string quoting. Anything but dicts, lists, tuples, strings, ints,
+    floats, booleans and None, or a key json would convert otherwise, goes to json.dumps itself."""
+    out: list[str] = []
+    try:
+        _json(data, "\n", sort_keys, out)
+    except _Other:
+        return json.dumps(data, indent=2, sort_keys=sort_keys)
+    return "".join(out)
+
+
+class _Other(Exception):
+    """A value `indented_json` leaves to json.dumps."""
+
+
+def _json_scalar(v: Any) -> str:
+    if isinstance(v, str):
+        return _quoted(v)
+    if v is None:
+        return "null"
+    if v is True:
+        return "true"
+    if v is False:
+        return "false"
+    if isinstance(v, int):
+        return int.__repr__(v)
+    if isinstance(v, float) and v == v and v not in (float("inf"), float("-inf")):
+        return float.__repr__(v)
+    raise _Other
+
+
+def _json(v: Any, newline: str, sort_keys: bool, out: list[str]) -> None:
+    """Append `v`'s text; `newline` is a line break and the indentation of `v`'s own line."""
+    if isinstance(v, dict):
+        if not v:
+            out.append("{}")
+            return
+        inner = newline + "  "
+        sep = "{" + inner
+        items = sorted(v.items()) if sort_keys else v.items()
+        for key, value in items:
+            if not isinstance(key, str):
+                raise _Other  # json converts int, float, bool and None keys; rare enough to leave to it
+            out.append(f"{sep}{_quoted(key)}: ")
+            if isinstance(value, (dict, list, tuple)):
+                _json(value, inner, sort_keys, out)
+            else:
+                out.append(_json_scalar(value))
+            sep = "," + inner
+        out.append(newline + "}")
+    elif isinstance(v, (list, tuple)):
+        if not v:
+            out.append("[]")
+            return
+        inner = newline + "  "
+        sep = "[" + inner
+        for item in v:
+            out.append(sep)
+            if isinstance(item, (dict, list, tuple)):
+                _json(item, inner, sort_keys, out)
+            else:
+                out.append(_json_scalar(item))
+            sep = "," + inner
+        out.append(newline + "]")
+    else:
+        out.append(_json_scalar(v))

@@ -55,6 +55,7 @@ import yaml
 
 from fabric.design.intent import FabricIntent, HostIntent, RailIntent
 from fabric.errors import InputError, Problem
+from fabric.serialize import indented_json
 
 CNI_DIR = "etc/cni/multus/net.d"  # multus `confDir` default (docs/configuration.md), below the host root
 CNI_VERSION = "1.0.0"
@@ -121,7 +122,7 @@ def node_cni_configs(host: HostIntent) -> dict[str, str]:
     for rail in host.rails:
         cfg = cni_config(host, rail)
         if cfg is not None:
-            out[f"{CNI_DIR}/{cfg['name']}.conflist"] = json.dumps(cfg, indent=2) + "\n"
+            out[f"{CNI_DIR}/{cfg['name']}.conflist"] = indented_json(cfg) + "\n"  # json.dumps(cfg, indent=2)
     return out
 
 
