@@ -16,7 +16,7 @@ import yaml
 from fabric.design.derive import derive
 from fabric.design.intent import FabricIntent, HostIntent
 from fabric.model.load import load
-from fabric.render import render_fabric, render_host, render_switch, render_to
+from fabric.render import _write_files, render_fabric, render_host, render_switch, render_to
 from tests.conftest import require
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -224,3 +224,97 @@ def test_render_writes_what_deployment_needs_and_all_adds_the_copies(tmp_path: P
     assert len(list((tmp_path / "all" / "hosts/gpu-su1-01/cni").iterdir())) == 8  # a CNI config per rail
     for rel in ("switches/leaf-su1-r1/nvue-patch.yaml", "hosts/gpu-su1-01/roce-setup.sh"):
         assert (tmp_path / "default" / rel).read_bytes() == (tmp_path / "all" / rel).read_bytes()
+
+
+def test_rendering_over_a_tree_rewrites_exactly_the_files_that_differ(tmp_path: Path) -> None:
+    """A file already holding the rendered bytes is left alone (same inode, same mtime); a changed one, one of the
+    same size with other bytes, a longer and a shorter one are written; a missing directory is made."""
+    d = tmp_path / "dev"
+    files = {"same": "x" * 100, "other": "abc\n", "longer": "short", "shorter": "a longer text", "new": "",
+             "cni/rail1.conflist": "{}"}
+    assert _write_files(str(d), files) == len(files)
+    assert {str(p.relative_to(d)): p.read_text() for p in d.rglob("*") if p.is_file()} == files
+    inode = (d / "same").stat().st_ino
+    os.utime(d / "same", ns=(1, 1))
+    (d / "other").write_text("abd\n")  # same size, other bytes
+    (d / "longer").write_text("short but longer")
+    (d / "shorter").write_text("a")
+    want = {**files, "new": "now something"}
+    assert _write_files(str(d), want) == len(want)
+    assert {str(p.relative_to(d)): p.read_text() for p in d.rglob("*") if p.is_file()} == want
+    assert (d / "same").stat().st_mtime_ns == 1 and (d / "same").stat().st_ino == inode
+
+
+def test_indented_json_is_json_dumps() -> None:
+    """fabric.serialize.indented_json writes json.dumps(…, indent=2)'s text (sorted or not), every value of the
+    rendered CNI configs and SONiC config_db included; what it does not handle goes to json.dumps (same text, same
+    error)."""
+    import enum
+    import random
+
+    from fabric.render.k8s import cni_config
+    from fabric.serialize import indented_json
+
+    class Level(enum.IntEnum):
+        HIGH = 3
+
+    class Name(str, enum.Enum):  # noqa: UP042 (its str() is "Name.A", a StrEnum's is "a": json uses the value)
+        A = "a"
+
+    rng = random.Random(27)
+    scalars = [None, True, False, 0, -7, 2**70, Level.HIGH, 1.5, -0.0, 1e-7, 1e22, float("nan"), float("inf"), "",
+               "plain", 'quote " and \\ back', "tab\tnew\nline\x01", "é ünïcode ☃ \U0001f600", Name.A]
+
+    def value(depth: int) -> object:
+        kind = rng.randrange(5 if depth < 4 else 1)
+        if kind == 0:
+            return rng.choice(scalars)
+        if kind == 1:
+            return [value(depth + 1) for _ in range(rng.randrange(4))]
+        if kind == 2:
+            return tuple(value(depth + 1) for _ in range(rng.randrange(3)))
+        keys = ["k", "a b", "Z", "é", "0", "10", "9"] + ([1, None, 2.5, True] if kind == 3 else [])
+        return {rng.choice(keys): value(depth + 1) for _ in range(rng.randrange(5))}
+
+    for _ in range(3000):
+        v = value(0)
+        for sort in (False, True):
+            try:
+                want: object = json.dumps(v, indent=2, sort_keys=sort)
+            except (TypeError, ValueError) as exc:
+                want = type(exc)
+            try:
+                got: object = indented_json(v, sort_keys=sort)
+            except (TypeError, ValueError) as exc:
+                got = type(exc)
+            assert got == want, v
+    with pytest.raises(TypeError):
+        indented_json({"x": object()})
+    for inv in ("example", "h100-400g"):
+        f = fabric(inv)
+        for h in f.hosts.values():
+            for r in h.rails:
+                if (cfg := cni_config(h, r)) is not None:
+                    assert indented_json(cfg) == json.dumps(cfg, indent=2)
+    sonic = fabric("sonic-example")
+    from fabric.nos.sonic.render import config_db
+
+    for sw in sonic.switches.values():
+        assert indented_json(config_db(sw), sort_keys=True) == json.dumps(config_db(sw), indent=2, sort_keys=True)
+
+
+def test_rail_addresses_are_ipaddress_text() -> None:
+    """The netplan's rail address and networks are what ipaddress writes, for every form it reads."""
+    from ipaddress import IPv4Interface
+
+    from fabric.render.host import _interface_ip
+
+    for text in ("10.0.0.2/24", "10.0.0.2/031", "0.0.0.0/0", "255.255.255.255/32", "10.0.0.2", "10.0.0.2/255.0.0.0",
+                 "192.168.001.1/24", "10.0.0.2/33", "10.0.0.256/24", "10.0.0/24", "１0.0.0.1/24", "10.0.0.2/２4"):
+        try:
+            want = str(IPv4Interface(text).ip)
+        except ValueError:
+            with pytest.raises(ValueError):
+                _interface_ip(text)
+        else:
+            assert _interface_ip(text) == want, text

@@ -8,6 +8,7 @@ the diff by hand before committing it.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -21,8 +22,9 @@ import yaml
 from fabric.design.derive import derive
 from fabric.design.intent import FabricIntent, SwitchIntent
 from fabric.model.load import load
-from fabric.nos.nvue.render import flatten, set_tree
+from fabric.nos.nvue.render import flatten, patch_yaml, set_lines, set_tree
 from fabric.render import render_switch
+from fabric.serialize import Fields, Shared, dumps_yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = Path(__file__).resolve().parent / "golden"
@@ -206,6 +208,111 @@ def test_nvue_structure(sw: SwitchIntent, f: FabricIntent) -> None:
     parents = {re.sub(r"s\d+$", "", p.name) for p in sw.ports}
     for parent in parents:
         assert t["interface"][parent]["link"]["breakout"] == {"2x": {"lanes-per-port": 4}}
+
+
+def _plain(node: object) -> object:
+    """The tree with every shared subtree a fresh plain dict (what the emitters' caches must not change)."""
+    if isinstance(node, dict):
+        return {k: _plain(v) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_plain(v) for v in node]
+    return node
+
+
+def _reference_yaml(node: object, indent: str = "") -> str:
+    """fabric.serialize's block YAML written the plain way: one recursion, every mapping sorted by str(key), no
+    cached text, no fast paths (the emitter's documented format, to hold its shortcuts against)."""
+    def scalar(v: object) -> str:
+        if isinstance(v, bool):
+            return "true" if v else "false"
+        if v is None:
+            return "null"
+        if isinstance(v, (int, float)):
+            return repr(v)
+        s = str(v)
+        plain = re.fullmatch(r"[A-Za-z_][A-Za-z0-9_./-]*", s) and s.lower() not in {
+            "y", "n", "yes", "no", "on", "off", "true", "false", "null", "~"}
+        return s if plain else json.dumps(s)
+
+    out = []
+    if isinstance(node, dict):
+        for key in sorted(node, key=str):
+            value = node[key]
+            if isinstance(value, (dict, list)) and value:
+                out.append(f"{indent}{scalar(key)}:\n" + _reference_yaml(value, indent + "  "))
+            elif isinstance(value, (dict, list)):
+                out.append(f"{indent}{scalar(key)}: {'{}' if isinstance(value, dict) else '[]'}\n")
+            else:
+                out.append(f"{indent}{scalar(key)}: {scalar(value)}\n")
+    else:
+        for item in node:  # type: ignore[attr-defined]
+            if isinstance(item, (dict, list)) and item:
+                inner = _reference_yaml(item, indent + "  ")
+                out.append(f"{indent}- {inner[len(indent) + 2:]}")
+            else:
+                out.append(f"{indent}- {scalar(item)}\n")
+    return "".join(out)
+
+
+def _nvue_everywhere() -> list[SwitchIntent]:
+    """Every switch of every example and fixture inventory, rendered as NVUE."""
+    out = []
+    for inv in [*sorted((ROOT / "inventories").iterdir()), *sorted((ROOT / "tests/fixtures/inventories").iterdir())]:
+        if (inv / "fabric.yaml").exists():
+            out += list(derive(load(inv), "nvue").switches.values())
+    return out
+
+
+def test_nvue_shared_subtrees_and_fast_paths_change_no_byte() -> None:
+    """The patch YAML and `nv set` lines of every switch of every inventory are the plain walks' of the same tree
+    without shared subtrees (the emitters cache a shared subtree's text and sort str keys without str()), and the
+    YAML reads back as the tree."""
+    switches = _nvue_everywhere()
+    assert len(switches) > 50
+    for sw in switches:
+        tree = set_tree(sw)
+        plain = _plain(tree)
+        for _ in range(2):  # the second time from the shared subtrees' cached text
+            text = patch_yaml(tree)
+            assert text == _reference_yaml([{"set": plain}]) == dumps_yaml([{"set": plain}]), sw.name
+            assert set_lines(tree) == set_lines(plain), sw.name  # type: ignore[arg-type]
+        assert yaml.safe_load(text) == [{"set": plain}]
+    assert set_lines({"a": Shared(), "b": Shared({"c": 1, "d": {}})}) == "nv set a\nnv set b c 1\nnv set b d\n"
+
+
+def test_yaml_emitter_sorts_keys_as_text_whatever_their_type() -> None:
+    """Mappings with int or mixed keys are sorted as text (10 before 9), like str keys; shared subtrees and
+    mappings of shared and own entries (`Fields`) of every kind of key give the text of plain dicts at every
+    depth."""
+    common = Shared({"b": 1, 3: {}, "z": Shared({"q": "x"}), "yes": "no"})
+    tree = {9: "a", 10: [1, {"z": None, "y": True}], "x": {"on": "off", "8": 1.5, 7: []},
+            "s": Shared({3: {}, "k": Shared({"v": "two words"})}), "t": [Shared({"q": 1}), {}],
+            "f": Fields(common, {"a": "own", "m": {"n": 1}, 5: "five", "zz": []}), "g": Fields(common, {"c": "on"}),
+            "h": [Fields(common, {"0": None}), {"i": Fields(common, {})}]}
+    text = dumps_yaml(tree)
+    assert text == _reference_yaml(_plain(tree)) == dumps_yaml(_plain(tree))
+    assert text == dumps_yaml(tree)  # again, from the cached text
+    assert dumps_yaml({"deep": {"s": tree["s"]}}) == _reference_yaml(_plain({"deep": {"s": tree["s"]}}))
+    assert text.index("10:") < text.index("9:")
+
+
+def test_nvue_breakout_parent_that_is_also_a_port() -> None:
+    """A breakout parent that is itself a port: whichever comes later sets its `link` (the tree as before the
+    shared breakout entries), and the shared entry of the other parents is never changed."""
+    f = fabric("h100-400g")
+    sw = next(s for s in f.switches.values() if s.target == "nvue" and any(p.name.endswith("s0") for p in s.ports))
+    sub = next(p for p in sw.ports if p.name.endswith("s0"))
+    parent = sub.name[:-2]
+    port = dataclasses.replace(sub, name=parent, description="the parent itself")
+    first = set_tree(sw.model_copy(update={"ports": [port, *sw.ports]}))
+    last = set_tree(sw.model_copy(update={"ports": [*sw.ports, port]}))
+    breakout = {"breakout": {"2x": {"lanes-per-port": 4}}}
+    assert first["interface"][parent]["link"] == breakout  # the sub-ports came later
+    assert first["interface"][parent]["description"] == "the parent itself"
+    assert last["interface"][parent]["link"] == {"speed": f"{port.speed}G", "mtu": port.mtu}
+    others = {re.sub(r"s\d+$", "", p.name) for p in sw.ports} - {parent}
+    for t in (first, last):
+        assert others and all(t["interface"][o] == {"link": breakout} for o in others)
 
 
 def test_nvue_explicit_qos_when_policy_differs() -> None:

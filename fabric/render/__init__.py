@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import stat
 from collections.abc import Callable
 from pathlib import Path
 
@@ -70,24 +71,52 @@ def _write_devices(root: Path, fabric: FabricIntent, names: list[str], extras: b
 
 
 _CREATE = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0)
+_READ = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)  # a FIFO in the way must not block
 
 
 def _write_files(directory: str, files: Files) -> int:
     """Write one device's files into `directory` (made if missing) with plain system calls: a 32k-GPU render
-    writes 14,000 small files, where pathlib's and the text layer's per-file work adds up."""
-    os.makedirs(directory, exist_ok=True)
+    writes 14,000 small files, where pathlib's and the text layer's per-file work adds up. A file that already
+    holds exactly these bytes is left as it is (a render over the last one: truncating and rewriting every
+    unchanged file was most of the writing's system time)."""
+    try:
+        os.mkdir(directory)
+    except FileExistsError:
+        pass
+    except FileNotFoundError:
+        os.makedirs(directory, exist_ok=True)
     for rel, text in files.items():
         path = os.path.join(directory, rel)
         if "/" in rel:  # hosts' cni/ configs
             os.makedirs(os.path.dirname(path), exist_ok=True)
+        data = text.encode()
+        if _holds(path, data):
+            continue
         fd = os.open(path, _CREATE, 0o666)
         try:
-            data = text.encode()
             while data:
                 data = data[os.write(fd, data):]
         finally:
             os.close(fd)
     return len(files)
+
+
+def _holds(path: str, data: bytes) -> bool:
+    """Whether `path` is a regular file of exactly the bytes `data` (never wrong the other way: any doubt is
+    False, and the file is written)."""
+    try:
+        fd = os.open(path, _READ)
+    except OSError:
+        return False
+    try:
+        st = os.fstat(fd)
+        if st.st_size != len(data) or not stat.S_ISREG(st.st_mode):
+            return False
+        return os.read(fd, len(data) + 1) == data  # a short read or a file grown meanwhile: written again
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
 
 
 def _render_write(args: tuple[Path, list[str], bool]) -> tuple[int, int]:

@@ -55,6 +55,7 @@ import yaml
 
 from fabric.design.intent import FabricIntent, HostIntent, RailIntent
 from fabric.errors import InputError, Problem
+from fabric.serialize import indented_json
 
 CNI_DIR = "etc/cni/multus/net.d"  # multus `confDir` default (docs/configuration.md), below the host root
 CNI_VERSION = "1.0.0"
@@ -121,7 +122,7 @@ def node_cni_configs(host: HostIntent) -> dict[str, str]:
     for rail in host.rails:
         cfg = cni_config(host, rail)
         if cfg is not None:
-            out[f"{CNI_DIR}/{cfg['name']}.conflist"] = json.dumps(cfg, indent=2) + "\n"
+            out[f"{CNI_DIR}/{cfg['name']}.conflist"] = indented_json(cfg) + "\n"  # json.dumps(cfg, indent=2)
     return out
 
 
@@ -173,7 +174,14 @@ def device_plugin_configmap(fabric: FabricIntent) -> str:
     """The device plugin's ConfigMap: `config.json` when every node has the same resources (the plugin's
     default `-config-file`), else one key per node for `--config-file=/etc/pcidp/$(NODE_NAME)`."""
     k = fabric.kubernetes
-    configs = {name: device_plugin_config(h, k.resource_prefix) for name, h in sorted(fabric.hosts.items())}
+    layouts: dict[tuple[object, ...], dict[str, Any]] = {}  # nodes with the same rails have the same config
+    configs: dict[str, dict[str, Any]] = {}
+    for name, h in sorted(fabric.hosts.items()):
+        layout = tuple((r.netdev, r.vfs, r.pci, r.pod.resource, r.pod.device) for r in h.rails if r.pod is not None)
+        config = layouts.get(layout)
+        if config is None:
+            config = layouts[layout] = device_plugin_config(h, k.resource_prefix)
+        configs[name] = config
     empty = [name for name, c in configs.items() if not c["resourceList"]]
     if empty and k.explicit:  # a Kubernetes fabric: the plugin would advertise nothing, every pod there stays Pending
         raise InputError(Problem(fabric.name, None, "hosts.*.nics", "at least one rail pods can attach (a VF or "
@@ -182,8 +190,11 @@ def device_plugin_configmap(fabric: FabricIntent) -> str:
     configs = {name: c for name, c in configs.items() if c["resourceList"]}  # never an empty resource list
     indented: dict[str, str] = {}  # compact JSON → indented (json's C encoder does compact only; nodes repeat)
     data: dict[str, str] = {}
+    compacts: dict[int, str] = {}  # id of a shared config → its compact JSON
     for name, config in configs.items():
-        compact = json.dumps(config)
+        compact = compacts.get(id(config))
+        if compact is None:
+            compact = compacts[id(config)] = json.dumps(config)
         if compact not in indented:
             indented[compact] = json.dumps(config, indent=2) + "\n"
         data[name] = indented[compact]

@@ -18,7 +18,7 @@ from typing import Any
 from fabric.design.intent import FabricIntent, PortIntent, QosFacts, SwitchIntent
 from fabric.model.platforms import PLATFORMS
 from fabric.render.files import Files
-from fabric.serialize import Shared, dumps_yaml
+from fabric.serialize import Fields, Shared, dumps_yaml
 
 BRIDGE = "br_default"
 VRF = "default"
@@ -45,16 +45,6 @@ class Forms:
 
 FORMS = {"5.9": Forms(ip="ip", on=("enable", "on"), bfd_profiles=False),
          "5.15": Forms(ip="ipv4", on=("state", "enabled"), bfd_profiles=True)}
-
-
-def _put(tree: Tree, path: list[str], value: Any) -> None:
-    node = tree
-    for key in path[:-1]:
-        node = node.setdefault(key, {})
-    if isinstance(value, dict) and isinstance(node.get(path[-1]), dict):
-        node[path[-1]].update(value)
-    else:
-        node[path[-1]] = value
 
 
 def pfc_profiles(sw: SwitchIntent) -> tuple[int | None, dict[str, int]]:
@@ -122,13 +112,13 @@ def _qos_tree(q: QosFacts, default_cable: int | None, profiles: dict[str, int], 
     return t
 
 
-def _breakout(sw: SwitchIntent, p: PortIntent) -> tuple[str, Tree] | None:
-    """(parent, link breakout tree) for a sub-port swpNsK; the split follows platform lanes / port lanes."""
-    parent = _parent(p.name)
-    plat = PLATFORMS.get(sw.platform) if parent else None
-    if parent is None or plat is None:
-        return None
-    return parent, {"link": {"breakout": {f"{plat.lanes // p.lanes}x": {"lanes-per-port": p.lanes}}}}
+def _breakout(lanes: int, p: PortIntent, shared: dict[int, Shared]) -> Shared:
+    """The link breakout entry of a sub-port's parent; the split follows platform lanes (`lanes`) / port lanes.
+    Entries of one split are one `Shared` tree per switch (`shared`: port lanes → entry)."""
+    entry = shared.get(p.lanes)
+    if entry is None:
+        entry = shared[p.lanes] = Shared({"link": {"breakout": {f"{lanes // p.lanes}x": {"lanes-per-port": p.lanes}}}})
+    return entry
 
 
 @lru_cache(maxsize=65536)
@@ -148,6 +138,37 @@ def policy_tree(sw: SwitchIntent) -> Tree:
                 "20": {"action": "permit"}}}}}
 
 
+def _port_common(p: PortIntent, profile: str | None, links: dict[tuple[int, int], Shared],
+                 bridges: dict[tuple[int, bool], Shared], qoses: dict[tuple[str | None, bool], Shared],
+                 port_router: Shared) -> Shared:
+    """A port's entries that its neighbours share (link, bridge membership, QoS, adaptive routing, type), of
+    subtrees built once per switch (`links`, `bridges`, `qoses`: emitted once)."""
+    link = links.get((p.speed, p.mtu))
+    if link is None:
+        link = links[(p.speed, p.mtu)] = Shared({"speed": f"{p.speed}G", "mtu": p.mtu})
+    it = Shared({"type": "swp", "link": link})
+    if p.vlan is not None:
+        bridge = bridges.get((p.vlan, p.tagged))
+        if bridge is None:
+            # a host that tags its rail VLAN needs a tagged member (VLAN-aware Bridge Mode page); `untagged
+            # none` keeps its untagged frames out of the bridge's default VLAN
+            member = {"vlan": {str(p.vlan): {}}, "untagged": "none"} if p.tagged else {"access": p.vlan}
+            bridge = bridges[(p.vlan, p.tagged)] = Shared({"domain": {BRIDGE: member}})
+        it["bridge"] = bridge
+    qos = qoses.get((profile, p.watchdog))
+    if qos is None:
+        qos = qoses[(profile, p.watchdog)] = Shared()
+        if profile is not None:
+            qos["pfc"] = {"profile": profile}
+        if p.watchdog:
+            qos["pfc-watchdog"] = {"state": "enable"}  # nvue-reference: `qos pfc-watchdog state enable` (5.6+)
+    if qos:
+        it["qos"] = qos
+    if p.adaptive_routing:
+        it["router"] = port_router
+    return it
+
+
 def set_tree(sw: SwitchIntent) -> Tree:
     """Everything this fabric owns on the switch, as the NVUE `set` object tree, in the forms of its release."""
     f = FORMS[sw.release]
@@ -162,40 +183,28 @@ def set_tree(sw: SwitchIntent) -> Tree:
     links: dict[tuple[int, int], Shared] = {}
     bridges: dict[tuple[int, bool], Shared] = {}
     qoses: dict[tuple[str | None, bool], Shared] = {}
+    commons: dict[tuple[object, ...], Shared] = {}  # a port's entries but its description and address
     port_router = Shared({"adaptive-routing": dict(on)})
+    breakouts: dict[int, Shared] = {}
+    plat = PLATFORMS.get(sw.platform)
+    own_keys = ("description",), ("description", f.ip)
     for p in sw.ports:
-        if (bo := _breakout(sw, p)) is not None:
-            _put(ifaces, [bo[0]], bo[1])
-        link = links.get((p.speed, p.mtu))
-        if link is None:
-            link = links[(p.speed, p.mtu)] = Shared({"speed": f"{p.speed}G", "mtu": p.mtu})
-        it: Tree = {"type": "swp", "description": p.description, "link": link}
-        if p.vlan is not None:
-            bridge = bridges.get((p.vlan, p.tagged))
-            if bridge is None:
-                # a host that tags its rail VLAN needs a tagged member (VLAN-aware Bridge Mode page); `untagged
-                # none` keeps its untagged frames out of the bridge's default VLAN
-                member = {"vlan": {str(p.vlan): {}}, "untagged": "none"} if p.tagged else {"access": p.vlan}
-                bridge = bridges[(p.vlan, p.tagged)] = Shared({"domain": {BRIDGE: member}})
-            it["bridge"] = bridge
-        if p.address:
-            it[f.ip] = {"address": {p.address: {}}}
+        # a sub-port swpNsK: its parent swpN gets the breakout (a parent that is also a port: the later wins `link`)
+        if plat is not None and (parent := _parent(p.name)) is not None:
+            entry = _breakout(plat.lanes, p, breakouts)
+            old = ifaces.get(parent)
+            ifaces[parent] = entry if old is None or old is entry else {**old, **entry}  # never change a Shared
         profile = by_cable[p.cable_m] if p.pfc and p.cable_m in by_cable else None
-        qos = qoses.get((profile, p.watchdog))
-        if qos is None:
-            qos = qoses[(profile, p.watchdog)] = Shared()
-            if profile is not None:
-                qos["pfc"] = {"profile": profile}
-            if p.watchdog:
-                qos["pfc-watchdog"] = {"state": "enable"}  # nvue-reference: `qos pfc-watchdog state enable` (5.6+)
-        if qos:
-            it["qos"] = qos
-        if p.adaptive_routing:
-            it["router"] = port_router
-        if p.name in ifaces:  # a breakout parent that is also a port
-            _put(ifaces, [p.name], it)
+        key = (p.speed, p.mtu, p.vlan, p.tagged, profile, p.watchdog, p.adaptive_routing)
+        common = commons.get(key)
+        if common is None:
+            common = commons[key] = _port_common(p, profile, links, bridges, qoses, port_router)
+        if p.address:
+            it = Fields(common, {"description": p.description, f.ip: {"address": {p.address: {}}}}, own_keys[1])
         else:
-            ifaces[p.name] = it
+            it = Fields(common, {"description": p.description}, own_keys[0])
+        old = ifaces.get(p.name)
+        ifaces[p.name] = it if old is None else {**old, **it}
     for s in sw.svis:
         ifaces[s.name.lower()] = {"type": "svi", "vlan": s.vlan, f.ip: {"address": {s.address: {}}}}
     t["interface"] = ifaces
@@ -250,15 +259,30 @@ def _quote(word: str) -> str:
 
 
 def _set_lines(tree: Tree, prefix: str, out: list[str]) -> None:
+    """Append the lines of `tree` below `prefix`; a shared subtree's lines are its cached tails after `prefix`,
+    appended as one text."""
     for key in sorted(tree):
         value = tree[key]
         path = f"{prefix} {_quote(str(key))}"
-        if isinstance(value, dict) and value:
+        if type(value) is Shared and value:
+            tails = value.memo(_SET_TAILS, _tails)
+            out.append(path + ("\n" + path).join(tails))
+        elif isinstance(value, dict) and value:
             _set_lines(value, path, out)
         elif isinstance(value, dict):
             out.append(path)
         else:
             out.append(f"{path} {_quote(str(value))}")
+
+
+_SET_TAILS = ("nv set",)  # Shared.memo's key for a subtree's line tails
+
+
+def _tails(tree: Tree, _form: object = None) -> list[str]:
+    """The lines of `tree` below an empty prefix (each starts with a space)."""
+    out: list[str] = []
+    _set_lines(tree, "", out)
+    return out
 
 
 def set_lines(tree: Tree) -> str:
