@@ -20,7 +20,6 @@ import re
 import subprocess
 import sys
 import time
-import urllib.parse
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -153,11 +152,9 @@ def launcher_runs(mpijob: dict, seconds: str) -> dict:
 
 
 def gone(kube: KubeLab, ns: str, path: Path, name: str) -> None:
-    """Deletes a job and waits for its pods to go: the garbage collector would delete them after the MPIJob, one
-    request at a time; one request deletes them all at once (a DELETE on the collection, grace period 0)."""
+    """Deletes a job and waits for its pods to go (the garbage collector deletes them after the MPIJob)."""
     kube.kubectl("delete", "-f", str(path), "--wait=true", "--ignore-not-found", timeout=120)
-    selector = urllib.parse.quote(f"roce-fabric/job={name}")
-    kube.kubectl("delete", "--raw", f"/api/v1/namespaces/{ns}/pods?labelSelector={selector}&gracePeriodSeconds=0",
+    kube.kubectl("delete", "pod", "-l", f"roce-fabric/job={name}", "-n", ns, "--grace-period=0", "--force",
                  check=False)
     kube.kubectl("wait", "--for=delete", "pod", "-l", f"roce-fabric/job={name}", "-n", ns, "--timeout=90s",
                  timeout=100, check=False)

@@ -186,7 +186,9 @@ def rdma_rail(fabric: FabricIntent, lab: vm.VmLab) -> list[str]:
     lines += [f"ping -c 2 -W 3 -I {ep[s].rdma}n {rcv.ip} > $O/rdma-ping-{s}.txt 2>&1" for s in SENDERS[:2]]
 
     def pair(tag: str, senders: list[str]) -> list[str]:
-        cmds = []
+        """The run, again (at most three times) where perftest's clock calibration failed: under emulation on a
+        loaded machine its cycle-counter samples (perftest get_clock.c) miss r² ≥ 0.9 and it reports 0 Gb/s."""
+        cmds = ["for attempt in 1 2 3; do"]
         for k, s in enumerate(senders):
             port = tool.base_port + k
             cmds.append(f"timeout 60 {shlex.join(tool.server(rcv, port, SECONDS))} > $O/{tag}-server-{s}.txt 2>&1 &")
@@ -194,7 +196,7 @@ def rdma_rail(fabric: FabricIntent, lab: vm.VmLab) -> list[str]:
         for k, s in enumerate(senders):
             cmds.append(f"timeout 60 {shlex.join(tool.client(ep[s], rcv, tool.base_port + k, SECONDS))} "
                         f"> $O/{tag}-{s}.txt 2>&1 &")
-        return [*cmds, "wait"]
+        return [*cmds, "wait", f"grep -q 'Correlation coefficient' $O/{tag}-*.txt || break", "done"]
 
     lines += (snap_lines(lab, "rdma-idle") + pair("rdma-pair", SENDERS[:1]) + snap_lines(lab, "rdma-pair")
               + pair("rdma-incast", SENDERS[:2]) + snap_lines(lab, "rdma-incast"))
@@ -241,7 +243,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Run]:
         for lines in [snap_lines(lab, "idle"), *congestion_phases(fabric, lab), rxe_netns_phase(fabric),
                       rdma_rail(fabric, lab)]:
             t0 = time.monotonic()
-            sh(lab, lines)
+            sh(lab, lines, timeout=420)  # a retried perftest run (pair) fits
             took.append(f"{time.monotonic() - t0:.1f}")
         shutil.copytree(lab.path / "out", out)
         (out / "times.txt").write_text(p.stdout + "phases (idle, ets, fault, nocls, rxe-netns, rdma): "

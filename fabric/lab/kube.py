@@ -86,9 +86,6 @@ def lab_stage(stage: dict[str, Any]) -> dict[str, Any]:
             delay["durationMilliseconds"] = min(delay["durationMilliseconds"], STAGE_DELAY_MS)
         if "jitterDurationMilliseconds" in delay:
             delay["jitterDurationMilliseconds"] = min(delay["jitterDurationMilliseconds"], STAGE_JITTER_MS)
-        if "annotations" not in delay.get("jitterDurationFrom", {}).get("expressionFrom", "annotations"):
-            del delay["jitterDurationFrom"]  # pod-delete: until the grace period's end (30 s by default)
-            delay["jitterDurationMilliseconds"] = STAGE_JITTER_MS
     return stage
 
 
@@ -267,7 +264,7 @@ class KubeLab:
             self._bin("kube-controller-manager"), *common, "--leader-elect=false", "--bind-address", "127.0.0.1",
             "--secure-port", "0", "--service-account-private-key-file", str(d / "sa.key"),
             "--root-ca-file", str(d / "ca.crt"), "--use-service-account-credentials=false",
-            "--node-monitor-grace-period", NODE_GRACE, "--kube-api-qps", "500", "--kube-api-burst", "1000"])
+            "--node-monitor-grace-period", NODE_GRACE])
         sched = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
                  "clientConnection": {"kubeconfig": str(self.kubeconfig)}, "leaderElection": {"leaderElect": False},
                  "profiles": [{"schedulerName": "default-scheduler"}]}
@@ -300,7 +297,7 @@ class KubeLab:
                              "--tls-cert-file", str(d / "serving.crt"),
                              "--tls-private-key-file", str(d / "serving.key")])
         self._spawn("mpi-operator", [self._bin("mpi-operator"), "--kubeConfig", str(self.kubeconfig),
-                                     "--threadiness", "4", "--kube-api-qps", "500", "--kube-api-burst", "1000"])
+                                     "--threadiness", "4", "--kube-api-qps", "50", "--kube-api-burst", "100"])
         self._wait("kube-controller-manager", lambda: "default" in self.kubectl(
             "get", "serviceaccount", "-n", "default", "-o", "name", timeout=5).stdout, timeout)
         # vc-scheduler creates the default Queue as it starts; the queue controller then opens it.
