@@ -59,6 +59,7 @@ class Deriver(Switches, Hosts):
                             and max((len(h.nics) for h in self.topo.hosts.values()), default=0) > 1)
         self._nic_qos: dict[int, NicQos] = {}
         self._shared: dict[tuple[type, str], Model] = {}
+        self._parts: dict[object, object] = {}
         self.ports: dict[str, list[tuple[str, str, str, int, int, str]]] = {n: [] for n in self.topo.switches}
         self.host_links: dict[tuple[str, str], tuple[int, tuple[object, ...]]] = {
             (ln.a, ln.a_port): (ln.cable_m, ln.loc) for ln in self.topo.links if ln.kind == "host-leaf"}
