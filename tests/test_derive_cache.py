@@ -103,3 +103,31 @@ def test_explain_reads_the_checked_topology_from_the_cache(example_copy: Path, c
     intent = derive(load(example_copy))
     for name in [*intent.switches][:2] + [*intent.hosts][:2]:
         assert second.device(name) == first.device(name) == (intent.switches | intent.hosts)[name]
+
+
+@pytest.mark.parametrize("name", ["example", "fixtures/irregular", "fixtures/dgx-hgx-2su", "fixtures/k8s-vlan16"])
+def test_explain_of_one_device_from_its_own_entry_is_what_the_whole_topology_gives(
+        name: str, tmp_path: Path, cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`explain` reads a device's own entry (its intent, the loaded inventory, its node and links): every row of
+    every device, on the miss that writes the entry and on the hit, equals the rows from the whole topology —
+    explicit links' and host entries' file:line included."""
+    from fabric.explain import explain
+
+    src = ROOT / ("tests/fixtures/inventories/" + name.split("/")[1] if "/" in name else "inventories/" + name)
+    inv = tmp_path / "inv"
+    shutil.copytree(src, inv)
+    whole = fl.Deriver(load(inv))
+    seen = _loads(monkeypatch)
+    names = [*whole.topo.switches, *whole.topo.hosts]
+    for dev in names:
+        expected = explain(whole.loaded, whole.device(dev), "", whole.topo)  # type: ignore[arg-type]
+        for _ in range(2):  # the miss, then the hit
+            one = fl.load_device(inv, dev, min_devices=0)
+            assert one.intent == whole.device(dev)
+            assert explain(one.loaded, one.intent, "", one.topo) == expected  # type: ignore[arg-type]
+    assert seen == [inv]  # the first device's miss loaded it; later ones read the checked topology
+    devices = [e for e in cache.iterdir() if e.suffix.startswith(".device-")]
+    assert len(devices) == len(names)
+    assert {oct(e.stat().st_mode & 0o777) for e in devices} == {"0o600"}
+    missing = fl.load_device(inv, "no-such-device", min_devices=0)
+    assert missing.intent is None and missing.loaded.inv.fabric.name == whole.loaded.inv.fabric.name

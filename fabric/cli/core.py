@@ -140,20 +140,23 @@ def explain(inventory: InventoryArg, device: Annotated[str, typer.Argument(help=
                                                      "monitoring: the alert thresholds")] = "",
             fmt: FormatOpt = "table") -> None:
     """Every value of a device with its origin: preset, override or inventory (file:line), derived, or formula."""
-    from fabric.design.load import load_deriver
+    from fabric.design.load import load_deriver, load_device
     from fabric.explain import explain as rows_of
 
     _check_format(fmt)
-    deriver = load_deriver(inventory)  # the whole fabric's checks (or their cached verdict), then this device alone
-    loaded = deriver.loaded
-    dev = deriver.device(device)
-    if dev is None:
-        raise UsageError(f"device: expected a switch or host of {loaded.inv.fabric.name}, found {device!r}")
-    rows = rows_of(loaded, dev, path, deriver.topo)
     if path.startswith("monitoring"):  # the alert thresholds of `fabric export -f prometheus`
         from fabric.export.prometheus import explain_rows
 
+        deriver = load_deriver(inventory)  # the whole fabric's checks (or their cached verdict)
+        loaded, dev = deriver.loaded, deriver.device(device)
+        if dev is None:
+            raise UsageError(f"device: expected a switch or host of {loaded.inv.fabric.name}, found {device!r}")
         rows = explain_rows(loaded, deriver.fabric(), dev, path)  # per-port labels need every link
+    else:  # the device's own cache entry, else the whole fabric's checks (or their cached verdict), then it alone
+        one = load_device(inventory, device)
+        if one.intent is None:
+            raise UsageError(f"device: expected a switch or host of {one.loaded.inv.fabric.name}, found {device!r}")
+        rows = rows_of(one.loaded, one.intent, path, one.topo)
     if not rows:
         raise UsageError(f"path: expected a path of {device} such as qos.queues.3.ecn or bgp.asn, found {path!r}")
     if fmt == "json":

@@ -32,7 +32,8 @@ import yaml
 from fabric import __version__
 from fabric.batch import gc_paused
 from fabric.design.derive import Deriver
-from fabric.design.intent import FabricIntent
+from fabric.design.intent import FabricIntent, HostIntent, SwitchIntent
+from fabric.design.topology import Topo
 from fabric.model.load import load
 from fabric.model.loaded import Loaded
 from fabric.model.source import MAX_BYTES
@@ -198,6 +199,46 @@ def load_deriver(directory: Path, min_devices: int = CACHE_MIN_DEVICES) -> Deriv
     if entry is not None and _devices(deriver) >= min_devices:
         _write(entry.with_suffix(".deriver"), _pickle(deriver))
     return deriver
+
+
+@dataclass
+class Device:
+    """One device's intent and what `explain` reads beside it: the loaded inventory and the device's neighbourhood
+    of the topology (its own node and the links at its ports — all that `fabric.explain` asks of a topology).
+    `intent` None: the fabric has no such device."""
+
+    loaded: Loaded
+    intent: SwitchIntent | HostIntent | None
+    topo: Topo
+
+
+def _device_entry(directory: Path, name: str) -> Path | None:
+    entry = _entry(directory, None)
+    return entry.with_suffix(f".device-{hashlib.sha256(name.encode()).hexdigest()[:32]}") if entry else None
+
+
+def load_device(directory: Path, name: str, min_devices: int = CACHE_MIN_DEVICES) -> Device:
+    """`name`'s intent for `explain`: from its own small cache entry (an unchanged inventory and code, the device
+    explained before), else from `load_deriver` (the whole fabric's checks, or their cached verdict), then kept in
+    that entry."""
+    entry = _device_entry(directory, name)
+    raw = _read(entry) if entry is not None else None
+    cached = _unpickle(raw) if raw is not None else None
+    if isinstance(cached, Device):
+        return cached
+    deriver = load_deriver(directory, min_devices)
+    intent = deriver.device(name)
+    if intent is None:
+        return Device(deriver.loaded, None, Topo())
+    t = deriver.topo
+    node_of = t.switches if isinstance(intent, SwitchIntent) else t.hosts
+    topo = Topo(switches={name: node_of[name]} if node_of is t.switches else {},
+                hosts={name: node_of[name]} if node_of is t.hosts else {},
+                links=[ln for ln in t.links if name in (ln.a, ln.b)])
+    device = Device(deriver.loaded, intent, topo)
+    if entry is not None and _devices(deriver) >= min_devices:
+        _write(entry, _pickle(device))
+    return device
 
 
 def load_fabric(directory: Path, target: str | None = None, progress: Any = None,

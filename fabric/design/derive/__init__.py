@@ -13,7 +13,7 @@ from fabric.design.derive.host import Hosts
 from fabric.design.derive.qos import qos_facts
 from fabric.design.derive.switch import Switches
 from fabric.design.intent import FabricIntent, HostIntent, K8sFacts, LinkIntent, Model, NicQos, PodRail, SwitchIntent
-from fabric.design.topology import Topo, build
+from fabric.design.topology import Nic, Topo, build
 from fabric.errors import InputError, Problem
 from fabric.model.load import Loaded
 
@@ -50,15 +50,18 @@ class Deriver(Switches, Hosts):
             else:
                 self.asn[sw.name] = self.addr.asn.leaves + leaf_index[sw.name]
         self.max_h: dict[tuple[int, int], int] = {}  # highest host index per (SU, rail): pods' pool starts after it
+        self.nic_at: dict[tuple[str, str], Nic] = {}
         for h in self.topo.hosts.values():
             for n in h.nics:
                 self.max_h[(h.su, n.rail)] = max(self.max_h.get((h.su, n.rail), 0), h.h)
+                self.nic_at.setdefault((h.name, n.netdev), n)
         self._pod_rails: dict[tuple[int, int, bool], PodRail | None] = {}
         # one resource for several NICs: pods find which device is which rail (fabric.render.k8s.pod_rail_setup)
         self.pooled_pods = (self.inv.kubernetes.resources == "pooled"
                             and max((len(h.nics) for h in self.topo.hosts.values()), default=0) > 1)
         self._nic_qos: dict[int, NicQos] = {}
         self._shared: dict[tuple[type, str], Model] = {}
+        self._parts: dict[object, object] = {}
         self.ports: dict[str, list[tuple[str, str, str, int, int, str]]] = {n: [] for n in self.topo.switches}
         self.host_links: dict[tuple[str, str], tuple[int, tuple[object, ...]]] = {
             (ln.a, ln.a_port): (ln.cable_m, ln.loc) for ln in self.topo.links if ln.kind == "host-leaf"}

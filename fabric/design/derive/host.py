@@ -40,6 +40,7 @@ class Hosts(Addressing):
     pooled_pods: bool
     _nic_qos: dict[int, NicQos]
     _shared: dict[tuple[type, str], Model]
+    _parts: dict[object, object]  # what hosts of the same NICs and settings share (sysctls, NCCL, origins)
 
     def pod_rail(self, host: Host, nic: Nic) -> PodRail | None:
         """How pods attach `nic` (one object per (SU, rail, kind), shared by the hosts of the SU)."""
@@ -90,13 +91,69 @@ class Hosts(Addressing):
             self._shared[key] = model(**fields)
         return self._shared[key]  # type: ignore[return-value]
 
+    @staticmethod
+    def _sysctls(ifnames: tuple[str, ...], user: dict[str, object]) -> dict[str, str]:
+        """The sysctls of a host with these rail interfaces (in rail order) and these inventory sysctls, sorted."""
+        sysctls: dict[str, str] = {"net/ipv4/tcp_ecn": "1"}
+        for ifname in ifnames:
+            conf = f"net/ipv4/conf/{ifname}"
+            sysctls.update({f"{conf}/arp_ignore": "1", f"{conf}/arp_announce": "2", f"{conf}/rp_filter": "2",
+                            f"{conf}/arp_notify": "1"})
+        for key, value in sorted(user.items()):
+            for ifname in ifnames if "{if}" in key else [None]:  # type: ignore[list-item]
+                k = key.replace("{if}", ifname.replace(".", "\0")) if ifname else key
+                k = k.replace(".", "/").replace("\0", ".") if "/" not in key else k
+                sysctls[k] = str(value)
+        return dict(sorted(sysctls.items()))
+
+    @staticmethod
+    def _nccl(rdmas: tuple[str, ...], tos: int, mgmt: str, gid: GidIntent, env: dict[str, object]) -> dict[str, str]:
+        """The NCCL environment of a host with these rail NICs (in rail order), ToS, GID and inventory settings."""
+        nccl = {"NCCL_IB_HCA": "=" + ",".join(f"{r}:1" for r in rdmas), "NCCL_IB_TC": str(tos),
+                "NCCL_SOCKET_IFNAME": "=" + mgmt}
+        if gid.policy == "roce-v2-ipv4":
+            nccl["NCCL_IB_GID_INDEX"] = str(gid.index)
+        else:
+            nccl.update(NCCL_IB_ROCE_VERSION_NUM="2", NCCL_IB_ADDR_FAMILY="AF_INET")
+        nccl.update({k: str(v) for k, v in env.items()})
+        return dict(sorted(nccl.items()))
+
+    def _cable_origin(self, cables: dict[str, str]) -> str:
+        return ("derived: the length of the rail's cable to its leaf (the leaf's PFC headroom uses the same); "
+                "cabling.host_leaf.cable"
+                + (f" except {', '.join(f'{k}: {v}' for k, v in sorted(cables.items()))}" if cables
+                   else f" ({self.inv.cabling.host_leaf.cable} m)"))
+
+    def _host_origins(self) -> dict[str, str]:
+        """The origins that are the same for every host of the fabric, made once (one string object each)."""
+        c = self._parts.get("origins")
+        if c is not None:
+            return c  # type: ignore[return-value]
+        k8s = self.inv.kubernetes
+        c = self._parts["origins"] = {
+            "rails.table": f"derived: addressing.table_base {self.addr.table_base} + rail",
+            "nccl_env.NCCL_IB_TC": "derived: the RoCE ToS",
+            "nccl_env.NCCL_IB_HCA": "derived: the rail NICs, exact match (=) so mlx5_1 never matches mlx5_10",
+            "sysctls": "default multi-rail set (arp_ignore 1, arp_announce 2, rp_filter 2 loose, arp_notify 1, "
+                       "tcp_ecn 1) then hosts sysctls",
+            "rails.cable_m": self._cable_origin({}),
+            "rails.pci": "inventory: nics pci, else read from the predictable netdev name (fabric.design.pci)",
+            "rails.vf_trust": f"kubernetes.vf_trust ({k8s.vf_trust}): set on every VF by the host agent and sriov-cni",
+            "rails.vf_spoof_check": f"kubernetes.vf_spoof_check ({k8s.vf_spoof_check}): set on every VF by the host "
+                                    "agent and sriov-cni",
+            "rails.pod": f"derived: kubernetes.network_name {k8s.network_name!r} + rail, resource "
+                         f"{k8s.resource_prefix}/… ({k8s.resources}); VFs take the (SU, rail) subnet after its hosts",
+            "rdma_netns": "inventory: kubernetes.rdma_netns" if k8s.rdma_netns
+            else "default: exclusive where the NICs have VFs (pods get their RDMA device), else not managed",
+        }
+        return c
+
     def host(self, host: Host, i: int) -> HostIntent:
         s = host.settings
         q = self.qos
         tos = s["roce_tos"] if s["roce_tos"] is not None else (q.roce_dscp << 2) | 2
         rails: list[RailIntent] = []
         k8s = self.inv.kubernetes
-        sysctls: dict[str, str] = {"net/ipv4/tcp_ecn": "1"}
         cables: dict[str, str] = {}
         for nic in sorted(host.nics, key=lambda n: n.rail):
             cable, link_loc = self.host_links.get((host.name, nic.netdev), (self.inv.cabling.host_leaf.cable, ()))
@@ -112,56 +169,50 @@ class Hosts(Addressing):
                 routes=[self.rails_pool], leaf=nic.leaf, leaf_port=nic.leaf_port, cable_m=cable,
                 pci=nic.pci or pci_from_netdev(nic.netdev), vf_trust=k8s.vf_trust, vf_spoof_check=k8s.vf_spoof_check,
                 pod=self.pod_rail(host, nic)))
-            conf = f"net/ipv4/conf/{ifname}"
-            sysctls.update({f"{conf}/arp_ignore": "1", f"{conf}/arp_announce": "2", f"{conf}/rp_filter": "2",
-                            f"{conf}/arp_notify": "1"})
-        for key, value in sorted((s.get("sysctls") or {}).items()):
-            for r in rails if "{if}" in key else [None]:
-                k = key.replace("{if}", r.ifname.replace(".", "\0")) if r else key
-                k = k.replace(".", "/").replace("\0", ".") if "/" not in key else k
-                sysctls[k] = str(value)
+        user_sysctls = s.get("sysctls") or {}
+        key = ("sysctls", tuple(r.ifname for r in rails), repr(sorted(user_sysctls.items())))
+        sysctls = self._parts.get(key)
+        if sysctls is None:
+            sysctls = self._parts[key] = self._sysctls(key[1], user_sysctls)
         dq = s.get("dcqcn")
         prios = (dq.priorities if dq and dq.priorities is not None else q.lossless_priorities)
         enabled = dq.enabled if dq else True
         gid = s.get("gid")
         gid_i = self.shared(GidIntent, policy=gid.policy if gid else "roce-v2-ipv4", index=gid.index if gid else 3)
-        nccl = {"NCCL_IB_HCA": "=" + ",".join(f"{r.rdma}:1" for r in rails), "NCCL_IB_TC": str(tos),
-                "NCCL_SOCKET_IFNAME": "=" + s["management_interface"]}
-        if gid_i.policy == "roce-v2-ipv4":
-            nccl["NCCL_IB_GID_INDEX"] = str(gid_i.index)
-        else:
-            nccl.update(NCCL_IB_ROCE_VERSION_NUM="2", NCCL_IB_ADDR_FAMILY="AF_INET")
-        nccl.update({k: str(v) for k, v in (s.get("nccl_env") or {}).items()})
+        env = s.get("nccl_env") or {}
+        key = ("nccl", tuple(r.rdma for r in rails), tos, s["management_interface"], gid_i.policy, gid_i.index,
+               repr(list(env.items())))
+        nccl = self._parts.get(key)
+        if nccl is None:
+            nccl = self._parts[key] = self._nccl(key[1], tos, s["management_interface"], gid_i, env)
         mgmt = host.management or self.management(len(self.topo.switches) + i)
+        c = self._host_origins()  # strings every host shares: one object each
+        tos_key = ("origin-tos", s["roce_tos"] is not None, q.roce_dscp, tos)
+        tos_origin = self._parts.get(tos_key)
+        if tos_origin is None:
+            tos_origin = self._parts[tos_key] = ("inventory: hosts roce_tos" if s["roce_tos"] is not None
+                                                 else f"formula: qos.roce_dscp {q.roce_dscp} << 2 | ECT(0) 2 = {tos}")
         origins = {
             "rails.address": f"derived: addressing.rails {self.addr.rails} /{self.addr.rail_prefix_length} block "
                              f"per (SU, rail), mode {self.addr.mode}, host {host.h} of SU {host.su}",
-            "rails.table": f"derived: addressing.table_base {self.addr.table_base} + rail",
-            "nic_qos.roce_tos": "inventory: hosts roce_tos" if s["roce_tos"] is not None
-            else f"formula: qos.roce_dscp {q.roce_dscp} << 2 | ECT(0) 2 = {tos}",
-            "nccl_env.NCCL_IB_TC": "derived: the RoCE ToS",
-            "nccl_env.NCCL_IB_HCA": "derived: the rail NICs, exact match (=) so mlx5_1 never matches mlx5_10",
-            "sysctls": "default multi-rail set (arp_ignore 1, arp_announce 2, rp_filter 2 loose, arp_notify 1, "
-                       "tcp_ecn 1) then hosts sysctls",
-            "rails.cable_m": "derived: the length of the rail's cable to its leaf (the leaf's PFC headroom uses the "
-                             "same); cabling.host_leaf.cable"
-                             + (f" except {', '.join(f'{k}: {v}' for k, v in sorted(cables.items()))}" if cables
-                                else f" ({self.inv.cabling.host_leaf.cable} m)"),
-            "rails.pci": "inventory: nics pci, else read from the predictable netdev name (fabric.design.pci)",
-            "rails.vf_trust": f"kubernetes.vf_trust ({k8s.vf_trust}): set on every VF by the host agent and sriov-cni",
-            "rails.vf_spoof_check": f"kubernetes.vf_spoof_check ({k8s.vf_spoof_check}): set on every VF by the host "
-                                    "agent and sriov-cni",
-            "rails.pod": f"derived: kubernetes.network_name {k8s.network_name!r} + rail, resource "
-                         f"{k8s.resource_prefix}/… ({k8s.resources}); VFs take the (SU, rail) subnet after its hosts",
-            "rdma_netns": "inventory: kubernetes.rdma_netns" if k8s.rdma_netns
-            else "default: exclusive where the NICs have VFs (pods get their RDMA device), else not managed",
+            "rails.table": c["rails.table"],
+            "nic_qos.roce_tos": tos_origin,
+            "nccl_env.NCCL_IB_TC": c["nccl_env.NCCL_IB_TC"],
+            "nccl_env.NCCL_IB_HCA": c["nccl_env.NCCL_IB_HCA"],
+            "sysctls": c["sysctls"],
+            "rails.cable_m": c["rails.cable_m"] if not cables else self._cable_origin(cables),
+            "rails.pci": c["rails.pci"],
+            "rails.vf_trust": c["rails.vf_trust"],
+            "rails.vf_spoof_check": c["rails.vf_spoof_check"],
+            "rails.pod": c["rails.pod"],
+            "rdma_netns": c["rdma_netns"],
         }
         return HostIntent(
             name=host.name, su=host.su, gpus=s["gpus"], management_interface=s["management_interface"],
-            management_address=mgmt, roce_mtu=s["roce_mtu"], rails=rails, sysctls=dict(sorted(sysctls.items())),
+            management_address=mgmt, roce_mtu=s["roce_mtu"], rails=rails, sysctls=sysctls,
             nic_qos=self.nic_qos(tos),
             dcqcn=self.shared(DcqcnIntent, np_priorities=sorted(prios) if enabled else [],
                               rp_priorities=sorted(prios) if enabled else [],
                               cc_params=dict(sorted((dq.cc_params if dq else {}).items()))),
-            gid=gid_i, nccl_env=dict(sorted(nccl.items())),
+            gid=gid_i, nccl_env=nccl,
             rdma_netns=k8s.rdma_netns or ("exclusive" if any(n.vfs for n in host.nics) else None), origins=origins)

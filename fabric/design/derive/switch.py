@@ -15,7 +15,7 @@ from fabric.design.intent import (
     Svi,
     SwitchIntent,
 )
-from fabric.design.topology import Switch, Topo
+from fabric.design.topology import Nic, Switch, Topo
 from fabric.model.inventory import Inventory
 from fabric.model.load import Loaded
 from fabric.model.ports import sonic_port_map
@@ -38,6 +38,7 @@ class Switches(Addressing):
     topo: Topo
     asn: dict[str, int]
     ports: dict[str, list[tuple[str, str, str, int, int, str]]]
+    nic_at: dict[tuple[str, str], Nic]  # (host, netdev) → its first NIC of that name
 
     def switch(self, sw: Switch) -> SwitchIntent:
         inv, qos = self.inv, self.qos
@@ -60,6 +61,7 @@ class Switches(Addressing):
         watchdog = self.facts.watchdog is not None
         sw_lanes, sw_speed = sw.lanes_of(), sw.port_speed
         headrooms: dict[tuple[int, int, int], Headroom] = {}
+        hosts, nic_at, ar_speeds = self.topo.hosts, self.nic_at, sw.platform.adaptive_routing_speeds
         for port, peer, peer_port, speed, cable, kind in sorted(self.ports[sw.name], key=lambda p: natural(p[0])):
             lanes = max(1, sw_lanes * speed // sw_speed)  # a slower link uses fewer lanes
             hr = None
@@ -73,8 +75,10 @@ class Switches(Addressing):
             if hw is not None and pm is not None and sw.ways > 1:
                 breakout[pm.parent(hw)] = hw.mode
             if kind == "host-leaf":
-                host = self.topo.hosts[peer]
-                nic = next(n for n in host.nics if n.netdev == peer_port)
+                host = hosts[peer]
+                nic = nic_at.get((peer, peer_port))
+                if nic is None:  # the first NIC of that name, as a search of the host's NICs finds it
+                    nic = next(n for n in host.nics if n.netdev == peer_port)
                 key = (host.su, nic.rail)
                 vlan = address = None
                 if self.addr.mode == "svi":
@@ -92,7 +96,7 @@ class Switches(Addressing):
                     tagged=vlan is not None and nic.vlan is not None, address=address, unnumbered=False,
                     adaptive_routing=False, lossless=lossless, pfc=pfc, watchdog=watchdog, headroom=hr, hw=hw))
             else:
-                ar = ar_on and speed in sw.platform.adaptive_routing_speeds
+                ar = ar_on and speed in ar_speeds
                 ports.append(PortIntent(
                     name=port, speed=speed, lanes=lanes, mtu=mtu, cable_m=cable, kind="fabric", peer=peer,
                     peer_port=peer_port, description=f"{peer}:{peer_port}", vlan=None, address=None,

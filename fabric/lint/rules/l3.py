@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from functools import lru_cache
 from ipaddress import IPv4Interface, IPv4Network
 
+from fabric.design.intent import BgpNeighbor, PortIntent
 from fabric.lint.configs.model import ConfigSet
 from fabric.lint.context import Context
 from fabric.lint.core import Finding, Rule, Severity, rule
@@ -477,13 +478,18 @@ class UnnumberedBothEnds(Rule):
     configs = True
 
     def check(self, ctx: Context) -> Iterator[Finding]:
-        nbr = {(sw.name, n.port): n for sw in ctx.switches for n in sw.bgp.neighbors}
-        switches, port = ctx.intent.switches, ctx.port
+        # per switch, by port (as ctx.port, the last of a name wins): no (switch, port) tuple per lookup
+        nbr = {sw.name: {n.port: n for n in sw.bgp.neighbors} for sw in ctx.switches}
+        ports = {sw.name: {p.name: p for p in sw.ports} for sw in ctx.switches}
+        switches = ctx.intent.switches
+        no_nbr: dict[str, BgpNeighbor] = {}
+        no_port: dict[str, PortIntent] = {}
         for sw in ctx.switches:
+            own = ports[sw.name]
             for n in sw.bgp.neighbors:
                 peer_sw = switches.get(n.peer)
-                back = nbr.get((n.peer, n.peer_port))
-                p, pp = port.get((sw.name, n.port)), port.get((n.peer, n.peer_port))
+                back = nbr.get(n.peer, no_nbr).get(n.peer_port)
+                p, pp = own.get(n.port), ports.get(n.peer, no_port).get(n.peer_port)
                 ok = peer_sw is not None and back is not None and back.peer == sw.name
                 if ok and p and p.unnumbered and pp and pp.unnumbered and n.remote_asn == peer_sw.bgp.asn:
                     continue
