@@ -13,6 +13,7 @@ policy) and its structure is checked before a driver diffs it, so every malforme
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from collections.abc import Callable
@@ -91,6 +92,9 @@ class _LinesOnDemand(SourceMap):
         return super().where(loc)
 
 
+_NO_DOC = object()
+
+
 def nvue_document(path: Path, text: str, located: bool = True) -> tuple[Any, SourceMap]:
     """The YAML document of a saved NVUE config and the lines of its keys, read once for its shape check and its
     parser (`fabric.nos.nvue.configs`), which ask in turn: the second ask takes the first's reading (once).
@@ -98,13 +102,11 @@ def nvue_document(path: Path, text: str, located: bool = True) -> tuple[Any, Sou
     if _LAST and _LAST[0][0] == str(path) and _LAST[0][1] == text:
         _, _, doc, smap = _LAST.pop()
         return doc, smap
-    smap = SourceMap()
-    try:
-        if located:
-            raise LookupError
-        doc = load_block(text, None, str(path), (), MAX_DEPTH)
-        smap = _LinesOnDemand(text, str(path))
-    except LookupError:
+    doc, smap = _NO_DOC, SourceMap()
+    if not located:
+        with contextlib.suppress(LookupError):  # outside the one-pass subset: the full loader below
+            doc, smap = load_block(text, None, str(path), (), MAX_DEPTH), _LinesOnDemand(text, str(path))
+    if doc is _NO_DOC:
         doc = yaml_text(text, str(path), smap)
     _LAST[:] = [(str(path), text, doc, smap)]
     return doc, smap
