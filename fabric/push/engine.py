@@ -9,7 +9,6 @@ the device cannot be reached again, a target with a confirm timer reverts by its
 from __future__ import annotations
 
 import contextlib
-import multiprocessing
 import os
 import signal
 import threading
@@ -23,6 +22,7 @@ import yaml
 from pydantic import BaseModel
 
 from fabric.access import Credentials, SwitchEndpoint
+from fabric.batch import fork_map
 from fabric.errors import InputError, one_line
 from fabric.model.running import read_running
 from fabric.nos import NOS
@@ -143,8 +143,7 @@ def plan_saved_all(names: list[str], endpoint: Callable[[str], SwitchEndpoint], 
         if workers <= 1:
             return _plan_saved_names(names)
         chunks = [names[i:i + 16] for i in range(0, len(names), 16)]
-        with multiprocessing.get_context("fork").Pool(workers) as pool:
-            return [r for part in pool.map(_plan_saved_names, chunks) for r in part]
+        return [r for part in fork_map(_plan_saved_names, chunks, workers, chunksize=1) for r in part]
     finally:
         _PLAN = None
 

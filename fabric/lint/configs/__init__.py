@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from fabric.batch import fork_map
 from fabric.design.derive import qos_facts
 from fabric.errors import InputError, Problem, one_line
 from fabric.lint.configs.model import ConfigSet, DeviceConfig
@@ -96,14 +97,8 @@ def parse_files(paths: list[Path], root: Path, targets: dict[str, str] | None = 
                 per_worker: int = 100) -> list[DeviceConfig]:
     """Every recognised file parsed once, in order; a large set in worker processes on every core (files are
     independent). Every malformed file is a problem of its own, all reported at once, in file order."""
-    workers = _workers(len(paths), per_worker)
     jobs = [(p, root, targets or {}) for p in paths]
-    if workers <= 1:
-        results = [_parse_or_problems(job) for job in jobs]
-    else:
-        with multiprocessing.get_context("fork").Pool(workers) as pool:
-            results = pool.map(_parse_or_problems, jobs, chunksize=16)
-    return _gather(results)
+    return _gather(fork_map(_parse_or_problems, jobs, _workers(len(paths), per_worker)))
 
 
 def _scan(root: Path) -> list[Path]:
