@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 from ipaddress import IPv4Address, IPv4Interface, IPv4Network
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
@@ -31,6 +31,34 @@ from fabric.model.ports import HwPort
 
 class Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+_M = TypeVar("_M", bound=Model)
+_new, _set = object.__new__, object.__setattr__
+
+
+@lru_cache(maxsize=64)
+def _field_names(model: type[Model]) -> tuple[str, ...]:
+    return tuple(model.__pydantic_fields__)
+
+
+def trusted(model: type[_M], fields: dict[str, Any]) -> _M:
+    """`model(**fields)` without validating the values again: what validation would hold (every field, in the
+    model's order, the same value objects), for intents derived from values that were validated already —
+    the inventory's, or those of an instance of the same shape made by `model(**fields)` (fabric.design.derive:
+    thousands of hosts share all but their names and addresses). Any field missing, or an unknown one: the
+    validating constructor, with its own messages. tests/test_derive_trusted.py holds it equal to validation."""
+    names = _field_names(model)
+    if tuple(fields) != names:  # a field missing, an unknown one, or another order
+        if fields.keys() != set(names):
+            return model(**fields)
+        fields = {name: fields[name] for name in names}
+    obj = _new(model)
+    _set(obj, "__dict__", fields)  # the caller's dict: made for this instance
+    _set(obj, "__pydantic_fields_set__", set(names))
+    _set(obj, "__pydantic_extra__", None)
+    _set(obj, "__pydantic_private__", None)
+    return obj
 
 
 _OCTET = r"(25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])"

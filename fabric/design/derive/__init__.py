@@ -17,7 +17,19 @@ from fabric.design.topology import Nic, Topo, build
 from fabric.errors import InputError, Problem
 from fabric.model.load import Loaded
 
-__all__ = ["Deriver", "derive", "dotted", "qos_facts", "semantic_problems"]
+__all__ = ["Deriver", "checked_topology", "derive", "dotted", "qos_facts", "semantic_problems"]
+
+
+def checked_topology(loaded: Loaded, target: str | None = None) -> Topo:
+    """The expanded topology of `loaded`, every check passed (the inventory's, the topology's, the pools'):
+    InputError with every problem otherwise. Deriving the devices from it adds no check (`validate` stops here)."""
+    topo = build(loaded.inv, loaded.smap, target)
+    problems = loaded.problems + topo.problems
+    if not problems:
+        problems = capacity_problems(loaded, topo)
+    if problems:
+        raise InputError(problems)
+    return topo
 
 
 class Deriver(Switches, Hosts):
@@ -26,12 +38,7 @@ class Deriver(Switches, Hosts):
     def __init__(self, loaded: Loaded, target: str | None = None):
         self.loaded, self.inv, self.qos = loaded, loaded.inv, loaded.qos
         self.facts = qos_facts(self.qos)  # one object shared by every switch
-        self.topo: Topo = build(self.inv, loaded.smap, target)
-        problems = loaded.problems + self.topo.problems
-        if not problems:
-            problems = capacity_problems(loaded, self.topo)
-        if problems:
-            raise InputError(problems)
+        self.topo: Topo = checked_topology(loaded, target)
         self.addr = self.inv.addressing
         self.block_size = 2 ** (32 - self.addr.rail_prefix_length)
         self._rails_base, self._rails = int(self.addr.rails.network_address), self.inv.topology.rails

@@ -15,6 +15,7 @@ from fabric.design.intent import (
     PodRail,
     QosFacts,
     RailIntent,
+    trusted,
 )
 from fabric.design.pci import pci_from_netdev
 from fabric.design.topology import Host, Nic, Topo
@@ -91,6 +92,16 @@ class Hosts(Addressing):
             self._shared[key] = model(**fields)
         return self._shared[key]  # type: ignore[return-value]
 
+    def _once(self, model: type[_M], shape: tuple[object, ...], fields: dict[str, object]) -> _M:
+        """`model` of `fields`: validated the first time of its `shape`, then trusted (`intent.trusted`); the shape
+        holds every field that is not computed here from validated values (addresses) nor a checked topology
+        name."""
+        if shape in self._parts:
+            return trusted(model, fields)
+        obj = model(**fields)
+        self._parts[shape] = True
+        return obj
+
     @staticmethod
     def _sysctls(ifnames: tuple[str, ...], user: dict[str, object]) -> dict[str, str]:
         """The sysctls of a host with these rail interfaces (in rail order) and these inventory sysctls, sorted."""
@@ -162,15 +173,18 @@ class Hosts(Addressing):
             addr, gw = self.host_address(host, nic.rail)
             ifname = f"{nic.netdev}.{nic.vlan}" if nic.vlan else nic.netdev
             subnet = self.subnet(host.su, nic.rail) if self.addr.mode == "svi" else f"{gw}/31"
-            rails.append(RailIntent(
+            # Validated once per shape (every field but the addresses, computed here, and the leaf and its port,
+            # the topology's checked names); the same shape again is trusted (fabric.design.intent.trusted).
+            shape = ("rail", nic.rail, nic.rdma, nic.netdev, nic.vlan, nic.vfs, nic.pci, s["mtu"], cable)
+            rails.append(self._once(RailIntent, shape, dict(
                 rail=nic.rail, rdma=nic.rdma, netdev=nic.netdev, ifname=ifname, vlan=nic.vlan, vfs=nic.vfs,
                 mtu=s["mtu"], speed=self.inv.cabling.host_leaf.speed, address=addr, gateway=gw, subnet=subnet,
                 table=self.addr.table_base + nic.rail, rule_priority=self.addr.rule_priority_base + nic.rail,
                 routes=[self.rails_pool], leaf=nic.leaf, leaf_port=nic.leaf_port, cable_m=cable,
                 pci=nic.pci or pci_from_netdev(nic.netdev), vf_trust=k8s.vf_trust, vf_spoof_check=k8s.vf_spoof_check,
-                pod=self.pod_rail(host, nic)))
+                pod=self.pod_rail(host, nic))))
         user_sysctls = s.get("sysctls") or {}
-        key = ("sysctls", tuple(r.ifname for r in rails), repr(sorted(user_sysctls.items())))
+        sysctls_key = key = ("sysctls", tuple(r.ifname for r in rails), repr(sorted(user_sysctls.items())))
         sysctls = self._parts.get(key)
         if sysctls is None:
             sysctls = self._parts[key] = self._sysctls(key[1], user_sysctls)
@@ -207,7 +221,11 @@ class Hosts(Addressing):
             "rails.pod": c["rails.pod"],
             "rdma_netns": c["rdma_netns"],
         }
-        return HostIntent(
+        # Validated once per shape: the name (a checked topology name), the SU, the management address (computed
+        # here or the inventory's) and the origins (text) are all a host adds to it.
+        shape = ("host", key, s["gpus"], s["roce_mtu"], tuple(r.netdev for r in rails), tuple(r.ifname for r in rails),
+                 sysctls_key)
+        return self._once(HostIntent, shape, dict(
             name=host.name, su=host.su, gpus=s["gpus"], management_interface=s["management_interface"],
             management_address=mgmt, roce_mtu=s["roce_mtu"], rails=rails, sysctls=sysctls,
             nic_qos=self.nic_qos(tos),
@@ -215,4 +233,4 @@ class Hosts(Addressing):
                               rp_priorities=sorted(prios) if enabled else [],
                               cc_params=dict(sorted((dq.cc_params if dq else {}).items()))),
             gid=gid_i, nccl_env=nccl,
-            rdma_netns=k8s.rdma_netns or ("exclusive" if any(n.vfs for n in host.nics) else None), origins=origins)
+            rdma_netns=k8s.rdma_netns or ("exclusive" if any(n.vfs for n in host.nics) else None), origins=origins))

@@ -1,0 +1,88 @@
+"""Issue 27: derivation validates a rail or host intent once per shape and trusts the same shape again
+(`fabric.design.intent.trusted`), and `validate` stops at the checked topology. Both must give exactly what the
+validating path gives, on every example and fixture inventory and on a generated fabric of many hosts per shape."""
+
+from __future__ import annotations
+
+import pickle
+from pathlib import Path
+
+import pytest
+
+import fabric.design.derive.host as host_module
+from fabric.design.derive import Deriver, checked_topology
+from fabric.design.intent import GidIntent, HostIntent, RailIntent, trusted
+from fabric.design.load import Fabric, Summary
+from fabric.generate import GpuRailSpec
+from fabric.generate import write as write_inventory
+from fabric.model.load import load
+
+ROOT = Path(__file__).resolve().parent.parent
+INVENTORIES = sorted([*ROOT.glob("inventories/*/fabric.yaml"), *ROOT.glob("tests/fixtures/inventories/*/fabric.yaml")])
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("gen") / "g1k"
+    write_inventory(GpuRailSpec(gpus=1024, hosts_per_su=16), out)
+    return out
+
+
+def _validating(model, fields):  # type: ignore[no-untyped-def]
+    return model(**fields)
+
+
+def _same(a: HostIntent | RailIntent, b: HostIntent | RailIntent) -> None:
+    assert a == b
+    assert list(a.__dict__) == list(b.__dict__)
+    assert a.model_fields_set == b.model_fields_set
+    assert a.__pydantic_extra__ == b.__pydantic_extra__ and a.__pydantic_private__ == b.__pydantic_private__
+    assert a.model_dump_json() == b.model_dump_json()
+    assert repr(a) == repr(b)
+
+
+def _check(inv: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    loaded = load(inv)
+    fast = Deriver(loaded).fabric()
+    with monkeypatch.context() as m:
+        m.setattr(host_module, "trusted", _validating)
+        slow = Deriver(loaded).fabric()
+    assert fast == slow
+    assert fast.model_dump_json() == slow.model_dump_json()
+    assert list(fast.hosts) == list(slow.hosts)
+    for name, h in fast.hosts.items():
+        _same(h, slow.hosts[name])
+        for r, s in zip(h.rails, slow.hosts[name].rails, strict=True):
+            _same(r, s)
+            # what the host agent reads back validates to the same intent
+            _same(RailIntent.model_validate_json(r.model_dump_json()), s)
+        _same(HostIntent.model_validate_json(h.model_dump_json()), slow.hosts[name])
+    assert pickle.loads(pickle.dumps(fast)) == slow
+    # validate's figures from the checked topology are those of the derived intent
+    assert Summary.of_topology(loaded, checked_topology(loaded)) == Summary.of(Fabric(loaded, Deriver(loaded), fast))
+
+
+@pytest.mark.parametrize("inv", [p.parent for p in INVENTORIES], ids=lambda p: p.name)
+def test_trusted_equals_validated(inv: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _check(inv, monkeypatch)
+
+
+def test_trusted_equals_validated_generated(generated: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _check(generated, monkeypatch)
+
+
+def test_trusted_falls_back_to_validation() -> None:
+    assert trusted(GidIntent, {"policy": "auto", "index": 3}) == GidIntent(policy="auto", index=3)
+    with pytest.raises(ValueError, match="index"):  # a missing field: the validating constructor's message
+        trusted(GidIntent, {"policy": "auto"})
+    with pytest.raises(ValueError, match="extra"):
+        trusted(GidIntent, {"policy": "auto", "index": 3, "other": 1})
+
+
+def test_a_new_shape_is_validated(generated: Path) -> None:
+    """The first host of a shape goes through validation: a bad value there raises as it always did."""
+    d = Deriver(load(generated))
+    host = next(iter(d.topo.hosts.values()))
+    host.settings = {**host.settings, "gpus": "eight"}  # not an int: only validation can say so
+    with pytest.raises(ValueError, match="gpus"):
+        d.host(host, 0)
