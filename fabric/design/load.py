@@ -255,13 +255,32 @@ def load_device(directory: Path, name: str, min_devices: int = CACHE_MIN_DEVICES
     return device
 
 
+def verdict(directory: Path, name: str, variant: str, make: Any, parse: Any, min_devices: int | None = None) -> Any:
+    """A command's whole answer about an unchanged inventory (`lint`'s findings for its options `variant`): read
+    back by `parse(bytes)` (None: damaged, a miss) from its cache entry beside the inventory's, else `make()` →
+    (answer, its bytes, the fabric's devices), kept where the fabric has at least `min_devices` devices. Deriving
+    the intent costs about what reading it back does: the answer is what is worth keeping."""
+    entry = _entry(directory, None)
+    path = entry.with_suffix(f".{name}-{hashlib.sha256(variant.encode()).hexdigest()[:32]}") if entry else None
+    raw = _read(path) if path is not None else None
+    if raw is not None:
+        with contextlib.suppress(Exception):
+            value = parse(raw)
+            if value is not None:
+                return value
+    value, data, devices = make()
+    if path is not None and devices >= (CACHE_MIN_DEVICES if min_devices is None else min_devices):
+        _write(path, data)
+    return value
+
+
 def load_fabric(directory: Path, target: str | None = None, progress: Any = None,
-                min_devices: int = CACHE_MIN_DEVICES, store: bool = True) -> Fabric:
+                min_devices: int = CACHE_MIN_DEVICES, store: bool = True, cached: bool = True) -> Fabric:
     """Load, validate and derive `directory` (`target` forces one NOS, as the lab does); bad input raises
     InputError with every problem. `progress(stage)` hears the stages; `store` False reads the cache but does
-    not write it."""
+    not write it; `cached` False neither reads nor writes it."""
     stage = progress or (lambda _s: None)
-    entry = _entry(directory, target)
+    entry = _entry(directory, target) if cached else None
     raw = _read(entry.with_suffix(".pickle")) if entry is not None else None
     if raw is not None:
         stage(f"read the derived {directory} from the cache")

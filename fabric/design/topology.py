@@ -72,7 +72,7 @@ def _port_names(target: str, ways: int, lanes: int, count: int) -> tuple[str, ..
     return tuple(_port_name(target, ways, lanes, i) for i in range(count))
 
 
-@dataclass
+@dataclass(slots=True)
 class Link:
     a: str
     a_port: str
@@ -84,7 +84,7 @@ class Link:
     loc: tuple[Any, ...] = ()
 
 
-@dataclass
+@dataclass(slots=True)
 class Nic:
     rail: int
     rdma: str
@@ -159,6 +159,7 @@ class _Builder:
         self.overrides = {s.name: (i, s) for i, s in enumerate(inv.switches)}
         self.reported: set[tuple[Any, ...]] = set()
         self.shared: dict[tuple[Any, ...], list[int]] = {}  # loc → [index in problems, count]
+        self.default_settings: dict[str, Any] | None = None
 
     def problem(self, loc: tuple[Any, ...], expected: str, found: str = "") -> None:
         """A problem; one from a shared default (hosts.defaults) is reported once, with the count of hosts."""
@@ -268,10 +269,11 @@ class _Builder:
     def take(self, sw: Switch, peer: str, speed: int, loc: tuple[Any, ...]) -> str | None:
         """Allocate the next free logical port of `sw` for a link to `peer`."""
         names, used, i = sw.port_names(), sw.used, sw.next_port
-        while i < len(names) and names[i] in used:
+        n = len(names)
+        while i < n and names[i] in used:
             i += 1
         sw.next_port = i
-        if i >= len(names):
+        if i >= n:
             self.problem(loc, f"at most {sw.capacity} ports on {sw.name} ({sw.platform.name}: "
                               f"{sw.platform.ports} × {sw.ways} sub-ports)", f"a link to {peer} beyond that")
             return None
@@ -394,7 +396,12 @@ class _Builder:
         if name in self.t.hosts or name in self.t.switches:
             self.problem(loc, "each device name once", f"{name} twice")
             return
-        settings = _merged_settings(self.inv.hosts.defaults, explicit[1] if explicit else None)
+        if explicit:
+            settings = _merged_settings(self.inv.hosts.defaults, explicit[1])
+        else:  # the defaults' settings, merged once: every generated host holds a copy of the same values
+            if self.default_settings is None:
+                self.default_settings = _merged_settings(self.inv.hosts.defaults)
+            settings = dict(self.default_settings)
         nic_defs: list[NicDef] = settings.pop("nics", None) or [
             NicDef(rail=r, rdma=f"mlx5_{r - 1}", netdev=f"rail{r}") for r in range(1, self.inv.topology.rails + 1)]
         host = Host(name, su, h, settings, [], loc=loc)

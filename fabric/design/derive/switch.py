@@ -24,6 +24,10 @@ from fabric.nos import NOS
 from fabric.order import natural
 
 
+def _by_port(p: tuple[str, ...]) -> tuple[str | int, ...]:
+    return natural(p[0])
+
+
 def _pow2(n: int) -> int:
     return 1 << max(0, n - 1).bit_length()
 
@@ -60,20 +64,22 @@ class Switches(Addressing):
         pfc = tuple(self.facts.lossless_priorities)
         watchdog = self.facts.watchdog is not None
         sw_lanes, sw_speed = sw.lanes_of(), sw.port_speed
-        headrooms: dict[tuple[int, int, int], Headroom] = {}
-        hosts, nic_at, ar_speeds = self.topo.hosts, self.nic_at, sw.platform.adaptive_routing_speeds
-        for port, peer, peer_port, speed, cable, kind in sorted(self.ports[sw.name], key=lambda p: natural(p[0])):
-            lanes = max(1, sw_lanes * speed // sw_speed)  # a slower link uses fewer lanes
-            hr = None
-            if lossless:
-                hr = headrooms.get((speed, cable, lanes))
-                if hr is None:
-                    hr = headrooms[(speed, cable, lanes)] = port_headroom(
-                        sw.platform.asic, speed, cable, mtu, lanes, hr_policy.lossless_mtu,
-                        hr_policy.small_packet_percentage, hr_policy.shared_headroom_pool)
+        headrooms: dict[tuple[int, int], Headroom | None] = {}  # by (speed, cable): a speed's lanes are one number
+        lanes_at: dict[int, int] = {}
+        hosts, nic_at, ar_speeds, asn = self.topo.hosts, self.nic_at, sw.platform.adaptive_routing_speeds, self.asn
+        svi, vlan_base, broken_out = self.addr.mode == "svi", self.addr.vlan_base, pm is not None and sw.ways > 1
+        for port, peer, peer_port, speed, cable, kind in sorted(self.ports[sw.name], key=_by_port):
+            lanes = lanes_at.get(speed)
+            if lanes is None:  # a slower link uses fewer lanes
+                lanes = lanes_at[speed] = max(1, sw_lanes * speed // sw_speed)
+            hr = headrooms.get((speed, cable), False) if lossless else None
+            if hr is False:
+                hr = headrooms[(speed, cable)] = port_headroom(
+                    sw.platform.asic, speed, cable, mtu, lanes, hr_policy.lossless_mtu,
+                    hr_policy.small_packet_percentage, hr_policy.shared_headroom_pool)
             hw = hw_ports.get(port) if hw_ports is not None else None
-            if hw is not None and pm is not None and sw.ways > 1:
-                breakout[pm.parent(hw)] = hw.mode
+            if hw is not None and broken_out:
+                breakout[pm.parent(hw)] = hw.mode  # type: ignore[union-attr]
             if kind == "host-leaf":
                 host = hosts[peer]
                 nic = nic_at.get((peer, peer_port))
@@ -81,8 +87,8 @@ class Switches(Addressing):
                     nic = next(n for n in host.nics if n.netdev == peer_port)
                 key = (host.su, nic.rail)
                 vlan = address = None
-                if self.addr.mode == "svi":
-                    vlan = self.addr.vlan_base + nic.rail
+                if svi:
+                    vlan = vlan_base + nic.rail
                     members.setdefault(key, []).append(port)
                     if nic.vlan is not None:
                         tagged.setdefault(key, []).append(port)
@@ -96,13 +102,12 @@ class Switches(Addressing):
                     tagged=vlan is not None and nic.vlan is not None, address=address, unnumbered=False,
                     adaptive_routing=False, lossless=lossless, pfc=pfc, watchdog=watchdog, headroom=hr, hw=hw))
             else:
-                ar = ar_on and speed in ar_speeds
                 ports.append(PortIntent(
                     name=port, speed=speed, lanes=lanes, mtu=mtu, cable_m=cable, kind="fabric", peer=peer,
                     peer_port=peer_port, description=f"{peer}:{peer_port}", vlan=None, address=None,
-                    unnumbered=True, adaptive_routing=ar, lossless=lossless, pfc=pfc, watchdog=watchdog, headroom=hr,
-                    hw=hw))
-                neighbors.append(BgpNeighbor(port=port, peer=peer, peer_port=peer_port, remote_asn=self.asn[peer]))
+                    unnumbered=True, adaptive_routing=ar_on and speed in ar_speeds, lossless=lossless, pfc=pfc,
+                    watchdog=watchdog, headroom=hr, hw=hw))
+                neighbors.append(BgpNeighbor(port=port, peer=peer, peer_port=peer_port, remote_asn=asn[peer]))
         svis, networks, blackholes = [], [f"{lo}/32"], []
         for (su, rail), names in sorted(members.items()):
             vid = self.addr.vlan_base + rail
