@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+import fabric.design.derive as derive_module
 import fabric.design.derive.host as host_module
 from fabric.design.derive import Deriver, checked_topology
 from fabric.design.intent import GidIntent, HostIntent, RailIntent, trusted
@@ -46,6 +47,7 @@ def _check(inv: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     fast = Deriver(loaded).fabric()
     with monkeypatch.context() as m:
         m.setattr(host_module, "trusted", _validating)
+        m.setattr(derive_module, "trusted", _validating)
         slow = Deriver(loaded).fabric()
     assert fast == slow
     assert fast.model_dump_json() == slow.model_dump_json()

@@ -12,7 +12,17 @@ from fabric.design.derive.addressing import dotted
 from fabric.design.derive.host import Hosts
 from fabric.design.derive.qos import qos_facts
 from fabric.design.derive.switch import Switches
-from fabric.design.intent import FabricIntent, HostIntent, K8sFacts, LinkIntent, Model, NicQos, PodRail, SwitchIntent
+from fabric.design.intent import (
+    FabricIntent,
+    HostIntent,
+    K8sFacts,
+    LinkIntent,
+    Model,
+    NicQos,
+    PodRail,
+    SwitchIntent,
+    trusted,
+)
 from fabric.design.topology import Nic, Topo, build
 from fabric.errors import InputError, Problem
 from fabric.model.load import Loaded
@@ -98,9 +108,11 @@ class Deriver(Switches, Hosts):
         k8s = K8sFacts(namespace=k.namespace, device_plugin_namespace=k.device_plugin_namespace,
                        resource_prefix=k.resource_prefix, resources=k.resources, network_name=k.network_name,
                        explicit=("kubernetes",) in self.loaded.smap.lines)
-        return FabricIntent(name=self.inv.fabric.name, addressing_mode=self.addr.mode,
-                            rails=self.inv.topology.rails, switches=switches, hosts=hosts, links=links,
-                            kubernetes=k8s)
+        # every value validated already (a host intent once per shape, fabric.design.derive.host): validating the
+        # whole fabric again would run each host's own checks once more
+        return trusted(FabricIntent, dict(name=self.inv.fabric.name, addressing_mode=self.addr.mode,
+                                          rails=self.inv.topology.rails, switches=switches, hosts=hosts, links=links,
+                                          kubernetes=k8s))
 
 
 def derive(loaded: Loaded, target: str | None = None) -> FabricIntent:

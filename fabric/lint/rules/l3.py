@@ -31,10 +31,12 @@ class LinkSpeed(Rule):
     configs = True
 
     def check(self, ctx: Context) -> Iterator[Finding]:
-        speeds = {(h.name, r.netdev): r.speed for h in ctx.hosts for r in h.rails}
-        speeds.update((end, p.speed) for end, p in ctx.port.items())  # a switch port before a host NIC
+        nics = {(h.name, r.netdev): r.speed for h in ctx.hosts for r in h.rails}
+        ports = ctx.port  # a switch port before a host NIC
         for ln in ctx.intent.links:
-            s1, s2 = speeds.get((ln.a, ln.a_port)), speeds.get((ln.b, ln.b_port))
+            p1, p2 = ports.get((ln.a, ln.a_port)), ports.get((ln.b, ln.b_port))
+            s1 = p1.speed if p1 is not None else nics.get((ln.a, ln.a_port))
+            s2 = p2.speed if p2 is not None else nics.get((ln.b, ln.b_port))
             if s1 is not None and s2 is not None and s1 != s2:
                 d2, p2 = ln.b, ln.b_port
                 yield self.finding(
