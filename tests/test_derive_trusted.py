@@ -88,3 +88,31 @@ def test_a_new_shape_is_validated(generated: Path) -> None:
     host.settings = {**host.settings, "gpus": "eight"}  # not an int: only validation can say so
     with pytest.raises(ValueError, match="gpus"):
         d.host(host, 0)
+
+
+@pytest.mark.parametrize(("edit", "expected"), [
+    (lambda t: t.replace("management_interface: eth0", "management_interface: rail1.100").replace(
+        "netdev: rail1}", "netdev: rail1, vlan: 100}"),
+     "hosts.defaults.nics[0].vlan: expected a rail interface other than the management interface rail1.100, "
+     "found rail1.100 (VLAN 100)"),
+    (lambda t: t.replace("netdev: rail1}", "netdev: rail1.5}").replace(
+        "    mtu: 9000\n", "    mtu: 9000\n    sysctls:\n      net.ipv4.conf.rail1.5.rp_filter: 1\n"),
+     "hosts.defaults.sysctls.net.ipv4.conf.rail1.5.rp_filter: expected a sysctl of all, default, {if} or a rail "
+     "interface (rail1.5, rail2, rail3, rail4), found rail1 (as the host writes it: net/ipv4/conf/rail1/5/rp_filter"),
+])
+def test_what_a_host_intent_refuses_the_topology_refuses(tmp_path: Path, edit, expected: str) -> None:  # type: ignore[no-untyped-def]
+    """`validate` derives no device: what a host intent's own check would refuse (once a traceback) is a located
+    problem of the checked topology."""
+    import shutil
+
+    from fabric.errors import InputError
+
+    inv = tmp_path / "inv"
+    shutil.copytree(ROOT / "inventories" / "example", inv)
+    hosts = inv / "hosts.yaml"
+    text = hosts.read_text()
+    hosts.write_text(edit(text))
+    assert hosts.read_text() != text
+    with pytest.raises(InputError) as exc:
+        checked_topology(load(inv))
+    assert any(expected in str(p) for p in exc.value.problems), exc.value.problems

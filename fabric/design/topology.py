@@ -439,12 +439,24 @@ class _Builder:
             if nic.netdev == mgmt:
                 self.problem((*layer, "nics", j, "netdev"),
                                   f"a rail NIC other than the management interface {mgmt}", nic.netdev)
+            elif nic.vlan and f"{nic.netdev}.{nic.vlan}" == mgmt:  # the rail's interface is netdev.vlan
+                self.problem((*layer, "nics", j, "vlan"), f"a rail interface other than the management interface "
+                             f"{mgmt}", f"{mgmt} (VLAN {nic.vlan})")
         layer = loc if explicit and explicit[1].sysctls is not None else ("hosts", "defaults")
         for key in host.settings.get("sysctls") or {}:
             dev = sysctl_interface(key)
             if dev is not None and dev not in own:
                 self.problem((*layer, "sysctls", key), "a sysctl of all, default, {if} or a rail interface "
                                   f"({', '.join(sorted(own - {'all', 'default', '{if}'}))})", dev)
+                continue
+            # what the host is told: every dot of a dotted key becomes a / (fabric.design.derive.host), so a
+            # dotted key cannot name an interface with a dot in it except as {if}
+            written = key if "/" in key or "{if}" in key else key.replace(".", "/")
+            told = sysctl_interface(written)
+            if told is not None and told not in own:
+                self.problem((*layer, "sysctls", key), "a sysctl of all, default, {if} or a rail interface "
+                             f"({', '.join(sorted(own - {'all', 'default', '{if}'}))})",
+                             f"{told} (as the host writes it: {written}; name a dotted interface with / or {{if}})")
 
     def explicit(self) -> None:
         for i, sd in enumerate(self.inv.switches):
