@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Annotated
 
@@ -255,12 +256,18 @@ def generate_gpu_rail(
         raise InputError([Problem("fabric generate", None, f"--{str(e['loc'][0]).replace('_', '-')}",
                                   e["msg"].removeprefix("Value error, ").removeprefix("Input should be "),
                                   repr(e.get("input"))) for e in exc.errors()]) from None
-    paths = write(spec, output, check=_load, force=force)
-    _, fabric = _load(output)
-    out.print(f"wrote {len(paths)} files to {output}: {len(fabric.hosts)} hosts, {len(fabric.switches)} switches "
-              f"({sum(s.role == 'leaf' for s in fabric.switches.values())} leaves, "
-              f"{sum(s.role == 'spine' for s in fabric.switches.values())} spines, "
-              f"{sum(s.role == 'super-spine' for s in fabric.switches.values())} super-spines)")
+    from fabric.design.derive import checked_topology
+    from fabric.model.load import load
+
+    checked = []
+
+    def check(directory: Path) -> None:  # what `validate` checks: deriving each device adds no check
+        checked.append(checked_topology(load(directory)))
+
+    paths = write(spec, output, check=check, force=force)
+    roles = Counter(s.role for s in checked[-1].switches.values())
+    out.print(f"wrote {len(paths)} files to {output}: {len(checked[-1].hosts)} hosts, {len(checked[-1].switches)} "
+              f"switches ({roles['leaf']} leaves, {roles['spine']} spines, {roles['super-spine']} super-spines)")
 
 
 generate_app = typer.Typer(help="Write a complete inventory from a few numbers.", no_args_is_help=True)
