@@ -197,7 +197,8 @@ def up(fabric: FabricIntent, *, directory: Path | None = None, rate: str = PORT_
     d.mkdir(parents=True, mode=0o700)
     (d / "guest.sh").write_text(lab_script(fabric, leaf, rail, hosts, rate, d, lifetime))
     argv = [exe, "--disable-kvm", "--run", str(kernel.image), "--cpus", str(cpus), "--memory", memory,
-            *(x for arg in GUEST_KERNEL_ARGS for x in ("--append", arg)), "--rwdir", str(d), "--exec", f"sh {d}/guest.sh"]
+            *(x for arg in GUEST_KERNEL_ARGS for x in ("--append", arg)), "--rwdir", str(d),
+            "--exec", f"sh {d}/guest.sh"]
     env = {**os.environ, "PATH": f"{Path(exe).parent}:{os.environ.get('PATH', '/usr/bin:/bin')}"}
     t0 = time.monotonic()
     with open(d / "console.log", "w") as console:
