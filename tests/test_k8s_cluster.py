@@ -131,8 +131,7 @@ def scheduled(kube: KubeLab, ns: str, job: str, expect: int = 0) -> dict[str, st
     asynchronously: waits up to 30 s for `expect` of them)."""
     deadline = time.monotonic() + 30
     while True:
-        ev = json.loads(kube.kubectl("get", "events", "-n", ns, "--field-selector", "reason=Scheduled",
-                                     "-o", "json").stdout)["items"]
+        ev = kube.get(f"/api/v1/namespaces/{ns}/events", fieldSelector="reason=Scheduled")["items"]
         out = {}
         for e in ev:
             pod = e["involvedObject"]["name"]
@@ -163,7 +162,7 @@ def gone(kube: KubeLab, ns: str, path: Path, name: str) -> None:
 def wait_mpijob(kube: KubeLab, ns: str, name: str, timeout: float = 300) -> str:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        conds = json.loads(kube.kubectl("get", "mpijob", name, "-n", ns, "-o", "json").stdout).get(
+        conds = kube.get(f"/apis/kubeflow.org/v2beta1/namespaces/{ns}/mpijobs/{name}").get(
             "status", {}).get("conditions", [])
         done = [c["type"] for c in conds if c["type"] in ("Succeeded", "Failed") and c["status"] == "True"]
         if done:
@@ -324,13 +323,13 @@ def test_a_cordoned_node_and_one_without_rail_devices_are_never_chosen(kube: Kub
 
 def job_pods(kube: KubeLab, ns: str, job: str, role: str) -> list[dict]:
     sel = f"roce-fabric/job={job},roce-fabric/role={role}"
-    return json.loads(kube.kubectl("get", "pods", "-n", ns, "-l", sel, "-o", "json").stdout)["items"]
+    return kube.get(f"/api/v1/namespaces/{ns}/pods", labelSelector=sel)["items"]
 
 
 def job_nodes(kube: KubeLab, ns: str, job: str) -> list[str]:
     """The nodes of every pod of the job the scheduler has bound (any phase)."""
     sel = f"roce-fabric/job={job}"
-    pods = json.loads(kube.kubectl("get", "pods", "-n", ns, "-l", sel, "-o", "json").stdout)["items"]
+    pods = kube.get(f"/api/v1/namespaces/{ns}/pods", labelSelector=sel)["items"]
     return sorted(p["spec"]["nodeName"] for p in pods if p["spec"].get("nodeName"))
 
 

@@ -308,3 +308,39 @@ def test_the_eos_standin_keeps_a_session_apart_and_refuses_what_eos_refuses(tmp_
     assert "+++ session:/s1-session-config" in diff and "-   mtu 9214" in diff and "+   mtu 9000" in diff
     assert "9300" not in diff
     assert (tmp_path / "running.cfg").read_text() == running  # never committed: the running-config as it was
+
+
+def test_the_nv_shim_gives_a_kept_counter_answer_only_while_telemetry_is_unchanged(tmp_path: Path) -> None:
+    """device.NV_CACHED: the second per-port counter read is the first answer, byte for byte, without Python; a new
+    telemetry.json is answered anew; a port name outside [A-Za-z0-9_.-] never reaches a file name."""
+    from tests.standins.device import shims
+
+    dev = tmp_path / "dev"
+    dev.mkdir()
+    shims(tmp_path / "bin", "nvue")
+    env = {**os.environ, "STANDIN_DEV": str(dev)}
+
+    def nv(*args: str) -> str:
+        p = subprocess.run([str(tmp_path / "bin" / "nv"), "show", "interface", *args, "-o", "json"], env=env,
+                           capture_output=True, text=True, timeout=60)
+        assert p.returncode == 0, p.stderr
+        return p.stdout
+
+    def frames(text: str) -> int:
+        return json.loads(text)["pfc-stats"]["3"]["rx-pause-frames"]
+
+    assert frames(nv("swp1", "counters", "qos")) == 0 == frames(nv("swp1", "counters", "qos"))  # no telemetry.json
+    time.sleep(0.01)
+    (dev / "telemetry.json").write_text(json.dumps({"ports": {"swp1": {"pfc": {"3": {"rx": 5}}}}}))
+    first = nv("swp1", "counters", "qos")
+    kept = dev / "answers" / "swp1.counters.qos"
+    assert kept.read_text() == first and frames(first) == 5
+    kept.write_text(first.replace('"rx-pause-frames": 5', '"rx-pause-frames": 6'))  # given by the shim: no Python
+    assert frames(nv("swp1", "counters", "qos")) == 6
+    time.sleep(0.01)
+    (dev / "telemetry.json").write_text(json.dumps({"ports": {"swp1": {"pfc": {"3": {"rx": 7}}}}}))
+    assert frames(nv("swp1", "counters", "qos")) == 7
+    assert json.loads(nv("swp1", "qos", "pfc-watchdog"))["state"] == "enabled"
+    assert (dev / "answers" / "swp1.qos.pfc-watchdog").exists()
+    nv("../swp1", "counters", "qos")
+    assert sorted(p.name for p in (dev / "answers").iterdir()) == ["swp1.counters.qos", "swp1.qos.pfc-watchdog"]

@@ -37,8 +37,11 @@ import os
 import secrets
 import signal
 import socket
+import ssl
 import subprocess
 import time
+import urllib.parse
+import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -202,6 +205,16 @@ class KubeLab:
         if check and p.returncode != 0:
             raise KubeLabError(f"kubectl {' '.join(args)}: {p.stderr.strip()}")
         return p
+
+    def get(self, path: str, timeout: float = 30, **query: str) -> Any:
+        """GET an API path as JSON straight from the API server with the lab's admin token (what `kubectl get -o json`
+        reads, without starting kubectl: the tests poll with it). `query`: fieldSelector, labelSelector …"""
+        cfg = yaml.safe_load(self.kubeconfig.read_text())
+        url = cfg["clusters"][0]["cluster"]["server"] + path + ("?" + urllib.parse.urlencode(query) if query else "")
+        ctx = ssl.create_default_context(cafile=cfg["clusters"][0]["cluster"]["certificate-authority"])
+        req = urllib.request.Request(url, headers={"Authorization": f"Bearer {cfg['users'][0]['user']['token']}"})
+        with urllib.request.urlopen(req, timeout=timeout, context=ctx) as reply:
+            return json.load(reply)
 
     def apply(self, objects: list[dict[str, Any]] | str, validate: str = "strict") -> subprocess.CompletedProcess[str]:
         """Applies objects: server-side (strict: an unknown field is an error), or with `validate="warn"`

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tests.standins.common import ROOT, write_json
+from tests.standins.device import SITE
 
 SSHD = "/usr/sbin/sshd"
 
@@ -74,7 +75,8 @@ def standins(tmp: Path, devices: dict[str, tuple[str, str]]) -> Iterator[Standin
         (tmp / "authorized_keys").write_text((tmp / "id_ed25519.pub").read_text())
         host = (tmp / "host_ed25519.pub").read_text().split()
         net.known_hosts.write_text("".join(f"{a} {host[0]} {host[1]}\n" for _k, a in devices.values()))
-        cmd = f"STANDIN_ROOT={root} PYTHONPATH={ROOT} exec {sys.executable} -m tests.standins.device"
+        # `-S` as for the stand-in commands (tests.standins.device.SITE): each SSH session starts this
+        cmd = f"STANDIN_ROOT={root} PYTHONPATH={ROOT}:{SITE} exec {sys.executable} -S -m tests.standins.device"
         cfg = tmp / "sshd_config"
         cfg.write_text("\n".join([
             *(f"ListenAddress {a}" for _k, a in devices.values()), "Port 22", f"HostKey {tmp / 'host_ed25519'}",
