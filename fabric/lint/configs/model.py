@@ -13,14 +13,9 @@ from fabric.model.inventory import Target
 Kind = Target  # the NOS a config file is written for
 
 
-class Deferred:
-    """A value found when it is first read: `find(key)` (the line of a key in a file taken without reading its
-    lines: `fabric.nos.nvue.configs.parse_rendered`; rules read a line only to locate a finding)."""
-
-    __slots__ = ("find", "key")
-
-    def __init__(self, find: Callable[[Any], int | None], key: Any):
-        self.find, self.key = find, key
+class Deferred(tuple[Callable[[Any], "int | None"], Any]):
+    """(find, key): a value found when it is first read, `find(key)` (the line of a key in a file taken without
+    reading its lines: `fabric.nos.nvue.configs.parse_rendered`; rules read a line only to locate a finding)."""
 
 
 class _Found:
@@ -34,7 +29,7 @@ class _Found:
             return None  # the field's default
         value = obj.__dict__[self.slot]
         if type(value) is Deferred:
-            value = obj.__dict__[self.slot] = value.find(value.key)
+            value = obj.__dict__[self.slot] = value[0](value[1])
         return value
 
     def __set__(self, obj: Any, value: Any) -> None:

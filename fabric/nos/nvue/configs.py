@@ -16,7 +16,7 @@ from fabric.model.qos import PRESETS
 from fabric.model.running import nvue_document
 from fabric.model.source import SourceMap, yaml_text
 from fabric.nos import row_of
-from fabric.serialize import Fields
+from fabric.serialize import Fields, Shared
 from fabric.serialize import _string as yaml_string  # how the emitter writes a key
 
 _OFF = (False, "off", "disable", "disabled")
@@ -194,18 +194,20 @@ def _port(pname: str, ic: dict[str, Any], q: _Qos, line: Place,
     """One swp port; None for a breakout parent (its sub-ports carry the traffic) or a port shut down. `shapes`:
     the ports of a rendered tree whose entries share what `_port` reads (`fabric.serialize.Fields`: all but their
     description and address) are judged once per shared part."""
-    if shapes is not None and type(ic) is Fields and _READS.isdisjoint(ic._own):
-        common = ic._common
-        known = shapes.get(id(common))
+    common = None if shapes is None else ic._common if type(ic) is Fields and _READS.isdisjoint(ic._own) else (
+        ic if type(ic) is Shared else None)
+    if common is not None:
+        known = shapes.get(id(common))  # type: ignore[union-attr]
         if known is None or known[0] is not common:
-            known = shapes[id(common)] = (common, _port(pname, ic, q, line))
-        t = known[1]
-        if t is None:
+            known = shapes[id(common)] = (common, _port(pname, ic, q, line))  # type: ignore[index]
+        if known[1] is None:
             return None
-        return PortConfig(name=pname, line=line("interface", pname), mtu=t.mtu, speed=t.speed, pfc=t.pfc,
-                          watchdog=t.watchdog, wd=dict(t.wd), adaptive_routing=t.adaptive_routing,
-                          access_vlan=t.access_vlan, tagged_vlans=None if t.tagged_vlans is None
-                          else list(t.tagged_vlans))
+        p = object.__new__(PortConfig)  # a shallow copy of the port judged first, under this port's name and line
+        p.__dict__.update(known[1].__dict__)
+        p.name, p.line, p.wd = pname, line("interface", pname), dict(p.wd)
+        if p.tagged_vlans is not None:
+            p.tagged_vlans = list(p.tagged_vlans)
+        return p
     link = ic.get("link") or {}
     if _broken_out(link) or str(link.get("state", "up")) == "down":
         return None
@@ -235,16 +237,13 @@ def _bridge(p: PortConfig, ic: dict[str, Any]) -> None:
             p.tagged_vlans = [v for key in member["vlan"] for v in _vlans(str(key))]
 
 
-def _neighbor_policy(gs: GshutConfig, peer: str, nc: dict[str, Any]) -> None:
-    """A neighbour's inbound route map, peer group, and whether it sends communities."""
+def _neighbor_policy(nc: dict[str, Any]) -> tuple[str | None, str | None, bool]:
+    """A neighbour's inbound route map, peer group, and whether it stops sending communities."""
     v4 = ((nc.get("address-family") or {}).get("ipv4-unicast") or {})
-    if (rm := ((v4.get("policy") or {}).get("inbound") or {}).get("route-map")) is not None:
-        gs.inbound[peer] = str(rm)
-    if nc.get("peer-group"):
-        gs.groups[peer] = str(nc["peer-group"])
+    rm = ((v4.get("policy") or {}).get("inbound") or {}).get("route-map")
     advertise = v4.get("community-advertise")
-    if (advertise if isinstance(advertise, dict) else {}).get("regular") in _OFF:
-        gs.no_send.add(peer)
+    return (None if rm is None else str(rm), str(nc["peer-group"]) if nc.get("peer-group") else None,
+            (advertise if isinstance(advertise, dict) else {}).get("regular") in _OFF)
 
 
 def _bgp(tree: dict[str, Any], dev: DeviceConfig, line: Line, place: Place) -> None:
@@ -254,12 +253,21 @@ def _bgp(tree: dict[str, Any], dev: DeviceConfig, line: Line, place: Place) -> N
     if "autonomous-system" in bgp and isinstance(bgp["autonomous-system"], int):
         dev.asn, dev.lines["bgp"] = bgp["autonomous-system"], line("router", "bgp", "autonomous-system") or 1
     vbgp = (((tree.get("vrf") or {}).get("default") or {}).get("router") or {}).get("bgp") or {}
-    for peer, nc in (vbgp.get("neighbor") or {}).items():
+    known: dict[int, tuple[Any, tuple[str | None, str | None, bool], str]] = {}  # neighbours sharing one entry
+    for key, nc in (vbgp.get("neighbor") or {}).items():
         nc = nc or {}
-        _neighbor_policy(gs, str(peer), nc)
-        dev.neighbors.append(BgpNeighborConfig(peer=str(peer), remote_as=str(nc.get("remote-as", "")),
-                                               interface=str(peer).startswith("swp"),
-                                               line=place("vrf", "default", "router", "bgp", "neighbor", peer)))
+        facts = known.get(id(nc))
+        if facts is None or facts[0] is not nc:
+            facts = known[id(nc)] = (nc, _neighbor_policy(nc), str(nc.get("remote-as", "")))
+        (rm, group, quiet), remote_as, peer = facts[1], facts[2], str(key)
+        if rm is not None:
+            gs.inbound[peer] = rm
+        if group is not None:
+            gs.groups[peer] = group
+        if quiet:
+            gs.no_send.add(peer)
+        dev.neighbors.append(BgpNeighborConfig(peer=peer, remote_as=remote_as, interface=peer.startswith("swp"),
+                                               line=place("vrf", "default", "router", "bgp", "neighbor", key)))
     if dev.asn is not None:
         # FRR under NVUE sends communities unless `community-advertise regular` is off
         dev.graceful_shutdown, dev.graceful_shutdown_missing = gs.verdict([n.peer for n in dev.neighbors], True)
@@ -292,7 +300,7 @@ def parse_rendered(path: Path, name: str, text: str, tree: dict[str, Any]) -> De
     try:
         lines = _LinesLater(text, str(path))
         return _device(path, name, _in_yaml_order(tree), _PatchLines(text, tree),
-                       later=lambda *key: Deferred(lines, key))
+                       later=lambda *key: Deferred((lines, key)))
     except LookupError:
         return None
 
