@@ -6,6 +6,9 @@
 - A switch whose applied tree equals the intent's is `unchanged` without enumerating leaves
   (`NvueDriver.diff_of`): its diff equals the scoped leaf diff's (`device_diff(scoped(...))`), also where the
   trees are equal as Python values but not as leaves (a YAML key `1.0` equals the int 1).
+- A saved file that is byte for byte the rendered patch is `unchanged` without being read
+  (`NvueDriver.unchanged_text`): the full reading and diff of every rendered patch of every example and fixture
+  inventory and of a generated fabric give the same empty diff; any other text is read.
 - `engine.plan_saved_all` (each switch rendered then diffed, in forked workers) gives the results the serial
   plan of main gave — every switch diffed leaf by leaf against its parsed patch — on a generated fabric with some
   switches changed, added to and emptied, and on the saved NVUE running configs of tests/fixtures/running.
@@ -111,6 +114,24 @@ def test_trees_equal_as_values_but_not_as_leaves_take_the_leaf_diff() -> None:
     assert quick == full and full["changes"]
 
 
+def test_a_saved_copy_of_the_render_is_unchanged_as_the_full_diff_says(generated: Path) -> None:
+    seen = 0
+    for inv in [*NVUE_INVENTORIES, generated]:
+        fabric = derive(load(inv))
+        for sw in fabric.switches.values():
+            if sw.target != "nvue":
+                continue
+            patch = render_switch(sw, fabric, extras=False)["nvue-patch.yaml"]
+            drv = driver("nvue", None, sw.name, patch)
+            quick = drv.unchanged_text(patch)
+            assert quick is not None and quick == drv.device_diff(drv.scoped(patch)) == drv.diff_of(patch), sw.name
+            assert drv.unchanged_text(patch + "\n") is None and drv.unchanged_text(patch.replace(" ", "  ", 1)) is None
+            scoped = driver("nvue", None, sw.name, patch, options={"scope": [["system", "hostname"]]})
+            assert scoped.unchanged_text(patch) is None  # a rollback: the recorded scope decides
+            seen += 1
+    assert seen > 50
+
+
 def _changed(running: Path) -> None:
     """Some switches changed: a value, a port removed, a foreign leaf added, a file emptied."""
     files = sorted(running.glob("*.yaml"))
@@ -137,6 +158,7 @@ def _main_plan(inv: Path, running: Path, monkeypatch: pytest.MonkeyPatch) -> lis
     render_switch(fabric.switches[eps[0].device], fabric)  # the memo holds another switch's patch
     with monkeypatch.context() as m:
         m.setattr(NvueDriver, "diff_of", Driver.diff_of)
+        m.setattr(NvueDriver, "unchanged_text", Driver.unchanged_text)
         return [engine.plan_saved(ep, running).model_dump() for ep in eps]
 
 

@@ -6,10 +6,13 @@ import io
 import json
 import pickle
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import typer
 
+from fabric.batch import gc_paused
 from fabric.cli.console import console
 from fabric.cli.progress import Tracker, track
 from fabric.errors import InputError, Problem
@@ -85,6 +88,24 @@ def lint(
         sys.exit(1)  # not typer.Exit: the app runs with standalone_mode=False, which swallows it
 
 
+def _renderer(intent: Any) -> Callable[[str], tuple[str, str, Any] | None]:
+    """A switch's name → (its target, the file its NOS pushes, as rendered, and the renderer's own tree of it) where
+    the NOS's renderer keeps that tree (NVUE's `rendered_tree`): a saved config byte for byte the render is then
+    not read again (`fabric.lint.configs.Rendered`)."""
+    from fabric.nos import NOS
+
+    def rendered(name: str) -> tuple[str, str, Any] | None:
+        sw = intent.switches.get(name)
+        module = NOS[sw.target].module("render") if sw is not None else None
+        if module is None or not hasattr(module, "rendered_tree"):
+            return None
+        text = module.render(sw, intent, extras=False)[NOS[sw.target].intended]
+        tree = module.rendered_tree(text)
+        return None if tree is None else (sw.target, text, tree)
+
+    return rendered
+
+
 def run_lint(
     inventory: Path | None,
     configs: Path | None,
@@ -124,7 +145,9 @@ def run_lint(
             ctx = Context(f.loaded, f.intent, f.deriver)
         if configs is not None:
             stage(f"parse the configs in {configs}")
-        cs = load_configs(configs, ctx, early) if configs is not None else None
+        rendered = _renderer(f.intent) if inventory is not None else None
+        with gc_paused():  # hundreds of thousands of ports that all stay: nothing for the collector to find
+            cs = load_configs(configs, ctx, early, rendered) if configs is not None else None
     finally:
         if early is not None:
             early.close()

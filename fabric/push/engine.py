@@ -24,7 +24,8 @@ from pydantic import BaseModel
 from fabric.access import Credentials, SwitchEndpoint
 from fabric.batch import fork_map
 from fabric.errors import InputError, one_line
-from fabric.model.running import read_running
+from fabric.model.running import check_running
+from fabric.model.source import read_user_file
 from fabric.nos import NOS
 from fabric.push import state
 from fabric.targets import driver, driver_class
@@ -107,7 +108,11 @@ def plan_saved(ep: SwitchEndpoint, running_dir: Path) -> DeviceResult:
         return DeviceResult(device=ep.device, target=ep.target, status="no-file", detail=f"no {path}")
     drv = driver(ep.target, None, ep.device, ep.intended, options=ep.options)
     try:
-        diff = drv.diff_of(read_running(ep.target, path, located=False))  # lines: only for a problem
+        text = read_user_file(path, f"a saved {ep.target} running configuration")
+        diff = drv.unchanged_text(text)  # the render itself, byte for byte: nothing to read
+        if diff is None:
+            check_running(ep.target, path, text, located=False)  # lines: only for a problem
+            diff = drv.diff_of(text)
     except InputError as exc:  # located: file, line, path, expected, found (fabric.model.running)
         return DeviceResult(device=ep.device, target=ep.target, status="error",
                             detail="; ".join(str(p) for p in exc.problems[:3]))

@@ -151,6 +151,11 @@ class Driver(ABC):
         """The device's diff against a running configuration (live or saved): `scoped`'s, as `device_diff` gives it."""
         return self.device_diff(self.scoped(running))
 
+    def unchanged_text(self, running: str) -> DeviceDiff | None:
+        """`diff_of(running)` where a saved text alone proves it empty without reading it (a NOS whose driver
+        knows; tests/test_plan_running_fast.py compares it with the full reading); None: read and diff it."""
+        return None
+
     def pushed(self) -> set[str]:
         """The rendered files this driver diffs and applies: the NOS row's `intended`, plus those of options `files`
         its transaction takes (a rendered file neither here nor in the row's `not_pushed` would never reach a

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import stat
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from fabric.batch import fork_map
 from fabric.design.derive import qos_facts
@@ -41,6 +43,50 @@ def kind_of(path: Path, target: str | None = None) -> str | None:
         return target
     candidates = [n.name for n in NOS.values() if name == n.intended] or fits
     return candidates[0] if len(candidates) == 1 else None
+
+
+# a switch's name → (its target, the file its NOS pushes as rendered, the renderer's own tree of it), where its
+# renderer keeps that tree (NVUE: `fabric.render.rendered_tree`); None otherwise
+Rendered = Callable[[str], "tuple[str, str, Any] | None"]
+
+
+def _as_rendered(kind: str, name: str, text: str, path: Path, rendered: Rendered) -> DeviceConfig | None:
+    """The config of a file that is byte for byte what the inventory renders for its switch, from the renderer's
+    tree without reading the text (the NOS's `parse_rendered`); None where it is not."""
+    parser = NOS[kind].module("configs")
+    got = rendered(name)
+    if got is None or got[0] != kind or got[1] != text:
+        return None
+    return parser.parse_rendered(path, name, text, got[2])
+
+
+def _head(path: Path, kind: str | None) -> bytes | None:
+    """How a file of `kind` starts where this tool rendered it (the NOS parser's RENDERED_HEAD), if `path`, a regular
+    file, starts so (read without opening anything else, a FIFO say); None otherwise."""
+    head = getattr(NOS[kind].module("configs"), "RENDERED_HEAD", None) if kind is not None else None
+    if head is None:
+        return None
+    try:
+        if not stat.S_ISREG(path.stat().st_mode):
+            return None
+        with path.open("rb") as fh:
+            return head if fh.read(len(head)) == head else None
+    except OSError:
+        return None
+
+
+def _rendered_file(path: Path, root: Path, targets: dict[str, str], rendered: Rendered) -> DeviceConfig | None:
+    """`parse_file(path, …)` where the file is byte for byte what the inventory renders for its switch; None where
+    it is not (or cannot be read: `parse_file` then says why)."""
+    name = device_name(path, root)
+    kind = kind_of(path, targets.get(name))
+    if _head(path, kind) is None:
+        return None
+    try:
+        text = read_user_file(path, "a device config file")
+    except InputError:
+        return None
+    return _as_rendered(kind, name, text, path, rendered)  # type: ignore[arg-type]
 
 
 def parse_file(path: Path, root: Path, targets: dict[str, str] | None = None) -> DeviceConfig | None:
@@ -94,11 +140,25 @@ def _workers(n: int, per_worker: int) -> int:
 
 
 def parse_files(paths: list[Path], root: Path, targets: dict[str, str] | None = None,
-                per_worker: int = 100) -> list[DeviceConfig]:
+                per_worker: int = 100, rendered: Rendered | None = None) -> list[DeviceConfig]:
     """Every recognised file parsed once, in order; a large set in worker processes on every core (files are
-    independent). Every malformed file is a problem of its own, all reported at once, in file order."""
-    jobs = [(p, root, targets or {}) for p in paths]
-    return _gather(fork_map(_parse_or_problems, jobs, _workers(len(paths), per_worker)))
+    independent). Every malformed file is a problem of its own, all reported at once, in file order. `rendered`:
+    a file that is byte for byte its switch's render is taken from the renderer's tree, in this process."""
+    return _gather(_parse_all(paths, root, targets or {}, rendered, per_worker))
+
+
+def _parse_all(paths: list[Path], root: Path, targets: dict[str, str], rendered: Rendered | None,
+               per_worker: int = 100) -> list[DeviceConfig | list[Problem] | None]:
+    done: dict[Path, DeviceConfig | list[Problem] | None] = {}
+    if rendered is not None:
+        for p in paths:
+            dev = _rendered_file(p, root, targets, rendered)
+            if dev is not None:
+                done[p] = dev
+    rest = [p for p in paths if p not in done]
+    done.update(zip(rest, fork_map(_parse_or_problems, [(p, root, targets) for p in rest],
+                                   _workers(len(rest), per_worker)), strict=True))
+    return [done[p] for p in paths]
 
 
 def _scan(root: Path) -> list[Path]:
@@ -118,23 +178,26 @@ class EarlyParse:
     """The configs of a directory parsed in worker processes while the inventory is loaded and derived (`lint INV
     --configs DIR`): a file's parse does not depend on the inventory unless several NOS fit its name, and those
     wait for the switches' targets (`result`). The same devices and problems, in the same order, as
-    `load_configs` without it."""
+    `load_configs` without it. A file that starts as this tool renders it waits too: where it is byte for byte the
+    render of its switch, it is taken from the renderer's tree instead of being read (`result`'s `rendered`)."""
 
     def __init__(self, root: Path, per_worker: int = 100):
         self.root = root
         self.paths = _scan(root) if root.is_dir() else []
-        self.early = [p for p in self.paths if _one_kind(p)]
+        self.early = [p for p in self.paths if _one_kind(p) and _head(p, kind_of(p)) is None]
         workers = _workers(len(self.early), per_worker)
         self.pool = multiprocessing.get_context("fork").Pool(workers) if workers > 1 else None
         self.pending = None if self.pool is None else self.pool.map_async(
             _parse_or_problems, [(p, root, {}) for p in self.early], chunksize=16)
 
-    def result(self, targets: dict[str, str]) -> list[DeviceConfig]:
+    def result(self, targets: dict[str, str], rendered: Rendered | None = None) -> list[DeviceConfig]:
         if self.pending is None:
-            return parse_files(self.paths, self.root, targets)
+            return parse_files(self.paths, self.root, targets, rendered=rendered)
         done = dict(zip(self.early, self.pending.get(), strict=True))
         self.close()
-        return _gather([done[p] if p in done else _parse_or_problems((p, self.root, targets)) for p in self.paths])
+        rest = [p for p in self.paths if p not in done]
+        done.update(zip(rest, _parse_all(rest, self.root, targets, rendered), strict=True))
+        return _gather([done[p] for p in self.paths])
 
     def close(self) -> None:
         if self.pool is not None:
@@ -143,14 +206,17 @@ class EarlyParse:
             self.pool = None
 
 
-def load_configs(root: Path, ctx: Context | None = None, early: EarlyParse | None = None) -> ConfigSet:
+def load_configs(root: Path, ctx: Context | None = None, early: EarlyParse | None = None,
+                 rendered: Rendered | None = None) -> ConfigSet:
     """Every recognised file below `root`, judged against the inventory's policy or the nvidia-roce preset;
-    `early`: their parse started already (`EarlyParse` of `root`)."""
+    `early`: their parse started already (`EarlyParse` of `root`); `rendered`: the inventory's render of a switch
+    (a file byte for byte that is not read again)."""
     if not root.is_dir():
         raise InputError(Problem(str(root), None, "", "a directory of device configs", "no such directory"))
     targets = {n: sw.target for n, sw in ctx.intent.switches.items()} if ctx and ctx.intent else {}
     # every malformed file is a problem of its own, all reported at once
-    devices = early.result(targets) if early is not None else parse_files(_scan(root), root, targets)
+    devices = (early.result(targets, rendered) if early is not None
+               else parse_files(_scan(root), root, targets, rendered=rendered))
     if not devices:
         raise InputError(
             Problem(

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from fabric.design.intent import FabricIntent, QosFacts
 from fabric.lint.view import QosView, Where
@@ -11,10 +13,33 @@ from fabric.model.inventory import Target
 Kind = Target  # the NOS a config file is written for
 
 
+class Deferred(tuple[Callable[[Any], "int | None"], Any]):
+    """(find, key): a value found when it is first read, `find(key)` (the line of a key in a file taken without
+    reading its lines: `fabric.nos.nvue.configs.parse_rendered`; rules read a line only to locate a finding)."""
+
+
+class _Found:
+    """A dataclass field that takes a value or a `Deferred`, which it resolves once, when the field is read."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.slot = f"_{name}"
+
+    def __get__(self, obj: Any, owner: type | None = None) -> Any:
+        if obj is None:
+            return None  # the field's default
+        value = obj.__dict__[self.slot]
+        if type(value) is Deferred:
+            value = obj.__dict__[self.slot] = value[0](value[1])
+        return value
+
+    def __set__(self, obj: Any, value: Any) -> None:
+        obj.__dict__[self.slot] = value
+
+
 @dataclass
 class PortConfig:
     name: str
-    line: int | None = None
+    line: int | None = _Found()  # type: ignore[assignment]
     mtu: int | None = None
     speed: int | None = None  # Gb/s
     pfc: list[int] | None = None  # lossless priorities on this port; None when not configured
@@ -31,7 +56,7 @@ class BgpNeighborConfig:
     peer: str  # interface (unnumbered) or address
     remote_as: str  # ASN, "external" or "internal"
     interface: bool
-    line: int | None = None
+    line: int | None = _Found()  # type: ignore[assignment]
 
 
 @dataclass

@@ -350,6 +350,7 @@ class PfcWatchdog(Rule):
 
     def check_configs(self, cs: ConfigSet) -> Iterator[Finding]:
         want = cs.policy.watchdog
+        knobs = [(k, getattr(want, k.fact)) for k in WATCHDOG] if want is not None else []  # read once
         for dev in cs.devices:
             for p in dev.ports.values():
                 pfc = p.pfc if p.pfc is not None else []
@@ -360,10 +361,10 @@ class PfcWatchdog(Rule):
                         (dev.file, p.line),
                         p.name,
                     )
-                if not pfc or want is None:
+                if not pfc or want is None or not p.wd:
                     continue
-                for k in WATCHDOG:  # the knobs this config sets per port
-                    got, exp = p.wd.get(k.key), getattr(want, k.fact)
+                for k, exp in knobs:  # the knobs this config sets per port
+                    got = p.wd.get(k.key)
                     if got is not None and got != exp:
                         yield self.finding(
                             dev.name,

@@ -10,11 +10,14 @@ from pathlib import Path
 from typing import Any
 
 from fabric.lint.configs.gshut import GSHUT_VALUES, GshutConfig
-from fabric.lint.configs.model import BgpNeighborConfig, DeviceConfig, PortConfig
+from fabric.lint.configs.model import BgpNeighborConfig, Deferred, DeviceConfig, PortConfig
 from fabric.lint.view import Ecn, QosView
 from fabric.model.qos import PRESETS
 from fabric.model.running import nvue_document
+from fabric.model.source import SourceMap, yaml_text
 from fabric.nos import row_of
+from fabric.serialize import Fields, Shared
+from fabric.serialize import _string as yaml_string  # how the emitter writes a key
 
 _OFF = (False, "off", "disable", "disabled")
 
@@ -62,6 +65,7 @@ def _route_map_entry(rule: dict[str, Any]) -> tuple[set[str], int | None]:
 
 
 Line = Callable[..., int | None]  # (*key under the `set` tree) → its line
+Place = Callable[..., "int | Deferred | None"]  # the same, or the line found when first read (`Deferred`)
 
 
 @dataclass
@@ -108,9 +112,11 @@ class _Qos:
 
     def _mapping(self, qos: dict[str, Any], dev: DeviceConfig, line: Line) -> None:
         for prof, m in (qos.get("mapping") or {}).items():
-            for d, v in ((m or {}).get("dscp") or {}).items():
+            dscp = (m or {}).get("dscp") or {}
+            for d, v in dscp.items():
                 self.dscp = self.dscp if self.dscp is not None else {}
                 self.dscp[int(d)] = int(v.get("switch-priority"))
+            if dscp:
                 dev.lines["dscp_map"] = line("qos", "mapping", prof, "dscp") or 1
 
     def _pfc(self, qos: dict[str, Any], dev: DeviceConfig, line: Line) -> None:
@@ -180,8 +186,28 @@ def _set_tree(doc: Any) -> tuple[dict[str, Any], tuple[Any, ...]]:
     return tree, base
 
 
-def _port(pname: str, ic: dict[str, Any], q: _Qos, line: Line) -> PortConfig | None:
-    """One swp port; None for a breakout parent (its sub-ports carry the traffic) or a port shut down."""
+_READS = frozenset(("link", "qos", "router", "bridge"))  # what `_port` reads of a port's entry
+
+
+def _port(pname: str, ic: dict[str, Any], q: _Qos, line: Place,
+          shapes: dict[int, tuple[Any, PortConfig | None]] | None = None) -> PortConfig | None:
+    """One swp port; None for a breakout parent (its sub-ports carry the traffic) or a port shut down. `shapes`:
+    the ports of a rendered tree whose entries share what `_port` reads (`fabric.serialize.Fields`: all but their
+    description and address) are judged once per shared part."""
+    common = None if shapes is None else ic._common if type(ic) is Fields and _READS.isdisjoint(ic._own) else (
+        ic if type(ic) is Shared else None)
+    if common is not None:
+        known = shapes.get(id(common))  # type: ignore[union-attr]
+        if known is None or known[0] is not common:
+            known = shapes[id(common)] = (common, _port(pname, ic, q, line))  # type: ignore[index]
+        if known[1] is None:
+            return None
+        p = object.__new__(PortConfig)  # a shallow copy of the port judged first, under this port's name and line
+        p.__dict__.update(known[1].__dict__)
+        p.name, p.line, p.wd = pname, line("interface", pname), dict(p.wd)
+        if p.tagged_vlans is not None:
+            p.tagged_vlans = list(p.tagged_vlans)
+        return p
     link = ic.get("link") or {}
     if _broken_out(link) or str(link.get("state", "up")) == "down":
         return None
@@ -211,31 +237,37 @@ def _bridge(p: PortConfig, ic: dict[str, Any]) -> None:
             p.tagged_vlans = [v for key in member["vlan"] for v in _vlans(str(key))]
 
 
-def _neighbor_policy(gs: GshutConfig, peer: str, nc: dict[str, Any]) -> None:
-    """A neighbour's inbound route map, peer group, and whether it sends communities."""
+def _neighbor_policy(nc: dict[str, Any]) -> tuple[str | None, str | None, bool]:
+    """A neighbour's inbound route map, peer group, and whether it stops sending communities."""
     v4 = ((nc.get("address-family") or {}).get("ipv4-unicast") or {})
-    if (rm := ((v4.get("policy") or {}).get("inbound") or {}).get("route-map")) is not None:
-        gs.inbound[peer] = str(rm)
-    if nc.get("peer-group"):
-        gs.groups[peer] = str(nc["peer-group"])
+    rm = ((v4.get("policy") or {}).get("inbound") or {}).get("route-map")
     advertise = v4.get("community-advertise")
-    if (advertise if isinstance(advertise, dict) else {}).get("regular") in _OFF:
-        gs.no_send.add(peer)
+    return (None if rm is None else str(rm), str(nc["peer-group"]) if nc.get("peer-group") else None,
+            (advertise if isinstance(advertise, dict) else {}).get("regular") in _OFF)
 
 
-def _bgp(tree: dict[str, Any], dev: DeviceConfig, line: Line) -> None:
+def _bgp(tree: dict[str, Any], dev: DeviceConfig, line: Line, place: Place) -> None:
     """The ASN, the neighbours of the default VRF, and whether graceful shutdown is honoured and sent."""
     gs = _gshut(tree)
     bgp = (tree.get("router") or {}).get("bgp") or {}
     if "autonomous-system" in bgp and isinstance(bgp["autonomous-system"], int):
         dev.asn, dev.lines["bgp"] = bgp["autonomous-system"], line("router", "bgp", "autonomous-system") or 1
     vbgp = (((tree.get("vrf") or {}).get("default") or {}).get("router") or {}).get("bgp") or {}
-    for peer, nc in (vbgp.get("neighbor") or {}).items():
+    known: dict[int, tuple[Any, tuple[str | None, str | None, bool], str]] = {}  # neighbours sharing one entry
+    for key, nc in (vbgp.get("neighbor") or {}).items():
         nc = nc or {}
-        _neighbor_policy(gs, str(peer), nc)
-        dev.neighbors.append(BgpNeighborConfig(peer=str(peer), remote_as=str(nc.get("remote-as", "")),
-                                               interface=str(peer).startswith("swp"),
-                                               line=line("vrf", "default", "router", "bgp", "neighbor", peer)))
+        facts = known.get(id(nc))
+        if facts is None or facts[0] is not nc:
+            facts = known[id(nc)] = (nc, _neighbor_policy(nc), str(nc.get("remote-as", "")))
+        (rm, group, quiet), remote_as, peer = facts[1], facts[2], str(key)
+        if rm is not None:
+            gs.inbound[peer] = rm
+        if group is not None:
+            gs.groups[peer] = group
+        if quiet:
+            gs.no_send.add(peer)
+        dev.neighbors.append(BgpNeighborConfig(peer=peer, remote_as=remote_as, interface=peer.startswith("swp"),
+                                               line=place("vrf", "default", "router", "bgp", "neighbor", key)))
     if dev.asn is not None:
         # FRR under NVUE sends communities unless `community-advertise regular` is off
         dev.graceful_shutdown, dev.graceful_shutdown_missing = gs.verdict([n.peer for n in dev.neighbors], True)
@@ -245,8 +277,6 @@ def _bgp(tree: dict[str, Any], dev: DeviceConfig, line: Line) -> None:
 def parse(path: Path, name: str, text: str) -> DeviceConfig:
     doc, smap = nvue_document(path, text)
     tree, base = _set_tree(doc)
-    dev = DeviceConfig(name=name, file=str(path), kind=row_of(__name__).name)
-
     lines = smap.lines
 
     def line(*key: Any) -> int | None:
@@ -254,13 +284,145 @@ def parse(path: Path, name: str, text: str) -> DeviceConfig:
         hit = dict.get(lines, loc)  # the common case first: the line of this very path (no alias, no ancestor)
         return hit[1] if hit is not None else smap.where(loc)[1]
 
+    return _device(path, name, tree, line)
+
+
+RENDERED_HEAD = b"- set:\n"  # how a patch this tool renders starts (`render.patch_yaml`)
+
+
+def parse_rendered(path: Path, name: str, text: str, tree: dict[str, Any]) -> DeviceConfig | None:
+    """`parse(path, name, text)` where `text` is byte for byte the patch rendered for the switch and `tree` the
+    renderer's own tree of it (`render.rendered_tree`), which reading the text gives (tests/test_plan_running_fast.py):
+    the few lines of QoS, BGP and ARP settings are found in the text (`_PatchLines`), those of ports and neighbours,
+    which rules read only to locate a finding, by reading the text when first asked (`_LinesLater`); the text is
+    not read line by line otherwise. None where the text is not as the renderer writes it: `parse` reads it."""
+    if not text.startswith(RENDERED_HEAD.decode()):
+        return None
+    try:
+        lines = _LinesLater(text, str(path))
+        return _device(path, name, _in_yaml_order(tree), _PatchLines(text, tree),
+                       later=lambda *key: Deferred((lines, key)))
+    except LookupError:
+        return None
+
+
+def _sorted(d: Any, deep: bool = False) -> Any:
+    """`d` with its keys in the order its YAML text has them (`fabric.serialize` sorts them as text)."""
+    if not isinstance(d, dict):
+        return d
+    return {k: _sorted(d[k], True) if deep else d[k] for k in sorted(d, key=str)}
+
+
+_ORDERED: dict[int, tuple[Any, Any]] = {}  # id of a QoS tree → (it, in YAML order)
+
+
+def _in_yaml_order(tree: dict[str, Any]) -> dict[str, Any]:
+    """The mappings `_device` iterates (QoS, policies, ports, BGP neighbours) in the order reading the patch gives
+    them: the renderer builds its tree in its own order, and the order of ports and neighbours is the order of the
+    config's ports and of its findings. What `_device` only looks up keeps its order."""
+    t = dict(tree)
+    qos = t.get("qos")
+    known = _ORDERED.get(id(qos))
+    if known is None or known[0] is not qos:  # switches of the same QoS share its tree (`render.qos_tree`)
+        if len(_ORDERED) > 256:
+            _ORDERED.clear()
+        known = _ORDERED[id(qos)] = (qos, _sorted(qos, deep=True))
+    t["qos"] = known[1]
+    t["interface"] = _sorted(t.get("interface"))
+    router = t.get("router")
+    if isinstance(router, dict) and "policy" in router:
+        t["router"] = {**router, "policy": _sorted(router["policy"], deep=True)}
+    bgp = (((t.get("vrf") or {}).get("default") or {}).get("router") or {}).get("bgp")
+    if isinstance(bgp, dict) and isinstance(bgp.get("neighbor"), dict):
+        vrf, default, vrouter = t["vrf"], t["vrf"]["default"], t["vrf"]["default"]["router"]
+        t["vrf"] = {**vrf, "default": {**default, "router": {**vrouter, "bgp": {**bgp, "neighbor": _sorted(
+            bgp["neighbor"])}}}}
+    return t
+
+
+class _LinesLater:
+    """The line of a key path under the `set` tree of a patch, read (as `parse` reads them) when first asked."""
+
+    def __init__(self, text: str, file: str):
+        self.text: str | None = text
+        self.file = file
+        self.smap = SourceMap()
+
+    def __call__(self, key: tuple[Any, ...]) -> int | None:
+        if self.text is not None:
+            text, self.text = self.text, None
+            yaml_text(text, self.file, self.smap)
+        return self.smap.where((0, "set", *key))[1]
+
+
+class _PatchLines:
+    """The line of a key path under a rendered patch's `set` tree, as the loader's SourceMap answers it (the line
+    of the path, else of its nearest ancestor; `- set:` is line 1), found in the text without reading it line by
+    line: the patch is the block YAML `fabric.serialize` writes for the renderer's `tree` (`- set:`, then one key
+    per line, indented two more per level from 4, each mapping's keys sorted as text), so a mapping's keys are,
+    in that order, the lines that start with the indentation and the key as the emitter writes it, within the
+    lines of their parent. A key that is not where it belongs raises LookupError: the caller reads the text."""
+
+    def __init__(self, text: str, tree: dict[str, Any]):
+        self.text = text
+        self.tree = tree
+        self.kids: dict[int, dict[str, list[Any]]] = {}  # span start → key → [line, span start, span end, value]
+        self.known: dict[tuple[Any, ...], int] = {}  # key path → its answer
+
+    def __call__(self, *key: Any) -> int:
+        hit = self.known.get(key)
+        if hit is not None:
+            return hit
+        best, start, end, first, indent, node = 1, len(RENDERED_HEAD), len(self.text), 2, 4, self.tree
+        for i, k in enumerate(key):
+            kids = self.kids.get(start)
+            if kids is None:
+                kids = self.kids[start] = self._children(node, start, end, first, indent)
+                self.known.update({(*key[:i], child): at[0] for child, at in kids.items()})
+            found = kids.get(k) if type(k) is str else None
+            if found is None:
+                break
+            best, start, end, node = found
+            first, indent = best + 1, indent + 2
+        self.known[key] = best
+        return best
+
+    def _children(self, node: Any, start: int, end: int, first: int, indent: int) -> dict[str, list[Any]]:
+        """The keys of the mapping `node` written in text[start:end] (its first line numbered `first`)."""
+        if not isinstance(node, dict) or not node:
+            return {}
+        if any(type(k) is not str for k in node):
+            raise LookupError("a key that is not a string")
+        text, pad = self.text, "\n" + " " * indent
+        kids: dict[str, list[Any]] = {}
+        pos, line = start - 1, first  # the newline before the line numbered `line`
+        previous: list[Any] | None = None
+        for k in sorted(node):
+            at = text.find(f"{pad}{yaml_string(k)}:", pos, end)
+            if at < 0:
+                raise LookupError(k)
+            line += text.count("\n", pos + 1, at + 1)
+            pos = at
+            if previous is not None:
+                previous[2] = at + 1
+            eol = text.find("\n", at + 1, end)
+            previous = kids[k] = [line, end if eol < 0 else eol + 1, end, node[k]]
+        return kids
+
+
+def _device(path: Path, name: str, tree: dict[str, Any], line: Line, later: Place | None = None) -> DeviceConfig:
+    """The config of the `set` tree `tree`. `later`: the renderer's own tree (ports of shared parts), whose ports'
+    and neighbours' lines are found when a finding asks (`later(*key)`, a `Deferred`)."""
+    dev = DeviceConfig(name=name, file=str(path), kind=row_of(__name__).name)
     q = _Qos.of(tree.get("qos") or {}, dev, line)
+    shapes: dict[int, tuple[Any, PortConfig | None]] | None = {} if later is not None else None
+    place = later or line
     for pname, ic in (tree.get("interface") or {}).items():
-        if isinstance(ic, dict) and str(pname).startswith("swp") and (p := _port(str(pname), ic, q, line)):
+        if isinstance(ic, dict) and str(pname).startswith("swp") and (p := _port(str(pname), ic, q, place, shapes)):
             dev.ports[str(pname)] = p
     arp = (((tree.get("system") or {}).get("global") or {}).get("arp") or {}).get("base-reachable-time")
     if isinstance(arp, int):
         dev.arp_aging, dev.lines["arp_aging"] = arp, line("system", "global", "arp", "base-reachable-time") or 1
-    _bgp(tree, dev, line)
+    _bgp(tree, dev, line, place)
     dev.qos = q.view(name, dev)
     return dev

@@ -159,6 +159,14 @@ class NvueDriver(Driver):
             return DeviceDiff(device=self.device, target=self.target)
         return self.device_diff(self._scoped_tree(tree))
 
+    def unchanged_text(self, running: str) -> DeviceDiff | None:
+        """The empty diff where the saved text is byte for byte the patch rendered for this switch (`plan --running`
+        against the render itself): reading it gives the renderer's tree, keys of str only (`rendered_tree`), so
+        `diff_of` would take its equal-trees path to the same empty diff; any other text is read and diffed."""
+        if self.options.get("scope") is None and running == self.intended:
+            return DeviceDiff(device=self.device, target=self.target)
+        return None
+
     def scoped(self, running: str) -> ScopedDiff:
         return self._scoped_tree(load_running(running))
 
