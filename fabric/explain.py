@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
@@ -10,7 +11,9 @@ from pydantic import BaseModel
 from fabric.design.effective import settings
 from fabric.design.intent import HostIntent, SwitchIntent
 from fabric.design.knobs import ECN_BY_FACT, WATCHDOG
+from fabric.design.load import CACHE_MIN_DEVICES, load_device
 from fabric.design.topology import Topo
+from fabric.explained import Answer, FullRow, Row, keep, matches
 from fabric.model.load import Loaded
 from fabric.model.source import Loc, dotted
 from fabric.nos import NOS
@@ -209,21 +212,39 @@ def _origin(device: SwitchIntent | HostIntent, path: str, unset: str) -> str:
     return "derived"
 
 
-def explain(loaded: Loaded, device: SwitchIntent | HostIntent, path: str = "",
-            topo: Topo | None = None) -> list[tuple[str, str, str]]:
-    """(path, value, origin) rows of `device`, filtered by a path prefix; with the topology, values the
-    inventory sets give its file:line."""
-    rows = []
+def rows(loaded: Loaded, device: SwitchIntent | HostIntent, path: str = "",
+         topo: Topo | None = None) -> list[FullRow]:
+    """(path, value, origin, whether an `effective.` row) of `device` under a path prefix; with the topology,
+    values the inventory sets give its file:line."""
+    out: list[FullRow] = []
     for p, value in flatten(device.model_dump(mode="json", exclude={"origins"})):
-        if path and not (p == path or p.startswith(path + ".") or p.startswith(path + "[")):
-            continue
-        rows.append((p, "" if value is None else str(value), origin(loaded, device, p, value, topo)))
+        if matches(p, path, False):
+            out.append((p, "" if value is None else str(value), origin(loaded, device, p, value, topo), False))
     if isinstance(device, SwitchIntent):  # requested beside effective: what the NOS runs of each value
         for s in settings(loaded, device):
             p = f"effective.{s.key}"
-            if path and not (p == path or p.startswith(path + ".")):
+            if not matches(p, path, True):
                 continue
             source = f"inventory ({loaded.where(*s.loc)})" if s.written else "preset or default"
             eff = s.effective if s.effective is not None else f"not a {NOS[device.target].title} setting"
-            rows.append((p, eff, f"requested {s.requested} ({source})" + (f"; {s.how}" if s.how else "")))
-    return rows
+            out.append((p, eff, f"requested {s.requested} ({source})" + (f"; {s.how}" if s.how else ""), True))
+    return out
+
+
+def explain(loaded: Loaded, device: SwitchIntent | HostIntent, path: str = "",
+            topo: Topo | None = None) -> list[Row]:
+    """(path, value, origin) rows of `device`, filtered by a path prefix; with the topology, values the
+    inventory sets give its file:line."""
+    return [(p, v, o) for p, v, o, _ in rows(loaded, device, path, topo)]
+
+
+def answer(directory: Path, name: str, min_devices: int = CACHE_MIN_DEVICES) -> Answer:
+    """Every row of `name` in the inventory `directory`, from the device's intent (`load_device`: its cache entry,
+    else the whole fabric's checks), kept for the next explain where the fabric has at least `min_devices`
+    devices (`fabric.explained`)."""
+    one = load_device(directory, name, min_devices)
+    found = Answer(one.loaded.inv.fabric.name,
+                   None if one.intent is None else rows(one.loaded, one.intent, "", one.topo))
+    if one.devices >= min_devices:
+        keep(directory, name, found)
+    return found

@@ -131,3 +131,55 @@ def test_explain_of_one_device_from_its_own_entry_is_what_the_whole_topology_giv
     assert {oct(e.stat().st_mode & 0o777) for e in devices} == {"0o600"}
     missing = fl.load_device(inv, "no-such-device", min_devices=0)
     assert missing.intent is None and missing.loaded.inv.fabric.name == whole.loaded.inv.fabric.name
+
+
+@pytest.mark.parametrize("name", ["example", "fixtures/irregular", "fixtures/k8s-vlan16"])
+def test_explain_answered_from_its_kept_rows_is_what_the_whole_topology_gives(
+        name: str, tmp_path: Path, cache: Path) -> None:
+    """`explain` of a device explained before reads its kept rows (fabric.explained) and filters them: for every
+    device and path, on the miss that keeps them and on the hit, the rows and the JSON text equal those made from
+    the whole topology, and a device the fabric lacks is still said to be missing."""
+    import json
+
+    from fabric import explained
+    from fabric.explain import answer, explain
+
+    src = ROOT / ("tests/fixtures/inventories/" + name.split("/")[1] if "/" in name else "inventories/" + name)
+    inv = tmp_path / "inv"
+    shutil.copytree(src, inv)
+    whole = fl.Deriver(load(inv))
+    for dev in [*whole.topo.switches, *whole.topo.hosts]:
+        intent = whole.device(dev)
+        assert explained.read(inv, dev) is None
+        missed = answer(inv, dev, min_devices=0)
+        hit = explained.read(inv, dev)
+        assert hit is not None and hit == missed
+        full = explain(whole.loaded, intent, "", whole.topo)  # type: ignore[arg-type]
+        paths = {"", "ports", "ports[0]", "qos", "qos.queues.3", "effective", "bgp.asn", "rails[0]", "nccl_env",
+                 "no.such.path", *(p for p, _, _ in full[::7]), *(p.rsplit(".", 1)[0] for p, _, _ in full[::11])}
+        for path in sorted(paths):
+            expected = explain(whole.loaded, intent, path, whole.topo)  # type: ignore[arg-type]
+            assert explained.select(hit.rows, path) == expected, (dev, path)  # type: ignore[arg-type]
+            text = json.dumps([{"path": p, "value": v, "origin": o} for p, v, o in expected], indent=2,
+                              ensure_ascii=False) + "\n"
+            assert explained.to_json(expected) == text
+    assert answer(inv, "no-such-device", min_devices=0).rows is None
+    kept = explained.read(inv, "no-such-device")
+    assert kept is not None and kept.rows is None and kept.fabric == whole.loaded.inv.fabric.name
+    entries = [e for e in cache.iterdir() if e.suffix.startswith(".explain-")]
+    assert entries and {oct(e.stat().st_mode & 0o777) for e in entries} == {"0o600"}
+
+
+def test_explain_json_text_is_json_dumps_on_odd_text() -> None:
+    from fabric.explained import to_json
+
+    odd = ["", "ä", "\u2028", '"', "\\", "\x00\x1f", "€ 😀", "a\nb\tc"]
+    rows = [(a, b, c) for a in odd for b in odd[:3] for c in odd[::-1][:3]]
+    assert to_json(rows) == json_dumps(rows)
+    assert to_json([]) == json_dumps([])
+
+
+def json_dumps(rows: list[tuple[str, str, str]]) -> str:
+    import json
+
+    return json.dumps([{"path": p, "value": v, "origin": o} for p, v, o in rows], indent=2, ensure_ascii=False) + "\n"

@@ -141,11 +141,11 @@ def explain(inventory: InventoryArg, device: Annotated[str, typer.Argument(help=
                                                      "monitoring: the alert thresholds")] = "",
             fmt: FormatOpt = "table") -> None:
     """Every value of a device with its origin: preset, override or inventory (file:line), derived, or formula."""
-    from fabric.design.load import load_deriver, load_device
-    from fabric.explain import explain as rows_of
+    from fabric.explained import read, select, to_json
 
     _check_format(fmt)
     if path.startswith("monitoring"):  # the alert thresholds of `fabric export -f prometheus`
+        from fabric.design.load import load_deriver
         from fabric.export.prometheus import explain_rows
 
         deriver = load_deriver(inventory)  # the whole fabric's checks (or their cached verdict)
@@ -153,17 +153,20 @@ def explain(inventory: InventoryArg, device: Annotated[str, typer.Argument(help=
         if dev is None:
             raise UsageError(f"device: expected a switch or host of {loaded.inv.fabric.name}, found {device!r}")
         rows = explain_rows(loaded, deriver.fabric(), dev, path)  # per-port labels need every link
-    else:  # the device's own cache entry, else the whole fabric's checks (or their cached verdict), then it alone
-        one = load_device(inventory, device)
-        if one.intent is None:
-            raise UsageError(f"device: expected a switch or host of {one.loaded.inv.fabric.name}, found {device!r}")
-        rows = rows_of(one.loaded, one.intent, path, one.topo)
+    else:  # the answer kept for this device, else its own intent entry or the whole fabric's checks, then it alone
+        found = read(inventory, device)
+        if found is None:
+            from fabric.explain import answer
+
+            found = answer(inventory, device)
+        if found.rows is None:
+            raise UsageError(f"device: expected a switch or host of {found.fabric}, found {device!r}")
+        rows = select(found.rows, path)
     if not rows:
         raise UsageError(f"path: expected a path of {device} such as qos.queues.3.ecn or bgp.asn, found {path!r}")
     if fmt == "json":
         # plain JSON text, as rich's print_json writes it off a terminal (its highlighting cost seconds at 32k)
-        sys.stdout.write(json.dumps([{"path": p, "value": v, "origin": o} for p, v, o in rows], indent=2,
-                                    ensure_ascii=False) + "\n")
+        sys.stdout.write(to_json(rows))
         return
     table = Table(title=f"{device}{' ' + path if path else ''}")
     for col in ("path", "value", "origin"):

@@ -17,30 +17,23 @@ import contextlib
 import gc
 import hashlib
 import json
-import os
 import pickle
-import stat
-import sys
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-import pydantic
-import yaml
-
-from fabric import __version__
 from fabric.batch import gc_paused
+from fabric.design.cachekey import cache_dir, code_digest, inventory_key  # noqa: F401 (the cache's API)
+from fabric.design.cachekey import entry_path as _entry
+from fabric.design.cachekey import read_entry as _read
+from fabric.design.cachekey import write_entry as _write
 from fabric.design.derive import Deriver, checked_topology
 from fabric.design.intent import FabricIntent, HostIntent, SwitchIntent
 from fabric.design.topology import Topo
 from fabric.model.load import load
 from fabric.model.loaded import Loaded
-from fabric.model.source import MAX_BYTES
-from fabric.safefile import write_private
 
 CACHE_MIN_DEVICES = 2000
-_PACKAGE = Path(__file__).resolve().parent.parent
 
 
 @dataclass
@@ -76,71 +69,6 @@ class Summary:
         return cls(name=loaded.inv.fabric.name, switches=len(topo.switches), hosts=len(topo.hosts),
                    links=len(topo.links), rail_nics=sum(len(h.nics) for h in topo.hosts.values()),
                    files=len(loaded.smap.files))
-
-
-@lru_cache(maxsize=1)
-def code_digest(package: Path = _PACKAGE) -> str:
-    """SHA-256 of the tool itself: every file of the package (code, templates, data), and the versions of Python
-    and of the libraries that read and validate an inventory (PyYAML, pydantic)."""
-    h = hashlib.sha256(f"{__version__}\0{sys.version}\0{pydantic.VERSION}\0{yaml.__version__}\0".encode())
-    for path in sorted(package.rglob("*")):
-        if path.is_file() and "__pycache__" not in path.parts:
-            data = path.read_bytes()
-            h.update(f"{path.relative_to(package)}\0{len(data)}\0".encode())
-            h.update(data)
-    return h.hexdigest()
-
-
-def inventory_key(directory: Path, target: str | None = None) -> str | None:
-    """The cache key of `directory` derived for `target`; None where the directory cannot be read (the loader
-    then says why)."""
-    h = hashlib.sha256(f"{code_digest()}\0{target}\0".encode())
-    try:  # the directory's own path too: problems and lint findings name its files
-        h.update(f"{directory.resolve()}\0".encode())
-        names = sorted(p.name for p in directory.iterdir() if p.suffix in (".yaml", ".yml"))
-        for name in names:
-            st = (directory / name).stat()
-            if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_BYTES:  # a FIFO, a device, too large: no key
-                return None
-            data = (directory / name).read_bytes()
-            h.update(f"{name}\0{len(data)}\0".encode())
-            h.update(data)
-    except OSError:
-        return None
-    return h.hexdigest()
-
-
-def cache_dir() -> Path | None:
-    env = os.environ.get("ROCE_FABRIC_CACHE")
-    if env == "off":
-        return None
-    if env:
-        return Path(env)
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "roce-fabric" / "derived"
-
-
-def _read(path: Path) -> bytes | None:
-    """The bytes of a cache entry written by this user, private; None otherwise (never a link, never another's)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except OSError:
-        return None
-    with os.fdopen(fd, "rb") as f:
-        st = os.fstat(f.fileno())
-        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
-            return None
-        return f.read()
-
-
-def _write(path: Path, data: bytes) -> None:
-    with contextlib.suppress(Exception):  # a cache that cannot be written is no cache, never a failed command
-        write_private(path, data)
-
-
-def _entry(directory: Path, target: str | None) -> Path | None:
-    base = cache_dir()
-    key = inventory_key(directory, target) if base is not None else None
-    return base / key if base is not None and key is not None else None
 
 
 def summary(directory: Path) -> Summary:
@@ -224,6 +152,7 @@ class Device:
     loaded: Loaded
     intent: SwitchIntent | HostIntent | None
     topo: Topo
+    devices: int  # of the whole fabric
 
 
 def _device_entry(directory: Path, name: str) -> Path | None:
@@ -243,13 +172,13 @@ def load_device(directory: Path, name: str, min_devices: int = CACHE_MIN_DEVICES
     deriver = load_deriver(directory, min_devices)
     intent = deriver.device(name)
     if intent is None:
-        return Device(deriver.loaded, None, Topo())
+        return Device(deriver.loaded, None, Topo(), _devices(deriver))
     t = deriver.topo
     node_of = t.switches if isinstance(intent, SwitchIntent) else t.hosts
     topo = Topo(switches={name: node_of[name]} if node_of is t.switches else {},
                 hosts={name: node_of[name]} if node_of is t.hosts else {},
                 links=[ln for ln in t.links if name in (ln.a, ln.b)])
-    device = Device(deriver.loaded, intent, topo)
+    device = Device(deriver.loaded, intent, topo, _devices(deriver))
     if entry is not None and _devices(deriver) >= min_devices:
         _write(entry, _pickle(device))
     return device

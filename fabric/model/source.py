@@ -15,6 +15,7 @@ from pydantic import BaseModel, ValidationError
 
 from fabric.errors import InputError, Problem
 from fabric.model.blockyaml import load_block
+from fabric.model.limits import MAX_BYTES
 
 try:  # libyaml is several times faster on large inventories
     _Loader: type = yaml.CSafeLoader
@@ -88,7 +89,6 @@ def dotted(loc: Loc) -> str:
     return out
 
 
-MAX_BYTES = 32 * 1024 * 1024  # one user file (an explicit 32k-GPU inventory is a few MB)
 MAX_DEPTH = 64  # nesting of mappings and sequences
 ALIAS_NODES = 200_000  # nodes aliases may build beyond ALIAS_RATIO × the nodes the file itself writes
 ALIAS_RATIO = 10
