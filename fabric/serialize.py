@@ -108,13 +108,21 @@ def _entries(data: dict[Any, Any], keys: Any, indent: str, out: list[str]) -> No
                 text = value._text[deeper] = _shared(value, deeper)
             append(f"{indent}{k}:{text}")
         elif t is Fields:
+            form = (deeper, value._own)
+            cut = value._common._text.get(form)
+            if cut is None:
+                cut = value._common._text[form] = _runs(value._common, form)
+            runs, own, heads = cut
+            # the most common: one own text (a port's description)
+            if len(own) == 1 and heads[0] is not None and type(v := value[own[0]]) is str:
+                append(f"{indent}{k}:\n{runs[0]}{heads[0]}{_string(v)}\n{runs[1]}")
+                continue
             append(f"{indent}{k}:\n")
-            runs, own = value._common.memo((deeper, value._own), _runs)
             append(runs[0])
             for i, key2 in enumerate(own, 1):
                 v = value[key2]
-                if type(v) is str and type(key2) is str:
-                    append(f"{deeper}{_string(key2)}: {_string(v)}\n")
+                if type(v) is str and heads[i - 1] is not None:
+                    append(f"{heads[i - 1]}{_string(v)}\n")
                 else:
                     _entries(value, (key2,), deeper, out)
                 append(runs[i])
@@ -130,22 +138,24 @@ def _entries(data: dict[Any, Any], keys: Any, indent: str, out: list[str]) -> No
             _emit(value, deeper, out)
 
 
-def _runs(common: Shared, form: tuple[str, tuple[Any, ...]]) -> tuple[list[str], list[Any]]:
+def _runs(common: Shared, form: tuple[str, tuple[Any, ...]]) -> tuple[list[str], list[Any], list[str | None]]:
     """The text of `common`'s entries at the indentation `form[0]` cut at the own keys `form[1]` (in YAML order):
-    runs[0], own[0], runs[1], …, own[-1], runs[-1]."""
+    runs[0], own[0], runs[1], …, own[-1], runs[-1]; and each own key's `indent key: ` (None for a key not a str)."""
     indent, keys = form
     runs: list[str] = []
     own: list[Any] = []
+    heads: list[str | None] = []
     part: list[str] = []
     for key in sorted({*common, *keys}, key=str):
         if key in keys:
             runs.append("".join(part))
             own.append(key)
+            heads.append(f"{indent}{_string(key)}: " if type(key) is str else None)
             part = []
         else:
             _entries(common, (key,), indent, part)
     runs.append("".join(part))
-    return runs, own
+    return runs, own, heads
 
 
 def _shared(value: Shared, indent: str) -> str:

@@ -353,6 +353,8 @@ def render(h: HostIntent, fabric: FabricIntent, *, extras: bool = True) -> Files
     files = {
         "host.json": h.model_dump_json(indent=2) + "\n",
         "roce-setup.sh": template("host/roce-setup.sh.j2", h=h, rails_setup=rails_setup(h),
+                                  rails_line=", ".join(f"{r.ifname} ({r.rdma}) → {r.leaf}:{r.leaf_port}"
+                                                       for r in h.rails),
                                   nic_qos_script=qos_script_body(h),
                                   sriov_script=sriov_script_body(h) if sriov_rails(h) else ""),
         "nccl.env": nccl_env(h),
