@@ -17,12 +17,14 @@
 from __future__ import annotations
 
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from fabric.access import SwitchEndpoint
 from fabric.design.derive import derive
+from fabric.design.intent import FabricIntent, SwitchIntent
 from fabric.errors import InputError
 from fabric.generate import GpuRailSpec
 from fabric.generate import write as write_inventory
@@ -63,19 +65,22 @@ def _str_keys(tree: dict) -> bool:
     return all(type(k) is str and (not isinstance(v, dict) or _str_keys(v)) for k, v in tree.items())
 
 
-def test_the_rendered_tree_is_what_reading_its_patch_gives(generated: Path) -> None:
+def _nvue_switches(generated: Path) -> Iterator[tuple[SwitchIntent, FabricIntent]]:
+    """Every NVUE switch of the NVUE inventories and of the generated fabric, with its fabric."""
     assert NVUE_INVENTORIES
-    seen = 0
     for inv in [*NVUE_INVENTORIES, generated]:
         fabric = derive(load(inv))
-        for sw in fabric.switches.values():
-            if sw.target != "nvue":
-                continue
-            patch = render(sw, fabric)["nvue-patch.yaml"]
-            tree = rendered_tree(patch)
-            assert tree is not None and _str_keys(tree), sw.name
-            assert tree == _read_patch(patch) and tree_leaves(tree) == tree_leaves(_read_patch(patch)), sw.name
-            seen += 1
+        yield from ((sw, fabric) for sw in fabric.switches.values() if sw.target == "nvue")
+
+
+def test_the_rendered_tree_is_what_reading_its_patch_gives(generated: Path) -> None:
+    seen = 0
+    for sw, fabric in _nvue_switches(generated):
+        patch = render(sw, fabric)["nvue-patch.yaml"]
+        tree = rendered_tree(patch)
+        assert tree is not None and _str_keys(tree), sw.name
+        assert tree == _read_patch(patch) and tree_leaves(tree) == tree_leaves(_read_patch(patch)), sw.name
+        seen += 1
     assert rendered_tree("- set: {}\n") is None  # only the patch rendered last
     assert seen > 50
 
@@ -116,19 +121,15 @@ def test_trees_equal_as_values_but_not_as_leaves_take_the_leaf_diff() -> None:
 
 def test_a_saved_copy_of_the_render_is_unchanged_as_the_full_diff_says(generated: Path) -> None:
     seen = 0
-    for inv in [*NVUE_INVENTORIES, generated]:
-        fabric = derive(load(inv))
-        for sw in fabric.switches.values():
-            if sw.target != "nvue":
-                continue
-            patch = render_switch(sw, fabric, extras=False)["nvue-patch.yaml"]
-            drv = driver("nvue", None, sw.name, patch)
-            quick = drv.unchanged_text(patch)
-            assert quick is not None and quick == drv.device_diff(drv.scoped(patch)) == drv.diff_of(patch), sw.name
-            assert drv.unchanged_text(patch + "\n") is None and drv.unchanged_text(patch.replace(" ", "  ", 1)) is None
-            scoped = driver("nvue", None, sw.name, patch, options={"scope": [["system", "hostname"]]})
-            assert scoped.unchanged_text(patch) is None  # a rollback: the recorded scope decides
-            seen += 1
+    for sw, fabric in _nvue_switches(generated):
+        patch = render_switch(sw, fabric, extras=False)["nvue-patch.yaml"]
+        drv = driver("nvue", None, sw.name, patch)
+        quick = drv.unchanged_text(patch)
+        assert quick is not None and quick == drv.device_diff(drv.scoped(patch)) == drv.diff_of(patch), sw.name
+        assert drv.unchanged_text(patch + "\n") is None and drv.unchanged_text(patch.replace(" ", "  ", 1)) is None
+        scoped = driver("nvue", None, sw.name, patch, options={"scope": [["system", "hostname"]]})
+        assert scoped.unchanged_text(patch) is None  # a rollback: the recorded scope decides
+        seen += 1
     assert seen > 50
 
 
