@@ -69,7 +69,8 @@ def main() -> None:
     """Entry point: user errors become one line each and exit code 2, never a traceback."""
     command = _command_in(sys.argv[1:])
     # --help, --version, nothing or an unknown name: the listing, or everything for shell completion
-    app = build(command) if command else build(listing="_FABRIC_COMPLETE" not in os.environ)
+    app = build(command) if command else build(listing="_FABRIC_COMPLETE" not in os.environ,
+                                               helps="--version" not in sys.argv[1:])
     try:
         rc = app(standalone_mode=False, prog_name="fabric")  # returns the code of a typer.Exit in this mode
         sys.exit(rc if isinstance(rc, int) else 0)
@@ -134,16 +135,18 @@ def _add(target: typer.Typer, name: str) -> None:
         target.command(name)(_resolve(COMMANDS[name]))  # type: ignore[arg-type]
 
 
-def build(only: str | None = None, *, listing: bool = False) -> typer.Typer:
+def build(only: str | None = None, *, listing: bool = False, helps: bool = True) -> typer.Typer:
     """The app with every command (the default), with only the command `only`, or (`listing`) with each command's
-    name and short help alone, for `fabric --help`."""
+    name and short help alone, for `fabric --help` (`helps=False`: the names alone, for `--version`, which exits
+    before any help is shown: reading the helps parses every command module's source)."""
     # add_completion: `fabric --install-completion [SHELL]` / `--show-completion [SHELL]` (bash, zsh, fish, pwsh)
     app = typer.Typer(no_args_is_help=True, add_completion=True, pretty_exceptions_enable=False,
                       help="Provision and validate RoCEv2 lossless Ethernet fabrics for GPU clusters.")
     app.callback()(options)
     for name in (COMMANDS | GROUPS) if only is None else [only]:
         if listing:
-            app.command(name, help=_short_help((COMMANDS | GROUPS)[name]), add_help_option=False)(lambda: None)
+            app.command(name, help=_short_help((COMMANDS | GROUPS)[name]) if helps else "",
+                        add_help_option=False)(lambda: None)
         else:
             _add(app, name)
     return app
