@@ -6,13 +6,12 @@ The rows are made by `fabric.explain.rows`; `select` applies the path filter exa
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass
 from json.encoder import encode_basestring  # type: ignore[attr-defined]
 from pathlib import Path
 
-from fabric.design.cachekey import entry_path, read_entry, write_entry
+from fabric.design.cachekey import answer_path, read_entry, write_entry
 
 Row = tuple[str, str, str]  # (path, value, origin)
 FullRow = tuple[str, str, str, bool]  # … and whether it is an `effective.` row (no `[` after the filter's path)
@@ -35,14 +34,9 @@ class Answer:
     rows: list[FullRow] | None
 
 
-def _path(directory: Path, name: str) -> Path | None:
-    entry = entry_path(directory, None)
-    return entry.with_suffix(f".explain-{hashlib.sha256(name.encode()).hexdigest()[:32]}") if entry else None
-
-
 def read(directory: Path, name: str) -> Answer | None:
     """The kept answer about `name`; None where there is none (or it is damaged: a miss)."""
-    path = _path(directory, name)
+    path = answer_path(directory, "explain", name)
     raw = read_entry(path) if path is not None else None
     if raw is None:
         return None
@@ -59,7 +53,7 @@ def read(directory: Path, name: str) -> Answer | None:
 
 def keep(directory: Path, name: str, answer: Answer) -> None:
     """Keep `answer` about `name` (only text values: JSON gives them back exactly)."""
-    path = _path(directory, name)
+    path = answer_path(directory, "explain", name)
     if path is None or (answer.rows is not None and not all(
             isinstance(x, str) for r in answer.rows for x in r[:3])):
         return

@@ -97,3 +97,10 @@ def entry_path(directory: Path, target: str | None) -> Path | None:
     base = cache_dir()
     key = inventory_key(directory, target) if base is not None else None
     return base / key if base is not None and key is not None else None
+
+
+def answer_path(directory: Path, kind: str, variant: str) -> Path | None:
+    """Where a command's `kind` of answer about `directory` for `variant` (its options, a device name) is kept,
+    beside the inventory's derived entries; None where the cache is off or there is no key."""
+    entry = entry_path(directory, None)
+    return entry.with_suffix(f".{kind}-{hashlib.sha256(variant.encode()).hexdigest()[:32]}") if entry else None

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import hashlib
 import json
 import pickle
 from dataclasses import dataclass
@@ -23,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from fabric.batch import gc_paused
-from fabric.design.cachekey import cache_dir, code_digest, inventory_key  # noqa: F401 (the cache's API)
+from fabric.design.cachekey import answer_path, cache_dir, code_digest, inventory_key  # noqa: F401 (the API)
 from fabric.design.cachekey import entry_path as _entry
 from fabric.design.cachekey import read_entry as _read
 from fabric.design.cachekey import write_entry as _write
@@ -65,7 +64,7 @@ class Summary:
     @classmethod
     def of_topology(cls, loaded: Loaded, topo: Topo) -> Summary:
         """The same figures from the checked topology: one switch or host intent per node, one link intent per
-        link, one rail per NIC (tests/test_validate_fast.py holds it to `of` on every inventory)."""
+        link, one rail per NIC (tests/test_derive_trusted.py holds it to `of` on every inventory)."""
         return cls(name=loaded.inv.fabric.name, switches=len(topo.switches), hosts=len(topo.hosts),
                    links=len(topo.links), rail_nics=sum(len(h.nics) for h in topo.hosts.values()),
                    files=len(loaded.smap.files))
@@ -86,9 +85,10 @@ def summary(directory: Path) -> Summary:
         loaded = load(directory)
         topo = checked_topology(loaded)
         result = Summary.of_topology(loaded, topo)
-        if len(topo.switches) + len(topo.hosts) >= CACHE_MIN_DEVICES:
+        large = len(topo.switches) + len(topo.hosts) >= CACHE_MIN_DEVICES
+        if large:
             gc.freeze()  # no collection, nor the one at exit, walks the topology again
-    if entry is not None and len(topo.switches) + len(topo.hosts) >= CACHE_MIN_DEVICES:
+    if entry is not None and large:
         _write(entry.with_suffix(".json"), json.dumps(result.__dict__).encode())
     return result
 
@@ -156,8 +156,7 @@ class Device:
 
 
 def _device_entry(directory: Path, name: str) -> Path | None:
-    entry = _entry(directory, None)
-    return entry.with_suffix(f".device-{hashlib.sha256(name.encode()).hexdigest()[:32]}") if entry else None
+    return answer_path(directory, "device", name)
 
 
 def load_device(directory: Path, name: str, min_devices: int = CACHE_MIN_DEVICES) -> Device:
@@ -189,8 +188,7 @@ def verdict(directory: Path, name: str, variant: str, make: Any, parse: Any, min
     back by `parse(bytes)` (None: damaged, a miss) from its cache entry beside the inventory's, else `make()` →
     (answer, its bytes, the fabric's devices), kept where the fabric has at least `min_devices` devices. Deriving
     the intent costs about what reading it back does: the answer is what is worth keeping."""
-    entry = _entry(directory, None)
-    path = entry.with_suffix(f".{name}-{hashlib.sha256(variant.encode()).hexdigest()[:32]}") if entry else None
+    path = answer_path(directory, name, variant)
     raw = _read(path) if path is not None else None
     if raw is not None:
         with contextlib.suppress(Exception):
