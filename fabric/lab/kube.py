@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import functools
 import ipaddress
 import json
 import os
@@ -206,13 +207,21 @@ class KubeLab:
             raise KubeLabError(f"kubectl {' '.join(args)}: {p.stderr.strip()}")
         return p
 
+    @functools.cached_property
+    def _api(self) -> tuple[str, ssl.SSLContext, str]:
+        """(the API server's URL, a TLS context trusting the lab's CA, the admin token), read from the kubeconfig
+        once."""
+        cfg = yaml.safe_load(self.kubeconfig.read_text())
+        cluster = cfg["clusters"][0]["cluster"]
+        return (cluster["server"], ssl.create_default_context(cafile=cluster["certificate-authority"]),
+                cfg["users"][0]["user"]["token"])
+
     def get(self, path: str, timeout: float = 30, **query: str) -> Any:
         """GET an API path as JSON straight from the API server with the lab's admin token (what `kubectl get -o json`
         reads, without starting kubectl: the tests poll with it). `query`: fieldSelector, labelSelector …"""
-        cfg = yaml.safe_load(self.kubeconfig.read_text())
-        url = cfg["clusters"][0]["cluster"]["server"] + path + ("?" + urllib.parse.urlencode(query) if query else "")
-        ctx = ssl.create_default_context(cafile=cfg["clusters"][0]["cluster"]["certificate-authority"])
-        req = urllib.request.Request(url, headers={"Authorization": f"Bearer {cfg['users'][0]['user']['token']}"})
+        server, ctx, token = self._api
+        url = server + path + ("?" + urllib.parse.urlencode(query) if query else "")
+        req = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"})
         with urllib.request.urlopen(req, timeout=timeout, context=ctx) as reply:
             return json.load(reply)
 
