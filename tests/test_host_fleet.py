@@ -18,6 +18,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from fabric.lab.daemons import SSHD_KEX
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # works with and without tests/__init__.py
 from test_host_support import FABRIC, ROOT, ip, ipj, namespace, need, need_root
 
@@ -122,6 +124,7 @@ def fleet(tmp_path: Path) -> Iterator[dict]:
                         "UsePAM no",
                         "StrictModes no",
                         "Subsystem sftp internal-sftp",
+                        SSHD_KEX,
                         "",
                     ]
                 )
