@@ -31,12 +31,15 @@ class LinkSpeed(Rule):
     configs = True
 
     def check(self, ctx: Context) -> Iterator[Finding]:
-        nics = {(h.name, r.netdev): r.speed for h in ctx.hosts for r in h.rails}
-        ports = ctx.port  # a switch port before a host NIC
+        # a switch port before a host NIC (the last of a name wins in both), looked up per device: no tuple each
+        nics: dict[str, dict[str, int]] = {}
+        for h in ctx.hosts:
+            nics.setdefault(h.name, {}).update({r.netdev: r.speed for r in h.rails})
+        ports, none = ctx.ports_of, {}
         for ln in ctx.intent.links:
-            p1, p2 = ports.get((ln.a, ln.a_port)), ports.get((ln.b, ln.b_port))
-            s1 = p1.speed if p1 is not None else nics.get((ln.a, ln.a_port))
-            s2 = p2.speed if p2 is not None else nics.get((ln.b, ln.b_port))
+            p1, p2 = ports.get(ln.a, none).get(ln.a_port), ports.get(ln.b, none).get(ln.b_port)
+            s1 = p1.speed if p1 is not None else nics.get(ln.a, none).get(ln.a_port)
+            s2 = p2.speed if p2 is not None else nics.get(ln.b, none).get(ln.b_port)
             if s1 is not None and s2 is not None and s1 != s2:
                 d2, p2 = ln.b, ln.b_port
                 yield self.finding(
@@ -79,6 +82,7 @@ class MtuChain(Rule):
 
     def check(self, ctx: Context) -> Iterator[Finding]:
         hits = []
+        ports, none = ctx.ports_of, {}
         for h in ctx.hosts:
             need = h.roce_mtu + ROCE_HEADERS
             for r in h.rails:
@@ -92,7 +96,7 @@ class MtuChain(Rule):
                             r.ifname,
                         )
                     )
-                p = ctx.port.get((r.leaf, r.leaf_port))
+                p = ports.get(r.leaf, none).get(r.leaf_port)
                 if p and r.mtu > p.mtu:
                     hits.append(
                         (
@@ -108,7 +112,6 @@ class MtuChain(Rule):
             for p in sw.ports:
                 if p.kind != "fabric":
                     continue
-                peer = ctx.port.get((p.peer, p.peer_port))
                 if p.mtu < host_max:
                     yield self.finding(
                         sw.name,
@@ -116,7 +119,7 @@ class MtuChain(Rule):
                         ctx.switch_at(sw.name),
                         p.name,
                     )
-                elif peer and peer.mtu != p.mtu and sw.name < p.peer:
+                elif sw.name < p.peer and (peer := ports.get(p.peer, none).get(p.peer_port)) and peer.mtu != p.mtu:
                     yield self.finding(
                         sw.name,
                         f"MTU of {p.name}: expected {peer.mtu} as at {p.peer}:{peer.name}, found {p.mtu}",
@@ -151,11 +154,11 @@ class RailCabling(Rule):
     fix = "Re-cable the NIC to the rail-k leaf of its SU, or fix hosts.*.nics[].rail."
 
     def check(self, ctx: Context) -> Iterator[Finding]:
+        switches, ports, none = ctx.intent.switches, ctx.ports_of, {}
         for h in ctx.hosts:
             for r in h.rails:
-                leaf = ctx.intent.switches.get(r.leaf)
-                p = ctx.port.get((r.leaf, r.leaf_port))
-                if leaf is None or (leaf.su, leaf.rail) != (h.su, r.rail):
+                leaf = switches.get(r.leaf)
+                if leaf is None or leaf.su != h.su or leaf.rail != r.rail:
                     got = f"{r.leaf} (SU {leaf.su}, rail {leaf.rail})" if leaf else f"{r.leaf or 'no leaf'}"
                     yield self.finding(
                         h.name,
@@ -164,7 +167,8 @@ class RailCabling(Rule):
                         ctx.host_at(h.name, "nics"),
                         r.netdev,
                     )
-                elif p is None or (p.peer, p.peer_port) != (h.name, r.netdev):
+                elif (p := ports.get(r.leaf, none).get(r.leaf_port)) is None or p.peer != h.name \
+                        or p.peer_port != r.netdev:
                     got = f"{p.peer}:{p.peer_port}" if p else "no such port"
                     yield self.finding(
                         h.name,
@@ -208,8 +212,10 @@ def _net(network: int, prefix: int) -> IPv4Network:
 
 
 def _addresses(ctx: Context) -> list[tuple[str, str, str, tuple[str, int | None]]]:
-    """(address/prefix, owner, item, where) of every address the fabric assigns."""
-    out = []
+    """(address/prefix, owner, item, where) of every address the fabric assigns (made once per run: RF304, RF305)."""
+    if "addresses" in ctx.memo:
+        return ctx.memo["addresses"]
+    out: list[tuple[str, str, str, tuple[str, int | None]]] = []
     loopbacks, management, rails = (ctx.at("addressing", k) for k in ("loopbacks", "management", "rails"))
     for sw in ctx.switches:
         at = ctx.switch_at(sw.name)
@@ -220,6 +226,7 @@ def _addresses(ctx: Context) -> list[tuple[str, str, str, tuple[str, int | None]
     for h in ctx.hosts:
         out.append((h.management_address, h.name, "management", ctx.host_at(h.name, "management")))
         out += [(r.address, h.name, r.ifname, rails) for r in h.rails]
+    ctx.memo["addresses"] = out
     return out
 
 
@@ -482,7 +489,7 @@ class UnnumberedBothEnds(Rule):
     def check(self, ctx: Context) -> Iterator[Finding]:
         # per switch, by port (as ctx.port, the last of a name wins): no (switch, port) tuple per lookup
         nbr = {sw.name: {n.port: n for n in sw.bgp.neighbors} for sw in ctx.switches}
-        ports = {sw.name: {p.name: p for p in sw.ports} for sw in ctx.switches}
+        ports = ctx.ports_of
         switches = ctx.intent.switches
         no_nbr: dict[str, BgpNeighbor] = {}
         no_port: dict[str, PortIntent] = {}
@@ -588,10 +595,10 @@ class HostLeafTagging(Rule):
 
     def check(self, ctx: Context) -> Iterator[Finding]:
         hits = []
+        ports, none = ctx.ports_of, {}
         for h in ctx.hosts:
             for r in h.rails:
-                port = ctx.port.get((r.leaf, r.leaf_port))
-                if port is None or r.vlan is None:
+                if r.vlan is None or (port := ports.get(r.leaf, none).get(r.leaf_port)) is None:
                     continue
                 if port.vlan is None:
                     message = (f"VLAN tagging on rail {r.rail}: expected an untagged NIC on a routed leaf port "
