@@ -491,11 +491,18 @@ class UnnumberedBothEnds(Rule):
         nbr = {sw.name: {n.port: n for n in sw.bgp.neighbors} for sw in ctx.switches}
         ports = ctx.ports_of
         switches = ctx.intent.switches
+        asn = {k: sw.bgp.asn for k, sw in switches.items()}
         no_nbr: dict[str, BgpNeighbor] = {}
         no_port: dict[str, PortIntent] = {}
         for sw in ctx.switches:
-            own = ports[sw.name]
+            name, own = sw.name, ports[sw.name]
             for n in sw.bgp.neighbors:
+                # the usual session, every condition below met: nothing to say
+                back = nbr.get(n.peer, no_nbr).get(n.peer_port)
+                if back is not None and back.peer == name and n.remote_asn == asn.get(n.peer) \
+                        and (p := own.get(n.port)) and p.unnumbered \
+                        and (pp := ports.get(n.peer, no_port).get(n.peer_port)) and pp.unnumbered:
+                    continue
                 peer_sw = switches.get(n.peer)
                 back = nbr.get(n.peer, no_nbr).get(n.peer_port)
                 p, pp = own.get(n.port), ports.get(n.peer, no_port).get(n.peer_port)
