@@ -193,15 +193,29 @@ def _head(head: str) -> int | None:
     return None
 
 
+#: every decimal octet as ipaddress writes and reads it (ASCII digits, 0-255, no leading zero) → its value
+_OCTETS = {str(i): i for i in range(256)}
+
+
+@lru_cache(maxsize=65536)
+def _prefix(head: str, plen: str) -> tuple[int, int, int] | None:
+    """(top 24 bits, netmask, prefix length) for the first three octets and the prefix text of an address (a few
+    hundred distinct pairs at cluster scale); None when they are not that."""
+    base = _head(head)
+    if base is None or not (not plen or (plen.isdigit() and int(plen) <= 32)):
+        return None
+    p = int(plen) if plen else 32
+    return base, (0xFFFFFFFF << (32 - p)) & 0xFFFFFFFF, p
+
+
 def _network(addr: str) -> tuple[int, int]:
     """IPv4Interface(addr).network as (network address, prefix length) integers: a dotted quad with an optional
     prefix is masked as integers (tens of thousands of host addresses at cluster scale), anything else parsed."""
     ip, _, plen = addr.partition("/")
     head, _, last = ip.rpartition(".")
-    base = _head(head)
-    if base is not None and _octet(last) and (not plen or (plen.isdigit() and int(plen) <= 32)):
-        p = int(plen) if plen else 32
-        return (base | int(last)) & (0xFFFFFFFF << (32 - p)) & 0xFFFFFFFF, p
+    pre, value = _prefix(head, plen), _OCTETS.get(last)
+    if pre is not None and value is not None:
+        return (pre[0] | value) & pre[1], pre[2]
     net = IPv4Interface(addr).network
     return int(net.network_address), net.prefixlen
 
@@ -244,17 +258,18 @@ class DuplicateAddress(Rule):
     def check(self, ctx: Context) -> Iterator[Finding]:
         seen: dict[str, tuple[str, str]] = {}
         for addr, owner, item, where in _addresses(ctx):
-            ip = addr.split("/")[0]
-            if ip in seen and seen[ip] != (owner, item):
-                o, i = seen[ip]
+            ip = addr.partition("/")[0]
+            prev = seen.get(ip)
+            if prev is None:
+                seen[ip] = (owner, item)
+            elif prev != (owner, item):
+                o, i = prev
                 yield self.finding(
                     owner,
                     f"address {ip} on {owner} {item}: expected unique, found it also on {o} {i}",
                     where,
                     item,
                 )
-            else:
-                seen.setdefault(ip, (owner, item))
 
 
 @rule
@@ -275,9 +290,11 @@ class OverlappingSubnets(Rule):
         nets: dict[tuple[int, int], tuple[object, str, tuple[str, int | None]]] = {}
         for addr, owner, item, where in _addresses(ctx):
             net = _network(addr)
-            domain: object = "management" if item == "management" else f"{owner} {item}"
-            if item != "management" and not item.startswith("loopback"):
-                domain = net  # a rail subnet is shared by its gateway and its hosts
+            domain: object = net  # a rail subnet is shared by its gateway and its hosts
+            if item == "management":
+                domain = "management"
+            elif item.startswith("loopback"):
+                domain = f"{owner} {item}"
             prev = nets.get(net)
             if prev is None:
                 nets[net] = (domain, f"{owner} {item}", where)
