@@ -42,6 +42,13 @@ def _field_names(model: type[Model]) -> tuple[str, ...]:
     return tuple(model.__pydantic_fields__)
 
 
+@lru_cache(maxsize=64)
+def _all_set(model: type[Model]) -> set[str]:
+    """Every field of `model`: the fields set of each trusted instance, one set shared by all of them (pydantic
+    only ever adds a field's name to it, which it holds already; a copy of the model copies it)."""
+    return set(model.__pydantic_fields__)
+
+
 def trusted(model: type[_M], fields: dict[str, Any]) -> _M:
     """`model(**fields)` without validating the values again: what validation would hold (every field, in the
     model's order, the same value objects), for intents derived from values that were validated already —
@@ -55,7 +62,7 @@ def trusted(model: type[_M], fields: dict[str, Any]) -> _M:
         fields = {name: fields[name] for name in names}
     obj = _new(model)
     _set(obj, "__dict__", fields)  # the caller's dict: made for this instance
-    _set(obj, "__pydantic_fields_set__", set(names))
+    _set(obj, "__pydantic_fields_set__", _all_set(model))
     _set(obj, "__pydantic_extra__", None)
     _set(obj, "__pydantic_private__", None)
     return obj

@@ -178,21 +178,6 @@ class RailCabling(Rule):
                     )
 
 
-def _octet(s: str) -> bool:
-    """A decimal octet as ipaddress writes it: 0-255, no leading zero."""
-    return s.isdigit() and len(s) <= 3 and (s == "0" or s[0] != "0") and int(s) < 256
-
-
-@lru_cache(maxsize=65536)
-def _head(head: str) -> int | None:
-    """The first three octets of a dotted quad as the address's top 24 bits (host addresses share a few hundred
-    of them); None when they are not three decimal octets."""
-    parts = head.split(".")
-    if len(parts) == 3 and all(_octet(p) for p in parts):
-        return int(parts[0]) << 24 | int(parts[1]) << 16 | int(parts[2]) << 8
-    return None
-
-
 #: every decimal octet as ipaddress writes and reads it (ASCII digits, 0-255, no leading zero) → its value
 _OCTETS = {str(i): i for i in range(256)}
 
@@ -201,11 +186,11 @@ _OCTETS = {str(i): i for i in range(256)}
 def _prefix(head: str, plen: str) -> tuple[int, int, int] | None:
     """(top 24 bits, netmask, prefix length) for the first three octets and the prefix text of an address (a few
     hundred distinct pairs at cluster scale); None when they are not that."""
-    base = _head(head)
-    if base is None or not (not plen or (plen.isdigit() and int(plen) <= 32)):
+    octets = [_OCTETS.get(p) for p in head.split(".")]
+    if len(octets) != 3 or None in octets or not (not plen or (plen.isascii() and plen.isdigit() and int(plen) <= 32)):
         return None
     p = int(plen) if plen else 32
-    return base, (0xFFFFFFFF << (32 - p)) & 0xFFFFFFFF, p
+    return octets[0] << 24 | octets[1] << 16 | octets[2] << 8, (0xFFFFFFFF << (32 - p)) & 0xFFFFFFFF, p
 
 
 def _network(addr: str) -> tuple[int, int]:
