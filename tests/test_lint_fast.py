@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import random
 from collections.abc import Callable, Iterator
-from ipaddress import IPv4Interface
+from ipaddress import IPv4Interface, IPv4Network
 from pathlib import Path
 
 import pytest
@@ -20,7 +20,7 @@ from fabric.lint.core import RULES, Finding, Rule
 from fabric.lint.engine import run
 from fabric.lint.rules import all_rules
 from fabric.lint.rules.host import _entries, _env_at
-from fabric.lint.rules.l3 import ROCE_HEADERS, _net
+from fabric.lint.rules.l3 import POOL_WARN, ROCE_HEADERS, _net
 from fabric.lint.rules.l3 import _network as network
 from fabric.model.load import load
 
@@ -399,9 +399,72 @@ def _rf204(self: Rule, ctx: Context) -> Iterator[Finding]:
     yield from self.grouped(hits, "hosts", "hosts")
 
 
+def _rf401(self: Rule, ctx: Context) -> Iterator[Finding]:
+    role = {sw.name: sw.role for sw in ctx.switches}
+    for sw in ctx.switches:
+        groups: dict[str, list[tuple[str, bool]]] = {}
+        for p in sw.ports:
+            if p.kind == "fabric":
+                groups.setdefault(role.get(p.peer, "?"), []).append((p.name, p.adaptive_routing))
+        for peer_role, members in sorted(groups.items()):
+            on = [n for n, x in members if x]
+            if on and len(on) < len(members):
+                off = [n for n, x in members if not x]
+                yield self.finding(
+                    sw.name,
+                    f"adaptive routing toward the {peer_role}s: expected the same on all "
+                    f"{len(members)} members, found on: {', '.join(on)}; off: {', '.join(off)}",
+                    ctx.switch_at(sw.name, "adaptive_routing"),
+                    f"{peer_role} group",
+                )
+
+
+def _rf306(self: Rule, ctx: Context) -> Iterator[Finding]:
+    a = ctx.inv.addressing
+    use: dict[str, int] = {}
+    for h in ctx.hosts:
+        for r in h.rails:
+            use[r.subnet] = use.get(r.subnet, 0) + 1 + r.vfs
+    hits = []
+    if ctx.intent.addressing_mode == "svi":
+        for subnet, n in sorted(use.items()):
+            cap = IPv4Network(subnet).num_addresses - 3
+            if n > cap or n >= POOL_WARN * cap:
+                sev = "error" if n > cap else "warning"
+                hits.append(
+                    (
+                        "rails",
+                        f"rail subnet {subnet}: expected room for {n} addresses "
+                        f"(hosts × (1+VFs)), found {cap} usable",
+                        ctx.at("addressing", "rail_prefix_length"),
+                        subnet,
+                        sev,
+                    )
+                )
+    nsw, nh = len(ctx.switches), len(ctx.hosts)
+    blocks = len({(h.su, r.rail) for h in ctx.hosts for r in h.rails})
+    for key, need, cap in (
+        ("loopbacks", nsw, a.loopbacks.num_addresses - 2),
+        ("management", nsw + nh, a.management.num_addresses - 2),
+        ("rails", blocks, 2 ** (a.rail_prefix_length - a.rails.prefixlen)),
+    ):
+        if need > cap or need >= POOL_WARN * cap:
+            sev = "error" if need > cap else "warning"
+            hits.append(
+                (
+                    key,
+                    f"addressing.{key}: {need} of {cap} used, expected below {POOL_WARN:.0%}",
+                    ctx.at("addressing", key),
+                    key,
+                    sev,
+                )
+            )
+    yield from self.grouped(hits, "rails", "rail subnets")
+
+
 REFERENCE: dict[str, Callable[[Rule, Context], Iterator[Finding]]] = {
     "RF301": _rf301, "RF302": _rf302, "RF303": _rf303, "RF304": _rf304, "RF305": _rf305, "RF309": _rf309,
-    "RF311": _rf311, "RF202": _rf202, "RF203": _rf203, "RF204": _rf204,
+    "RF311": _rf311, "RF202": _rf202, "RF203": _rf203, "RF204": _rf204, "RF306": _rf306, "RF401": _rf401,
 }
 
 
@@ -511,10 +574,22 @@ def _nccl(ctx: Context) -> None:
             h.gid = h.gid.model_copy(update={"policy": "auto"})
 
 
+def _ar(ctx: Context) -> None:
+    for sw in list(ctx.intent.switches.values())[::3]:
+        fabric = [p for p in sw.ports if p.kind == "fabric"]
+        if fabric:
+            fabric[0].adaptive_routing = not fabric[0].adaptive_routing
+
+
+def _vfs(ctx: Context) -> None:
+    for h in list(ctx.intent.hosts.values())[::2]:
+        h.rails[0].vfs = 250
+
+
 MUTATIONS: dict[str, Callable[[Context], None]] = {
     "as-is": lambda ctx: None, "speed": _speed, "rail-speed": _rail_speed, "mtu": _mtu, "peer-mtu": _peer_mtu,
     "swap-rails": _swap_rails, "wrong-peer": _wrong_peer, "no-leaf": _no_leaf, "twice": _twice,
-    "session": _session, "addresses": _addresses_clash, "vlan": _vlan, "nccl": _nccl,
+    "session": _session, "addresses": _addresses_clash, "vlan": _vlan, "nccl": _nccl, "ar": _ar, "vfs": _vfs,
 }
 
 

@@ -207,7 +207,7 @@ class Hosts(Addressing):
             tos_origin = self._parts[tos_key] = ("inventory: hosts roce_tos" if s["roce_tos"] is not None
                                                  else f"formula: qos.roce_dscp {q.roce_dscp} << 2 | ECT(0) 2 = {tos}")
         origins = {
-            "rails.address": f"derived: addressing.rails {self.addr.rails} /{self.addr.rail_prefix_length} block "
+            "rails.address": f"derived: addressing.rails {self.rails_pool} /{self.addr.rail_prefix_length} block "
                              f"per (SU, rail), mode {self.addr.mode}, host {host.h} of SU {host.su}",
             "rails.table": c["rails.table"],
             "nic_qos.roce_tos": tos_origin,

@@ -326,9 +326,12 @@ class PoolCapacity(Rule):
     def check(self, ctx: Context) -> Iterator[Finding]:
         a = ctx.inv.addressing
         use: dict[str, int] = {}
+        blocks_used: set[tuple[int, int]] = set()
         for h in ctx.hosts:
+            su = h.su
             for r in h.rails:
                 use[r.subnet] = use.get(r.subnet, 0) + 1 + r.vfs
+                blocks_used.add((su, r.rail))
         hits = []
         if ctx.intent.addressing_mode == "svi":
             for subnet, n in sorted(use.items()):
@@ -346,7 +349,7 @@ class PoolCapacity(Rule):
                         )
                     )
         nsw, nh = len(ctx.switches), len(ctx.hosts)
-        blocks = len({(h.su, r.rail) for h in ctx.hosts for r in h.rails})
+        blocks = len(blocks_used)
         for key, need, cap in (
             ("loopbacks", nsw, a.loopbacks.num_addresses - 2),
             ("management", nsw + nh, a.management.num_addresses - 2),
