@@ -649,3 +649,21 @@ def test_network_equals_ipaddress() -> None:
             assert got == _network(addr), addr
             continue
         assert got == want, addr
+
+
+def test_a_large_fabric_is_held_to_the_end_of_the_command_and_only_the_last(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`lint` is done with the derived fabric before it exits: `fabric.design.load` still holds it (frozen objects
+    a module references are left to the operating system at exit, not freed one by one), the last one only."""
+    import gc
+
+    from fabric.design import load as load_module
+
+    monkeypatch.setattr(load_module, "CACHE_MIN_DEVICES", 1)  # the example counts as large
+    try:
+        first = load_module.load_fabric(ROOT / "inventories" / "example", cached=False)
+        assert len(load_module._HELD) == 1 and load_module._HELD[0] is first
+        second = load_module.load_fabric(ROOT / "inventories" / "eos-example", cached=False)
+        assert len(load_module._HELD) == 1 and load_module._HELD[0] is second
+    finally:
+        load_module._HELD.clear()
+        gc.unfreeze()
