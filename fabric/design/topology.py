@@ -160,6 +160,7 @@ class _Builder:
         self.reported: set[tuple[Any, ...]] = set()
         self.shared: dict[tuple[Any, ...], list[int]] = {}  # loc → [index in problems, count]
         self.default_settings: dict[str, Any] | None = None
+        self.names_of: dict[str, tuple[str, ...]] = {}  # switch → its logical ports' names (`take`)
 
     def problem(self, loc: tuple[Any, ...], expected: str, found: str = "") -> None:
         """A problem; one from a shared default (hosts.defaults) is reported once, with the count of hosts."""
@@ -268,7 +269,10 @@ class _Builder:
 
     def take(self, sw: Switch, peer: str, speed: int, loc: tuple[Any, ...]) -> str | None:
         """Allocate the next free logical port of `sw` for a link to `peer`."""
-        names, used, i = sw.port_names(), sw.used, sw.next_port
+        names = self.names_of.get(sw.name)
+        if names is None:  # once per switch: its platform, breakout and target are set when it is added
+            names = self.names_of[sw.name] = sw.port_names()
+        used, i = sw.used, sw.next_port
         n = len(names)
         while i < n and names[i] in used:
             i += 1

@@ -23,6 +23,7 @@ class Context:
         self.deriver = deriver or Deriver(loaded)
         self.intent: FabricIntent = intent or self.deriver.fabric()
         self.topo = self.deriver.topo
+        self.memo: dict[str, Any] = {}  # what several rules compute from the intent, once per run (`reset`)
 
     # -- locations --------------------------------------------------------------------------------
     def at(self, *loc: str | int) -> Where:
@@ -89,6 +90,17 @@ class Context:
     @cached_property
     def port(self) -> dict[tuple[str, str], PortIntent]:
         return {(sw.name, p.name): p for sw in self.switches for p in sw.ports}
+
+    @cached_property
+    def ports_of(self) -> dict[str, dict[str, PortIntent]]:
+        """Each switch's ports by name (as `port`, the last of a name wins), looked up without a tuple per port."""
+        return {sw.name: {p.name: p for p in sw.ports} for sw in self.switches}
+
+    def reset(self) -> None:
+        """Forget the lookups built from the intent (a run after the intent changed builds them again)."""
+        for key in ("port", "ports_of"):
+            self.__dict__.pop(key, None)
+        self.memo.clear()
 
     @property
     def qos(self) -> QosPolicy:

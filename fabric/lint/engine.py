@@ -97,6 +97,8 @@ def run(
     """Lint the inventory's intent, the parsed configs, or both."""
     rules = selected(select, ignore)
     findings: list[Finding] = []
+    if ctx is not None:
+        ctx.reset()
     with gc_paused():  # the rules' many short-lived objects would make the collector rescan the whole fabric
         for r in rules:
             if ctx is not None:

@@ -102,8 +102,8 @@ class Deriver(Switches, Hosts):
     def _fabric(self) -> FabricIntent:
         switches = {n: self.switch(sw) for n, sw in self.topo.switches.items()}
         hosts = {h.name: self.host(h, i) for i, h in enumerate(self.topo.hosts.values())}
-        links = [LinkIntent(a=ln.a, a_port=ln.a_port, b=ln.b, b_port=ln.b_port, speed=ln.speed,
-                            cable_m=ln.cable_m, kind=ln.kind) for ln in self.topo.links]
+        links = [LinkIntent(ln.a, ln.a_port, ln.b, ln.b_port, ln.speed, ln.cable_m, ln.kind)  # the fields in order
+                 for ln in self.topo.links]
         k = self.inv.kubernetes
         k8s = K8sFacts(namespace=k.namespace, device_plugin_namespace=k.device_plugin_namespace,
                        resource_prefix=k.resource_prefix, resources=k.resources, network_name=k.network_name,

@@ -96,18 +96,18 @@ class Switches(Addressing):
                     address = f"{self.host_address(host, nic.rail)[1]}/31"
                 hosts_on[key] = hosts_on.get(key, 0) + 1
                 vfs_on[key] = vfs_on.get(key, 0) + nic.vfs
+                # PortIntent's fields in order (positional: 160k ports at 32k GPUs): name, speed, lanes, mtu, cable_m,
+                # kind, peer, peer_port, description, vlan, tagged, address, unnumbered, adaptive_routing, lossless,
+                # pfc, watchdog, headroom, hw
                 ports.append(PortIntent(
-                    name=port, speed=speed, lanes=lanes, mtu=mtu, cable_m=cable, kind="host", peer=peer,
-                    peer_port=peer_port, description=f"{peer}:{peer_port} rail{nic.rail}", vlan=vlan,
-                    tagged=vlan is not None and nic.vlan is not None, address=address, unnumbered=False,
-                    adaptive_routing=False, lossless=lossless, pfc=pfc, watchdog=watchdog, headroom=hr, hw=hw))
+                    port, speed, lanes, mtu, cable, "host", peer, peer_port, f"{peer}:{peer_port} rail{nic.rail}",
+                    vlan, vlan is not None and nic.vlan is not None, address, False, False, lossless, pfc, watchdog,
+                    hr, hw))
             else:
                 ports.append(PortIntent(
-                    name=port, speed=speed, lanes=lanes, mtu=mtu, cable_m=cable, kind="fabric", peer=peer,
-                    peer_port=peer_port, description=f"{peer}:{peer_port}", vlan=None, address=None,
-                    unnumbered=True, adaptive_routing=ar_on and speed in ar_speeds, lossless=lossless, pfc=pfc,
-                    watchdog=watchdog, headroom=hr, hw=hw))
-                neighbors.append(BgpNeighbor(port=port, peer=peer, peer_port=peer_port, remote_asn=asn[peer]))
+                    port, speed, lanes, mtu, cable, "fabric", peer, peer_port, f"{peer}:{peer_port}", None, False,
+                    None, True, ar_on and speed in ar_speeds, lossless, pfc, watchdog, hr, hw))
+                neighbors.append(BgpNeighbor(port, peer, peer_port, asn[peer]))  # port, peer, peer_port, remote_asn
         svis, networks, blackholes = [], [f"{lo}/32"], []
         for (su, rail), names in sorted(members.items()):
             vid = self.addr.vlan_base + rail

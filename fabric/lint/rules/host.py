@@ -68,57 +68,42 @@ class NcclHca(Rule):
 
     def check(self, ctx: Context) -> Iterator[Finding]:
         hits = []
+        verdicts: dict[tuple[str, tuple[str, ...]], str | None] = {}  # thousands of hosts share one
         for h in ctx.hosts:
             value = h.nccl_env.get("NCCL_IB_HCA", "")
-            rails = sorted(r.rdma for r in h.rails)
-            mode, names = _entries(value)
-            where = _env_at(ctx, h, "NCCL_IB_HCA", "nics")
-            if mode == "^" or not names:
-                hits.append(
-                    (
-                        h.name,
-                        f"NCCL_IB_HCA: expected ={','.join(f'{n}:1' for n in rails)}, found "
-                        f"{value or 'unset (every RDMA device)'}",
-                        where,
-                        "NCCL_IB_HCA",
-                    )
-                )
-                continue
-            if sorted(set(names)) != rails:
-                extra = sorted(set(names) - set(rails))
-                missing = sorted(set(rails) - set(names))
-                detail = "; ".join(
-                    x
-                    for x in (
-                        f"not rail NICs: {', '.join(extra)}" if extra else "",
-                        f"missing: {', '.join(missing)}" if missing else "",
-                    )
-                    if x
-                )
-                hits.append(
-                    (
-                        h.name,
-                        f"NCCL_IB_HCA: expected exactly the rail NICs {', '.join(rails)}, found "
-                        f"{value} ({detail})",
-                        where,
-                        "NCCL_IB_HCA",
-                    )
-                )
-            elif mode != "=":
-                shadow = sorted(
-                    {f"{a} matches {b}" for a in names for b in rails if a != b and b.startswith(a)}
-                )
-                detail = f" ({'; '.join(shadow)})" if shadow else " (mlx5_1 would also select mlx5_10 …)"
-                hits.append(
-                    (
-                        h.name,
-                        f"NCCL_IB_HCA: expected an exact list starting with '=', found the prefix "
-                        f"list {value}{detail}",
-                        where,
-                        "NCCL_IB_HCA",
-                    )
-                )
+            key = (value, tuple(r.rdma for r in h.rails))
+            if key not in verdicts:
+                verdicts[key] = self.verdict(value, sorted(key[1]))
+            if (message := verdicts[key]) is not None:
+                hits.append((h.name, message, _env_at(ctx, h, "NCCL_IB_HCA", "nics"), "NCCL_IB_HCA"))
         yield from self.grouped(hits, "hosts", "hosts")
+
+    @staticmethod
+    def verdict(value: str, rails: list[str]) -> str | None:
+        """The message for NCCL_IB_HCA `value` on a host of these RDMA devices (sorted); None: right."""
+        mode, names = _entries(value)
+        if mode == "^" or not names:
+            return (f"NCCL_IB_HCA: expected ={','.join(f'{n}:1' for n in rails)}, found "
+                    f"{value or 'unset (every RDMA device)'}")
+        if sorted(set(names)) != rails:
+            extra = sorted(set(names) - set(rails))
+            missing = sorted(set(rails) - set(names))
+            detail = "; ".join(
+                x
+                for x in (
+                    f"not rail NICs: {', '.join(extra)}" if extra else "",
+                    f"missing: {', '.join(missing)}" if missing else "",
+                )
+                if x
+            )
+            return f"NCCL_IB_HCA: expected exactly the rail NICs {', '.join(rails)}, found {value} ({detail})"
+        if mode != "=":
+            shadow = sorted(
+                {f"{a} matches {b}" for a in names for b in rails if a != b and b.startswith(a)}
+            )
+            detail = f" ({'; '.join(shadow)})" if shadow else " (mlx5_1 would also select mlx5_10 …)"
+            return f"NCCL_IB_HCA: expected an exact list starting with '=', found the prefix list {value}{detail}"
+        return None
 
 
 @rule
@@ -135,13 +120,18 @@ class NcclSocket(Rule):
 
     def check(self, ctx: Context) -> Iterator[Finding]:
         hits = []
+        verdicts: dict[tuple[str, tuple[str, ...]], tuple[list[str], bool] | None] = {}  # hosts share one
         for h in ctx.hosts:
             value = h.nccl_env.get("NCCL_SOCKET_IFNAME", "")
-            mode, names = _entries(value)
-            if mode == "^":
+            key = (value, tuple(x for r in h.rails for x in (r.netdev, r.ifname)))
+            if key not in verdicts:
+                mode, names = _entries(value)
+                verdicts[key] = None if mode == "^" else (
+                    sorted({r for n in names for r in set(key[1]) if r == n or (mode == "" and r.startswith(n))}),
+                    not names)
+            if (verdict := verdicts[key]) is None:
                 continue
-            rails = {r.netdev for r in h.rails} | {r.ifname for r in h.rails}
-            bad = sorted({r for n in names for r in rails if r == n or (mode == "" and r.startswith(n))})
+            bad, unset = verdict
             if bad:
                 hits.append(
                     (
@@ -152,7 +142,7 @@ class NcclSocket(Rule):
                         "NCCL_SOCKET_IFNAME",
                     )
                 )
-            elif not names:
+            elif unset:
                 hits.append(
                     (
                         h.name,
@@ -184,7 +174,6 @@ class GidPolicy(Rule):
         hits = []
         for h in ctx.hosts:
             env = h.nccl_env
-            where = ctx.host_at(h.name, "gid")
             idx, ver = env.get("NCCL_IB_GID_INDEX"), env.get("NCCL_IB_ROCE_VERSION_NUM", "2")
             if ver != "2":
                 hits.append(
@@ -211,7 +200,7 @@ class GidPolicy(Rule):
                         h.name,
                         f"NCCL_IB_GID_INDEX: expected unset with gid.policy auto, found {idx} (not "
                         "verified to be RoCE v2)",
-                        where,
+                        ctx.host_at(h.name, "gid"),
                         "NCCL_IB_GID_INDEX",
                     )
                 )

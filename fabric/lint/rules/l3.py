@@ -31,12 +31,15 @@ class LinkSpeed(Rule):
     configs = True
 
     def check(self, ctx: Context) -> Iterator[Finding]:
-        nics = {(h.name, r.netdev): r.speed for h in ctx.hosts for r in h.rails}
-        ports = ctx.port  # a switch port before a host NIC
+        # a switch port before a host NIC (the last of a name wins in both), looked up per device: no tuple each
+        nics: dict[str, dict[str, int]] = {}
+        for h in ctx.hosts:
+            nics.setdefault(h.name, {}).update({r.netdev: r.speed for r in h.rails})
+        ports, none = ctx.ports_of, {}
         for ln in ctx.intent.links:
-            p1, p2 = ports.get((ln.a, ln.a_port)), ports.get((ln.b, ln.b_port))
-            s1 = p1.speed if p1 is not None else nics.get((ln.a, ln.a_port))
-            s2 = p2.speed if p2 is not None else nics.get((ln.b, ln.b_port))
+            p1, p2 = ports.get(ln.a, none).get(ln.a_port), ports.get(ln.b, none).get(ln.b_port)
+            s1 = p1.speed if p1 is not None else nics.get(ln.a, none).get(ln.a_port)
+            s2 = p2.speed if p2 is not None else nics.get(ln.b, none).get(ln.b_port)
             if s1 is not None and s2 is not None and s1 != s2:
                 d2, p2 = ln.b, ln.b_port
                 yield self.finding(
@@ -79,6 +82,7 @@ class MtuChain(Rule):
 
     def check(self, ctx: Context) -> Iterator[Finding]:
         hits = []
+        ports, none = ctx.ports_of, {}
         for h in ctx.hosts:
             need = h.roce_mtu + ROCE_HEADERS
             for r in h.rails:
@@ -92,7 +96,7 @@ class MtuChain(Rule):
                             r.ifname,
                         )
                     )
-                p = ctx.port.get((r.leaf, r.leaf_port))
+                p = ports.get(r.leaf, none).get(r.leaf_port)
                 if p and r.mtu > p.mtu:
                     hits.append(
                         (
@@ -108,7 +112,6 @@ class MtuChain(Rule):
             for p in sw.ports:
                 if p.kind != "fabric":
                     continue
-                peer = ctx.port.get((p.peer, p.peer_port))
                 if p.mtu < host_max:
                     yield self.finding(
                         sw.name,
@@ -116,7 +119,7 @@ class MtuChain(Rule):
                         ctx.switch_at(sw.name),
                         p.name,
                     )
-                elif peer and peer.mtu != p.mtu and sw.name < p.peer:
+                elif sw.name < p.peer and (peer := ports.get(p.peer, none).get(p.peer_port)) and peer.mtu != p.mtu:
                     yield self.finding(
                         sw.name,
                         f"MTU of {p.name}: expected {peer.mtu} as at {p.peer}:{peer.name}, found {p.mtu}",
@@ -151,11 +154,11 @@ class RailCabling(Rule):
     fix = "Re-cable the NIC to the rail-k leaf of its SU, or fix hosts.*.nics[].rail."
 
     def check(self, ctx: Context) -> Iterator[Finding]:
+        switches, ports, none = ctx.intent.switches, ctx.ports_of, {}
         for h in ctx.hosts:
             for r in h.rails:
-                leaf = ctx.intent.switches.get(r.leaf)
-                p = ctx.port.get((r.leaf, r.leaf_port))
-                if leaf is None or (leaf.su, leaf.rail) != (h.su, r.rail):
+                leaf = switches.get(r.leaf)
+                if leaf is None or leaf.su != h.su or leaf.rail != r.rail:
                     got = f"{r.leaf} (SU {leaf.su}, rail {leaf.rail})" if leaf else f"{r.leaf or 'no leaf'}"
                     yield self.finding(
                         h.name,
@@ -164,7 +167,8 @@ class RailCabling(Rule):
                         ctx.host_at(h.name, "nics"),
                         r.netdev,
                     )
-                elif p is None or (p.peer, p.peer_port) != (h.name, r.netdev):
+                elif (p := ports.get(r.leaf, none).get(r.leaf_port)) is None or p.peer != h.name \
+                        or p.peer_port != r.netdev:
                     got = f"{p.peer}:{p.peer_port}" if p else "no such port"
                     yield self.finding(
                         h.name,
@@ -174,19 +178,19 @@ class RailCabling(Rule):
                     )
 
 
-def _octet(s: str) -> bool:
-    """A decimal octet as ipaddress writes it: 0-255, no leading zero."""
-    return s.isdigit() and len(s) <= 3 and (s == "0" or s[0] != "0") and int(s) < 256
+#: every decimal octet as ipaddress writes and reads it (ASCII digits, 0-255, no leading zero) → its value
+_OCTETS = {str(i): i for i in range(256)}
 
 
 @lru_cache(maxsize=65536)
-def _head(head: str) -> int | None:
-    """The first three octets of a dotted quad as the address's top 24 bits (host addresses share a few hundred
-    of them); None when they are not three decimal octets."""
-    parts = head.split(".")
-    if len(parts) == 3 and all(_octet(p) for p in parts):
-        return int(parts[0]) << 24 | int(parts[1]) << 16 | int(parts[2]) << 8
-    return None
+def _prefix(head: str, plen: str) -> tuple[int, int, int] | None:
+    """(top 24 bits, netmask, prefix length) for the first three octets and the prefix text of an address (a few
+    hundred distinct pairs at cluster scale); None when they are not that."""
+    octets = [_OCTETS.get(p) for p in head.split(".")]
+    if len(octets) != 3 or None in octets or not (not plen or (plen.isascii() and plen.isdigit() and int(plen) <= 32)):
+        return None
+    p = int(plen) if plen else 32
+    return octets[0] << 24 | octets[1] << 16 | octets[2] << 8, (0xFFFFFFFF << (32 - p)) & 0xFFFFFFFF, p
 
 
 def _network(addr: str) -> tuple[int, int]:
@@ -194,10 +198,9 @@ def _network(addr: str) -> tuple[int, int]:
     prefix is masked as integers (tens of thousands of host addresses at cluster scale), anything else parsed."""
     ip, _, plen = addr.partition("/")
     head, _, last = ip.rpartition(".")
-    base = _head(head)
-    if base is not None and _octet(last) and (not plen or (plen.isdigit() and int(plen) <= 32)):
-        p = int(plen) if plen else 32
-        return (base | int(last)) & (0xFFFFFFFF << (32 - p)) & 0xFFFFFFFF, p
+    pre, value = _prefix(head, plen), _OCTETS.get(last)
+    if pre is not None and value is not None:
+        return (pre[0] | value) & pre[1], pre[2]
     net = IPv4Interface(addr).network
     return int(net.network_address), net.prefixlen
 
@@ -208,8 +211,10 @@ def _net(network: int, prefix: int) -> IPv4Network:
 
 
 def _addresses(ctx: Context) -> list[tuple[str, str, str, tuple[str, int | None]]]:
-    """(address/prefix, owner, item, where) of every address the fabric assigns."""
-    out = []
+    """(address/prefix, owner, item, where) of every address the fabric assigns (made once per run: RF304, RF305)."""
+    if "addresses" in ctx.memo:
+        return ctx.memo["addresses"]
+    out: list[tuple[str, str, str, tuple[str, int | None]]] = []
     loopbacks, management, rails = (ctx.at("addressing", k) for k in ("loopbacks", "management", "rails"))
     for sw in ctx.switches:
         at = ctx.switch_at(sw.name)
@@ -220,6 +225,7 @@ def _addresses(ctx: Context) -> list[tuple[str, str, str, tuple[str, int | None]
     for h in ctx.hosts:
         out.append((h.management_address, h.name, "management", ctx.host_at(h.name, "management")))
         out += [(r.address, h.name, r.ifname, rails) for r in h.rails]
+    ctx.memo["addresses"] = out
     return out
 
 
@@ -237,17 +243,18 @@ class DuplicateAddress(Rule):
     def check(self, ctx: Context) -> Iterator[Finding]:
         seen: dict[str, tuple[str, str]] = {}
         for addr, owner, item, where in _addresses(ctx):
-            ip = addr.split("/")[0]
-            if ip in seen and seen[ip] != (owner, item):
-                o, i = seen[ip]
+            ip = addr.partition("/")[0]
+            prev = seen.get(ip)
+            if prev is None:
+                seen[ip] = (owner, item)
+            elif prev != (owner, item):
+                o, i = prev
                 yield self.finding(
                     owner,
                     f"address {ip} on {owner} {item}: expected unique, found it also on {o} {i}",
                     where,
                     item,
                 )
-            else:
-                seen.setdefault(ip, (owner, item))
 
 
 @rule
@@ -268,9 +275,11 @@ class OverlappingSubnets(Rule):
         nets: dict[tuple[int, int], tuple[object, str, tuple[str, int | None]]] = {}
         for addr, owner, item, where in _addresses(ctx):
             net = _network(addr)
-            domain: object = "management" if item == "management" else f"{owner} {item}"
-            if item != "management" and not item.startswith("loopback"):
-                domain = net  # a rail subnet is shared by its gateway and its hosts
+            domain: object = net  # a rail subnet is shared by its gateway and its hosts
+            if item == "management":
+                domain = "management"
+            elif item.startswith("loopback"):
+                domain = f"{owner} {item}"
             prev = nets.get(net)
             if prev is None:
                 nets[net] = (domain, f"{owner} {item}", where)
@@ -317,9 +326,12 @@ class PoolCapacity(Rule):
     def check(self, ctx: Context) -> Iterator[Finding]:
         a = ctx.inv.addressing
         use: dict[str, int] = {}
+        blocks_used: set[tuple[int, int]] = set()
         for h in ctx.hosts:
+            su = h.su
             for r in h.rails:
                 use[r.subnet] = use.get(r.subnet, 0) + 1 + r.vfs
+                blocks_used.add((su, r.rail))
         hits = []
         if ctx.intent.addressing_mode == "svi":
             for subnet, n in sorted(use.items()):
@@ -337,7 +349,7 @@ class PoolCapacity(Rule):
                         )
                     )
         nsw, nh = len(ctx.switches), len(ctx.hosts)
-        blocks = len({(h.su, r.rail) for h in ctx.hosts for r in h.rails})
+        blocks = len(blocks_used)
         for key, need, cap in (
             ("loopbacks", nsw, a.loopbacks.num_addresses - 2),
             ("management", nsw + nh, a.management.num_addresses - 2),
@@ -482,13 +494,20 @@ class UnnumberedBothEnds(Rule):
     def check(self, ctx: Context) -> Iterator[Finding]:
         # per switch, by port (as ctx.port, the last of a name wins): no (switch, port) tuple per lookup
         nbr = {sw.name: {n.port: n for n in sw.bgp.neighbors} for sw in ctx.switches}
-        ports = {sw.name: {p.name: p for p in sw.ports} for sw in ctx.switches}
+        ports = ctx.ports_of
         switches = ctx.intent.switches
+        asn = {k: sw.bgp.asn for k, sw in switches.items()}
         no_nbr: dict[str, BgpNeighbor] = {}
         no_port: dict[str, PortIntent] = {}
         for sw in ctx.switches:
-            own = ports[sw.name]
+            name, own = sw.name, ports[sw.name]
             for n in sw.bgp.neighbors:
+                # the usual session, every condition below met: nothing to say
+                back = nbr.get(n.peer, no_nbr).get(n.peer_port)
+                if back is not None and back.peer == name and n.remote_asn == asn.get(n.peer) \
+                        and (p := own.get(n.port)) and p.unnumbered \
+                        and (pp := ports.get(n.peer, no_port).get(n.peer_port)) and pp.unnumbered:
+                    continue
                 peer_sw = switches.get(n.peer)
                 back = nbr.get(n.peer, no_nbr).get(n.peer_port)
                 p, pp = own.get(n.port), ports.get(n.peer, no_port).get(n.peer_port)
@@ -588,10 +607,10 @@ class HostLeafTagging(Rule):
 
     def check(self, ctx: Context) -> Iterator[Finding]:
         hits = []
+        ports, none = ctx.ports_of, {}
         for h in ctx.hosts:
             for r in h.rails:
-                port = ctx.port.get((r.leaf, r.leaf_port))
-                if port is None or r.vlan is None:
+                if r.vlan is None or (port := ports.get(r.leaf, none).get(r.leaf_port)) is None:
                     continue
                 if port.vlan is None:
                     message = (f"VLAN tagging on rail {r.rail}: expected an untagged NIC on a routed leaf port "

@@ -32,6 +32,8 @@ class AdaptiveRoutingGroup(Rule):
     def check(self, ctx: Context) -> Iterator[Finding]:
         role = {sw.name: sw.role for sw in ctx.switches}
         for sw in ctx.switches:
+            if len({p.adaptive_routing for p in sw.ports if p.kind == "fabric"}) < 2:
+                continue  # the same on every member of every group (the usual switch): nothing to group
             groups: dict[str, list[tuple[str, bool]]] = {}
             for p in sw.ports:
                 if p.kind == "fabric":
