@@ -119,13 +119,15 @@ class IbWriteBw(Tool):
     name, unit, needs_rdma, base_port = "ib_write_bw", "Gb/s", True, 18515
     not_connected = PERFTEST_NOT_CONNECTED
 
-    def __init__(self, size: int = 1 << 20, qps: int = 4, rdma_cm: bool = False) -> None:
-        self.size, self.qps, self.rdma_cm = size, qps, rdma_cm
+    def __init__(self, size: int = 1 << 20, qps: int = 4, rdma_cm: bool = False, qp_timeout: int | None = None) -> None:
+        """`qp_timeout`: perftest's `-u`, the QPs' local ACK timeout, 4.096 µs × 2^value (None: perftest's 14, 67 ms,
+        ample where the path delays an ACK by microseconds; an emulated link can hold one far longer)."""
+        self.size, self.qps, self.rdma_cm, self.qp_timeout = size, qps, rdma_cm, qp_timeout
 
     def _common(self, end: End, port: int, seconds: float) -> list[str]:
         return ["ib_write_bw", "-d", end.rdma, "-x", str(end.gid_index), *perftest_class(end, self.rdma_cm), "-F",
                 "--report_gbits", "-s", str(self.size), "-q", str(self.qps), "-D", f"{max(1, round(seconds))}",
-                "-p", str(port)]
+                "-p", str(port), *(["-u", str(self.qp_timeout)] if self.qp_timeout is not None else [])]
 
     def server(self, dst: End, port: int, seconds: float) -> list[str]:
         return self._common(dst, port, seconds)
