@@ -140,8 +140,12 @@ def run_lint(
 
         key = digest(configs)
         if key is not None:
-            return verdict(inventory, "lint-configs", json.dumps([select or [], ignore or [], key]),
-                           lambda: _with_configs(inventory, configs, select, ignore, stage, True), _result)
+            def make() -> tuple[Any, bytes, int]:
+                result, data, devices = _with_configs(inventory, configs, select, ignore, stage, True)
+                # a file changed while it was read: these findings are not those of `key`, not kept
+                return result, data, devices if digest(configs) == key else 0
+
+            return verdict(inventory, "lint-configs", json.dumps([select or [], ignore or [], key]), make, _result)
     return _with_configs(inventory, configs, select, ignore, stage)
 
 
