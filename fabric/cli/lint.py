@@ -134,7 +134,36 @@ def run_lint(
             return result if isinstance(result, Result) else None
 
         return verdict(inventory, "lint", json.dumps([select or [], ignore or []]), make, parse)
+    if inventory is not None and configs is not None:  # the findings of unchanged configs and inventory: cached
+        from fabric.design.load import verdict
+        from fabric.lint.configs import digest
+
+        key = digest(configs)
+        if key is not None:
+            def make() -> tuple[Any, bytes, int]:
+                result, data, devices = _with_configs(inventory, configs, select, ignore, stage, True)
+                # a file changed while it was read: these findings are not those of `key`, not kept
+                return result, data, devices if digest(configs) == key else 0
+
+            return verdict(inventory, "lint-configs", json.dumps([select or [], ignore or [], key]), make, _result)
+    return _with_configs(inventory, configs, select, ignore, stage)
+
+
+def _result(raw: bytes) -> Any:
+    from fabric.lint.engine import Result
+
+    result = pickle.loads(raw)  # our own private entry (fabric.design.load._read)
+    return result if isinstance(result, Result) else None
+
+
+def _with_configs(inventory: Path | None, configs: Path | None, select: list[str] | None, ignore: list[str] | None,
+                  stage: Callable[[str], Any], keep: bool = False) -> Any:
+    """The findings of `inventory` and/or the configs in `configs`; `keep`: with the bytes of the result and the
+    fabric's devices (`fabric.design.load.verdict`'s `make`)."""
+    from fabric.design.load import load_fabric
     from fabric.lint.configs import EarlyParse, load_configs
+    from fabric.lint.context import Context
+    from fabric.lint.engine import run
 
     ctx = None
     # the configs are parsed on the other cores while the inventory is derived
@@ -152,4 +181,7 @@ def run_lint(
         if early is not None:
             early.close()
     stage("run the rules")
-    return run(ctx if cs is None or inventory is not None else None, cs, select, ignore)
+    result = run(ctx if cs is None or inventory is not None else None, cs, select, ignore)
+    if not keep:
+        return result
+    return result, pickle.dumps(result, pickle.HIGHEST_PROTOCOL), len(f.intent.switches) + len(f.intent.hosts)
