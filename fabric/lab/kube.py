@@ -216,14 +216,19 @@ class KubeLab:
         return (cluster["server"], ssl.create_default_context(cafile=cluster["certificate-authority"]),
                 cfg["users"][0]["user"]["token"])
 
-    def get(self, path: str, timeout: float = 30, **query: str) -> Any:
-        """GET an API path as JSON straight from the API server with the lab's admin token (what `kubectl get -o json`
-        reads, without starting kubectl: the tests poll with it). `query`: fieldSelector, labelSelector …"""
+    def read(self, path: str, timeout: float = 30, **query: str) -> bytes:
+        """GET an API path straight from the API server with the lab's admin token (what `kubectl get --raw` reads,
+        without starting kubectl: the lab's start-up waits and the tests poll with it). `query`: fieldSelector,
+        labelSelector …"""
         server, ctx, token = self._api
         url = server + path + ("?" + urllib.parse.urlencode(query) if query else "")
         req = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"})
         with urllib.request.urlopen(req, timeout=timeout, context=ctx) as reply:
-            return json.load(reply)
+            return reply.read()
+
+    def get(self, path: str, timeout: float = 30, **query: str) -> Any:
+        """An API path's object or list as JSON (`kubectl get -o json`), through `read`."""
+        return json.loads(self.read(path, timeout, **query))
 
     def apply(self, objects: list[dict[str, Any]] | str, validate: str = "strict") -> subprocess.CompletedProcess[str]:
         """Applies objects: server-side (strict: an unknown field is an error), or with `validate="warn"`
@@ -273,12 +278,11 @@ class KubeLab:
             "--service-cluster-ip-range", "10.96.0.0/16", "--kubelet-preferred-address-types", "InternalIP",
             "--enable-priority-and-fairness=false", "--v", "1"])
         self._wait("etcd", lambda: socket.create_connection(("127.0.0.1", self.ports["etcd"]), 1).close() or True, 30)
-        self._wait("kube-apiserver", lambda: self.kubectl("get", "--raw", "/readyz", timeout=5).stdout == "ok",
-                   timeout)
+        # the waits read the API in this process: a kubectl start each 0.3 s cost more CPU than the API server's
+        self._wait("kube-apiserver", lambda: self.read("/readyz", timeout=5) == b"ok", timeout)
         crds = [*(self.bins / "crds" / f"{c}.yaml" for c in CRDS),
                 *(SHARED_CRDS / f"{c}.yaml" for c in ("hypernodes", "nad-crd"))]
-        for crd in crds:
-            self.kubectl("apply", "--server-side", "-f", str(crd))
+        self.kubectl("apply", "--server-side", *(a for crd in crds for a in ("-f", str(crd))))
         self.kubectl("wait", "--for", "condition=Established", "crd", "--all", "--timeout", "60s", timeout=70)
         self.apply([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "mpi-operator"}}])
         common = ["--kubeconfig", str(self.kubeconfig)]
@@ -320,13 +324,13 @@ class KubeLab:
                              "--tls-private-key-file", str(d / "serving.key")])
         self._spawn("mpi-operator", [self._bin("mpi-operator"), "--kubeConfig", str(self.kubeconfig),
                                      "--threadiness", "4", "--kube-api-qps", "50", "--kube-api-burst", "100"])
-        self._wait("kube-controller-manager", lambda: "default" in self.kubectl(
-            "get", "serviceaccount", "-n", "default", "-o", "name", timeout=5).stdout, timeout)
+        self._wait("kube-controller-manager", lambda: self.get(
+            "/api/v1/namespaces/default/serviceaccounts/default", timeout=5)["metadata"]["name"] == "default", timeout)
         # vc-scheduler creates the default Queue as it starts; the queue controller then opens it.
-        self._wait("vc-scheduler", lambda: self.kubectl("get", "queue", "default", timeout=5, check=False).returncode
-                   == 0, timeout)
-        self._wait("vc-controller-manager", lambda: self.kubectl(
-            "get", "queue", "default", "-o", "jsonpath={.status.state}", timeout=5).stdout == "Open", timeout)
+        queue = "/apis/scheduling.volcano.sh/v1beta1/queues/default"
+        self._wait("vc-scheduler", lambda: self.get(queue, timeout=5)["metadata"]["name"] == "default", timeout)
+        self._wait("vc-controller-manager", lambda: self.get(queue, timeout=5).get("status", {}).get("state")
+                   == "Open", timeout)
         for name in ("kube-scheduler", "kwok", "mpi-operator"):
             self._wait(name, lambda: True, 0.5)
         self.start_s = time.monotonic() - t0
