@@ -283,7 +283,13 @@ class KubeLab:
         crds = [*(self.bins / "crds" / f"{c}.yaml" for c in CRDS),
                 *(SHARED_CRDS / f"{c}.yaml" for c in ("hypernodes", "nad-crd"))]
         self.kubectl("apply", "--server-side", *(a for crd in crds for a in ("-f", str(crd))))
-        self.kubectl("wait", "--for", "condition=Established", "crd", "--all", "--timeout", "60s", timeout=70)
+        def established() -> bool:  # every CRD's Established condition (a CRD just created has no conditions yet)
+            items = self.get("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", timeout=5)["items"]
+            return len(items) >= len(crds) and all(
+                any(c["type"] == "Established" and c["status"] == "True" for c in i.get("status", {}).get(
+                    "conditions", [])) for i in items)
+
+        self._wait("kube-apiserver", established, 60)
         self.apply([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "mpi-operator"}}])
         common = ["--kubeconfig", str(self.kubeconfig)]
         self._spawn("kube-controller-manager", [
