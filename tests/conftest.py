@@ -92,13 +92,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def pytest_runtest_setup(item: pytest.Item) -> None:
     """Under xdist as root: the serial groups' tests (FIRST, and what they start) at the normal priority, every
     other test at nice 10, so the CPU-bound tests fill the cores around the lab, the stand-ins and the control
-    plane, which mostly wait on timers and daemons and must not be kept waiting for a core when they wake. The
-    emulated VM runs at nice -5: its one emulated CPU carries both ends of a Soft-RoCE measurement, the leaf and its
-    qdiscs, and at the serial groups' priority its pair fell to a quarter of the port's rate in three whole runs
-    (0.0055–0.0092 Gb/s of 0.02; 0.019 alone); it takes at most one core of the two."""
+    plane, which mostly wait on timers and daemons and must not be kept waiting for a core when they wake, and the
+    emulated VM, whose guest has a time limit."""
     if os.geteuid() == 0 and os.environ.get("PYTEST_XDIST_WORKER"):
-        group = _group(item)
-        os.setpriority(os.PRIO_PROCESS, 0, -5 if group == "vm" else 0 if group in FIRST else 10)
+        os.setpriority(os.PRIO_PROCESS, 0, 0 if _group(item) in FIRST else 10)
 
 
 class _XdistGroupIds:
