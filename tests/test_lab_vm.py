@@ -166,8 +166,8 @@ def rdma_rail(fabric: FabricIntent, lab: vm.VmLab) -> list[str]:
     (a policy rule per source address, the local table after it; accept_local, as both ends are local) through
     the leaf's rendered tree. The real ib_write_bw of fabric.accept.tools with the inventory's --tclass: one
     pair (the rail bandwidth check), then both senders at once (CE marks, CNPs)."""
-    # QP timeout 18 (1.07 s) instead of perftest's 14 (67 ms): in the one emulated CPU that carries both ends, the
-    # leaf and its qdiscs, an ACK came later than 67 ms now and then; rxe then went back N (13 retries at the sender,
+    # QP timeout 18 (1.07 s) instead of perftest's 14 (67 ms): under emulation on a busy host an ACK came later than
+    # 67 ms now and then; rxe then went back N (13 retries at the sender,
     # 1,781 duplicate requests at the receiver) and the pair fell to 0.0089 Gb/s in two runs of 2026-11-27
     ep, tool = rdma_ends(fabric), IbWriteBw(size=65536, qps=2, qp_timeout=18)
     lines = [f"for n in {' '.join(lab.hosts)}; do ip netns del $n; done", "sleep 1",

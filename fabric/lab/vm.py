@@ -183,9 +183,11 @@ def lab_script(fabric: FabricIntent, leaf: str, rail: int, hosts: list[str], rat
 
 
 def up(fabric: FabricIntent, *, directory: Path | None = None, rate: str = PORT_RATE, timeout: float = 600,
-       lifetime: float = 3600, cpus: int = 1, memory: str = "2G") -> VmLab:
-    """Boot the VM and build the lab in it; returns once it is ready. StepError (everything stopped and removed)
-    when it cannot boot, its script fails, it overruns `timeout` or the caller is interrupted."""
+       lifetime: float = 3600, cpus: int = 2, memory: str = "2G") -> VmLab:
+    """Boot the VM and build the lab in it; returns once it is ready. Two emulated CPUs: on one, the Soft-RoCE pair
+    (both ends, the leaf and its qdiscs on that CPU) fell to half the port's rate whenever the host was busy.
+    StepError (everything stopped and removed) when it cannot boot, its script fails, it overruns `timeout` or the
+    caller is interrupted."""
     kernel, exe = find_kernel(), vng()
     if kernel is None or exe is None:
         raise StepError("vm", "cannot boot: missing " + ", ".join(missing()))
