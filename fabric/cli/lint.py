@@ -121,19 +121,13 @@ def run_lint(
     stage = progress.stage if progress is not None else lambda _d: None
     if inventory is not None and configs is None:  # the findings of an unchanged inventory: from the cache
         from fabric.design.load import verdict
-        from fabric.lint.engine import Result
 
-        def make() -> tuple[Result, bytes, int]:
+        def make() -> tuple[Any, bytes, int]:
             f = load_fabric(inventory, progress=stage, cached=False)  # deriving is no slower than reading back
             stage("run the rules")
-            result = run(Context(f.loaded, f.intent, f.deriver), None, select, ignore)
-            return result, pickle.dumps(result, pickle.HIGHEST_PROTOCOL), len(f.intent.switches) + len(f.intent.hosts)
+            return _kept(run(Context(f.loaded, f.intent, f.deriver), None, select, ignore), f)
 
-        def parse(raw: bytes) -> Result | None:
-            result = pickle.loads(raw)  # our own private entry (fabric.design.load._read)
-            return result if isinstance(result, Result) else None
-
-        return verdict(inventory, "lint", json.dumps([select or [], ignore or []]), make, parse)
+        return verdict(inventory, "lint", json.dumps([select or [], ignore or []]), make, _result)
     if inventory is not None and configs is not None:  # the findings of unchanged configs and inventory: cached
         from fabric.design.load import verdict
         from fabric.lint.configs import digest
@@ -149,7 +143,13 @@ def run_lint(
     return _with_configs(inventory, configs, select, ignore, stage)
 
 
+def _kept(result: Any, f: Any) -> tuple[Any, bytes, int]:
+    """What `fabric.design.load.verdict`'s `make` returns: the findings, their bytes, the fabric's devices."""
+    return result, pickle.dumps(result, pickle.HIGHEST_PROTOCOL), len(f.intent.switches) + len(f.intent.hosts)
+
+
 def _result(raw: bytes) -> Any:
+    """Findings read back from a kept entry (None: not findings)."""
     from fabric.lint.engine import Result
 
     result = pickle.loads(raw)  # our own private entry (fabric.design.load._read)
@@ -182,6 +182,4 @@ def _with_configs(inventory: Path | None, configs: Path | None, select: list[str
             early.close()
     stage("run the rules")
     result = run(ctx if cs is None or inventory is not None else None, cs, select, ignore)
-    if not keep:
-        return result
-    return result, pickle.dumps(result, pickle.HIGHEST_PROTOCOL), len(f.intent.switches) + len(f.intent.hosts)
+    return _kept(result, f) if keep else result
