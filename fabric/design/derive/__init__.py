@@ -80,6 +80,7 @@ class Deriver(Switches, Hosts):
         self._shared: dict[tuple[type, str], Model] = {}
         self._parts: dict[object, object] = {}
         self.ports: dict[str, list[tuple[str, str, str, int, int, str]]] = {n: [] for n in self.topo.switches}
+        self._port_orders: dict[tuple[str, ...], tuple[int, ...]] = {}
         self.host_links: dict[tuple[str, str], tuple[int, tuple[object, ...]]] = {
             (ln.a, ln.a_port): (ln.cable_m, ln.loc) for ln in self.topo.links if ln.kind == "host-leaf"}
         for ln in self.topo.links:
