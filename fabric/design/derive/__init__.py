@@ -79,6 +79,8 @@ class Deriver(Switches, Hosts):
         self._nic_qos: dict[int, NicQos] = {}
         self._shared: dict[tuple[type, str], Model] = {}
         self._parts: dict[object, object] = {}
+        self._blocks: dict[tuple[int, int], tuple[int, str, str, str]] = {}
+        self._pcis: dict[str, str | None] = {}
         self.ports: dict[str, list[tuple[str, str, str, int, int, str]]] = {n: [] for n in self.topo.switches}
         self._port_orders: dict[tuple[str, ...], tuple[int, ...]] = {}
         self.host_links: dict[tuple[str, str], tuple[int, tuple[object, ...]]] = {

@@ -26,6 +26,10 @@ from fabric.model.qos import QosPolicy
 _M = TypeVar("_M", bound=Model)
 
 
+def _by_rail(n: Nic) -> int:
+    return n.rail
+
+
 class Hosts(Addressing):
     """One host's intent (a part of `Deriver`), with what thousands of hosts share made once."""
 
@@ -42,6 +46,8 @@ class Hosts(Addressing):
     _nic_qos: dict[int, NicQos]
     _shared: dict[tuple[type, str], Model]
     _parts: dict[object, object]  # what hosts of the same NICs and settings share (sysctls, NCCL, origins)
+    _blocks: dict[tuple[int, int], tuple[int, str, str, str]]  # (SU, rail) → `_block`
+    _pcis: dict[str, str | None]  # netdev → pci_from_netdev
 
     def pod_rail(self, host: Host, nic: Nic) -> PodRail | None:
         """How pods attach `nic` (one object per (SU, rail, kind), shared by the hosts of the SU)."""
@@ -159,6 +165,11 @@ class Hosts(Addressing):
         }
         return c
 
+    def _block(self, su: int, rail: int) -> tuple[int, str, str, str]:
+        """(SU, rail)'s block base, gateway (svi), `/prefix` and subnet text: what `host_address` and `subnet` make."""
+        base = self.block_base(su, rail)
+        return base, dotted(base + 1), f"/{self.addr.rail_prefix_length}", self.subnet(su, rail)
+
     def host(self, host: Host, i: int) -> HostIntent:
         s = host.settings
         q = self.qos
@@ -166,24 +177,43 @@ class Hosts(Addressing):
         rails: list[RailIntent] = []
         k8s = self.inv.kubernetes
         cables: dict[str, str] = {}
-        for nic in sorted(host.nics, key=lambda n: n.rail):
-            cable, link_loc = self.host_links.get((host.name, nic.netdev), (self.inv.cabling.host_leaf.cable, ()))
+        blocks, pcis, svi, h, su = self._blocks, self._pcis, self.addr.mode == "svi", host.h, host.su
+        mtu, speed, default_cable = s["mtu"], self.inv.cabling.host_leaf.speed, self.inv.cabling.host_leaf.cable
+        table_base, rule_base, routes = self.addr.table_base, self.addr.rule_priority_base, self.rails_pool
+        vf_trust, vf_spoof_check = k8s.vf_trust, k8s.vf_spoof_check
+        for nic in sorted(host.nics, key=_by_rail):
+            cable, link_loc = self.host_links.get((host.name, nic.netdev), (default_cable, ()))
             if link_loc and link_loc[0] == "links":
                 cables[nic.netdev] = f"{cable} m from links[{link_loc[1]}] ({self.loaded.where(*link_loc)})"
-            addr, gw = self.host_address(host, nic.rail)
-            ifname = f"{nic.netdev}.{nic.vlan}" if nic.vlan else nic.netdev
-            subnet = self.subnet(host.su, nic.rail) if self.addr.mode == "svi" else f"{gw}/31"
+            rail = nic.rail
+            block = blocks.get((su, rail))
+            if block is None:
+                block = blocks[(su, rail)] = self._block(su, rail)
+            # what host_address and subnet give (tests/test_derive_host_fast.py holds them equal)
+            if svi:
+                addr, gw, subnet = f"{dotted(block[0] + 1 + h)}{block[2]}", block[1], block[3]
+            else:
+                leaf = block[0] + 2 * (h - 1)
+                gw = dotted(leaf)
+                addr, subnet = f"{dotted(leaf + 1)}/31", f"{gw}/31"
+            netdev = nic.netdev
+            pci = nic.pci
+            if not pci:
+                pci = pcis.get(netdev, False)
+                if pci is False:
+                    pci = pcis[netdev] = pci_from_netdev(netdev)
             # Validated once per shape (every field but the addresses, computed here, and the leaf and its port,
             # the topology's checked names); the same shape again is trusted (fabric.design.intent.trusted).
-            shape = ("rail", nic.rail, nic.rdma, nic.netdev, nic.vlan, nic.vfs, nic.pci, s["mtu"], cable)
+            shape = ("rail", rail, nic.rdma, netdev, nic.vlan, nic.vfs, nic.pci, mtu, cable)
             rails.append(self._once(RailIntent, shape, {  # a literal: half the cost of dict(**) for 32k rails
-                "rail": nic.rail, "rdma": nic.rdma, "netdev": nic.netdev, "ifname": ifname, "vlan": nic.vlan,
-                "vfs": nic.vfs, "mtu": s["mtu"], "speed": self.inv.cabling.host_leaf.speed, "address": addr,
-                "gateway": gw, "subnet": subnet, "table": self.addr.table_base + nic.rail,
-                "rule_priority": self.addr.rule_priority_base + nic.rail, "routes": [self.rails_pool],
+                "rail": rail, "rdma": nic.rdma, "netdev": netdev,
+                "ifname": f"{netdev}.{nic.vlan}" if nic.vlan else netdev, "vlan": nic.vlan,
+                "vfs": nic.vfs, "mtu": mtu, "speed": speed, "address": addr,
+                "gateway": gw, "subnet": subnet, "table": table_base + rail,
+                "rule_priority": rule_base + rail, "routes": [routes],
                 "leaf": nic.leaf, "leaf_port": nic.leaf_port, "cable_m": cable,
-                "pci": nic.pci or pci_from_netdev(nic.netdev), "vf_trust": k8s.vf_trust,
-                "vf_spoof_check": k8s.vf_spoof_check, "pod": self.pod_rail(host, nic)}))
+                "pci": pci, "vf_trust": vf_trust,
+                "vf_spoof_check": vf_spoof_check, "pod": self.pod_rail(host, nic)}))
         user_sysctls = s.get("sysctls") or {}
         sysctls_key = key = ("sysctls", tuple(r.ifname for r in rails), repr(sorted(user_sysctls.items())))
         sysctls = self._parts.get(key)
