@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import multiprocessing
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -28,5 +27,7 @@ def fork_map(fn: Callable[[Any], Any], jobs: list[Any], workers: int, chunksize:
     in this process where `workers` ≤ 1."""
     if workers <= 1:
         return [fn(job) for job in jobs]
+    import multiprocessing  # only where work is forked (derive and a cold `lint INV` never do)
+
     with multiprocessing.get_context("fork").Pool(workers) as pool:
         return pool.map(fn, jobs, chunksize=chunksize)

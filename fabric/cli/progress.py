@@ -20,37 +20,38 @@ import os
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console, RenderableType
-from rich.progress import (
-    BarColumn,
-    Progress,
-    ProgressColumn,
-    SpinnerColumn,
-    Task,
-    TaskID,
-    TextColumn,
-    TimeElapsedColumn,
-)
+from rich.console import Console
 from rich.text import Text
 
 from fabric.cli.console import console
+
+if TYPE_CHECKING:
+    from rich.progress import Progress, TaskID
 
 DELAY = float(os.environ.get("FABRIC_PROGRESS_DELAY", "2"))  # seconds of work before the display appears
 _state = {"quiet": False}
 
 
-class _Bar(BarColumn):
-    """A bar for counted work only (a stage without a total, or a device, shows none)."""
+def _display(console: Console) -> Progress:
+    """The display (rich.progress, imported only where a display may appear: a terminal)."""
+    from rich.console import RenderableType
+    from rich.progress import BarColumn, Progress, ProgressColumn, SpinnerColumn, Task, TextColumn, TimeElapsedColumn
 
-    def render(self, task: Task) -> RenderableType:
-        return super().render(task) if task.total is not None else Text("")
+    class _Bar(BarColumn):
+        """A bar for counted work only (a stage without a total, or a device, shows none)."""
 
+        def render(self, task: Task) -> RenderableType:
+            return super().render(task) if task.total is not None else Text("")
 
-class _Count(ProgressColumn):
-    def render(self, task: Task) -> Text:
-        return Text(f"{task.completed:.0f}/{task.total:.0f}" if task.total is not None else "")
+    class _Count(ProgressColumn):
+        def render(self, task: Task) -> Text:
+            return Text(f"{task.completed:.0f}/{task.total:.0f}" if task.total is not None else "")
+
+    return Progress(
+        SpinnerColumn(), TextColumn("{task.description}", markup=False), _Bar(bar_width=24), _Count(),
+        TimeElapsedColumn(), console=console, transient=True, redirect_stdout=False, redirect_stderr=False)
 
 
 def configure(*, quiet: bool) -> None:
@@ -74,11 +75,9 @@ class Tracker:
     def __init__(self, description: str, total: int | None, console: Console, delay: float) -> None:
         self.console = console
         self.enabled = enabled(console)
-        self._progress = Progress(
-            SpinnerColumn(), TextColumn("{task.description}", markup=False), _Bar(bar_width=24), _Count(),
-            TimeElapsedColumn(), console=console, transient=True,
-            disable=not self.enabled, redirect_stdout=False, redirect_stderr=False)
-        self._main = self._progress.add_task(description, total=total)
+        # no display possible (not a terminal, --quiet): nothing to keep, every report a no-op
+        self._progress: Progress | None = _display(console) if self.enabled else None
+        self._main = self._progress.add_task(description, total=total) if self._progress is not None else None
         self._items: dict[str, TaskID] = {}
         self._lock = threading.Lock()
         self._started = self._closed = False
@@ -91,19 +90,24 @@ class Tracker:
 
     def stage(self, description: str, total: int | None = None) -> None:
         """A new stage of the work: its description and, if countable, how many steps it has."""
-        self._progress.update(self._main, description=description, total=total, completed=0)
+        if self._progress is not None:
+            self._progress.update(self._main, description=description, total=total, completed=0)
 
     def note(self, description: str) -> None:
         """Say what is being done now, within the current stage."""
-        self._progress.update(self._main, description=description)
+        if self._progress is not None:
+            self._progress.update(self._main, description=description)
 
     def advance(self, steps: int = 1) -> None:
-        self._progress.advance(self._main, steps)
+        if self._progress is not None:
+            self._progress.advance(self._main, steps)
 
     # -- devices in flight
 
     def item(self, key: str, status: str, *, done: bool = False) -> None:
         """One line per device while it is being worked on (`key: status`); `done` removes it."""
+        if self._progress is None:
+            return
         with self._lock:
             task = self._items.get(key)
             if task is None:
@@ -138,7 +142,7 @@ class Tracker:
         with self._lock:
             self._closed = True
             started, self._started = self._started, False
-        if started:
+        if started and self._progress is not None:
             self._progress.stop()
 
 

@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 from fnmatch import fnmatchcase
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict
 
 from fabric.batch import gc_paused
 from fabric.errors import InputError, Problem
-from fabric.lint.configs.model import ConfigSet
 from fabric.lint.context import Context
 from fabric.lint.core import Finding, Rule, Severity, group, on_many
 from fabric.lint.rules import all_rules
 from fabric.model.inventory import Waiver
+
+if TYPE_CHECKING:
+    from fabric.lint.configs.model import ConfigSet  # --configs only: not imported by a cold `lint INV`
 
 
 class Result(BaseModel):

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
 
 from fabric.design.intent import SwitchIntent
-from fabric.lint.configs.model import ConfigSet
 from fabric.lint.context import Context
 from fabric.lint.core import Finding, Rule
 from fabric.lint.view import QosView, facts_view
+
+if TYPE_CHECKING:
+    from fabric.lint.configs.model import ConfigSet  # --configs only: not imported by a cold `lint INV`
 
 # (item, message, key of the location)
 Hit = tuple[str, str, str]

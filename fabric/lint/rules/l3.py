@@ -5,12 +5,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 from functools import lru_cache
 from ipaddress import IPv4Interface, IPv4Network
+from typing import TYPE_CHECKING
 
 from fabric.design.intent import BgpNeighbor, PortIntent
-from fabric.lint.configs.model import ConfigSet
 from fabric.lint.context import Context
 from fabric.lint.core import Finding, Rule, Severity, rule
 from fabric.model.checks import private_asn
+
+if TYPE_CHECKING:
+    from fabric.lint.configs.model import ConfigSet  # --configs only: not imported by a cold `lint INV`
 
 #: netdev MTU a RoCE path MTU needs (payload plus RoCE v2 headers; 4096 → 4200)
 ROCE_HEADERS = 104

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
-from fabric.lint.configs.model import ConfigSet
 from fabric.lint.context import Context
 from fabric.lint.core import Finding, Rule, Severity, rule
 from fabric.model.platforms import PLATFORMS
+
+if TYPE_CHECKING:
+    from fabric.lint.configs.model import ConfigSet  # --configs only: not imported by a cold `lint INV`
 
 #: ARP/neighbor aging above this leaves stale entries for restarted containers (see RF404)
 ARP_AGING_MAX = 600

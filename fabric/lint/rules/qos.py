@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from fabric.design.knobs import ECN, WATCHDOG
-from fabric.lint.configs.model import ConfigSet
 from fabric.lint.context import Context
 from fabric.lint.core import Finding, Rule, Severity, rule
 from fabric.lint.rules._util import Hit, on_configs, on_policies, policy_groups, prios
 from fabric.lint.view import QosView
 from fabric.nos import NOS
+
+if TYPE_CHECKING:
+    from fabric.lint.configs.model import ConfigSet  # --configs only: not imported by a cold `lint INV`
 
 #: Headroom above this fraction of the packet buffer leaves too little shared buffer (see RF107).
 HEADROOM_BUDGET_FRACTION = 0.5
