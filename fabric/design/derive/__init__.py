@@ -68,10 +68,14 @@ class Deriver(Switches, Hosts):
                 self.asn[sw.name] = self.addr.asn.leaves + leaf_index[sw.name]
         self.max_h: dict[tuple[int, int], int] = {}  # highest host index per (SU, rail): pods' pool starts after it
         self.nic_at: dict[tuple[str, str], Nic] = {}
+        max_h, nic_at = self.max_h, self.nic_at
         for h in self.topo.hosts.values():
             for n in h.nics:
-                self.max_h[(h.su, n.rail)] = max(self.max_h.get((h.su, n.rail), 0), h.h)
-                self.nic_at.setdefault((h.name, n.netdev), n)
+                key = (h.su, n.rail)
+                m = max_h.get(key)
+                if m is None or h.h > m:
+                    max_h[key] = h.h
+                nic_at.setdefault((h.name, n.netdev), n)
         self._pod_rails: dict[tuple[int, int, bool], PodRail | None] = {}
         # one resource for several NICs: pods find which device is which rail (fabric.render.k8s.pod_rail_setup)
         self.pooled_pods = (self.inv.kubernetes.resources == "pooled"
@@ -83,13 +87,18 @@ class Deriver(Switches, Hosts):
         self._pcis: dict[str, str | None] = {}
         self.ports: dict[str, list[tuple[str, str, str, int, int, str]]] = {n: [] for n in self.topo.switches}
         self._port_orders: dict[tuple[str, ...], tuple[int, ...]] = {}
-        self.host_links: dict[tuple[str, str], tuple[int, tuple[object, ...]]] = {
-            (ln.a, ln.a_port): (ln.cable_m, ln.loc) for ln in self.topo.links if ln.kind == "host-leaf"}
-        for ln in self.topo.links:
-            if ln.a in self.ports:
-                self.ports[ln.a].append((ln.a_port, ln.b, ln.b_port, ln.speed, ln.cable_m, ln.kind))
-            if ln.b in self.ports:
-                self.ports[ln.b].append((ln.b_port, ln.a, ln.a_port, ln.speed, ln.cable_m, ln.kind))
+        self.host_links: dict[tuple[str, str], tuple[int, tuple[object, ...]]] = {}
+        ports, host_links = self.ports, self.host_links
+        for ln in self.topo.links:  # one pass: each switch end's port, each host end's cable
+            a, b, kind = ln.a, ln.b, ln.kind
+            if kind == "host-leaf":
+                host_links[(a, ln.a_port)] = (ln.cable_m, ln.loc)
+            at = ports.get(a)
+            if at is not None:
+                at.append((ln.a_port, b, ln.b_port, ln.speed, ln.cable_m, kind))
+            at = ports.get(b)
+            if at is not None:
+                at.append((ln.b_port, a, ln.a_port, ln.speed, ln.cable_m, kind))
 
     def device(self, name: str) -> SwitchIntent | HostIntent | None:
         """One device's intent without deriving the others (`explain`); None when the fabric has no such device."""
