@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from operator import attrgetter
+from typing import TYPE_CHECKING, Any
 
 from fabric.design.knobs import ECN, WATCHDOG
 from fabric.lint.context import Context
@@ -14,6 +15,8 @@ from fabric.nos import NOS
 
 if TYPE_CHECKING:
     from fabric.lint.configs.model import ConfigSet  # --configs only: not imported by a cold `lint INV`
+
+_AR, _WATCHDOG = attrgetter("adaptive_routing"), attrgetter("watchdog")
 
 #: Headroom above this fraction of the packet buffer leaves too little shared buffer (see RF107).
 HEADROOM_BUDGET_FRACTION = 0.5
@@ -537,15 +540,23 @@ class NosExpresses(Rule):
            "(lint.waive) where the difference is intended.")
 
     def check(self, ctx: Context) -> Iterator[Finding]:
-        from fabric.design.effective import settings
+        from fabric.design.effective import _ar_loc, settings
         from fabric.nos import NOS
 
         hits = []
+        # a switch's settings are those of another with the same NOS, watchdog facts, MTU, whether a port has the
+        # watchdog, how many ports run AR and where AR is set (all fabric.design.effective.settings reads): made once
+        memo: dict[tuple[object, ...], list[Any]] = {}
         for sw in ctx.switches:
-            for s in settings(ctx.loaded, sw):
-                if s.written and s.differs:  # an MTU 2 bytes short still carries the hosts' 9000, and a fabric
-                    # without AR still forwards (as RF402 says where the platform lacks it): warnings
-                    hits.append((sw.name, f"{s.key}: requested {s.requested}, {NOS[sw.target].title} runs "
-                                 f"{s.effective} ({s.how})", ctx.at(*s.loc), s.key,
-                                 self.severity if s.key.startswith("qos.") else Severity.warning))
+            n_ar = len(list(filter(None, map(_AR, sw.ports))))
+            key = (sw.target, id(sw.qos.watchdog), any(map(_WATCHDOG, sw.ports)), sw.mtu, n_ar,
+                   _ar_loc(ctx.loaded, sw.name) if n_ar else None)
+            differ = memo.get(key)
+            if differ is None:  # an MTU 2 bytes short still carries the hosts' 9000, and a fabric without AR still
+                # forwards (as RF402 says where the platform lacks it): warnings
+                differ = memo[key] = [s for s in settings(ctx.loaded, sw) if s.written and s.differs]
+            for s in differ:
+                hits.append((sw.name, f"{s.key}: requested {s.requested}, {NOS[sw.target].title} runs "
+                             f"{s.effective} ({s.how})", ctx.at(*s.loc), s.key,
+                             self.severity if s.key.startswith("qos.") else Severity.warning))
         yield from self.grouped(hits, "switches", "switches")
