@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from operator import attrgetter
 from typing import TYPE_CHECKING
 
 from fabric.lint.context import Context
 from fabric.lint.core import Finding, Rule, Severity, rule
 from fabric.model.platforms import PLATFORMS
+
+_SPEED = attrgetter("speed")
 
 if TYPE_CHECKING:
     from fabric.lint.configs.model import ConfigSet  # --configs only: not imported by a cold `lint INV`
@@ -72,7 +75,10 @@ class AdaptiveRoutingSupport(Rule):
         hits = []
         for sw in ctx.switches:
             plat = PLATFORMS[sw.platform]
-            for p in sw.ports:
+            supported = set(plat.adaptive_routing_speeds)
+            # every speed of the switch supported (the usual switch): no port to name, no fabric port to leave off
+            usual = set(map(_SPEED, sw.ports)) <= supported
+            for p in () if usual else sw.ports:
                 if p.adaptive_routing and p.speed not in plat.adaptive_routing_speeds:
                     yield self.finding(
                         sw.name,
@@ -85,7 +91,7 @@ class AdaptiveRoutingSupport(Rule):
                     )
             over = ctx.topo.switches[sw.name].adaptive_routing if sw.name in ctx.topo.switches else None
             wanted = over if over is not None else glob
-            fabric = sorted({p.speed for p in sw.ports if p.kind == "fabric"})
+            fabric = [] if usual else sorted({p.speed for p in sw.ports if p.kind == "fabric"})
             cannot = [s for s in fabric if s not in plat.adaptive_routing_speeds]
             if wanted and cannot:
                 where = (
