@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from functools import lru_cache
 from ipaddress import IPv4Interface, IPv4Network
+from operator import attrgetter, itemgetter, methodcaller
 from typing import TYPE_CHECKING
 
 from fabric.design.intent import BgpNeighbor, PortIntent
@@ -14,6 +15,8 @@ from fabric.model.checks import private_asn
 
 if TYPE_CHECKING:
     from fabric.lint.configs.model import ConfigSet  # --configs only: not imported by a cold `lint INV`
+
+_SPEED, _MTU, _FIRST, _AT_SLASH = attrgetter("speed"), attrgetter("mtu"), itemgetter(0), methodcaller("partition", "/")
 
 #: netdev MTU a RoCE path MTU needs (payload plus RoCE v2 headers; 4096 → 4200)
 ROCE_HEADERS = 104
@@ -34,6 +37,13 @@ class LinkSpeed(Rule):
     configs = True
 
     def check(self, ctx: Context) -> Iterator[Finding]:
+        speeds: set[int] = set()  # every port's and rail NIC's speed (C loops)
+        for sw in ctx.switches:
+            speeds.update(map(_SPEED, sw.ports))
+        for h in ctx.hosts:
+            speeds.update(map(_SPEED, h.rails))
+        if len(speeds) < 2:  # one speed everywhere (the usual fabric): no two ends of a link differ
+            return
         # a switch port before a host NIC (the last of a name wins in both), looked up per device: no tuple each
         nics: dict[str, dict[str, int]] = {}
         for h in ctx.hosts:
@@ -84,9 +94,16 @@ class MtuChain(Rule):
     configs = True
 
     def check(self, ctx: Context) -> Iterator[Finding]:
+        # the usual fabric, from each device's lowest and highest MTU (C loops): every rail NIC fits its RoCE MTU and
+        # no leaf port (no host check), one MTU on every switch port (no switch check)
+        port_mtus = [(min(m), max(m)) for m in (list(map(_MTU, sw.ports)) for sw in ctx.switches) if m]
+        rail_mtus = [(min(m), max(m), h.roce_mtu + ROCE_HEADERS) for h in ctx.hosts if (m := list(map(_MTU, h.rails)))]
+        port_min = min((lo for lo, _ in port_mtus), default=None)
+        hosts_fit = all(lo >= need and (port_min is None or hi <= port_min) for lo, hi, need in rail_mtus)
+        one_mtu = len({lo for lo, _ in port_mtus} | {hi for _, hi in port_mtus}) < 2
         hits = []
         ports, none = ctx.ports_of, {}
-        for h in ctx.hosts:
+        for h in () if hosts_fit else ctx.hosts:
             need = h.roce_mtu + ROCE_HEADERS
             for r in h.rails:
                 if r.mtu < need:
@@ -110,7 +127,7 @@ class MtuChain(Rule):
                         )
                     )
         yield from self.grouped(hits, "hosts", "hosts")
-        for sw in ctx.switches:
+        for sw in () if one_mtu else ctx.switches:
             host_max = max((p.mtu for p in sw.ports if p.kind == "host"), default=0)
             for p in sw.ports:
                 if p.kind != "fabric":
@@ -244,8 +261,12 @@ class DuplicateAddress(Rule):
     fix = "Give the explicit address (hosts.list[].management, switches) a free one, or widen the pool."
 
     def check(self, ctx: Context) -> Iterator[Finding]:
+        addresses = _addresses(ctx)
+        # every address once (the usual fabric; C loops): nothing to report
+        if len(set(map(_FIRST, map(_AT_SLASH, map(_FIRST, addresses))))) == len(addresses):
+            return
         seen: dict[str, tuple[str, str]] = {}
-        for addr, owner, item, where in _addresses(ctx):
+        for addr, owner, item, where in addresses:
             ip = addr.partition("/")[0]
             prev = seen.get(ip)
             if prev is None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from itertools import compress
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
@@ -17,8 +16,7 @@ from fabric.nos import NOS
 if TYPE_CHECKING:
     from fabric.lint.configs.model import ConfigSet  # --configs only: not imported by a cold `lint INV`
 
-_AR, _WATCHDOG, _LOSSLESS = attrgetter("adaptive_routing"), attrgetter("watchdog"), attrgetter("lossless")
-_HEADROOM, _HEADROOM_SIZE = attrgetter("headroom"), attrgetter("headroom.size")
+_AR, _WATCHDOG = attrgetter("adaptive_routing"), attrgetter("watchdog")
 
 #: Headroom above this fraction of the packet buffer leaves too little shared buffer (see RF107).
 HEADROOM_BUDGET_FRACTION = 0.5
@@ -404,10 +402,8 @@ class HeadroomBudget(Rule):
         hits = []
         for sw in ctx.switches:
             pgs = len(sw.qos.lossless_priorities)
-            # the lossless ports with a headroom, in order (`p.lossless and p.headroom`; C loops over 160k ports)
-            lossless = list(compress(sw.ports, map(_LOSSLESS, sw.ports)))
-            ports = list(compress(lossless, map(_HEADROOM, lossless)))
-            total = sum(map(_HEADROOM_SIZE, ports)) * pgs  # each of `ports` has a headroom
+            ports = [p for p in sw.ports if p.lossless and p.headroom]
+            total = sum(p.headroom.size for p in ports if p.headroom) * pgs
             if not total or total <= sw.buffer_bytes * HEADROOM_BUDGET_FRACTION:
                 continue
             sev = Severity.error if total > sw.buffer_bytes else Severity.warning
