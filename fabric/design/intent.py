@@ -17,6 +17,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstra
 from fabric.design.headroom import Headroom
 from fabric.model.inventory import (
     ENV_KEY,
+    ENV_MAX,
     ENV_VALUE,
     IFNAME,
     NAME,
@@ -334,7 +335,7 @@ class HostIntent(Model):
     dcqcn: DcqcnIntent
     gid: GidIntent
     nccl_env: dict[Annotated[str, StringConstraints(pattern=ENV_KEY)],
-                   Annotated[str, StringConstraints(pattern=ENV_VALUE)]]
+                   Annotated[str, StringConstraints(pattern=ENV_VALUE, max_length=ENV_MAX)]]
     rdma_netns: Literal["exclusive", "shared"] | None = None  # RDMA subsystem netns mode; None: not managed
     origins: dict[str, str] = {}
 
