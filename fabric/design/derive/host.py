@@ -3,6 +3,7 @@ settings of one GPU host."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TypeVar
 
 from fabric.design.derive.addressing import Addressing, dotted
@@ -24,6 +25,7 @@ from fabric.model.load import Loaded
 from fabric.model.qos import QosPolicy
 
 _M = TypeVar("_M", bound=Model)
+_T = TypeVar("_T")
 
 
 def _by_rail(n: Nic) -> int:
@@ -97,6 +99,15 @@ class Hosts(Addressing):
         if key not in self._shared:
             self._shared[key] = model(**fields)
         return self._shared[key]  # type: ignore[return-value]
+
+    def _by_source(self, sources: tuple[object, ...], make: Callable[[], _T]) -> _T:
+        """`make()` once per identity of the inventory objects it is made from (`sources`: a generated host's
+        settings are the defaults' own objects, thousands of times): the same value, without its key (a repr)."""
+        key = ("by-source", *map(id, sources))
+        hit = self._parts.get(key)
+        if hit is None:
+            hit = self._parts[key] = (sources, make())  # the sources held: their ids stay theirs
+        return hit[1]  # type: ignore[index]
 
     def _once(self, model: type[_M], shape: tuple[object, ...], fields: dict[str, object]) -> _M:
         """`model` of `fields`: validated the first time of its `shape`, then trusted (`intent.trusted`); the shape
@@ -214,8 +225,11 @@ class Hosts(Addressing):
                 "leaf": nic.leaf, "leaf_port": nic.leaf_port, "cable_m": cable,
                 "pci": pci, "vf_trust": vf_trust,
                 "vf_spoof_check": vf_spoof_check, "pod": self.pod_rail(host, nic)}))
-        user_sysctls = s.get("sysctls") or {}
-        sysctls_key = key = ("sysctls", tuple(r.ifname for r in rails), repr(sorted(user_sysctls.items())))
+        raw_sysctls = s.get("sysctls")
+        user_sysctls = raw_sysctls or {}
+        ifnames = tuple(r.ifname for r in rails)
+        sysctls_key = key = ("sysctls", ifnames, self._by_source(
+            ("sysctls", raw_sysctls), lambda: repr(sorted(user_sysctls.items()))))
         sysctls = self._parts.get(key)
         if sysctls is None:
             sysctls = self._parts[key] = self._sysctls(key[1], user_sysctls)
@@ -223,10 +237,12 @@ class Hosts(Addressing):
         prios = (dq.priorities if dq and dq.priorities is not None else q.lossless_priorities)
         enabled = dq.enabled if dq else True
         gid = s.get("gid")
-        gid_i = self.shared(GidIntent, policy=gid.policy if gid else "roce-v2-ipv4", index=gid.index if gid else 3)
-        env = s.get("nccl_env") or {}
+        gid_i = self._by_source(("gid", gid), lambda: self.shared(
+            GidIntent, policy=gid.policy if gid else "roce-v2-ipv4", index=gid.index if gid else 3))
+        raw_env = s.get("nccl_env")
+        env = raw_env or {}
         key = ("nccl", tuple(r.rdma for r in rails), tos, s["management_interface"], gid_i.policy, gid_i.index,
-               repr(list(env.items())))
+               self._by_source(("nccl_env", raw_env), lambda: repr(list(env.items()))))
         nccl = self._parts.get(key)
         if nccl is None:
             nccl = self._parts[key] = self._nccl(key[1], tos, s["management_interface"], gid_i, env)
@@ -254,14 +270,15 @@ class Hosts(Addressing):
         }
         # Validated once per shape: the name (a checked topology name), the SU, the management address (computed
         # here or the inventory's) and the origins (text) are all a host adds to it.
-        shape = ("host", key, s["gpus"], s["roce_mtu"], tuple(r.netdev for r in rails), tuple(r.ifname for r in rails),
+        shape = ("host", key, s["gpus"], s["roce_mtu"], tuple(r.netdev for r in rails), ifnames,
                  sysctls_key)
         return self._once(HostIntent, shape, dict(
             name=host.name, su=host.su, gpus=s["gpus"], management_interface=s["management_interface"],
             management_address=mgmt, roce_mtu=s["roce_mtu"], rails=rails, sysctls=sysctls,
             nic_qos=self.nic_qos(tos),
-            dcqcn=self.shared(DcqcnIntent, np_priorities=sorted(prios) if enabled else [],
-                              rp_priorities=sorted(prios) if enabled else [],
-                              cc_params=dict(sorted((dq.cc_params if dq else {}).items()))),
+            dcqcn=self._by_source(("dcqcn", dq, prios), lambda: self.shared(
+                DcqcnIntent, np_priorities=sorted(prios) if enabled else [],
+                rp_priorities=sorted(prios) if enabled else [],
+                cc_params=dict(sorted((dq.cc_params if dq else {}).items())))),
             gid=gid_i, nccl_env=nccl,
             rdma_netns=k8s.rdma_netns or ("exclusive" if any(n.vfs for n in host.nics) else None), origins=origins))
