@@ -153,6 +153,24 @@ def _switch_before(self: Deriver, sw: Switch) -> SwitchIntent:
         qos=self.facts, buffer_bytes=sw.platform.buffer_bytes, origins=origins)
 
 
+def _tables_before(d: Deriver) -> tuple[dict, dict, dict, dict]:  # type: ignore[type-arg]
+    """`Deriver.__init__`'s per-host and per-link tables as it made them before (5588bc8), verbatim."""
+    max_h: dict[tuple[int, int], int] = {}
+    nic_at: dict[tuple[str, str], object] = {}
+    for h in d.topo.hosts.values():
+        for n in h.nics:
+            max_h[(h.su, n.rail)] = max(max_h.get((h.su, n.rail), 0), h.h)
+            nic_at.setdefault((h.name, n.netdev), n)
+    ports: dict[str, list[tuple[str, str, str, int, int, str]]] = {n: [] for n in d.topo.switches}
+    host_links = {(ln.a, ln.a_port): (ln.cable_m, ln.loc) for ln in d.topo.links if ln.kind == "host-leaf"}
+    for ln in d.topo.links:
+        if ln.a in ports:
+            ports[ln.a].append((ln.a_port, ln.b, ln.b_port, ln.speed, ln.cable_m, ln.kind))
+        if ln.b in ports:
+            ports[ln.b].append((ln.b_port, ln.a, ln.a_port, ln.speed, ln.cable_m, ln.kind))
+    return max_h, nic_at, ports, host_links
+
+
 # -- the tests ----------------------------------------------------------------------------------------------------
 def _same(d: Deriver) -> int:
     n = 0
@@ -176,11 +194,22 @@ def generated(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_switch_equals_before(inv: Path) -> None:
     d = Deriver(load(inv))
     assert _same(d) == len(d.topo.switches)
+    _same_tables(d)
+
+
+def _same_tables(d: Deriver) -> None:
+    """The tables `Deriver.__init__` makes in one pass over the links equal those made before, order included."""
+    max_h, nic_at, ports, host_links = _tables_before(d)
+    assert list(d.max_h.items()) == list(max_h.items())
+    assert list(d.nic_at.items()) == list(nic_at.items())
+    assert list(d.ports.items()) == list(ports.items())
+    assert list(d.host_links.items()) == list(host_links.items())
 
 
 def test_switch_equals_before_generated(generated: Path) -> None:
     d = Deriver(load(generated))
     assert _same(d) == len(d.topo.switches) > 50
+    _same_tables(d)
     assert 0 < len(d._port_orders) < 10  # the switches of a shape share one order
 
 
