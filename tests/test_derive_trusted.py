@@ -1,5 +1,6 @@
-"""Issue 27: derivation validates a rail or host intent once per shape and trusts the same shape again
-(`fabric.design.intent.trusted`), and `validate` stops at the checked topology. Both must give exactly what the
+"""Issue 27: derivation validates a rail, host or switch intent (and a switch's SVIs and neighbour table) once per
+shape and trusts the same shape again (`fabric.design.intent.trusted`), and `validate` stops at the checked
+topology. Both must give exactly what the
 validating path gives, on every example and fixture inventory and on a generated fabric of many hosts per shape."""
 
 from __future__ import annotations
@@ -10,9 +11,9 @@ from pathlib import Path
 import pytest
 
 import fabric.design.derive as derive_module
-import fabric.design.derive.host as host_module
+import fabric.design.derive.shapes as shapes_module
 from fabric.design.derive import Deriver, checked_topology
-from fabric.design.intent import GidIntent, HostIntent, RailIntent, trusted
+from fabric.design.intent import GidIntent, HostIntent, Model, RailIntent, trusted
 from fabric.design.load import Fabric, Summary
 from fabric.generate import GpuRailSpec
 from fabric.generate import write as write_inventory
@@ -33,7 +34,7 @@ def _validating(model, fields):  # type: ignore[no-untyped-def]
     return model(**fields)
 
 
-def _same(a: HostIntent | RailIntent, b: HostIntent | RailIntent) -> None:
+def _same(a: Model, b: Model) -> None:
     assert a == b
     assert list(a.__dict__) == list(b.__dict__)
     assert a.model_fields_set == b.model_fields_set
@@ -46,7 +47,7 @@ def _check(inv: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     loaded = load(inv)
     fast = Deriver(loaded).fabric()
     with monkeypatch.context() as m:
-        m.setattr(host_module, "trusted", _validating)
+        m.setattr(shapes_module, "trusted", _validating)
         m.setattr(derive_module, "trusted", _validating)
         slow = Deriver(loaded).fabric()
     assert fast == slow
@@ -59,6 +60,12 @@ def _check(inv: Path, monkeypatch: pytest.MonkeyPatch) -> None:
             # what the host agent reads back validates to the same intent
             _same(RailIntent.model_validate_json(r.model_dump_json()), s)
         _same(HostIntent.model_validate_json(h.model_dump_json()), slow.hosts[name])
+    for name, sw in fast.switches.items():  # a switch, its SVIs and neighbour table: validated once per shape too
+        _same(sw, slow.switches[name])
+        _same(sw.neighbor, slow.switches[name].neighbor)
+        for v, w in zip(sw.svis, slow.switches[name].svis, strict=True):
+            _same(v, w)
+        assert sw.ports == slow.switches[name].ports and sw.bgp == slow.switches[name].bgp
     assert pickle.loads(pickle.dumps(fast)) == slow
     # validate's figures from the checked topology are those of the derived intent
     assert Summary.of_topology(loaded, checked_topology(loaded)) == Summary.of(Fabric(loaded, Deriver(loaded), fast))
@@ -71,6 +78,13 @@ def test_trusted_equals_validated(inv: Path, monkeypatch: pytest.MonkeyPatch) ->
 
 def test_trusted_equals_validated_generated(generated: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _check(generated, monkeypatch)
+
+
+def test_switches_are_validated_once_per_shape(generated: Path) -> None:
+    d = Deriver(load(generated))
+    d.fabric()
+    shapes = [k for k in d._parts if isinstance(k, tuple) and k[:1] == ("switch",)]
+    assert 0 < len(shapes) <= 3 < len(d.topo.switches)  # leaves, spines (and super-spines): one each
 
 
 def test_trusted_falls_back_to_validation() -> None:

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from fabric.design.derive.addressing import Addressing, dotted
+from fabric.design.derive.shapes import Shapes
 from fabric.design.intent import (
     DcqcnIntent,
     GidIntent,
@@ -16,7 +17,6 @@ from fabric.design.intent import (
     PodRail,
     QosFacts,
     RailIntent,
-    trusted,
 )
 from fabric.design.pci import pci_from_netdev
 from fabric.design.topology import Host, Nic, Topo
@@ -32,7 +32,7 @@ def _by_rail(n: Nic) -> int:
     return n.rail
 
 
-class Hosts(Addressing):
+class Hosts(Addressing, Shapes):
     """One host's intent (a part of `Deriver`), with what thousands of hosts share made once."""
 
     loaded: Loaded
@@ -108,16 +108,6 @@ class Hosts(Addressing):
         if hit is None:
             hit = self._parts[key] = (sources, make())  # the sources held: their ids stay theirs
         return hit[1]  # type: ignore[index]
-
-    def _once(self, model: type[_M], shape: tuple[object, ...], fields: dict[str, object]) -> _M:
-        """`model` of `fields`: validated the first time of its `shape`, then trusted (`intent.trusted`); the shape
-        holds every field that is not computed here from validated values (addresses) nor a checked topology
-        name."""
-        if shape in self._parts:
-            return trusted(model, fields)
-        obj = model(**fields)
-        self._parts[shape] = True
-        return obj
 
     @staticmethod
     def _sysctls(ifnames: tuple[str, ...], user: dict[str, object]) -> dict[str, str]:

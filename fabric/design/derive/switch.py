@@ -7,6 +7,7 @@ from operator import itemgetter
 
 from fabric.design.derive.addressing import Addressing, dotted
 from fabric.design.derive.qos import port_headroom
+from fabric.design.derive.shapes import Shapes
 from fabric.design.headroom import Headroom
 from fabric.design.intent import (
     BgpIntent,
@@ -47,7 +48,7 @@ def _pow2(n: int) -> int:
     return 1 << max(0, n - 1).bit_length()
 
 
-class Switches(Addressing):
+class Switches(Addressing, Shapes):
     """One switch's intent (a part of `Deriver`)."""
 
     loaded: Loaded
@@ -132,8 +133,8 @@ class Switches(Addressing):
             vid = self.addr.vlan_base + rail
             net = self.subnet(su, rail)
             gateway = f"{dotted(self.block_base(su, rail) + 1)}/{self.addr.rail_prefix_length}"
-            svis.append(Svi(vlan=vid, name=f"Vlan{vid}", address=gateway, subnet=net, members=names,
-                            tagged=tagged, su=su, rail=rail))
+            svis.append(self._once(Svi, ("svi",), {"vlan": vid, "name": f"Vlan{vid}", "address": gateway, "subnet": net,
+                                                   "members": names, "tagged": tagged, "su": su, "rail": rail}))
             networks.append(net)
         if self.addr.mode == "p2p31":
             for su, rail in sorted(on):
@@ -172,14 +173,20 @@ class Switches(Addressing):
                                    "fabric/data/sonic/SOURCE.md)")
             origins["breakout"] = origins["ports.hw"]
         origins["ports.mtu"] = origins["mtu"]
-        return SwitchIntent(
-            name=sw.name, role=sw.role, target=sw.target, platform=sw.platform.name,  # type: ignore[arg-type]
-            asic=sw.platform.asic, release=sw.release, su=sw.su, rail=sw.rail, pod=sw.pod, loopback=f"{lo}/32",
-            management=self.management(idx), mtu=mtu, adaptive_routing=any_ar,
-            ports=ports, svis=svis, breakout=dict(sorted(breakout.items(), key=lambda kv: natural(kv[0]))),
-            bgp=BgpIntent(asn=self.asn[sw.name], router_id=str(lo), neighbors=neighbors, networks=networks,
-                          blackholes=blackholes, max_paths=b.max_paths, keepalive=b.keepalive, hold=b.hold,
-                          graceful_shutdown=b.graceful_shutdown, bfd=b.bfd, maximum_routes=b.maximum_routes),
-            neighbor=NeighborIntent(aging_s=inv.switching.neighbor.aging, gc_thresh1=t3 // 4, gc_thresh2=t3 // 2,
-                                    gc_thresh3=t3, needed=needed),
-            qos=self.facts, buffer_bytes=sw.platform.buffer_bytes, origins=origins)
+        # Validated once per shape (its role, NOS, platform, release and MTU, and which of SU, rail and pod it has);
+        # the same shape again is trusted (fabric.design.intent.trusted): the rest are names of the checked topology,
+        # addresses and numbers computed here, and parts validated on their own (the BGP intent, every time).
+        shape = ("switch", sw.role, sw.target, sw.platform.name, sw.release, mtu, sw.su is None, sw.rail is None,
+                 sw.pod is None)
+        return self._once(SwitchIntent, shape, {
+            "name": sw.name, "role": sw.role, "target": sw.target, "platform": sw.platform.name,
+            "asic": sw.platform.asic, "release": sw.release, "su": sw.su, "rail": sw.rail, "pod": sw.pod,
+            "loopback": f"{lo}/32", "management": self.management(idx), "mtu": mtu, "adaptive_routing": any_ar,
+            "ports": ports, "svis": svis, "breakout": dict(sorted(breakout.items(), key=lambda kv: natural(kv[0]))),
+            "bgp": BgpIntent(asn=self.asn[sw.name], router_id=str(lo), neighbors=neighbors, networks=networks,
+                             blackholes=blackholes, max_paths=b.max_paths, keepalive=b.keepalive, hold=b.hold,
+                             graceful_shutdown=b.graceful_shutdown, bfd=b.bfd, maximum_routes=b.maximum_routes),
+            "neighbor": self._once(NeighborIntent, ("neighbor",), {
+                "aging_s": inv.switching.neighbor.aging, "gc_thresh1": t3 // 4, "gc_thresh2": t3 // 2,
+                "gc_thresh3": t3, "needed": needed}),
+            "qos": self.facts, "buffer_bytes": sw.platform.buffer_bytes, "origins": origins})
