@@ -1,4 +1,4 @@
-"""Issue 27: derivation validates a rail, host or switch intent (and a switch's SVIs and neighbour table) once per
+"""Issue 27: derivation validates a rail, host or switch intent (and a switch's SVIs, BGP and neighbour table) once per
 shape and trusts the same shape again (`fabric.design.intent.trusted`), and `validate` stops at the checked
 topology. Both must give exactly what the
 validating path gives, on every example and fixture inventory and on a generated fabric of many hosts per shape."""
@@ -63,6 +63,7 @@ def _check(inv: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     for name, sw in fast.switches.items():  # a switch, its SVIs and neighbour table: validated once per shape too
         _same(sw, slow.switches[name])
         _same(sw.neighbor, slow.switches[name].neighbor)
+        _same(sw.bgp, slow.switches[name].bgp)
         for v, w in zip(sw.svis, slow.switches[name].svis, strict=True):
             _same(v, w)
         assert sw.ports == slow.switches[name].ports and sw.bgp == slow.switches[name].bgp

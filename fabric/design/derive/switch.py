@@ -27,6 +27,8 @@ from fabric.nos import NOS
 from fabric.order import natural
 
 _Port = tuple[str, str, str, int, int, str]  # port, peer, peer port, speed, cable (m), link kind
+# BgpIntent's BFD timers at their defaults, written out: every field given, a BGP intent can be trusted
+_BFD_TIMERS = {k: BgpIntent.model_fields[k].default for k in ("bfd_detect_multiplier", "bfd_interval_ms")}
 
 
 def _by_port(p: tuple[str, ...]) -> tuple[str | int, ...]:
@@ -175,7 +177,7 @@ class Switches(Addressing, Shapes):
         origins["ports.mtu"] = origins["mtu"]
         # Validated once per shape (its role, NOS, platform, release and MTU, and which of SU, rail and pod it has);
         # the same shape again is trusted (fabric.design.intent.trusted): the rest are names of the checked topology,
-        # addresses and numbers computed here, and parts validated on their own (the BGP intent, every time).
+        # addresses and numbers computed here, and parts validated once per fabric (BGP, the neighbour table, SVIs).
         shape = ("switch", sw.role, sw.target, sw.platform.name, sw.release, mtu, sw.su is None, sw.rail is None,
                  sw.pod is None)
         return self._once(SwitchIntent, shape, {
@@ -183,9 +185,11 @@ class Switches(Addressing, Shapes):
             "asic": sw.platform.asic, "release": sw.release, "su": sw.su, "rail": sw.rail, "pod": sw.pod,
             "loopback": f"{lo}/32", "management": self.management(idx), "mtu": mtu, "adaptive_routing": any_ar,
             "ports": ports, "svis": svis, "breakout": dict(sorted(breakout.items(), key=lambda kv: natural(kv[0]))),
-            "bgp": BgpIntent(asn=self.asn[sw.name], router_id=str(lo), neighbors=neighbors, networks=networks,
-                             blackholes=blackholes, max_paths=b.max_paths, keepalive=b.keepalive, hold=b.hold,
-                             graceful_shutdown=b.graceful_shutdown, bfd=b.bfd, maximum_routes=b.maximum_routes),
+            "bgp": self._once(BgpIntent, ("bgp",), {
+                "asn": self.asn[sw.name], "router_id": str(lo), "neighbors": neighbors, "networks": networks,
+                "blackholes": blackholes, "max_paths": b.max_paths, "keepalive": b.keepalive, "hold": b.hold,
+                "graceful_shutdown": b.graceful_shutdown, "bfd": b.bfd, "maximum_routes": b.maximum_routes,
+                **_BFD_TIMERS}),
             "neighbor": self._once(NeighborIntent, ("neighbor",), {
                 "aging_s": inv.switching.neighbor.aging, "gc_thresh1": t3 // 4, "gc_thresh2": t3 // 2,
                 "gc_thresh3": t3, "needed": needed}),
