@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator
 from functools import lru_cache
 from ipaddress import IPv4Interface, IPv4Network
+from itertools import repeat
 from operator import attrgetter, itemgetter, methodcaller
 from typing import TYPE_CHECKING
 
@@ -17,6 +19,7 @@ if TYPE_CHECKING:
     from fabric.lint.configs.model import ConfigSet  # --configs only: not imported by a cold `lint INV`
 
 _SPEED, _MTU, _FIRST, _AT_SLASH = attrgetter("speed"), attrgetter("mtu"), itemgetter(0), methodcaller("partition", "/")
+_RAIL, _VFS, _SUBNET = attrgetter("rail"), attrgetter("vfs"), attrgetter("subnet")
 
 #: netdev MTU a RoCE path MTU needs (payload plus RoCE v2 headers; 4096 → 4200)
 ROCE_HEADERS = 104
@@ -349,13 +352,16 @@ class PoolCapacity(Rule):
 
     def check(self, ctx: Context) -> Iterator[Finding]:
         a = ctx.inv.addressing
-        use: dict[str, int] = {}
+        use: Counter[str] = Counter()
         blocks_used: set[tuple[int, int]] = set()
         for h in ctx.hosts:
-            su = h.su
-            for r in h.rails:
-                use[r.subnet] = use.get(r.subnet, 0) + 1 + r.vfs
-                blocks_used.add((su, r.rail))
+            su, rails = h.su, h.rails
+            blocks_used.update(zip(repeat(su), map(_RAIL, rails)))
+            if any(map(_VFS, rails)):
+                for r in rails:
+                    use[r.subnet] += 1 + r.vfs
+            else:  # no VFs (the usual host): one address per rail, counted by a C loop
+                use.update(map(_SUBNET, rails))
         hits = []
         if ctx.intent.addressing_mode == "svi":
             for subnet, n in sorted(use.items()):
