@@ -88,20 +88,31 @@ def waive(findings: list[Finding], waivers: list[Waiver]) -> list[Finding]:
     return out
 
 
+def intent_findings(ctx: Context, select: list[str] | None = None, ignore: list[str] | None = None
+                    ) -> list[Finding]:
+    """The findings of the intent's rules that `run(ctx, …, select, ignore)` finds (before waivers), in any order."""
+    rules = selected(select, ignore)
+    ctx.reset()
+    with gc_paused():
+        return [f for r in rules for f in r.check(ctx)]
+
+
 def run(
     ctx: Context | None = None,
     configs: ConfigSet | None = None,
     select: list[str] | None = None,
     ignore: list[str] | None = None,
+    checked: list[Finding] | None = None,
 ) -> Result:
-    """Lint the inventory's intent, the parsed configs, or both."""
+    """Lint the inventory's intent, the parsed configs, or both; `checked`: the findings of the intent's rules,
+    found already (`intent_findings` of `ctx` with the same rules, in another process)."""
     rules = selected(select, ignore)
-    findings: list[Finding] = []
-    if ctx is not None:
+    findings: list[Finding] = [] if checked is None else list(checked)
+    if ctx is not None and checked is None:
         ctx.reset()
     with gc_paused():  # the rules' many short-lived objects would make the collector rescan the whole fabric
         for r in rules:
-            if ctx is not None:
+            if ctx is not None and checked is None:
                 findings += r.check(ctx)
             if configs is not None and r.configs:
                 findings += r.check_configs(configs)
