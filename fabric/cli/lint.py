@@ -109,7 +109,7 @@ def _renderer(intent: Any) -> Callable[[str], tuple[str, str, Any] | None]:
 
 FREEZE_MIN = 1000  # parsed configs from which they are kept out of the collector's reach to the end of the process
 _HELD: list[Any] = []
-SPLIT_MIN = 100  # files from which `lint INV --configs DIR` uses a second process after deriving (`_split`)
+SPLIT_MIN = 500  # files from which `lint INV --configs DIR` uses a second process after deriving (`_split`)
 
 
 def _split(ctx: Any, early: Any, rendered: Callable[[str], Any], select: list[str] | None,
