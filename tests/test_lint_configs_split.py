@@ -179,3 +179,22 @@ def test_no_digest_of_the_configs_without_a_cache(generated: Path, tmp_path: Pat
     monkeypatch.setenv("ROCE_FABRIC_CACHE", str(tmp_path / "cache"))
     with pytest.raises(AssertionError, match="hashed"):
         cli_lint.run_lint(generated, running)
+
+
+def test_qos_of_a_rendered_patch_shared_is_qos_of_it(generated: Path) -> None:
+    """`_qos_of` takes a QoS tree judged before (same tree, same text) with its lines shifted: as `_Qos.of`."""
+    from fabric.lint.configs.model import DeviceConfig
+    from fabric.nos.nvue import configs as nvue_configs
+
+    fabric = derive(load(generated))
+    nvue_configs._QOS_OF.clear()
+    hits = 0
+    for name, sw in fabric.switches.items():
+        patch = render(sw, fabric, extras=False)["nvue-patch.yaml"]
+        tree = nvue_configs._in_yaml_order(rendered_tree(patch))
+        shared, plain = (DeviceConfig(name=name, file="f", kind="nvue") for _ in range(2))
+        hits += id(tree["qos"]) in nvue_configs._QOS_OF
+        q = nvue_configs._qos_of(tree["qos"], shared, nvue_configs._PatchLines(patch, rendered_tree(patch)))
+        assert q == nvue_configs._Qos.of(tree["qos"], plain, nvue_configs._PatchLines(patch, rendered_tree(patch)))
+        assert shared.lines == plain.lines and plain.lines, name
+    assert hits >= len(fabric.switches) - 4
