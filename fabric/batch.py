@@ -32,39 +32,49 @@ def fork_map(fn: Callable[[Any], Any], jobs: list[Any], workers: int, chunksize:
         return pool.map(fn, jobs, chunksize=chunksize)
 
 
-_BESIDE: dict[int, Callable[[], Any]] = {}  # the work of each `Beside` about to fork, by its number
-
-
-def _run_beside(n: int) -> Any:
-    with gc_paused():
-        return _BESIDE[n]()
+def _answer(fn: Callable[[], Any], conn: Any) -> None:
+    try:
+        with gc_paused():
+            answer = (True, fn())
+    except Exception as exc:
+        answer = (False, exc)
+    try:
+        conn.send(answer)
+    except Exception as exc:  # an answer that does not pickle
+        conn.send((False, RuntimeError(f"no answer from the other process: {exc}")))
+    conn.close()
 
 
 class Beside:
     """`fn()` in one forked process (it sees this one's state as it is at the start) while this one goes on;
-    `get()` its result (the same on every call), or raises its exception. `fn` need not be picklable; its
-    result must be."""
+    `get()` its result (the same on every call), or raises its exception, or RuntimeError where the process
+    ended without an answer (killed, out of memory). `fn` need not be picklable; its result must be."""
 
     def __init__(self, fn: Callable[[], Any]):
-        n = len(_BESIDE)
-        _BESIDE[n] = fn
-        try:
-            self.pool: Any = multiprocessing.get_context("fork").Pool(1)  # forks now: the child has `fn`
-        finally:
-            del _BESIDE[n]
-        self.pending = self.pool.apply_async(_run_beside, (n,))
-        self.got: tuple[Any] | None = None
+        ctx = multiprocessing.get_context("fork")
+        self.reader, writer = ctx.Pipe(duplex=False)
+        self.process: Any = ctx.Process(target=_answer, args=(fn, writer), daemon=True)
+        self.process.start()
+        writer.close()  # only the child writes: its end closing is an end of file here
+        self.got: tuple[bool, Any] | None = None
 
     def get(self) -> Any:
         if self.got is None:
             try:
-                self.got = (self.pending.get(),)
+                self.got = self.reader.recv()
+            except (EOFError, OSError):
+                self.got = (False, RuntimeError("the other process ended without an answer"))
             finally:
                 self.close()
-        return self.got[0]
+        ok, value = self.got
+        if not ok:
+            raise value
+        return value
 
     def close(self) -> None:
-        if self.pool is not None:
-            self.pool.terminate()
-            self.pool.join()
-            self.pool = None
+        if self.process is not None:
+            self.reader.close()
+            if self.got is None:
+                self.process.terminate()
+            self.process.join()
+            self.process = None

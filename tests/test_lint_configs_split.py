@@ -6,6 +6,7 @@ edited and malformed copies, a `fabric render` directory, a bad `--select`, and 
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -109,16 +110,20 @@ def test_split_lint_of_a_malformed_file_and_a_bad_select(generated: Path, tmp_pa
     assert isinstance(split, list) and split == one and bad.name in str(split)
 
 
-def test_split_lint_where_the_other_process_fails(generated: Path, tmp_path: Path,
+@pytest.mark.parametrize("how", ["raises", "dies"])
+def test_split_lint_where_the_other_process_fails(generated: Path, tmp_path: Path, how: str,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    """Its part is then done here, as without it."""
+    """Its part is then done here, as without it: where its steps raise, or it ends without an answer."""
     monkeypatch.setenv("ROCE_FABRIC_CACHE", "off")
     running = _running(generated, tmp_path)
 
     def broken(*_a: object, **_k: object) -> object:
         raise RuntimeError("broken")
 
-    monkeypatch.setattr(lint_configs, "rendered_same", broken)
+    def dies(*_a: object, **_k: object) -> object:
+        os._exit(3)
+
+    monkeypatch.setattr(lint_configs, "rendered_same", broken if how == "raises" else dies)
     monkeypatch.setattr(engine, "intent_findings", broken)
     split, one, started = _both(monkeypatch, generated, running)
     assert started == 1
@@ -153,15 +158,22 @@ def test_intended_tree_is_the_rendered_patchs_tree() -> None:
 
 def test_beside_gives_the_other_process_result_or_its_exception() -> None:
     here = [1, 2]
-    b = batch.Beside(lambda: (sum(here), __import__("os").getpid()))
+    b = batch.Beside(lambda: (sum(here), os.getpid()))
     total, pid = b.get()
-    assert total == 3 and pid != __import__("os").getpid() and b.get() == (3, pid)
+    assert total == 3 and pid != os.getpid() and b.get() == (3, pid)
 
     def fails() -> None:
         raise ValueError("in the other process")
 
     with pytest.raises(ValueError, match="in the other process"):
         batch.Beside(fails).get()
+    with pytest.raises(RuntimeError, match="without an answer"):
+        batch.Beside(lambda: os._exit(1)).get()
+    with pytest.raises(RuntimeError, match="no answer"):
+        batch.Beside(lambda: (lambda: 1)).get()  # a result that does not pickle
+    slow = batch.Beside(lambda: __import__("time").sleep(60))
+    slow.close()  # before its answer: ended, not waited for
+    assert slow.process is None
 
 
 def test_no_digest_of_the_configs_without_a_cache(generated: Path, tmp_path: Path,

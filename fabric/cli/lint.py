@@ -145,7 +145,15 @@ def _split(ctx: Any, early: Any, rendered: Callable[[str], Any], select: list[st
         return sw.target, module.intended_tree(sw, ctx.intent)
 
     beside = Beside(other)
-    return beside, Split(trees, lambda: beside.get()[0])
+    return beside, Split(trees, lambda: _answer(beside)[0])
+
+
+def _answer(beside: Any) -> tuple[Any, Any]:
+    """The other process' answer (`_split`); (None, None) where it gave none."""
+    try:
+        return beside.get()
+    except Exception:
+        return None, None
 
 
 def run_lint(
@@ -229,7 +237,7 @@ def _with_configs(inventory: Path | None, configs: Path | None, select: list[str
                 # walks them again (about 0.5 CPU-s at 32k), and they are left to the OS at exit
                 gc.freeze()
                 _HELD.append(cs)
-        checked = beside.get()[1] if beside is not None else None
+        checked = _answer(beside)[1] if beside is not None else None
     finally:
         if early is not None:
             early.close()

@@ -149,7 +149,9 @@ def _from_trees(paths: list[Path], root: Path, targets: dict[str, str], trees: T
     if verdict is None:  # the other process failed: compare here
         verdict = {p for p in paths if _candidate(p, root, targets) is not None}
         ahead.clear()
-    for p in verdict:
+    for p in paths:
+        if p not in verdict:
+            continue
         dev = ahead.get(p, _FAILED)
         if dev is _FAILED:
             dev = _rendered_file(p, root, targets, rendered)
