@@ -24,7 +24,7 @@ from fabric.lint import configs as lint_configs
 from fabric.lint import engine, output
 from fabric.lint.core import Severity
 from fabric.model.load import load
-from fabric.nos.nvue.render import intended_tree, render, rendered_tree
+from fabric.nos.nvue.render import intended_text, intended_tree, render, rendered_tree
 from tests.conftest import ROOT
 
 INVENTORIES = [p for p in sorted((ROOT / "inventories").iterdir()) + sorted(
@@ -142,7 +142,7 @@ def test_split_lint_of_a_render_directory(name: str, tmp_path: Path, monkeypatch
     _same_reports(split, one)
 
 
-def test_intended_tree_is_the_rendered_patchs_tree() -> None:
+def test_intended_tree_and_text_are_the_rendered_patchs() -> None:
     seen = 0
     for inv in INVENTORIES:
         try:
@@ -152,6 +152,7 @@ def test_intended_tree_is_the_rendered_patchs_tree() -> None:
         for sw in fabric.switches.values():
             patch = render(sw, fabric, extras=False)["nvue-patch.yaml"]
             assert intended_tree(sw, fabric) == rendered_tree(patch), sw.name
+            assert intended_text(intended_tree(sw, fabric)) == patch, sw.name
             seen += 1
     assert seen > 20
 

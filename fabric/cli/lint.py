@@ -112,23 +112,32 @@ _HELD: list[Any] = []
 SPLIT_MIN = 500  # files from which `lint INV --configs DIR` uses a second process after deriving (`_split`)
 
 
-def _split(ctx: Any, early: Any, rendered: Callable[[str], Any], select: list[str] | None,
-           ignore: list[str] | None) -> tuple[Any, Any]:
-    """Both cores after deriving: a forked process renders each switch's file again to compare it with the saved
-    one and runs the intent's rules (`fabric.lint.engine.intent_findings`), while this one builds the configs from
-    the renderer's trees (`fabric.lint.configs.Split`) and runs the config rules. The other's answer: (the files
-    equal to their render or None, the intent's findings or None); where it is None, this process does that part
-    as without it. tests/test_lint_configs_split.py holds the findings to those of one process."""
+def _split(ctx: Any, early: Any, select: list[str] | None, ignore: list[str] | None) -> tuple[Any, Any]:
+    """Both cores after deriving: the files that start as rendered are read and their switches' trees built here
+    (`fabric.lint.configs.ahead_of`); then a forked process writes each tree as text to compare it with the file
+    and runs the intent's rules (`fabric.lint.engine.intent_findings`), while this one builds the configs from the
+    trees (`fabric.lint.configs.Split`) and runs the config rules. The other's answer: (the files equal to their
+    render or None, the intent's findings or None); where it is None, this process does that part as without it.
+    tests/test_lint_configs_split.py holds the findings to those of one process."""
     from fabric.batch import Beside
-    from fabric.lint.configs import Split, rendered_same
+    from fabric.lint.configs import Split, ahead_of, rendered_same
     from fabric.lint.engine import intent_findings
     from fabric.nos import NOS
 
+    def trees(name: str) -> tuple[str, Any, Callable[[Any], str]] | None:
+        sw = ctx.intent.switches.get(name)
+        module = NOS[sw.target].module("render") if sw is not None else None
+        if module is None or not hasattr(module, "intended_tree"):
+            return None
+        return sw.target, module.intended_tree(sw, ctx.intent), module.intended_text
+
     targets = {n: sw.target for n, sw in ctx.intent.switches.items()}
+    with gc_paused():
+        ahead = ahead_of(early.paths, early.root, targets, trees)
 
     def other() -> tuple[Any, Any]:
         try:
-            same: set[Path] | None = rendered_same(early.paths, early.root, targets, rendered)
+            same: set[Path] | None = rendered_same(ahead)
         except Exception:  # this process' own way says what went wrong
             same = None
         try:
@@ -137,15 +146,8 @@ def _split(ctx: Any, early: Any, rendered: Callable[[str], Any], select: list[st
             found = None
         return same, found
 
-    def trees(name: str) -> tuple[str, Any] | None:
-        sw = ctx.intent.switches.get(name)
-        module = NOS[sw.target].module("render") if sw is not None else None
-        if module is None or not hasattr(module, "intended_tree"):
-            return None
-        return sw.target, module.intended_tree(sw, ctx.intent)
-
     beside = Beside(other)
-    return beside, Split(trees, lambda: _answer(beside)[0])
+    return beside, Split(ahead, lambda: _answer(beside)[0])
 
 
 def _answer(beside: Any) -> tuple[Any, Any]:
@@ -229,7 +231,7 @@ def _with_configs(inventory: Path | None, configs: Path | None, select: list[str
         rendered = _renderer(f.intent) if inventory is not None else None
         split = None
         if ctx is not None and early is not None and rendered is not None and len(early.paths) >= SPLIT_MIN:
-            beside, split = _split(ctx, early, rendered, select, ignore)
+            beside, split = _split(ctx, early, select, ignore)
         with gc_paused():  # hundreds of thousands of ports that all stay: nothing for the collector to find
             cs = load_configs(configs, ctx, early, rendered, split) if configs is not None else None
             if cs is not None and len(cs.devices) >= FREEZE_MIN:

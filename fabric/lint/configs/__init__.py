@@ -98,61 +98,65 @@ def _rendered_file(path: Path, root: Path, targets: dict[str, str], rendered: Re
     return None if got is None else _as_rendered(got[1], got[0], got[2], path, rendered)
 
 
-# a switch's name → (its target, the renderer's own tree of the file its NOS pushes), without writing that file's
-# text, where its renderer keeps that tree (`Rendered` without the text); None otherwise
-Trees = Callable[[str], "tuple[str, Any] | None"]
+# a switch's name → (its target, the renderer's own tree of the file its NOS pushes, a function that writes that
+# tree as the file's text), without writing it, where its renderer keeps that tree; None otherwise
+Trees = Callable[[str], "tuple[str, Any, Callable[[Any], str]] | None"]
+Ahead = dict[Path, tuple[str, str, str, Any, Callable[[Any], str]]]  # (switch, kind, text, tree, writer) of a file
 
 
-def rendered_same(paths: list[Path], root: Path, targets: dict[str, str], rendered: Rendered) -> set[Path]:
-    """The files of `paths` that are byte for byte their switch's render: those `_rendered_file` compares equal."""
-    same = set()
+def ahead_of(paths: list[Path], root: Path, targets: dict[str, str], trees: Trees) -> Ahead:
+    """Each file of `paths` that starts as this tool renders it, read, with its switch's tree from the renderer
+    (`trees`): what `Split` judges in two processes."""
+    ahead: Ahead = {}
     for p in paths:
         got = _candidate(p, root, targets)
-        if got is not None:
-            r = rendered(got[0])
-            if r is not None and r[0] == got[1] and r[1] == got[2]:
-                same.add(p)
-    return same
+        tree = trees(got[0]) if got is not None else None
+        if got is not None and tree is not None and tree[0] == got[1]:
+            ahead[p] = (*got, tree[1], tree[2])
+    return ahead
+
+
+def rendered_same(ahead: Ahead) -> set[Path]:
+    """The files of `ahead` byte for byte their switch's render (the renderer's writer of its tree): as
+    `_rendered_file` compares them."""
+    return {p for p, (_name, _kind, text, tree, write) in ahead.items() if write(tree) == text}
 
 
 @dataclass
 class Split:
     """A directory's rendered files judged in two processes (`_from_trees`): this one builds their configs from the
-    renderer's trees (`trees`) while another compares their text with the render (`same()`: its verdict, by
-    `rendered_same` over the same files and targets)."""
+    renderer's trees (`ahead`, read before the other process started) while another writes each tree as text and
+    compares it with the file (`same()`: its verdict, `rendered_same(ahead)`; None where it failed)."""
 
-    trees: Trees
-    same: Callable[[], set[Path] | None]  # None: it failed
+    ahead: Ahead
+    same: Callable[[], set[Path] | None]
 
 
 _FAILED = object()  # a file whose `parse_rendered` raised
 
 
-def _from_trees(paths: list[Path], root: Path, targets: dict[str, str], trees: Trees, rendered: Rendered,
-                same: Callable[[], set[Path] | None]) -> dict[Path, DeviceConfig]:
+def _from_trees(paths: list[Path], root: Path, targets: dict[str, str], rendered: Rendered, split: Split
+                ) -> dict[Path, DeviceConfig]:
     """What `_rendered_file` gives for each of `paths` (those it gives None left out), where another process
-    renders the text and compares it with the file (`same()`, by `rendered_same`) while this one builds each
-    switch's config from the renderer's tree (`trees`) as though the file were the render: a file that is not is
-    then dropped, one whose config could not be so built is taken as `_rendered_file` takes it."""
-    ahead: dict[Path, Any] = {}
+    compares the files of `split.ahead` with the render (`split.same()`) while this one builds their configs from
+    the renderer's trees as though each file were the render: one that is not is then dropped, one whose config
+    could not be so built is taken as `_rendered_file` takes it, as are the files not in `ahead`."""
+    ahead, built = split.ahead, {}
     for p in paths:
-        got = _candidate(p, root, targets)
-        tree = trees(got[0]) if got is not None else None
-        if got is None or tree is None or tree[0] != got[1]:
-            continue
-        try:
-            ahead[p] = NOS[got[1]].module("configs").parse_rendered(p, got[0], got[2], tree[1])
-        except Exception:  # the file may not be the render: `_rendered_file` says, where it is
-            ahead[p] = _FAILED
-    done: dict[Path, DeviceConfig] = {}
-    verdict = same()
+        if p in ahead:
+            name, kind, text, tree, _write = ahead[p]
+            try:
+                built[p] = NOS[kind].module("configs").parse_rendered(p, name, text, tree)
+            except Exception:  # the file may not be the render: `_rendered_file` says, where it is
+                built[p] = _FAILED
+    verdict = split.same()
     if verdict is None:  # the other process failed: compare here
-        verdict = {p for p in paths if _candidate(p, root, targets) is not None}
-        ahead.clear()
+        verdict, built = set(ahead), {}
+    done: dict[Path, DeviceConfig] = {}
     for p in paths:
-        if p not in verdict:
+        if p in ahead and p not in verdict:
             continue
-        dev = ahead.get(p, _FAILED)
+        dev = built.get(p, _FAILED)
         if dev is _FAILED:
             dev = _rendered_file(p, root, targets, rendered)
         if dev is not None:
@@ -223,7 +227,7 @@ def _parse_all(paths: list[Path], root: Path, targets: dict[str, str], rendered:
                per_worker: int = 100, split: Split | None = None) -> list[DeviceConfig | list[Problem] | None]:
     done: dict[Path, DeviceConfig | list[Problem] | None] = {}
     if split is not None and rendered is not None:
-        done.update(_from_trees(paths, root, targets, split.trees, rendered, split.same))
+        done.update(_from_trees(paths, root, targets, rendered, split))
     elif rendered is not None:
         for p in paths:
             dev = _rendered_file(p, root, targets, rendered)
