@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import multiprocessing
+import signal
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -32,49 +33,68 @@ def fork_map(fn: Callable[[Any], Any], jobs: list[Any], workers: int, chunksize:
         return pool.map(fn, jobs, chunksize=chunksize)
 
 
-def _answer(fn: Callable[[], Any], conn: Any) -> None:
-    try:
-        with gc_paused():
-            answer = (True, fn())
-    except Exception as exc:
-        answer = (False, exc)
-    try:
-        conn.send(answer)
-    except Exception as exc:  # an answer that does not pickle
-        conn.send((False, RuntimeError(f"no answer from the other process: {exc}")))
+def _answer(fn: Callable[[], Iterator[Any]], conn: Any) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle: it ends this process
+
+    def each() -> Iterator[Any]:
+        yield from fn()
+
+    with gc_paused():
+        answers = each()
+        while True:
+            try:
+                answer = (True, next(answers))
+            except StopIteration:
+                break
+            except Exception as exc:
+                answer = (False, exc)
+            try:
+                conn.send(answer)
+            except Exception as exc:  # an answer that does not pickle
+                conn.send((False, RuntimeError(f"no answer from the other process: {_first_line(exc)}")))
+                break
+            if not answer[0]:
+                break
     conn.close()
 
 
-class Beside:
-    """`fn()` in one forked process (it sees this one's state as it is at the start) while this one goes on;
-    `get()` its result (the same on every call), or raises its exception, or RuntimeError where the process
-    ended without an answer (killed, out of memory). `fn` need not be picklable; its result must be."""
+def _first_line(exc: Exception) -> str:
+    return f"{type(exc).__name__}: {exc}".splitlines()[0][:200]
 
-    def __init__(self, fn: Callable[[], Any]):
+
+class Beside:
+    """The answers `fn()` yields, in one forked process (it sees this one's state as it is at the start) while
+    this one goes on, each sent as soon as it is found: `get(i)` the i-th (the same on every call), or raises the
+    exception that ended `fn` before it, or RuntimeError where the process ended without it (killed, out of
+    memory). `fn` need not be picklable; its answers must be."""
+
+    def __init__(self, fn: Callable[[], Iterator[Any]]):
         ctx = multiprocessing.get_context("fork")
         self.reader, writer = ctx.Pipe(duplex=False)
         self.process: Any = ctx.Process(target=_answer, args=(fn, writer), daemon=True)
         self.process.start()
         writer.close()  # only the child writes: its end closing is an end of file here
-        self.got: tuple[bool, Any] | None = None
+        self.got: list[Any] = []
+        self.error: Exception | None = None
 
-    def get(self) -> Any:
-        if self.got is None:
+    def get(self, i: int = 0) -> Any:
+        while len(self.got) <= i and self.error is None:
             try:
-                self.got = self.reader.recv()
+                ok, value = self.reader.recv()
             except (EOFError, OSError):
-                self.got = (False, RuntimeError("the other process ended without an answer"))
-            finally:
+                ok, value = False, RuntimeError("the other process ended without an answer")
+            if ok:
+                self.got.append(value)
+            else:
+                self.error = value
                 self.close()
-        ok, value = self.got
-        if not ok:
-            raise value
-        return value
+        if len(self.got) > i:
+            return self.got[i]
+        raise self.error  # type: ignore[misc]
 
     def close(self) -> None:
         if self.process is not None:
             self.reader.close()
-            if self.got is None:
-                self.process.terminate()
+            self.process.terminate()  # done or not: nothing more is read
             self.process.join()
             self.process = None

@@ -157,24 +157,48 @@ def test_intended_tree_and_text_are_the_rendered_patchs() -> None:
     assert seen > 20
 
 
-def test_beside_gives_the_other_process_result_or_its_exception() -> None:
+def test_beside_gives_the_other_process_answers_or_its_exception() -> None:
     here = [1, 2]
-    b = batch.Beside(lambda: (sum(here), os.getpid()))
-    total, pid = b.get()
-    assert total == 3 and pid != os.getpid() and b.get() == (3, pid)
 
-    def fails() -> None:
+    def answers() -> object:
+        yield sum(here)
+        yield os.getpid()
+
+    b = batch.Beside(answers)
+    assert b.get(0) == 3 and b.get(1) != os.getpid() and b.get(0) == 3
+    with pytest.raises(RuntimeError, match="without an answer"):
+        b.get(2)
+    b.close()
+
+    def fails() -> object:
+        yield 1
         raise ValueError("in the other process")
 
+    b = batch.Beside(fails)
+    assert b.get(0) == 1
     with pytest.raises(ValueError, match="in the other process"):
-        batch.Beside(fails).get()
+        b.get(1)
+
+    def dies() -> object:
+        yield 1
+        os._exit(1)
+
+    b = batch.Beside(dies)
+    assert b.get(0) == 1
     with pytest.raises(RuntimeError, match="without an answer"):
-        batch.Beside(lambda: os._exit(1)).get()
+        b.get(1)
     with pytest.raises(RuntimeError, match="no answer"):
-        batch.Beside(lambda: (lambda: 1)).get()  # a result that does not pickle
-    slow = batch.Beside(lambda: __import__("time").sleep(60))
-    slow.close()  # before its answer: ended, not waited for
-    assert slow.process is None
+        batch.Beside(lambda: iter([lambda: 1])).get(0)  # an answer that does not pickle
+    with pytest.raises(ZeroDivisionError):
+        batch.Beside(lambda: iter([1 // 0])).get(0)  # `fn` itself fails
+
+    def slow() -> object:
+        __import__("time").sleep(60)
+        yield 1
+
+    b = batch.Beside(slow)
+    b.close()  # before its answer: ended, not waited for
+    assert b.process is None
 
 
 def test_no_digest_of_the_configs_without_a_cache(generated: Path, tmp_path: Path,

@@ -7,7 +7,7 @@ import io
 import json
 import pickle
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -116,8 +116,9 @@ def _split(ctx: Any, early: Any, select: list[str] | None, ignore: list[str] | N
     """Both cores after deriving: the files that start as rendered are read and their switches' trees built here
     (`fabric.lint.configs.ahead_of`); then a forked process writes each tree as text to compare it with the file
     and runs the intent's rules (`fabric.lint.engine.intent_findings`), while this one builds the configs from the
-    trees (`fabric.lint.configs.Split`) and runs the config rules. The other's answer: (the files equal to their
-    render or None, the intent's findings or None); where it is None, this process does that part as without it.
+    trees (`fabric.lint.configs.Split`) and runs the config rules. The other's answers, each sent when found: the
+    files equal to their render, then the intent's findings; where one is None (that step failed, or the process
+    ended), this process does that part as without it.
     tests/test_lint_configs_split.py holds the findings to those of one process."""
     from fabric.batch import Beside
     from fabric.lint.configs import Split, ahead_of, rendered_same
@@ -135,27 +136,26 @@ def _split(ctx: Any, early: Any, select: list[str] | None, ignore: list[str] | N
     with gc_paused():
         ahead = ahead_of(early.paths, early.root, targets, trees)
 
-    def other() -> tuple[Any, Any]:
+    def other() -> Iterator[Any]:
         try:
-            same: set[Path] | None = rendered_same(ahead)
+            yield rendered_same(ahead)
         except Exception:  # this process' own way says what went wrong
-            same = None
+            yield None
         try:
-            found = intent_findings(ctx, select, ignore)
+            yield intent_findings(ctx, select, ignore)
         except Exception:
-            found = None
-        return same, found
+            yield None
 
     beside = Beside(other)
-    return beside, Split(ahead, lambda: _answer(beside)[0])
+    return beside, Split(ahead, lambda: _answer(beside, 0))
 
 
-def _answer(beside: Any) -> tuple[Any, Any]:
-    """The other process' answer (`_split`); (None, None) where it gave none."""
+def _answer(beside: Any, i: int) -> Any:
+    """The other process' i-th answer (`_split`); None where it gave none."""
     try:
-        return beside.get()
+        return beside.get(i)
     except Exception:
-        return None, None
+        return None
 
 
 def run_lint(
@@ -239,12 +239,18 @@ def _with_configs(inventory: Path | None, configs: Path | None, select: list[str
                 # walks them again (about 0.5 CPU-s at 32k), and they are left to the OS at exit
                 gc.freeze()
                 _HELD.append(cs)
-        checked = _answer(beside)[1] if beside is not None else None
+    except BaseException:
+        if beside is not None:
+            beside.close()
+        raise
     finally:
         if early is not None:
             early.close()
+    stage("run the rules")
+    try:  # the intent's findings are the other process' second answer
+        result = run(ctx if cs is None or inventory is not None else None, cs, select, ignore,
+                     None if beside is None else lambda: _answer(beside, 1))
+    finally:
         if beside is not None:
             beside.close()
-    stage("run the rules")
-    result = run(ctx if cs is None or inventory is not None else None, cs, select, ignore, checked)
     return _kept(result, f) if keep else result
