@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import signal
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -31,3 +32,72 @@ def fork_map(fn: Callable[[Any], Any], jobs: list[Any], workers: int, chunksize:
 
     with multiprocessing.get_context("fork").Pool(workers) as pool:
         return pool.map(fn, jobs, chunksize=chunksize)
+
+
+def _answer(fn: Callable[[], Iterator[Any]], conn: Any) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle: it ends this process
+
+    def each() -> Iterator[Any]:
+        yield from fn()
+
+    with gc_paused():
+        answers = each()
+        while True:
+            try:
+                answer = (True, next(answers))
+            except StopIteration:
+                break
+            except Exception as exc:
+                answer = (False, exc)
+            try:
+                conn.send(answer)
+            except Exception as exc:  # an answer that does not pickle
+                conn.send((False, RuntimeError(f"no answer from the other process: {_first_line(exc)}")))
+                break
+            if not answer[0]:
+                break
+    conn.close()
+
+
+def _first_line(exc: Exception) -> str:
+    return f"{type(exc).__name__}: {exc}".splitlines()[0][:200]
+
+
+class Beside:
+    """The answers `fn()` yields, in one forked process (it sees this one's state as it is at the start) while
+    this one goes on, each sent as soon as it is found: `get(i)` the i-th (the same on every call), or raises the
+    exception that ended `fn` before it, or RuntimeError where the process ended without it (killed, out of
+    memory). `fn` need not be picklable; its answers must be."""
+
+    def __init__(self, fn: Callable[[], Iterator[Any]]):
+        import multiprocessing  # only where work is forked
+
+        ctx = multiprocessing.get_context("fork")
+        self.reader, writer = ctx.Pipe(duplex=False)
+        self.process: Any = ctx.Process(target=_answer, args=(fn, writer), daemon=True)
+        self.process.start()
+        writer.close()  # only the child writes: its end closing is an end of file here
+        self.got: list[Any] = []
+        self.error: Exception | None = None
+
+    def get(self, i: int = 0) -> Any:
+        while len(self.got) <= i and self.error is None:
+            try:
+                ok, value = self.reader.recv()
+            except (EOFError, OSError):
+                ok, value = False, RuntimeError("the other process ended without an answer")
+            if ok:
+                self.got.append(value)
+            else:
+                self.error = value
+                self.close()
+        if len(self.got) > i:
+            return self.got[i]
+        raise self.error  # type: ignore[misc]
+
+    def close(self) -> None:
+        if self.process is not None:
+            self.reader.close()
+            self.process.terminate()  # done or not: nothing more is read
+            self.process.join()
+            self.process = None

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import gc
 import io
 import json
 import pickle
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -106,6 +107,57 @@ def _renderer(intent: Any) -> Callable[[str], tuple[str, str, Any] | None]:
     return rendered
 
 
+FREEZE_MIN = 1000  # parsed configs from which they are kept out of the collector's reach to the end of the process
+_HELD: list[Any] = []
+SPLIT_MIN = 500  # files from which `lint INV --configs DIR` uses a second process after deriving (`_split`)
+
+
+def _split(ctx: Any, early: Any, select: list[str] | None, ignore: list[str] | None) -> tuple[Any, Any]:
+    """Both cores after deriving: the files that start as rendered are read and their switches' trees built here
+    (`fabric.lint.configs.ahead_of`); then a forked process writes each tree as text to compare it with the file
+    and runs the intent's rules (`fabric.lint.engine.intent_findings`), while this one builds the configs from the
+    trees (`fabric.lint.configs.Split`) and runs the config rules. The other's answers, each sent when found: the
+    files equal to their render, then the intent's findings; where one is None (that step failed, or the process
+    ended), this process does that part as without it.
+    tests/test_lint_configs_split.py holds the findings to those of one process."""
+    from fabric.batch import Beside
+    from fabric.lint.configs import Split, ahead_of, rendered_same
+    from fabric.lint.engine import intent_findings
+    from fabric.nos import NOS
+
+    def trees(name: str) -> tuple[str, Any, Callable[[Any], str]] | None:
+        sw = ctx.intent.switches.get(name)
+        module = NOS[sw.target].module("render") if sw is not None else None
+        if module is None or not hasattr(module, "intended_tree"):
+            return None
+        return sw.target, module.intended_tree(sw, ctx.intent), module.intended_text
+
+    targets = {n: sw.target for n, sw in ctx.intent.switches.items()}
+    with gc_paused():
+        ahead = ahead_of(early.paths, early.root, targets, trees)
+
+    def other() -> Iterator[Any]:
+        try:
+            yield rendered_same(ahead)
+        except Exception:  # this process' own way says what went wrong
+            yield None
+        try:
+            yield intent_findings(ctx, select, ignore)
+        except Exception:
+            yield None
+
+    beside = Beside(other)
+    return beside, Split(ahead, lambda: _answer(beside, 0))
+
+
+def _answer(beside: Any, i: int) -> Any:
+    """The other process' i-th answer (`_split`); None where it gave none."""
+    try:
+        return beside.get(i)
+    except Exception:
+        return None
+
+
 def run_lint(
     inventory: Path | None,
     configs: Path | None,
@@ -129,10 +181,11 @@ def run_lint(
 
         return verdict(inventory, "lint", json.dumps([select or [], ignore or []]), make, _result)
     if inventory is not None and configs is not None:  # the findings of unchanged configs and inventory: cached
+        from fabric.design.cachekey import cache_dir
         from fabric.design.load import verdict
         from fabric.lint.configs import digest
 
-        key = digest(configs)
+        key = digest(configs) if cache_dir() is not None else None  # no cache: nothing to key (110 MB read at 32k)
         if key is not None:
             def make() -> tuple[Any, bytes, int]:
                 result, data, devices = _with_configs(inventory, configs, select, ignore, stage, True)
@@ -168,6 +221,7 @@ def _with_configs(inventory: Path | None, configs: Path | None, select: list[str
     ctx = None
     # the configs are parsed on the other cores while the inventory is derived
     early = EarlyParse(configs) if configs is not None and inventory is not None else None
+    beside = None
     try:
         if inventory is not None:
             f = load_fabric(inventory, progress=stage)
@@ -175,11 +229,28 @@ def _with_configs(inventory: Path | None, configs: Path | None, select: list[str
         if configs is not None:
             stage(f"parse the configs in {configs}")
         rendered = _renderer(f.intent) if inventory is not None else None
+        split = None
+        if ctx is not None and early is not None and rendered is not None and len(early.paths) >= SPLIT_MIN:
+            beside, split = _split(ctx, early, select, ignore)
         with gc_paused():  # hundreds of thousands of ports that all stay: nothing for the collector to find
-            cs = load_configs(configs, ctx, early, rendered) if configs is not None else None
+            cs = load_configs(configs, ctx, early, rendered, split) if configs is not None else None
+            if cs is not None and len(cs.devices) >= FREEZE_MIN:
+                # as `fabric.design.load._keep` does for the fabric: no collection (the next one, the one at exit)
+                # walks them again (about 0.5 CPU-s at 32k), and they are left to the OS at exit
+                gc.freeze()
+                _HELD.append(cs)
+    except BaseException:
+        if beside is not None:
+            beside.close()
+        raise
     finally:
         if early is not None:
             early.close()
     stage("run the rules")
-    result = run(ctx if cs is None or inventory is not None else None, cs, select, ignore)
+    try:  # the intent's findings are the other process' second answer
+        result = run(ctx if cs is None or inventory is not None else None, cs, select, ignore,
+                     None if beside is None else lambda: _answer(beside, 1))
+    finally:
+        if beside is not None:
+            beside.close()
     return _kept(result, f) if keep else result

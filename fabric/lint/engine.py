@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING
 
@@ -91,23 +92,41 @@ def waive(findings: list[Finding], waivers: list[Waiver]) -> list[Finding]:
     return out
 
 
+def intent_findings(ctx: Context, select: list[str] | None = None, ignore: list[str] | None = None
+                    ) -> list[Finding]:
+    """The findings of the intent's rules that `run(ctx, …, select, ignore)` finds (before waivers), in any order."""
+    rules = selected(select, ignore)
+    ctx.reset()
+    with gc_paused():
+        return [f for r in rules for f in r.check(ctx)]
+
+
 def run(
     ctx: Context | None = None,
     configs: ConfigSet | None = None,
     select: list[str] | None = None,
     ignore: list[str] | None = None,
+    checked: Callable[[], list[Finding] | None] | None = None,
 ) -> Result:
-    """Lint the inventory's intent, the parsed configs, or both."""
+    """Lint the inventory's intent, the parsed configs, or both; `checked`: the findings of the intent's rules,
+    found elsewhere (`intent_findings` of `ctx` with the same rules, in another process), asked for once the
+    config rules ran; None from it: they are found here."""
     rules = selected(select, ignore)
     findings: list[Finding] = []
-    if ctx is not None:
+    if ctx is not None and checked is None:
         ctx.reset()
     with gc_paused():  # the rules' many short-lived objects would make the collector rescan the whole fabric
         for r in rules:
-            if ctx is not None:
+            if ctx is not None and checked is None:
                 findings += r.check(ctx)
             if configs is not None and r.configs:
                 findings += r.check_configs(configs)
+        if ctx is not None and checked is not None:
+            found = checked()
+            if found is None:
+                ctx.reset()
+                found = [f for r in rules for f in r.check(ctx)]
+            findings += found
     if ctx is not None:
         findings = waive(findings, ctx.inv.lint.waive)
     findings = sorted(set(findings), key=Finding.sort_key)

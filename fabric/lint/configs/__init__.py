@@ -7,6 +7,7 @@ import multiprocessing
 import os
 import stat
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -77,18 +78,90 @@ def _head(path: Path, kind: str | None) -> bytes | None:
         return None
 
 
-def _rendered_file(path: Path, root: Path, targets: dict[str, str], rendered: Rendered) -> DeviceConfig | None:
-    """`parse_file(path, …)` where the file is byte for byte what the inventory renders for its switch; None where
-    it is not (or cannot be read: `parse_file` then says why)."""
+def _candidate(path: Path, root: Path, targets: dict[str, str]) -> tuple[str, str, str] | None:
+    """(switch name, kind, text) of a file that starts as this tool renders it; None otherwise (or where it cannot
+    be read: `parse_file` then says why)."""
     name = device_name(path, root)
     kind = kind_of(path, targets.get(name))
     if _head(path, kind) is None:
         return None
     try:
-        text = read_user_file(path, "a device config file")
+        return name, kind, read_user_file(path, "a device config file")  # type: ignore[return-value]
     except InputError:
         return None
-    return _as_rendered(kind, name, text, path, rendered)  # type: ignore[arg-type]
+
+
+def _rendered_file(path: Path, root: Path, targets: dict[str, str], rendered: Rendered) -> DeviceConfig | None:
+    """`parse_file(path, …)` where the file is byte for byte what the inventory renders for its switch; None where
+    it is not (or cannot be read: `parse_file` then says why)."""
+    got = _candidate(path, root, targets)
+    return None if got is None else _as_rendered(got[1], got[0], got[2], path, rendered)
+
+
+# a switch's name → (its target, the renderer's own tree of the file its NOS pushes, a function that writes that
+# tree as the file's text), without writing it, where its renderer keeps that tree; None otherwise
+Trees = Callable[[str], "tuple[str, Any, Callable[[Any], str]] | None"]
+Ahead = dict[Path, tuple[str, str, str, Any, Callable[[Any], str]]]  # (switch, kind, text, tree, writer) of a file
+
+
+def ahead_of(paths: list[Path], root: Path, targets: dict[str, str], trees: Trees) -> Ahead:
+    """Each file of `paths` that starts as this tool renders it, read, with its switch's tree from the renderer
+    (`trees`): what `Split` judges in two processes."""
+    ahead: Ahead = {}
+    for p in paths:
+        got = _candidate(p, root, targets)
+        tree = trees(got[0]) if got is not None else None
+        if got is not None and tree is not None and tree[0] == got[1]:
+            ahead[p] = (*got, tree[1], tree[2])
+    return ahead
+
+
+def rendered_same(ahead: Ahead) -> set[Path]:
+    """The files of `ahead` byte for byte their switch's render (the renderer's writer of its tree): as
+    `_rendered_file` compares them."""
+    return {p for p, (_name, _kind, text, tree, write) in ahead.items() if write(tree) == text}
+
+
+@dataclass
+class Split:
+    """A directory's rendered files judged in two processes (`_from_trees`): this one builds their configs from the
+    renderer's trees (`ahead`, read before the other process started) while another writes each tree as text and
+    compares it with the file (`same()`: its verdict, `rendered_same(ahead)`; None where it failed)."""
+
+    ahead: Ahead
+    same: Callable[[], set[Path] | None]
+
+
+_FAILED = object()  # a file whose `parse_rendered` raised
+
+
+def _from_trees(paths: list[Path], root: Path, targets: dict[str, str], rendered: Rendered, split: Split
+                ) -> dict[Path, DeviceConfig]:
+    """What `_rendered_file` gives for each of `paths` (those it gives None left out), where another process
+    compares the files of `split.ahead` with the render (`split.same()`) while this one builds their configs from
+    the renderer's trees as though each file were the render: one that is not is then dropped, one whose config
+    could not be so built is taken as `_rendered_file` takes it, as are the files not in `ahead`."""
+    ahead, built = split.ahead, {}
+    for p in paths:
+        if p in ahead:
+            name, kind, text, tree, _write = ahead[p]
+            try:
+                built[p] = NOS[kind].module("configs").parse_rendered(p, name, text, tree)
+            except Exception:  # the file may not be the render: `_rendered_file` says, where it is
+                built[p] = _FAILED
+    verdict = split.same()
+    if verdict is None:  # the other process failed: compare here
+        verdict, built = set(ahead), {}
+    done: dict[Path, DeviceConfig] = {}
+    for p in paths:
+        if p in ahead and p not in verdict:
+            continue
+        dev = built.get(p, _FAILED)
+        if dev is _FAILED:
+            dev = _rendered_file(p, root, targets, rendered)
+        if dev is not None:
+            done[p] = dev
+    return done
 
 
 def parse_file(path: Path, root: Path, targets: dict[str, str] | None = None) -> DeviceConfig | None:
@@ -142,17 +215,20 @@ def _workers(n: int, per_worker: int) -> int:
 
 
 def parse_files(paths: list[Path], root: Path, targets: dict[str, str] | None = None,
-                per_worker: int = 100, rendered: Rendered | None = None) -> list[DeviceConfig]:
+                per_worker: int = 100, rendered: Rendered | None = None, split: Split | None = None
+                ) -> list[DeviceConfig]:
     """Every recognised file parsed once, in order; a large set in worker processes on every core (files are
     independent). Every malformed file is a problem of its own, all reported at once, in file order. `rendered`:
     a file that is byte for byte its switch's render is taken from the renderer's tree, in this process."""
-    return _gather(_parse_all(paths, root, targets or {}, rendered, per_worker))
+    return _gather(_parse_all(paths, root, targets or {}, rendered, per_worker, split))
 
 
 def _parse_all(paths: list[Path], root: Path, targets: dict[str, str], rendered: Rendered | None,
-               per_worker: int = 100) -> list[DeviceConfig | list[Problem] | None]:
+               per_worker: int = 100, split: Split | None = None) -> list[DeviceConfig | list[Problem] | None]:
     done: dict[Path, DeviceConfig | list[Problem] | None] = {}
-    if rendered is not None:
+    if split is not None and rendered is not None:
+        done.update(_from_trees(paths, root, targets, rendered, split))
+    elif rendered is not None:
         for p in paths:
             dev = _rendered_file(p, root, targets, rendered)
             if dev is not None:
@@ -213,13 +289,14 @@ class EarlyParse:
         self.pending = None if self.pool is None else self.pool.map_async(
             _parse_or_problems, [(p, root, {}) for p in self.early], chunksize=16)
 
-    def result(self, targets: dict[str, str], rendered: Rendered | None = None) -> list[DeviceConfig]:
+    def result(self, targets: dict[str, str], rendered: Rendered | None = None, split: Split | None = None
+               ) -> list[DeviceConfig]:
         if self.pending is None:
-            return parse_files(self.paths, self.root, targets, rendered=rendered)
+            return parse_files(self.paths, self.root, targets, rendered=rendered, split=split)
         done = dict(zip(self.early, self.pending.get(), strict=True))
         self.close()
         rest = [p for p in self.paths if p not in done]
-        done.update(zip(rest, _parse_all(rest, self.root, targets, rendered), strict=True))
+        done.update(zip(rest, _parse_all(rest, self.root, targets, rendered, split=split), strict=True))
         return _gather([done[p] for p in self.paths])
 
     def close(self) -> None:
@@ -230,16 +307,16 @@ class EarlyParse:
 
 
 def load_configs(root: Path, ctx: Context | None = None, early: EarlyParse | None = None,
-                 rendered: Rendered | None = None) -> ConfigSet:
+                 rendered: Rendered | None = None, split: Split | None = None) -> ConfigSet:
     """Every recognised file below `root`, judged against the inventory's policy or the nvidia-roce preset;
     `early`: their parse started already (`EarlyParse` of `root`); `rendered`: the inventory's render of a switch
-    (a file byte for byte that is not read again)."""
+    (a file byte for byte that is not read again); `split`: compared with it in another process."""
     if not root.is_dir():
         raise InputError(Problem(str(root), None, "", "a directory of device configs", "no such directory"))
     targets = {n: sw.target for n, sw in ctx.intent.switches.items()} if ctx and ctx.intent else {}
     # every malformed file is a problem of its own, all reported at once
-    devices = (early.result(targets, rendered) if early is not None
-               else parse_files(_scan(root), root, targets, rendered=rendered))
+    devices = (early.result(targets, rendered, split) if early is not None
+               else parse_files(_scan(root), root, targets, rendered=rendered, split=split))
     if not devices:
         raise InputError(
             Problem(

@@ -167,6 +167,33 @@ class _Qos:
                        at=dev.at)
 
 
+_QOS_OF: dict[int, tuple[Any, str, _Qos, dict[str, int]]] = {}  # id of a QoS tree → (it, its text, `_Qos.of` it,
+# the lines that sets less the line of `qos`)
+
+
+def _qos_of(qos: dict[str, Any], dev: DeviceConfig, line: Line) -> _Qos:
+    """`_Qos.of(qos, dev, line)` of a rendered patch (`line` its `_PatchLines`): switches of the same QoS share its
+    tree (`render.qos_tree`) and so its text; where the text of this patch's `qos` is that of a patch judged
+    before, so is every line below it, shifted by where `qos` starts. The `_Qos` is shared (read only)."""
+    span = line.span("qos") if type(line) is _PatchLines and qos else None
+    if span is None:
+        return _Qos.of(qos, dev, line)
+    first, text = span[0], line.text[span[1]:span[2]]
+    known = _QOS_OF.get(id(qos))
+    if known is not None and known[0] is qos and known[1] == text:
+        dev.lines.update({k: first + v for k, v in known[3].items()})
+        return known[2]
+    before = dict(dev.lines)
+    q = _Qos.of(qos, dev, line)
+    last = first + text.count("\n")
+    set_here = {k: v for k, v in dev.lines.items() if k not in before or before[k] != v}
+    if all(first <= v <= last for v in set_here.values()):  # the lines of `qos` only: true of every rendered patch
+        if len(_QOS_OF) > 256:
+            _QOS_OF.clear()
+        _QOS_OF[id(qos)] = (qos, text, q, {k: v - first for k, v in set_here.items()})
+    return q
+
+
 def _tc_line(line: Line, section: str, prof: Any, tc: int) -> int:
     return line("qos", section, prof, "traffic-class", tc) or line("qos", section, prof, "traffic-class", str(tc)) or 1
 
@@ -387,6 +414,13 @@ class _PatchLines:
         self.known[key] = best
         return best
 
+    def span(self, key: str) -> tuple[int, int, int] | None:
+        """(the line of a key of the `set` tree, where the text of its value starts, where it ends); None where the
+        patch lacks the key."""
+        self(key)
+        found = self.kids.get(len(RENDERED_HEAD), {}).get(key)
+        return None if found is None else (found[0], found[1], found[2])
+
     def _children(self, node: Any, start: int, end: int, first: int, indent: int) -> dict[str, list[Any]]:
         """The keys of the mapping `node` written in text[start:end] (its first line numbered `first`)."""
         if not isinstance(node, dict) or not node:
@@ -414,7 +448,7 @@ def _device(path: Path, name: str, tree: dict[str, Any], line: Line, later: Plac
     """The config of the `set` tree `tree`. `later`: the renderer's own tree (ports of shared parts), whose ports'
     and neighbours' lines are found when a finding asks (`later(*key)`, a `Deferred`)."""
     dev = DeviceConfig(name=name, file=str(path), kind=row_of(__name__).name)
-    q = _Qos.of(tree.get("qos") or {}, dev, line)
+    q = _qos_of(tree.get("qos") or {}, dev, line) if later is not None else _Qos.of(tree.get("qos") or {}, dev, line)
     shapes: dict[int, tuple[Any, PortConfig | None]] | None = {} if later is not None else None
     place = later or line
     for pname, ic in (tree.get("interface") or {}).items():

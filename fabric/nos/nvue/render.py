@@ -309,6 +309,16 @@ def rendered_tree(patch: str) -> Tree | None:
     return None
 
 
+def intended_tree(sw: SwitchIntent, fabric: FabricIntent) -> Tree:
+    """The tree `render` writes as the patch (what `rendered_tree` of that patch gives), without writing it."""
+    return set_tree(sw)
+
+
+def intended_text(tree: Tree) -> str:
+    """The patch `render` writes of its tree (`intended_tree`)."""
+    return patch_yaml(tree)
+
+
 def render(sw: SwitchIntent, fabric: FabricIntent, *, extras: bool = True) -> Files:
     """The patch the push applies; with `extras`, the same tree as `nv set` lines for review."""
     tree = set_tree(sw)
