@@ -153,10 +153,10 @@ def launcher_runs(mpijob: dict, seconds: str) -> dict:
 def gone(kube: KubeLab, ns: str, path: Path, name: str) -> None:
     """Deletes a job and waits for its pods to go (the garbage collector deletes them after the MPIJob)."""
     kube.kubectl("delete", "-f", str(path), "--wait=true", "--ignore-not-found", timeout=120)
-    kube.kubectl("delete", "pod", "-l", f"roce-fabric/job={name}", "-n", ns, "--grace-period=0", "--force",
-                 check=False)
-    kube.kubectl("wait", "--for=delete", "pod", "-l", f"roce-fabric/job={name}", "-n", ns, "--timeout=90s",
-                 timeout=100, check=False)
+    selector = f"roce-fabric/job={name}"
+    kube.delete_all(f"/api/v1/namespaces/{ns}/pods", labelSelector=selector, gracePeriodSeconds="0")
+    wait_for(f"the pods of {name} deleted",
+             lambda: not kube.get(f"/api/v1/namespaces/{ns}/pods", labelSelector=selector)["items"], timeout=90)
 
 
 def wait_mpijob(kube: KubeLab, ns: str, name: str, timeout: float = 300) -> str:
@@ -241,7 +241,7 @@ def test_every_rendered_job_is_admitted_placed_on_its_hosts_and_completes(kube: 
         name = mpijob["metadata"]["name"]
         hosts = mpijob["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["affinity"]["nodeAffinity"][
             "requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0]["matchExpressions"][0]["values"]
-        kube.kubectl("delete", "events", "--all", "-n", ns)  # earlier jobs of the same name
+        kube.delete_all(f"/api/v1/namespaces/{ns}/events")  # earlier jobs of the same name
         apply_job(kube, [_group, launcher_runs(mpijob, "1s")])
         assert wait_mpijob(kube, ns, name) == "Succeeded", kube.kubectl("describe", "mpijob", name, "-n", ns).stdout
         placed = scheduled(kube, ns, name, expect=len(hosts) + 1)
@@ -297,7 +297,7 @@ def test_a_cordoned_node_and_one_without_rail_devices_are_never_chosen(kube: Kub
 
         two, group2 = copy.deepcopy(mpijob), copy.deepcopy(group)
         two["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"], group2["spec"]["minMember"] = 2, 3
-        kube.kubectl("delete", "events", "--all", "-n", ns)
+        kube.delete_all(f"/api/v1/namespaces/{ns}/events")
         apply_job(kube, [group2, launcher_runs(two, "5s")])
         assert wait_mpijob(kube, ns, name) == "Succeeded", kube.kubectl("describe", "mpijob", name, "-n", ns).stdout
         placed = scheduled(kube, ns, name, expect=3)
@@ -306,7 +306,7 @@ def test_a_cordoned_node_and_one_without_rail_devices_are_never_chosen(kube: Kub
         gone(kube, ns, tmp_path / "jobs" / f"{name}.yaml", name)
 
         held.write_text(yaml.safe_dump_all([group, launcher_runs(mpijob, "3600s")]))
-        kube.kubectl("delete", "events", "--all", "-n", ns)
+        kube.delete_all(f"/api/v1/namespaces/{ns}/events")
         apply_job(kube, [group, launcher_runs(mpijob, "3600s")])
         why = wait_for(f"{name}'s gang waiting, with the scheduler's reason", lambda: gang_reason(ns, name))
         # one member fits nowhere: su1-01 cordoned, su1-02 without rails, su1-03/04 held for the gang's others
