@@ -201,3 +201,18 @@ def test_help_lists_every_command_without_importing_them() -> None:
         assert p.returncode in (0, 2), p.stderr
         loaded = json.loads(p.stdout.strip().splitlines()[-1])
         assert set(loaded) <= {"fabric.cli", "fabric.cli.main", "fabric.cli.console", "fabric.errors"}, (args, loaded)
+
+
+def test_the_host_agents_commands_do_not_import_the_site_layer() -> None:
+    """`fabric host plan|apply`, the agent every acceptance run and fleet push starts on each host, imports neither
+    the site layer (fabric.access, what opens an inventory's devices) nor the renderers and jinja2 behind it: they
+    cost it about 0.3 CPU-s of its 0.6 per start (issue 23); only the fleet commands (`hosts …`) open a site."""
+    probe = ("import atexit, json, sys; from fabric.cli import main; atexit.register(lambda: print(json.dumps("
+             "sorted(sys.modules)))); main()")
+    for command in ("plan", "apply"):
+        p = subprocess.run([sys.executable, "-c", probe, "host", command, "--help"], capture_output=True, text=True,
+                           timeout=60, cwd=ROOT)
+        assert p.returncode == 0, p.stderr
+        loaded = set(json.loads(p.stdout.strip().splitlines()[-1]))
+        assert "fabric.cli.host" in loaded
+        assert not loaded & {"fabric.access", "fabric.render", "fabric.cli.site", "jinja2"}, command

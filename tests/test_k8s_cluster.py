@@ -153,10 +153,10 @@ def launcher_runs(mpijob: dict, seconds: str) -> dict:
 def gone(kube: KubeLab, ns: str, path: Path, name: str) -> None:
     """Deletes a job and waits for its pods to go (the garbage collector deletes them after the MPIJob)."""
     kube.kubectl("delete", "-f", str(path), "--wait=true", "--ignore-not-found", timeout=120)
-    kube.kubectl("delete", "pod", "-l", f"roce-fabric/job={name}", "-n", ns, "--grace-period=0", "--force",
-                 check=False)
-    kube.kubectl("wait", "--for=delete", "pod", "-l", f"roce-fabric/job={name}", "-n", ns, "--timeout=90s",
-                 timeout=100, check=False)
+    selector = f"roce-fabric/job={name}"
+    kube.delete_all(f"/api/v1/namespaces/{ns}/pods", labelSelector=selector, gracePeriodSeconds="0")
+    wait_for(f"the pods of {name} deleted",
+             lambda: not kube.get(f"/api/v1/namespaces/{ns}/pods", labelSelector=selector)["items"], timeout=90)
 
 
 def wait_mpijob(kube: KubeLab, ns: str, name: str, timeout: float = 300) -> str:
@@ -241,7 +241,7 @@ def test_every_rendered_job_is_admitted_placed_on_its_hosts_and_completes(kube: 
         name = mpijob["metadata"]["name"]
         hosts = mpijob["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["affinity"]["nodeAffinity"][
             "requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0]["matchExpressions"][0]["values"]
-        kube.kubectl("delete", "events", "--all", "-n", ns)  # earlier jobs of the same name
+        kube.delete_all(f"/api/v1/namespaces/{ns}/events")  # earlier jobs of the same name
         apply_job(kube, [_group, launcher_runs(mpijob, "1s")])
         assert wait_mpijob(kube, ns, name) == "Succeeded", kube.kubectl("describe", "mpijob", name, "-n", ns).stdout
         placed = scheduled(kube, ns, name, expect=len(hosts) + 1)
@@ -297,7 +297,7 @@ def test_a_cordoned_node_and_one_without_rail_devices_are_never_chosen(kube: Kub
 
         two, group2 = copy.deepcopy(mpijob), copy.deepcopy(group)
         two["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"], group2["spec"]["minMember"] = 2, 3
-        kube.kubectl("delete", "events", "--all", "-n", ns)
+        kube.delete_all(f"/api/v1/namespaces/{ns}/events")
         apply_job(kube, [group2, launcher_runs(two, "5s")])
         assert wait_mpijob(kube, ns, name) == "Succeeded", kube.kubectl("describe", "mpijob", name, "-n", ns).stdout
         placed = scheduled(kube, ns, name, expect=3)
@@ -306,7 +306,7 @@ def test_a_cordoned_node_and_one_without_rail_devices_are_never_chosen(kube: Kub
         gone(kube, ns, tmp_path / "jobs" / f"{name}.yaml", name)
 
         held.write_text(yaml.safe_dump_all([group, launcher_runs(mpijob, "3600s")]))
-        kube.kubectl("delete", "events", "--all", "-n", ns)
+        kube.delete_all(f"/api/v1/namespaces/{ns}/events")
         apply_job(kube, [group, launcher_runs(mpijob, "3600s")])
         why = wait_for(f"{name}'s gang waiting, with the scheduler's reason", lambda: gang_reason(ns, name))
         # one member fits nowhere: su1-01 cordoned, su1-02 without rails, su1-03/04 held for the gang's others
@@ -404,3 +404,70 @@ def test_two_jobs_applied_at_once_on_the_same_hosts_run_one_after_the_other(kube
     finally:
         for n in names:
             gone(kube, ns, paths[n], n)
+
+
+@pytest.fixture(scope="module")
+def pooled(tmp_path_factory: pytest.TempPathFactory) -> FabricIntent:
+    """k8s-vlan16 with one pooled rail resource (tests/test_k8s_pooled.py renders and checks it without a cluster)."""
+    from tests.test_k8s_pooled import pooled_copy
+
+    return derive(load(pooled_copy(tmp_path_factory.mktemp("pooled"))))
+
+
+def test_pooled_jobs_are_admitted_and_each_worker_takes_its_nodes_whole_pool(kube: KubeLab, pooled: FabricIntent,
+                                                                             tmp_path: Path) -> None:
+    """On the real control plane (fabric.lab.kube): kwok nodes advertise the pooled resource as one device per
+    NIC (8), the API server admits the networks and every job (the hostPath volume, NET_ADMIN, the repeated
+    network), the scheduler puts one worker on each intended host, and a second job wanting the same hosts
+    waits: each worker holds its node's whole pool, so two pods never split one node's rails."""
+    bundle.render_bundle(pooled, tmp_path / "b", IMAGE)
+    ns = pooled.kubernetes.namespace
+    use(kube, pooled)
+    kube.apply([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}])
+    try:
+        node = json.loads(kube.kubectl("get", "node", "gpu-su1-01", "-o", "json").stdout)
+        assert node["status"]["allocatable"]["nvidia.com/rail"] == "8"
+        kube.kubectl("apply", "--server-side", "-f", str(tmp_path / "b" / "networks.yaml"))
+        for path in sorted((tmp_path / "b" / "jobs").glob("*.yaml")):  # Volcano v1.10.0 lacks only the tier field
+            run = kube.kubectl("apply", "--validate=warn", "--dry-run=server", "-f", str(path), check=False)
+            assert run.returncode == 0, run.stderr
+            dropped = set(re.findall(r'^Warning: unknown field "([^"]+)"', run.stderr, re.MULTILINE))
+            assert dropped == {"spec.networkTopology"}, run.stderr
+        jobs = {j: list(yaml.safe_load_all((tmp_path / "b" / "jobs" / f"{j}.yaml").read_text()))
+                for j in ("nccl-su1", "pods-su1-bw")}
+
+        def hosts_of(j: str) -> list[str]:
+            return sorted(jobs[j][1]["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["affinity"][
+                "nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0][
+                "matchExpressions"][0]["values"])
+
+        def bound(j: str, want: int, wait_s: float) -> dict[str, str]:
+            deadline = time.monotonic() + wait_s
+            while True:
+                pods = kube.get(f"/api/v1/namespaces/{ns}/pods")["items"]
+                out = {p["metadata"]["name"]: p["spec"]["nodeName"] for p in pods
+                       if p["metadata"]["name"].startswith(f"{j}-worker-") and p["spec"].get("nodeName")}
+                if len(out) >= want or time.monotonic() > deadline:
+                    return out
+                time.sleep(1)
+
+        kube.apply(jobs["nccl-su1"], validate="warn")
+        placed = bound("nccl-su1", len(hosts_of("nccl-su1")), 120)
+        assert sorted(placed.values()) == hosts_of("nccl-su1")  # one worker on each intended host
+        kube.apply(jobs["pods-su1-bw"], validate="warn")
+        assert set(hosts_of("pods-su1-bw")) <= set(hosts_of("nccl-su1"))
+        time.sleep(10)
+        assert bound("pods-su1-bw", 1, 0) == {}  # every device of those nodes is the first job's
+
+        def gang_reason() -> str:  # Volcano's reason on the waiting gang's PodGroup
+            groups = kube.get(f"/apis/scheduling.volcano.sh/v1beta1/namespaces/{ns}/podgroups")["items"]
+            return " ".join(c.get("message", "") for g in groups if g["metadata"]["name"].startswith("pods-su1-bw")
+                            for c in g.get("status", {}).get("conditions", []) if c.get("type") == "Unschedulable")
+
+        deadline = time.monotonic() + 60
+        while "gang unschedulable" not in gang_reason() and time.monotonic() < deadline:
+            time.sleep(1)
+        assert "gang unschedulable" in gang_reason(), gang_reason()  # Volcano holds the whole gang back
+    finally:  # the jobs go with this test, not with the control plane (the module's last test may change)
+        for j in ("nccl-su1", "pods-su1-bw"):
+            gone(kube, ns, tmp_path / "b" / "jobs" / f"{j}.yaml", j)

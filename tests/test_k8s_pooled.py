@@ -10,7 +10,8 @@ fabric.render.k8s.pod_rail_setup maps each granted PCI address (the device plugi
 its `physfn` to the node's rail map, then sets the rail's interface name, VLAN, address and routing table. The
 tests run that script with the real `ip` in a network namespace of dummy interfaces (root), the sysfs side built
 after the kernel's documented layout (a VF's `physfn` link, a function's `net/` and `infiniband/` entries), with the
-devices granted and attached in another order than the rails.
+devices granted and attached in another order than the rails. The pooled jobs on the real control plane are in
+tests/test_k8s_cluster.py, on that module's cluster (one control plane start, not two).
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ import re
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -375,66 +375,3 @@ def test_perftest_pairs_keep_working_on_pooled_pods(pooled: FabricIntent) -> Non
     docs = k8s.mpijob_manifests(job, pooled)
     worker = docs[1]["spec"]["mpiReplicaSpecs"]["Worker"]["template"]
     assert worker["metadata"]["annotations"]["k8s.v1.cni.cncf.io/networks"].count("rail@pool-") == 8
-
-
-@pytest.mark.k8s
-def test_pooled_jobs_are_admitted_and_each_worker_takes_its_nodes_whole_pool(pooled: FabricIntent,
-                                                                             tmp_path: Path) -> None:
-    """On the real control plane (fabric.lab.kube): kwok nodes advertise the pooled resource as one device per
-    NIC (8), the API server admits the networks and every job (the hostPath volume, NET_ADMIN, the repeated
-    network), the scheduler puts one worker on each intended host, and a second job wanting the same hosts
-    waits: each worker holds its node's whole pool, so two pods never split one node's rails."""
-    from fabric.lab.kube import KubeLab, bins_dir, missing_bins
-
-    bins = bins_dir()
-    missing = missing_bins(bins)
-    require(not missing, f"the Kubernetes binaries in {bins} ({', '.join(missing)}): make k8s-bins")
-    k8s_bundle.render_bundle(pooled, tmp_path / "b", IMAGE)
-    ns = pooled.kubernetes.namespace
-    with KubeLab(tmp_path / "kube", bins) as kube:
-        kube.start()
-        kube.add_nodes(pooled)
-        kube.apply([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}])
-        node = json.loads(kube.kubectl("get", "node", "gpu-su1-01", "-o", "json").stdout)
-        assert node["status"]["allocatable"]["nvidia.com/rail"] == "8"
-        kube.kubectl("apply", "--server-side", "-f", str(tmp_path / "b" / "networks.yaml"))
-        for path in sorted((tmp_path / "b" / "jobs").glob("*.yaml")):  # Volcano v1.10.0 lacks only the tier field
-            run = kube.kubectl("apply", "--validate=warn", "--dry-run=server", "-f", str(path), check=False)
-            assert run.returncode == 0, run.stderr
-            dropped = set(re.findall(r'^Warning: unknown field "([^"]+)"', run.stderr, re.MULTILINE))
-            assert dropped == {"spec.networkTopology"}, run.stderr
-        jobs = {j: list(yaml.safe_load_all((tmp_path / "b" / "jobs" / f"{j}.yaml").read_text()))
-                for j in ("nccl-su1", "pods-su1-bw")}
-
-        def hosts_of(j: str) -> list[str]:
-            return sorted(jobs[j][1]["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["affinity"][
-                "nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0][
-                "matchExpressions"][0]["values"])
-
-        def bound(j: str, want: int, wait_s: float) -> dict[str, str]:
-            deadline = time.monotonic() + wait_s
-            while True:
-                pods = json.loads(kube.kubectl("get", "pods", "-n", ns, "-o", "json").stdout)["items"]
-                out = {p["metadata"]["name"]: p["spec"]["nodeName"] for p in pods
-                       if p["metadata"]["name"].startswith(f"{j}-worker-") and p["spec"].get("nodeName")}
-                if len(out) >= want or time.monotonic() > deadline:
-                    return out
-                time.sleep(1)
-
-        kube.apply(jobs["nccl-su1"], validate="warn")
-        placed = bound("nccl-su1", len(hosts_of("nccl-su1")), 120)
-        assert sorted(placed.values()) == hosts_of("nccl-su1")  # one worker on each intended host
-        kube.apply(jobs["pods-su1-bw"], validate="warn")
-        assert set(hosts_of("pods-su1-bw")) <= set(hosts_of("nccl-su1"))
-        time.sleep(10)
-        assert bound("pods-su1-bw", 1, 0) == {}  # every device of those nodes is the first job's
-
-        def gang_reason() -> str:  # Volcano's reason on the waiting gang's PodGroup
-            groups = json.loads(kube.kubectl("get", "podgroups", "-n", ns, "-o", "json").stdout)["items"]
-            return " ".join(c.get("message", "") for g in groups if g["metadata"]["name"].startswith("pods-su1-bw")
-                            for c in g.get("status", {}).get("conditions", []) if c.get("type") == "Unschedulable")
-
-        deadline = time.monotonic() + 60
-        while "gang unschedulable" not in gang_reason() and time.monotonic() < deadline:
-            time.sleep(1)
-        assert "gang unschedulable" in gang_reason(), gang_reason()  # Volcano holds the whole gang back

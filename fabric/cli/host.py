@@ -11,7 +11,6 @@ from pathlib import Path
 import typer
 from pydantic import ValidationError
 
-from fabric.cli.site import open_site
 from fabric.design.intent import HostIntent
 from fabric.errors import InputError, Problem, UsageError
 from fabric.host.model import AgentOptions, FleetOptions
@@ -198,6 +197,7 @@ hosts_app = typer.Typer(
 def hosts_inventory(inventory: Path = typer.Argument(..., help="Inventory directory."),
                     lab: bool = typer.Option(False, "--lab", help="The running lab's hosts.")) -> None:
     """Print the Ansible inventory (YAML): management addresses, groups per SU and per rail."""
+    from fabric.cli.site import open_site
     from fabric.host.fleet import inventory_yaml
 
     _loaded, site = open_site(inventory, lab=lab)
@@ -209,6 +209,7 @@ def _fleet(mode: str, inventory: Path, opts: FleetOptions, out: Output, *, lab: 
 
     from fabric.cli.console import console
     from fabric.cli.progress import track
+    from fabric.cli.site import open_site
     from fabric.host.fleet import HostOutcome, run
 
     if opts.forks < 1 or (opts.serial is not None and opts.serial < 1):
