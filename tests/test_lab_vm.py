@@ -48,6 +48,7 @@ RECEIVER, SENDERS = "gpu-su1-01", ["gpu-su1-02", "gpu-su1-03", "gpu-su1-04"]
 PORTS = ["swp1", "swp2", "swp3", "swp4"]  # the leaf's ports toward RECEIVER, *SENDERS
 LINE_GBPS = 0.02  # vm.PORT_RATE
 ROCE_STREAMS = 2
+PERFTEST_PORT = 18515  # perftest's default TCP port for the out-of-band exchange (no -p)
 ETS_SECONDS = 8  # the ets round: long enough for several seconds with both classes backlogged
 THROTTLED, THROTTLE = SENDERS[1], "4mbit"  # the fault phase: its rail shaped, 0.4× its fair share of the port
 FAULT_STREAMS = 4
@@ -153,7 +154,9 @@ def rxe_netns_phase(fabric: FabricIntent) -> list[str]:
             f"ip netns exec {RECEIVER} ss -Huan 'sport = :4791' > $O/rxe-udp-h1.txt",
             f"ip netns exec {SENDERS[0]} ss -Huan 'sport = :4791' > $O/rxe-udp-h2.txt",
             f"ip netns exec {RECEIVER} timeout 25 ib_write_bw -d rxe_h1 -x 1 --tclass={tos} -F --report_gbits -D 2 "
-            "> $O/rxe-server.txt 2>&1 &", "sleep 2",
+            "> $O/rxe-server.txt 2>&1 &",
+            # not a fixed 2 s: at load 9-12 the server was not listening yet and the client found nobody
+            f"ip netns exec {RECEIVER} sh -c {shlex.quote(listening(PERFTEST_PORT))}",
             f"ip netns exec {SENDERS[0]} timeout 20 ib_write_bw -d rxe_h2 -x 1 --tclass={tos} -F --report_gbits "
             f"-D 2 {rx.ip} > $O/rxe-client.txt 2>&1; echo $? > $O/rxe-client.rc", "wait",
             "cat /sys/class/infiniband/rxe_h1/ports/1/hw_counters/rcvd_pkts > $O/rxe-h1-rcvd.txt",
