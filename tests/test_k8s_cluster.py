@@ -20,6 +20,7 @@ import re
 import subprocess
 import sys
 import time
+import urllib.error
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -150,13 +151,31 @@ def launcher_runs(mpijob: dict, seconds: str) -> dict:
     return mpijob
 
 
+# what the MPI Operator v2 makes for an MPIJob (each owned by it): a job of the same name made before all of them
+# are gone finds them owned by the old one, and the operator backs off instead of starting it (three jobs never ran
+# in one whole run when only the pods were awaited)
+OWNED = ("/apis/batch/v1/namespaces/{ns}/jobs", "/api/v1/namespaces/{ns}/configmaps",
+         "/api/v1/namespaces/{ns}/secrets", "/api/v1/namespaces/{ns}/services")
+
+
 def gone(kube: KubeLab, ns: str, path: Path, name: str) -> None:
-    """Deletes a job and waits for its pods to go (the garbage collector deletes them after the MPIJob)."""
+    """Deletes a job and waits until its pods and everything its MPIJob owned are gone (the garbage collector
+    deletes those after the MPIJob; the pods are deleted at once)."""
+    try:
+        uid = kube.get(f"/apis/kubeflow.org/v2beta1/namespaces/{ns}/mpijobs/{name}")["metadata"]["uid"]
+    except urllib.error.HTTPError:  # not there (a test's clean-up after its own failure)
+        uid = None
     kube.kubectl("delete", "-f", str(path), "--wait=true", "--ignore-not-found", timeout=120)
     selector = f"roce-fabric/job={name}"
     kube.delete_all(f"/api/v1/namespaces/{ns}/pods", labelSelector=selector, gracePeriodSeconds="0")
-    wait_for(f"the pods of {name} deleted",
-             lambda: not kube.get(f"/api/v1/namespaces/{ns}/pods", labelSelector=selector)["items"], timeout=90)
+
+    def left() -> list[str]:
+        pods = kube.get(f"/api/v1/namespaces/{ns}/pods", labelSelector=selector)["items"]
+        owned = [o for path in (OWNED if uid else ()) for o in kube.get(path.format(ns=ns))["items"]
+                 if any(r.get("uid") == uid for r in o["metadata"].get("ownerReferences", []))]
+        return [o["metadata"]["name"] for o in pods + owned]
+
+    wait_for(f"the pods and objects of {name} deleted", lambda: not left(), timeout=120)
 
 
 def wait_mpijob(kube: KubeLab, ns: str, name: str, timeout: float = 300) -> str:

@@ -61,13 +61,15 @@ def lab_namespaces(prefix: str = "rf-") -> list[str]:
     return [ln.split()[0] for ln in out.splitlines() if ln.startswith(prefix)]
 
 
-def lab_processes() -> list[str]:
-    """Running (non-zombie) processes whose command line points into the test state dir."""
+def lab_processes(fabric_name: str = "") -> list[str]:
+    """Running (non-zombie) processes whose command line points into the test state dir (of one fabric's lab: the
+    VM lab's processes, in another group, may run beside it)."""
     from fabric.lab.sh import alive, cmdline
 
+    mine = f"{STATE_BASE}/{fabric_name}/" if fabric_name else STATE_BASE
     found = []
     for d in Path("/proc").iterdir():
-        if d.name.isdigit() and STATE_BASE in cmdline(int(d.name)) and alive(int(d.name)):
+        if d.name.isdigit() and mine in cmdline(int(d.name)) and alive(int(d.name)):
             found.append(f"{d.name} {cmdline(int(d.name))[:80]}")
     return found
 
@@ -86,7 +88,7 @@ def assert_nothing_left(fabric_name: str) -> None:
     from fabric.lab.plan import tag
 
     assert lab_namespaces(f"rf-{fabric_name}-") == []
-    assert lab_processes() == []
+    assert lab_processes(fabric_name) == []
     assert lab_links(f"rf-{tag(fabric_name)}") == []
 
 
