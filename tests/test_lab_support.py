@@ -61,12 +61,12 @@ def lab_namespaces(prefix: str = "rf-") -> list[str]:
     return [ln.split()[0] for ln in out.splitlines() if ln.startswith(prefix)]
 
 
-def lab_processes(fabric_name: str = "") -> list[str]:
+def lab_processes(fabric_name: str) -> list[str]:
     """Running (non-zombie) processes whose command line points into the test state dir (of one fabric's lab: the
     VM lab's processes, in another group, may run beside it)."""
     from fabric.lab.sh import alive, cmdline
 
-    mine = f"{STATE_BASE}/{fabric_name}/" if fabric_name else STATE_BASE
+    mine = f"{STATE_BASE}/{fabric_name}/"
     found = []
     for d in Path("/proc").iterdir():
         if d.name.isdigit() and mine in cmdline(int(d.name)) and alive(int(d.name)):
