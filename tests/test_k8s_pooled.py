@@ -42,10 +42,9 @@ from fabric.errors import InputError
 from fabric.model.load import load
 from fabric.render import k8s as rk
 from fabric.render.host import boot_files
+from tests.test_k8s import CHECKER, run_checker
 
 VLAN16 = ROOT / "tests" / "fixtures" / "inventories" / "k8s-vlan16"
-SHARED = Path(os.environ.get("ROCE_FABRIC_SHARED", ROOT.parent / "shared"))
-CHECKER = SHARED / "tools" / "k8s_crd_check.py"
 IMAGE = "registry.example/roce-tests:1"
 IP = shutil.which("ip") or "/usr/sbin/ip"
 
@@ -142,12 +141,8 @@ def test_jobs_take_every_device_with_net_admin_and_the_nodes_map(pooled: FabricI
     k8s_bundle.render_bundle(pooled, tmp_path, IMAGE, quick=True)
     assert (tmp_path / "nodes" / "gpu-su1-01" / "pod-rails").is_file()
     assert (tmp_path / "roce-pod-setup.sh").read_text() == "#!/bin/sh\n" + rk.pod_rail_setup()
-    crds = [a for c in ("mpijobs", "podgroups", "hypernodes", "nad-crd")
-            for a in ("--crd", str(SHARED / "k8s-crds" / f"{c}.yaml"))]
     for job in sorted((tmp_path / "jobs").iterdir()):
-        run = subprocess.run([sys.executable, str(CHECKER), "--strict", *crds, str(job),
-                              str(tmp_path / "networks.yaml"), str(tmp_path / "hypernodes.yaml")],
-                             capture_output=True, text=True)
+        run = run_checker(job, tmp_path / "networks.yaml", tmp_path / "hypernodes.yaml")
         assert run.returncode == 0 and run.stdout.strip().endswith("0 errors, 0 warnings"), run.stdout
         mpijob = next(d for d in yaml.safe_load_all(job.read_text()) if d and d["kind"] == "MPIJob")
         spec = mpijob["spec"]["mpiReplicaSpecs"]["Worker"]["template"]
