@@ -23,6 +23,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, SecretStr
 
+from fabric.batch import gc_paused
 from fabric.design.intent import FabricIntent
 from fabric.errors import UsageError
 from fabric.model.inventory import Access
@@ -130,7 +131,8 @@ def connect(ep: SwitchEndpoint, cred: Credentials, *, timeout: float = 10) -> An
     closes before the SSH banner (or any other transport failure); the caller reports the failure itself
     (one line per device), so paramiko's log gets a handler that drops it instead of Python's last-resort
     printing to stderr."""
-    from netmiko import ConnectHandler
+    with gc_paused():  # netmiko imports every vendor's driver and paramiko (~150 modules that all stay)
+        from netmiko import ConnectHandler
 
     paramiko_log = logging.getLogger("paramiko")
     if not paramiko_log.handlers:
@@ -142,7 +144,8 @@ def connect(ep: SwitchEndpoint, cred: Credentials, *, timeout: float = 10) -> An
 def device_type(target: str) -> str:
     """netmiko device type of the NOS; `linux` where this netmiko lacks the NOS's own type (community
     SONiC has none: bash `config …`)."""
-    from netmiko.ssh_dispatcher import CLASS_MAPPER
+    with gc_paused():  # the first import of netmiko (connect, above)
+        from netmiko.ssh_dispatcher import CLASS_MAPPER
 
     wanted = NOS[target].device_type
     return wanted if wanted in CLASS_MAPPER else "linux"

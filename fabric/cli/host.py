@@ -11,6 +11,7 @@ from pathlib import Path
 import typer
 from pydantic import ValidationError
 
+from fabric.batch import gc_paused
 from fabric.design.intent import HostIntent
 from fabric.errors import InputError, Problem, UsageError
 from fabric.host.model import AgentOptions, FleetOptions
@@ -73,8 +74,9 @@ class Output:
 
 
 def _run(apply: bool, hi: HostIntent, opts: AgentOptions, out: Output) -> None:
-    from fabric.host import agent
-    from fabric.host.report import render
+    with gc_paused():  # pyroute2 imports ~300 modules that all stay: no cyclic collection while they load
+        from fabric.host import agent
+        from fabric.host.report import render
 
     for opt, value in (("--mlnx-qos", opts.mlnx_qos), ("--mlxconfig", opts.mlxconfig), ("--rdma", opts.rdma_tool)):
         if value is not None and not Path(value).is_file():
