@@ -15,7 +15,8 @@ from fabric.batch import gc_paused
 from fabric.design.intent import HostIntent
 from fabric.errors import InputError, Problem, UsageError
 from fabric.host.model import AgentOptions, FleetOptions
-from fabric.model.source import MAX_BYTES, read_user_file
+from fabric.model.limits import MAX_BYTES
+from fabric.model.userfile import read_user_file
 
 host_app = typer.Typer(
     no_args_is_help=True,
