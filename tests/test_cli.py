@@ -217,3 +217,40 @@ def test_the_host_agents_commands_do_not_import_the_site_layer() -> None:
         loaded = set(json.loads(p.stdout.strip().splitlines()[-1]))
         assert "fabric.cli.host" in loaded
         assert not loaded & {"fabric.access", "fabric.render", "fabric.cli.site", "jinja2"}, command
+
+
+def test_the_host_agents_run_imports_one_hosts_intent_and_the_parsers_it_reads(tmp_path: Path) -> None:
+    """A host agent's run (`host plan --intent host.json`) validates one host's intent and reads this host: it
+    imports neither the inventory's models, the YAML loader and PyYAML, the platform table, nor the parsers of
+    outputs it never reads (each 10-60 ms of every start on every host, issue 23)."""
+    from fabric.design.load import load_fabric
+
+    intent = tmp_path / "host.json"
+    intent.write_text(load_fabric(EXAMPLE, cached=False).intent.hosts["gpu-su1-01"].model_dump_json())
+    probe = ("import atexit, json, sys; from fabric.cli import main; atexit.register(lambda: print(json.dumps("
+             "sorted(sys.modules)))); main()")
+    # a namespace that does not exist: the agent is imported and stops before it reads this machine
+    p = subprocess.run([sys.executable, "-c", probe, "host", "plan", "--netns", "no-such-ns-here", "--intent",
+                        str(intent)], capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr
+    loaded = set(json.loads(p.stdout.strip().splitlines()[-1]))
+    assert {"fabric.host.agent", "fabric.design.intent", "fabric.parsers.mlnx_qos", "pyroute2"} <= loaded
+    never = {"yaml", "fabric.model.inventory", "fabric.model.source", "fabric.model.platforms", "fabric.access",
+             "fabric.parsers.nccl", "fabric.parsers.perftest", "fabric.parsers.iperf3", "fabric.parsers.ethtool"}
+    assert not loaded & never, loaded & never
+
+
+def test_netmiko_is_imported_without_invoke() -> None:
+    """paramiko imports invoke (about 0.08 CPU-s) for `Match exec` in an ssh_config file alone, which netmiko reads
+    only when given `ssh_config_file`: the tool never gives it, imports netmiko without invoke (every process that
+    reaches a switch), and `import invoke` still works afterwards."""
+    code = ("import sys; from fabric.access import Credentials, SwitchEndpoint, load_netmiko, netmiko_params\n"
+            "load_netmiko(); import netmiko, paramiko.config\n"
+            "assert 'invoke' not in sys.modules and paramiko.config.invoke is None\n"
+            "ep = SwitchEndpoint(device='leaf1', target='frr', address='192.0.2.1', device_type='linux', intended='')\n"
+            "for kh in ('/dev/null', None):\n"
+            "    assert 'ssh_config_file' not in netmiko_params(Credentials(username='u', known_hosts=kh), ep, "
+            "timeout=1)\n"
+            "import invoke; print('ok')")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert p.returncode == 0 and p.stdout.strip() == "ok", p.stderr
