@@ -8,7 +8,7 @@ import importlib
 import os
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -18,20 +18,30 @@ except ImportError:  # pragma: no cover
     from click import ClickException
 
 from fabric.batch import gc_paused
-from fabric.cli.console import console
 from fabric.errors import InputError, UsageError
 
-err = console(stderr=True, soft_wrap=True)
+if TYPE_CHECKING:
+    from rich.console import Console
+
 MAX_ERRORS = 200  # problems printed; the rest counted
+
+
+@functools.cache
+def _err() -> Console:
+    """The console of error lines, made on the first one: a command that prints through typer alone (the host
+    agent) imports no rich."""
+    from fabric.cli.console import console
+
+    return console(stderr=True, soft_wrap=True)
 
 
 def _errors(lines: list[str]) -> None:
     """One `error:` line per problem (each once), at most MAX_ERRORS, then how many more."""
     lines = list(dict.fromkeys(lines))
     for line in lines[:MAX_ERRORS]:
-        err.print(f"error: {line}")
+        _err().print(f"error: {line}")
     if len(lines) > MAX_ERRORS:
-        err.print(f"error: … and {len(lines) - MAX_ERRORS} more problems")
+        _err().print(f"error: … and {len(lines) - MAX_ERRORS} more problems")
 
 
 def version() -> str:
@@ -61,9 +71,10 @@ def options(
     ] = False,
 ) -> None:
     """Options for every command; they go before the command name: `fabric -q render …`."""
-    from fabric.cli import progress
+    if quiet or "fabric.cli.progress" in sys.modules:  # else not imported yet, and not quiet by default (rich)
+        from fabric.cli import progress
 
-    progress.configure(quiet=quiet)
+        progress.configure(quiet=quiet)
 
 
 def main() -> None:
@@ -87,7 +98,7 @@ def main() -> None:
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
     except typer.Abort:
-        err.print("aborted")
+        _err().print("aborted")
         sys.exit(1)
     except ClickException as exc:  # usage errors: bad option, missing argument
         exc.show()
