@@ -11,6 +11,7 @@ import importlib
 import io
 import sys
 from collections.abc import Callable, Iterable
+from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from fabric.parsers._common import Model, Skipped, capped_lines, fail, regular_file, without_long_lines
@@ -63,6 +64,7 @@ _MODULES: dict[str, tuple[str, ...]] = {
 _MODULE_OF = {name: module for module, names in _MODULES.items() for name in names}
 
 
+@cache
 def _parsers() -> dict[str, Callable[[str, str], Model]]:
     """Kind → parser of a whole output (`fabric parse KIND FILE`)."""
     return {"perftest": __getattr__("parse_perftest"), "nccl": __getattr__("parse_nccl"),
@@ -71,6 +73,7 @@ def _parsers() -> dict[str, Callable[[str, str], Model]]:
             "ethtool": __getattr__("parse_ethtool_stats")}
 
 
+@cache
 def _streamed() -> dict[str, Callable[[Iterable[str], str], Model]]:
     """Outputs that can be large (a long nccl-tests sweep, a perftest run with many iterations): read line by
     line."""
@@ -112,7 +115,7 @@ def read_input(path: str) -> str:
 def parse_file(kind: str, path: str) -> Model:
     """Parse `path` ('-' = stdin) as `kind` (a key of PARSERS); perftest and nccl-tests outputs are streamed,
     the others (small by nature) read whole up to MAX_INPUT."""
-    parsers, streamed = __getattr__("PARSERS"), __getattr__("STREAMED")
+    parsers, streamed = _parsers(), _streamed()
     if kind not in parsers:
         raise fail(path, None, "kind", f"one of {', '.join(parsers)}", repr(kind))
     if kind not in streamed:
