@@ -16,6 +16,8 @@ from __future__ import annotations
 import logging
 import os
 import shlex
+import sys
+import threading
 from abc import ABC, abstractmethod
 from functools import cached_property
 from pathlib import Path
@@ -23,6 +25,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, SecretStr
 
+from fabric.batch import gc_paused
 from fabric.design.intent import FabricIntent
 from fabric.errors import UsageError
 from fabric.model.inventory import Access
@@ -125,11 +128,35 @@ def netmiko_params(cred: Credentials, ep: SwitchEndpoint, *, timeout: float) -> 
     return params
 
 
+_NETMIKO = threading.Lock()
+
+
+def load_netmiko() -> None:
+    """Import netmiko (every vendor's driver, paramiko, cryptography: ~400 modules that all stay) once, with the
+    cyclic collector paused, and without `invoke`: paramiko.config imports it (asyncio, unittest.mock, a vendored
+    PyYAML: about 0.08 CPU-s of every process that reaches a switch) for `Match exec` in an ssh_config file alone,
+    which paramiko reads only where netmiko is given `ssh_config_file` (netmiko_params never gives it). paramiko
+    handles the ImportError itself (`invoke = None`); `import invoke` works again afterwards."""
+    with _NETMIKO:
+        if "netmiko" in sys.modules:
+            return
+        blocked = "invoke" not in sys.modules
+        with gc_paused():
+            if blocked:
+                sys.modules["invoke"] = None  # type: ignore[assignment]  # import invoke: ImportError
+            try:
+                import netmiko  # noqa: F401
+            finally:
+                if blocked and "invoke" in sys.modules and sys.modules["invoke"] is None:
+                    del sys.modules["invoke"]
+
+
 def connect(ep: SwitchEndpoint, cred: Credentials, *, timeout: float = 10) -> Any:
     """An open netmiko connection to a switch. paramiko's transport thread logs a traceback when the peer
     closes before the SSH banner (or any other transport failure); the caller reports the failure itself
     (one line per device), so paramiko's log gets a handler that drops it instead of Python's last-resort
     printing to stderr."""
+    load_netmiko()
     from netmiko import ConnectHandler
 
     paramiko_log = logging.getLogger("paramiko")
@@ -142,6 +169,7 @@ def connect(ep: SwitchEndpoint, cred: Credentials, *, timeout: float = 10) -> An
 def device_type(target: str) -> str:
     """netmiko device type of the NOS; `linux` where this netmiko lacks the NOS's own type (community
     SONiC has none: bash `config …`)."""
+    load_netmiko()
     from netmiko.ssh_dispatcher import CLASS_MAPPER
 
     wanted = NOS[target].device_type

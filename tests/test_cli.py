@@ -200,7 +200,8 @@ def test_help_lists_every_command_without_importing_them() -> None:
         p = subprocess.run([sys.executable, "-c", probe, *args], capture_output=True, text=True, timeout=60, cwd=ROOT)
         assert p.returncode in (0, 2), p.stderr
         loaded = json.loads(p.stdout.strip().splitlines()[-1])
-        assert set(loaded) <= {"fabric.cli", "fabric.cli.main", "fabric.cli.console", "fabric.errors"}, (args, loaded)
+        light = {"fabric.cli", "fabric.cli.main", "fabric.cli.console", "fabric.errors", "fabric.batch"}
+        assert set(loaded) <= light, (args, loaded)
 
 
 def test_the_host_agents_commands_do_not_import_the_site_layer() -> None:
@@ -216,3 +217,58 @@ def test_the_host_agents_commands_do_not_import_the_site_layer() -> None:
         loaded = set(json.loads(p.stdout.strip().splitlines()[-1]))
         assert "fabric.cli.host" in loaded
         assert not loaded & {"fabric.access", "fabric.render", "fabric.cli.site", "jinja2"}, command
+
+
+def test_the_host_agents_run_imports_one_hosts_intent_and_the_parsers_it_reads(tmp_path: Path) -> None:
+    """A host agent's run (`host plan --intent host.json`) validates one host's intent and reads this host: it
+    imports neither the inventory's models, the YAML loader and PyYAML, the platform table, the parsers of outputs
+    it never reads, nor rich (each 10-60 ms of every start on every host, issue 23)."""
+    from fabric.design.load import load_fabric
+
+    intent = tmp_path / "host.json"
+    intent.write_text(load_fabric(EXAMPLE, cached=False).intent.hosts["gpu-su1-01"].model_dump_json())
+    probe = ("import atexit, json, sys; from fabric.cli import main; atexit.register(lambda: print(json.dumps("
+             "sorted(sys.modules)))); main()")
+    # a plan reads this machine and changes nothing (its rails are missing here: exit 1), sysfs from an empty tree
+    p = subprocess.run([sys.executable, "-c", probe, "host", "plan", "--sysfs-root", str(tmp_path), "--intent",
+                        str(intent)], capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert p.returncode in (0, 1) and "host gpu-su1-01: plan" in p.stdout and "Traceback" not in p.stderr, p.stderr
+    loaded = set(json.loads(p.stdout.strip().splitlines()[-1]))
+    assert {"fabric.host.agent", "fabric.design.intent", "fabric.parsers.mlnx_qos", "pyroute2"} <= loaded
+    never = {"yaml", "fabric.model.inventory", "fabric.model.source", "fabric.model.platforms", "fabric.access",
+             "fabric.parsers.nccl", "fabric.parsers.perftest", "fabric.parsers.iperf3", "fabric.parsers.ethtool",
+             "rich.console", "fabric.cli.progress"}  # it prints through typer; rich only for an error line
+    assert not loaded & never, loaded & never
+
+
+def test_netmiko_is_imported_without_invoke() -> None:
+    """paramiko imports invoke (about 0.08 CPU-s) for `Match exec` in an ssh_config file alone, which netmiko reads
+    only when given `ssh_config_file`: the tool never gives it, imports netmiko without invoke (every process that
+    reaches a switch), and `import invoke` still works afterwards."""
+    code = ("import sys; from fabric.access import Credentials, SwitchEndpoint, load_netmiko, netmiko_params\n"
+            "load_netmiko(); import netmiko, paramiko.config\n"
+            "assert 'invoke' not in sys.modules and paramiko.config.invoke is None\n"
+            "ep = SwitchEndpoint(device='leaf1', target='frr', address='192.0.2.1', device_type='linux', intended='')\n"
+            "for kh in ('/dev/null', None):\n"
+            "    assert 'ssh_config_file' not in netmiko_params(Credentials(username='u', known_hosts=kh), ep, "
+            "timeout=1)\n"
+            "import invoke; print('ok')")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert p.returncode == 0 and p.stdout.strip() == "ok", p.stderr
+
+
+def test_a_push_to_sonic_or_nvue_imports_no_jinja() -> None:
+    """SONiC and NVUE configs are written without templates: rendering their switches, as a push does for each
+    endpoint, imports no Jinja (about 0.02 CPU-s); FRR's templates still import it."""
+    code = ("import sys; from pathlib import Path; from fabric.design.load import load_fabric\n"
+            "from fabric.render import render_switch\n"
+            "for inv in ('sonic-example', 'h100-400g'):\n"
+            "    f = load_fabric(Path('inventories') / inv, cached=False).intent\n"
+            "    for sw in f.switches.values():\n"
+            "        assert render_switch(sw, f, extras=False)\n"
+            "assert 'jinja2' not in sys.modules\n"
+            "f = load_fabric(Path('inventories/example'), cached=False).intent\n"
+            "render_switch(next(iter(f.switches.values())), f)\n"
+            "assert 'jinja2' in sys.modules; print('ok')")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert p.returncode == 0 and p.stdout.strip() == "ok", p.stderr

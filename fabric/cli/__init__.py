@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
-import typer
+from fabric.batch import gc_paused
 
-from fabric.cli.main import main
+# typer, rich and the entry point build tens of thousands of objects (modules, classes, functions) that live as long
+# as the process: no cyclic collection while they are imported (main() does the same for the command's modules)
+with gc_paused():
+    import typer
+
+    from fabric.cli.main import main
 
 __all__ = ["app", "main"]
 

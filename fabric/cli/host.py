@@ -11,10 +11,12 @@ from pathlib import Path
 import typer
 from pydantic import ValidationError
 
+from fabric.batch import gc_paused
 from fabric.design.intent import HostIntent
 from fabric.errors import InputError, Problem, UsageError
 from fabric.host.model import AgentOptions, FleetOptions
-from fabric.model.source import MAX_BYTES, read_user_file
+from fabric.model.limits import MAX_BYTES
+from fabric.model.userfile import read_user_file
 
 host_app = typer.Typer(
     no_args_is_help=True,
@@ -73,8 +75,9 @@ class Output:
 
 
 def _run(apply: bool, hi: HostIntent, opts: AgentOptions, out: Output) -> None:
-    from fabric.host import agent
-    from fabric.host.report import render
+    with gc_paused():  # pyroute2 imports ~300 modules that all stay: no cyclic collection while they load
+        from fabric.host import agent
+        from fabric.host.report import render
 
     for opt, value in (("--mlnx-qos", opts.mlnx_qos), ("--mlxconfig", opts.mlxconfig), ("--rdma", opts.rdma_tool)):
         if value is not None and not Path(value).is_file():

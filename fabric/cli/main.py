@@ -8,7 +8,7 @@ import importlib
 import os
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -17,20 +17,31 @@ try:  # typer ≥ 0.20 vendors click
 except ImportError:  # pragma: no cover
     from click import ClickException
 
-from fabric.cli.console import console
+from fabric.batch import gc_paused
 from fabric.errors import InputError, UsageError
 
-err = console(stderr=True, soft_wrap=True)
+if TYPE_CHECKING:
+    from rich.console import Console
+
 MAX_ERRORS = 200  # problems printed; the rest counted
+
+
+@functools.cache
+def _err() -> Console:
+    """The console of error lines, made on the first one: a command that prints through typer alone (the host
+    agent) imports no rich."""
+    from fabric.cli.console import console
+
+    return console(stderr=True, soft_wrap=True)
 
 
 def _errors(lines: list[str]) -> None:
     """One `error:` line per problem (each once), at most MAX_ERRORS, then how many more."""
     lines = list(dict.fromkeys(lines))
     for line in lines[:MAX_ERRORS]:
-        err.print(f"error: {line}")
+        _err().print(f"error: {line}")
     if len(lines) > MAX_ERRORS:
-        err.print(f"error: … and {len(lines) - MAX_ERRORS} more problems")
+        _err().print(f"error: … and {len(lines) - MAX_ERRORS} more problems")
 
 
 def version() -> str:
@@ -60,17 +71,19 @@ def options(
     ] = False,
 ) -> None:
     """Options for every command; they go before the command name: `fabric -q render …`."""
-    from fabric.cli import progress
+    if quiet or "fabric.cli.progress" in sys.modules:  # else not imported yet, and not quiet by default (rich)
+        from fabric.cli import progress
 
-    progress.configure(quiet=quiet)
+        progress.configure(quiet=quiet)
 
 
 def main() -> None:
     """Entry point: user errors become one line each and exit code 2, never a traceback."""
     command = _command_in(sys.argv[1:])
-    # --help, --version, nothing or an unknown name: the listing, or everything for shell completion
-    app = build(command) if command else build(listing="_FABRIC_COMPLETE" not in os.environ,
-                                               helps="--version" not in sys.argv[1:])
+    with gc_paused():  # importing the command's modules builds ~10^5 objects that all stay (see fabric.cli)
+        # --help, --version, nothing or an unknown name: the listing, or everything for shell completion
+        app = build(command) if command else build(listing="_FABRIC_COMPLETE" not in os.environ,
+                                                   helps="--version" not in sys.argv[1:])
     try:
         rc = app(standalone_mode=False, prog_name="fabric")  # returns the code of a typer.Exit in this mode
         sys.exit(rc if isinstance(rc, int) else 0)
@@ -85,7 +98,7 @@ def main() -> None:
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
     except typer.Abort:
-        err.print("aborted")
+        _err().print("aborted")
         sys.exit(1)
     except ClickException as exc:  # usage errors: bad option, missing argument
         exc.show()

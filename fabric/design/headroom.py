@@ -6,10 +6,12 @@ See shared reference switch-qos.md §1.6. All sizes in bytes. Pure and determini
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict
 
-from fabric.model.platforms import AsicBuffer
+if TYPE_CHECKING:  # an argument's type only: the host intent (fabric.design.intent) imports no platform table
+    from fabric.model.platforms import AsicBuffer
 
 # IEEE 802.3 31B.3.7 pause quanta per operating speed (Mb/s), as in the lua script.
 PAUSE_QUANTA = {800000: 905, 400000: 905, 200000: 453, 100000: 394, 50000: 147,

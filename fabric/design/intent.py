@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal, TypeVar
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
 from fabric.design.headroom import Headroom
-from fabric.model.inventory import (
+from fabric.model.patterns import (
     ENV_KEY,
     ENV_MAX,
     ENV_VALUE,

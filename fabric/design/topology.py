@@ -8,7 +8,8 @@ from functools import lru_cache
 from typing import Any
 
 from fabric.errors import Problem
-from fabric.model.inventory import NAME, NEUTRAL_PORT, HostSettings, Inventory, NicDef, sysctl_interface
+from fabric.model.inventory import NAME, NEUTRAL_PORT, HostSettings, Inventory, NicDef
+from fabric.model.patterns import sysctl_interface
 from fabric.model.platforms import PLATFORMS, Platform
 from fabric.model.ports import sonic_port_map
 from fabric.model.source import SourceMap, dotted

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from functools import lru_cache
 from ipaddress import IPv4Interface, IPv4Network
 from string import Formatter
 from typing import Annotated, Any, ClassVar, Literal
@@ -19,26 +18,21 @@ from pydantic import (
     model_validator,
 )
 
+from fabric.model.patterns import (
+    ENV_KEY,
+    ENV_MAX,
+    ENV_VALUE,
+    IFNAME,
+    LINE,
+    NAME,
+    PORT,
+    SYSCTL_KEY,
+    SYSCTL_VALUE,
+    Role,
+    Target,
+)
 from fabric.model.units import Bytes, Gbps, Metres, Seconds
-from fabric.nos import NOS
 
-Target = Literal[tuple(NOS)]  # the NOS table: sonic, nvue, eos, frr
-Role = Literal["super-spine", "spine", "leaf"]
-# The one set of string patterns every name, port, key and value is checked against at the model, so nothing
-# downstream (file names, shell scripts, config sessions, sysctl.d, env files) ever sees a path, a newline or a
-# shell metacharacter.
-NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$"  # a device name: also a file name and a DNS label
-PORT = r"^[A-Za-z][A-Za-z0-9_./-]{0,63}$"  # Ethernet0, swp1s0, Ethernet1/1, eth1
-IFNAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,14}$"  # a Linux netdev (IFNAMSIZ 16 with the NUL; no / or :)
-# net.ipv4.conf.all.arp_ignore, net.ipv4.conf.{if}.rp_filter (each rail), net/ipv4/conf/rail1.1001/…
-SYSCTL_KEY = r"^[a-z0-9_]+(?:[./](?:\{if\}|[A-Za-z0-9_-][A-Za-z0-9_.-]*))+$"
-SYSCTL_VALUE = r"^[A-Za-z0-9_.,:+ -]{0,256}$"  # 1, 4096 87380 6291456
-ENV_KEY = r"^[A-Za-z_][A-Za-z0-9_]{0,127}$"
-ENV_VALUE = r"^[^\x00-\x1f\x7f]*$"  # one line; the templates quote it
-# at most ENV_MAX characters: a limit of its own (as `{0,4096}` in the pattern, pydantic-core's regex engine took
-# 15-30 ms to compile it in every process)
-ENV_MAX = 4096
-LINE = r"^[^\x00-\x1f\x7f]*$"  # free text: one line, no control characters
 TEMPLATE = re.compile(r"\{[{%#]")  # Jinja syntax: never in a name of a file or host (it reaches Ansible)
 
 
@@ -78,15 +72,6 @@ Network = Annotated[IPv4Network, BeforeValidator(_address)]
 Interface = Annotated[IPv4Interface, BeforeValidator(_address)]
 EnvKey = Annotated[str, StringConstraints(pattern=ENV_KEY)]
 EnvValue = Annotated[str, BeforeValidator(_text), StringConstraints(pattern=ENV_VALUE, max_length=ENV_MAX)]
-
-
-@lru_cache(maxsize=65536)  # the same keys recur on every host
-def sysctl_interface(key: str) -> str | None:
-    """The interface a per-interface sysctl key names (net.ipv4.conf.X.rp_filter, net/ipv6/neigh/X/…), else None."""
-    parts = key.split("/") if "/" in key else key.split(".")
-    if len(parts) >= 5 and parts[0] == "net" and parts[2] in ("conf", "neigh"):
-        return ".".join(parts[3:-1]) if "/" not in key else parts[3]
-    return None
 
 
 def format_problem(pattern: str, fields: tuple[str, ...]) -> str | None:

@@ -22,7 +22,8 @@ from typing import Any
 
 from fabric.errors import InputError, Problem
 from fabric.model.blockyaml import load_block
-from fabric.model.source import MAX_DEPTH, SourceMap, dotted, read_user_file, yaml_text
+from fabric.model.source import MAX_DEPTH, SourceMap, dotted, yaml_text
+from fabric.model.userfile import read_user_file
 
 _TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
 _SCALAR = (str, int, float, bool)

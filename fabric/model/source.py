@@ -5,7 +5,6 @@ of user files uses: inventories, the acceptance and diagnose catalogs, host inte
 from __future__ import annotations
 
 import re
-import stat
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, get_args, get_origin
@@ -16,6 +15,7 @@ from pydantic import BaseModel, ValidationError
 from fabric.errors import InputError, Problem
 from fabric.model.blockyaml import load_block
 from fabric.model.limits import MAX_BYTES
+from fabric.model.userfile import read_user_file
 
 try:  # libyaml is several times faster on large inventories
     _Loader: type = yaml.CSafeLoader
@@ -93,31 +93,6 @@ MAX_DEPTH = 64  # nesting of mappings and sequences
 ALIAS_NODES = 200_000  # nodes aliases may build beyond ALIAS_RATIO × the nodes the file itself writes
 ALIAS_RATIO = 10
 ALIAS_BYTES = MAX_BYTES  # scalar characters aliases may repeat
-_KINDS = {stat.S_IFIFO: "a FIFO", stat.S_IFCHR: "a character device", stat.S_IFBLK: "a block device",
-          stat.S_IFSOCK: "a socket", stat.S_IFDIR: "a directory"}
-
-
-def read_user_file(path: Path, what: str, limit: int = MAX_BYTES) -> str:
-    """The text of a user file: a regular file (never a FIFO or /dev/zero), at most `limit` bytes, UTF-8."""
-    try:
-        st = path.stat()
-        if not stat.S_ISREG(st.st_mode):
-            raise InputError(Problem(str(path), None, "", what, _KINDS.get(stat.S_IFMT(st.st_mode), "no regular file")))
-        if st.st_size > limit:
-            raise InputError(Problem(str(path), None, "", f"{what} of at most {limit // 2**20} MiB",
-                                     f"{st.st_size / 2**20:.1f} MiB"))
-        with path.open("rb") as fh:
-            data = fh.read(limit + 1)
-        if len(data) > limit:
-            raise InputError(Problem(str(path), None, "", f"{what} of at most {limit // 2**20} MiB", "more"))
-        return data.decode()
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        raise InputError(Problem(str(path), line, "", f"{what} in UTF-8", f"byte 0x{data[exc.start]:02x}")) from None
-    except OSError as exc:
-        raise InputError(Problem(str(path), None, "", what, exc.strerror or str(exc))) from None
-
-
 class _Frame:
     """A mapping or sequence being built: its value, data path, the key waiting for its value (mappings), its
     anchor, and what it costs (nodes, scalar characters, levels below it)."""

@@ -25,7 +25,7 @@ from fabric.access import Credentials, SwitchEndpoint
 from fabric.batch import fork_map
 from fabric.errors import InputError, one_line
 from fabric.model.running import check_running
-from fabric.model.source import read_user_file
+from fabric.model.userfile import read_user_file
 from fabric.nos import NOS
 from fabric.push import state
 from fabric.targets import driver, driver_class

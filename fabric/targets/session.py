@@ -6,13 +6,14 @@ import contextlib
 import socket
 from collections.abc import Callable, Iterator
 
-from fabric.access import Credentials, SwitchEndpoint, connect
+from fabric.access import Credentials, SwitchEndpoint, connect, load_netmiko
 from fabric.targets import driver
 from fabric.targets.base import Driver
 
 
 def conn_errors() -> tuple[type[BaseException], ...]:
     """What a lost or refused SSH session raises (netmiko, paramiko, sockets)."""
+    load_netmiko()
     import paramiko
     from netmiko.exceptions import NetmikoAuthenticationException, NetmikoTimeoutException, ReadTimeout
 

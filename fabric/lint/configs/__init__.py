@@ -18,7 +18,7 @@ from fabric.lint.configs.model import ConfigSet, DeviceConfig
 from fabric.model.limits import MAX_BYTES
 from fabric.model.qos import PRESETS, QosPolicy
 from fabric.model.running import check_running
-from fabric.model.source import read_user_file
+from fabric.model.userfile import read_user_file
 from fabric.nos import NOS
 
 if TYPE_CHECKING:
