@@ -27,7 +27,7 @@ from typing import Any
 
 from fabric.nos import row_of
 from fabric.nos.frr import scripts
-from fabric.parsers.frr import reply_json, route_widths
+from fabric.parsers.frr import json_docs, reply_json, route_widths
 from fabric.parsers.iproute import port_counters
 from fabric.targets import shell
 from fabric.targets.base import Change, DeviceDiff, Driver, Health, TargetError, Txn
@@ -173,7 +173,7 @@ class FrrDriver(Driver):
 
     target = row_of(__name__).name
     has_confirm_timer = True
-    bgp_commands = ("vtysh -c 'show bgp summary json'", "vtysh -c 'show ip route json'")
+    bgp_commands = ("vtysh -c 'show bgp summary json' -c 'show ip route json'",)
     counter_commands = ("ip -s -j link show", "tc -s -j qdisc show", "tc -s class show dev <port> (each port)")
 
     # -- helpers ------------------------------------------------------------------------------------
@@ -190,8 +190,9 @@ class FrrDriver(Driver):
     def _workdir(self) -> str:
         return f"{self.options.get('workdir') or '/var/tmp/roce-fabric'}/{self.device}"
 
-    def _vtysh(self, command: str) -> str:
-        return shell.check(self.conn, f"vtysh{self._sock} -c {shell.quote(command)}", what="vtysh")
+    def _vtysh(self, *commands: str) -> str:
+        cs = "".join(f" -c {shell.quote(c)}" for c in commands)
+        return shell.check(self.conn, f"vtysh{self._sock}{cs}", what="vtysh")
 
     def _reload_argv(self, rundir: str) -> str:
         sock = f" --vty_socket {shell.quote(self.options['vty_socket'])}" if self.options.get("vty_socket") else ""
@@ -255,7 +256,10 @@ class FrrDriver(Driver):
                            what="frr-reload.py --test")
 
     def health(self) -> Health:
-        data = json.loads(self._vtysh("show bgp summary json") or "{}")
+        return self._health(json.loads(self._vtysh("show bgp summary json") or "{}"))
+
+    @staticmethod
+    def _health(data: dict[str, Any]) -> Health:
         peers: dict[str, str] = {}
         for af in data.values():
             if isinstance(af, dict):
@@ -266,6 +270,13 @@ class FrrDriver(Driver):
 
     def routes(self) -> dict[str, int]:
         return route_widths(reply_json(self._vtysh("show ip route json")))
+
+    def bgp_state(self) -> tuple[Health, dict[str, int] | None]:
+        """Both replies from one vtysh (it prints one JSON document per `-c`)."""
+        docs = json_docs(self._vtysh("show bgp summary json", "show ip route json"))
+        if len(docs) != 2 or not all(isinstance(d, dict) for d in docs):  # one printed nothing: ask separately
+            return super().bgp_state()
+        return self._health(docs[0]), route_widths(docs[1])
 
     def counters(self) -> dict[str, dict[str, int]]:
         """Per front-panel port: kernel link statistics (`ip -s -j link`; switchdev ports carry the ASIC's) and the
