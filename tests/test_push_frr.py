@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from fabric.parsers.frr import json_docs
 from tests.test_lab_support import FABRIC, ROOT, env, lab_state, require_lab
 
 pytestmark = [pytest.mark.root, pytest.mark.lab]
@@ -93,7 +94,7 @@ def audit_lines(state: Path) -> list[dict]:
     return [json.loads(ln) for ln in path.read_text().splitlines()] if path.exists() else []
 
 
-FAST = ("--settle", "2", "--postcheck-timeout", "8", "--confirm-timer", "25")
+FAST = ("--settle", "1", "--postcheck-timeout", "8", "--confirm-timer", "25")
 
 
 def test_plan_shows_a_hand_change_apply_restores_it_and_the_next_plan_is_empty(lab: dict) -> None:
@@ -114,7 +115,8 @@ def test_plan_shows_a_hand_change_apply_restores_it_and_the_next_plan_is_empty(l
     p = run("apply", str(inv), "--yes", *FAST, state=state)
     assert p.returncode == 0, p.stdout + p.stderr
     assert "1 applied, 5 unchanged" in p.stdout
-    assert "HAND" in vtysh("show running-config") and "timers bgp 5 15" not in vtysh("show running-config")
+    running = vtysh("show running-config")
+    assert "HAND" in running and "timers bgp 5 15" not in running
     rc, data = plan_json(inv, state)
     assert rc == 0 and data["summary"] == {"unchanged": 6}
     entries = audit_lines(state)
@@ -177,7 +179,7 @@ def test_killing_sshd_mid_apply_leaves_the_device_as_it_was(lab: dict) -> None:
     seen = {p.parent for p in work.glob("txn-*/state")}
     e = {**env(), "FABRIC_STATE": str(state), "FABRIC_PASSWORD": CANARY}
     proc = subprocess.Popen([FABRIC, "apply", str(inv), "--lab", "--limit", LEAF, "--yes", "--format", "json",
-                             "--settle", "4", "--postcheck-timeout", "6", "--confirm-timer", "20"],
+                             "--settle", "4", "--postcheck-timeout", "2", "--confirm-timer", "16"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=e, cwd=ROOT,
                             stdin=subprocess.DEVNULL)
     try:
@@ -216,10 +218,11 @@ def test_killing_sshd_mid_apply_leaves_the_device_as_it_was(lab: dict) -> None:
 
 
 def _path_to(prefix: str) -> tuple[int, list[int]]:
-    """On LEAF: the ECMP width of `prefix` and the local preference of each of its BGP paths."""
-    data = json.loads(vtysh(f"show bgp ipv4 unicast {prefix} json") or "{}")
+    """On LEAF: the ECMP width of `prefix` and the local preference of each of its BGP paths (one vtysh)."""
+    docs = json_docs(vtysh(f"show bgp ipv4 unicast {prefix} json", f"show ip route {prefix} json"))
+    data, routes = (*docs, {}, {})[:2]
     prefs = sorted(int(p.get("locPrf", 100)) for p in data.get("paths", []))
-    route = json.loads(vtysh(f"show ip route {prefix} json") or "{}").get(prefix, [{}])[0]
+    route = routes.get(prefix, [{}])[0]
     return sum(1 for nh in route.get("nexthops", []) if nh.get("active")), prefs
 
 
