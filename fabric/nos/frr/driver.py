@@ -55,8 +55,8 @@ for s in $(cat "$D/run" 2>/dev/null); do
 done
 "$@" --reload "$D/new.conf" > "$D/reload.log" 2>&1; echo $? > "$D/reload.rc"
 echo waiting > "$D/state"
-i=0
-while [ "$i" -lt "$T" ]; do
+i=0  # in fifths of a second: a confirm or cancel is seen within 0.2 s, the timer stays T seconds
+while [ "$i" -lt "$((T * 5))" ]; do
   if [ -e "$D/confirm" ]; then
     [ -f "$CONF/frr.conf" ] && cp -p "$CONF/frr.conf" "$CONF/frr.conf.previous"
     cp "$D/new.conf" "$CONF/frr.conf.tmp" && mv -f "$CONF/frr.conf.tmp" "$CONF/frr.conf"
@@ -68,7 +68,7 @@ while [ "$i" -lt "$T" ]; do
     echo confirmed > "$D/state"; exit 0
   fi
   [ -e "$D/cancel" ] && break
-  sleep 1; i=$((i+1))
+  sleep 0.2; i=$((i+1))
 done
 echo reverting > "$D/state"
 "$@" --reload "$D/previous.conf" > "$D/revert.log" 2>&1; echo $? > "$D/revert.rc"
