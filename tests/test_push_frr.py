@@ -237,7 +237,7 @@ def test_drain_a_spine_moves_ecmp_away_and_undrain_brings_it_back(lab: dict) -> 
         time.sleep(1)
     width, prefs = _path_to(remote)
     assert width == 2 and prefs == [100, 100], (width, prefs)
-    p = run("drain", str(inv), "spine1", "--lab", "--yes", "--format", "json", "--interval", "1",
+    p = run("drain", str(inv), "spine1", "--lab", "--yes", "--format", "json", "--interval", "0.5",
             "--threshold", "1000000", "--timeout", "30", *FAST, state=state)
     res = json.loads(p.stdout)
     assert p.returncode == 0 and res["status"] == "applied", p.stdout + p.stderr
@@ -248,7 +248,7 @@ def test_drain_a_spine_moves_ecmp_away_and_undrain_brings_it_back(lab: dict) -> 
         time.sleep(1)
     width, prefs = _path_to(remote)
     assert width == 1 and prefs == [0, 100], (width, prefs)  # the path via spine1: LOCAL_PREF 0
-    p = run("undrain", str(inv), "spine1", "--lab", "--yes", "--format", "json", "--interval", "1", *FAST,
+    p = run("undrain", str(inv), "spine1", "--lab", "--yes", "--format", "json", "--interval", "0.5", *FAST,
             state=state)
     assert p.returncode == 0 and json.loads(p.stdout)["status"] == "applied", p.stdout + p.stderr
     deadline = time.monotonic() + 30
