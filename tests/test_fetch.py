@@ -192,7 +192,7 @@ def test_fetch_saves_every_switch_where_lint_reads_it_and_detailed_exitcode_tell
         run("fetch", str(lab), "--lab", "-o", str(out), "--limit", LEAF)
         assert " timers bgp 5 15\n" in (out / f"{LEAF}.conf").read_text()
         # the rollout says its order before it changes anything
-        p = subprocess.run([FABRIC, "apply", str(lab), "--lab", "--yes", "--settle", "2", "--postcheck-timeout", "8",
+        p = subprocess.run([FABRIC, "apply", str(lab), "--lab", "--yes", "--settle", "1", "--postcheck-timeout", "8",
                             "--confirm-timer", "25"], capture_output=True, text=True, timeout=120, cwd=ROOT,
                            env={**env(), "FABRIC_STATE": str(tmp_path / "state")})
         assert p.returncode == 0, p.stdout + p.stderr

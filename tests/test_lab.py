@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import time
@@ -9,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.test_lab_support import assert_nothing_left, fabric, lab_state, require_lab, status_json
+from tests.test_lab_support import ROOT, assert_nothing_left, fabric, lab_state, require_lab, status_json
 
 INV = "inventories/example"
 pytestmark = [pytest.mark.root, pytest.mark.lab]
@@ -28,12 +29,15 @@ def lab() -> Iterator[None]:
 
 
 def _wait_ok(timeout: float = 40) -> dict:
-    deadline = time.monotonic() + timeout
-    while True:
-        rc, data = status_json(INV, "--no-pings")
-        if rc == 0 or time.monotonic() > deadline:
-            return data
-        time.sleep(1)
+    """`lab status` once the lab has converged again (or `timeout` passed): polled in this process with the
+    status command's own reads (fabric.lab.status), not with a `fabric lab status` process every second."""
+    from fabric.design.load import load_fabric
+    from fabric.lab.sh import StepError
+    from fabric.lab.status import wait_converged
+
+    with contextlib.suppress(StepError):
+        wait_converged(lab_state("example"), load_fabric(ROOT / INV, target="frr").intent, timeout=timeout)
+    return status_json(INV, "--no-pings")[1]
 
 
 def test_converged_with_full_ecmp(lab: None) -> None:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from fabric.parsers.frr import json_docs
 from tests.test_lab_support import FABRIC, ROOT, env, lab_state, require_lab
 
 pytestmark = [pytest.mark.root, pytest.mark.lab]
@@ -93,7 +94,7 @@ def audit_lines(state: Path) -> list[dict]:
     return [json.loads(ln) for ln in path.read_text().splitlines()] if path.exists() else []
 
 
-FAST = ("--settle", "2", "--postcheck-timeout", "8", "--confirm-timer", "25")
+FAST = ("--settle", "1", "--postcheck-timeout", "8", "--confirm-timer", "25")
 
 
 def test_plan_shows_a_hand_change_apply_restores_it_and_the_next_plan_is_empty(lab: dict) -> None:
@@ -114,7 +115,8 @@ def test_plan_shows_a_hand_change_apply_restores_it_and_the_next_plan_is_empty(l
     p = run("apply", str(inv), "--yes", *FAST, state=state)
     assert p.returncode == 0, p.stdout + p.stderr
     assert "1 applied, 5 unchanged" in p.stdout
-    assert "HAND" in vtysh("show running-config") and "timers bgp 5 15" not in vtysh("show running-config")
+    running = vtysh("show running-config")
+    assert "HAND" in running and "timers bgp 5 15" not in running
     rc, data = plan_json(inv, state)
     assert rc == 0 and data["summary"] == {"unchanged": 6}
     entries = audit_lines(state)
@@ -177,7 +179,7 @@ def test_killing_sshd_mid_apply_leaves_the_device_as_it_was(lab: dict) -> None:
     seen = {p.parent for p in work.glob("txn-*/state")}
     e = {**env(), "FABRIC_STATE": str(state), "FABRIC_PASSWORD": CANARY}
     proc = subprocess.Popen([FABRIC, "apply", str(inv), "--lab", "--limit", LEAF, "--yes", "--format", "json",
-                             "--settle", "4", "--postcheck-timeout", "6", "--confirm-timer", "20"],
+                             "--settle", "4", "--postcheck-timeout", "2", "--confirm-timer", "16"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=e, cwd=ROOT,
                             stdin=subprocess.DEVNULL)
     try:
@@ -188,6 +190,10 @@ def test_killing_sshd_mid_apply_leaves_the_device_as_it_was(lab: dict) -> None:
                         if p.parent not in seen and p.read_text().strip() == "waiting"), None)
             time.sleep(0.05)
         assert job is not None, "the apply never reached the device"
+        # killed 1 s into the apply's 4 s settle, when it awaits no reply: a connection that dies under a command
+        # in flight is noticed only at that command's 60 s read timeout (netmiko reads a closed channel as
+        # silence), which made this test take 74 s instead of 29 in two of four runs
+        time.sleep(1)
         for pid in _sshd_pids(st.nodes[LEAF].pids["sshd"]):
             os.kill(pid, signal.SIGKILL)
         out, _errs = proc.communicate(timeout=120)
@@ -216,10 +222,11 @@ def test_killing_sshd_mid_apply_leaves_the_device_as_it_was(lab: dict) -> None:
 
 
 def _path_to(prefix: str) -> tuple[int, list[int]]:
-    """On LEAF: the ECMP width of `prefix` and the local preference of each of its BGP paths."""
-    data = json.loads(vtysh(f"show bgp ipv4 unicast {prefix} json") or "{}")
+    """On LEAF: the ECMP width of `prefix` and the local preference of each of its BGP paths (one vtysh)."""
+    docs = json_docs(vtysh(f"show bgp ipv4 unicast {prefix} json", f"show ip route {prefix} json"))
+    data, routes = (*docs, {}, {})[:2]
     prefs = sorted(int(p.get("locPrf", 100)) for p in data.get("paths", []))
-    route = json.loads(vtysh(f"show ip route {prefix} json") or "{}").get(prefix, [{}])[0]
+    route = routes.get(prefix, [{}])[0]
     return sum(1 for nh in route.get("nexthops", []) if nh.get("active")), prefs
 
 
@@ -234,7 +241,7 @@ def test_drain_a_spine_moves_ecmp_away_and_undrain_brings_it_back(lab: dict) -> 
         time.sleep(1)
     width, prefs = _path_to(remote)
     assert width == 2 and prefs == [100, 100], (width, prefs)
-    p = run("drain", str(inv), "spine1", "--lab", "--yes", "--format", "json", "--interval", "1",
+    p = run("drain", str(inv), "spine1", "--lab", "--yes", "--format", "json", "--interval", "0.5",
             "--threshold", "1000000", "--timeout", "30", *FAST, state=state)
     res = json.loads(p.stdout)
     assert p.returncode == 0 and res["status"] == "applied", p.stdout + p.stderr
@@ -245,7 +252,7 @@ def test_drain_a_spine_moves_ecmp_away_and_undrain_brings_it_back(lab: dict) -> 
         time.sleep(1)
     width, prefs = _path_to(remote)
     assert width == 1 and prefs == [0, 100], (width, prefs)  # the path via spine1: LOCAL_PREF 0
-    p = run("undrain", str(inv), "spine1", "--lab", "--yes", "--format", "json", "--interval", "1", *FAST,
+    p = run("undrain", str(inv), "spine1", "--lab", "--yes", "--format", "json", "--interval", "0.5", *FAST,
             state=state)
     assert p.returncode == 0 and json.loads(p.stdout)["status"] == "applied", p.stdout + p.stderr
     deadline = time.monotonic() + 30

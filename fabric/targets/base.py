@@ -224,6 +224,10 @@ class Driver(ABC):
         """IPv4 prefix → ECMP width of its selected route (acceptance `bgp`); None: not read on this NOS."""
         return None
 
+    def bgp_state(self) -> tuple[Health, dict[str, int] | None]:
+        """`health()` and `routes()` (acceptance `bgp`); a driver may read both in one command."""
+        return self.health(), self.routes()
+
     def counters(self) -> dict[str, dict[str, int]] | None:
         """port → counter name → value (`source:name`), for acceptance and `fabric counters`; None: not read."""
         return None

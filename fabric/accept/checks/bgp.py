@@ -44,7 +44,7 @@ class Bgp(Check):
             want = expectation(sw, ctx.fabric)
             try:
                 with session(ctx.site.switch(name), cred, timeout=inputs.connect_timeout) as drv:
-                    health, routes = drv.health(), drv.routes()
+                    health, routes = drv.bgp_state()
             except (TargetError, ValueError, *conn_errors()) as exc:
                 msg = f"{name}: not readable ({one_line(exc, 160)})"
                 return Measurement(src=name, ok=False, detail=msg), [msg], 0

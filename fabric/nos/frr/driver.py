@@ -27,7 +27,7 @@ from typing import Any
 
 from fabric.nos import row_of
 from fabric.nos.frr import scripts
-from fabric.parsers.frr import reply_json, route_widths
+from fabric.parsers.frr import json_docs, reply_json, route_widths
 from fabric.parsers.iproute import port_counters
 from fabric.targets import shell
 from fabric.targets.base import Change, DeviceDiff, Driver, Health, TargetError, Txn
@@ -55,8 +55,8 @@ for s in $(cat "$D/run" 2>/dev/null); do
 done
 "$@" --reload "$D/new.conf" > "$D/reload.log" 2>&1; echo $? > "$D/reload.rc"
 echo waiting > "$D/state"
-i=0
-while [ "$i" -lt "$T" ]; do
+i=0  # in fifths of a second: a confirm or cancel is seen within 0.2 s, the timer stays T seconds
+while [ "$i" -lt "$((T * 5))" ]; do
   if [ -e "$D/confirm" ]; then
     [ -f "$CONF/frr.conf" ] && cp -p "$CONF/frr.conf" "$CONF/frr.conf.previous"
     cp "$D/new.conf" "$CONF/frr.conf.tmp" && mv -f "$CONF/frr.conf.tmp" "$CONF/frr.conf"
@@ -68,7 +68,7 @@ while [ "$i" -lt "$T" ]; do
     echo confirmed > "$D/state"; exit 0
   fi
   [ -e "$D/cancel" ] && break
-  sleep 1; i=$((i+1))
+  sleep 0.2; i=$((i+1))
 done
 echo reverting > "$D/state"
 "$@" --reload "$D/previous.conf" > "$D/revert.log" 2>&1; echo $? > "$D/revert.rc"
@@ -173,7 +173,7 @@ class FrrDriver(Driver):
 
     target = row_of(__name__).name
     has_confirm_timer = True
-    bgp_commands = ("vtysh -c 'show bgp summary json'", "vtysh -c 'show ip route json'")
+    bgp_commands = ("vtysh -c 'show bgp summary json' -c 'show ip route json'",)
     counter_commands = ("ip -s -j link show", "tc -s -j qdisc show", "tc -s class show dev <port> (each port)")
 
     # -- helpers ------------------------------------------------------------------------------------
@@ -190,8 +190,9 @@ class FrrDriver(Driver):
     def _workdir(self) -> str:
         return f"{self.options.get('workdir') or '/var/tmp/roce-fabric'}/{self.device}"
 
-    def _vtysh(self, command: str) -> str:
-        return shell.check(self.conn, f"vtysh{self._sock} -c {shell.quote(command)}", what="vtysh")
+    def _vtysh(self, *commands: str) -> str:
+        cs = "".join(f" -c {shell.quote(c)}" for c in commands)
+        return shell.check(self.conn, f"vtysh{self._sock}{cs}", what="vtysh")
 
     def _reload_argv(self, rundir: str) -> str:
         sock = f" --vty_socket {shell.quote(self.options['vty_socket'])}" if self.options.get("vty_socket") else ""
@@ -230,13 +231,14 @@ class FrrDriver(Driver):
                                       key=lambda ln: line_key(_SEQ.sub(r"\1 ", ln))))
 
     def diff(self) -> DeviceDiff:
+        """frr-reload.py --test of the merged file against the running configuration. A merged file that is the
+        running configuration itself (the owned changes change nothing) is not sent: frr-reload.py compares a
+        configuration with itself as no change (checked on the brownfield corpus), and the plan of a switch in
+        sync then costs no upload, no frr-reload.py and none of its three vtysh calls."""
         running = self.running()
         sd = self.scoped(running)
-        d = f"{self._workdir}/plan"
         merged = self.merged(running, sd)
-        shell.upload(self.conn, f"{d}/intended.conf", merged)
-        out = shell.check(self.conn, f"{self._reload_argv(d)} --test {shell.quote(d + '/intended.conf')} 2>/dev/null",
-                          what="frr-reload.py --test")
+        out = "" if merged == render_text(parse_text(running)) else self._reload_test(merged)
         foreign = {(c.section, c.line) for c in sd.changes if c.foreign}
         changes = [c.model_copy(update={"foreign": True}) if c.op == "-" and (c.section, c.line) in foreign else c
                    for c in parse_reload_test(out, "", self._defaults(), merged)]
@@ -247,8 +249,17 @@ class FrrDriver(Driver):
             changes += scripts.changes(restore.get("kept") or {}, self._script_state())
         return DeviceDiff(device=self.device, target=self.target, unmanaged=sd.unmanaged, changes=changes)
 
+    def _reload_test(self, merged: str) -> str:
+        d = f"{self._workdir}/plan"
+        shell.upload(self.conn, f"{d}/intended.conf", merged)
+        return shell.check(self.conn, f"{self._reload_argv(d)} --test {shell.quote(d + '/intended.conf')} 2>/dev/null",
+                           what="frr-reload.py --test")
+
     def health(self) -> Health:
-        data = json.loads(self._vtysh("show bgp summary json") or "{}")
+        return self._health(json.loads(self._vtysh("show bgp summary json") or "{}"))
+
+    @staticmethod
+    def _health(data: dict[str, Any]) -> Health:
         peers: dict[str, str] = {}
         for af in data.values():
             if isinstance(af, dict):
@@ -259,6 +270,13 @@ class FrrDriver(Driver):
 
     def routes(self) -> dict[str, int]:
         return route_widths(reply_json(self._vtysh("show ip route json")))
+
+    def bgp_state(self) -> tuple[Health, dict[str, int] | None]:
+        """Both replies from one vtysh (it prints one JSON document per `-c`)."""
+        docs = json_docs(self._vtysh("show bgp summary json", "show ip route json"))
+        if len(docs) != 2 or not all(isinstance(d, dict) for d in docs):  # one printed nothing: ask separately
+            return super().bgp_state()
+        return self._health(docs[0]), route_widths(docs[1])
 
     def counters(self) -> dict[str, dict[str, int]]:
         """Per front-panel port: kernel link statistics (`ip -s -j link`; switchdev ports carry the ASIC's) and the
