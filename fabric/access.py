@@ -163,7 +163,26 @@ def connect(ep: SwitchEndpoint, cred: Credentials, *, timeout: float = 10) -> An
     if not paramiko_log.handlers:
         paramiko_log.addHandler(logging.NullHandler())
 
-    return ConnectHandler(**netmiko_params(cred, ep, timeout=timeout))
+    conn = ConnectHandler(**netmiko_params(cred, ep, timeout=timeout))
+    _closed_session_raises(conn)
+    return conn
+
+
+def _closed_session_raises(conn: Any) -> None:
+    """netmiko reads the channel only while paramiko says data is ready, which a closed channel never says: a
+    session that died while the tool waited for a reply was noticed only at that command's read timeout (60 s).
+    Reading a channel that is closed or at its end, with nothing left in it, raises EOFError at once (one of
+    `fabric.targets.session.conn_errors`: a lost connection, as before)."""
+    channel = conn.channel
+    remote, read = channel.remote_conn, channel.read_buffer
+
+    def read_buffer() -> str:
+        out = read()
+        if not out and (remote.closed or remote.eof_received) and not remote.recv_ready():
+            raise EOFError("the SSH session closed")
+        return out
+
+    channel.read_buffer = read_buffer
 
 
 def device_type(target: str) -> str:

@@ -68,7 +68,8 @@ def _accept(net: StandinNet, tmp: Path, out: str, *args: str) -> tuple[int, dict
 def test_perftest_nccl_and_counters_over_ssh(fleet) -> None:
     net, tmp, fabric = fleet
     rc, r = _accept(net, tmp, "ok")
-    assert rc == 0, {k: (v["status"], v["message"]) for k, v in r.items()}
+    failed = [m for v in r.values() for m in v.get("measurements", []) if not m.get("ok", True)]
+    assert rc == 0, ({k: (v["status"], v["message"]) for k, v in r.items() if v["status"] != "pass"}, failed)
     bw = r["rail-bandwidth"]
     assert len(bw["measurements"]) == 2 * 2 * 2 and all(m["value"] == 392.5 for m in bw["measurements"])
     cross = r["cross-su-bandwidth"]["measurements"]

@@ -235,12 +235,16 @@ def test_session_dropped_after_commit_is_read_back_and_rolled_back(sonic2: tuple
         _wait(lambda: _job_state(d)[1] == "waiting", 60, "the patch on the device")
         for pid in _session_pids(net):
             os.kill(pid, signal.SIGKILL)
+        killed = time.monotonic()
         out, err = proc.communicate(timeout=90)
+        took = time.monotonic() - killed
     finally:
         if proc.poll() is None:
             proc.kill()
     res = json.loads(out)["devices"][0]
     assert proc.returncode == 1 and res["status"] == "rolled-back", out + err
+    # the loss is seen at once, not at the waiting command's 60 s read timeout (then a new session rolls back)
+    assert took < 45, f"the apply ended {took:.0f} s after its session was killed"
     assert "connection lost" in res["detail"]
     assert read_json(d / "running.json") == before and _job_state(d)[1] == "reverted"
 
@@ -336,12 +340,16 @@ def test_session_dropped_after_commit_on_nvue_and_eos(target: str, request: pyte
         _wait(lambda: (_nvue_waiting if target == "nvue" else _eos_waiting)(d), 60, "the commit on the device")
         for pid in _session_pids(net):
             os.kill(pid, signal.SIGKILL)
+        killed = time.monotonic()
         out, err = proc.communicate(timeout=90)
+        took = time.monotonic() - killed
     finally:
         if proc.poll() is None:
             proc.kill()
     res = json.loads(out)["devices"][0]
     assert proc.returncode == 1 and res["status"] == "rolled-back", out + err
+    # the loss is seen at once, not at the waiting command's 60 s read timeout (then a new session rolls back)
+    assert took < 45, f"the apply ended {took:.0f} s after its session was killed"
     assert "connection lost" in res["detail"] and res["detail"].endswith("rolled back")
     assert not (_nvue_waiting if target == "nvue" else _eos_waiting)(d)
     assert snapshot() == before if target == "eos" else read_json(d / "meta.json")["history"][-1]["how"] == "confirm-no"
