@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from fabric.lab.daemons import SSHD_KEX
+from fabric.lab.daemons import SSHD_KEX, sshd_setenv
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # works with and without tests/__init__.py
 from test_host_support import FABRIC, ROOT, ip, ipj, namespace, need, need_root
@@ -125,6 +125,7 @@ def fleet(tmp_path: Path) -> Iterator[dict]:
                         "StrictModes no",
                         "Subsystem sftp internal-sftp",
                         SSHD_KEX,
+                        sshd_setenv(tmp_path),
                         "",
                     ]
                 )

@@ -147,6 +147,17 @@ def _one_line(text: str) -> str:
 
 RUN_PREFIX = "fabric-hosts-"
 
+# Ansible settings that make a fleet run cheaper without changing what it does; each can be overridden by
+# the same variable in the operator's environment. Pipelining: each module runs in the SSH session that sends
+# it (no remote temp directory, transfer, chmod and removal per task: 1 SSH command instead of about 4). SSH
+# multiplexing as Ansible's default has it, without its `-C` (compressing module payloads that are zip files
+# already costs both ends CPU for nothing). Only the YAML inventory plugin: the run writes YAML.
+SPEED = {
+    "ANSIBLE_PIPELINING": "True",
+    "ANSIBLE_SSH_ARGS": "-o ControlMaster=auto -o ControlPersist=60s",
+    "ANSIBLE_INVENTORY_ENABLED": "yaml",
+}
+
 
 @contextmanager
 def scrubbed_environ() -> Iterator[None]:
@@ -251,6 +262,7 @@ def run(site: Site, mode: Literal["plan", "apply"], opts: FleetOptions = FleetOp
             "ANSIBLE_RETRY_FILES_ENABLED": "False",
             "ANSIBLE_NOCOLOR": "1",
             "ANSIBLE_PYTHON_INTERPRETER": "auto_silent",
+            **{k: os.environ.get(k, v) for k, v in SPEED.items()},
         }
         with resources.as_file(PLAYBOOK) as playbook, scrubbed_environ(), cleanup_on_signals():
             r = ansible_runner.run(

@@ -18,7 +18,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fabric.lab.daemons import SSHD_KEX
+from fabric.lab.daemons import SSHD_KEX, sshd_setenv
 from tests.standins.common import ROOT, write_json
 from tests.standins.device import SITE
 
@@ -84,7 +84,7 @@ def standins(tmp: Path, devices: dict[str, tuple[str, str]]) -> Iterator[Standin
             f"PidFile {tmp / 'sshd.pid'}", f"AuthorizedKeysFile {tmp / 'authorized_keys'}",
             "PermitRootLogin prohibit-password", "PasswordAuthentication no", "KbdInteractiveAuthentication no",
             "UsePAM no", "StrictModes no", "UseDNS no", "PrintMotd no", "LogLevel ERROR", "MaxStartups 64:30:128",
-            SSHD_KEX,
+            SSHD_KEX, sshd_setenv(root),
             f"ForceCommand {cmd}", "",
         ]))
         Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
