@@ -241,6 +241,12 @@ def test_the_host_agents_run_imports_one_hosts_intent_and_the_parsers_it_reads(t
     assert not loaded & never, loaded & never
 
 
+def assert_prints_ok(code: str) -> None:
+    """`code` in a fresh interpreter (what it imports is the point) ends by printing `ok`."""
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert p.returncode == 0 and p.stdout.strip() == "ok", p.stderr
+
+
 def test_netmiko_is_imported_without_invoke() -> None:
     """paramiko imports invoke (about 0.08 CPU-s) for `Match exec` in an ssh_config file alone, which netmiko reads
     only when given `ssh_config_file`: the tool never gives it, imports netmiko without invoke (every process that
@@ -253,8 +259,7 @@ def test_netmiko_is_imported_without_invoke() -> None:
             "    assert 'ssh_config_file' not in netmiko_params(Credentials(username='u', known_hosts=kh), ep, "
             "timeout=1)\n"
             "import invoke; print('ok')")
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT)
-    assert p.returncode == 0 and p.stdout.strip() == "ok", p.stderr
+    assert_prints_ok(code)
 
 
 def test_a_push_to_sonic_or_nvue_imports_no_jinja() -> None:
@@ -270,5 +275,4 @@ def test_a_push_to_sonic_or_nvue_imports_no_jinja() -> None:
             "f = load_fabric(Path('inventories/example'), cached=False).intent\n"
             "render_switch(next(iter(f.switches.values())), f)\n"
             "assert 'jinja2' in sys.modules; print('ok')")
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
-    assert p.returncode == 0 and p.stdout.strip() == "ok", p.stderr
+    assert_prints_ok(code)
