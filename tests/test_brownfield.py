@@ -18,6 +18,7 @@ import pytest
 
 from fabric.targets import driver
 from fabric.targets.base import TargetError
+from fabric.targets.owned import parse_text
 from tests.conftest import ROOT
 from tests.test_plan_running import _applied, _driver, _inventory
 
@@ -169,7 +170,7 @@ def test_frr_reload_of_the_merged_file_removes_nothing(tmp_path: Path, switch: s
     require(Path(RELOAD).exists() and shutil.which("vtysh") is not None, "FRR's frr-reload.py and vtysh")
     drv = _driver(_inventory(tmp_path, "example", None), switch)
     text = (CORPUS / "frr" / f"{switch}.conf").read_text()
-    merged = drv.merged(text, drv.scoped(text))
+    merged = drv.merged(parse_text(text), drv.scoped(text))
     (tmp_path / "running.conf").write_text(text)
     (tmp_path / "new.conf").write_text(merged)
     p = subprocess.run([RELOAD, "--test", "--stdout", "--input", str(tmp_path / "running.conf"),
@@ -187,8 +188,9 @@ def test_frr_rollback_file_drops_a_list_entry_frr_numbered_itself(tmp_path: Path
     drv = _driver(_inventory(tmp_path, "example", None), "leaf-su1-r1")
     text = (CORPUS / "frr" / "leaf-su1-r1.conf").read_text()
     sd = drv.scoped(text)
-    after = drv.merged(text, sd).replace("bgp community-list standard GSHUT permit graceful-shutdown",
-                                         "bgp community-list standard GSHUT seq 5 permit graceful-shutdown")
+    after = drv.merged(parse_text(text), sd).replace(
+        "bgp community-list standard GSHUT permit graceful-shutdown",
+        "bgp community-list standard GSHUT seq 5 permit graceful-shutdown")
     assert "GSHUT seq 5" in after
     undo = driver("frr", None, "leaf-su1-r1", text, options={"scope": sorted(list(p) for p in sd.owned)})
-    assert "community-list" not in undo.merged(after, undo.scoped(after))
+    assert "community-list" not in undo.merged(parse_text(after), undo.scoped(after))

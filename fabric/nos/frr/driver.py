@@ -31,7 +31,17 @@ from fabric.parsers.frr import json_docs, reply_json, route_widths
 from fabric.parsers.iproute import port_counters
 from fabric.targets import shell
 from fabric.targets.base import Change, DeviceDiff, Driver, Health, TargetError, Txn
-from fabric.targets.owned import Leaves, Path, ScopedDiff, apply_text, line_key, parse_text, render_text, text_leaves
+from fabric.targets.owned import (
+    Leaves,
+    Node,
+    Path,
+    ScopedDiff,
+    apply_text,
+    line_key,
+    parse_text,
+    render_text,
+    text_leaves,
+)
 from fabric.targets.transceivers import ethtool_modules
 
 RELOAD = "/usr/lib/frr/frr-reload.py"
@@ -225,10 +235,9 @@ class FrrDriver(Driver):
         have |= {p: v for p, v in want.items() if p not in have and set(v) <= quiet and p[:-1] in sections}
         return self.scoped_from(have, want, _lines)
 
-    def merged(self, running: str, sd: ScopedDiff) -> str:
-        """The running configuration with only the owned changes made: the file frr-reload.py gets."""
-        return render_text(apply_text(parse_text(running), sd.sets, sd.removes,
-                                      key=lambda ln: line_key(_SEQ.sub(r"\1 ", ln))))
+    def merged(self, running: list[Node], sd: ScopedDiff) -> str:
+        """The running configuration (parsed) with only the owned changes made: the file frr-reload.py gets."""
+        return render_text(apply_text(running, sd.sets, sd.removes, key=lambda ln: line_key(_SEQ.sub(r"\1 ", ln))))
 
     def diff(self) -> DeviceDiff:
         """frr-reload.py --test of the merged file against the running configuration. A merged file that is the
@@ -237,8 +246,9 @@ class FrrDriver(Driver):
         sync then costs no upload, no frr-reload.py and none of its three vtysh calls."""
         running = self.running()
         sd = self.scoped(running)
-        merged = self.merged(running, sd)
-        out = "" if merged == render_text(parse_text(running)) else self._reload_test(merged)
+        tree = parse_text(running)
+        merged = self.merged(tree, sd)
+        out = "" if merged == render_text(tree) else self._reload_test(merged)
         foreign = {(c.section, c.line) for c in sd.changes if c.foreign}
         changes = [c.model_copy(update={"foreign": True}) if c.op == "-" and (c.section, c.line) in foreign else c
                    for c in parse_reload_test(out, "", self._defaults(), merged)]
@@ -354,7 +364,7 @@ class FrrDriver(Driver):
         d = f"{self._workdir}/txn-{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:6]}"
         shell.check(self.conn, f"mkdir -p {shell.quote(d)}", what="mkdir")
         shell.upload(self.conn, f"{d}/previous.conf", snapshot)
-        shell.upload(self.conn, f"{d}/new.conf", self.merged(snapshot, sd))
+        shell.upload(self.conn, f"{d}/new.conf", self.merged(parse_text(snapshot), sd))
         shell.upload(self.conn, f"{d}/job.sh", JOB)
         txn = Txn(device=self.device, target=self.target, started=time.time(), snapshot=snapshot,
                   native={"dir": d})
