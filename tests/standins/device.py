@@ -35,17 +35,24 @@ esac
 """
 
 
+def _install(path: Path, script: str) -> None:
+    """An executable script, written once and atomically: sessions of one device start at once, and a shim
+    seen half-written (empty, or not yet executable, so PATH falls through to a real tool) fails a command."""
+    if path.is_file() and path.read_text() == script:
+        return
+    tmp = path.with_name(f".{path.name}.{os.getpid()}")
+    tmp.write_text(script)
+    tmp.chmod(0o755)
+    tmp.replace(path)
+
+
 def shims(bindir: Path, kind: str) -> None:
     bindir.mkdir(exist_ok=True)
     for cmd, mod in SHIMS.get(kind, {}).items():
-        p = bindir / cmd
         cached = NV_CACHED if cmd == "nv" else ""
-        p.write_text(f'#!/bin/sh\n{cached}PYTHONPATH={ROOT}:{SITE} exec {sys.executable} -S -m tests.standins.{mod} '
-                     f'{cmd} "$@"\n')
-        p.chmod(0o755)
-    sudo = bindir / "sudo"
-    sudo.write_text('#!/bin/sh\n[ "$1" = "-n" ] && shift\nexec "$@"\n')
-    sudo.chmod(0o755)
+        _install(bindir / cmd, f'#!/bin/sh\n{cached}PYTHONPATH={ROOT}:{SITE} exec {sys.executable} -S -m '
+                               f'tests.standins.{mod} {cmd} "$@"\n')
+    _install(bindir / "sudo", '#!/bin/sh\n[ "$1" = "-n" ] && shift\nexec "$@"\n')
 
 
 def main() -> int:
