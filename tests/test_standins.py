@@ -318,6 +318,9 @@ def test_the_nv_shim_gives_a_kept_counter_answer_only_while_telemetry_is_unchang
     dev = tmp_path / "dev"
     dev.mkdir()
     shims(tmp_path / "bin", "nvue")
+    first = (tmp_path / "bin" / "nv").stat()
+    shims(tmp_path / "bin", "nvue")  # every session installs the shims: one already there is left alone
+    assert (tmp_path / "bin" / "nv").stat().st_ino == first.st_ino and first.st_mode & 0o111
     env = {**os.environ, "STANDIN_DEV": str(dev)}
 
     def nv(*args: str) -> str:
