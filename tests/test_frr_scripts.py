@@ -16,6 +16,7 @@ from fabric.design.derive import derive
 from fabric.model.load import load
 from fabric.nos.frr import scripts
 from fabric.render import render_switch
+from fabric.targets import shell
 from tests.conftest import ROOT, require
 
 
@@ -107,12 +108,36 @@ def test_interfaces_sh_and_its_undo_in_a_namespace(tmp_path: Path) -> None:
         during = scripts.parse_state(_ns(ns, scripts.reads(only, str(tmp_path))))
         assert _seen(during) != _seen(before)
         assert {during.links[p]["mtu"] for p in ports} == {9216}
+        # every key the script sets that this namespace has (gc_thresh* are the initial namespace's alone) is read
+        # back by the real procps sysctl
+        keys = sorted({a.partition("=")[0] for c in scripts.commands(files["interfaces.sh"]) if c[0] == "sysctl"
+                       for a in c[1:] if "=" in a})
+        present = _ns(ns, f"for k in {' '.join(keys)}; do [ -e /proc/sys/$(echo $k | tr . /) ] && echo $k; done; true")
+        assert len(present.split()) >= 4 and set(during.sysctl) == set(present.split()), (present, during.sysctl)
         _ns(ns, f"sh {tmp_path / 'undo.sh'}")
         after = scripts.parse_state(_ns(ns, scripts.reads(only, str(tmp_path))))
         assert json.dumps(_seen(after), default=sorted, sort_keys=True) == \
             json.dumps(_seen(before), default=sorted, sort_keys=True)
     finally:
         subprocess.run(["ip", "netns", "del", ns], timeout=30)
+
+
+@pytest.mark.root
+def test_one_sysctl_read_answers_every_key_by_the_name_procps_prints() -> None:
+    """shell.sysctl_read/sysctl_values/sysctl_printed against the real procps `sysctl`: one process for every key,
+    a key the kernel lacks left out, a key asked with `/` (an interface name with a dot) found again."""
+    require(os.geteuid() == 0, "root (network namespaces)")
+    ns = f"rf-sysctl-{os.getpid()}"
+    asked = ["net/ipv4/conf/rail1.1001/rp_filter", "net.ipv4.ip_forward", "net.ipv4.no_such_key"]
+    subprocess.run(["ip", "netns", "add", ns], check=True, timeout=30)
+    try:
+        _ns(ns, "ip link add rail1.1001 type veth peer name rail1-peer && "
+                "sysctl -qw net/ipv4/conf/rail1.1001/rp_filter=2 net.ipv4.ip_forward=1")
+        got = shell.sysctl_values(_ns(ns, shell.sysctl_read(asked)))
+    finally:
+        subprocess.run(["ip", "netns", "del", ns], timeout=30)
+    assert got == {"net.ipv4.conf.rail1/1001.rp_filter": "2", "net.ipv4.ip_forward": "1"}
+    assert {k: got.get(shell.sysctl_printed(k)) for k in asked} == {asked[0]: "2", asked[1]: "1", asked[2]: None}
 
 
 def test_plan_running_says_the_scripts_are_not_compared() -> None:

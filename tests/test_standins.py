@@ -119,6 +119,25 @@ def test_sonic_apply_patch_is_all_or_nothing_and_rollback_restores(tmp_path: Pat
     assert sonic.main(["config", "frobnicate"]) == 2 and "No such command" in capsys.readouterr().out
 
 
+def test_the_sonic_sysctl_reads_as_procps_does(tmp_path: Path, monkeypatch, capsys) -> None:
+    """sonic.py `sysctl` against this machine's procps `sysctl` on the same read-only calls: every key read, a key
+    the kernel lacks an error and exit 1 (none with -e), `key = value` lines (values differ: the stand-in's kernel
+    is SONiC's)."""
+    monkeypatch.setenv("STANDIN_DEV", str(tmp_path))
+    keys = ["net.ipv4.neigh.default.base_reachable_time_ms", "net.ipv4.no_such_key",
+            "net/ipv6/neigh/default/gc_thresh1"]
+    for flags in ([], ["-e"], ["-n"], ["-e", "-n"]):
+        real = subprocess.run(["sysctl", *flags, *keys], capture_output=True, text=True, timeout=30)
+        rc = sonic.main(["sysctl", *flags, *keys])
+        out = capsys.readouterr()
+        assert (rc, bool(out.err)) == (real.returncode, bool(real.stderr)), flags
+        shape = [ln.partition(" = ")[0] if "-n" not in flags else "value" for ln in out.out.splitlines()]
+        assert shape == [ln.partition(" = ")[0] if "-n" not in flags else "value" for ln in real.stdout.splitlines()]
+    assert sonic.main(["sysctl", "-e", *keys]) == 0
+    assert capsys.readouterr().out == ("net.ipv4.neigh.default.base_reachable_time_ms = 1800000\n"
+                                       "net.ipv6.neigh.default.gc_thresh1 = 1024\n")
+
+
 def _sched(tmp_path: Path, tool: str, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([str(tmp_path / "bin" / tool), *args], capture_output=True, text=True, timeout=30)
 

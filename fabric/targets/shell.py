@@ -13,6 +13,7 @@ import secrets
 import shlex
 import textwrap
 import time
+from collections.abc import Iterable
 from typing import Any
 
 from fabric.targets.base import TargetError
@@ -79,6 +80,28 @@ def upload(conn: Any, path: str, content: str) -> None:
 
 def quote(s: str) -> str:
     return shlex.quote(s)
+
+
+_SEPARATOR = re.compile(r"[./]")
+_SWAP = str.maketrans("./", "/.")
+
+
+def sysctl_read(keys: Iterable[str]) -> str:
+    """One procps `sysctl -e` reading every key (it prints `key = value`; a key the kernel lacks is left out)."""
+    return f"sysctl -e {' '.join(quote(k) for k in keys)} 2>/dev/null; true"
+
+
+def sysctl_printed(key: str) -> str:
+    """The key as procps prints it: asked with `/` first (net/ipv4/conf/rail1.1001/rp_filter), the separators
+    become `.` and a `.` inside a name `/` (net.ipv4.conf.rail1/1001.rp_filter); asked with `.` first, as asked."""
+    first = _SEPARATOR.search(key)
+    return key.translate(_SWAP) if first is not None and first.group() == "/" else key
+
+
+def sysctl_values(text: str) -> dict[str, str]:
+    """The `key = value` lines of `sysctl_read`'s answer, by the printed key (`sysctl_printed`)."""
+    return {key: value.strip() for line in text.splitlines()
+            for key, sep, value in [line.partition(" = ")] if sep}
 
 
 def job_state(conn: Any, directory: str) -> str:

@@ -151,9 +151,18 @@ def _kernel(d: Path) -> dict[str, str]:
     return values
 
 
+def sysctl_printed(asked: str) -> str:
+    """procps's slashdot(): the first separator decides; a key asked with `/` first is printed with `.` (and a `.`
+    inside a name as `/`), as procps 4.0.2 prints `net/ipv4/conf/dum0.5/rp_filter` (checked on this machine)."""
+    first = next((c for c in asked if c in "./"), ".")
+    return asked if first == "." else asked.translate(str.maketrans("./", "/."))
+
+
 def sysctl(args: list[str]) -> int:
-    """procps `sysctl`: `-n KEY…` prints values; `-p FILE` loads `key = value` lines (`-e`: a key the kernel
-    lacks is skipped, else an error and exit 255 after the others are set); `-w KEY=VALUE`; `-q` quiet."""
+    """procps `sysctl` (4.0): `KEY…` prints `key = value` lines (`-n`: the values; a key asked with `/` separators
+    printed with `.`; each key the kernel lacks an error and exit 1, none with `-e`); `-p FILE` loads `key = value`
+    lines (`-e`: a key the kernel lacks is skipped, else an error and exit 255 after the others are set);
+    `-w KEY=VALUE`; `-q` quiet."""
     with locked() as d:
         values = _kernel(d)
         flags = {a for a in args if a.startswith("-") and a not in ("-p", "-w")}
@@ -179,14 +188,17 @@ def sysctl(args: list[str]) -> int:
         if pairs:
             write_json(d / "sysctl.json", values)
             return rc
-        for key in rest:
+        for asked in rest:  # every key; one the kernel lacks is an error (not with -e) and exit 1
+            key = sysctl_printed(asked)
             if key not in values:
-                print(f"sysctl: cannot stat /proc/sys/{key.replace('.', '/')}: No such file or directory",
-                      file=sys.stderr)
-                return 255
+                if "-e" not in flags:
+                    print(f"sysctl: cannot stat /proc/sys/{asked.replace('.', '/')}: No such file or directory",
+                          file=sys.stderr)
+                    rc = 1
+                continue
             print(values[key] if "-n" in flags else f"{key} = {values[key]}")
         write_json(d / "sysctl.json", values)
-        return 0
+        return rc
 
 
 def bgp_summary(d: Path) -> dict:

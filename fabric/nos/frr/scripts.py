@@ -6,7 +6,7 @@ The scripts set state (sysctls, links, addresses, bridges, dcb, tc) and keep no 
   plan shows each command line the rendered script adds (`+`) or no longer has (`-`, marked as rendered by an
   earlier apply: a dropped line changes nothing on the switch, the scripts only set).
 - **undo**: before a script runs, the driver reads the state each of its commands touches (`ip -j -d link`,
-  `ip -j addr`, `sysctl -n`, `tc -j qdisc`, `dcb -N app/pfc show`) and writes the commands that put it back
+  `ip -j addr`, `sysctl -e`, `tc -j qdisc`, `dcb -N app/pfc show`) and writes the commands that put it back
   (`undo()`), run when the script or the FRR reload fails, on a revert and by `fabric rollback`. Each undo
   restores what the command changed: the old sysctl value, MTU, admin state and bridge master; an address, bridge
   or VLAN link the script created is deleted; dcb DSCP→priority rules and PFC priorities are set back; the port's
@@ -25,6 +25,7 @@ import re
 import shlex
 from dataclasses import dataclass, field
 
+from fabric.targets import shell
 from fabric.targets.owned import Change
 
 SCRIPTS = ("interfaces.sh", "qos.sh")  # the order they run in; the undo runs in reverse
@@ -40,7 +41,7 @@ class State:
 
     links: dict[str, dict] = field(default_factory=dict)  # ifname → {"mtu", "up", "master"}
     addrs: dict[str, set[str]] = field(default_factory=dict)  # ifname → {"a.b.c.d/len"}
-    sysctl: dict[str, str] = field(default_factory=dict)
+    sysctl: dict[str, str] = field(default_factory=dict)  # key as procps prints it (shell.sysctl_printed) → value
     root: dict[str, tuple[str, str]] = field(default_factory=dict)  # ifname → (kind, handle) of its root qdisc
     dcb_app: dict[str, list[str]] = field(default_factory=dict)  # ifname → ["24:3", …]
     dcb_pfc: dict[str, list[str]] = field(default_factory=dict)  # ifname → ["0:off", …]
@@ -85,8 +86,7 @@ def reads(scripts: dict[str, str], confdir: str) -> str:
     parts = [f"echo '{MARK}link'; ip -j -d link show 2>/dev/null", f"echo '{MARK}addr'; ip -j addr show 2>/dev/null",
              f"echo '{MARK}qdisc'; tc -j qdisc show 2>/dev/null", f"echo '{MARK}sysctl'"]
     if keys:
-        parts.append(f"for k in {' '.join(q(k) for k in sorted(keys))}; do v=$(sysctl -n \"$k\" 2>/dev/null) && "
-                     "printf '%s=%s\\n' \"$k\" \"$v\"; done")
+        parts.append(shell.sysctl_read(sorted(keys)))
     for p in sorted(qos_ports):
         parts += [f"echo '{MARK}dcbapp {p}'; dcb -N app show dev {q(p)} dscp-prio 2>/dev/null",
                   f"echo '{MARK}dcbpfc {p}'; dcb pfc show dev {q(p)} prio-pfc 2>/dev/null"]
@@ -110,10 +110,7 @@ def parse_state(out: str) -> State:
     for q in _json(chunks.get("qdisc", "")):
         if q.get("root"):
             st.root[str(q.get("dev"))] = (str(q.get("kind")), str(q.get("handle")))
-    for ln in chunks.get("sysctl", "").splitlines():
-        k, sep, v = ln.partition("=")
-        if sep:
-            st.sysctl[k.strip()] = v.strip()
+    st.sysctl = shell.sysctl_values(chunks.get("sysctl", ""))
     for head, body in chunks.items():
         kind, _, rest = head.partition(" ")
         words = body.split()
@@ -168,8 +165,9 @@ def _undo_one(argv: list[str], st: State, rooted: set[str]) -> list[str]:
         out = []
         for a in argv[1:]:
             k, sep, _ = a.partition("=")
-            if sep and k in st.sysctl:  # a key absent before belongs to a link the undo deletes
-                old = _checked([st.sysctl[k]], _INT.pattern, k)[0]
+            if sep and (before := st.sysctl.get(shell.sysctl_printed(k))) is not None:
+                # a key absent before belongs to a link the undo deletes
+                old = _checked([before], _INT.pattern, k)[0]
                 out.append(f"sysctl -qw {q(k + '=' + old)}")
         return out
     if cmd == "ip addr replace":

@@ -136,14 +136,14 @@ class SonicDriver(Driver):
     def _sysctl_running(self, keys: list[str]) -> dict[str, str]:
         """The values `sysctl -n` reads (keys the kernel lacks left out) and the persisted file's text."""
         mark = "@@RF@@"
-        cmd = (f"for k in {' '.join(shell.quote(k) for k in keys)}; do v=$(sysctl -n \"$k\" 2>/dev/null) && "
-               f"printf '%s=%s\\n' \"$k\" \"$v\"; done; echo {mark}; "
+        cmd = (f"{shell.sysctl_read(keys)}; echo {mark}; "
                f"cat \"${{ROCE_FABRIC_SYSCTL_D:-/etc/sysctl.d}}/95-roce-fabric.conf\" 2>/dev/null")
         out = shell.run(self.conn, cmd)[1]
         values, _, persisted = out.partition(mark + "\n")
         if mark not in out:
             raise TargetError("sysctl: no answer from the switch")
-        data = parse_sysctl(values)
+        read = shell.sysctl_values(values)
+        data = {k: read[shell.sysctl_printed(k)] for k in keys if shell.sysctl_printed(k) in read}
         if persisted.strip():
             data[SYSCTL_FILE] = persisted if persisted.endswith("\n") else persisted + "\n"
         return data
