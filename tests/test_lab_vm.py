@@ -89,13 +89,14 @@ def iperf(tool: Iperf3, src: End, dst: End, port: int, seconds: int, out: str) -
 
 
 def sampled(lab: vm.VmLab, tag: str, jobs: list[tuple[str, str]], port: str = "swp1") -> list[str]:
-    """Servers, then clients, then `tc -s class show` of the receiver's leaf port as often as the guest manages
-    (every 0.7–2 s under emulation) until a client ends (blocks `@ <time>` in $O/<tag>-samples.txt), counters
-    before and after."""
+    """Servers, then clients, then `tc -s class show` of the receiver's leaf port every ~0.3 s until a client ends
+    (blocks `@ <seconds>` in $O/<tag>-samples.txt), counters before and after. Under emulation every process
+    started costs about 0.1 CPU-s of the host (ld.so alone): the clock is the guest's /proc/uptime read by the shell,
+    and a short sleep (busybox, static) keeps the loop from taking a whole emulated CPU from the flows."""
     return ([s for s, _ in jobs] + ["sleep 1"] + snap_lines(lab, f"{tag}-before")
             + ["C="] + [x for _, c in jobs for x in (c, 'C="$C $!"')]
-            + [f"while kill -0 $C 2>/dev/null; do echo @ $(date +%s.%N); "
-               f"tc -n {lab.leaf} -s class show dev {port}; done > $O/{tag}-samples.txt",
+            + [f"while kill -0 $C 2>/dev/null; do read t _ < /proc/uptime; echo @ $t; "
+               f"tc -n {lab.leaf} -s class show dev {port}; busybox sleep 0.1; done > $O/{tag}-samples.txt",
                "wait"] + snap_lines(lab, f"{tag}-after"))
 
 
@@ -105,11 +106,10 @@ def samples(out: Path, tag: str) -> list[tuple[float, dict[str, int], dict[int, 
 
 
 def snap_lines(lab: vm.VmLab, tag: str) -> list[str]:
-    """`tc -s` of the leaf's host ports into $O/<tag>-class-<port>.txt and <tag>-qdisc.json."""
-    return [f"for p in {' '.join(PORTS)}; do ip netns exec {lab.leaf} tc -s class show dev $p "
-            f"> $O/{tag}-class-$p.txt; done",
-            f"ip netns exec {lab.leaf} tc -s -j qdisc show > $O/{tag}-qdisc.json",
-            f"ip netns exec {lab.leaf} tc -s qdisc show > $O/{tag}-qdisc.txt"]
+    """`tc -s` of the leaf's host ports into $O/<tag>-class-<port>.txt and <tag>-qdisc.json (`tc -n`: one process
+    each, not two)."""
+    return [f"for p in {' '.join(PORTS)}; do tc -n {lab.leaf} -s class show dev $p > $O/{tag}-class-$p.txt; done",
+            f"tc -n {lab.leaf} -s -j qdisc show > $O/{tag}-qdisc.json"]
 
 
 def rdma_ends(fabric: FabricIntent) -> dict[str, End]:
@@ -173,20 +173,23 @@ def rdma_rail(fabric: FabricIntent, lab: vm.VmLab) -> list[str]:
     # 67 ms now and then; rxe then went back N (13 retries at the sender,
     # 1,781 duplicate requests at the receiver) and the pair fell to 0.0089 Gb/s in two runs of 2026-11-27
     ep, tool = rdma_ends(fabric), IbWriteBw(size=65536, qps=2, qp_timeout=18)
-    lines = [f"for n in {' '.join(lab.hosts)}; do ip netns del $n; done", "sleep 1",
-             "sysctl -qw net.ipv4.conf.all.rp_filter=0 net.ipv4.conf.default.rp_filter=0",
-             "ip rule add pref 1000 lookup local && ip rule del pref 0 lookup local"]
-    for k, (h, port) in enumerate(zip([RECEIVER, *SENDERS[:2]], PORTS, strict=False), 1):
+    rails = list(zip([RECEIVER, *SENDERS[:2]], PORTS, strict=False))
+    ips, sysctls = ["rule add pref 1000 lookup local", "rule del pref 0 lookup local"], [
+        "net.ipv4.conf.all.rp_filter=0", "net.ipv4.conf.default.rp_filter=0"]
+    for k, (h, port) in enumerate(rails, 1):
         e = ep[h]
-        lines += [f"ip link add {e.rdma}n type veth peer name {port} netns {LEAF}",
-                  f"sysctl -qw net.ipv4.conf.{e.rdma}n.accept_local=1 net.ipv4.conf.{e.rdma}n.rp_filter=0",
-                  f"ip addr add {rail_address(fabric, h)} dev {e.rdma}n", f"ip link set {e.rdma}n up",
-                  f"ip -n {LEAF} link set {port} master br0 up",
-                  f"ip rule add pref {100 + k} iif lo from {e.ip} lookup {100 + k}",
-                  f"ip route add {e.ip.rsplit('.', 1)[0]}.0/24 dev {e.rdma}n src {e.ip} table {100 + k}",
-                  f"rdma link add {e.rdma} type rxe netdev {e.rdma}n"]
-    lines += [f"ip netns exec {LEAF} tc -force -batch {lab.dir}/leaf-tc.batch 2>/dev/null",
-              "rdma link show > $O/rdma-links.txt"]
+        ips += [f"link add {e.rdma}n type veth peer name {port} netns {LEAF}",
+                f"addr add {rail_address(fabric, h)} dev {e.rdma}n", f"link set {e.rdma}n up",
+                f"rule add pref {100 + k} iif lo from {e.ip} lookup {100 + k}",
+                f"route add {e.ip.rsplit('.', 1)[0]}.0/24 dev {e.rdma}n src {e.ip} table {100 + k}"]
+        sysctls += [f"net.ipv4.conf.{e.rdma}n.accept_local=1", f"net.ipv4.conf.{e.rdma}n.rp_filter=0"]
+    # batches (here-documents: no process), one `ip` and `sysctl` each: under emulation every process
+    # started costs about 0.1 CPU-s of the host
+    lines = [*batch("ip", [f"netns del {n}" for n in lab.hosts]), "sleep 1", *batch("ip", ips),
+             f"sysctl -qw {' '.join(sysctls)}",
+             *batch(f"ip -n {LEAF}", [f"link set {port} master br0 up" for _, port in rails]),
+             *(f"rdma link add {ep[h].rdma} type rxe netdev {ep[h].rdma}n" for h, _ in rails),
+             f"tc -n {LEAF} -force -batch {lab.dir}/leaf-tc.batch 2>/dev/null", "rdma link show > $O/rdma-links.txt"]
     rcv = ep[RECEIVER]
     # neighbours first, both ways (the address resolution of the QPs' paths does not wait for ARP)
     lines += [f"ping -c 2 -W 3 -I {ep[s].rdma}n {rcv.ip} > $O/rdma-ping-{s}.txt 2>&1" for s in SENDERS[:2]]
@@ -209,6 +212,11 @@ def rdma_rail(fabric: FabricIntent, lab: vm.VmLab) -> list[str]:
     lines += [f"ip netns exec {LEAF} tc -s filter show dev {port} parent 1: > $O/rdma-filter-{h}.txt"
               for h, port in zip([RECEIVER, *SENDERS[:2]], PORTS, strict=False)]
     return [*lines, "grep . /sys/class/infiniband/rxe*/ports/1/hw_counters/* > $O/rdma-hw-counters.txt"]
+
+
+def batch(tool: str, cmds: list[str]) -> list[str]:
+    """One `<tool> -batch` of the commands, from a here-document (it stops at the first command that fails)."""
+    return [f"{tool} -batch - <<'EOF'", *cmds, "EOF"]
 
 
 def listening(port: int, seconds: int = 30) -> str:

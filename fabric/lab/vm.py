@@ -154,19 +154,26 @@ def lab_script(fabric: FabricIntent, leaf: str, rail: int, hosts: list[str], rat
     rails = {h: next(r for r in fabric.hosts[h].rails if r.rail == rail) for h in hosts}
     batch = [ln for r in rails.values() for ln in port_lines(fabric, leaf, r.leaf_port, r.leaf_port, qos_sh, rate)]
     (out / "leaf-tc.batch").write_text("\n".join(batch) + "\n")
+    # `ip -batch` files, one process per namespace: under emulation every process started costs the host about
+    # 0.1 CPU-s (the dynamic loader alone), an `ip` twice that
+    ip_batches = {"root": [f"netns add {n}" for n in [leaf, *hosts]]
+                  + [f"link add {r.ifname} netns {h} type veth peer name {r.leaf_port} netns {leaf}"
+                     for h, r in rails.items()],
+                  leaf: ["link add br0 type bridge", "link set br0 up"]
+                  + [f"link set {r.leaf_port} master br0 up" for r in rails.values()]}
+    ip_batches |= {h: ["link set lo up", f"addr add {r.address} dev {r.ifname}", f"link set {r.ifname} up"]
+                   for h, r in rails.items()}
+    for n, cmds in ip_batches.items():
+        (out / f"{n}.ip").write_text("\n".join(cmds) + "\n")
     lines = ["set -u", f"O={out}", "exec >$O/guest.log 2>&1", "echo BOOTED $(date +%s.%N)", "fail() { echo \"$*\" "
              "> $O/failed; exit 1; }",
-             f"for m in {' '.join(GUEST_MODULES)}; do modprobe $m || fail modprobe $m; done",
+             f"modprobe -a {' '.join(GUEST_MODULES)} || fail modprobe -a {' '.join(GUEST_MODULES)}",
              "sysctl -qw net.core.rmem_max=4194304 net.core.wmem_max=4194304",  # iperf3 -w 1M (global in 6.12)
-             f"ip netns add {leaf}", f"ip -n {leaf} link add br0 type bridge", f"ip -n {leaf} link set br0 up"]
-    for h, r in rails.items():
-        lines += [f"ip netns add {h}",
-                  f"ip link add {r.ifname} netns {h} type veth peer name {r.leaf_port} netns {leaf}",
-                  f"ip -n {leaf} link set {r.leaf_port} master br0 up", f"ip -n {h} link set lo up",
-                  f"ip -n {h} addr add {r.address} dev {r.ifname}", f"ip -n {h} link set {r.ifname} up",
-                  f"ip netns exec {h} sysctl -qw net.ipv4.tcp_ecn=1"]
+             "ip -batch $O/root.ip || fail ip -batch $O/root.ip"]
+    lines += [f"ip -n {n} -batch $O/{n}.ip || fail ip -n {n} -batch $O/{n}.ip" for n in [leaf, *hosts]]
+    lines += [f"ip netns exec {h} sysctl -qw net.ipv4.tcp_ecn=1" for h in hosts]
     first, last = rails[hosts[0]], rails[hosts[-1]]
-    lines += [f"ip netns exec {leaf} tc -batch $O/leaf-tc.batch || fail tc -batch of the leaf",
+    lines += [f"tc -n {leaf} -batch $O/leaf-tc.batch || fail tc -batch of the leaf",
               f"ip netns exec {hosts[-1]} ping -c 3 -W 5 {first.address.split('/')[0]} >/dev/null "
               f"|| fail {last.ifname} of {hosts[-1]} cannot reach {hosts[0]}",
               "mkdir -p $O/cmd", "echo READY $(date +%s.%N)", "touch $O/ready",
