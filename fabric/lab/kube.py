@@ -73,6 +73,11 @@ VOLCANO_CONTROLLERS = "pg-controller,queue-controller"
 # (and tainted not-ready:NoSchedule) about 50 s after it was added: later pods stayed Pending. Fake nodes have no
 # liveness to watch; the lab waits an hour.
 NODE_GRACE = "1h"
+# Go's collector at its default (GOGC=100) marked the API server's live heap (about 140 MB) every few seconds while
+# pods came and went: 8 of its 14 CPU-s in the 64-host jobs' test (GODEBUG=gctrace=1). A heap allowed to grow to
+# five times the live one, up to 1 GiB per program, collects about a quarter as often; the caller's own GOGC or
+# GOMEMLIMIT wins.
+GO_GC = {"GOGC": "400", "GOMEMLIMIT": "1GiB"}
 # A job's workers are its Service's endpoints (the MPI Operator's headless Service): every worker's readiness change
 # rewrote that job's Endpoints and EndpointSlice (64 addresses) at once; gathered for 1 s, a job's workers turning
 # Ready, or deleted, cost a few writes.
@@ -229,6 +234,7 @@ class KubeLab:
         (pkg/scheduler/api/devices/nvidia/vgpu/utils.go NewClient), which must never be a user's real cluster."""
         env = {k: v for k, v in os.environ.items() if not k.startswith("KUBERNETES_SERVICE_")}
         env["KUBECONFIG"] = str(self.kubeconfig)
+        env.update({k: v for k, v in GO_GC.items() if k not in env})
         log = open(self.workdir / f"{name}.log", "wb")  # noqa: SIM115 - the child owns it
         self.procs[name] = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                             cwd=self.workdir, start_new_session=True, env=env)
@@ -400,12 +406,18 @@ class KubeLab:
         return self
 
     def add_nodes(self, fabric: FabricIntent) -> list[str]:
-        """One kwok node per host; waits until every node is Ready. Returns the node names."""
+        """One kwok node per host; waits until every node is Ready (one list of the nodes each 0.3 s: `kubectl wait`
+        read and watched 64 nodes one after the other, 11 s). Returns the node names."""
         objs = node_objects(fabric)
         self.apply(objs)
         names = [o["metadata"]["name"] for o in objs]
-        self.kubectl("wait", "--for", "condition=Ready", *(f"node/{n}" for n in names), "--timeout", "90s",
-                     timeout=100)
+
+        def ready() -> bool:
+            conds = {n["metadata"]["name"]: n.get("status", {}).get("conditions", [])
+                     for n in self.get("/api/v1/nodes", timeout=5)["items"]}
+            return all(any(c["type"] == "Ready" and c["status"] == "True" for c in conds.get(n, [])) for n in names)
+
+        self._wait("kwok", ready, 90)
         return names
 
     def use_nodes(self, fabric: FabricIntent) -> list[str]:
