@@ -73,6 +73,7 @@ VOLCANO_CONTROLLERS = "pg-controller,queue-controller"
 # (and tainted not-ready:NoSchedule) about 50 s after it was added: later pods stayed Pending. Fake nodes have no
 # liveness to watch; the lab waits an hour.
 NODE_GRACE = "1h"
+NOT_READY_TAINT = "node.kubernetes.io/not-ready"
 # Go's collector at its default (GOGC=100) marked the API server's live heap (about 140 MB) every few seconds while
 # pods came and went: 8 of its 14 CPU-s in the 64-host jobs' test (GODEBUG=gctrace=1). A heap allowed to grow to
 # five times the live one, up to 1 GiB per program, collects about a quarter as often; the caller's own GOGC or
@@ -406,16 +407,20 @@ class KubeLab:
         return self
 
     def add_nodes(self, fabric: FabricIntent) -> list[str]:
-        """One kwok node per host; waits until every node is Ready (one list of the nodes each 0.3 s: `kubectl wait`
-        read and watched 64 nodes one after the other, 11 s). Returns the node names."""
+        """One kwok node per host; waits until every node is Ready and the node controller has taken its not-ready
+        taint off (else the first pods wait for a scheduling cycle after that). One list of the nodes each 0.3 s:
+        `kubectl wait` read and watched 64 nodes one after the other, 11 s. Returns the node names."""
         objs = node_objects(fabric)
         self.apply(objs)
         names = [o["metadata"]["name"] for o in objs]
 
+        def schedulable(node: dict[str, Any]) -> bool:
+            return any(c["type"] == "Ready" and c["status"] == "True" for c in node["status"].get("conditions", [])) \
+                and not any(t["key"] == NOT_READY_TAINT for t in node["spec"].get("taints", []))
+
         def ready() -> bool:
-            conds = {n["metadata"]["name"]: n.get("status", {}).get("conditions", [])
-                     for n in self.get("/api/v1/nodes", timeout=5)["items"]}
-            return all(any(c["type"] == "Ready" and c["status"] == "True" for c in conds.get(n, [])) for n in names)
+            nodes = {n["metadata"]["name"]: n for n in self.get("/api/v1/nodes", timeout=5)["items"]}
+            return all(n in nodes and schedulable(nodes[n]) for n in names)
 
         self._wait("kwok", ready, 90)
         return names
