@@ -4,9 +4,9 @@ and the K8s tests' cluster).
 The parts are the upstream programs built by `make k8s-bins` (tools/k8s-bins: versions in its go.mod files):
 etcd, kube-apiserver, kube-controller-manager (the MPI Operator's launcher is a batch/v1 Job), kube-scheduler
 (the default profile only), Volcano v1.10.0's scheduler and controller manager, kwok (the nodes and their
-kubelets: kwok's own "general" pod stages make a bound pod Running, then Ready, and a pod owned by a Job
-Succeeded, each step 0.1-0.5 s later here (`lab_stage`), or after the pod's `pod-complete.stage.kwok.x-k8s.io/delay`
-annotation; kwok's ClusterLogs
+kubelets: kwok's own "general" pod stages, less a step: a bound pod without init containers becomes Running and
+Ready at once, a pod owned by a Job Succeeded, each step 0.1-0.5 s later here (`lab_stages`), or after the pod's
+`pod-complete.stage.kwok.x-k8s.io/delay` annotation; kwok's ClusterLogs
 serves a log file as the container's log) and the MPI Operator v2 controller. Everything listens on 127.0.0.1
 on ephemeral ports; the certificates and the one admin token are made here, in a 0700 directory.
 
