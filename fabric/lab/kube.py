@@ -4,9 +4,9 @@ and the K8s tests' cluster).
 The parts are the upstream programs built by `make k8s-bins` (tools/k8s-bins: versions in its go.mod files):
 etcd, kube-apiserver, kube-controller-manager (the MPI Operator's launcher is a batch/v1 Job), kube-scheduler
 (the default profile only), Volcano v1.10.0's scheduler and controller manager, kwok (the nodes and their
-kubelets: kwok's own "general" pod stages make a bound pod Running, then Ready, and a pod owned by a Job
-Succeeded, each step 0.1-0.5 s later here (`lab_stage`), or after the pod's `pod-complete.stage.kwok.x-k8s.io/delay`
-annotation; kwok's ClusterLogs
+kubelets: kwok's own "general" pod stages, less a step: a bound pod without init containers becomes Running and
+Ready at once, a pod owned by a Job Succeeded, each step 0.1-0.5 s later here (`lab_stages`), or after the pod's
+`pod-complete.stage.kwok.x-k8s.io/delay` annotation; kwok's ClusterLogs
 serves a log file as the container's log) and the MPI Operator v2 controller. Everything listens on 127.0.0.1
 on ephemeral ports; the certificates and the one admin token are made here, in a 0700 directory.
 
@@ -73,6 +73,16 @@ VOLCANO_CONTROLLERS = "pg-controller,queue-controller"
 # (and tainted not-ready:NoSchedule) about 50 s after it was added: later pods stayed Pending. Fake nodes have no
 # liveness to watch; the lab waits an hour.
 NODE_GRACE = "1h"
+NOT_READY_TAINT = "node.kubernetes.io/not-ready"
+# Go's collector at its default (GOGC=100) marked the API server's live heap (about 140 MB) every few seconds while
+# pods came and went: 8 of its 14 CPU-s in the 64-host jobs' test (GODEBUG=gctrace=1). A heap allowed to grow to
+# five times the live one, up to 1 GiB per program, collects about a quarter as often; the caller's own GOGC or
+# GOMEMLIMIT wins.
+GO_GC = {"GOGC": "400", "GOMEMLIMIT": "1GiB"}
+# A job's workers are its Service's endpoints (the MPI Operator's headless Service): every worker's readiness change
+# rewrote that job's Endpoints and EndpointSlice (64 addresses) at once; gathered for 1 s, a job's workers turning
+# Ready, or deleted, cost a few writes.
+ENDPOINT_BATCHING = ("--endpoint-updates-batch-period", "1s", "--endpointslice-updates-batch-period", "1s")
 
 
 # kwok's "general" stages wait 1 s plus up to 5 s of jitter at each step of a pod (created, init container running
@@ -80,17 +90,64 @@ NODE_GRACE = "1h"
 # is Ready. The lab's kubelets take 0.1 s plus up to 0.4 s per step; a pod's own stage annotations still decide
 # where it names them (a launcher's run time).
 STAGE_DELAY_MS, STAGE_JITTER_MS = 100, 500
+# A bound pod without init containers becomes Running and Ready in one status write ("pod-run"), not kwok's two
+# ("pod-create": Pending with its IP and a `Created` event, then "pod-ready"). Every pod update is an API write sent
+# to each watcher, and the MPI Operator v0.6.0 queues the pod's MPIJob through client-go's default controller rate
+# limiter, whose token bucket (10/s, burst 100) every update draws on: with kwok's two steps a 64-host job's MPIJob
+# was marked Succeeded up to 15 s after its launcher. Pods with init containers keep kwok's steps.
+POD_RUN_STATUS = """{{ $now := Now }}
+conditions:
+- {lastProbeTime: null, lastTransitionTime: {{ $now | Quote }}, status: "True", type: Initialized}
+- {lastProbeTime: null, lastTransitionTime: {{ $now | Quote }}, status: "True", type: Ready}
+- {lastProbeTime: null, lastTransitionTime: {{ $now | Quote }}, status: "True", type: ContainersReady}
+{{ range .spec.readinessGates }}
+- {lastTransitionTime: {{ $now | Quote }}, status: "True", type: {{ .conditionType | Quote }}}
+{{ end }}
+containerStatuses:
+{{ range .spec.containers }}
+- {image: {{ .image | Quote }}, name: {{ .name | Quote }}, ready: true, restartCount: 0, started: true,
+   state: {running: {startedAt: {{ $now | Quote }}}}}
+{{ end }}
+hostIP: {{ NodeIPWith .spec.nodeName | Quote }}
+podIP: {{ PodIPWith .spec.nodeName ( or .spec.hostNetwork false ) ( or .metadata.uid "" ) ( or .metadata.name "" ) \
+( or .metadata.namespace "" ) | Quote }}
+phase: Running
+startTime: {{ $now | Quote }}
+"""
 
 
-def lab_stage(stage: dict[str, Any]) -> dict[str, Any]:
-    """One of kwok's Stage objects with the lab's shorter default delay (annotation-driven delays unchanged)."""
-    delay = stage.get("spec", {}).get("delay")
-    if delay:
-        if "durationMilliseconds" in delay:
-            delay["durationMilliseconds"] = min(delay["durationMilliseconds"], STAGE_DELAY_MS)
-        if "jitterDurationMilliseconds" in delay:
-            delay["jitterDurationMilliseconds"] = min(delay["jitterDurationMilliseconds"], STAGE_JITTER_MS)
-    return stage
+def _expr(key: str, op: str, *values: str) -> dict[str, Any]:
+    return {"key": key, "operator": op, **({"values": list(values)} if values else {})}
+
+
+def lab_stages(stages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """kwok's general pod stages as the lab runs them: each step's default delay shortened (annotation-driven delays
+    unchanged), a pod without init containers Running and Ready in one step ("pod-run"), and "pod-ready" left
+    alone once a pod has ended (its selector matched a Succeeded pod again, and kwok retried a patch the API server
+    refuses: `may not be transitioned to non-terminated state`)."""
+    out = []
+    for stage in stages:
+        spec = stage.get("spec", {})
+        if delay := spec.get("delay"):
+            if "durationMilliseconds" in delay:
+                delay["durationMilliseconds"] = min(delay["durationMilliseconds"], STAGE_DELAY_MS)
+            if "jitterDurationMilliseconds" in delay:
+                delay["jitterDurationMilliseconds"] = min(delay["jitterDurationMilliseconds"], STAGE_JITTER_MS)
+        match = spec.get("selector", {}).get("matchExpressions", [])
+        name = stage.get("metadata", {}).get("name")
+        if name == "pod-create":
+            match.append(_expr(".spec.initContainers", "Exists"))
+        elif name == "pod-ready":
+            match.append(_expr(".status.phase", "NotIn", "Succeeded", "Failed"))
+        out.append(stage)
+    out.append({"apiVersion": "kwok.x-k8s.io/v1alpha1", "kind": "Stage", "metadata": {"name": "pod-run"}, "spec": {
+        "resourceRef": {"apiGroup": "v1", "kind": "Pod"},
+        "selector": {"matchExpressions": [_expr(".metadata.deletionTimestamp", "DoesNotExist"),
+                                          _expr(".status.podIP", "DoesNotExist"),
+                                          _expr(".spec.initContainers", "DoesNotExist")]},
+        "delay": {"durationMilliseconds": STAGE_DELAY_MS, "jitterDurationMilliseconds": STAGE_JITTER_MS},
+        "next": {"statusTemplate": POD_RUN_STATUS}}})
+    return out
 
 
 class KubeLabError(RuntimeError):
@@ -178,6 +235,7 @@ class KubeLab:
         (pkg/scheduler/api/devices/nvidia/vgpu/utils.go NewClient), which must never be a user's real cluster."""
         env = {k: v for k, v in os.environ.items() if not k.startswith("KUBERNETES_SERVICE_")}
         env["KUBECONFIG"] = str(self.kubeconfig)
+        env.update({k: v for k, v in GO_GC.items() if k not in env})
         log = open(self.workdir / f"{name}.log", "wb")  # noqa: SIM115 - the child owns it
         self.procs[name] = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                             cwd=self.workdir, start_new_session=True, env=env)
@@ -302,7 +360,7 @@ class KubeLab:
             self._bin("kube-controller-manager"), *common, "--leader-elect=false", "--bind-address", "127.0.0.1",
             "--secure-port", "0", "--service-account-private-key-file", str(d / "sa.key"),
             "--root-ca-file", str(d / "ca.crt"), "--use-service-account-credentials=false",
-            "--node-monitor-grace-period", NODE_GRACE])
+            "--node-monitor-grace-period", NODE_GRACE, *ENDPOINT_BATCHING])
         sched = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
                  "clientConnection": {"kubeconfig": str(self.kubeconfig)}, "leaderElection": {"leaderElect": False},
                  "profiles": [{"schedulerName": "default-scheduler"}]}
@@ -325,8 +383,8 @@ class KubeLab:
                              "metadata": {"name": "launchers"},
                              "spec": {"selector": {}, "logs": [{"containers": ["launcher"],
                                                                 "logsFile": str(log_file), "follow": False}]}})
-        stages = [lab_stage(s) for p in sorted((self.bins / "kwok-stages").glob("*.yaml"))
-                  for s in yaml.safe_load_all(p.read_text()) if s]
+        stages = lab_stages([s for p in sorted((self.bins / "kwok-stages").glob("*.yaml"))
+                             for s in yaml.safe_load_all(p.read_text()) if s])
         (d / "kwok.yaml").write_text(yaml.safe_dump_all(kwok_cfg + stages))
         self._spawn("kwok", [self._bin("kwok"), "--config", str(d / "kwok.yaml"), *common,
                              "--manage-nodes-with-annotation-selector", f"{KWOK_ANNOTATION}=fake",
@@ -349,12 +407,22 @@ class KubeLab:
         return self
 
     def add_nodes(self, fabric: FabricIntent) -> list[str]:
-        """One kwok node per host; waits until every node is Ready. Returns the node names."""
+        """One kwok node per host; waits until every node is Ready and the node controller has taken its not-ready
+        taint off (else the first pods wait for a scheduling cycle after that). One list of the nodes each 0.3 s:
+        `kubectl wait` read and watched 64 nodes one after the other, 11 s. Returns the node names."""
         objs = node_objects(fabric)
         self.apply(objs)
         names = [o["metadata"]["name"] for o in objs]
-        self.kubectl("wait", "--for", "condition=Ready", *(f"node/{n}" for n in names), "--timeout", "90s",
-                     timeout=100)
+
+        def schedulable(node: dict[str, Any]) -> bool:
+            return any(c["type"] == "Ready" and c["status"] == "True" for c in node["status"].get("conditions", [])) \
+                and not any(t["key"] == NOT_READY_TAINT for t in node["spec"].get("taints", []))
+
+        def ready() -> bool:
+            nodes = {n["metadata"]["name"]: n for n in self.get("/api/v1/nodes", timeout=5)["items"]}
+            return all(n in nodes and schedulable(nodes[n]) for n in names)
+
+        self._wait("kwok", ready, 90)
         return names
 
     def use_nodes(self, fabric: FabricIntent) -> list[str]:
