@@ -15,12 +15,9 @@ package docstring.
 
 from __future__ import annotations
 
-import copy
 import json
 import os
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +31,8 @@ def _unescape(tok: str) -> str:
 
 def apply_patch(doc: dict, ops: list[dict]) -> dict:
     """RFC 6902 add/remove/replace on a copy; ValueError on a bad path (nothing applied)."""
+    import copy  # the imports only some commands need are where they are used (tests.standins.common)
+
     doc = copy.deepcopy(doc)
     for op in ops:
         parts = [_unescape(p) for p in op["path"].split("/")[1:]]
@@ -63,6 +62,9 @@ def apply_patch(doc: dict, ops: list[dict]) -> dict:
 
 def yang_problem(d: Path, config_db: dict) -> str:
     """The first YANG violation of `config_db`, '' when valid or when no checker is configured."""
+    import subprocess
+    import tempfile
+
     spec = read_json(d / "yang.json")
     if not spec:
         return ""
