@@ -89,16 +89,11 @@ def standins(tmp: Path, devices: dict[str, tuple[str, str]]) -> Iterator[Standin
         ]))
         Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
         sshd = subprocess.Popen(net.argv([SSHD, "-D", "-f", str(cfg), "-E", str(tmp / "sshd.log")]))
-        addr = next(iter(devices.values()))[1]
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            probe = subprocess.run(net.argv([sys.executable, "-c", f"import socket; socket.create_connection(("
-                                             f"'{addr}', 22), 1)"]), capture_output=True)
-            if probe.returncode == 0:
-                break
-            time.sleep(0.1)
-        else:
-            raise TimeoutError(f"stand-in sshd did not listen; see {tmp / 'sshd.log'}")
+        deadline = time.monotonic() + 10  # sshd writes its pid file once its listening sockets are bound
+        while not (tmp / "sshd.pid").exists():
+            if time.monotonic() > deadline or sshd.poll() is not None:
+                raise TimeoutError(f"stand-in sshd did not listen; see {tmp / 'sshd.log'}")
+            time.sleep(0.02)
         yield net
     finally:
         if sshd is not None:
