@@ -135,8 +135,11 @@ def test_sonic_plan_apply_checkpoint_and_rollback(sonic: tuple[StandinNet, Path,
     res3 = _json(run(net, "plan", str(strict), "--limit", LEAF, "--format", "json", state=state))[LEAF]
     assert res3["status"] == "unreachable" and "known_hosts" in res3["detail"], res3
 
+    logins = len((d / "logins").read_text().splitlines())
     p = run(net, "apply", str(inv), "--limit", LEAF, "--yes", *FAST, state=state)
     assert p.returncode == 0, p.stdout + p.stderr
+    # one login: the plan's session carries the transaction (tests/standins/device.py counts the sessions)
+    assert len((d / "logins").read_text().splitlines()) == logins + 1
     after = read_json(d / "running.json")
     assert after["BGP_NEIGHBOR"]["default|Ethernet16"]["holdtime"] == "9"
     intended = json.loads(_intent(inv)[1]["config_db.json"])

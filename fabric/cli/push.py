@@ -254,11 +254,11 @@ def apply_command(
     opts = engine.ApplyOptions(confirm_seconds=confirm_timer, postcheck_timeout=postcheck_timeout, settle=settle,
                                allow_unowned_removal=allow_unowned_removal)
     state.check_writable(ctx.name)  # the audit log and records first: refuse before any device is touched
-    with state.apply_lock(ctx.name), engine.signals_handled(engine.Stop()) as stop:
+    with state.apply_lock(ctx.name), engine.signals_handled(engine.Stop()) as stop, engine.kept_sessions() as sessions:
         settled = _settle_interrupted(ctx, opts, resume=resume)
         with track("apply") as progress:
             update = device_progress(progress, f"plan {ctx.name}", len(ctx.endpoints))
-            planned = engine.plan_all(ctx.endpoints, ctx.cred, workers=workers, progress=update)
+            planned = engine.plan_all(ctx.endpoints, ctx.cred, workers=workers, progress=update, keep=sessions)
         changed = [r.device for r in planned if r.status == "changed"]
         if planned and all(r.status == "unreachable" for r in planned):
             err.print(f"error: {none_answered(ctx.site, 'switches', [r.device for r in planned])}", markup=False,
@@ -280,7 +280,8 @@ def apply_command(
         with track("apply") as progress:
             update = device_progress(progress, f"apply {ctx.name} ({len(groups)} batches)", len(eps))
             applied = engine.rollout(ctx.name, eps, ctx.cred, opts, canary=canary, batch=batch, workers=workers,
-                                     progress=update, rollback_on_failure=rollback_on_failure, stop=stop)
+                                     progress=update, rollback_on_failure=rollback_on_failure, stop=stop,
+                                     sessions=sessions)
     done = {r.device: r for r in [*settled, *applied]}
     results = [done.get(r.device, r) for r in planned]
     print_results(f"{ctx.name}: apply", results, fmt, diffs=False)

@@ -81,7 +81,8 @@ def connect(ep: SwitchEndpoint, cred: Credentials, *, timeout: float,
 
 
 def plan_device(ep: SwitchEndpoint, cred: Credentials, *, timeout: float = 10,
-                progress: Progress = lambda _d, _s: None) -> DeviceResult:
+                progress: Progress = lambda _d, _s: None, keep: dict[str, Driver] | None = None) -> DeviceResult:
+    """The device's diff; `keep`: a changed device's session is left open there (the apply's transaction takes it)."""
     t0 = time.monotonic()
     drv, why = connect(ep, cred, timeout=timeout, progress=progress)
     if drv is None:
@@ -90,6 +91,8 @@ def plan_device(ep: SwitchEndpoint, cred: Credentials, *, timeout: float = 10,
     try:
         progress(ep.device, "diff")
         diff = drv.diff()
+        if keep is not None and not diff.empty:
+            keep[ep.device], drv = drv, None
         return DeviceResult(device=ep.device, target=ep.target, status="unchanged" if diff.empty else "changed",
                             diff=diff, detail="; ".join(diff.notes), seconds=time.monotonic() - t0)
     except (TargetError, *conn_errors()) as exc:
@@ -154,11 +157,25 @@ def plan_saved_all(names: list[str], endpoint: Callable[[str], SwitchEndpoint], 
 
 
 def plan_all(eps: list[SwitchEndpoint], cred: Credentials, *, workers: int = 8, timeout: float = 10,
-             progress: Progress = lambda _d, _s: None) -> list[DeviceResult]:
-    """Diff every endpoint, at most `workers` at a time; results in the order of `eps`."""
+             progress: Progress = lambda _d, _s: None, keep: dict[str, Driver] | None = None) -> list[DeviceResult]:
+    """Diff every endpoint, at most `workers` at a time; results in the order of `eps`. `keep` (an apply): where
+    every endpoint is planned at once (no more than `workers`), the changed devices' sessions stay open there for
+    their transactions (one login per switch; `kept_sessions` closes what is left); a larger plan closes each."""
+    keep = keep if keep is not None and len(eps) <= workers else None
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        futs = [pool.submit(plan_device, ep, cred, timeout=timeout, progress=progress) for ep in eps]
+        futs = [pool.submit(plan_device, ep, cred, timeout=timeout, progress=progress, keep=keep) for ep in eps]
         return [f.result() for f in futs]
+
+
+@contextlib.contextmanager
+def kept_sessions() -> Iterator[dict[str, Driver]]:
+    """Where `plan_all` keeps sessions for the transactions of the same run; those none took are closed at the end."""
+    sessions: dict[str, Driver] = {}
+    try:
+        yield sessions
+    finally:
+        while sessions:
+            close(sessions.popitem()[1])
 
 
 class Stop:
@@ -192,8 +209,12 @@ def signals_handled(stop: Stop) -> Iterator[Stop]:
 
 
 def apply_device(fabric: str, ep: SwitchEndpoint, cred: Credentials, opts: ApplyOptions, *, action: str = "apply",
-                 progress: Progress = lambda _d, _s: None, stop: Stop | None = None) -> DeviceResult:
+                 progress: Progress = lambda _d, _s: None, stop: Stop | None = None,
+                 session: Driver | None = None) -> DeviceResult:
     """One device transaction; always audited when the device was (or may have been) changed.
+
+    `session`: the plan's open session to the device (`plan_all` keep); one the switch closed meanwhile (the
+    operator took long to confirm) is replaced by a new one before anything is read.
 
     Any exception after the commit — a refused command, a lost session, a reply that is not what was
     expected, a full disk, an interrupt — rolls the device back, over a new session when needed, after
@@ -207,9 +228,18 @@ def apply_device(fabric: str, ep: SwitchEndpoint, cred: Credentials, opts: Apply
     stop = stop if stop is not None else Stop()
     try:
         stage("connecting")
-        drv = open_driver(ep, cred, timeout=opts.connect_timeout, progress=stage)
-        stage("diff")
-        res.diff = drv.diff()
+        if session is not None:
+            drv, session.progress = session, stage
+            stage("diff")
+            try:
+                res.diff = drv.diff()
+            except conn_errors():  # the switch closed the plan's session while it waited: a new one
+                close(drv)
+                drv = None
+        if drv is None:
+            drv = open_driver(ep, cred, timeout=opts.connect_timeout, progress=stage)
+            stage("diff")
+            res.diff = drv.diff()
         if res.diff.empty:
             res.status = "unchanged"
             return res
@@ -370,7 +400,8 @@ def batches(devices: list[str], canary: int, batch: str) -> list[list[str]]:
 
 def rollout(fabric: str, eps: list[SwitchEndpoint], cred: Credentials, opts: ApplyOptions, *, canary: int, batch: str,
             workers: int, action: str = "apply", progress: Progress = lambda _d, _s: None,
-            rollback_on_failure: bool = False, stop: Stop | None = None) -> list[DeviceResult]:
+            rollback_on_failure: bool = False, stop: Stop | None = None,
+            sessions: dict[str, Driver] | None = None) -> list[DeviceResult]:
     """Apply batch by batch; the first batch with a device not applied/unchanged stops the rollout.
 
     `rollback_on_failure`: the devices earlier batches applied go back to their recorded state (the
@@ -386,7 +417,8 @@ def rollout(fabric: str, eps: list[SwitchEndpoint], cred: Credentials, opts: App
         for i, group in enumerate(plan):
             with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
                 futs = {n: pool.submit(apply_device, fabric, by_name[n], cred, opts, action=action,
-                                       progress=progress, stop=stop) for n in group}
+                                       progress=progress, stop=stop, session=(sessions or {}).pop(n, None))
+                        for n in group}
                 for n, f in futs.items():
                     results[n] = f.result()
             if stop or any(results[n].status not in ("applied", "unchanged") for n in group):

@@ -1,11 +1,13 @@
-"""State files of one stand-in device: a directory with a lock, JSON/text state and `peers.json`."""
+"""State files of one stand-in device: a directory with a lock, JSON/text state and `peers.json`.
+
+Every stand-in command (a Python process each, hundreds per push) imports this module: modules that only some
+commands need (subprocess, tempfile, copy) are imported where they are used."""
 
 from __future__ import annotations
 
 import fcntl
 import json
 import os
-import subprocess
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -44,6 +46,8 @@ def peers(d: Path) -> dict[str, int]:
 
 def spawn(module: str, *args: str) -> None:
     """A detached helper process (a confirm timer), surviving the SSH session."""
+    import subprocess  # here: every stand-in command imports this module, few start a process
+
     subprocess.Popen([sys.executable, "-m", module, *args], cwd=ROOT, start_new_session=True,
                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                      env={**os.environ, "PYTHONPATH": str(ROOT)})

@@ -9,14 +9,10 @@ from __future__ import annotations
 
 import os
 import sys
-import sysconfig
-from pathlib import Path
 
-from tests.standins.common import ROOT
-
-# A stand-in command runs with `python -S` (no site: the editable install's finder alone costs more than the
-# command's work) and the venv's packages on PYTHONPATH: a switch push runs it hundreds of times.
-SITE = sysconfig.get_paths()["purelib"]
+# Every SSH session starts this module (a GPU host: every command the tool runs there), so it imports `os` and
+# `sys` alone (no pathlib, json, sysconfig: they cost more than the session's own work).
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
 HOST_TOOLS = ("ib_write_bw", "ib_write_lat", "mpirun", "all_reduce_perf", "ethtool")
 SHIMS = {"host": dict.fromkeys(HOST_TOOLS, "host"),
          "sonic": {"config": "sonic", "show": "sonic", "vtysh": "sonic", "queuestat": "sonic", "wredstat": "sonic",
@@ -34,47 +30,78 @@ NV_CACHED = """case "$3" in *[!A-Za-z0-9_.-]*|"") ;; *)
 esac
 """
 
+# SONiC's `show runningconfiguration all` (read several times by every plan and apply) depends on running.json alone:
+# the answer kept in answers/ (tests.standins.sonic.show_running) carries the modification time of the running.json
+# it was read from, and is given again while running.json has that time (replaced since: Python answers anew).
+SHOW_CACHED = """[ "$#:$1:$2" = 2:runningconfiguration:all ] && {
+  f="$STANDIN_DEV/answers/running" t="$STANDIN_DEV/running.json"
+  [ -f "$f" ] && [ -f "$t" ] && [ ! "$f" -nt "$t" ] && [ ! "$f" -ot "$t" ] && exec cat "$f"
+}
+"""
+CACHED = {"nv": NV_CACHED, "show": SHOW_CACHED}
 
-def _install(path: Path, script: str) -> None:
+
+def pythonpath() -> str:
+    """What a stand-in command runs with: `python -S` (no site: the editable install's finder alone costs more than
+    the command's work; a switch push runs hundreds) and this tree and the venv's packages on PYTHONPATH."""
+    import sysconfig
+
+    return f"{ROOT}:{sysconfig.get_paths()['purelib']}"
+
+
+def _install(path: str, script: str) -> None:
     """An executable script, written once and atomically: sessions of one device start at once, and a shim
     seen half-written (empty, or not yet executable, so PATH falls through to a real tool) fails a command."""
-    if path.is_file() and path.read_text() == script:
-        return
-    tmp = path.with_name(f".{path.name}.{os.getpid()}")
-    tmp.write_text(script)
-    tmp.chmod(0o755)
-    tmp.replace(path)
+    try:
+        with open(path) as f:
+            if f.read() == script:
+                return
+    except OSError:
+        pass
+    tmp = os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.{os.getpid()}")
+    with open(tmp, "w") as f:
+        f.write(script)
+    os.chmod(tmp, 0o755)
+    os.replace(tmp, path)
 
 
-def shims(bindir: Path, kind: str) -> None:
-    bindir.mkdir(exist_ok=True)
+def shims(bindir: str | os.PathLike[str], kind: str, path: str | None = None) -> None:
+    """The stand-in commands of `kind` in `bindir`; `path`: their PYTHONPATH (`pythonpath()`; a session gets it
+    from the harness's ForceCommand)."""
+    bindir = os.fspath(bindir)
+    os.makedirs(bindir, exist_ok=True)
+    path = path or pythonpath()
     for cmd, mod in SHIMS.get(kind, {}).items():
-        cached = NV_CACHED if cmd == "nv" else ""
-        _install(bindir / cmd, f'#!/bin/sh\n{cached}PYTHONPATH={ROOT}:{SITE} exec {sys.executable} -S -m '
-                               f'tests.standins.{mod} {cmd} "$@"\n')
-    _install(bindir / "sudo", '#!/bin/sh\n[ "$1" = "-n" ] && shift\nexec "$@"\n')
+        cached = CACHED.get(cmd, "")
+        _install(os.path.join(bindir, cmd), f'#!/bin/sh\n{cached}PYTHONPATH={path} exec {sys.executable} -S -m '
+                                            f'tests.standins.{mod} {cmd} "$@"\n')
+    _install(os.path.join(bindir, "sudo"), '#!/bin/sh\n[ "$1" = "-n" ] && shift\nexec "$@"\n')
 
 
 def main() -> int:
     local = os.environ.get("SSH_CONNECTION", "").split()[2]
-    d = Path(os.environ["STANDIN_ROOT"]) / local
-    kind = (d / "kind").read_text().strip()
-    env = {**os.environ, "STANDIN_DEV": str(d), "PYTHONPATH": str(ROOT), "HOME": str(d)}
+    d = os.path.join(os.environ["STANDIN_ROOT"], local)
+    with open(os.path.join(d, "kind")) as f:
+        kind = f.read().strip()
+    with open(os.path.join(d, "logins"), "a") as f:  # one line per SSH session (the tests count the tool's logins)
+        f.write(f"{os.environ.get('SSH_ORIGINAL_COMMAND', '')[:60]}\n")
+    env = {**os.environ, "STANDIN_DEV": d, "PYTHONPATH": ROOT, "HOME": d}
     if kind == "eos":
         os.chdir(ROOT)
         os.execve(sys.executable, [sys.executable, "-m", "tests.standins.eos"], env)
-    shims(d / "bin", kind)
+    bindir = os.path.join(d, "bin")
+    shims(bindir, kind, os.environ["PYTHONPATH"])  # the harness's: this tree and the venv's packages
+    path = f"{bindir}:{os.environ.get('PATH', '/usr/bin:/bin')}"
     if kind == "host":  # a GPU host: the command ssh was given, with the stand-in tools and sysfs first
-        env.update(PATH=f"{d / 'bin'}:{os.environ.get('PATH', '/usr/bin:/bin')}", ROCE_FABRIC_SYSFS=str(d / "sys"))
+        env.update(PATH=path, ROCE_FABRIC_SYSFS=os.path.join(d, "sys"))
         os.chdir(d)
         command = os.environ.get("SSH_ORIGINAL_COMMAND", "")
         os.execve("/bin/sh", ["sh", "-c", command] if command else ["sh"], env)
     # the host part follows an applied hostname (NVUE: tests/standins/nvue.py writes `hostname`), as `\h` does
-    env.update(PATH=f"{d / 'bin'}:{os.environ.get('PATH', '/usr/bin:/bin')}",
-               PS1=f"admin@$(cat hostname 2>/dev/null || echo {d.name}):~$ ", TERM="dumb")
+    env.update(PATH=path, PS1=f"admin@$(cat hostname 2>/dev/null || echo {local}):~$ ", TERM="dumb")
     if kind == "sonic":  # the device's /etc/sysctl.d (tests.standins.sonic), never the test machine's
-        (d / "sysctl.d").mkdir(exist_ok=True)
-        env["ROCE_FABRIC_SYSCTL_D"] = str(d / "sysctl.d")
+        os.makedirs(os.path.join(d, "sysctl.d"), exist_ok=True)
+        env["ROCE_FABRIC_SYSCTL_D"] = os.path.join(d, "sysctl.d")
     os.chdir(d)
     os.execve("/bin/bash", ["bash", "--norc", "--noprofile", "-i"], env)
     return 1

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from fabric.lab.daemons import SSHD_KEX, sshd_setenv
-from tests.standins.common import ROOT, write_json
-from tests.standins.device import SITE
+from tests.standins.common import write_json
+from tests.standins.device import pythonpath
 
 SSHD = "/usr/sbin/sshd"
 
@@ -76,8 +76,8 @@ def standins(tmp: Path, devices: dict[str, tuple[str, str]]) -> Iterator[Standin
         (tmp / "authorized_keys").write_text((tmp / "id_ed25519.pub").read_text())
         host = (tmp / "host_ed25519.pub").read_text().split()
         net.known_hosts.write_text("".join(f"{a} {host[0]} {host[1]}\n" for _k, a in devices.values()))
-        # `-S` as for the stand-in commands (tests.standins.device.SITE): each SSH session starts this
-        cmd = f"STANDIN_ROOT={root} PYTHONPATH={ROOT}:{SITE} exec {sys.executable} -S -m tests.standins.device"
+        # `-S` as for the stand-in commands (tests.standins.device.pythonpath): each SSH session starts this
+        cmd = f"STANDIN_ROOT={root} PYTHONPATH={pythonpath()} exec {sys.executable} -S -m tests.standins.device"
         cfg = tmp / "sshd_config"
         cfg.write_text("\n".join([
             *(f"ListenAddress {a}" for _k, a in devices.values()), "Port 22", f"HostKey {tmp / 'host_ed25519'}",
@@ -89,16 +89,11 @@ def standins(tmp: Path, devices: dict[str, tuple[str, str]]) -> Iterator[Standin
         ]))
         Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
         sshd = subprocess.Popen(net.argv([SSHD, "-D", "-f", str(cfg), "-E", str(tmp / "sshd.log")]))
-        addr = next(iter(devices.values()))[1]
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            probe = subprocess.run(net.argv([sys.executable, "-c", f"import socket; socket.create_connection(("
-                                             f"'{addr}', 22), 1)"]), capture_output=True)
-            if probe.returncode == 0:
-                break
-            time.sleep(0.1)
-        else:
-            raise TimeoutError(f"stand-in sshd did not listen; see {tmp / 'sshd.log'}")
+        deadline = time.monotonic() + 10  # sshd writes its pid file once its listening sockets are bound
+        while not (tmp / "sshd.pid").exists():
+            if time.monotonic() > deadline or sshd.poll() is not None:
+                raise TimeoutError(f"stand-in sshd did not listen; see {tmp / 'sshd.log'}")
+            time.sleep(0.02)
         yield net
     finally:
         if sshd is not None:

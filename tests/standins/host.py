@@ -22,7 +22,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -105,6 +104,8 @@ def perftest(tool: str, args: list[str]) -> int:
 
 
 def mpirun(args: list[str]) -> int:
+    import subprocess  # the imports only some commands need are where they are used (tests.standins.common)
+
     np_, hostfile, mapby = _opt(args, "-np", "-n"), _opt(args, "--hostfile"), _opt(args, "--map-by")
     if not np_ or not hostfile or not mapby or not (m := re.fullmatch(r"ppr:(\d+):node", mapby)):
         return _fail("mpirun", "expected -np, --hostfile and --map-by ppr:<n>:node")

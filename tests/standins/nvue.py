@@ -17,7 +17,6 @@ unless `nv config apply --confirm-yes` comes first, the previous revision is app
 
 from __future__ import annotations
 
-import copy
 import json
 import os
 import sys
@@ -30,6 +29,8 @@ from tests.standins.common import dev_dir, locked, peers, read_json, spawn, writ
 
 
 def merge(dst: dict, src: dict) -> None:
+    import copy  # the imports only some commands need are where they are used (tests.standins.common)
+
     for k, v in src.items():
         if isinstance(v, dict) and isinstance(dst.get(k), dict):
             merge(dst[k], v)

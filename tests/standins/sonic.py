@@ -15,11 +15,9 @@ package docstring.
 
 from __future__ import annotations
 
-import copy
 import json
-import subprocess
+import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +31,8 @@ def _unescape(tok: str) -> str:
 
 def apply_patch(doc: dict, ops: list[dict]) -> dict:
     """RFC 6902 add/remove/replace on a copy; ValueError on a bad path (nothing applied)."""
+    import copy  # the imports only some commands need are where they are used (tests.standins.common)
+
     doc = copy.deepcopy(doc)
     for op in ops:
         parts = [_unescape(p) for p in op["path"].split("/")[1:]]
@@ -62,6 +62,9 @@ def apply_patch(doc: dict, ops: list[dict]) -> dict:
 
 def yang_problem(d: Path, config_db: dict) -> str:
     """The first YANG violation of `config_db`, '' when valid or when no checker is configured."""
+    import subprocess
+    import tempfile
+
     spec = read_json(d / "yang.json")
     if not spec:
         return ""
@@ -216,6 +219,26 @@ def bgp_summary(d: Path) -> dict:
     return {"ipv4Unicast": {"as": asn, "peers": out, "totalPeers": len(out)}}
 
 
+def show_running(d: Path) -> int:
+    """`show runningconfiguration all`: CONFIG_DB as SONiC prints it. The answer is kept in answers/ with the
+    modification time of the running.json it was read from, and the shim gives it again while running.json is
+    that same file (device.SHOW_CACHED): a push reads it several times between changes."""
+    path = d / "running.json"
+    try:
+        stamp = path.stat().st_mtime_ns  # before the read: a running.json replaced since has another time
+    except FileNotFoundError:
+        print("{}")
+        return 0
+    answer = json.dumps(json.loads(path.read_text()), indent=4, sort_keys=True) + "\n"
+    sys.stdout.write(answer)
+    (d / "answers").mkdir(exist_ok=True)
+    tmp = d / "answers" / f".running.{os.getpid()}"
+    tmp.write_text(answer)
+    os.utime(tmp, ns=(stamp, stamp))
+    tmp.replace(d / "answers" / "running")
+    return 0
+
+
 def main(argv: list[str]) -> int:
     prog, args = Path(argv[0]).name, argv[1:]
     d = dev_dir()
@@ -224,8 +247,7 @@ def main(argv: list[str]) -> int:
     if prog == "sysctl":
         return sysctl(args)
     if prog == "show" and args[:2] == ["runningconfiguration", "all"]:
-        print(json.dumps(read_json(d / "running.json", {}), indent=4, sort_keys=True))
-        return 0
+        return show_running(d)
     if prog == "vtysh" and args[:1] == ["-c"] and args[1] == "show bgp summary json":
         if (d / "bgpd-restarting").exists():  # a fault the tests inject: bgpd answers before it is ready
             print("% BGP instance not found, bgpd is starting")

@@ -58,14 +58,14 @@ rc=0
 echo $rc > "$D/apply.rc"
 if [ "$rc" != 0 ]; then sysctl_undo; echo failed > "$D/state"; exit 1; fi
 echo waiting > "$D/state"
-i=0
-while [ "$i" -lt "$T" ]; do
+i=0  # in fifths of a second (as the FRR job): a confirm or cancel is seen within 0.2 s, the timer stays T seconds
+while [ "$i" -lt "$((T * 5))" ]; do
   if [ -e "$D/confirm" ]; then
     $SUDO config save -y > "$D/save.log" 2>&1
     echo confirmed > "$D/state"; exit 0
   fi
   [ -e "$D/cancel" ] && break
-  sleep 1; i=$((i+1))
+  sleep 0.2; i=$((i+1))
 done
 echo reverting > "$D/state"
 $SUDO config rollback "$CP" > "$D/revert.log" 2>&1; echo $? > "$D/revert.rc"
