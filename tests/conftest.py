@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -28,6 +29,14 @@ def example_copy(tmp_path: Path) -> Path:
     dst = tmp_path / "example"
     shutil.copytree(EXAMPLE, dst)
     return dst
+
+
+@pytest.fixture(scope="session")
+def accept_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The accept modules' lab (tests/test_lab_support.py accept_lab), one bring-up in a test process for both."""
+    from tests.test_lab_support import accept_lab
+
+    yield from accept_lab(tmp_path_factory.mktemp("acclab"))
 
 
 # Parallel runs (`pytest -n 8 --dist loadgroup`, what `make test` does): the tests of one xdist group run one

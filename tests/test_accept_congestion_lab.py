@@ -8,30 +8,24 @@ Faults: a sender's rail throttled (incast names it) and a leaf port whose queues
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import require
-from tests.test_lab_support import example_lab, fabric, lab_state, require_lab
+from tests.test_lab_support import ACCEPT_LAB, fabric, lab_state
 
 pytestmark = [pytest.mark.root, pytest.mark.lab]
 ROOT = Path(__file__).resolve().parent.parent
-NAME = "congestlab"
+NAME = ACCEPT_LAB
 
 
-@pytest.fixture(scope="module")
-def inv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """The example fabric under its own name, prefix and management subnet. (Other labs stay away by the root/lab
-    xdist group of tests/conftest.py; a shared machine's lock is taken around the pytest run, not here, where a
-    second flock on the same file would wait for the first forever.)"""
-    require_lab()
-    require(shutil.which("iperf3") is not None, "iperf3")
-    with example_lab(tmp_path_factory.mktemp("cg") / NAME, NAME, "cg", "198.51.102.0/24") as d:
-        yield d
+@pytest.fixture
+def inv(accept_lab: str) -> str:
+    """The example fabric under its own name, prefix and management subnet, shared with tests/test_accept_lab.py.
+    (Other labs stay away by the root/lab xdist group of tests/conftest.py; a shared machine's lock is taken around
+    the pytest run, not here, where a second flock on the same file would wait for the first forever.)"""
+    return accept_lab
 
 
 def _ets_floor(inv: str) -> float:

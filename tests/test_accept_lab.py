@@ -4,44 +4,23 @@ ib_write_bw and ping for ib_write_lat (veths have no RDMA) through the same runn
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import require
-from tests.test_lab_support import STATE_BASE, example_lab, fabric, lab_links, lab_namespaces, lab_state, require_lab
+from tests.test_lab_support import ACCEPT_LAB, fabric, lab_state
 
 pytestmark = [pytest.mark.root, pytest.mark.lab]
 ROOT = Path(__file__).resolve().parent.parent
-NAME = "acclab"
+NAME = ACCEPT_LAB
 
 
-@pytest.fixture(scope="module")
-def inv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """The example fabric under its own name, namespace prefix and management subnet (no clash with
-    other labs on the machine); always torn down."""
-    require_lab()
-    require(shutil.which("iperf3") is not None, "iperf3")
-    try:
-        with example_lab(tmp_path_factory.mktemp("acc") / NAME, NAME, "ac", "198.51.100.0/24") as inv:
-            yield inv
-    finally:
-        _assert_nothing_left()
-
-
-def _assert_nothing_left() -> None:
-    """No namespace, link or process of this lab (scoped: other labs may run on the machine)."""
-    from fabric.lab.plan import tag
-    from fabric.lab.sh import alive, cmdline
-
-    assert lab_namespaces(f"ac-{NAME}-") == []
-    assert lab_links(f"ac-{tag(NAME)}") == []
-    mine = f"{STATE_BASE}/{NAME}/"
-    assert [p.name for p in Path("/proc").iterdir()
-            if p.name.isdigit() and mine in cmdline(int(p.name)) and alive(int(p.name))] == []
+@pytest.fixture
+def inv(accept_lab: str) -> str:
+    """The example fabric under its own name, namespace prefix and management subnet (no clash with other labs on
+    the machine), shared with tests/test_accept_congestion_lab.py; always torn down, nothing left."""
+    return accept_lab
 
 
 def _leftover_tools() -> list[str]:

@@ -79,17 +79,17 @@ def lab_links(prefix: str = "rf-") -> list[str]:
     return [ln.split()[0].split("@")[0] for ln in out.splitlines() if ln.startswith(prefix)]
 
 
-def assert_nothing_left(fabric_name: str) -> None:
-    """No namespace, root-namespace link or process of this fabric's lab remains.
+def assert_nothing_left(fabric_name: str, prefix: str = "rf") -> None:
+    """No namespace, root-namespace link or process of this fabric's lab (namespace prefix `prefix`) remains.
 
     Scoped to the fabric (`rf-<fabric>-…`, `rf-<tag>…`) because other engineers' tests on a shared
     machine create their own `rf…` namespaces; in CI this is every `rf-` name the lab makes.
     """
     from fabric.lab.plan import tag
 
-    assert lab_namespaces(f"rf-{fabric_name}-") == []
+    assert lab_namespaces(f"{prefix}-{fabric_name}-") == []
     assert lab_processes(fabric_name) == []
-    assert lab_links(f"rf-{tag(fabric_name)}") == []
+    assert lab_links(f"{prefix}-{tag(fabric_name)}") == []
 
 
 @contextmanager
@@ -110,3 +110,21 @@ def example_lab(dst: Path, name: str, prefix: str, management: str) -> Iterator[
         fabric("lab", "fault", str(dst), "clear")
         p = fabric("lab", "down", str(dst))
         assert p.returncode == 0, p.stderr
+
+
+ACCEPT_LAB = "acclab"
+
+
+def accept_lab(tmp: Path) -> Iterator[str]:
+    """The lab of the accept modules (tests/test_accept_lab.py, tests/test_accept_congestion_lab.py): the example
+    under its own name, prefix and management subnet, brought up once for both (tests/conftest.py `accept_lab`:
+    each of their tests clears its faults), torn down with nothing left."""
+    from tests.conftest import require
+
+    require_lab()
+    require(shutil.which("iperf3") is not None, "iperf3")
+    try:
+        with example_lab(tmp / ACCEPT_LAB, ACCEPT_LAB, "ac", "198.51.100.0/24") as inv:
+            yield inv
+    finally:
+        assert_nothing_left(ACCEPT_LAB, "ac")
