@@ -257,16 +257,31 @@ def ssh(inventory: InventoryArg, node: Annotated[str, typer.Argument(help="switc
     sys.exit(subprocess.run(argv).returncode)
 
 
+def _reconverge(st, fabric, timeout: float = 60) -> None:
+    """Wait until every session is Established and ECMP is full width again; exit 1 if not within `timeout`."""
+    from fabric.lab.sh import StepError
+    from fabric.lab.status import wait_converged
+
+    t0 = time.monotonic()
+    try:
+        wait_converged(st, fabric, timeout=timeout)
+    except StepError as exc:
+        err.print(f"error: {exc.detail}")
+        sys.exit(1)
+    out.print(f"converged again in {time.monotonic() - t0:.1f}s")
+
+
 @lab_app.command()
 def fault(inventory: InventoryArg,
           action: Annotated[str, typer.Argument(help="link | throttle | clear")],
           args: Annotated[list[str] | None,
                           typer.Argument(help="link DEV:PORT down|up; throttle DEV:PORT RATE")] = None,
           ) -> None:
-    """Inject or clear faults: `link DEV:PORT down|up`, `throttle DEV:PORT RATE`, `clear`."""
+    """Inject or clear faults: `link DEV:PORT down|up`, `throttle DEV:PORT RATE`, `clear` (once BGP has converged
+    again)."""
     from fabric.lab import faults
 
-    st, _ = _state(inventory)
+    st, fabric = _state(inventory)
     args = args or []
     if action == "link" and len(args) == 2:
         f = faults.link(st, args[0], args[1])
@@ -277,6 +292,8 @@ def fault(inventory: InventoryArg,
     elif action == "clear" and not args:
         cleared = faults.clear(st)
         out.print(f"{len(cleared)} faults cleared")
+        if any(f.kind == "link" for f in cleared):  # BGP over a cable back up takes seconds: done once it has
+            _reconverge(st, fabric)
     else:
         raise UsageError("expected `fault INV link DEV:PORT down|up`, `fault INV throttle DEV:PORT RATE` "
                          f"or `fault INV clear`, found {' '.join([action, *args])!r}")
