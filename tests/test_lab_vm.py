@@ -30,7 +30,7 @@ import yaml
 from fabric.accept import counters as cn
 from fabric.accept.checks.congestion import Ets, EtsInput, Incast, IncastInput, backlogged_share, configured_share
 from fabric.accept.results import Measurement
-from fabric.accept.tools import End, IbWriteBw, Iperf3, ends
+from fabric.accept.tools import CONNECT_RETRIES, End, IbWriteBw, Iperf3, ends
 from fabric.design.derive import derive
 from fabric.design.intent import FabricIntent
 from fabric.lab import vm
@@ -81,10 +81,17 @@ def sh(lab: vm.VmLab, lines: list[str], timeout: float = 240) -> str:
 def iperf(tool: Iperf3, src: End, dst: End, port: int, seconds: int, out: str) -> tuple[str, str]:
     """The ets/incast checks' own iperf3 command lines in the hosts' namespaces (server, client in the
     background). `-w 1M`: a window past the receiver's early autotuning, so the flows keep the 20 Mb/s port's
-    queues backlogged (with autotuned windows a queue stayed under RED's 150 KB minimum now and then)."""
-    server = f"ip netns exec {dst.host} {shlex.join(tool.server(dst, port, seconds))} > $O/{out}-server.json &"
-    client = (f"ip netns exec {src.host} timeout 60 {shlex.join([*tool.client(src, dst, port, seconds), '-w', '1M'])}"
-              f" > $O/{out}.json &")
+    queues backlogged (with autotuned windows a queue stayed under RED's 150 KB minimum now and then). A client
+    that could not connect (its SYN queued behind the other flow's backlog past `--connect-timeout`) starts again
+    after the pauses the product's runner takes (fabric.accept.tools.CONNECT_RETRIES); the one-client server is
+    bounded, so a phase whose client never connected ends instead of waiting for it."""
+    server = (f"ip netns exec {dst.host} timeout {seconds + 60} {shlex.join(tool.server(dst, port, seconds))} "
+              f"> $O/{out}-server.json &")
+    argv = shlex.join([*tool.client(src, dst, port, seconds), "-w", "1M"])
+    pauses = " ".join(str(x) for x in CONNECT_RETRIES if x is not None)
+    client = (f"(for pause in {pauses} end; do ip netns exec {src.host} timeout 60 {argv} > $O/{out}.json; "
+              f"grep -q {shlex.quote(tool.not_connected[0])} $O/{out}.json && [ $pause != end ] || break; "
+              f"busybox sleep $pause; done) &")
     return server, client
 
 
