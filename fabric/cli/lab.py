@@ -6,7 +6,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.table import Table
@@ -14,6 +14,10 @@ from rich.text import Text
 
 from fabric.cli.console import console, styled
 from fabric.errors import UsageError
+
+if TYPE_CHECKING:
+    from fabric.design.intent import FabricIntent
+    from fabric.lab.state import LabState
 
 lab_app = typer.Typer(no_args_is_help=True,
                       help="A whole fabric on this machine: namespaces, veths, FRR, sshd.")
@@ -257,7 +261,7 @@ def ssh(inventory: InventoryArg, node: Annotated[str, typer.Argument(help="switc
     sys.exit(subprocess.run(argv).returncode)
 
 
-def _reconverge(st, fabric, timeout: float = 60) -> None:
+def _reconverge(st: LabState, fabric: FabricIntent, timeout: float = 60) -> None:
     """Wait until every session is Established and ECMP is full width again; exit 1 if not within `timeout`."""
     from fabric.lab.sh import StepError
     from fabric.lab.status import wait_converged
