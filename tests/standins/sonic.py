@@ -157,8 +157,19 @@ def _kernel(d: Path) -> dict[str, str]:
 def sysctl_printed(asked: str) -> str:
     """procps's slashdot(): the first separator decides; a key asked with `/` first is printed with `.` (and a `.`
     inside a name as `/`), as procps 4.0.2 prints `net/ipv4/conf/dum0.5/rp_filter` (checked on this machine)."""
-    first = next((c for c in asked if c in "./"), ".")
-    return asked if first == "." else asked.translate(str.maketrans("./", "/."))
+    return asked if _dotted(asked) else asked.translate(_SWAP)
+
+
+def _proc_path(asked: str) -> str:
+    """The /proc/sys path procps stats for a key: a key asked with `.` first has its separators swapped."""
+    return f"/proc/sys/{asked.translate(_SWAP) if _dotted(asked) else asked}"
+
+
+def _dotted(asked: str) -> bool:
+    return next((c for c in asked if c in "./"), ".") == "."
+
+
+_SWAP = str.maketrans("./", "/.")
 
 
 def sysctl(args: list[str]) -> int:
@@ -181,8 +192,7 @@ def sysctl(args: list[str]) -> int:
         for key, value in pairs:
             if key not in values:
                 if "-e" not in flags:
-                    print(f"sysctl: cannot stat /proc/sys/{key.replace('.', '/')}: No such file or directory",
-                          file=sys.stderr)
+                    print(f"sysctl: cannot stat {_proc_path(key)}: No such file or directory", file=sys.stderr)
                     rc = 255
                 continue
             values[key] = value
@@ -195,8 +205,7 @@ def sysctl(args: list[str]) -> int:
             key = sysctl_printed(asked)
             if key not in values:
                 if "-e" not in flags:
-                    print(f"sysctl: cannot stat /proc/sys/{asked.replace('.', '/')}: No such file or directory",
-                          file=sys.stderr)
+                    print(f"sysctl: cannot stat {_proc_path(asked)}: No such file or directory", file=sys.stderr)
                     rc = 1
                 continue
             print(values[key] if "-n" in flags else f"{key} = {values[key]}")

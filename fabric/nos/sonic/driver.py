@@ -134,7 +134,7 @@ class SonicDriver(Driver):
         return json.dumps(self._running(), indent=2, sort_keys=True)
 
     def _sysctl_running(self, keys: list[str]) -> dict[str, str]:
-        """The values `sysctl -n` reads (keys the kernel lacks left out) and the persisted file's text."""
+        """The values one `sysctl -e` reads (keys the kernel lacks left out) and the persisted file's text."""
         mark = "@@RF@@"
         cmd = (f"{shell.sysctl_read(keys)}; echo {mark}; "
                f"cat \"${{ROCE_FABRIC_SYSCTL_D:-/etc/sysctl.d}}/95-roce-fabric.conf\" 2>/dev/null")
@@ -143,7 +143,7 @@ class SonicDriver(Driver):
         if mark not in out:
             raise TargetError("sysctl: no answer from the switch")
         read = shell.sysctl_values(values)
-        data = {k: read[shell.sysctl_printed(k)] for k in keys if shell.sysctl_printed(k) in read}
+        data = {k: v for k in keys if (v := read.get(shell.sysctl_printed(k))) is not None}
         if persisted.strip():
             data[SYSCTL_FILE] = persisted if persisted.endswith("\n") else persisted + "\n"
         return data
