@@ -84,7 +84,7 @@ TEST_WORKERS ?= 8
 # package again; one collection first writes it once, before the workers read it.
 TEST_ENV = env -u PYTHONDONTWRITEBYTECODE
 test: deps venv refs
-	@tools/k8s-bins/build.sh >/dev/null || echo "make test: no Kubernetes binaries: the cluster tests skip (fail with CI=true)" >&2
+	@$(MAKE) -s k8s-bins || echo "make test: no Kubernetes binaries: the cluster tests skip (fail with CI=true)" >&2
 	$(VENV)/bin/ruff check fabric tests bench
 	$(VENV)/bin/lint-imports
 	$(TEST_ENV) $(VENV)/bin/pytest -q --collect-only -p no:cacheprovider >/dev/null

@@ -190,11 +190,10 @@ def rdma_rail(fabric: FabricIntent, lab: vm.VmLab) -> list[str]:
                 f"rule add pref {100 + k} iif lo from {e.ip} lookup {100 + k}",
                 f"route add {e.ip.rsplit('.', 1)[0]}.0/24 dev {e.rdma}n src {e.ip} table {100 + k}"]
         sysctls += [f"net.ipv4.conf.{e.rdma}n.accept_local=1", f"net.ipv4.conf.{e.rdma}n.rp_filter=0"]
-    # batches (here-documents: no process), one `ip` and `sysctl` each: under emulation every process
-    # started costs about 0.1 CPU-s of the host
-    lines = [*batch("ip", [f"netns del {n}" for n in lab.hosts]), "sleep 1", *batch("ip", ips),
+    # one `ip` and one `sysctl` for all (vm.batch: under emulation every process started costs the host)
+    lines = [*vm.batch("ip", [f"netns del {n}" for n in lab.hosts]), "sleep 1", *vm.batch("ip", ips),
              f"sysctl -qw {' '.join(sysctls)}",
-             *batch(f"ip -n {LEAF}", [f"link set {port} master br0 up" for _, port in rails]),
+             *vm.batch(f"ip -n {LEAF}", [f"link set {port} master br0 up" for _, port in rails]),
              *(f"rdma link add {ep[h].rdma} type rxe netdev {ep[h].rdma}n" for h, _ in rails),
              f"tc -n {LEAF} -force -batch {lab.dir}/leaf-tc.batch 2>/dev/null", "rdma link show > $O/rdma-links.txt"]
     rcv = ep[RECEIVER]
@@ -219,11 +218,6 @@ def rdma_rail(fabric: FabricIntent, lab: vm.VmLab) -> list[str]:
     lines += [f"ip netns exec {LEAF} tc -s filter show dev {port} parent 1: > $O/rdma-filter-{h}.txt"
               for h, port in zip([RECEIVER, *SENDERS[:2]], PORTS, strict=False)]
     return [*lines, "grep . /sys/class/infiniband/rxe*/ports/1/hw_counters/* > $O/rdma-hw-counters.txt"]
-
-
-def batch(tool: str, cmds: list[str]) -> list[str]:
-    """One `<tool> -batch` of the commands, from a here-document (it stops at the first command that fails)."""
-    return [f"{tool} -batch - <<'EOF'", *cmds, "EOF"]
 
 
 def listening(port: int, seconds: int = 30) -> str:

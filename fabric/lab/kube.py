@@ -125,29 +125,25 @@ def lab_stages(stages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     unchanged), a pod without init containers Running and Ready in one step ("pod-run"), and "pod-ready" left
     alone once a pod has ended (its selector matched a Succeeded pod again, and kwok retried a patch the API server
     refuses: `may not be transitioned to non-terminated state`)."""
-    out = []
+    guards = {"pod-create": _expr(".spec.initContainers", "Exists"),
+              "pod-ready": _expr(".status.phase", "NotIn", "Succeeded", "Failed")}
     for stage in stages:
-        spec = stage.get("spec", {})
+        spec = stage.setdefault("spec", {})
         if delay := spec.get("delay"):
             if "durationMilliseconds" in delay:
                 delay["durationMilliseconds"] = min(delay["durationMilliseconds"], STAGE_DELAY_MS)
             if "jitterDurationMilliseconds" in delay:
                 delay["jitterDurationMilliseconds"] = min(delay["jitterDurationMilliseconds"], STAGE_JITTER_MS)
-        match = spec.get("selector", {}).get("matchExpressions", [])
-        name = stage.get("metadata", {}).get("name")
-        if name == "pod-create":
-            match.append(_expr(".spec.initContainers", "Exists"))
-        elif name == "pod-ready":
-            match.append(_expr(".status.phase", "NotIn", "Succeeded", "Failed"))
-        out.append(stage)
-    out.append({"apiVersion": "kwok.x-k8s.io/v1alpha1", "kind": "Stage", "metadata": {"name": "pod-run"}, "spec": {
+        if guard := guards.get(stage.get("metadata", {}).get("name")):
+            spec.setdefault("selector", {}).setdefault("matchExpressions", []).append(guard)
+    pod_run = {"apiVersion": "kwok.x-k8s.io/v1alpha1", "kind": "Stage", "metadata": {"name": "pod-run"}, "spec": {
         "resourceRef": {"apiGroup": "v1", "kind": "Pod"},
         "selector": {"matchExpressions": [_expr(".metadata.deletionTimestamp", "DoesNotExist"),
                                           _expr(".status.podIP", "DoesNotExist"),
                                           _expr(".spec.initContainers", "DoesNotExist")]},
         "delay": {"durationMilliseconds": STAGE_DELAY_MS, "jitterDurationMilliseconds": STAGE_JITTER_MS},
-        "next": {"statusTemplate": POD_RUN_STATUS}}})
-    return out
+        "next": {"statusTemplate": POD_RUN_STATUS}}}
+    return [*stages, pod_run]
 
 
 class KubeLabError(RuntimeError):

@@ -145,6 +145,13 @@ def lab_nodes(fabric: FabricIntent) -> tuple[str, int, list[str]]:
     raise UsageError(f"fabric {fabric.name!r}: no leaf with host ports to run in the VM")
 
 
+def batch(tool: str, cmds: list[str], on_failure: str = "") -> list[str]:
+    """Guest script lines: one `<tool> -batch` of the commands from a here-document (no file; it stops at the first
+    command that fails), `on_failure` after it. Under emulation every process started costs the host about 0.1 CPU-s
+    (the dynamic loader alone), an `ip` twice that."""
+    return [f"{tool} -batch - <<'EOF'{on_failure}", *cmds, "EOF"]
+
+
 def lab_script(fabric: FabricIntent, leaf: str, rail: int, hosts: list[str], rate: str, out: Path,
                lifetime: float) -> str:
     """The guest's whole job as one sh script of our own (every value from the intent, nothing untrusted): the leaf
@@ -152,10 +159,9 @@ def lab_script(fabric: FabricIntent, leaf: str, rail: int, hosts: list[str], rat
     the rendered tree, then the command loop."""
     qos_sh = render_switch(fabric.switches[leaf], fabric)["qos.sh"]
     rails = {h: next(r for r in fabric.hosts[h].rails if r.rail == rail) for h in hosts}
-    batch = [ln for r in rails.values() for ln in port_lines(fabric, leaf, r.leaf_port, r.leaf_port, qos_sh, rate)]
-    (out / "leaf-tc.batch").write_text("\n".join(batch) + "\n")
-    # `ip -batch` files, one process per namespace: under emulation every process started costs the host about
-    # 0.1 CPU-s (the dynamic loader alone), an `ip` twice that
+    tc_lines = [ln for r in rails.values() for ln in port_lines(fabric, leaf, r.leaf_port, r.leaf_port, qos_sh, rate)]
+    (out / "leaf-tc.batch").write_text("\n".join(tc_lines) + "\n")  # kept: applied again where the ports are rebuilt
+    # one `ip -batch` per namespace (`batch`)
     ip_batches = {"root": [f"netns add {n}" for n in [leaf, *hosts]]
                   + [f"link add {r.ifname} netns {h} type veth peer name {r.leaf_port} netns {leaf}"
                      for h, r in rails.items()],
@@ -163,14 +169,13 @@ def lab_script(fabric: FabricIntent, leaf: str, rail: int, hosts: list[str], rat
                   + [f"link set {r.leaf_port} master br0 up" for r in rails.values()]}
     ip_batches |= {h: ["link set lo up", f"addr add {r.address} dev {r.ifname}", f"link set {r.ifname} up"]
                    for h, r in rails.items()}
-    for n, cmds in ip_batches.items():
-        (out / f"{n}.ip").write_text("\n".join(cmds) + "\n")
     lines = ["set -u", f"O={out}", "exec >$O/guest.log 2>&1", "echo BOOTED $(date +%s.%N)", "fail() { echo \"$*\" "
              "> $O/failed; exit 1; }",
              f"modprobe -a {' '.join(GUEST_MODULES)} || fail modprobe -a {' '.join(GUEST_MODULES)}",
-             "sysctl -qw net.core.rmem_max=4194304 net.core.wmem_max=4194304",  # iperf3 -w 1M (global in 6.12)
-             "ip -batch $O/root.ip || fail ip -batch $O/root.ip"]
-    lines += [f"ip -n {n} -batch $O/{n}.ip || fail ip -n {n} -batch $O/{n}.ip" for n in [leaf, *hosts]]
+             "sysctl -qw net.core.rmem_max=4194304 net.core.wmem_max=4194304"]  # iperf3 -w 1M (global in 6.12)
+    for n, cmds in ip_batches.items():
+        ip = "ip" if n == "root" else f"ip -n {n}"
+        lines += batch(ip, cmds, f" || fail {ip} -batch")
     lines += [f"ip netns exec {h} sysctl -qw net.ipv4.tcp_ecn=1" for h in hosts]
     first, last = rails[hosts[0]], rails[hosts[-1]]
     lines += [f"tc -n {leaf} -batch $O/leaf-tc.batch || fail tc -batch of the leaf",
