@@ -1,6 +1,9 @@
 # Quick start (Debian, as root): `make demo` and `make test` set up everything they need.
 VENV ?= .venv
 PY := $(VENV)/bin/python
+# Every step that reaches a registry (apt, pip, the Go module proxy) goes through tools/retry.sh: a transient
+# network failure is tried again with back-off, any other failure stops at once.
+RETRY := tools/retry.sh
 FABRIC := $(VENV)/bin/fabric
 APT_PACKAGES := frr frr-pythontools openssh-server openssh-client iperf3 iproute2 iputils-ping ethtool procps python3-venv \
   libyang2-dev prometheus systemd netplan.io
@@ -14,8 +17,8 @@ YANG_VENV := .refs/yang-venv
 
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev]'
+	$(RETRY) $(PY) -m pip install -q --upgrade pip
+	$(RETRY) $(PY) -m pip install -q -e '.[dev]'
 	touch $@
 
 venv: $(VENV)/.installed
@@ -23,7 +26,7 @@ venv: $(VENV)/.installed
 # Independent references for the tests, each in a side venv the project venv never imports from.
 $(YANG_VENV)/.installed:
 	python3 -m venv $(YANG_VENV)
-	$(YANG_VENV)/bin/pip install -q cffi 'libyang==2.7.1'
+	$(RETRY) $(YANG_VENV)/bin/pip install -q cffi 'libyang==2.7.1'
 	touch $@
 
 # The SONiC YANG checker's side venv (tests/test_sonic_yang.py); needs libyang2-dev (`make deps`).
@@ -37,7 +40,7 @@ AVD_VENV := .refs/avd-venv
 $(AVD_VENV)/.installed-pyavd-$(PYAVD_VERSION):
 	rm -rf $(AVD_VENV)
 	python3 -m venv $(AVD_VENV)
-	$(AVD_VENV)/bin/python -m pip install -q --disable-pip-version-check pyavd==$(PYAVD_VERSION)
+	$(RETRY) $(AVD_VENV)/bin/python -m pip install -q --disable-pip-version-check pyavd==$(PYAVD_VERSION)
 	touch $@
 
 refs-avd: $(AVD_VENV)/.installed-pyavd-$(PYAVD_VERSION)
@@ -48,7 +51,7 @@ deps:
 	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" != 0 ]; then echo "need root to install:$$missing" >&2; exit 2; fi; \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	  $(RETRY) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(RETRY) apt-get install -y -qq $$missing; \
 	  if [ -d /run/systemd/system ]; then systemctl disable --now prometheus prometheus-node-exporter \
 	    >/dev/null 2>&1 || true; fi; \
 	fi
@@ -105,7 +108,7 @@ fuzz: venv
 # The Kubernetes control plane of the K8s tests and `fabric lab up --k8s`, built from the Go modules pinned in
 # tools/k8s-bins/*/go.mod into ~/.cache/roce-fabric/k8s-bins/<versions-key>/ (reused when present).
 k8s-bins:
-	@tools/k8s-bins/build.sh >/dev/null
+	@$(RETRY) tools/k8s-bins/build.sh >/dev/null
 
 bench: venv
 	$(PY) bench/render_scale.py
