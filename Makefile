@@ -13,7 +13,7 @@ APT_PACKAGES += qemu-system-x86 busybox-static linux-image-6.12-amd64 perftest r
 # Side venv for ../shared/tools/sonic_yang_check.py (libyang C 2 from Debian, its PyPI bindings)
 YANG_VENV := .refs/yang-venv
 
-.PHONY: demo test lint bench fuzz deps venv refs refs-yang refs-avd clean
+.PHONY: demo test docs lint bench fuzz deps venv refs refs-yang refs-avd clean
 
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
@@ -88,7 +88,8 @@ TEST_WORKERS ?= 8
 TEST_ENV = env -u PYTHONDONTWRITEBYTECODE
 test: deps venv refs
 	@$(MAKE) -s k8s-bins || echo "make test: no Kubernetes binaries: the cluster tests skip (fail with CI=true)" >&2
-	$(VENV)/bin/ruff check fabric tests bench
+	$(VENV)/bin/ruff check fabric tests bench tools
+	@$(MAKE) -s docs
 	$(VENV)/bin/lint-imports
 	$(TEST_ENV) $(VENV)/bin/pytest -q --collect-only -p no:cacheprovider >/dev/null
 	$(TEST_ENV) $(VENV)/bin/pytest -q -n $(TEST_WORKERS) --dist loadgroup
@@ -109,6 +110,12 @@ fuzz: venv
 # tools/k8s-bins/*/go.mod into ~/.cache/roce-fabric/k8s-bins/<versions-key>/ (reused when present).
 k8s-bins:
 	@$(RETRY) tools/k8s-bins/build.sh >/dev/null
+
+# The reference site (docs/, mkdocs.yml) into build/site, strict: a broken link or anchor, or a page left out of the
+# nav, fails; the pages made from the code (docs/reference/) must be current (tools/docs_reference.py).
+docs: venv
+	$(PY) tools/docs_reference.py --check
+	$(VENV)/bin/mkdocs build --strict --quiet
 
 bench: venv
 	$(PY) bench/render_scale.py

@@ -17,6 +17,7 @@ from fabric.errors import InputError
 from fabric.model.load import load
 from tests.hostile.helpers import EXAMPLE, ROOT
 from tests.hostile.test_loader import BOMB
+from tests.support import docs
 
 HOSTS = """\
 x-nic: &nic {vfs: 0}
@@ -96,9 +97,9 @@ def test_every_shipped_preset_passes_our_own_qos_lint(tmp_path: Path, preset: st
     assert not result.failed(Severity.warning), [f"{f.rule} {f.message}" for f in result.active()]
 
 
-def test_the_readme_crd_check_runs_as_written(tmp_path: Path) -> None:
-    """The README's k8s_crd_check example, from a checkout with the reference folder beside it, after the
-    README's own `--render-only` command: the same command line, the same output."""
+def test_the_docs_crd_check_runs_as_written(tmp_path: Path) -> None:
+    """The docs' k8s_crd_check example, from a checkout with the reference folder beside it, after the
+    docs' own `--render-only` command: the same command line, the same output."""
     import os
     import re
 
@@ -106,7 +107,7 @@ def test_the_readme_crd_check_runs_as_written(tmp_path: Path) -> None:
     from tests.test_k8s import CHECKER, SHARED
 
     require(CHECKER.is_file(), f"{CHECKER} (the shared folder beside the checkout)")
-    readme = (ROOT / "README.md").read_text()
+    readme = docs.page("kubernetes.md")
     render = re.search(r"^(fabric accept \S+ --launcher k8s .*--render-only -o k8s-accept/)", readme, re.M)
     check = re.search(r"^\$ (\.venv/bin/python \.\./shared/tools/k8s_crd_check\.py (?:.*\\\n)*.*)\n(.*)\n", readme,
                       re.M)

@@ -1,8 +1,8 @@
 """The contract every NOS of the table keeps, generated from the table (one test per row): its folder has the
 three modules the row's name finds, it renders the row's files for a fabric retargeted to it, `lint --configs`
 picks its parser for its own file and that parser reads the render back. A NOS added as one folder and one
-row is picked up: `test_readme_worked_example_is_picked_up` builds the README's worked example ("Adding a NOS")
-from the README's own text in a scratch folder, adds its row, and runs these tests on it."""
+row is picked up: `test_readme_worked_example_is_picked_up` builds the docs' worked example ("Adding a NOS")
+from the page's own text in a scratch folder, adds its row, and runs these tests on it."""
 
 from __future__ import annotations
 
@@ -20,9 +20,9 @@ from fabric.design.intent import FabricIntent
 from fabric.lint.configs import kind_of
 from fabric.model.load import load
 from fabric.nos import NOS, row_of
+from tests.support import docs
 
 ROOT = Path(__file__).resolve().parents[1]
-README = ROOT / "README.md"
 PLATFORM = {"sonic": "sn5600", "nvue": "sn5600", "eos": "7060x6"}  # where each NOS runs; others a Linux white-box
 
 
@@ -64,14 +64,12 @@ def test_renders_its_files_and_reads_them_back(name: str, tmp_path: Path) -> Non
         assert (dev.kind, dev.name, dev.asn) == (name, sw.name, sw.bgp.asn), (dev.kind, dev.name, dev.asn)
 
 
-# -- the README's worked example ------------------------------------------------------------------------
+# -- the docs' worked example -- ------------------------------------------------------------------------
 
 def worked_example() -> dict[str, str]:
-    """The README's worked example: {path: code} of each block under "Worked example" in "Adding a NOS", its
+    """The docs' worked example: {path: code} of each block under "Worked example" in "Adding a NOS", its
     first line a comment naming the file (the row's block names fabric/nos/__init__.py)."""
-    text = README.read_text()
-    section = text.split("### Adding a NOS", 1)[1].split("\n### ", 1)[0]
-    example = section.split("#### Worked example", 1)[1]
+    example = docs.page("adding-a-nos.md").split("## Worked example", 1)[1]
     blocks = re.findall(r"```python\n(.*?)```", example, re.S)
     out = {}
     for block in blocks:
@@ -81,7 +79,7 @@ def worked_example() -> dict[str, str]:
 
 
 # Loaded by `pytest -p` before any test module imports the project: the folder of the example becomes a folder of
-# fabric/nos (from a scratch directory) and its row joins the table, as the two edits the README shows would.
+# fabric/nos (from a scratch directory) and its row joins the table, as the two edits the docs show would.
 PLUGIN = '''
 import pathlib, fabric.nos as nos
 nos.__path__.append({folder!r})

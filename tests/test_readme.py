@@ -1,4 +1,5 @@
-"""The README documents what the code does: every lint rule and every top-level command."""
+"""The README and the docs site document what the code does: every lint rule and every top-level command, and
+every example runs as written."""
 
 from __future__ import annotations
 
@@ -6,7 +7,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-README = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+from tests.support import docs
+
+DOCS = docs.text()
 
 
 def test_every_lint_rule_is_in_the_readme() -> None:
@@ -15,7 +18,7 @@ def test_every_lint_rule_is_in_the_readme() -> None:
     rows = [line for line in table.splitlines() if line.startswith("| RF")]
     assert len(rows) >= 29
     for row in rows:
-        assert row in README, row
+        assert row in DOCS, row
 
 
 def test_every_command_is_in_the_readme() -> None:
@@ -24,10 +27,10 @@ def test_every_command_is_in_the_readme() -> None:
     names = [c.name or c.callback.__name__ for c in app.registered_commands]
     names += [g.name for g in app.registered_groups if g.name]
     for name in names:
-        assert f"fabric {name}" in README, name
+        assert f"fabric {name}" in DOCS, name
 
 
-# -- every example of the README, run as written ---------------------------------------------------------
+# -- every example of the README and the docs, run as written ---------------------------------------------------------
 #
 # How examples are extracted (so examples other branches add are picked up without touching this file):
 # - a fenced block tagged `console`: each line starting with `$ ` is a command, the lines after it up to the
@@ -60,8 +63,9 @@ DEVICE_COMMANDS = ("plan", "apply", "rollback", "fetch", "counters", "accept", "
 
 @dataclass
 class Example:
-    block: int  # index of the fenced block
-    line: int  # README line number
+    block: int  # index of the fenced block, counted over all pages
+    file: str  # the page, relative to the repository
+    line: int  # its line number there
     command: str
     expected: list[str] = field(default_factory=list)  # console blocks only
     lab_block: bool = False  # its block has lab examples: offline ones may need their files (fetched/)
@@ -91,23 +95,24 @@ class Example:
 
 def examples() -> list[Example]:
     out: list[Example] = []
-    lines = README.splitlines()
-    block, lang, current = -1, None, None
-    for n, line in enumerate(lines, 1):
-        if line.startswith("```"):
-            if lang is None:
-                block, lang = block + 1, line[3:].strip()
-            else:
-                lang, current = None, None
-            continue
-        if lang == "sh" and line.strip() and not line.lstrip().startswith("#"):
-            out.append(Example(block, n, re.sub(r"\s+#\s.*$", "", line).strip()))
-        elif lang == "console":
-            if line.startswith("$ "):
-                current = Example(block, n, line[2:].strip())
-                out.append(current)
-            elif current is not None:
-                current.expected.append(line)
+    block = -1
+    for page in docs.pages():
+        lang, current, name = None, None, str(page.relative_to(ROOT))
+        for n, line in enumerate(page.read_text().splitlines(), 1):
+            if line.startswith("```"):
+                if lang is None:
+                    block, lang = block + 1, line[3:].strip()
+                else:
+                    lang, current = None, None
+                continue
+            if lang == "sh" and line.strip() and not line.lstrip().startswith("#"):
+                out.append(Example(block, name, n, re.sub(r"\s+#\s.*$", "", line).strip()))
+            elif lang == "console":
+                if line.startswith("$ "):
+                    current = Example(block, name, n, line[2:].strip())
+                    out.append(current)
+                elif current is not None:
+                    current.expected.append(line)
     lab_blocks = {e.block for e in out if e.kind == "lab"}
     for e in out:
         e.lab_block = e.block in lab_blocks
@@ -118,7 +123,7 @@ EXAMPLES = examples()
 
 
 def _id(e: Example) -> str:
-    return f"L{e.line}:{e.command[:60]}"
+    return f"{e.file}:{e.line}:{e.command[:60]}"
 
 
 def _squash(line: str) -> str:

@@ -203,27 +203,9 @@ def schema() -> None:
 
     An inventory is split across files, so no section is required in any one of them (`fabric validate`
     checks that the inventory as a whole has them); platforms, targets and presets are enums."""
-    from fabric.model.inventory import Inventory
-    from fabric.model.platforms import PLATFORMS
-    from fabric.model.qos import PRESETS, QosPolicy
+    from fabric.model.schema import inventory_schema
 
-    doc = Inventory.model_json_schema()
-    doc["description"] = ("One file of an inventory directory: each top-level section appears in one file; "
-                          f"together they must hold {', '.join(doc.pop('required', []))}.")
-    for name in ("RoleSettings", "SwitchDef"):
-        prop = doc["$defs"][name]["properties"]["platform"]
-        for branch in prop.get("anyOf", [prop]):
-            if branch.get("type") == "string":
-                branch["enum"] = sorted(PLATFORMS)
-    qos = QosPolicy.model_json_schema()
-    for part in qos.get("$defs", {}).values():  # overrides name single values: nothing is required
-        part.pop("required", None)
-    doc.setdefault("$defs", {}).update(qos.pop("$defs", {}))
-    qos.pop("required", None)
-    qos["properties"]["preset"] = {"enum": list(PRESETS), "default": "nvidia-roce"}
-    doc["$defs"]["QosInput"] = qos
-    doc["properties"]["qos"] = {"$ref": "#/$defs/QosInput"}
-    sys.stdout.write(json.dumps(doc, indent=2, sort_keys=True) + "\n")
+    sys.stdout.write(json.dumps(inventory_schema(), indent=2, sort_keys=True) + "\n")
 
 
 def generate_gpu_rail(

@@ -18,51 +18,55 @@ class EcnProfile(BaseModel):
     """ECN/WRED marking of one egress queue (thresholds in bytes, probability in percent)."""
 
     model_config = ConfigDict(extra="forbid")
-    enabled: bool = True
-    min_bytes: Bytes
-    max_bytes: Bytes
-    probability: int = Field(ge=0, le=100)
+    enabled: bool = Field(True, description="ECN marking on this traffic class")
+    min_bytes: Bytes = Field(description="queue depth where marking starts")
+    max_bytes: Bytes = Field(description="queue depth where marking reaches its probability")
+    probability: int = Field(ge=0, le=100, description="marking probability at max_bytes, percent")
 
 
 class PfcWatchdog(BaseModel):
     """PFC watchdog on lossless ports: SONiC detect/restore/action, NVUE poll/robustness, EOS timers."""
 
     model_config = ConfigDict(extra="forbid")
-    enabled: bool = True
-    detection: Millis
-    restoration: Millis
-    action: Literal["drop", "forward", "alert"] = "drop"
-    poll_interval: Millis
-    robustness: int = Field(3, ge=1, le=1000)
+    enabled: bool = Field(True, description="PFC watchdog on lossless ports")
+    detection: Millis = Field(description="time a queue must stay paused to be a storm")
+    restoration: Millis = Field(description="time without pauses before the queue is restored")
+    action: Literal["drop", "forward", "alert"] = Field("drop", description="what a storm gets: drop, forward or alert")
+    poll_interval: Millis = Field(description="how often the watchdog looks")
+    robustness: int = Field(3, ge=1, le=1000, description="polls a storm must last (NVUE)")
 
 
 class HeadroomPolicy(BaseModel):
     """`static`: render xon/xoff/size from the formula; `dynamic`: let the NOS compute from cable length."""
 
     model_config = ConfigDict(extra="forbid")
-    mode: Literal["static", "dynamic"]
-    small_packet_percentage: int = Field(ge=0, le=100)
-    lossless_mtu: int = Field(1024, ge=64, le=9216)
-    shared_headroom_pool: bool = False
+    mode: Literal["static", "dynamic"] = Field(
+        description="static: rendered from the formula; dynamic: the NOS computes it from the cable length")
+    small_packet_percentage: int = Field(ge=0, le=100,
+                                         description="share of small packets assumed in the headroom formula")
+    lossless_mtu: int = Field(1024, ge=64, le=9216,
+                              description="largest lossless frame assumed in the headroom formula")
+    shared_headroom_pool: bool = Field(False, description="a shared headroom pool where the NOS has one")
 
 
 class QosPolicy(BaseModel):
     """Every number of the lossless policy, as rendered on switches and hosts."""
 
     model_config = ConfigDict(extra="forbid")
-    trust: Literal["dscp", "pcp"]
-    dscp_to_priority: dict[Dscp, Priority]
-    default_priority: Priority
-    priority_to_tc: dict[Priority, TC]
-    lossless_priorities: list[Priority]
-    roce_dscp: int = Field(ge=0, le=63)
-    cnp_dscp: int = Field(ge=0, le=63)
-    cnp_priority: int = Field(ge=0, le=7)
-    ets_strict: list[TC]  # TCs served strict priority
-    ets_dwrr: dict[TC, Annotated[int, Field(ge=0, le=100)]]  # TC → DWRR weight in percent
-    ecn: dict[TC, EcnProfile]  # TC → marking profile
-    pfc_watchdog: PfcWatchdog
-    headroom: HeadroomPolicy
+    trust: Literal["dscp", "pcp"] = Field(description="what the switch classifies by: dscp or pcp")
+    dscp_to_priority: dict[Dscp, Priority] = Field(description="DSCP to switch priority")
+    default_priority: Priority = Field(description="priority of every DSCP the map does not name")
+    priority_to_tc: dict[Priority, TC] = Field(description="priority to traffic class (egress queue)")
+    lossless_priorities: list[Priority] = Field(description="priorities with PFC")
+    roce_dscp: int = Field(ge=0, le=63, description="DSCP of RoCE data")
+    cnp_dscp: int = Field(ge=0, le=63, description="DSCP of congestion notification packets")
+    cnp_priority: int = Field(ge=0, le=7, description="priority of congestion notification packets")
+    ets_strict: list[TC] = Field(description="traffic classes served strict priority")
+    ets_dwrr: dict[TC, Annotated[int, Field(ge=0, le=100)]] = Field(
+        description="traffic class to DWRR weight in percent")
+    ecn: dict[TC, EcnProfile] = Field(description="traffic class to ECN marking profile")
+    pfc_watchdog: PfcWatchdog = Field(description="PFC watchdog")
+    headroom: HeadroomPolicy = Field(description="PFC headroom policy")
     lossless_pool_percent: int = Field(50, ge=1, le=99, description=(
         "share of the switch buffer in the lossless pool where the NOS takes one (NVUE `qos traffic-pool "
         "default-lossless memory-percent`, the rest default-lossy: Cumulus gives 100 % to the lossy pool by default "
