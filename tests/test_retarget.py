@@ -188,7 +188,9 @@ def test_a_neutral_port_the_platform_lacks_is_located(tmp_path: Path) -> None:
 
 def nvue_uplinks(inv: Path) -> None:
     """leaf-su1-r1's twelve uplinks of the mixed fleet written the way an NVUE engineer writes them (swp19s0 …
-    swp24s1, each spine's swp1s0 …), measured at 50 m."""
+    swp24s1, each spine's swp1s0 …: NVUE names a broken-out port's sub-ports swp<port>s0, s1 …, NVUE command
+    reference, Profile-Based Configuration, docs.nvidia.com/networking-ethernet-software/nvue-reference/), measured
+    at 50 m."""
     spines = [(f"spine{5 + i // 3}", f"swp{1 + i % 3 // 2}s{i % 3 % 2}") for i in range(12)]
     (inv / "links.yaml").write_text("links:\n" + "".join(
         f'  - {{a: "leaf-su1-r1:swp{19 + i // 2}s{i % 2}", b: "{peer}:{port}", cable: 50m}}\n'
