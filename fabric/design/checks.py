@@ -1,4 +1,5 @@
-"""Checks that need the expanded topology: pools and ASN ranges large enough for what they number."""
+"""Checks that need the expanded topology: pools and ASN ranges large enough for what they number, and a rail
+for pods on every node of a Kubernetes fabric."""
 
 from __future__ import annotations
 
