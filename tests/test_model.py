@@ -159,3 +159,14 @@ def test_explicit_irregular_fabric() -> None:
     assert [(r.leaf, r.leaf_port, r.address) for r in h1.rails] == [
         ("l1", "Ethernet0", "10.1.0.2/24"), ("l2", "Ethernet0", "10.1.1.2/24")]
     assert f.switches["l1"].svis[0].members == ["Ethernet0", "Ethernet8"]
+
+
+
+def test_the_lab_cables_an_inventorys_port_names_on_its_own_switches() -> None:
+    """The lab realizes every switch as Linux/FRR: a link the SONiC inventory writes as Ethernet248 (the last
+    port of an SN4700) is that switch's swp32 there, with its cable, never a second port named Ethernet248."""
+    from fabric.design.derive import derive
+
+    f = derive(load(Path(__file__).parent / "fixtures" / "inventories" / "irregular"), "frr")
+    assert [(p.name, p.peer, p.peer_port, p.cable_m) for p in f.switches["s1"].ports] == [
+        ("swp1", "l1", "swp32", 30), ("swp2", "l2", "swp32", 40)]

@@ -186,6 +186,66 @@ def test_a_neutral_port_the_platform_lacks_is_located(tmp_path: Path) -> None:
     assert f"{inv}/links.yaml:2: links[0].b: expected a port of spine1" in said, said
 
 
+def nvue_uplinks(inv: Path) -> None:
+    """leaf-su1-r1's twelve uplinks of the mixed fleet written the way an NVUE engineer writes them (swp19s0 …
+    swp24s1, each spine's swp1s0 …: NVUE names a broken-out port's sub-ports swp<port>s0, s1 …, NVUE command
+    reference, Profile-Based Configuration, docs.nvidia.com/networking-ethernet-software/nvue-reference/), measured
+    at 50 m."""
+    spines = [(f"spine{5 + i // 3}", f"swp{1 + i % 3 // 2}s{i % 3 % 2}") for i in range(12)]
+    (inv / "links.yaml").write_text("links:\n" + "".join(
+        f'  - {{a: "leaf-su1-r1:swp{19 + i // 2}s{i % 2}", b: "{peer}:{port}", cable: 50m}}\n'
+        for i, (peer, port) in enumerate(spines)))
+
+
+def test_an_nvue_inventorys_port_names_match_its_links(tmp_path: Path) -> None:
+    """On NVUE those names are the leaf's own: the 50 m reach the generated uplinks (768 links, none added)."""
+    inv = retarget("dgx-hgx-2su", "nvue", tmp_path)
+    nvue_uplinks(inv)
+    assert "768 links" in fabric("validate", str(inv)).stdout
+    rows = json.loads(fabric("explain", str(inv), "leaf-su1-r1", "ports", "--format", "json").stdout)
+    named = {r["path"].removesuffix(".name"): r["value"] for r in rows if r["path"].endswith(".name")}
+    cable = {named[r["path"].removesuffix(".cable_m")]: r["value"] for r in rows if r["path"].endswith("].cable_m")}
+    assert {cable[f"swp{n}s{k}"] for n in range(19, 25) for k in (0, 1)} == {"50"}, cable
+
+
+# What the NOS names front-panel port 19's first 2x400G sub-port of an SN5600 (SONiC: sonic-buildimage's
+# platform.json through BreakoutCfg, fabric/data/sonic/sn5600.json: Ethernet144, alias etp19a; EOS: lanes 1-4)
+RETARGETED = {"sonic": ("Ethernet144", "Ethernet0"), "eos": ("Ethernet19/1", "Ethernet1/1")}
+
+
+@pytest.mark.parametrize("target", sorted(RETARGETED))
+def test_port_names_of_another_nos_are_located(tmp_path: Path, target: str) -> None:
+    """The same inventory re-targeted by its one target line: each NVUE name is a located error naming the NOS
+    whose name it is and what to write instead; lint, render and plan refuse with the same words, render writes
+    nothing (no phantom `PORT swp19s0`)."""
+    inv = retarget("dgx-hgx-2su", target, tmp_path)
+    nvue_uplinks(inv)
+    said = fabric("validate", str(inv), ok=(2,)).stderr
+    title = NOS[target].short
+    leaf, spine = RETARGETED[target]
+    assert f"error: {inv}/links.yaml:2: links[0].a: expected leaf-su1-r1's {title} port name '{leaf}' or the " \
+           f"NOS-neutral '19/1' (its target is {title}), found 'swp19s0', NVUE's name for that port" in said, said
+    assert f"error: {inv}/links.yaml:2: links[0].b: expected spine5's {title} port name '{spine}' or the " \
+           f"NOS-neutral '1/1' (its target is {title}), found 'swp1s0', NVUE's name for that port" in said, said
+    assert said.count("NVUE's name for that port") == 24, said
+    out = tmp_path / "out"
+    for command in (("lint",), ("render", "-o", str(out)), ("plan", "--offline")):
+        assert fabric(command[0], str(inv), *command[1:], ok=(2,)).stderr == said, command
+    assert not out.exists()
+
+
+def test_a_port_name_no_port_has_is_located(tmp_path: Path) -> None:
+    """A name in the target's own style that the platform lacks (SONiC's lanes start at 0, 4, 8 … on a 2x400G
+    SN5600; it has 64 ports) is located with the names and numbers it has."""
+    inv = retarget("dgx-hgx-2su", "sonic", tmp_path)
+    (inv / "links.yaml").write_text('links:\n  - {a: "leaf-su1-r1:Ethernet146", b: "spine1:eth0"}\n')
+    said = fabric("validate", str(inv), ok=(2,)).stderr
+    has = "front-panel 1-64, each broken out into /1-/2 (sn5600, 2 ways), or its SONiC name, Ethernet0 to Ethernet508"
+    assert f"{inv}/links.yaml:2: links[0].a: expected a port of leaf-su1-r1: {has}, found " \
+           "leaf-su1-r1:Ethernet146" in said, said
+    assert f"{inv}/links.yaml:2: links[0].b: expected a port of spine1: {has}, found spine1:eth0" in said, said
+
+
 # The inventory the issue describes, as written (tests/fixtures/inventories/dgx-hgx-2su), then on every NOS with only
 # the anchor that every role aliases changed: which spelt-out watchdog values each NOS runs as written (RF111
 # silent), and which it cannot (RF111, waived in the inventory, with what the switch runs instead).

@@ -1,11 +1,13 @@
-"""Checks that need the expanded topology: pools and ASN ranges large enough for what they number."""
+"""Checks that need the expanded topology: pools and ASN ranges large enough for what they number, and a rail
+for pods on every node of a Kubernetes fabric."""
 
 from __future__ import annotations
 
 from ipaddress import IPv4Network
+from typing import Any, Literal
 
 from fabric.design.pci import pci_from_netdev
-from fabric.design.topology import Topo
+from fabric.design.topology import Host, Topo
 from fabric.errors import Problem
 from fabric.model.checks import private_asn
 from fabric.model.load import Loaded
@@ -57,11 +59,56 @@ def capacity_problems(loaded: Loaded, topo: Topo) -> list[Problem]:
                                 f"room for {len(leaves)} private leaf ASNs from {a.asn.leaves}",
                                 f"the last would be {top}; use a 4-byte base such as 4200000000"))
     out += kubernetes_problems(loaded, topo)
+    out += pod_problems(loaded, topo, {k: block - 3 - h for k, h in max_h.items()})
     spine_asns = {a.asn.spines + p for p in range(inv.topology.pods if inv.topology.pods > 1 else 1)}
     if leaves and any(a.asn.leaves <= x <= top for x in (*spine_asns, a.asn.super_spines)):
         out.append(smap.problem(("addressing", "asn", "leaves"), "leaf ASNs apart from spine and super-spine ASNs",
                                 f"{a.asn.leaves}-{top} overlapping {sorted(spine_asns)} or {a.asn.super_spines}"))
     return out
+
+
+def pod_device(vfs: int, vlan: int | None, mode: str, room: int) -> tuple[Literal["pf", "vf"] | None, str]:
+    """How pods attach a rail NIC: the NIC itself in PF mode (`vfs: 0`, untagged on the host) or its VFs (svi
+    addressing, `room` addresses left in the rail block after the hosts'); else None and why not."""
+    if vfs == 0:
+        if vlan is None:
+            return "pf", ""
+        # host-device moves the PF itself, untagged, into the pod, while a host VLAN makes the leaf port a tagged
+        # member: the pod's frames would never reach the rail VLAN
+        return None, ("vfs: 0 with a host VLAN (host-device would move the untagged PF into the pod while its leaf "
+                      "port is a tagged member; give the NIC VFs, which sriov-cni tags)")
+    if mode != "svi":
+        return None, "VFs in p2p31 addressing (a /31 per host port leaves no address for a VF)"
+    if room < 1:
+        return None, "VFs with no address left for them in the rail block after the hosts'"
+    return "vf", ""
+
+
+def pod_problems(loaded: Loaded, topo: Topo, room: dict[tuple[int, int], int]) -> list[Problem]:
+    """A fabric with a `kubernetes:` section needs, on every node, a rail pods can attach: the device plugin would
+    advertise nothing there and every pod sent to it would stay Pending. One problem per NIC list (the shared
+    default's, or a host's own), naming the nodes and why. `room`: (SU, rail) → VF addresses left in its block."""
+    if ("kubernetes",) not in loaded.smap.lines:
+        return []
+    mode = loaded.inv.addressing.mode
+    bare: dict[tuple[Any, ...], tuple[list[str], set[str]]] = {}
+    for h in topo.hosts.values():
+        found = [pod_device(n.vfs, n.vlan, mode, room.get((h.su, n.rail), 0)) for n in h.nics]
+        if not any(device for device, _ in found):
+            names, why = bare.setdefault(_nics_at(loaded, h), ([], set()))
+            names.append(h.name)
+            why.update([w for _, w in found] or ["no rail NICs"])
+    return [loaded.smap.problem(loc, "at least one rail pods can attach (a VF or the NIC in PF mode) on every node",
+                                f"none on {', '.join(names[:5])}" + (f" and {len(names) - 5} more" if len(names) > 5
+                                                                     else "") + f": {'; '.join(sorted(why))}")
+            for loc, (names, why) in bare.items()]
+
+
+def _nics_at(loaded: Loaded, host: Host) -> tuple[Any, ...]:
+    """Where `host`'s rail NICs are written: its own `nics`, else the shared default's."""
+    if host.loc[:2] == ("hosts", "list") and loaded.inv.hosts.entries[host.loc[2]].nics is not None:
+        return (*host.loc, "nics")
+    return ("hosts", "defaults", "nics")
 
 
 def kubernetes_problems(loaded: Loaded, topo: Topo) -> list[Problem]:

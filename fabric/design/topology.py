@@ -73,6 +73,18 @@ def _port_names(target: str, ways: int, lanes: int, count: int) -> tuple[str, ..
     return tuple(_port_name(target, ways, lanes, i) for i in range(count))
 
 
+@lru_cache(maxsize=256)
+def _port_indexes(target: str, ways: int, lanes: int, count: int) -> dict[str, int]:
+    """Port name → logical port index (0-based), as `target`'s NOS names the ports of such a switch."""
+    return {name: i for i, name in enumerate(_port_names(target, ways, lanes, count))}
+
+
+def _neutral(ways: int, index: int) -> str:
+    """The NOS-neutral name of logical port `index`: `12/2` (front-panel port / sub-port of its breakout), `12`."""
+    n, k = divmod(index, ways)
+    return f"{n + 1}/{k + 1}" if ways > 1 else f"{n + 1}"
+
+
 @dataclass(slots=True)
 class Link:
     a: str
@@ -162,6 +174,7 @@ class _Builder:
         self.shared: dict[tuple[Any, ...], list[int]] = {}  # loc → [index in problems, count]
         self.default_settings: dict[str, Any] | None = None
         self.names_of: dict[str, tuple[str, ...]] = {}  # switch → its logical ports' names (`take`)
+        self.declared: dict[str, str] = {}  # switch → the NOS the inventory gives it (the lab forces its own)
 
     def problem(self, loc: tuple[Any, ...], expected: str, found: str = "") -> None:
         """A problem; one from a shared default (hosts.defaults) is reported once, with the count of hosts."""
@@ -217,6 +230,8 @@ class _Builder:
                 if getattr(o, key) is not None:
                     kw[key] = getattr(o, key)
         forced = self.force_target is not None
+        if target is not None:
+            self.declared[name] = target
         target = self.force_target or target
         if platform is None or target is None:
             self.problem(loc, f"roles.{role} (platform and target) or both on the switch", f"none for {name}")
@@ -514,20 +529,44 @@ class _Builder:
 
 
     def nos_port(self, device: str, port: str, loc: tuple[Any, ...]) -> str | None:
-        """A NOS-neutral port of a switch (`12`, `12/2`: front-panel port, sub-port of its breakout, both from 1)
-        named the way the switch's NOS names it (swp12s1, Ethernet12/5, Ethernet<lane>); other names as written;
-        None (and a problem) for a port the platform does not have."""
+        """A port of a switch, NOS-neutral (`12`, `12/2`: front-panel port, sub-port of its breakout, both from 1)
+        or as the NOS the inventory gives the switch names it (swp12s1, Ethernet12/5, Ethernet<lane>), named the
+        way the switch's NOS names it; a host's port as written. None (and a problem) for a port the platform
+        does not have, or a name of another NOS (with what to write instead)."""
         sw = self.t.switches.get(device)
-        if sw is None or not re.fullmatch(NEUTRAL_PORT, port):
+        if sw is None:
             return port
-        front, _, sub = port.partition("/")
-        n, k = int(front), int(sub or 1)
-        if n > sw.platform.ports or k > sw.ways or (not sub and sw.ways > 1):
-            self.problem(loc, f"a port of {sw.name}: front-panel 1-{sw.platform.ports}"
-                         + (f", each broken out into /1-/{sw.ways} ({sw.platform.name}, {sw.ways} ways)"
-                            if sw.ways > 1 else f" ({sw.platform.name}, not broken out)"), f"{device}:{port}")
-            return None
-        return sw.port_name((n - 1) * sw.ways + k - 1)
+        index = self.port_index(sw, port)
+        if index is not None:
+            return sw.port_name(index)
+        nos = NOS[self.declared.get(device, sw.target)]
+        lanes, count = sw.platform.lanes, sw.capacity
+        names = _port_names(nos.name, sw.ways, lanes, count)
+        neutral = re.fullmatch(NEUTRAL_PORT, port) is not None
+        for other in () if neutral else NOS.values():
+            at = _port_indexes(other.name, sw.ways, lanes, count).get(port)
+            if at is not None and other.port_name is not nos.port_name:
+                self.problem(loc, f"{device}'s {nos.short} port name {names[at]!r} or the NOS-neutral "
+                             f"{_neutral(sw.ways, at)!r} (its target is {nos.short})",
+                             f"{port!r}, {other.short}'s name for that port")
+                return None
+        self.problem(loc, f"a port of {sw.name}: front-panel 1-{sw.platform.ports}"
+                     + (f", each broken out into /1-/{sw.ways} ({sw.platform.name}, {sw.ways} ways)" if sw.ways > 1
+                        else f" ({sw.platform.name}, not broken out)")
+                     + ("" if neutral else f", or its {nos.short} name, {names[0]} to {names[-1]}"),
+                     f"{device}:{port}")
+        return None
+
+    def port_index(self, sw: Switch, port: str) -> int | None:
+        """The logical index of `port` on `sw`: NOS-neutral, or named as the inventory's NOS for the switch
+        names it; None where it is neither."""
+        if re.fullmatch(NEUTRAL_PORT, port):
+            front, _, sub = port.partition("/")
+            n, k = int(front), int(sub or 1)
+            ok = n <= sw.platform.ports and k <= sw.ways and (bool(sub) or sw.ways == 1)
+            return (n - 1) * sw.ways + k - 1 if ok else None
+        target = self.declared.get(sw.name, sw.target)
+        return _port_indexes(target, sw.ways, sw.platform.lanes, sw.capacity).get(port)
 
 
 def build(inv: Inventory, smap: SourceMap, target: str | None = None) -> Topo:

@@ -84,6 +84,7 @@ def nvue_watchdog(req: dict[str, object]) -> dict[str, tuple[object, str]]:
 class Nos:
     name: str
     title: str
+    short: str  # the one word engineers call it by (error messages): SONiC, NVUE, EOS, FRR
     releases: tuple[str, ...]  # releases the renderer writes for (oldest first)
     port_name: PortNaming
     files: tuple[str, ...]  # files rendered per switch
@@ -127,7 +128,8 @@ _ANY = None
 NOS: dict[str, Nos] = {n.name: n for n in (
     # SONiC: PORT mtu 1312-9216 (sonic-port.yang); PFC_WD has detection_time, restoration_time, action
     # drop|forward|alert and a global POLL_INTERVAL (sonic-pfcwd.yang), no robustness.
-    Nos(name="sonic", title="SONiC (community, frrcfgd)", releases=("202405", "202411"), port_name=ethernet_by_lane,
+    Nos(name="sonic", title="SONiC (community, frrcfgd)", short="SONiC", releases=("202405", "202411"),
+        port_name=ethernet_by_lane,
         files=("config_db.json", "sysctl.conf"), intended="config_db.json", running_suffix=".json",
         device_type="linux", mtu_max=9216, platform_ports=True, dscp_map_complete=True,
         watchdog={"detection": _ANY, "restoration": _ANY, "action": _ANY, "poll_interval": _ANY},
@@ -139,7 +141,7 @@ NOS: dict[str, Nos] = {n.name: n for n in (
     # NVUE: `link mtu` 552-9216; the watchdog has only `qos pfc-watchdog polling-interval` and `robustness`
     # (tests/fixtures/nvue/paths.yaml). Default release per platform: NVIDIA's minimum release and life cycle
     # per switch model (same table, `platforms`): Spectrum-4/-3 400G+ on 5.15, the older ones on the 5.9 ESR.
-    Nos(name="nvue", title="NVIDIA Cumulus Linux (NVUE)", releases=("5.9", "5.15"), port_name=swp,
+    Nos(name="nvue", title="NVIDIA Cumulus Linux (NVUE)", short="NVUE", releases=("5.9", "5.15"), port_name=swp,
         files=("nvue-patch.yaml", "nv-set.txt"), intended="nvue-patch.yaml", running_suffix=".yaml",
         device_type="cumulus_linux", mtu_max=9216, watchdog={"poll_interval": _ANY, "robustness": _ANY},
         watchdog_effect=nvue_watchdog, adaptive_routing=True,
@@ -150,7 +152,7 @@ NOS: dict[str, Nos] = {n.name: n for n in (
         default_release={"sn5600": "5.15", "sn5400": "5.15", "sn4700": "5.15", "sn4600c": "5.9", "msn2700": "5.9"}),
     # EOS: L3 MTU 68-9214 (arista.com EOS L3 MTU; AVD's p2p_uplinks_mtu default 9214); the watchdog has
     # timeout, recovery-time, polling-interval and action drop|no-drop, no robustness and no `alert`.
-    Nos(name="eos", title="Arista EOS", releases=("4.32",), port_name=ethernet_slash,
+    Nos(name="eos", title="Arista EOS", short="EOS", releases=("4.32",), port_name=ethernet_slash,
         files=("running-config.cfg",), intended="running-config.cfg", running_suffix=".cfg",
         device_type="arista_eos", mtu_max=9214,
         watchdog={"detection": _ANY, "restoration": _ANY, "poll_interval": _ANY,
@@ -166,7 +168,8 @@ NOS: dict[str, Nos] = {n.name: n for n in (
                        ("interface Ethernet*", r"switchport", r"switchport .*|channel-group .*|shutdown")),
         setting_keys=(r"maximum-paths", r"random-detect ecn"), no_renumber=r"router bgp (\d+)"),
     # Linux/FRR white-box: iproute2 dcb has no PFC watchdog; the lab realizes every inventory on this target.
-    Nos(name="frr", title="Linux white-box with FRR (what the lab runs)", releases=("8.4", "10.2"), port_name=swp,
+    Nos(name="frr", title="Linux white-box with FRR (what the lab runs)", short="FRR",
+        releases=("8.4", "10.2"), port_name=swp,
         files=("frr.conf", "interfaces.sh", "qos.sh"), intended="frr.conf", running_suffix=".conf",
         device_type="linux", mtu_max=9216, watchdog=None, owned_whole=("route-map *",),
         owned_objects=((r"router bgp \d+", r"neighbor (\S+)"),), no_renumber=r"router bgp (\d+)"),

@@ -54,7 +54,6 @@ from typing import Any
 import yaml
 
 from fabric.design.intent import FabricIntent, HostIntent, RailIntent
-from fabric.errors import InputError, Problem
 from fabric.render.files import TEMPLATES
 from fabric.serialize import indented_json
 
@@ -184,10 +183,6 @@ def device_plugin_configmap(fabric: FabricIntent) -> str:
             config = layouts[layout] = device_plugin_config(h, k.resource_prefix)
         configs[name] = config
     empty = [name for name, c in configs.items() if not c["resourceList"]]
-    if empty and k.explicit:  # a Kubernetes fabric: the plugin would advertise nothing, every pod there stays Pending
-        raise InputError(Problem(fabric.name, None, "hosts.*.nics", "at least one rail pods can attach (a VF or "
-                                 "the NIC in PF mode) on every node", f"none on {', '.join(empty[:5])}"
-                                 + (f" and {len(empty) - 5} more" if len(empty) > 5 else "")))
     configs = {name: c for name, c in configs.items() if c["resourceList"]}  # never an empty resource list
     indented: dict[str, str] = {}  # compact JSON → indented (json's C encoder does compact only; nodes repeat)
     data: dict[str, str] = {}

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TypeVar
 
+from fabric.design.checks import pod_device
 from fabric.design.derive.addressing import Addressing, dotted
 from fabric.design.derive.shapes import Shapes
 from fabric.design.intent import (
@@ -61,21 +62,18 @@ class Hosts(Addressing, Shapes):
             return self._pod_rails[key]
         name = k.network_name if pooled else f"{k.network_name}{nic.rail}"
         res = f"{k.resource_prefix}/{k.resource_name if k.resources == 'pooled' else f'{k.resource_name}{nic.rail}'}"
+        room = self.block_size - 3 - self.max_h[(host.su, nic.rail)]  # VF addresses after the hosts'
+        device, _ = pod_device(nic.vfs, nic.vlan, self.addr.mode, room)
         pod: PodRail | None = None
-        if nic.vfs == 0:
-            # host-device moves the PF itself, untagged, into the pod, while a host VLAN makes the leaf port a
-            # tagged member: the pod's frames would never reach the rail VLAN. No pod attachment (RF205 says why).
-            if nic.vlan is None:
-                pod = PodRail(network=name, resource=res, device="pf", pooled=pooled)
-        elif self.addr.mode == "svi":  # p2p31: a /31 per host port leaves no address for a VF
-            base = self.block_base(host.su, nic.rail)
-            start, end = base + 2 + self.max_h[(host.su, nic.rail)], base + self.block_size - 2
-            if start <= end:
-                # pooled: one VF per NIC (fabric.design.checks), the VF of host h at range_start + h - 1
-                pod = PodRail(network=name, resource=res, device="vf", range_start=dotted(start),
-                              range_end=dotted(end), pooled=pooled,
-                              address=f"{dotted(start + host.h - 1)}/{self.addr.rail_prefix_length}" if pooled
-                              else None)
+        if device == "pf":
+            pod = PodRail(network=name, resource=res, device="pf", pooled=pooled)
+        elif device == "vf":
+            start = self.block_base(host.su, nic.rail) + 2 + self.max_h[(host.su, nic.rail)]
+            # pooled: one VF per NIC (fabric.design.checks), the VF of host h at range_start + h - 1
+            pod = PodRail(network=name, resource=res, device="vf", range_start=dotted(start),
+                          range_end=dotted(start + room - 1), pooled=pooled,
+                          address=f"{dotted(start + host.h - 1)}/{self.addr.rail_prefix_length}" if pooled
+                          else None)
         self._pod_rails[key] = pod
         return pod
 
