@@ -247,7 +247,7 @@ def test_the_nvue_table_follows_nvidias_release_notes() -> None:
     assert set(nvue.emitted("5.11", "spectrum-3")) == {"queue_drops", "queue_ecn_marked", "rx_pause_us",
                                                        "tx_pause_us"}
     assert nvue.emitted("5.11", "spectrum-1") == {} and nvue.emitted("5.15", "spectrum-1") == {}
-    assert "speed_bps" in nvue.emitted("5.12", "spectrum-2")
+    assert "speed_bps" in nvue.emitted("5.12", "spectrum-2") and "speed_bps" in nvue.emitted("5.14", "spectrum-3")
     assert "Spectrum-2 and later, not on spectrum-1" in nvue.why_none("5.11", "spectrum-1")
 
 
