@@ -12,6 +12,7 @@ faults injected, and the test asserts through Prometheus' HTTP API which alerts 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import socket
 import subprocess
@@ -36,6 +37,8 @@ from fabric.export import prometheus as prom
 from fabric.export import sources as src
 from fabric.model.inventory import Monitoring
 from fabric.model.load import load
+from fabric.model.platforms import PLATFORMS
+from fabric.nos import NOS
 from fabric.parsers.iproute import queue_counters
 from tests.conftest import require
 
@@ -131,6 +134,121 @@ def test_ethtool_metric_names_follow_node_exporter() -> None:
     assert src.ethtool_metric("rx_prio3_discards") == "node_ethtool_received_prio3_discards"
     assert src.ethtool_metric("tx_pause_storm_error_events") == src.HOST_STORM_EVENTS
     assert src.ethtool_metric("rx_vport_RDMA_unicast.bytes") == "node_ethtool_received_vport_rdma_unicast_bytes"
+
+
+# -- what each switch can emit -----------------------------------------------------------------------------------
+
+TELEMETRY_FIXTURE = ROOT / "tests" / "fixtures" / "inventories" / "nvue-telemetry"
+_PROMQL_WORDS = {"sum", "by", "rate", "increase", "label_replace", "on", "group_left", "or", "and", "unless", "vector"}
+
+
+def _export(inv: Path, out: Path) -> subprocess.CompletedProcess:
+    cli = [sys.executable, "-c", "from fabric.cli import main; main()", "export"]
+    return subprocess.run([*cli, str(inv), "-f", "prometheus", "-o", str(out)], capture_output=True, text=True,
+                          timeout=120)
+
+
+def _metrics_read(expr: str) -> set[str]:
+    """The metric names a PromQL expression of these rules reads (strings, matchers, ranges and numbers removed)."""
+    e = re.sub(r'"[^"]*"', "", expr)
+    e = re.sub(r"\{[^}]*\}|\[[^\]]*\]", "", e)
+    e = re.sub(r"\b(by|on|group_left)\s*\([^)]*\)", "", e)
+    e = re.sub(r"\b\d+(\.\d+)?(e\d+)?\b", "", e)
+    return {w for w in re.findall(r"[A-Za-z_:][A-Za-z0-9_:]*", e) if w not in _PROMQL_WORDS}
+
+
+def _table(nos: str) -> dict:
+    return yaml.safe_load((ROOT / "fabric" / "nos" / nos / "telemetry.yaml").read_text())
+
+
+def _switch_rules(rules_text: str) -> list[tuple[str, dict[str, str], set[str]]]:
+    """(record, selector of fabric_port_info, metrics read) of every rule that reads a switch exporter's series."""
+    out = []
+    for group in yaml.safe_load(rules_text)["groups"]:
+        for rule in group["rules"]:
+            sel = re.search(r"fabric_port_info\{([^}]*)\}", rule["expr"])
+            labels = {k: v for k, _, v in re.findall(r'(\w+)(=~|=)"([^"]*)"', sel.group(1))} if sel else {}
+            if "nos" in labels:
+                out.append((rule["record"], labels, _metrics_read(rule["expr"]) - {"fabric_port_info"}))
+    return out
+
+
+@pytest.mark.parametrize("inv", [*INVENTORIES, TELEMETRY_FIXTURE], ids=lambda p: p.name)
+def test_every_switch_rule_reads_what_its_release_and_asic_emit(inv: Path, tmp_path: Path) -> None:
+    """`fabric export -f prometheus`: each switch rule selects its switches by NOS, release and platform, and every
+    metric it reads is one the NOS's telemetry table (fabric/nos/<nos>/telemetry.yaml, with its sources) lists for
+    that release and the platform's ASIC; promtool accepts the rules."""
+    run = _export(inv, tmp_path)
+    assert run.returncode == 0, run.stderr
+    fabric_name = yaml.safe_load((inv / "fabric.yaml").read_text())["fabric"]["name"]
+    rules_text = (tmp_path / f"{fabric_name}.rules.yml").read_text()
+    for record, sel, metrics in _switch_rules(rules_text):
+        assert {"nos", "release", "platform"} <= sel.keys(), (record, sel)
+        rows = _table(sel["nos"])["releases"]
+        for platform in sel["platform"].split("|"):
+            asic = PLATFORMS[platform].asic
+            row = next((r for r in rows if sel["release"] in r["releases"] and
+                        ("any" in r["asics"] or asic in r["asics"])), None)
+            assert row is not None, f"{record}: no table row for {sel['nos']} {sel['release']} on {asic}"
+            assert row["source"] and metrics and metrics <= set(row["metrics"]), (record, metrics, row)
+    if PROMTOOL is not None:
+        check = subprocess.run([PROMTOOL, "check", "rules", str(tmp_path / f"{fabric_name}.rules.yml")],
+                               capture_output=True, text=True, timeout=60)
+        assert check.returncode == 0, check.stdout + check.stderr
+
+
+def test_a_switch_that_emits_nothing_is_named_not_given_rules(tmp_path: Path) -> None:
+    """An MSN2700 (Spectrum-1) on Cumulus Linux 5.9 exports nothing: no rule reads its ports, and the rule file's
+    head and stderr name it with the reason; the SN4700s on 5.15 get their queue, pause and speed series, and the
+    storm alert reads the switch side."""
+    run = _export(TELEMETRY_FIXTURE, tmp_path)
+    assert run.returncode == 0, run.stderr
+    rules_text = (tmp_path / "nvue-telemetry.rules.yml").read_text()
+    switch = _switch_rules(rules_text)
+    assert all("msn2700" not in sel["platform"] for _, sel, _ in switch)
+    read = {m for _, sel, ms in switch if sel["platform"] == "sn4700" and sel["release"] == "5.15" for m in ms}
+    assert read == {"nvswitch_interface_tc_tx_no_buffer_discard_uc", "nvswitch_interface_tc_tx_ecn_marked_tc",
+                    "nvswitch_interface_sp_rx_pause_duration", "nvswitch_interface_sp_tx_pause_duration",
+                    "nvswitch_interface_oper_aggregate_speed"}
+    storm = next(r for g in yaml.safe_load(rules_text)["groups"] for r in g["rules"]
+                 if r.get("alert") == "RocePfcPauseStorm")
+    assert "fabric:switch_tx_pause:ratio" in storm["expr"]
+    line = next(ln for ln in run.stderr.splitlines() if "msn2700" in ln)
+    assert line.startswith("warning: NVIDIA Cumulus Linux (NVUE) 5.9 on msn2700 (spectrum-1), 2 switches "
+                           "(leaf-su1-r1, leaf-su1-r2): no switch series, Cumulus Linux 5.9 has no OpenTelemetry")
+    assert f"# {line}" in rules_text.splitlines()[:5]
+
+
+def test_the_switch_watchdog_gap_is_said_where_no_exporter_has_one(tmp_path: Path) -> None:
+    """Every NOS that renders a PFC watchdog either maps a watchdog series or its table says why it has none; the
+    export names that gap (head and stderr) and the watchdog alert claims only the NIC's watchdog."""
+    for name, nos in NOS.items():
+        if nos.watchdog is not None:
+            table = _table(name)
+            assert "watchdog_storms" in table["signals"] or table["missing"].get("watchdog_storms"), name
+    inv = ROOT / "inventories" / "h100-400g"
+    run = _export(inv, tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert any("PFC watchdog (RocePfcWatchdogFired)" in ln and ln.startswith("warning: NVIDIA Cumulus Linux")
+               for ln in run.stderr.splitlines()), run.stderr
+    rules = yaml.safe_load((tmp_path / "h100-400g.rules.yml").read_text())
+    alert = next(r for g in rules["groups"] for r in g["rules"] if r.get("alert") == "RocePfcWatchdogFired")
+    assert "switch_watchdog" not in alert["expr"]
+    assert "The switches' PFC watchdog is not monitored" in alert["annotations"]["description"]
+
+
+def test_the_nvue_table_follows_nvidias_release_notes() -> None:
+    """The table's reader: 5.9 emits nothing anywhere; 5.10 only the TC series, on Spectrum-4 only; 5.11 adds the
+    switch-priority pause series on Spectrum-2 and later but no speed (that comes with 5.12); never Spectrum-1."""
+    nvue = src.SWITCH_SOURCES["nvue"]
+    assert nvue.emitted("5.9", "spectrum-4") == {}
+    assert nvue.emitted("5.10", "spectrum-3") == {}
+    assert set(nvue.emitted("5.10", "spectrum-4")) == {"queue_drops", "queue_ecn_marked"}
+    assert set(nvue.emitted("5.11", "spectrum-3")) == {"queue_drops", "queue_ecn_marked", "rx_pause_us",
+                                                       "tx_pause_us"}
+    assert nvue.emitted("5.11", "spectrum-1") == {} and nvue.emitted("5.15", "spectrum-1") == {}
+    assert "speed_bps" in nvue.emitted("5.12", "spectrum-2") and "speed_bps" in nvue.emitted("5.14", "spectrum-3")
+    assert "Spectrum-2 and later, not on spectrum-1" in nvue.why_none("5.11", "spectrum-1")
 
 
 def test_tc_textfile_is_the_frr_rows_series() -> None:

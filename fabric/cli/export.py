@@ -46,6 +46,7 @@ def export_command(
 def _prometheus(loaded: Loaded, fabric: FabricIntent, output: Path | None) -> None:
     from fabric.errors import UsageError
     from fabric.export.monitoring import files
+    from fabric.export.prometheus import telemetry_gaps
 
     if output is None:
         raise UsageError("--output: expected a directory for -f prometheus (rules, tests, targets, dashboards)")
@@ -54,4 +55,6 @@ def _prometheus(loaded: Loaded, fabric: FabricIntent, output: Path | None) -> No
         path = output / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
+    for line in telemetry_gaps(fabric, loaded.inv.monitoring):
+        typer.echo(f"warning: {line}", err=True)
     typer.echo(f"wrote {len(written)} files to {output} (prometheus)", err=True)

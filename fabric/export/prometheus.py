@@ -7,13 +7,16 @@ Three rule groups per fabric, in `<fabric>.rules.yml`:
    one series per port in `topology/<fabric>.prom` (a static file scraped once, `topology_exposition`).
    Everything the alerts say about *where* comes from there.
 2. `signals` — the exporters' counters (fabric/export/sources.py) turned into rates and shares and joined to
-   `fabric_port_info`, so every `fabric:…` series names the device, port, NIC, peer and cable.
+   `fabric_port_info`, so every `fabric:…` series names the device, port, NIC, peer and cable. A switch's rules
+   read only the metrics its NOS release and ASIC emit (fabric/nos/<nos>/telemetry.yaml, selected by the `nos`,
+   `release` and `platform` labels of its ports); where a signal has none, the rule file's head and stderr say
+   which switches and why.
 3. `alerts` — one rule per failure, thresholds from the QoS policy, the link speed and `monitoring:`:
 
 - `RocePfcPauseStorm`: a port pauses its peer on a lossless priority more than `pause_storm_fraction` (0.5) of
   the time (mlx5 `*_prio{p}_pause_duration`, µs per second);
-- `RocePfcWatchdogFired`: a NIC's pause watchdog (mlx5 `tx_pause_storm_error_events`) or a switch's PFC watchdog
-  acted;
+- `RocePfcWatchdogFired`: a NIC's pause watchdog (mlx5 `tx_pause_storm_error_events`) or, where its exporter
+  publishes one, a switch's PFC watchdog acted;
 - `RoceEcnMarksClimbing`: more than `ecn_marked_fraction` (0.05) of a (SU, rail)'s RoCE packets arrive
   ECN-marked (only where the policy's lossless queue marks ECN);
 - `RoceCnpNotHandled`: a sender sends on the lossless class (≥ `cnp_sender_min_fraction` (0.05) × its link
@@ -44,6 +47,7 @@ from fabric.design.intent import FabricIntent, HostIntent, SwitchIntent
 from fabric.export import sources as src
 from fabric.model.inventory import Monitoring
 from fabric.model.load import Loaded
+from fabric.nos import NOS
 
 INFO = "fabric_port_info"
 EXPECTED = "fabric:port_speed_expected:bps"
@@ -72,7 +76,8 @@ def port_labels(fabric: FabricIntent) -> list[dict[str, str]]:
                 "fabric": fabric.name, "su": "" if sw.su is None else str(sw.su),
                 "rail": "" if sw.rail is None else str(sw.rail), "role": sw.role, "device": name, "port": p.name,
                 "nic": "", "peer": f"{p.peer}:{p.peer_port}", "cable": cable(*ends, p.cable_m), "speed": str(p.speed),
-                "adaptive_routing": str(sw.adaptive_routing).lower(), "nos": sw.target}))
+                "adaptive_routing": str(sw.adaptive_routing).lower(), "nos": sw.target, "platform": sw.platform,
+                "release": sw.release}))
     return out
 
 
@@ -176,6 +181,71 @@ def lossless(fabric: FabricIntent) -> tuple[list[int], list[int], bool]:
     return sorted(prios), sorted(tcs), ecn
 
 
+# normalized switch series: record, signal (fabric/export/sources.py), function, scale, class label
+_SWITCH_RECORDS = (
+    ("fabric:switch_queue_drops:rate", "queue_drops", "rate", "", "queue"),
+    ("fabric:switch_queue_ecn_marked:rate", "queue_ecn_marked", "rate", "", "queue"),
+    ("fabric:switch_rx_pause:ratio", "rx_pause_us", "rate", " / 1e6", "priority"),
+    ("fabric:switch_tx_pause:ratio", "tx_pause_us", "rate", " / 1e6", "priority"),
+    ("fabric:switch_watchdog_storms:increase", "watchdog_storms", "increase", "", "priority"),
+    ("fabric:switch_speed:bps", "speed_bps", "", "", "queue"),
+    ("fabric:switch_optics_rx_power:dbm", "optics_rx_power_dbm", "", "", "lane"))
+
+
+@dataclass(frozen=True, slots=True)
+class SwitchGroup:
+    """Switches of one NOS and release whose release and ASIC emit the same series (fabric/nos/*/telemetry.yaml)."""
+
+    nos: str
+    release: str
+    switches: tuple[SwitchIntent, ...]
+    counters: dict[str, src.Counter]  # signal → the exporter's metric, for the signals these switches emit
+
+
+def switch_groups(fabric: FabricIntent) -> list[SwitchGroup]:
+    """The fabric's switches grouped by NOS, release and the signals their release and ASIC emit."""
+    groups: dict[tuple[str, str, tuple[str, ...]], list[SwitchIntent]] = {}
+    for name in sorted(fabric.switches):
+        sw = fabric.switches[name]
+        source = src.SWITCH_SOURCES.get(sw.target)
+        signals = tuple(sorted(source.emitted(sw.release, sw.asic))) if source else ()
+        groups.setdefault((sw.target, sw.release, signals), []).append(sw)
+    out = []
+    for (nos, release, signals), switches in groups.items():
+        source = src.SWITCH_SOURCES.get(nos)
+        counters = source.emitted(release, switches[0].asic) if source else {}
+        out.append(SwitchGroup(nos, release, tuple(switches), {s: counters[s] for s in signals}))
+    return out
+
+
+def telemetry_gaps(fabric: FabricIntent, m: Monitoring) -> list[str]:
+    """One line per group of switches whose exporter lacks a switch series an alert reads: which switches, which
+    series, and why (the NOS's telemetry table) — the alerts then hold only the hosts' side of their cables."""
+    lines = []
+    for g in switch_groups(fabric):
+        source = src.SWITCH_SOURCES.get(g.nos)
+        wanted = [s for s in src.ALERTED if s != "optics_rx_power_dbm" or m.optics_rx_power_min_dbm is not None]
+        if source is not None:
+            wanted = [s for s in wanted if s not in source.not_applicable]
+        lacking = [s for s in wanted if s not in g.counters]
+        if not lacking:
+            continue
+        names = [sw.name for sw in g.switches]
+        who = (f"{NOS[g.nos].title} {g.release} on "
+               f"{', '.join(sorted({f'{sw.platform} ({sw.asic})' for sw in g.switches}))}, "
+               f"{len(names)} switch{'es' if len(names) > 1 else ''} ({', '.join(names[:3])}"
+               f"{', …' if len(names) > 3 else ''})")
+        if not g.counters:
+            why = source.why_none(g.release, g.switches[0].asic) if source else "no exporter is known for this NOS"
+            lines.append(f"{who}: no switch series, {why}; the alerts hold these switches' cables to the hosts' "
+                         "side only")
+            continue
+        reasons = "; ".join(f"{src.ALERTED[s]}: {source.why_missing(s, g.release) if source else 'no exporter'}"
+                            for s in lacking)
+        lines.append(f"{who}: no switch series for {reasons}")
+    return lines
+
+
 def _signals(fabric: FabricIntent, m: Monitoring) -> list[Rule]:
     w = f"{m.rate_window}s"
     prios, _tcs, _ = lossless(fabric)
@@ -205,22 +275,11 @@ def _signals(fabric: FabricIntent, m: Monitoring) -> list[Rule]:
                                    ("cnp_ignored", src.IB_CNP_IGNORED), ("ecn_marked", src.IB_ECN_MARKED),
                                    ("out_of_sequence", src.IB_OUT_OF_SEQUENCE))),
         ]
-    for nos in sorted({sw.target for sw in fabric.switches.values()}):
-        s = src.SWITCH_SOURCES.get(nos)
-        if s is None:
-            continue
-        where = f'nos="{nos}"'
-
-
-        for record, c, fn, scale, cls in (
-                ("fabric:switch_queue_drops:rate", s.queue_drops, "rate", "", "queue"),
-                ("fabric:switch_queue_ecn_marked:rate", s.queue_ecn_marked, "rate", "", "queue"),
-                ("fabric:switch_rx_pause:ratio", s.rx_pause_us, "rate", " / 1e6", "priority"),
-                ("fabric:switch_tx_pause:ratio", s.tx_pause_us, "rate", " / 1e6", "priority"),
-                ("fabric:switch_watchdog_storms:increase", s.watchdog_storms, "increase", "", "priority"),
-                ("fabric:switch_speed:bps", s.speed_bps, "", "", "queue"),
-                ("fabric:switch_optics_rx_power:dbm", s.optics_rx_power_dbm, "", "", "lane")):
-            if c is not None:
+    for group in switch_groups(fabric):
+        where = (f'nos="{group.nos}",release="{group.release}",'
+                 f'platform=~"{"|".join(sorted({sw.platform for sw in group.switches}))}"')
+        for record, signal, fn, scale, cls in _SWITCH_RECORDS:
+            if (c := group.counters.get(signal)) is not None:
                 sc = scale if c.scale == 1.0 else f"{scale} * {c.scale:g}"
                 scaled = f"{fn}({c.metric}[{w}]){sc}" if fn else f"{c.metric}{sc}"
                 rules.append(Rule(record, _join(_relabel(scaled, c.port_label, c.class_label, class_to=cls),
@@ -264,8 +323,13 @@ def _alerts(fabric: FabricIntent, m: Monitoring, records: set[str]) -> list[Rule
         out.append(_alert(
             "RocePfcWatchdogFired", e, "critical",
             _WHERE + " PFC watchdog acted (pause storm detected)",
-            "A PFC watchdog (the NIC's stall watchdog or the switch's PFC watchdog) detected a pause storm and "
-            "stopped honouring or sending pauses: lossless traffic on that priority may now drop.",
+            ("A PFC watchdog (the NIC's stall watchdog or the switch's PFC watchdog) detected a pause storm and "
+             "stopped honouring or sending pauses: lossless traffic on that priority may now drop."
+             if "fabric:switch_watchdog_storms:increase" in records else
+             "The NIC's pause-storm watchdog (tx_pause_storm_error_events) detected a pause storm and stopped "
+             "sending pauses: lossless traffic on that priority may now drop. The switches' PFC watchdog is not "
+             "monitored here: their exporters publish no watchdog counter (the warnings at the top of the rule "
+             "file say which)."),
             "Find the storm's source (RocePfcPauseStorm on the same cable); run `fabric diagnose` on the host's "
             "dmesg (DG215 pause TX disabled, DG216 pause storm warning) and `fabric accept INV --tags "
             "pfc-watchdog`.", m))

@@ -11,7 +11,7 @@ import re
 
 from fabric.design.intent import FabricIntent
 from fabric.export import sources as src
-from fabric.export.prometheus import INFO, lossless, port_labels
+from fabric.export.prometheus import FABRIC_LABELS, INFO, lossless, port_labels, switch_groups
 from fabric.model.inventory import Monitoring
 
 _IF = re.compile(r"\{\{ if \$labels\.(\w+) \}\}(.*?)\{\{ end \}\}")
@@ -66,8 +66,8 @@ def unit_tests(fabric: FabricIntent, m: Monitoring, rules: dict) -> dict:
             tests.append({"name": name, "interval": "1m", "input_series": topology(info, series) + series,
                           "alert_rule_test": [{"eval_time": EVAL, "alertname": alert, "exp_alerts": expected}]})
 
-    def nic(lb: dict[str, str]) -> dict[str, str]:
-        return {k: v for k, v in lb.items()}
+    def nic(lb: dict[str, str]) -> dict[str, str]:  # the labels an alert carries: the join's, not the selector's
+        return {k: v for k, v in lb.items() if k in (*FABRIC_LABELS, "device", "port", "nic")}
 
     if not hosts:
         return {"rule_files": [f"{fabric.name}.rules.yml"], "evaluation_interval": "1m", "tests": tests}
@@ -106,9 +106,9 @@ def unit_tests(fabric: FabricIntent, m: Monitoring, rules: dict) -> dict:
     case("out of sequence: alerts without adaptive routing only", oos, "RoceOutOfSequence", exp)
     leaf_ports = [lb for lb in info if lb["role"] == "leaf" and lb["peer"] == f"{h['device']}:{h['port']}"] or \
                  [lb for lb in info if lb["role"] != "host"]
-    s = src.SWITCH_SOURCES.get(leaf_ports[0].get("nos", "")) if leaf_ports else None
-    if s is not None and s.queue_drops is not None and tcs:
-        c = s.queue_drops
+    emits = {sw.name: g.counters for g in switch_groups(fabric) for sw in g.switches}
+    c = emits.get(leaf_ports[0]["device"], {}).get("queue_drops") if leaf_ports else None
+    if c is not None and tcs:
         lp = leaf_ports[0]
         case("drops on the lossless queue of a leaf port",
              [_series(c.metric, {"node": lp["device"], c.port_label: lp["port"], c.class_label or "queue": str(tcs[0])},

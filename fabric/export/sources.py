@@ -1,8 +1,10 @@
 """Where the counters of `fabric export -f prometheus` come from: one exporter mapping for the hosts and one per NOS.
 
 Every alert reads *normalized* series (`fabric:…` recording rules, fabric/export/prometheus.py) that carry the
-fabric's labels; the rules that build them read the metric names of the exporters below. A signal a source does
-not export is `None` here, and its alerts are not generated for that NOS (the README's table says which).
+fabric's labels; the rules that build them read the metric names of the exporters below. A switch's exporter is in
+its NOS folder, fabric/nos/<nos>/telemetry.yaml: the metric of each signal, the signals it lacks (and why), and per
+release and ASIC the metrics it emits, with the document that says so. A switch gets the rules of the metrics its
+release and ASIC emit; where a signal has none, the export says so instead of writing a rule that cannot fire.
 
 Hosts — prometheus/node_exporter (`--collector.ethtool`, the `netclass` and `infiniband` collectors):
 - ethtool collector (collector/ethtool_linux.go, `buildEthtoolFQName`): each `ethtool -S` stat becomes
@@ -23,34 +25,110 @@ as `fabric export -f prometheus` writes it into its file_sd target files.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from importlib import resources
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict
+
+from fabric.nos import NOS
 
 
-@dataclass(frozen=True, slots=True)
-class Counter:
+class Counter(BaseModel):
     """One exporter metric: its name, the label naming the port and the label naming the queue (TC) or priority."""
 
+    model_config = ConfigDict(frozen=True, extra="forbid")
     metric: str
     port_label: str
     class_label: str | None = None
     scale: float = 1.0  # multiply to get the normalized unit (packets, bits/s, µs)
 
 
-@dataclass(frozen=True, slots=True)
-class SwitchSource:
-    """A NOS row's exporter: what it is, where it is documented and the metric of each normalized signal."""
+Signal = Literal["queue_drops", "queue_ecn_marked", "rx_pause_us", "tx_pause_us", "watchdog_storms", "speed_bps",
+                 "optics_rx_power_dbm"]
+# the signals an alert reads (a switch lacking one is named in the export's warnings), in the warnings' words
+ALERTED: dict[str, str] = {
+    "queue_drops": "lossless queue drops (RoceLosslessQueueDrops)",
+    "tx_pause_us": "PFC pause sent (RocePfcPauseStorm)",
+    "watchdog_storms": "PFC watchdog (RocePfcWatchdogFired)",
+    "speed_bps": "link speed (RoceLinkBelowSpeed)",
+    "optics_rx_power_dbm": "optics RX power (RoceOpticsNearThreshold)",
+}
 
+
+class ReleaseRow(BaseModel):
+    """The releases and ASICs for which the exporter emits `metrics`, with where that is documented."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    releases: tuple[str, ...]
+    asics: tuple[str, ...]  # ASIC generations (fabric.model.platforms), or `any`
+    why: str
+    source: str  # URL (or repository, path, commit) and release
+    metrics: frozenset[str]
+
+    def covers(self, release: str, asic: str) -> bool:
+        return release in self.releases and ("any" in self.asics or asic in self.asics)
+
+
+class SwitchSource(BaseModel):
+    """A NOS's exporter (fabric/nos/<nos>/telemetry.yaml): the metric of each normalized signal, the signals it
+    lacks and why, and per release and ASIC the metrics it emits."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
     exporter: str
-    source: str
     port: int | None  # default scrape port; None: no exporter to scrape
-    queue_drops: Counter | None = None  # packets dropped on an egress queue (TC)
-    queue_ecn_marked: Counter | None = None  # packets ECN-marked on an egress queue
-    rx_pause_us: Counter | None = None  # µs paused by the peer, per priority
-    tx_pause_us: Counter | None = None  # µs the switch paused its peer, per priority
-    watchdog_storms: Counter | None = None  # PFC watchdog storms detected, per priority
-    speed_bps: Counter | None = None  # operational speed (bits/s)
-    optics_rx_power_dbm: Counter | None = None
     notes: str = ""
+    signals: dict[Signal, Counter] = {}
+    missing: dict[Signal, str] = {}  # a signal the exporter never provides → why
+    not_applicable: frozenset[Signal] = frozenset()  # signals the NOS has no use for (Linux: no PFC)
+    releases: tuple[ReleaseRow, ...]
+
+    def counter(self, signal: str) -> Counter | None:
+        return self.signals.get(signal)  # type: ignore[call-overload]
+
+    @property
+    def queue_drops(self) -> Counter | None:
+        return self.counter("queue_drops")
+
+    @property
+    def queue_ecn_marked(self) -> Counter | None:
+        return self.counter("queue_ecn_marked")
+
+    @property
+    def optics_rx_power_dbm(self) -> Counter | None:
+        return self.counter("optics_rx_power_dbm")
+
+    def row(self, release: str, asic: str) -> ReleaseRow | None:
+        """The table row saying what a switch of this release and ASIC emits; None: nothing documented."""
+        return next((r for r in self.releases if r.covers(release, asic)), None)
+
+    def why_none(self, release: str, asic: str) -> str:
+        """Why a switch of this release and ASIC emits nothing: its release's row, or the table's silence."""
+        row = next((r for r in self.releases if release in r.releases), None)
+        if row is None:
+            return f"the telemetry table lists no export for release {release} (fabric/nos/<nos>/telemetry.yaml)"
+        return f"{row.why} ({row.source})" if not row.asics or not row.metrics else \
+            f"{row.why}, not on {asic} ({row.source})"
+
+    def why_missing(self, signal: str, release: str) -> str:
+        """Why the exporter lacks `signal` on `release`."""
+        if signal in self.missing:
+            return self.missing[signal]  # type: ignore[index]
+        return f"not exported by release {release}"
+
+    def emitted(self, release: str, asic: str) -> dict[str, Counter]:
+        """signal → counter, for the signals whose metric a switch of this release and ASIC emits."""
+        row = self.row(release, asic)
+        return {s: c for s, c in self.signals.items() if row is not None and c.metric in row.metrics}
+
+
+def _load_sources() -> dict[str, SwitchSource]:
+    out: dict[str, SwitchSource] = {}
+    for name in NOS:
+        ref = resources.files("fabric") / "nos" / name / "telemetry.yaml"
+        if ref.is_file():
+            out[name] = SwitchSource.model_validate(yaml.safe_load(ref.read_text()))
+    return out
 
 
 # Host NIC series (node_exporter); `{p}` is a lossless priority.
@@ -81,61 +159,7 @@ def ethtool_metric(stat: str) -> str:
     return ETHTOOL + name
 
 
-SWITCH_SOURCES: dict[str, SwitchSource] = {
-    # vinted/sonic-exporter @ 3759410 (internal/collector/queue_collector.go, interface_collector.go): reads
-    # COUNTERS_DB/STATE_DB from redis. Queue drops per COUNTERS_QUEUE_NAME_MAP entry (`Ethernet0:3` → device,
-    # queue); speed comes from CONFIG_DB (the configured speed: a renegotiated link is invisible there, the
-    # host side alerts on it); RX power per lane from TRANSCEIVER_DOM_SENSOR. It exports no PFC, WRED/ECN or
-    # PFC-watchdog counters (those stay in COUNTERS_DB: SAI_PORT_STAT_PFC_3_RX_PKTS, PFC_WD_*).
-    "sonic": SwitchSource(
-        exporter="vinted/sonic-exporter", source="github.com/vinted/sonic-exporter internal/collector", port=9101,
-        queue_drops=Counter("sonic_queue_dropped_packets_total", "device", "queue"),
-        optics_rx_power_dbm=Counter("sonic_interface_optic_receive_power_dbm", "device"),
-        notes="no PFC, ECN or watchdog counters exported; speed is CONFIG_DB's"),
-    # Cumulus Linux OpenTelemetry export (docs.nvidia.com/networking-ethernet-software/cumulus-linux-511/
-    # Monitoring-and-Troubleshooting/Open-Telemetry-Export/), OTLP → an OpenTelemetry Collector with its
-    # prometheus exporter: gauges named as listed, attribute `interface`; the TC / switch-priority series need
-    # `nv set system telemetry interface-stats egress-buffer traffic-class <tc>` / `… switch-priority <p>`.
-    # The attribute naming the class is not in NVIDIA's table: `traffic_class` / `switch_priority` here are an
-    # assumption to check against the collector's output. No PFC watchdog metric is exported.
-    "nvue": SwitchSource(
-        exporter="Cumulus Linux OTLP export via an OpenTelemetry Collector (or NetQ)",
-        source="docs.nvidia.com cumulus-linux-511 Open-Telemetry-Export", port=8889,
-        queue_drops=Counter("nvswitch_interface_tc_tx_no_buffer_discard_uc", "interface", "traffic_class"),
-        queue_ecn_marked=Counter("nvswitch_interface_tc_tx_ecn_marked_tc", "interface", "traffic_class"),
-        rx_pause_us=Counter("nvswitch_interface_sp_rx_pause_duration", "interface", "switch_priority"),
-        tx_pause_us=Counter("nvswitch_interface_sp_tx_pause_duration", "interface", "switch_priority"),
-        speed_bps=Counter("nvswitch_interface_oper_aggregate_speed", "interface"),
-        notes="no PFC watchdog metric; class attribute names unverified; one collector serves every switch: "
-              "relabel the switch's host name attribute to `node`"),
-    # EOS: OpenConfig over gNMI (openconfig-qos /qos/interfaces/interface/output/queues/queue/state/dropped-pkts;
-    # openconfig-if-ethernet's negotiated-port-speed is an identity, not a number) into gnmic's prometheus output:
-    # openconfig/gnmic outputs/prometheus_output/prometheus_common.go `MetricName` = [prefix_][subscription_] +
-    # the value's path with non-alphanumerics → `_`, left `_` trimmed; `GetLabels` = each event tag's base name
-    # sanitized the same way. The event format names a list key `<element>_<key>` (interface_interface-id →
-    # `interface_interface_id`, `queue_name`): taken from gnmic's event-format docs, not re-checked here; run it
-    # with no metric prefix and without append-subscription-name. EOS has no OpenConfig leaf for PFC frames, ECN
-    # marks or the PFC watchdog.
-    "eos": SwitchSource(
-        exporter="gnmic prometheus output (OpenConfig over gNMI)",
-        source="openconfig/gnmic outputs/prometheus_output/prometheus_common.go; openconfig-qos-interfaces.yang",
-        port=9804,
-        queue_drops=Counter("qos_interfaces_interface_output_queues_queue_state_dropped_pkts",
-                            "interface_interface_id", "queue_name"),
-        notes="no PFC, ECN, watchdog or numeric speed leaf in EOS's OpenConfig; one gnmic serves every switch: "
-              "relabel its `source` tag to `node`"),
-    # Linux/FRR white box (and the lab): no exporter publishes the per-class counters of a tc tree —
-    # node_exporter's qdisc collector reports root qdiscs only (collector/qdisc_linux.go skips `Parent != 0`).
-    # These are the names fabric expects from a textfile-collector script reading `tc -s class show` and
-    # `tc -s -j qdisc show` (fabric.parsers.iproute.queue_counters); tests/test_export_prometheus.py serves them.
-    "frr": SwitchSource(
-        exporter="none: node_exporter textfile collector fed from `tc -s` (names fabric defines)",
-        source="fabric.parsers.iproute.queue_counters", port=9100,
-        queue_drops=Counter("fabric_tc_queue_dropped_packets_total", "device", "queue"),
-        queue_ecn_marked=Counter("fabric_tc_queue_ecn_marked_packets_total", "device", "queue"),
-        speed_bps=Counter("node_network_speed_bytes", "device", scale=8.0),
-        notes="Linux has no PFC: no pause or watchdog counters"),
-}
+SWITCH_SOURCES: dict[str, SwitchSource] = _load_sources()  # NOS name → its exporter (fabric/nos/*/telemetry.yaml)
 
 
 def tc_textfile(ports: dict[str, dict[str, int]]) -> str:
