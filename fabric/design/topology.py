@@ -317,11 +317,9 @@ class _Builder:
         return ln
 
     def generate(self) -> None:
-        top, names = self.inv.topology, self.inv.topology.names
-        cab = self.inv.cabling
+        top = self.inv.topology
         if top.scalable_units == 0:
             return
-        loc = ("topology",)
         if top.scalable_units % top.pods:
             self.problem(("topology", "pods"), f"a divisor of scalable_units ({top.scalable_units})",
                          str(top.pods))
@@ -329,6 +327,14 @@ class _Builder:
         sus_per_pod = top.scalable_units // top.pods
         if not self.fits(sus_per_pod):
             return
+        supers, spines = self.generate_switches(sus_per_pod)
+        # Hosts first on every leaf (ports 1..H), then uplinks.
+        self.generate_hosts()
+        self.generate_uplinks(sus_per_pod, spines, supers)
+
+    def generate_switches(self, sus_per_pod: int) -> tuple[dict[int, list[Switch]], dict[int, list[Switch]]]:
+        """Super-spines by plane, spines by pod, then every SU's rail leaves: (super-spines, spines)."""
+        top, names = self.inv.topology, self.inv.topology.names
         supers: dict[int, list[Switch]] = {}
         if top.super_spines:
             for plane in range(1, top.spines + 1):
@@ -351,8 +357,12 @@ class _Builder:
                 if leaf:
                     self.t.leaf_of[(su, rail)] = leaf.name
                     leaf.next_port = 0
-        # Hosts first on every leaf (ports 1..H), then uplinks.
-        self.generate_hosts()
+        return supers, spines
+
+    def generate_uplinks(self, sus_per_pod: int, spines: dict[int, list[Switch]],
+                         supers: dict[int, list[Switch]]) -> None:
+        """Every leaf to every spine of its pod, every spine to every super-spine of its plane."""
+        top, cab, loc = self.inv.topology, self.inv.cabling, ("topology",)
         for (su, _rail), leaf_name in sorted(self.t.leaf_of.items()):
             leaf = self.t.switches[leaf_name]
             pod = (su - 1) // sus_per_pod + 1
