@@ -87,7 +87,8 @@ def diagnose(
         typer.echo(json.dumps(report.model_dump(mode="json"), indent=2, sort_keys=True, ensure_ascii=False))
     else:
         print_table(report)
-    handed = hand_over(fabric, diagnose_faults(report, fabric), names, remediate, limit=limit) \
+    say = make_console(stderr=True, soft_wrap=True) if format is OutputFormat.json else make_console(soft_wrap=True)
+    handed = hand_over(fabric, diagnose_faults(report, fabric), names, remediate, limit=limit, say=say) \
         if fabric is not None and names else True
     if report.has_errors or not handed:
         raise SystemExit(1)  # not typer.Exit: it must survive app(standalone_mode=False)

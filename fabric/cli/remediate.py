@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.console import Console
 
 from fabric.cli.console import console
 from fabric.design.intent import FabricIntent
@@ -49,43 +50,43 @@ def schedulers(value: str) -> list[str]:
 
 
 def hand_over(fabric: FabricIntent, faults: list[Fault], names: list[str], run: bool, revert: bool = False,
-              flag: str = "--remediate", limit: Budget | None = None) -> bool:
-    """Print the actions (and how to undo them), or run them and audit each; False if one failed, a host named
-    is not an inventory host (`fabric.remediate.screen`), or the hosts would overrun the budget (`within_budget`:
-    then nothing is run)."""
+              flag: str = "--remediate", limit: Budget | None = None, say: Console = out) -> bool:
+    """Print the actions (and how to undo them) on `say` (stderr where stdout holds a machine format), or run them
+    and audit each; False if one failed, a host named is not an inventory host (`fabric.remediate.screen`), or the
+    hosts would overrun the budget (`within_budget`: then nothing is run)."""
     members, refused = screen(fabric, faults)
     for r in refused:
-        out.print(f"  {r.host}: {r.why}", markup=False)
+        say.print(f"  {r.host}: {r.why}", markup=False)
     todo = actions(fabric, members, names)
     if not todo:
         return not refused
     hosts = list(dict.fromkeys(a.host for a in todo))
-    allowed = within_budget(fabric.name, hosts, limit or Budget(), run, revert)
+    allowed = within_budget(fabric.name, hosts, limit or Budget(), run, revert, say)
     run = run and allowed
     verb = "undo" if revert else "remediation"
-    out.print(f"{verb} for {len(hosts)} host(s) ({', '.join(names)}):", markup=False)
+    say.print(f"{verb} for {len(hosts)} host(s) ({', '.join(names)}):", markup=False)
     ok = not refused and allowed
     for a in todo:
-        ok &= _show_and_run(fabric.name, a, run, revert)
+        ok &= _show_and_run(fabric.name, a, run, revert, say)
     if not run and allowed:
-        out.print(f"  (printed only: {flag} runs them)", markup=False)
+        say.print(f"  (printed only: {flag} runs them)", markup=False)
     return ok
 
 
-def _show_and_run(fabric: str, a: Action, run: bool, revert: bool) -> bool:
+def _show_and_run(fabric: str, a: Action, run: bool, revert: bool, say: Console) -> bool:
     """Print one action (with its undo), and run and audit it when `run`; False if it failed."""
     from fabric.push import state
 
-    out.print(f"  {a.host} [{a.scheduler}] {printable(a.fault)}", markup=False)
+    say.print(f"  {a.host} [{a.scheduler}] {printable(a.fault)}", markup=False)
     for line in command_lines(a, revert):
-        out.print(f"    {line}", markup=False)
+        say.print(f"    {line}", markup=False)
     if not revert:
         for line in command_lines(a, revert=True):
-            out.print(f"    undo: {line}", markup=False)
+            say.print(f"    undo: {line}", markup=False)
     if not run:
         return True
     done, detail = execute(a, revert)
-    out.print(f"    {'done' if done else 'FAILED'}: {detail}", markup=False)
+    say.print(f"    {'done' if done else 'FAILED'}: {detail}", markup=False)
     state.audit(fabric, state.AuditEntry(
         time=state.now(), who=state.who(), fabric=fabric, device=a.host, target=a.scheduler,
         action="revert" if revert else "remediate", diff_digest="", added=0, removed=0,
@@ -94,7 +95,7 @@ def _show_and_run(fabric: str, a: Action, run: bool, revert: bool) -> bool:
     return done
 
 
-def within_budget(fabric: str, hosts: list[str], limit: Budget, run: bool, revert: bool) -> bool:
+def within_budget(fabric: str, hosts: list[str], limit: Budget, run: bool, revert: bool, say: Console) -> bool:
     """Whether `hosts` fit the budget: with the hosts earlier runs acted on in the window (`remediated.json`,
     counted once each), at most `limit.max_hosts`. When they fit and `run`, they are taken from it before any
     command runs (under its lock, so concurrent runs count each other). An undo returns hosts to service: only
@@ -103,7 +104,7 @@ def within_budget(fabric: str, hosts: list[str], limit: Budget, run: bool, rever
 
     if revert:
         if run and len(hosts) > limit.max_hosts:
-            out.print(f"not remediated: {len(hosts)} hosts exceed --max-hosts {limit.max_hosts} (nothing was run)",
+            say.print(f"not remediated: {len(hosts)} hosts exceed --max-hosts {limit.max_hosts} (nothing was run)",
                       markup=False)
             return False
         return True
@@ -113,11 +114,11 @@ def within_budget(fabric: str, hosts: list[str], limit: Budget, run: bool, rever
         used = list(dict.fromkeys(e.host for e in recent))
         new = [h for h in hosts if h not in used]
         left = max(0, limit.max_hosts - len(used))
-        out.print(f"budget {limit.describe()} (--max-hosts, --window): {len(used)} used{_runs(recent)}, "
+        say.print(f"budget {limit.describe()} (--max-hosts, --window): {len(used)} used{_runs(recent)}, "
                   f"{left} left", markup=False)
         if len(new) > left:
             for h in new:
-                out.print(f"  {h}: not remediated: {len(new)} new host(s) exceed the {left} left in the budget"
+                say.print(f"  {h}: not remediated: {len(new)} new host(s) exceed the {left} left in the budget"
                           + (" (nothing was run)" if run else " (--remediate/--execute would run nothing)"),
                           markup=False)
             return not run
