@@ -251,6 +251,15 @@ def test_a_damaged_ledger_is_refused_and_kept(text: str, why: str, standins: Pat
     assert _ledger().read_text() == text and not standins.exists()
 
 
+def test_a_planted_lock_link_is_refused(standins: Path, tmp_path: Path, capsys, monkeypatch) -> None:
+    _ledger().parent.mkdir(parents=True)
+    (_ledger().parent / "remediated.lock").symlink_to(tmp_path / "elsewhere")
+    code, _, err = cli(capsys, monkeypatch, "remediate", EXAMPLE, "--host", "gpu-su1-01", "--scheduler", "slurm",
+                       "--execute")
+    assert code == 2 and "remediated.lock: expected a lock file of this user" in " ".join(err.split())
+    assert not (tmp_path / "elsewhere").exists() and not standins.exists()
+
+
 @pytest.mark.parametrize("window", ["0h", "24", "1w", "31d", "-1h", "24 hours"])
 def test_window_is_checked(window: str, standins: Path, capsys, monkeypatch) -> None:
     code, _, err = cli(capsys, monkeypatch, "remediate", EXAMPLE, "--host", "gpu-su1-01", "--window", window)

@@ -207,11 +207,12 @@ def counters(
         n += 1
         slow = (f"reading {len(after)} nodes took {took:.1f}s, longer than the {step:g}s interval: rates are "
                 f"over {span:.1f}s (raise --workers or --watch)") if took > step else ""
-        if fmt == "json":
+        if fmt == "json":  # one JSON document a line (a sample each with --watch): JSON Lines
             import json
 
-            out.print_json(json.dumps({"seconds": round(span, 3), "read_seconds": round(took, 3), "note": slow,
-                                       "rows": [r.model_dump() for r in rows]}))
+            sys.stdout.write(json.dumps({"seconds": round(span, 3), "read_seconds": round(took, 3), "note": slow,
+                                         "rows": [r.model_dump() for r in rows]}) + "\n")
+            sys.stdout.flush()
         else:
             _counters_table(rows, span)
             if slow:

@@ -266,8 +266,13 @@ def remediation_ledger(fabric: str, *, write: bool) -> Iterator[RemediationLedge
     if not write:
         yield _read_ledger(state_root(fabric) / "remediated.json")
         return
-    d = state_dir(fabric)
-    fd = os.open(d / "remediated.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    lock = state_dir(fabric) / "remediated.lock"
+    try:
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    except OSError as exc:
+        raise UsageError(f"{lock}: expected a lock file of this user, found {exc.strerror or exc}; "
+                         "nothing was run") from None
+    d = lock.parent
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         ledger = _read_ledger(d / "remediated.json")
