@@ -51,9 +51,9 @@ _UNITS = {"m": "minutes", "h": "hours", "d": "days"}
 class Budget(BaseModel):
     """At most `max_hosts` hosts remediated in any `window` (`text`: the window as the user wrote it)."""
 
-    max_hosts: int = MAX_HOSTS
-    window: timedelta = timedelta(hours=24)
-    text: str = WINDOW
+    max_hosts: int
+    window: timedelta
+    text: str
 
     def describe(self) -> str:
         return f"{self.max_hosts} host(s) per {self.text}"

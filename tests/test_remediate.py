@@ -202,6 +202,8 @@ def test_the_budget_holds_across_runs(standins: Path, capsys, monkeypatch) -> No
     ledger = json.loads(_ledger().read_text())  # a day later: the runs so far are out of the 24 h window
     for e in ledger["hosts"]:
         e["time"] = (dt.datetime.fromisoformat(e["time"]) - dt.timedelta(hours=25)).isoformat()
+    month_ago = (dt.datetime.now(dt.UTC) - dt.timedelta(days=31)).isoformat()  # past the longest window: dropped
+    ledger["hosts"].append({"host": "gpu-su1-04", "time": month_ago, "who": "ops@old"})
     _ledger().write_text(json.dumps(ledger))
     code, out = run("gpu-su1-03", more=("--window", "7d"))  # the window is the user's: a week still counts them
     assert code == 1 and "budget 2 host(s) per 7d (--max-hosts, --window): 2 used (gpu-su1-01, gpu-su1-02 by" in out

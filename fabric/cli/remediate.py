@@ -6,7 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -16,6 +16,7 @@ from fabric.design.intent import FabricIntent
 from fabric.errors import UsageError, printable
 from fabric.remediate import (
     MAX_HOSTS,
+    MAX_WINDOW,
     SCHEDULERS,
     WINDOW,
     Action,
@@ -27,6 +28,9 @@ from fabric.remediate import (
     execute,
     screen,
 )
+
+if TYPE_CHECKING:
+    from fabric.push.state import Remediated
 
 out = console(soft_wrap=True)
 
@@ -61,7 +65,7 @@ def hand_over(fabric: FabricIntent, faults: list[Fault], names: list[str], run: 
     if not todo:
         return not refused
     hosts = list(dict.fromkeys(a.host for a in todo))
-    allowed = within_budget(fabric.name, hosts, limit or Budget(), run, revert, say)
+    allowed = within_budget(fabric.name, hosts, limit or budget(MAX_HOSTS, WINDOW), run, revert, say)
     run = run and allowed
     verb = "undo" if revert else "remediation"
     say.print(f"{verb} for {len(hosts)} host(s) ({', '.join(names)}):", markup=False)
@@ -108,7 +112,7 @@ def within_budget(fabric: str, hosts: list[str], limit: Budget, run: bool, rever
                       markup=False)
             return False
         return True
-    with state.remediation_ledger(fabric, write=run) as ledger:
+    with state.remediation_ledger(fabric, write=run, keep=MAX_WINDOW) as ledger:
         now = dt.datetime.now(dt.UTC).replace(microsecond=0)
         recent = [e for e in ledger.hosts if e.time > now - limit.window]
         used = list(dict.fromkeys(e.host for e in recent))
@@ -127,7 +131,7 @@ def within_budget(fabric: str, hosts: list[str], limit: Budget, run: bool, rever
     return True
 
 
-def _runs(recent: list) -> str:
+def _runs(recent: list[Remediated]) -> str:
     """` (gpu-a, gpu-b by alice@ws at 2026-…; …)`: the hosts each earlier run in the window took, by run."""
     by_run: dict[tuple[str, dt.datetime], list[str]] = {}
     for e in recent:

@@ -234,12 +234,9 @@ class Remediated(BaseModel):
 
 
 class RemediationLedger(BaseModel):
-    """`remediated.json`: every host remediated in the last `KEEP_REMEDIATED`."""
+    """`remediated.json`: every host remediated within the longest window a run may count over."""
 
     hosts: list[Remediated] = []
-
-
-KEEP_REMEDIATED = dt.timedelta(days=30)
 
 
 def _read_ledger(path: Path) -> RemediationLedger:
@@ -259,10 +256,10 @@ def _read_ledger(path: Path) -> RemediationLedger:
 
 
 @contextlib.contextmanager
-def remediation_ledger(fabric: str, *, write: bool) -> Iterator[RemediationLedger]:
+def remediation_ledger(fabric: str, *, write: bool, keep: dt.timedelta) -> Iterator[RemediationLedger]:
     """The ledger of hosts remediated. With `write`: held under an exclusive flock of `remediated.lock` for the
     block (concurrent runs wait, then count what this one added) and saved at its end, without the entries
-    older than `KEEP_REMEDIATED`; without it: read only, nothing created."""
+    older than `keep`; without it: read only, nothing created."""
     if not write:
         yield _read_ledger(state_root(fabric) / "remediated.json")
         return
@@ -277,7 +274,7 @@ def remediation_ledger(fabric: str, *, write: bool) -> Iterator[RemediationLedge
         fcntl.flock(fd, fcntl.LOCK_EX)
         ledger = _read_ledger(d / "remediated.json")
         yield ledger
-        keep_from = dt.datetime.now(dt.UTC) - KEEP_REMEDIATED
+        keep_from = dt.datetime.now(dt.UTC) - keep
         ledger.hosts = [e for e in ledger.hosts if e.time >= keep_from]
         write_private(d / "remediated.json", ledger.model_dump_json(indent=1))
     finally:
