@@ -357,6 +357,8 @@ def test_binding_without_host_and_unknown_names() -> None:
     assert (fqdn.host, fqdn.rail, fqdn.netdev) == (None, 1, "rail1")  # the rail every host names rail1, no host
     (by_mgmt,) = bind_subjects([{"oob_addr": "198.18.0.8"}], index)
     assert (by_mgmt.host, by_mgmt.nic) == ("gpu-su1-02", None)
+    # a switch of another domain is not the leaf either: no host behind its port is located (nor drained)
+    assert bind_subjects([{"host": "leaf-su1-r1.evil.example", "switch_port": "swp1"}], index) == []
     (uplink,) = bind_subjects([{"host": "leaf-su1-r1", "switch_port": "swp5"}], index)
     assert uplink.host is None and uplink.leaf == "leaf-su1-r1" and uplink.peer and uplink.peer.startswith("spine")
 
