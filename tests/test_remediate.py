@@ -226,13 +226,22 @@ def test_printing_takes_nothing_from_the_budget_and_says_what_a_run_would_do(sta
 
 def test_concurrent_runs_share_one_budget(standins: Path, tmp_path: Path) -> None:
     """Two `fabric remediate --execute` processes at once, 2 hosts each, 3 allowed: one runs, the other is refused
-    (the ledger is read and taken under its lock before any command runs)."""
+    (the ledger is read and taken under its lock before any command runs). The test holds the lock while both
+    start, so they contend for it the moment it is released."""
+    import fcntl
     import subprocess
+    import time
 
+    _ledger().parent.mkdir(parents=True)
+    held = os.open(_ledger().parent / "remediated.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(held, fcntl.LOCK_EX)
     fabric = Path(sys.executable).with_name("fabric")
     procs = [subprocess.Popen([str(fabric), "remediate", str(EXAMPLE), "--host", a, "--host", b, "--scheduler",
                                "slurm", "--execute", "--max-hosts", "3"], stdout=subprocess.PIPE, text=True)
              for a, b in (("gpu-su1-01", "gpu-su1-02"), ("gpu-su1-03", "gpu-su1-04"))]
+    time.sleep(3)  # both load the inventory and wait for the budget
+    assert not standins.exists() and all(p.poll() is None for p in procs)  # nothing runs while it is held
+    os.close(held)
     results = [(p.wait(timeout=120), p.stdout.read()) for p in procs]  # type: ignore[union-attr]
     assert sorted(code for code, _ in results) == [0, 1], results
     refused = next(out for code, out in results if code == 1)
