@@ -14,8 +14,9 @@ landing on it, and the commands that undo them.
 Host names come from logs and reports, which users write: an action is only ever built for a host of the
 inventory, named exactly (the model's NAME rule: no list, range, pattern or leading `-`; never Slurm's `ALL`),
 one host per command; anything else is refused as "not remediated: not an inventory host" (`screen`).
-`scontrol update` has no `--`: its NodeName is therefore always such an exact name. A run acts on at most
-`max_hosts` hosts (default `MAX_HOSTS`), so a bad log can never empty a cluster.
+`scontrol update` has no `--`: its NodeName is therefore always such an exact name. Runs act on at most
+`Budget.max_hosts` hosts in any `Budget.window` (default `MAX_HOSTS` per `WINDOW`: the CLI keeps the count across
+runs in the state directory), so neither a bad log nor a loop of runs can empty a cluster.
 
 Pure: builds the commands; `execute` runs them (argv, no shell).
 """
@@ -26,12 +27,13 @@ import json
 import re
 import shlex
 import subprocess
+from datetime import timedelta
 from typing import Literal
 
 from pydantic import BaseModel
 
 from fabric.design.intent import FabricIntent
-from fabric.errors import printable
+from fabric.errors import UsageError, printable
 from fabric.export.kubernetes import DEFAULT_PREFIX, hypernode_name
 from fabric.export.tiers import tiers
 from fabric.model.inventory import NAME
@@ -39,8 +41,31 @@ from fabric.model.inventory import NAME
 Scheduler = Literal["slurm", "kubernetes", "volcano"]
 SCHEDULERS: tuple[str, ...] = ("slurm", "kubernetes", "volcano")
 TAINT_KEY = f"{DEFAULT_PREFIX}/fault"
-MAX_HOSTS = 4  # default of --max-hosts: hosts one run may drain/cordon/taint
+MAX_HOSTS = 4  # default of --max-hosts: hosts that runs may drain/cordon/taint in one --window
+WINDOW = "24h"  # default of --window
+MAX_WINDOW = timedelta(days=30)
 NOT_INVENTORY = "not remediated: not an inventory host"
+_UNITS = {"m": "minutes", "h": "hours", "d": "days"}
+
+
+class Budget(BaseModel):
+    """At most `max_hosts` hosts remediated in any `window` (`text`: the window as the user wrote it)."""
+
+    max_hosts: int
+    window: timedelta
+    text: str
+
+    def describe(self) -> str:
+        return f"{self.max_hosts} host(s) per {self.text}"
+
+
+def budget(max_hosts: int, window: str) -> Budget:
+    """The budget of `--max-hosts N --window W`; W is minutes, hours or days (`90m`, `24h`, `7d`), at most 30 days."""
+    m = re.fullmatch(r"([1-9]\d{0,5})([mhd])", window.strip())
+    span = timedelta(**{_UNITS[m[2]]: int(m[1])}) if m else None
+    if span is None or span > MAX_WINDOW:
+        raise UsageError(f"--window: expected minutes, hours or days up to 30d (90m, 24h, 7d), found {window!r}")
+    return Budget(max_hosts=max_hosts, window=span, text=window.strip())
 
 
 class Fault(BaseModel):

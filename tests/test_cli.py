@@ -276,3 +276,57 @@ def test_a_push_to_sonic_or_nvue_imports_no_jinja() -> None:
             "render_switch(next(iter(f.switches.values())), f)\n"
             "assert 'jinja2' in sys.modules; print('ok')")
     assert_prints_ok(code)
+
+
+LOGS = ROOT / "tests" / "fixtures" / "logs"
+
+
+def _flaps(tmp_path: Path) -> str:
+    """A kernel log (tests/fixtures/logs/kernel_link_flap.log) with the flaps of an inventory host and of a host of
+    another domain: diagnose --scheduler has remediation lines and a refusal to say."""
+    flap = (LOGS / "kernel_link_flap.log").read_text()
+    log = tmp_path / "kern.log"
+    log.write_text(flap.replace("gpu-c12", "gpu-su1-02") + flap.replace("gpu-c12", "gpu-su1-01.evil.example"))
+    return str(log)
+
+
+def _github(text: str) -> list[str]:
+    """GitHub workflow commands: every line `::notice|warning|error file=…::message`."""
+    assert text and all(line.startswith(("::notice ", "::warning ", "::error ")) for line in text.splitlines()), text
+    return text.splitlines()
+
+
+def _junit(text: str) -> object:
+    from xml.etree import ElementTree
+
+    root = ElementTree.fromstring(text.encode())
+    assert root.tag in ("testsuite", "testsuites"), text[:200]
+    return root
+
+
+def _sarif(text: str) -> object:
+    doc = json.loads(text)
+    assert doc["version"] == "2.1.0" and doc["runs"], text[:200]
+    return doc
+
+
+@pytest.mark.parametrize(("args", "parse"), [
+    (["lint", "{inv}", "-f", "json"], json.loads),
+    (["lint", "{inv}", "-f", "junit"], _junit),
+    (["lint", "{inv}", "-f", "sarif"], _sarif),
+    (["lint", "{inv}", "-f", "github"], _github),
+    (["plan", "{inv}", "--offline", "--format", "json"], json.loads),
+    (["explain", "{inv}", "leaf-su1-r1", "qos", "--format", "json"], json.loads),
+    (["diagnose", "-f", "json", "{log}"], json.loads),
+    (["diagnose", "-f", "json", "--inventory", "{inv}", "--scheduler", "slurm,kubernetes", "{log}"], json.loads),
+    (["parse", "nccl", str(ROOT / "tests/fixtures/samples/extra_nccl_all_reduce_legacy_format.txt")], json.loads),
+])
+def test_machine_formats_keep_stdout_machine_readable(args: list[str], parse, tmp_path: Path) -> None:
+    """stdout of a machine format is that format and nothing else (parsed whole, strictly); what a person reads
+    (remediation commands, refusals, summaries) goes to stderr."""
+    p = fabric(*(a.format(inv=EXAMPLE, log=_flaps(tmp_path)) for a in args))
+    assert p.returncode in (0, 1) and "Traceback" not in p.stderr, p.stderr
+    parse(p.stdout)
+    if "--scheduler" in args:
+        assert "gpu-su1-01.evil.example: not remediated: not an inventory host" in p.stderr
+        assert "scontrol update NodeName=gpu-su1-02 State=DRAIN" in p.stderr

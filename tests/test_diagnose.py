@@ -352,10 +352,13 @@ def test_binding_without_host_and_unknown_names() -> None:
     (rail_only,) = bind_subjects([{"dev": "mlx5_3"}], index)  # every host: mlx5_3 is rail 4
     assert (rail_only.host, rail_only.nic, rail_only.rail, rail_only.leaf) == (None, "mlx5_3", 4, None)
     assert bind_subjects([{"host": "gpu-a07", "dev": "mlx5_4", "addr": "10.3.4.21"}], index) == []
+    # the example's names are short: it has no domain, so an FQDN is no host of it (fabric.design.names)
     (fqdn,) = bind_subjects([{"host": "gpu-su1-01.cluster.local", "ifname": "rail1"}], index)
-    assert (fqdn.host, fqdn.nic, fqdn.leaf_port) == ("gpu-su1-01", "mlx5_0", "swp1")
+    assert (fqdn.host, fqdn.rail, fqdn.netdev) == (None, 1, "rail1")  # the rail every host names rail1, no host
     (by_mgmt,) = bind_subjects([{"oob_addr": "198.18.0.8"}], index)
     assert (by_mgmt.host, by_mgmt.nic) == ("gpu-su1-02", None)
+    # a switch of another domain is not the leaf either: no host behind its port is located (nor drained)
+    assert bind_subjects([{"host": "leaf-su1-r1.evil.example", "switch_port": "swp1"}], index) == []
     (uplink,) = bind_subjects([{"host": "leaf-su1-r1", "switch_port": "swp5"}], index)
     assert uplink.host is None and uplink.leaf == "leaf-su1-r1" and uplink.peer and uplink.peer.startswith("spine")
 

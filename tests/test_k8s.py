@@ -565,6 +565,37 @@ def test_a_failed_mpijob_fails_the_check_with_the_operators_message(h100: Fabric
     assert standin_calls(kubectl, "kubectl")[-1].startswith("delete -f")
 
 
+def test_accept_through_k8s_needs_no_ssh_key_and_says_what_it_expected(tmp_path: Path, kubectl: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """`fabric accept --launcher k8s` of the nccl check: the inventory's SSH key file is missing, and nothing of the
+    run goes over SSH (the ranks start as an MPIJob), so it is not asked for; the MPIJob fails and every report
+    says the busbw it expected (never `None`), each machine report parsed strictly."""
+    import shutil
+    from xml.etree import ElementTree
+
+    inv = tmp_path / "inv"
+    shutil.copytree(VLAN16, inv)
+    (inv / "access.yaml").write_text("access:\n  username: ops\n  key_file: ~/.ssh/id_fabric_not_here\n")
+    monkeypatch.setenv("KUBECTL_LOGS", str(tmp_path / "launcher.log"))
+    (tmp_path / "launcher.log").write_text("roce-fabric: the image lacks: all_reduce_perf\n")
+    monkeypatch.setenv("KUBECTL_STATE", "Failed")
+    monkeypatch.setenv("FABRIC_STATE", str(tmp_path / "state"))
+    out = tmp_path / "report"
+    run = inproc.fabric("accept", str(inv), "--launcher", "k8s", "--image", IMAGE, "--tags", "nccl-allreduce",
+                        "-o", str(out), "--scheduler", "slurm")
+    assert run.returncode == 1 and "key_file" not in run.stdout + run.stderr, run.stdout + run.stderr
+    assert "nccl-allreduce" in run.stdout and "None" not in run.stdout
+    (result,) = json.loads((out / "accept.json").read_text())["results"]
+    assert result["status"] == "fail" and result["message"].startswith("Expected busbw ≥ ")
+    assert " GB/s at the 2 largest sizes. Actual: MPIJob " in result["message"]
+    assert all(m["threshold"] is not None for m in result["measurements"])
+    suite = ElementTree.fromstring((out / "accept-junit.xml").read_bytes())
+    failures = [f.get("message") or "" for f in suite.iter("failure")]
+    assert failures and not any("None" in f for f in failures), failures
+    for name in ("accept.md", "accept.html"):
+        assert "None" not in (out / name).read_text()
+
+
 def test_pod_bandwidth_check_judges_the_launcher_log(vlan16: FabricIntent, tmp_path: Path, kubectl: Path,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     sample = (SAMPLES / "ib_write_bw_client_bidir_duration_newheader.txt").read_text()

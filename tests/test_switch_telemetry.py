@@ -75,6 +75,11 @@ def test_counters_read_every_nos_into_the_same_names(device, tmp_path: Path) -> 
     assert p.returncode == 1 and len(gone) == 1 and "spine1" in gone[0] and LEAF not in gone[0], p.stdout + p.stderr
     rows = {(r["node"], r["port"]): r for r in json.loads(p.stdout)["rows"]}
     assert (LEAF, port) in rows and "queue" in rows[(LEAF, port)]["exposed"]
+    # --watch: a sample a line (JSON Lines), each line parsed whole; the notes stay on stderr
+    p = _run(net, "counters", str(tmp_path / "inv"), "--no-hosts", "--format", "json", "--watch", "0.3", "--count",
+             "2", tmp=tmp_path)
+    samples = [json.loads(line) for line in p.stdout.splitlines()]
+    assert len(samples) == 2 and all((LEAF, port) in {(r["node"], r["port"]) for r in s["rows"]} for s in samples)
     # the raw counters, through the driver over netmiko/sshd, in the common names
     probe = ("import json, sys; from pathlib import Path; from fabric.cli.site import open_site; "
              "from fabric.accept.counters import switch_snapshot; "

@@ -24,17 +24,19 @@ def run(site: Site, checks: list[Check], *, quick: bool = False, report_dir: Pat
     ctx = Context(site=site, quick=quick, report_dir=report_dir, progress=progress)
     ordered = sorted(checks, key=lambda c: PHASES.index(c.phase))
     want_counters = any(c.phase != "pre" for c in ordered)
+    # hosts over SSH only when a check reaches them so (a Kubernetes or Slurm run may have no SSH to them)
+    nodes = (list(site.fabric.hosts) if any(c.on_hosts for c in ordered) else []) + list(site.fabric.switches)
     results: list[CheckResult] = []
 
     def snap_after() -> None:
         if ctx.before is not None and ctx.after is None:
             progress("counters: snapshot after traffic")
-            ctx.after = cn.snapshot(site, switches=True)
+            ctx.after = cn.snapshot(site, nodes=nodes)
 
     for check in ordered:
         if want_counters and ctx.before is None and check.phase != "pre":
             progress("counters: snapshot before traffic")
-            ctx.before = cn.snapshot(site, switches=True)
+            ctx.before = cn.snapshot(site, nodes=nodes)
         if check.phase == "post":
             snap_after()
         progress(f"{check.id}: running")

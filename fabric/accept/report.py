@@ -98,9 +98,7 @@ def to_junit(report: AcceptReport) -> str:
         for m in r.measurements:
             if not m.ok:
                 where = "-".join(x for x in (m.src, m.dst, f"rail{m.rail}" if m.rail is not None else "") if x)
-                actual = f"{m.value:g} {m.unit}" if m.value is not None else m.detail
-                cases.append((f"{r.name}[{where}]", "fail",
-                              f"Expected {m.threshold} {m.unit}. Actual: {actual}", 0.0))
+                cases.append((f"{r.name}[{where}]", "fail", f"Expected {m.expected()}. Actual: {m.actual()}", 0.0))
         for name, status, message, secs in cases:
             tc = ET.SubElement(suite, "testcase", classname=f"accept.{r.check}",
                                name=_case_name(CheckResult(name=name, check=r.check, status="pass"), used),

@@ -28,6 +28,14 @@ class Measurement(Model):
     tool: str = ""
     detail: str = ""
 
+    def expected(self) -> str:
+        """`360 Gb/s`, or what was expected when no threshold applies (a check that passes or fails as a whole)."""
+        return f"{self.threshold:g} {self.unit}".strip() if self.threshold is not None else "a result"
+
+    def actual(self) -> str:
+        """`120 Gb/s`, or why nothing was measured."""
+        return f"{self.value:g} {self.unit}".strip() if self.value is not None else self.detail or "nothing measured"
+
 
 class Planned(Model):
     """One command a check would run (`fabric accept --dry-run`): where, in which round, in which role."""

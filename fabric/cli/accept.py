@@ -14,10 +14,13 @@ from fabric.cli.console import console, styled
 from fabric.cli.progress import devices, track
 from fabric.cli.remediate import (
     MAX_HOSTS,
+    WINDOW,
     MaxHostsOpt,
     RemediateOpt,
     SchedulerOpt,
+    WindowOpt,
     accept_faults,
+    budget,
     hand_over,
     schedulers,
 )
@@ -60,6 +63,7 @@ def accept(
     scheduler: SchedulerOpt = "slurm,kubernetes",
     remediate: RemediateOpt = False,
     max_hosts: MaxHostsOpt = MAX_HOSTS,
+    window: WindowOpt = WINDOW,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="print every command per check and round with its host, "
                                           "write the launch files to -o; run nothing")] = False,
 ) -> None:
@@ -70,6 +74,7 @@ def accept(
 
     formats = _formats(fmt)
     names = schedulers(scheduler)
+    limit = budget(max_hosts, window)
     if launcher not in ("mpirun", "slurm", "k8s"):
         raise UsageError(f"--launcher: expected mpirun, slurm or k8s, found {launcher!r}")
     if render_only:
@@ -116,7 +121,7 @@ def accept(
     if paths:
         out.print("reports: " + ", ".join(str(p) for p in paths))
     if not rep.ok:
-        hand_over(fabric, accept_faults(fabric, rep.results), names, remediate, max_hosts=max_hosts)
+        hand_over(fabric, accept_faults(fabric, rep.results), names, remediate, limit=limit)
     sys.exit(0 if rep.ok else 1)  # not typer.Exit: main() runs click with standalone_mode=False
 
 
@@ -202,11 +207,12 @@ def counters(
         n += 1
         slow = (f"reading {len(after)} nodes took {took:.1f}s, longer than the {step:g}s interval: rates are "
                 f"over {span:.1f}s (raise --workers or --watch)") if took > step else ""
-        if fmt == "json":
+        if fmt == "json":  # one JSON document a line (a sample each with --watch): JSON Lines
             import json
 
-            out.print_json(json.dumps({"seconds": round(span, 3), "read_seconds": round(took, 3), "note": slow,
-                                       "rows": [r.model_dump() for r in rows]}))
+            sys.stdout.write(json.dumps({"seconds": round(span, 3), "read_seconds": round(took, 3), "note": slow,
+                                         "rows": [r.model_dump() for r in rows]}) + "\n")
+            sys.stdout.flush()
         else:
             _counters_table(rows, span)
             if slow:

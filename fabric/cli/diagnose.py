@@ -13,7 +13,15 @@ from rich.table import Table
 from rich.text import Text
 
 from fabric.cli.console import console as make_console
-from fabric.cli.remediate import MaxHostsOpt, RemediateOpt, diagnose_faults, hand_over, schedulers
+from fabric.cli.remediate import (
+    MaxHostsOpt,
+    RemediateOpt,
+    WindowOpt,
+    budget,
+    diagnose_faults,
+    hand_over,
+    schedulers,
+)
 from fabric.diagnose.bind import FabricIndex, fabric_roce_tos
 from fabric.diagnose.catalog import load_catalog
 from fabric.diagnose.logs import log_name, read_lines
@@ -22,7 +30,7 @@ from fabric.diagnose.report import SEVERITIES, Finding, Report, bind
 from fabric.diagnose.rules import DEFAULT_TOS
 from fabric.errors import UsageError, printable
 from fabric.findings import Severity
-from fabric.remediate import MAX_HOSTS
+from fabric.remediate import MAX_HOSTS, WINDOW
 
 _STYLE = {Severity.error: "bold red", Severity.warning: "yellow", Severity.info: "cyan"}
 
@@ -52,9 +60,11 @@ def diagnose(
                             "error findings, for any of slurm, kubernetes, volcano (comma-separated)")] = None,
     remediate: RemediateOpt = False,
     max_hosts: MaxHostsOpt = MAX_HOSTS,
+    window: WindowOpt = WINDOW,
 ) -> None:
     """Match logs against known RoCE/NCCL failure signatures; exit 1 if any is error-level."""
     names = schedulers(scheduler) if scheduler else []
+    limit = budget(max_hosts, window)
     if (names or remediate) and inventory is None:
         raise UsageError("--scheduler/--remediate: expected --inventory as well (the scheduler needs the hosts)")
     if remediate and not names:
@@ -77,7 +87,8 @@ def diagnose(
         typer.echo(json.dumps(report.model_dump(mode="json"), indent=2, sort_keys=True, ensure_ascii=False))
     else:
         print_table(report)
-    handed = hand_over(fabric, diagnose_faults(report), names, remediate, max_hosts=max_hosts) \
+    say = make_console(stderr=True, soft_wrap=True) if format is OutputFormat.json else make_console(soft_wrap=True)
+    handed = hand_over(fabric, diagnose_faults(report, fabric), names, remediate, limit=limit, say=say) \
         if fabric is not None and names else True
     if report.has_errors or not handed:
         raise SystemExit(1)  # not typer.Exit: it must survive app(standalone_mode=False)

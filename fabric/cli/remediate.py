@@ -3,16 +3,34 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
+from rich.console import Console
 
 from fabric.cli.console import console
 from fabric.design.intent import FabricIntent
 from fabric.errors import UsageError, printable
-from fabric.remediate import MAX_HOSTS, SCHEDULERS, Fault, actions, command_lines, execute, screen
+from fabric.remediate import (
+    MAX_HOSTS,
+    MAX_WINDOW,
+    SCHEDULERS,
+    WINDOW,
+    Action,
+    Budget,
+    Fault,
+    actions,
+    budget,
+    command_lines,
+    execute,
+    screen,
+)
+
+if TYPE_CHECKING:
+    from fabric.push.state import Remediated
 
 out = console(soft_wrap=True)
 
@@ -21,7 +39,10 @@ SchedulerOpt = Annotated[str, typer.Option(
 RemediateOpt = Annotated[bool, typer.Option(
     "--remediate", help="run the scheduler actions for located faulty hosts (default: only print them)")]
 MaxHostsOpt = Annotated[int, typer.Option(
-    "--max-hosts", min=1, help="act on at most this many hosts in one run; more: nothing is run, exit 1")]
+    "--max-hosts", min=1, help="act on at most this many hosts in any --window, counted across runs (in the state "
+                               "directory); more: nothing is run, exit 1")]
+WindowOpt = Annotated[str, typer.Option(
+    "--window", help="the span --max-hosts counts over: minutes, hours or days (90m, 24h, 7d; at most 30d)")]
 
 
 def schedulers(value: str) -> list[str]:
@@ -33,46 +54,90 @@ def schedulers(value: str) -> list[str]:
 
 
 def hand_over(fabric: FabricIntent, faults: list[Fault], names: list[str], run: bool, revert: bool = False,
-              flag: str = "--remediate", max_hosts: int = MAX_HOSTS) -> bool:
-    """Print the actions (and how to undo them), or run them and audit each; False if one failed, a host named
-    is not an inventory host (`fabric.remediate.screen`), or more than `max_hosts` hosts would be acted on (then
-    nothing is run)."""
-    from fabric.push import state
-
+              flag: str = "--remediate", limit: Budget | None = None, say: Console = out) -> bool:
+    """Print the actions (and how to undo them) on `say` (stderr where stdout holds a machine format), or run them
+    and audit each; False if one failed, a host named is not an inventory host (`fabric.remediate.screen`), or the
+    hosts would overrun the budget (`within_budget`: then nothing is run)."""
     members, refused = screen(fabric, faults)
     for r in refused:
-        out.print(f"  {r.host}: {r.why}", markup=False)
+        say.print(f"  {r.host}: {r.why}", markup=False)
     todo = actions(fabric, members, names)
-    hosts = len({a.host for a in todo})
-    if hosts > max_hosts and run:
-        out.print(f"not remediated: {hosts} hosts exceed --max-hosts {max_hosts} (nothing was run)", markup=False)
-        run, capped = False, True
-    else:
-        capped = False
     if not todo:
         return not refused
+    hosts = list(dict.fromkeys(a.host for a in todo))
+    allowed = within_budget(fabric.name, hosts, limit or budget(MAX_HOSTS, WINDOW), run, revert, say)
+    run = run and allowed
     verb = "undo" if revert else "remediation"
-    out.print(f"{verb} for {hosts} host(s) ({', '.join(names)}):", markup=False)
-    ok = not refused and not capped
+    say.print(f"{verb} for {len(hosts)} host(s) ({', '.join(names)}):", markup=False)
+    ok = not refused and allowed
     for a in todo:
-        out.print(f"  {a.host} [{a.scheduler}] {printable(a.fault)}", markup=False)
-        for line in command_lines(a, revert):
-            out.print(f"    {line}", markup=False)
-        if not revert:
-            for line in command_lines(a, revert=True):
-                out.print(f"    undo: {line}", markup=False)
-        if run:
-            done, detail = execute(a, revert)
-            ok &= done
-            out.print(f"    {'done' if done else 'FAILED'}: {detail}", markup=False)
-            state.audit(fabric.name, state.AuditEntry(
-                time=state.now(), who=state.who(), fabric=fabric.name, device=a.host, target=a.scheduler,
-                action="revert" if revert else "remediate", diff_digest="", added=0, removed=0,
-                result="executed" if done else "failed",
-                detail="; ".join(command_lines(a, revert)) + (f" → {detail}" if detail else "")))
-    if not run and not capped:
-        out.print(f"  (printed only: {flag} runs them)", markup=False)
+        ok &= _show_and_run(fabric.name, a, run, revert, say)
+    if not run and allowed:
+        say.print(f"  (printed only: {flag} runs them)", markup=False)
     return ok
+
+
+def _show_and_run(fabric: str, a: Action, run: bool, revert: bool, say: Console) -> bool:
+    """Print one action (with its undo), and run and audit it when `run`; False if it failed."""
+    from fabric.push import state
+
+    say.print(f"  {a.host} [{a.scheduler}] {printable(a.fault)}", markup=False)
+    for line in command_lines(a, revert):
+        say.print(f"    {line}", markup=False)
+    if not revert:
+        for line in command_lines(a, revert=True):
+            say.print(f"    undo: {line}", markup=False)
+    if not run:
+        return True
+    done, detail = execute(a, revert)
+    say.print(f"    {'done' if done else 'FAILED'}: {detail}", markup=False)
+    state.audit(fabric, state.AuditEntry(
+        time=state.now(), who=state.who(), fabric=fabric, device=a.host, target=a.scheduler,
+        action="revert" if revert else "remediate", diff_digest="", added=0, removed=0,
+        result="executed" if done else "failed",
+        detail="; ".join(command_lines(a, revert)) + (f" → {detail}" if detail else "")))
+    return done
+
+
+def within_budget(fabric: str, hosts: list[str], limit: Budget, run: bool, revert: bool, say: Console) -> bool:
+    """Whether `hosts` fit the budget: with the hosts earlier runs acted on in the window (`remediated.json`,
+    counted once each), at most `limit.max_hosts`. When they fit and `run`, they are taken from it before any
+    command runs (under its lock, so concurrent runs count each other). An undo returns hosts to service: only
+    its own count is limited, and it takes nothing from the budget. Prints the budget and every host refused."""
+    from fabric.push import state
+
+    if revert:
+        if run and len(hosts) > limit.max_hosts:
+            say.print(f"not remediated: {len(hosts)} hosts exceed --max-hosts {limit.max_hosts} (nothing was run)",
+                      markup=False)
+            return False
+        return True
+    with state.remediation_ledger(fabric, write=run, keep=MAX_WINDOW) as ledger:
+        now = dt.datetime.now(dt.UTC).replace(microsecond=0)
+        recent = [e for e in ledger.hosts if e.time > now - limit.window]
+        used = list(dict.fromkeys(e.host for e in recent))
+        new = [h for h in hosts if h not in used]
+        left = max(0, limit.max_hosts - len(used))
+        say.print(f"budget {limit.describe()} (--max-hosts, --window): {len(used)} used{_runs(recent)}, "
+                  f"{left} left", markup=False)
+        if len(new) > left:
+            for h in new:
+                say.print(f"  {h}: not remediated: {len(new)} new host(s) exceed the {left} left in the budget"
+                          + (" (nothing was run)" if run else " (--remediate/--execute would run nothing)"),
+                          markup=False)
+            return not run
+        if run:
+            ledger.hosts += [state.Remediated(host=h, time=now, who=state.who()) for h in hosts]
+    return True
+
+
+def _runs(recent: list[Remediated]) -> str:
+    """` (gpu-a, gpu-b by alice@ws at 2026-…; …)`: the hosts each earlier run in the window took, by run."""
+    by_run: dict[tuple[str, dt.datetime], list[str]] = {}
+    for e in recent:
+        by_run.setdefault((e.who, e.time), []).append(e.host)
+    return " (" + "; ".join(f"{', '.join(dict.fromkeys(hosts))} by {who} at {time.isoformat(timespec='seconds')}"
+                            for (who, time), hosts in by_run.items()) + ")" if by_run else ""
 
 
 def remediate(
@@ -84,18 +149,20 @@ def remediate(
                       ] = False,
     run: Annotated[bool, typer.Option("--execute", help="run the commands (default: print them)")] = False,
     max_hosts: MaxHostsOpt = MAX_HOSTS,
+    window: WindowOpt = WINDOW,
 ) -> None:
     """Drain/cordon/taint faulty hosts in the scheduler (or undo it); printed unless --execute."""
     from fabric.design.load import load_fabric
 
     names = schedulers(scheduler)
+    limit = budget(max_hosts, window)
     fabric = load_fabric(inventory).intent
     unknown = [h for h in host if h not in fabric.hosts]
     if unknown:
         raise UsageError(f"--host: expected hosts of {fabric.name}, found {', '.join(unknown)}")
     token = "".join(c if c.isalnum() else "-" for c in reason)[:40]
     faults = [Fault(host=h, reason=reason, token=token) for h in host]
-    sys.exit(0 if hand_over(fabric, faults, names, run, revert, flag="--execute", max_hosts=max_hosts) else 1)
+    sys.exit(0 if hand_over(fabric, faults, names, run, revert, flag="--execute", limit=limit) else 1)
 
 
 def accept_faults(fabric: FabricIntent, results: list) -> list[Fault]:
@@ -117,15 +184,20 @@ def accept_faults(fabric: FabricIntent, results: list) -> list[Fault]:
     return faults
 
 
-def diagnose_faults(report) -> list[Fault]:
-    """Hosts that error findings point at as the faulty one (located through the inventory where given)."""
+def diagnose_faults(report, fabric: FabricIntent) -> list[Fault]:
+    """Hosts that error findings point at as the faulty one (located through the inventory), and every host name
+    such a finding gives that is no inventory host (`FabricIndex.host`): `screen` refuses it by name."""
+    from fabric.diagnose.bind import FabricIndex
+
+    index = FabricIndex(fabric)
     faults = []
     for f in report.findings:
         if f.severity != "error" or not f.host_fault:
             continue
-        hosts = [(loc.host, loc.rail, loc.nic) for loc in f.located if loc.host] or [
-            (s["host"], None, s.get("dev")) for s in f.subjects if s.get("host")]
-        for host, rail, nic in hosts:
+        located = [(loc.host, loc.rail, loc.nic) for loc in f.located if loc.host]
+        unknown = [(s["host"], None, s.get("dev")) for s in f.subjects
+                   if s.get("host") and index.host(s["host"]) is None]
+        for host, rail, nic in located + unknown:
             faults.append(Fault(host=host, rail=rail, nic=nic, token=f.id,
                                 reason=f"{f.id} {f.title}" + (f" ({nic})" if nic else "")))
     return faults

@@ -3,8 +3,8 @@
 A finding's subjects carry what the log named (BINDING_KEYS in report.py). With an inventory they
 resolve to `Located` entries:
 
-- `host` / `peer_host`: a host of the fabric (also by its short name or management address), or a
-  switch — then `switch_port` names a port of that switch, and a host port gives the host NIC
+- `host` / `peer_host`: a host of the fabric (by the names `fabric.design.names` allows, or its management
+  address), or a switch — then `switch_port` names a port of that switch, and a host port gives the host NIC
   behind it;
 - `dev` (mlx5_N) and `ifname` (netdev or netdev.vlan): the rail NIC of that host; without a host,
   the rail when every host uses that name for the same rail;
@@ -20,6 +20,7 @@ from ipaddress import ip_interface
 from pydantic import BaseModel, ConfigDict
 
 from fabric.design.intent import FabricIntent, HostIntent, RailIntent
+from fabric.design.names import DeviceNames
 
 MAX_LOCATED = 50
 
@@ -60,12 +61,11 @@ class FabricIndex:
 
     def __init__(self, fabric: FabricIntent) -> None:
         self.fabric = fabric
-        self.hosts: dict[str, HostIntent] = dict(fabric.hosts)
+        self.host_names = DeviceNames(fabric.hosts)
+        self.switch_names = DeviceNames(fabric.switches)
         self.by_addr: dict[str, tuple[HostIntent, RailIntent | None]] = {}
         self.by_dev: dict[str, set[int]] = {}
         for h in fabric.hosts.values():
-            short = h.name.split(".")[0]
-            self.hosts.setdefault(short, h)
             self.by_addr[str(ip_interface(h.management_address).ip)] = (h, None)
             for r in h.rails:
                 self.by_addr[str(ip_interface(r.address).ip)] = (h, r)
@@ -73,16 +73,14 @@ class FabricIndex:
                     self.by_dev.setdefault(name, set()).add(r.rail)
 
     def host(self, name: str) -> HostIntent | None:
-        if name in self.hosts:
-            return self.hosts[name]
-        if name.split(".")[0] in self.hosts:
-            return self.hosts[name.split(".")[0]]
-        found = self.by_addr.get(name)
-        return found[0] if found else None
+        """The host a log calls `name` (`fabric.design.names`), or whose management or rail address it is."""
+        if (found := self.host_names.resolve(name)) is not None:
+            return self.fabric.hosts[found]
+        by_addr = self.by_addr.get(name)
+        return by_addr[0] if by_addr else None
 
     def switch(self, name: str) -> str | None:
-        short = name.split(".")[0]
-        return name if name in self.fabric.switches else short if short in self.fabric.switches else None
+        return self.switch_names.resolve(name)
 
     def roce_tos(self, name: str) -> int | None:
         """The RoCE ToS (NCCL_IB_TC) the inventory gives the host a log calls `name`; None if not a host."""

@@ -2,7 +2,8 @@
 
 `$FABRIC_STATE/<fabric>/` or `~/.local/state/roce-fabric/<fabric>/` (mode 0700):
 `audit.jsonl` (one JSON line per device change), `apply.lock` (flock; pid, host, time), `journal.json`
-(a rollout in flight), `records/<device>.json` (the Txn of the last confirmed apply: snapshot, native
+(a rollout in flight), `remediated.json` (the hosts remediation acted on, for its budget across runs; flock
+`remediated.lock`), `records/<device>.json` (the Txn of the last confirmed apply: snapshot, native
 checkpoint/revision, owned scope and manifest) and `records/<device>.pending.json` (a transaction
 between its commit and its outcome; kept when the outcome is not known).
 Credentials are never written here; `scrub` removes any secret value that reaches a message.
@@ -19,7 +20,7 @@ import socket
 from collections.abc import Iterator
 from pathlib import Path
 
-from pydantic import BaseModel
+from pydantic import AwareDatetime, BaseModel, ValidationError
 
 from fabric.errors import UsageError
 from fabric.safefile import append_private, private_dir, write_private
@@ -221,3 +222,60 @@ def load_pending(fabric: str, device: str) -> Txn | None:
         return Txn.model_validate_json(path.read_text())
     except (OSError, ValueError):
         return None
+
+
+# -- the hosts remediation acted on, for its budget across runs --------------------------------------
+class Remediated(BaseModel):
+    """A host one remediation run acted on (its commands were run, whatever they answered)."""
+
+    host: str
+    time: AwareDatetime  # when the run took the host from the budget; the same for every host of the run
+    who: str
+
+
+class RemediationLedger(BaseModel):
+    """`remediated.json`: every host remediated within the longest window a run may count over."""
+
+    hosts: list[Remediated] = []
+
+
+def _read_ledger(path: Path) -> RemediationLedger:
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        return RemediationLedger()
+    except OSError as exc:
+        raise UsageError(f"{path}: expected a readable remediation ledger, found {exc.strerror or exc}") from None
+    try:
+        return RemediationLedger.model_validate_json(text)
+    except ValidationError as exc:
+        e = exc.errors()[0]
+        where = ".".join(str(x) for x in e["loc"]) or "(document)"
+        raise UsageError(f"{path}: {where}: expected the remediation ledger ({{\"hosts\": [{{host, time, who}}]}}), "
+                         f"found {e['msg']}; nothing was run (move it aside to start the budget afresh)") from None
+
+
+@contextlib.contextmanager
+def remediation_ledger(fabric: str, *, write: bool, keep: dt.timedelta) -> Iterator[RemediationLedger]:
+    """The ledger of hosts remediated. With `write`: held under an exclusive flock of `remediated.lock` for the
+    block (concurrent runs wait, then count what this one added) and saved at its end, without the entries
+    older than `keep`; without it: read only, nothing created."""
+    if not write:
+        yield _read_ledger(state_root(fabric) / "remediated.json")
+        return
+    lock = state_dir(fabric) / "remediated.lock"
+    try:
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    except OSError as exc:
+        raise UsageError(f"{lock}: expected a lock file of this user, found {exc.strerror or exc}; "
+                         "nothing was run") from None
+    d = lock.parent
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        ledger = _read_ledger(d / "remediated.json")
+        yield ledger
+        keep_from = dt.datetime.now(dt.UTC) - keep
+        ledger.hosts = [e for e in ledger.hosts if e.time >= keep_from]
+        write_private(d / "remediated.json", ledger.model_dump_json(indent=1))
+    finally:
+        os.close(fd)  # releases the flock

@@ -42,6 +42,11 @@ def expected_busbw(fabric: FabricIntent, hosts: list[str]) -> float:
     return min(sum(r.speed for r in fabric.hosts[h].rails) / 8 for h in hosts)
 
 
+def busbw_threshold(expected_gbytes: float, fraction: float, absolute: float | None) -> float:
+    """The busbw a run must reach (GB/s): `absolute` where given, else `fraction` of the line rate."""
+    return absolute if absolute is not None else round(expected_gbytes * fraction, 2)
+
+
 def judge_nccl(text: str, *, expected_gbytes: float, fraction: float, largest: int, file: str = "nccl",
                absolute: float | None = None, json_text: str = "") -> Measurement:
     """Judge nccl-tests output on busbw at the largest sizes (never the 'Avg bus bandwidth' line): the `-J`
@@ -56,7 +61,7 @@ def judge_nccl(text: str, *, expected_gbytes: float, fraction: float, largest: i
         res, source = parse_nccl_json(json_text, file + ".json"), "JSON"
     except InputError:
         res = parse_nccl(text, file)
-    threshold = absolute if absolute is not None else round(expected_gbytes * fraction, 2)
+    threshold = busbw_threshold(expected_gbytes, fraction, absolute)
     if not res.rows:
         return Measurement(unit="GB/s", threshold=threshold, ok=False, tool="all_reduce_perf",
                            detail="no result rows")
@@ -138,15 +143,17 @@ class NcclAllReduce(Check):
             got = runner.run(j, out_dir, inputs.timeout_s)
             text, err = got.text, got.error
             exp = expected_busbw(ctx.fabric, j.hosts)
+            threshold = busbw_threshold(exp, inputs.fraction_of_line, inputs.min_busbw_gbytes)
             if err:
-                m = Measurement(unit="GB/s", ok=False, tool=inputs.binary, detail=err)
+                m = Measurement(unit="GB/s", threshold=threshold, ok=False, tool=inputs.binary, detail=err)
             else:
                 try:
                     m = judge_nccl(text, expected_gbytes=exp, fraction=inputs.fraction_of_line,
                                    largest=inputs.largest_sizes, file=j.name, absolute=inputs.min_busbw_gbytes,
                                    json_text=got.json)
                 except Exception as exc:
-                    m = Measurement(unit="GB/s", ok=False, tool=inputs.binary, detail=str(exc).splitlines()[0])
+                    m = Measurement(unit="GB/s", threshold=threshold, ok=False, tool=inputs.binary,
+                                    detail=str(exc).splitlines()[0])
             m.src, m.dst = j.hosts[0], (j.hosts[1] if len(j.hosts) == 2 else f"{len(j.hosts)} hosts")
             ms.append(m)
         bad = [m for m in ms if not m.ok]
@@ -155,8 +162,8 @@ class NcclAllReduce(Check):
             res.message = f"{len(ms)} runs; lowest busbw {min(m.value or 0 for m in ms):g} GB/s at the largest sizes"
             return res
         w = bad[0]
-        res.message = (f"Expected busbw ≥ {w.threshold} GB/s at the {inputs.largest_sizes} largest sizes. "
-                       f"Actual: {w.value if w.value is not None else w.detail} ({w.src}, {w.dst})")
+        res.message = (f"Expected busbw ≥ {w.expected()} at the {inputs.largest_sizes} largest sizes. "
+                       f"Actual: {w.actual()} ({w.src}, {w.dst})")
         tool_cls = TOOLS.get(inputs.locate_tool)
         # host-side fault location needs SSH to the hosts; a Kubernetes run locates with pod-rail-bandwidth
         if inputs.launcher != "k8s" and tool_cls is not None and not missing(ctx.site, tool_cls(), hosts[:1],
