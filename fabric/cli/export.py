@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from fabric.errors import printable
 from fabric.export import DEFAULT_PREFIX, ExportFormat, export
 from fabric.safefile import output_dir, write_output, write_private
 
@@ -39,7 +40,7 @@ def export_command(
         sys.stdout.write(text)
         return
     write_output(output, text, mode=0o755 if fmt is ExportFormat.k8s_label_script else 0o644)
-    typer.echo(f"wrote {output} ({fmt.value}, {text.count(chr(10))} lines)", err=True)
+    typer.echo(f"wrote {printable(str(output))} ({fmt.value}, {text.count(chr(10))} lines)", err=True)
 
 
 def _prometheus(loaded: Loaded, fabric: FabricIntent, output: Path | None) -> None:
@@ -55,4 +56,4 @@ def _prometheus(loaded: Loaded, fabric: FabricIntent, output: Path | None) -> No
         write_private(root / rel, text, mode=0o644)
     for line in telemetry_gaps(fabric, loaded.inv.monitoring):
         typer.echo(f"warning: {line}", err=True)
-    typer.echo(f"wrote {len(written)} files to {output} (prometheus)", err=True)
+    typer.echo(f"wrote {len(written)} files to {printable(str(output))} (prometheus)", err=True)
