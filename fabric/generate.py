@@ -165,8 +165,9 @@ def write(spec: GpuRailSpec, out: Path, *, check: Callable[[Path], object] = lam
         is_dir = stat.S_ISDIR(st.st_mode)
         replaceable = is_dir or stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode)  # never a device or FIFO
         if not ((force and replaceable) or (is_dir and not any(out.iterdir()))):
-            raise InputError(Problem(str(out), None, "", "a new or empty directory (--force replaces a directory, "
-                                     "a file or a symlink)", "an existing inventory directory" if is_dir else kind(st)))
+            raise InputError(Problem(str(out), None, "", "a new or empty directory (--force replaces it)" if replaceable
+                                     else "a new or empty directory (--force replaces only a directory, a file or a "
+                                     "symlink)", "an existing inventory directory" if is_dir else kind(st)))
     docs = inventory(spec)
     output_dir(out.parent)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))

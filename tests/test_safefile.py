@@ -251,7 +251,7 @@ def test_generate_force_never_removes_a_device_or_fifo(tmp_path: Path, what: str
     at = tmp_path / "inv"
     os.mkfifo(at) if what == "a FIFO" else os.mknod(at, stat.S_IFCHR | 0o666, os.makedev(1, 3))
     err = _clean(inproc.fabric(*DIR_OUTPUTS["generate"], "-o", at, "--force"))
-    assert f"{at}: expected a new or empty directory (--force replaces a directory, a file or a symlink), " \
+    assert f"{at}: expected a new or empty directory (--force replaces only a directory, a file or a symlink), " \
            f"found {what}" in err
     assert _kind(at) in (stat.S_IFIFO, stat.S_IFCHR)
 
