@@ -55,14 +55,29 @@ def refusal(path: Path | str, expected: str, exc: OSError | ValueError) -> Usage
     return UsageError(f"{printable(os.fsdecode(path))}: expected {expected}, found {found}")
 
 
-def status(path: Path) -> os.stat_result | None:
+def status(path: Path, expected: str = "a name to write") -> os.stat_result | None:
     """`path`'s own status; None where nothing is there (or a directory on the way is missing or a file)."""
     try:
         return os.lstat(path)
     except (FileNotFoundError, NotADirectoryError):
         return None
     except (OSError, ValueError) as exc:
-        raise refusal(path, "a name to write", exc) from None
+        raise refusal(path, expected, exc) from None
+
+
+def _is_dir(p: Path, named: Path) -> bool:
+    """Whether a directory is at `p` (False: nothing, to create); refused when something else is there, or a
+    symlink at `named` itself."""
+    st = status(p, "a directory")
+    if st is None:
+        return False
+    if p == named and stat.S_ISLNK(st.st_mode):
+        raise UsageError(f"{printable(str(p))}: expected a directory, found a symlink (not followed)")
+    if stat.S_ISLNK(st.st_mode):
+        st = os.stat(p)
+    if not stat.S_ISDIR(st.st_mode):
+        raise UsageError(f"{printable(str(p))}: expected a directory, found {kind(st)}")
+    return True
 
 
 def private_dir(path: Path, *, mode: int = DIR_MODE) -> Path:
@@ -71,24 +86,11 @@ def private_dir(path: Path, *, mode: int = DIR_MODE) -> Path:
     path = Path(path)
     missing = []
     p = path
-    while True:
-        try:
-            st = os.lstat(p)
-        except (FileNotFoundError, NotADirectoryError):  # not there, or below a file (judged when reached)
-            missing.append(p)
-            if p.parent == p:
-                break
-            p = p.parent
-            continue
-        except (OSError, ValueError) as exc:
-            raise refusal(p, "a directory", exc) from None
-        if p == path and stat.S_ISLNK(st.st_mode):
-            raise UsageError(f"{printable(str(path))}: expected a directory, found a symlink (not followed)")
-        if stat.S_ISLNK(st.st_mode):
-            st = os.stat(p)
-        if not stat.S_ISDIR(st.st_mode):
-            raise UsageError(f"{printable(str(p))}: expected a directory, found {kind(st)}")
-        break
+    while not _is_dir(p, path):  # not there, or below a file (refused when that file is reached)
+        missing.append(p)
+        if p.parent == p:
+            break
+        p = p.parent
     for d in reversed(missing):
         try:
             os.mkdir(d, mode)

@@ -348,3 +348,10 @@ def test_the_state_probe_and_lab_state_use_no_fixed_temporary_name(tmp_path: Pat
     LabState(fabric="f", inventory="i", prefix="p", state_dir=str(lab)).save()
     assert victim.read_text() == "untouched\n"
     assert LabState.model_validate_json((lab / "state.json").read_text()).fabric == "f"
+
+
+def test_o_dev_stdout_writes_to_the_pipe(tmp_path: Path) -> None:
+    """/dev/stdout is root's link to /proc/self/fd/1, itself a link to the pipe: followed, written into."""
+    argv = FILE_OUTPUTS["export"]
+    p = subprocess.run([FABRIC, *argv, "-o", "/dev/stdout"], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0 and p.stdout == _expected(argv), p.stderr
