@@ -5,15 +5,15 @@ with `-o`. Nothing is ever written through a planted link, and nothing but a fil
 - Directories are created 0700 for private files; a file or a symlink where a directory is expected is refused
   (UsageError, exit 2), never followed or replaced.
 - A file is written into a fresh temporary file beside it, of an unpredictable name created exclusively
-  (`O_CREAT|O_EXCL|O_NOFOLLOW`, given its mode), and renamed over the name (`replace_file`): readers never see
-  half a file. A symlink at a name the tool chose (`write_private`: fetch's, accept's, the cache's files) is
+  (`O_CREAT|O_EXCL|O_NOFOLLOW`, 0600, then given its mode), and renamed over the name (`replace_file`): readers
+  never see half a file. A symlink at a name the tool chose (`write_private`: fetch's, accept's, the cache's files) is
   replaced, never written through. A device node, FIFO, socket or directory at the name is refused, never replaced.
 - A file the operator named (`write_output`, every `-o FILE`) is written as `cat > NAME` would, with two
   guards. A character device (`/dev/null`, a terminal) or a FIFO there is written into, never replaced; a FIFO
   without a reader is waited for at most FIFO_WAIT_S, then refused. A symlink there is followed when it is the
   caller's own or root's (the operator's `report -> /srv/reports/today`, `/dev/stdout`), refused when another
   user owns it: in a shared directory (/tmp) it may be planted to make the tool write over a file of the caller's
-  (the rule of Linux's fs.protected_symlinks, applied everywhere). A block device, a socket or a directory is
+  (a rule like Linux's fs.protected_symlinks, applied in every directory). A block device, a socket or a directory is
   refused.
 - An append-only log (`append_private`) is opened `O_APPEND|O_NOFOLLOW`, created 0600.
 """
