@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import shutil
+import stat
 import tempfile
 from collections.abc import Callable
 from ipaddress import IPv4Network
@@ -22,6 +23,7 @@ from fabric.errors import InputError, Problem
 from fabric.model.inventory import NAME, Target
 from fabric.model.platforms import PLATFORMS
 from fabric.nos import NOS
+from fabric.safefile import kind, output_dir, status
 
 
 class GpuRailSpec(BaseModel):
@@ -158,18 +160,24 @@ def write(spec: GpuRailSpec, out: Path, *, check: Callable[[Path], object] = lam
           force: bool = False) -> list[Path]:
     """Write the inventory to `out` only once `check` (validation) passed on a copy beside it; an existing
     non-empty `out` is replaced only with `force`."""
-    if out.exists() and (not out.is_dir() or any(out.iterdir())) and not force:
-        raise InputError(Problem(str(out), None, "", "a new or empty directory (--force replaces it)",
-                                 "a file" if not out.is_dir() else "an existing inventory directory"))
+    st = status(out)
+    if st is not None:
+        is_dir = stat.S_ISDIR(st.st_mode)
+        replaceable = is_dir or stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode)  # never a device or FIFO
+        if not ((force and replaceable) or (is_dir and not any(out.iterdir()))):
+            raise InputError(Problem(str(out), None, "", "a new or empty directory (--force replaces it)" if replaceable
+                                     else "a new or empty directory (--force replaces only a directory, a file or a "
+                                     "symlink)", "an existing inventory directory" if is_dir else kind(st)))
     docs = inventory(spec)
-    out.parent.mkdir(parents=True, exist_ok=True)
+    output_dir(out.parent)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
         for name, doc in docs.items():
             (staging / name).write_text(yaml.safe_dump(doc, sort_keys=False, default_flow_style=False))
         check(staging)
-        if out.exists():
-            shutil.rmtree(out) if out.is_dir() else out.unlink()
+        st = status(out)
+        if st is not None:
+            shutil.rmtree(out) if stat.S_ISDIR(st.st_mode) else out.unlink()
         staging.rename(out)
     finally:
         shutil.rmtree(staging, ignore_errors=True)

@@ -183,3 +183,53 @@ def json_dumps(rows: list[tuple[str, str, str]]) -> str:
     import json
 
     return json.dumps([{"path": p, "value": v, "origin": o} for p, v, o in rows], indent=2, ensure_ascii=False) + "\n"
+
+
+def test_a_fifo_at_an_entrys_name_never_blocks(example_copy: Path, cache: Path) -> None:
+    """The cache may be shared: a FIFO put at the names of an inventory's entries (validate's summary, the
+    derived fabric, the checked topology, one device's) is no entry, never read or written into, and stays."""
+    import stat
+    import subprocess
+    import sys
+
+    from fabric.design.cachekey import answer_path, entry_path
+
+    entry = entry_path(example_copy, None)
+    assert entry is not None
+    fifos = [entry.with_suffix(s) for s in (".json", ".pickle", ".deriver")]
+    fifos.append(answer_path(example_copy, "device", "spine1"))  # type: ignore[arg-type]
+    cache.mkdir(mode=0o700)
+    for f in fifos:
+        os.mkfifo(f, 0o600)
+    fabric = str(Path(sys.executable).parent / "fabric")
+    for argv in (["validate", str(example_copy)], ["explain", str(example_copy), "spine1"]):
+        p = subprocess.run([fabric, *argv], capture_output=True, text=True, timeout=60,
+                           env={**os.environ, "ROCE_FABRIC_CACHE": str(cache)})
+        assert p.returncode == 0, p.stderr
+    assert all(stat.S_ISFIFO(os.lstat(f).st_mode) for f in fifos)
+
+
+def test_a_file_name_that_is_not_utf8_in_the_inventory(example_copy: Path, cache: Path) -> None:
+    """Any bytes make a file name: its key is made of them, and a problem in it names it escaped."""
+    from tests import inproc
+
+    odd = example_copy / os.fsdecode(b"x\xff.yaml")
+    odd.write_text("x-anchors: {}\n")
+    p = inproc.fabric("validate", example_copy)
+    assert p.returncode == 0 and "(6 files)" in p.stdout, p.stderr
+    odd.write_text("x-anchors: [\n")
+    p = inproc.fabric("validate", example_copy)
+    assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr
+    assert f"{example_copy}/x\\udcff.yaml:2: expected valid YAML" in p.stderr
+
+
+def test_an_inventory_that_is_a_symlink_to_itself(tmp_path: Path, cache: Path) -> None:
+    from tests import inproc
+
+    loop = tmp_path / "inv"
+    loop.symlink_to(loop)
+    for argv in (["validate", loop], ["lint", loop], ["render", loop, "-o", tmp_path / "out"]):
+        p = inproc.fabric(*argv)
+        assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr
+        assert f"{loop}: expected an inventory directory of YAML files, found a symlink that leads nowhere" \
+               in p.stderr

@@ -133,3 +133,29 @@ def test_script_result_matches_agent_and_persist_install_is_idempotent(tmp_path:
             assert second["counts"]["changed"] == 0 and second["ok"]
     finally:
         os.environ.pop("MLNX_QOS_STATE", None)
+
+
+def test_persist_writes_through_no_fixed_temporary_name(tmp_path: Path) -> None:
+    """`host apply --persist`'s file steps: a symlink planted at a predictable temporary name beside a file
+    (`.<file>.tmp`) is never written through, and no temporary file is left."""
+    from fabric.host.persist import install_steps
+
+    intent = example_intent()
+    root = tmp_path / "root"
+    victim = tmp_path / "victim"
+    victim.write_text("untouched\n")
+    steps = [s for s in install_steps(intent, root) if s.item.name == "file"]
+    for s in steps:
+        path = Path(s.item.target)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.with_name(f".{path.name}.tmp").symlink_to(victim)
+    for s in steps:
+        assert s.action is not None
+        s.action()
+    assert victim.read_text() == "untouched\n"
+    for rel, (text, mode) in hostfiles.boot_files(intent).items():
+        assert (root / rel).read_text() == text and (root / rel).stat().st_mode & 0o777 == mode
+    written = {root / rel for rel in hostfiles.boot_files(intent)}
+    planted = {p.with_name(f".{p.name}.tmp") for p in written}
+    for d in {p.parent for p in written}:
+        assert {q for q in d.iterdir() if not q.is_dir()} <= written | planted  # no temporary file left

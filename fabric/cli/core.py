@@ -50,17 +50,21 @@ def render(inventory: InventoryArg,
            ) -> None:
     """Render every switch and host configuration into a directory tree."""
     from fabric.render import render_to
+    from fabric.safefile import output_dir, refusal
 
     with track("render") as progress:
         _, fabric = _load(inventory, progress)
         unknown = sorted(set(only or []) - set(fabric.switches) - set(fabric.hosts))
         if unknown:
             raise UsageError(f"--only: expected a device of {fabric.name}, found {', '.join(unknown)}")
-        root = output or Path("build") / fabric.name
+        root = output_dir(output or Path("build") / fabric.name)  # refused before any file is written
         devices = len(only) if only else len(fabric.switches) + len(fabric.hosts)
         progress.stage(f"render into {root}", total=devices)
-        count = render_to(root, fabric, set(only) if only else None, extras=all_files,
-                          progress=progress.advance if progress.enabled else None)
+        try:
+            count = render_to(root, fabric, set(only) if only else None, extras=all_files,
+                              progress=progress.advance if progress.enabled else None)
+        except OSError as exc:  # something in the tree: a file where a directory goes, a FIFO, no permission
+            raise refusal(exc.filename or root, "a file or directory that can be written", exc) from None
     out.print(f"rendered {count} files for {len(only) if only else len(fabric.switches) + len(fabric.hosts)} "
               f"devices into {root}")
 

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from fabric.errors import printable
 from fabric.export import DEFAULT_PREFIX, ExportFormat, export
+from fabric.safefile import output_dir, write_output, write_private
 
 if TYPE_CHECKING:
     from fabric.design.intent import FabricIntent
@@ -36,11 +39,8 @@ def export_command(
     if output is None:
         sys.stdout.write(text)
         return
-    output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(text)
-    if fmt is ExportFormat.k8s_label_script:
-        output.chmod(0o755)
-    typer.echo(f"wrote {output} ({fmt.value}, {text.count(chr(10))} lines)", err=True)
+    write_output(output, text, mode=0o755 if fmt is ExportFormat.k8s_label_script else 0o644)
+    typer.echo(f"wrote {printable(str(output))} ({fmt.value}, {text.count(chr(10))} lines)", err=True)
 
 
 def _prometheus(loaded: Loaded, fabric: FabricIntent, output: Path | None) -> None:
@@ -51,10 +51,9 @@ def _prometheus(loaded: Loaded, fabric: FabricIntent, output: Path | None) -> No
     if output is None:
         raise UsageError("--output: expected a directory for -f prometheus (rules, tests, targets, dashboards)")
     written = files(fabric, loaded.inv.monitoring)
+    root = Path(os.path.realpath(output_dir(output)))  # the operator's link to a directory: followed once, here
     for rel, text in written.items():
-        path = output / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
+        write_private(root / rel, text, mode=0o644)
     for line in telemetry_gaps(fabric, loaded.inv.monitoring):
         typer.echo(f"warning: {line}", err=True)
-    typer.echo(f"wrote {len(written)} files to {output} (prometheus)", err=True)
+    typer.echo(f"wrote {len(written)} files to {printable(str(output))} (prometheus)", err=True)

@@ -19,7 +19,7 @@ from fabric.cli.progress import Tracker, track
 from fabric.errors import InputError, Problem
 from fabric.lint.core import RULES, Severity
 from fabric.lint.rules import all_rules
-from fabric.safefile import write_private
+from fabric.safefile import write_output
 
 
 def lint(
@@ -68,10 +68,10 @@ def lint(
     with track("lint") as progress:
         result = run_lint(inventory, configs, select, ignore, progress)
     if fmt == "table":
-        if output:  # findings of --configs quote device configs: a private file, never through a link
+        if output:  # findings of --configs quote device configs: a private file (fabric.safefile.write_output)
             buf = io.StringIO()
             out.table(result, console(file=buf, width=200))
-            write_private(output, buf.getvalue())
+            write_output(output, buf.getvalue())
         else:
             out.table(result, con)
     else:
@@ -82,7 +82,7 @@ def lint(
             "github": lambda: out.to_github(result),
         }[fmt]()
         if output:
-            write_private(output, text)
+            write_output(output, text)
         else:
             typer.echo(text, nl=False)
     if result.failed(fail_on):

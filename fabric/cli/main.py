@@ -18,7 +18,7 @@ except ImportError:  # pragma: no cover
     from click import ClickException
 
 from fabric.batch import gc_paused
-from fabric.errors import InputError, UsageError
+from fabric.errors import InputError, UsageError, printable
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -100,6 +100,12 @@ def main() -> None:
     except typer.Abort:
         _err().print("aborted")
         sys.exit(1)
+    except OSError as exc:  # a path the system refused where no command said more: still one line, no traceback
+        if exc.filename is None:
+            raise
+        _errors([f"{printable(os.fsdecode(exc.filename))}: expected a path that can be used, found "
+                 f"{exc.strerror or exc}"])
+        sys.exit(2)
     except ClickException as exc:  # usage errors: bad option, missing argument
         exc.show()
         sys.exit(2)

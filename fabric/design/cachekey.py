@@ -51,14 +51,14 @@ def inventory_key(directory: Path, target: str | None = None) -> str | None:
     then says why)."""
     h = hashlib.sha256(f"{code_digest()}\0{target}\0".encode())
     try:  # the directory's own path too: problems and lint findings name its files
-        h.update(f"{directory.resolve()}\0".encode())
+        h.update(os.fsencode(os.path.realpath(directory)) + b"\0")  # a name may be any bytes; a link loop: kept
         names = sorted(p.name for p in directory.iterdir() if p.suffix in (".yaml", ".yml"))
         for name in names:
             st = (directory / name).stat()
             if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_BYTES:  # a FIFO, a device, too large: no key
                 return None
             data = (directory / name).read_bytes()
-            h.update(f"{name}\0{len(data)}\0".encode())
+            h.update(os.fsencode(name) + f"\0{len(data)}\0".encode())
             h.update(data)
     except OSError:
         return None
@@ -77,7 +77,7 @@ def cache_dir() -> Path | None:
 def read_entry(path: Path) -> bytes | None:
     """The bytes of a cache entry written by this user, private; None otherwise (never a link, never another's)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)  # a FIFO never blocks
     except OSError:
         return None
     with os.fdopen(fd, "rb") as f:

@@ -13,6 +13,7 @@ from pathlib import Path
 from fabric.design.intent import HostIntent
 from fabric.host.step import Step, change, same
 from fabric.render.host import boot_files, enabled_units
+from fabric.safefile import replace_file
 
 
 def install_steps(intent: HostIntent, root: Path) -> list[Step]:
@@ -31,10 +32,7 @@ def install_steps(intent: HostIntent, root: Path) -> list[Step]:
 
         def write(path: Path = path, text: str = text, mode: int = mode) -> None:
             path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_name(f".{path.name}.tmp")
-            tmp.write_text(text)
-            os.chmod(tmp, mode)
-            os.replace(tmp, path)
+            replace_file(path, text, mode)  # through an unpredictable temporary name, created exclusively
 
         steps.append(
             change(

@@ -14,6 +14,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from fabric.errors import UsageError
+from fabric.safefile import replace_file
 
 DEFAULT_BASE = Path("/run/roce-fabric/lab")
 
@@ -122,9 +123,7 @@ class LabState(_Model):
 
     def save(self) -> None:
         self.dir.mkdir(parents=True, exist_ok=True)
-        tmp = self.dir / "state.json.tmp"
-        tmp.write_text(self.model_dump_json(indent=2) + "\n")
-        tmp.replace(self.dir / "state.json")
+        replace_file(self.dir / "state.json", self.model_dump_json(indent=2) + "\n", 0o644)
 
 
 def state_dir(fabric_name: str) -> Path:

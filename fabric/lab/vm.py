@@ -36,6 +36,7 @@ from fabric.lab.qos import port_lines
 from fabric.lab.sh import StepError, cmdline
 from fabric.lab.state import state_dir
 from fabric.render import render_switch
+from fabric.safefile import replace_file
 
 KERNEL_SERIES = "6.12"  # sch_ets (4.19), sch_red ECN marks, rdma_rxe as modules in Debian's build
 BOOT = Path("/boot")
@@ -254,8 +255,7 @@ def shell(lab: VmLab, script: str, *, timeout: float = 120) -> tuple[int, str]:
     _seq += 1
     name = f"{os.getpid()}-{_seq}"
     cmd = lab.path / "cmd"
-    (cmd / f"{name}.tmp").write_text(script)
-    (cmd / f"{name}.tmp").rename(cmd / f"{name}.sh")
+    replace_file(cmd / f"{name}.sh", script, 0o644)  # the guest takes *.sh: written whole, then named
     deadline = time.monotonic() + timeout
     rc = cmd / f"{name}.rc"
     while not rc.exists():

@@ -25,7 +25,8 @@ def read_sections(directory: Path, smap: SourceMap) -> dict[str, Any]:
     start with `x-` are skipped: they hold YAML anchors for the sections to alias."""
     if not directory.is_dir():
         raise InputError(Problem(str(directory), None, "", "an inventory directory of YAML files",
-                                 "no such directory" if not directory.exists() else "a file"))
+                                 "a file" if directory.exists() else "a symlink that leads nowhere (a loop or a "
+                                 "missing target)" if directory.is_symlink() else "no such directory"))
     smap.root = str(directory)
     files = sorted([*directory.glob("*.yaml"), *directory.glob("*.yml")])
     if not files:

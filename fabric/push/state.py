@@ -17,6 +17,7 @@ import fcntl
 import getpass
 import os
 import socket
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -50,14 +51,13 @@ def check_writable(fabric: str, need: int = 1 << 20) -> None:
     full): write, fsync and remove a probe of `need` bytes."""
     try:
         d = state_dir(fabric)
-        probe = d / f".probe-{os.getpid()}"
-        fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        fd, probe = tempfile.mkstemp(prefix=".probe-", dir=d)  # an unpredictable name, created exclusively
         try:
             os.write(fd, b"\0" * need)
             os.fsync(fd)
         finally:
             os.close(fd)
-            probe.unlink(missing_ok=True)
+            os.unlink(probe)
     except OSError as exc:
         raise UsageError(f"state directory {state_root(fabric)}: expected writable with free space for the audit log "
                          f"and records, found {exc.strerror or exc}; nothing was changed") from None
