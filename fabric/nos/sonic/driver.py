@@ -36,7 +36,16 @@ from fabric.parsers import switch_counters
 from fabric.parsers.frr import reply_json, route_widths
 from fabric.targets import shell
 from fabric.targets.base import DeviceDiff, Driver, Health, TargetError, Txn
-from fabric.targets.owned import Leaves, Path, ScopedDiff, apply_leaves, json_patch, scoped_diff, tree_leaves
+from fabric.targets.owned import (
+    Leaves,
+    Path,
+    ScopedDiff,
+    apply_leaves,
+    json_patch,
+    manifest_paths,
+    scoped_diff,
+    tree_leaves,
+)
 from fabric.targets.transceivers import sonic_modules
 
 JOB = r"""#!/bin/sh
@@ -177,7 +186,8 @@ class SonicDriver(Driver):
         if self.options.get("scope") is not None:  # `fabric rollback`: the recorded snapshot, as it was
             return self.scoped_from(tree_leaves(have), tree_leaves(want), _lines)
         sys_have, sys_want = have.pop(SYSCTL, {}), want.pop(SYSCTL, {})
-        fit = adapt(want, have)
+        fit = adapt(want, have, frozenset(p[1] for p in manifest_paths(self.options.get("manifest"))
+                                          if p[0] == "BUFFER_PROFILE" and len(p) > 1))
         # a per-interface key of an interface the switch lacks: it inherits neigh.default when created
         sys_want = {k: v for k, v in sys_want.items() if k in sys_have or k == SYSCTL_FILE or ".default." in k}
         self.notes = [*self.notes, *fit.notes]
