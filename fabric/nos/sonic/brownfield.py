@@ -194,10 +194,14 @@ def _pools(fit: Fitted, have: dict) -> None:
         fit.notes.append(f"headroom profiles in the switch's lossless ingress pool {pool}: {', '.join(moved)}")
 
 
+def runs_frrcfgd(db: dict) -> bool:
+    """Whether the switch whose CONFIG_DB is `db` runs frrcfgd (else bgpcfgd): see the module docstring."""
+    return str(_meta(db).get("frr_mgmt_framework_config", "")).lower() == "true"
+
+
 def _routing_mode(fit: Fitted, meta_w: dict, meta_h: dict, have: dict) -> None:
     want = fit.intent
-    frrcfgd = str(meta_h.get("frr_mgmt_framework_config", "")).lower() == "true"
-    if not frrcfgd:
+    if not runs_frrcfgd(have):
         left = [t for t in ROUTING_TABLES if want.get(t)]
         for t in ROUTING_TABLES:
             want.pop(t, None)
