@@ -245,6 +245,7 @@ class Driver(ABC):
         """port → its pluggable module (fabric.parsers.transceiver.Module) or why there is none
         (`no module: …`); None: not read on this NOS."""
         return None
+
     def traffic_shift(self, away: bool) -> Shifted | None:
         """Take the switch out of service (`away`) or back with the NOS's own command, where the switch's BGP is not
         the tool's to render (`fabric drain`); None: the drain is the intent's graceful-shutdown setting

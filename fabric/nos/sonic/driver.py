@@ -205,8 +205,8 @@ class SonicDriver(Driver):
         if away and before == NO_NEIGHBORS:
             raise TargetError(f"TSC: System Mode: {before}: the switch runs bgpcfgd and has no BGP neighbour with an "
                               "outbound route map for TSA to isolate, so it cannot be drained (BGP_GLOBALS "
-                              "graceful_shutdown needs frrcfgd; see the README, adopting a SONiC switch); "
-                              "device unchanged")
+                              "graceful_shutdown needs frrcfgd: docs/plan-apply.md, adopting a brownfield SONiC "
+                              "switch); device unchanged")
         said = _said(shell.check(self.conn, f"{self._sudo}{cmd}", what=cmd))
         after = self._system_mode()
         if after != want and not (not away and after == NO_NEIGHBORS):
