@@ -11,8 +11,9 @@ and `sysctl.d/` (the device's /etc/sysctl.d: the session's ROCE_FABRIC_SYSCTL_D,
 Updater, refuses a patch whose result fails YANG validation (when the device directory names a checker
 in `yang.json`: ../shared/tools/sonic_yang_check.py, the sonic-yang-mgmt validation `apply-patch` runs;
 sonic-net/SONiC doc/config-generic-update-rollback/Json_Patch_Consumption_HLD.md: "the patch is
-verified … against YANG models" before any change). `config rollback` restores a checkpoint. See the
-package docstring.
+verified … against YANG models" before any change). `config rollback` restores a checkpoint. Where the device
+directory holds its hwsku's `pg_profile_lookup.ini`, buffermgrd answers each change of CONFIG_DB on the traditional
+buffer model as it does for every port when swss starts (`buffermgrd`). See the package docstring.
 """
 
 from __future__ import annotations
@@ -84,6 +85,17 @@ def yang_problem(d: Path, config_db: dict) -> str:
     return "; ".join(f"{v['table']}|{v['key']}|{v['field']}: {v['msg']}" for v in bad[:3])
 
 
+def buffermgrd(d: Path, config_db: dict) -> dict:
+    """CONFIG_DB after buffermgrd's doSpeedUpdateTask on every port (tests.standins.buffermgrd), with the device's
+    `pg_profile_lookup.ini`; without one, as it is."""
+    ini = d / "pg_profile_lookup.ini"
+    if not ini.exists():
+        return config_db
+    from tests.standins.buffermgrd import read_lookup, speed_update
+
+    return speed_update(config_db, read_lookup(ini.read_text()))
+
+
 def config(args: list[str]) -> int:
     with locked() as d:
         running = read_json(d / "running.json", {})
@@ -111,7 +123,7 @@ def config(args: list[str]) -> int:
                       f"Given patch will produce invalid config. Error: {problem}")
                 return 1
             if not dry:
-                write_json(d / "running.json", new)
+                write_json(d / "running.json", buffermgrd(d, new))
             print("Patch applied successfully.")
             return 0
         if cmd == "rollback" and len(args) == 2:
@@ -120,7 +132,7 @@ def config(args: list[str]) -> int:
                 print(f"Error: Checkpoint '{args[1]}' does not exist.")
                 return 1
             print(f"Config Rollback: Config rollback starting.\nCheckpoint name: {args[1]}.")
-            write_json(d / "running.json", read_json(cp))
+            write_json(d / "running.json", buffermgrd(d, read_json(cp)))
             print("Config rolled back successfully.")
             return 0
         if cmd == "list-checkpoints":
