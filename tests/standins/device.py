@@ -16,7 +16,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__
 HOST_TOOLS = ("ib_write_bw", "ib_write_lat", "mpirun", "all_reduce_perf", "ethtool")
 SHIMS = {"host": dict.fromkeys(HOST_TOOLS, "host"),
          "sonic": {"config": "sonic", "show": "sonic", "vtysh": "sonic", "queuestat": "sonic", "wredstat": "sonic",
-                   "pfcstat": "sonic", "sonic-db-cli": "sonic", "sysctl": "sonic"}, "nvue": {"nv": "nvue"}}
+                   "pfcstat": "sonic", "sonic-db-cli": "sonic", "sysctl": "sonic", "TSA": "sonic", "TSB": "sonic",
+                   "TSC": "sonic"}, "nvue": {"nv": "nvue"}}
 
 
 # NVUE's per-port counter reads (`nv show interface <swp> counters qos -o json`, `… qos pfc-watchdog -o json`: a

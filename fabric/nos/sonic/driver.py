@@ -12,6 +12,16 @@ changes), then it waits for a `confirm` file; with it, `config save -y`; without
 `cancel`), `config rollback <name>`. SONiC itself has no confirm timer: this job is the tool's, and the
 same one answers `fabric rollback`/`--resume` through its `state` file (`~/.roce-fabric/<txn>/`).
 
+Drain: on a switch that runs frrcfgd, BGP_GLOBALS `graceful_shutdown` through the transaction (`drained`). bgpcfgd,
+which stock images run, drops that field with the rest of the BGP it does not manage, so there the drain is SONiC's
+own traffic shift (`traffic_shift`; sonic-buildimage dockers/docker-fpm-frr/base_image_files/TSA, TSB, TSC, TS):
+`TSA` sets CONFIG_DB BGP_DEVICE_GLOBAL|STATE `tsa_enabled` true and bgpcfgd installs the isolation route maps on its
+outbound `TO_BGP_PEER_V4/V6` maps (only the loopback is announced, with the traffic-shift community); `TSB` sets it
+false; `TSC` prints `System Mode: Normal`, `Maintenance`, `No external neighbors` (no route map TSA could act on) or
+`Not consistent`. The tool reads TSC first (no external neighbours: it refuses, nothing done), runs TSA/TSB, reads
+TSC again (anything but the asked mode is an error), then `config save -y` (TSA asks for it: the mode survives a
+reboot).
+
 Kernel settings: the rendered `sysctl.conf` (neighbour aging and table sizes; CONFIG_DB has no knob for them)
 goes through the same transaction. The running document carries them as a pseudo-table `sysctl.conf` beside
 the CONFIG_DB tables (the values `sysctl -n` reads, and the persisted file's text); `plan` diffs them like any
@@ -26,17 +36,27 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import time
 import uuid
 from typing import Any
 
 from fabric.nos import row_of
-from fabric.nos.sonic.brownfield import adapt, preflight, replaced_pgs
+from fabric.nos.sonic.brownfield import adapt, preflight, replaced_pgs, runs_frrcfgd
 from fabric.parsers import switch_counters
 from fabric.parsers.frr import reply_json, route_widths
 from fabric.targets import shell
-from fabric.targets.base import DeviceDiff, Driver, Health, TargetError, Txn
-from fabric.targets.owned import Leaves, Path, ScopedDiff, apply_leaves, json_patch, scoped_diff, tree_leaves
+from fabric.targets.base import DeviceDiff, Driver, Health, Shifted, TargetError, Txn
+from fabric.targets.owned import (
+    Leaves,
+    Path,
+    ScopedDiff,
+    apply_leaves,
+    json_patch,
+    manifest_paths,
+    scoped_diff,
+    tree_leaves,
+)
 from fabric.targets.transceivers import sonic_modules
 
 JOB = r"""#!/bin/sh
@@ -72,6 +92,16 @@ $SUDO config rollback "$CP" > "$D/revert.log" 2>&1; echo $? > "$D/revert.rc"
 sysctl_undo
 echo reverted > "$D/state"
 """
+
+
+SYSTEM_MODE = re.compile(r"System Mode: ([^\n]+)")
+NO_NEIGHBORS = "No external neighbors"
+
+
+def _said(out: str) -> str:
+    """TSA/TSB's line about the mode (`System Mode: Normal -> Maintenance`, `System is already in …`)."""
+    lines = [ln.strip() for ln in out.splitlines() if "System Mode" in ln or "already" in ln]
+    return "; ".join(lines) or "no answer about the system mode"
 
 
 SYSCTL = "sysctl.conf"  # the running document's pseudo-table of kernel settings (never a CONFIG_DB table name)
@@ -166,6 +196,36 @@ class SonicDriver(Driver):
         data.setdefault("BGP_GLOBALS", {}).setdefault("default", {})["graceful_shutdown"] = "true"
         return json.dumps(data, indent=2, sort_keys=True)
 
+    def traffic_shift(self, away: bool) -> Shifted | None:
+        """TSA (`away`) or TSB on a switch that runs bgpcfgd, checked with TSC (module docstring); None on frrcfgd."""
+        if runs_frrcfgd(self._running()):
+            return None
+        cmd, want = ("TSA", "Maintenance") if away else ("TSB", "Normal")
+        before = self._system_mode()
+        if away and before == NO_NEIGHBORS:
+            raise TargetError(f"TSC: System Mode: {before}: the switch runs bgpcfgd and has no BGP neighbour with an "
+                              "outbound route map for TSA to isolate, so it cannot be drained (BGP_GLOBALS "
+                              "graceful_shutdown needs frrcfgd: docs/plan-apply.md, adopting a brownfield SONiC "
+                              "switch); device unchanged")
+        said = _said(shell.check(self.conn, f"{self._sudo}{cmd}", what=cmd))
+        after = self._system_mode()
+        if after != want and not (not away and after == NO_NEIGHBORS):
+            raise TargetError(f"{cmd}: {said}; TSC then reports System Mode: {after}, expected {want}")
+        changed = "->" in said
+        if changed:
+            shell.check(self.conn, f"{self._sudo}config save -y", what="config save")
+        return Shifted(changed=changed, detail=f"{cmd} (the switch runs bgpcfgd): {said}; TSC: System Mode: {after}"
+                       + ("; config saved" if changed else ""))
+
+    def _system_mode(self) -> str:
+        """The mode `TSC no-stats` prints (`System Mode: …`; several BGP instances that differ: Not consistent)."""
+        out = shell.check(self.conn, f"{self._sudo}TSC no-stats", what="TSC")
+        modes = {m.group(1).strip() for m in SYSTEM_MODE.finditer(out)}
+        if not modes:
+            last = next((ln for ln in reversed(out.splitlines()) if ln.strip()), "no output")
+            raise TargetError(f"TSC: expected a 'System Mode: …' line, found {last.strip()[:200]!r}")
+        return modes.pop() if len(modes) == 1 else f"Not consistent ({', '.join(sorted(modes))})"
+
     def scoped(self, running: str) -> ScopedDiff:
         """The diff inside the owned scope, of the intent fitted to this switch (fabric.nos.sonic.brownfield);
         TargetError with every pre-flight problem when SONiC would refuse the patch (nothing is touched)."""
@@ -177,7 +237,8 @@ class SonicDriver(Driver):
         if self.options.get("scope") is not None:  # `fabric rollback`: the recorded snapshot, as it was
             return self.scoped_from(tree_leaves(have), tree_leaves(want), _lines)
         sys_have, sys_want = have.pop(SYSCTL, {}), want.pop(SYSCTL, {})
-        fit = adapt(want, have)
+        fit = adapt(want, have, frozenset(p[1] for p in manifest_paths(self.options.get("manifest"))
+                                          if p[0] == "BUFFER_PROFILE" and len(p) > 1))
         # a per-interface key of an interface the switch lacks: it inherits neigh.default when created
         sys_want = {k: v for k, v in sys_want.items() if k in sys_have or k == SYSCTL_FILE or ".default." in k}
         self.notes = [*self.notes, *fit.notes]

@@ -89,14 +89,27 @@ def wred_profiles(q: QosFacts) -> dict[int, tuple[str, dict[str, str]]]:
     return out
 
 
+def lossless_profile(speed_mbps: int, cable: str) -> str:
+    """The headroom profile buffermgrd gives a lossless PG on the traditional model: `pg_lossless_<PORT speed>_
+    <CABLE_LENGTH>_profile` (sonic-swss cfgmgr/buffermgr.cpp BufferMgr::doSpeedUpdateTask)."""
+    return f"pg_lossless_{speed_mbps}_{cable}_profile"
+
+
+def cable_length(p: PortIntent) -> str:
+    """The port's CABLE_LENGTH value."""
+    return f"{p.cable_m}m"
+
+
 def buffers(sw: SwitchIntent, lossless: list[PortIntent]) -> Table:
-    """Static: one ROCE_pg_lossless_<speed>_<cable>m_profile per (speed, cable) from PortIntent.headroom — the
-    `ROCE_` prefix keeps it apart from the `pg_lossless_*` profiles a switch holds of its own (buffermgrd writes
-    those on the traditional model), so a push never overwrites one.
+    """Static: one profile per (speed, cable) from PortIntent.headroom, under the name buffermgrd looks up. On
+    the traditional model buffermgrd points every lossless PG at that name whenever a port's speed, cable length or
+    pfc_enable changes and for every port when it starts, and reuses a profile of that name that CONFIG_DB holds
+    (doSpeedUpdateTask): any other name would be taken back. Ports of one (speed, cable) share it, so it carries the
+    largest headroom among them (lanes can differ). The switch's own profile of that name: brownfield.py.
     Dynamic: BUFFER_PG profile NULL so buffermgrd computes headroom from CABLE_LENGTH."""
     q = sw.qos
     pgs = _ranges(q.lossless_tcs) if q.lossless_tcs else ""
-    db: Table = {"CABLE_LENGTH": {CABLE_PROFILE: {p.name: f"{p.cable_m}m" for p in sw.ports}}}
+    db: Table = {"CABLE_LENGTH": {CABLE_PROFILE: {p.name: cable_length(p) for p in sw.ports}}}
     if not pgs:
         return db
     pg: dict[str, dict[str, str]] = {}
@@ -113,9 +126,10 @@ def buffers(sw: SwitchIntent, lossless: list[PortIntent]) -> Table:
             hr = p.headroom
             if hr is None:
                 continue
-            name = f"{MAP}_pg_lossless_{hr.speed_mbps}_{hr.cable_m}m_profile"
-            profiles[name] = {"pool": "ingress_lossless_pool", "xon": str(hr.xon), "xoff": str(hr.xoff),
-                              "size": str(hr.size), "dynamic_th": LOSSLESS_DYNAMIC_TH}
+            name = lossless_profile(p.speed * 1000, cable_length(p))  # the PORT speed and CABLE_LENGTH rendered
+            if name not in profiles or int(profiles[name]["size"]) < hr.size:
+                profiles[name] = {"pool": "ingress_lossless_pool", "xon": str(hr.xon), "xoff": str(hr.xoff),
+                                  "size": str(hr.size), "dynamic_th": LOSSLESS_DYNAMIC_TH}
             pg[f"{p.name}|{pgs}"] = {"profile": name}
         db["BUFFER_PROFILE"] = profiles
     db["BUFFER_PG"] = pg
