@@ -190,7 +190,7 @@ def test_sigterm_rolls_back_the_committed_change_and_audits(sonic2: tuple[Standi
 
 
 def test_two_applies_at_once_the_second_is_refused(sonic2: tuple[StandinNet, Path, Path]) -> None:
-    """Both runs share the state directory (on several machines: a shared mount, see the README)."""
+    """Both runs share the state directory (on several machines: a shared mount, see docs/plan-apply.md)."""
     from fabric.push import state as st
 
     net, inv, state = sonic2

@@ -5,7 +5,7 @@ Draining is the rendered intent plus the NOS's graceful-shutdown setting in the 
 (`Driver.drained`): FRR `bgp graceful-shutdown`, SONiC BGP_GLOBALS `graceful_shutdown`, NVUE `router bgp
 graceful-shutdown on` (5.9) / `enabled` (5.15), EOS maintenance mode `unit System` / `quiesce`.
 The switch then announces its routes with GRACEFUL_SHUTDOWN (65535:0); its peers' inbound policy (rendered
-on every target, README "Graceful shutdown") gives them LOCAL_PREF 0, so ECMP moves to the other paths.
+on every target, docs/commands.md "Graceful shutdown") gives them LOCAL_PREF 0, so ECMP moves to the other paths.
 The drained intent is recorded like any apply, so `undrain` (the plain intent) removes exactly that
 setting, shown as rendered by an earlier apply. A switch whose BGP the tool does not render (SONiC with
 bgpcfgd) is drained with its NOS's own traffic shift instead (`Driver.traffic_shift`: SONiC TSA/TSB, checked

@@ -23,7 +23,7 @@
   docker_init.sh; SONiC doc/mgmt/SONiC_Design_Doc_Unified_FRR_Mgmt_Interface.md: "frr_mgmt_framework_config
   … takes effect after the bgp docker restarts"). On a switch without frrcfgd the render's BGP objects
   (unnumbered neighbours, route maps, networks, blackholes, Loopback0) would do nothing, so they are left
-  out of the push and the plan says so; switching the mode is the operator's planned restart (README).
+  out of the push and the plan says so; switching the mode is the operator's planned restart (docs/plan-apply.md).
 - **Platform.** PORT `lanes`/`alias`/`index`/`subport` of a port the switch has are its platform's and never
   rewritten; a switch whose `DEVICE_METADATA.platform` (or a port's lanes) differs from the inventory's is a
   located error.
@@ -211,7 +211,7 @@ def _routing_mode(fit: Fitted, meta_w: dict, meta_h: dict, have: dict) -> None:
             mode = meta_h.get("docker_routing_config_mode", "unset")
             fit.notes.append(f"BGP not pushed ({', '.join(left)}): the switch runs bgpcfgd (docker_routing_config_mode "
                              f"{mode}, no frr_mgmt_framework_config) and the bgp container picks its daemon only at "
-                             "start; see the README, adopting a SONiC switch")
+                             "start; see docs/plan-apply.md, adopting a brownfield SONiC switch")
         return
     asn_h = have.get("BGP_GLOBALS", {}).get("default", {}).get("local_asn") or meta_h.get("bgp_asn")
     asn_w = want.get("BGP_GLOBALS", {}).get("default", {}).get("local_asn") or meta_w.get("bgp_asn")
