@@ -52,3 +52,28 @@ def one_line(exc: BaseException, limit: int = 240) -> str:
     """`Type: message` on one line, whitespace collapsed, at most `limit` characters (for tables and logs)."""
     text = " ".join(str(exc).split())
     return (f"{type(exc).__name__}: {text}" if text else type(exc).__name__)[:limit]
+
+
+class ReplyError(ValueError):
+    """A device's or host's reply that is not what its command prints: the device (when the reader knows it), the
+    command, where in the reply (`line 3`, `$[0].addr_info`), what was expected and what was found — each bounded,
+    one line. The plan and apply report it as one problem for that device; the others go on."""
+
+    def __init__(self, command: str, expected: str, found: str = "", where: str = "", device: str = ""):
+        self.command, self.expected = _cut(command, 120), _cut(expected, 160)
+        self.found, self.where, self.device = _cut(found, 120), _cut(where, 80), _cut(device, 64)
+        super().__init__(str(self))
+
+    def on(self, device: str) -> ReplyError:
+        """The same problem, naming the device whose reply it is."""
+        return ReplyError(self.command, self.expected, self.found, self.where, device)
+
+    def __str__(self) -> str:
+        who = f"{printable(self.device)}: " if self.device else ""
+        where = f", {printable(self.where)}" if self.where else ""
+        found = f", found {printable(self.found)}" if self.found else ""
+        return f"{who}reply of `{printable(self.command)}`{where}: expected {printable(self.expected)}{found}"
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit - 1] + "…"

@@ -141,3 +141,62 @@ except conn_errors() as exc:
         srv.close()
     assert "unreachable:" in p.stdout, p.stdout + p.stderr
     assert "Traceback" not in p.stderr and "Exception (client)" not in p.stderr, p.stderr
+
+
+def _frr_leaves(tmp_path: Path) -> tuple[Path, dict[str, dict[str, str]], dict[str, str]]:
+    """The example fabric (FRR) with its access pointed at the stand-ins' keys: each leaf's rendered files and its
+    management address."""
+    from fabric.design.derive import derive
+    from fabric.model.load import load
+    from fabric.render import render_switch
+    from tests.test_push_standins import _inventory
+
+    inv = _inventory("example", tmp_path / "inv", tmp_path)
+    fabric = derive(load(inv))
+    names = ("leaf-su1-r1", "leaf-su1-r2")
+    return (inv, {n: render_switch(fabric.switches[n], fabric) for n in names},
+            {n: fabric.switches[n].management.split("/")[0] for n in names})
+
+
+DEEP = "[" * 100_000 + "]" * 100_000
+
+
+@pytest.mark.root
+@pytest.mark.parametrize("case", ["unbalanced quote in the kept qos.sh", "deeply nested ip -j reply"])
+def test_a_malformed_frr_reply_is_one_located_problem_and_the_other_switch_is_planned(tmp_path: Path,
+                                                                                    case: str) -> None:
+    """`fabric plan` of two FRR leaves in sync with their intent (tests/standins/frr.py), one of which answers
+    badly: the copy of qos.sh the last apply kept on it has an unbalanced quote (a hand edit), or its
+    `ip -j -d link show` is 100,000 levels deep. That leaf is one located problem; the other is planned."""
+    from tests.standins.harness import standins
+    from tests.test_push_standins import _json, _prereq, run
+
+    _prereq()
+    inv, files, addrs = _frr_leaves(tmp_path)
+    bad, good = "leaf-su1-r1", "leaf-su1-r2"
+    with standins(tmp_path, {n: ("frr", a) for n, a in addrs.items()}) as net:
+        for name, d in net.devices.items():
+            (d / "running.conf").write_text(files[name]["frr.conf"])
+            kept = d / "etc-frr" / "roce-fabric"
+            kept.mkdir(parents=True)
+            for script in ("interfaces.sh", "qos.sh"):
+                (kept / script).write_text(files[name][script])
+        d = net.devices[bad]
+        if case.startswith("unbalanced"):
+            qos = files[bad]["qos.sh"].splitlines()
+            line = next(i for i, ln in enumerate(qos, 1) if ln.startswith("tc qdisc replace"))
+            qos[line - 1] += " # 'hand edit"
+            (d / "etc-frr" / "roce-fabric" / "qos.sh").write_text("\n".join(qos) + "\n")
+            expected = (f"reply of `cat roce-fabric/qos.sh`, line {line}: expected a command line of the rendered "
+                        "qos.sh (No closing quotation), found ")
+        else:
+            (d / "replies").mkdir()
+            (d / "replies" / "ip -j -d link show").write_text(DEEP)
+            expected = "reply of `ip -j -d link show`: expected JSON nested at most 64 levels, found deeper nesting"
+        p = run(net, "plan", str(inv), "--limit", f"{bad},{good}", "--format", "json", state=tmp_path / "state")
+    assert "Traceback" not in p.stderr, p.stderr[-2000:]
+    devices = _json(p)
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert devices[good]["status"] == "unchanged", devices[good]
+    assert devices[bad]["status"] == "error" and devices[bad]["detail"].startswith(expected), devices[bad]
+    assert len(devices[bad]["detail"]) < 400
