@@ -1,8 +1,9 @@
 """sshd's ForceCommand for the stand-ins: pick the device by the address the client connected to.
 
 `$STANDIN_ROOT/<address>/kind` names the OS: `sonic`, `nvue` and `frr` get an interactive bash whose PATH
-starts with the stand-in commands (`frr`: in a mount namespace of its own, the device's `etc-frr/` as /etc/frr); `eos` gets the EOS-like CLI; `host` (a GPU host, tests.standins.host) runs
-the command ssh was given with perftest, nccl-tests, mpirun and ethtool stand-ins first on its PATH.
+starts with the stand-in commands (`frr`: in a mount namespace of its own, the device's `etc-frr/` as /etc/frr);
+`eos` gets the EOS-like CLI; `host` (a GPU host, tests.standins.host) runs the command ssh was given with
+perftest, nccl-tests, mpirun and ethtool stand-ins first on its PATH.
 """
 
 from __future__ import annotations
