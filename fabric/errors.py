@@ -59,6 +59,8 @@ class ReplyError(ValueError):
     command, where in the reply (`line 3`, `$[0].addr_info`), what was expected and what was found — each bounded,
     one line. The plan and apply report it as one problem for that device; the others go on."""
 
+    unchecked = False  # raised by a reader's own code, not by a check of the reply (fabric.replies.reader)
+
     def __init__(self, command: str, expected: str, found: str = "", where: str = "", device: str = ""):
         self.command, self.expected = _cut(command, 120), _cut(expected, 160)
         self.found, self.where, self.device = _cut(found, 120), _cut(where, 80), _cut(device, 64)

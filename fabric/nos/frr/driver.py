@@ -24,6 +24,7 @@ import time
 import uuid
 from typing import Any
 
+from fabric.model.running import check_reply
 from fabric.nos import row_of
 from fabric.nos.frr import scripts
 from fabric.parsers.frr import bgp_peers, bgp_peers_of, json_docs, reply_json, route_widths
@@ -87,14 +88,17 @@ echo reverted > "$D/state"
 """
 
 
-@reader("vtysh -c 'show running-config'")
+SHOW_RUNNING = "vtysh -c 'show running-config'"
+
+
+@reader(SHOW_RUNNING)
 def clean_running(text: str) -> str:
-    """`show running-config` as a file frr-reload.py accepts (no banner lines)."""
+    """`show running-config` as a file frr-reload.py accepts (no banner lines), checked as a saved one is."""
     keep = [ln for ln in text.splitlines()
             if ln.strip() not in ("Building configuration...", "Current configuration:")]
     while keep and not keep[0].strip():
         keep.pop(0)
-    return "\n".join(keep) + "\n"
+    return check_reply("frr", SHOW_RUNNING, "\n".join(keep) + "\n")
 
 
 @reader("frr-reload.py --test")

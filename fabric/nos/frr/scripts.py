@@ -34,6 +34,7 @@ KEPT = "roce-fabric"  # under the FRR confdir: the copies the last confirmed app
 MARK = "@@RF@@ "
 _IFNAME = re.compile(r"^[A-Za-z0-9_.:@-]{1,15}$")
 _INT = re.compile(r"^-?\d+$")
+MAX_LINE = 4096  # characters of a line of a kept script: the rendered ones are under 200
 READS = "ip -j -d link show; ip -j addr show; tc -j qdisc show; sysctl; dcb; cat the kept scripts"
 
 
@@ -131,9 +132,12 @@ def parse_state(out: str) -> State:
 
 
 def _kept_commands(name: str, body: str) -> None:
-    """The copy of `name` kept on the switch reads as shell words line by line; else a ReplyError at its line."""
+    """The copy of `name` kept on the switch reads as shell words line by line, each line at most MAX_LINE
+    characters (shlex takes time quadratic in a quoted word's length); else a ReplyError at its line."""
     for n, line in enumerate(body.splitlines(), 1):
         try:
+            if len(line) > MAX_LINE:
+                raise ValueError(f"at most {MAX_LINE} characters")
             commands(line)
         except ValueError as exc:
             raise ReplyError(f"cat {KEPT}/{name}", f"a command line of the rendered {name} ({exc})", line,
