@@ -192,7 +192,8 @@ def test_a_malformed_frr_reply_is_one_located_problem_and_the_other_switch_is_pl
         else:
             (d / "replies").mkdir()
             (d / "replies" / "ip -j -d link show").write_text(DEEP)
-            expected = "reply of `ip -j -d link show`: expected JSON nested at most 64 levels, found deeper nesting"
+            expected = ("reply of `ip -j -d link show`, line 1: expected JSON nested at most 64 levels, found deeper "
+                        "nesting")
         p = run(net, "plan", str(inv), "--limit", f"{bad},{good}", "--format", "json", state=tmp_path / "state")
     assert "Traceback" not in p.stderr, p.stderr[-2000:]
     devices = _json(p)
@@ -200,3 +201,39 @@ def test_a_malformed_frr_reply_is_one_located_problem_and_the_other_switch_is_pl
     assert devices[good]["status"] == "unchanged", devices[good]
     assert devices[bad]["status"] == "error" and devices[bad]["detail"].startswith(expected), devices[bad]
     assert len(devices[bad]["detail"]) < 400
+
+
+DEEP_ROUTES = "{\n" + '"10.0.0.0/24": ' + "[" * 70 + "]" * 70 + "}"
+READERS = {  # a malformed reply of each switch or host → the located problem it reads as
+    "sonic running": ("fabric.nos.sonic.driver.config_db_reply", '{"PORT": {"Ethernet0": {"mtu": "9100"}}, "X": 5}',
+                      "reply of `show runningconfiguration all`, X: expected a mapping of keys to entries, found 5"),
+    "nvue running": ("fabric.nos.nvue.driver.applied_reply", "- set:\n    router: [1\n",
+                     "reply of `nv config show -o json`, line 3: expected valid YAML, found did not find expected ','"),
+    "frr running": ("fabric.nos.frr.driver.clean_running",
+                    "Building configuration...\n" + "".join(" " * i + "x\n" for i in range(100)),
+                    "reply of `vtysh -c 'show running-config'`, line 66: expected at most 64 levels of indentation"),
+    "eos running": ("fabric.nos.eos.driver.running_reply", "".join(" " * i + "x\n" for i in range(100)),
+                    "reply of `show running-config`, line 65: expected at most 64 levels of indentation"),
+    "frr routes": ("fabric.parsers.frr.reply_json", DEEP_ROUTES, "reply of `a JSON reply`, line 2: expected JSON "
+                   "nested at most 64 levels, found deeper nesting"),
+    "frr bgp": ("fabric.parsers.frr.bgp_peers", '{"ipv4Unicast": {"peers": {"swp1": {"state": "Established"}}}',
+                "reply of `vtysh -c 'show bgp summary json'`, line 1 column 62: expected JSON, found Expecting ','"),
+    "host report": ("fabric.host.model.host_report", '{"host": "gpu1", "items": [{"section": "s", "target": "t", '
+                    '"name": "n", "status": "changed"}]}', "reply of `fabric host plan|apply --format json`, "
+                    "items.0.section: expected 'link', 'address'"),
+    "nvue revisions": ("fabric.parsers.switch_state.nvue_revisions", "[1]",
+                       "reply of `nv config revision -o json`: expected a JSON object (revisions), found a JSON list"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(READERS))
+def test_a_malformed_reply_reads_as_its_located_problem(case: str) -> None:
+    import importlib
+
+    from fabric.errors import ReplyError
+
+    name, reply, expected = READERS[case]
+    module, _, fn = name.rpartition(".")
+    with pytest.raises(ReplyError) as exc:
+        getattr(importlib.import_module(module), fn)(reply)
+    assert str(exc.value).startswith(expected) and not exc.value.unchecked and len(str(exc.value)) < 400, exc.value

@@ -128,5 +128,5 @@ def host_report(text: str) -> HostReport:
         return HostReport.model_validate(data)
     except ValidationError as exc:
         first = exc.errors()[0]
-        raise ReplyError(AGENT_REPORT, first["msg"], repr(first.get("input"))[:80],
+        raise ReplyError(AGENT_REPORT, first["msg"].removeprefix("Input should be "), repr(first.get("input"))[:80],
                          where=".".join(map(str, first["loc"])) or "the document") from None

@@ -94,11 +94,11 @@ SHOW_RUNNING = "vtysh -c 'show running-config'"
 @reader(SHOW_RUNNING)
 def clean_running(text: str) -> str:
     """`show running-config` as a file frr-reload.py accepts (no banner lines), checked as a saved one is."""
-    keep = [ln for ln in text.splitlines()
+    keep = [ln for ln in check_reply("frr", SHOW_RUNNING, text).splitlines()
             if ln.strip() not in ("Building configuration...", "Current configuration:")]
     while keep and not keep[0].strip():
         keep.pop(0)
-    return check_reply("frr", SHOW_RUNNING, "\n".join(keep) + "\n")
+    return "\n".join(keep) + "\n"
 
 
 @reader("frr-reload.py --test")
