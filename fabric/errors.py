@@ -55,26 +55,21 @@ def one_line(exc: BaseException, limit: int = 240) -> str:
 
 
 class ReplyError(ValueError):
-    """A device's or host's reply that is not what its command prints: the device (when the reader knows it), the
-    command, where in the reply (`line 3`, `$[0].addr_info`), what was expected and what was found — each bounded,
-    one line. The plan and apply report it as one problem for that device; the others go on."""
+    """A switch's or host's reply that is not what its command prints: the command, where in the reply (`line 3`,
+    `items.0.status`), what was expected and what was found — each bounded, one line. Whoever asked names the
+    device (`plan`/`apply`: that switch's result, `error`; the other switches go on)."""
 
     unchecked = False  # raised by a reader's own code, not by a check of the reply (fabric.replies.reader)
 
-    def __init__(self, command: str, expected: str, found: str = "", where: str = "", device: str = ""):
+    def __init__(self, command: str, expected: str, found: str = "", where: str = ""):
         self.command, self.expected = _cut(command, 120), _cut(expected, 160)
-        self.found, self.where, self.device = _cut(found, 120), _cut(where, 80), _cut(device, 64)
+        self.found, self.where = _cut(found, 120), _cut(where, 80)
         super().__init__(str(self))
 
-    def on(self, device: str) -> ReplyError:
-        """The same problem, naming the device whose reply it is."""
-        return ReplyError(self.command, self.expected, self.found, self.where, device)
-
     def __str__(self) -> str:
-        who = f"{printable(self.device)}: " if self.device else ""
         where = f", {printable(self.where)}" if self.where else ""
         found = f", found {printable(self.found)}" if self.found else ""
-        return f"{who}reply of `{printable(self.command)}`{where}: expected {printable(self.expected)}{found}"
+        return f"reply of `{printable(self.command)}`{where}: expected {printable(self.expected)}{found}"
 
 
 def _cut(text: str, limit: int) -> str:
