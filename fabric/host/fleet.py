@@ -136,7 +136,7 @@ def _outcome(host: str, event: str, res: dict[str, Any]) -> HostOutcome:
         host=host,
         status="ok" if report.ok_ else "failed",
         note=_one_line(note),
-        items=[i.model_dump(exclude_defaults=True) for i in report.items],
+        items=[i.model_dump() for i in report.items],
         **counts.model_dump(),
     )
 
