@@ -611,10 +611,11 @@ def test_fuzz_replies() -> None:
 
 def test_every_reply_reader_is_fed() -> None:
     """Every reader of a reply (`@reader`, fabric.replies.READERS, each module of fabric that marks one imported) is
-    fed by a kind of reply the family mutates, and every kind has a real reply to start from: a new reader without
-    a feed fails here."""
+    fed by a kind of reply the family mutates, and every kind has a real reply to start from, which its readers
+    read with no ReplyError: a new reader without a feed fails here."""
     import importlib
 
+    from fabric.errors import InputError
     from fabric.replies import READERS
 
     for path in sorted((ROOT / "fabric").rglob("*.py")):
@@ -624,6 +625,9 @@ def test_every_reply_reader_is_fed() -> None:
     assert set(READERS) - fed == set(), "readers the fuzzer never feeds"
     assert fed - set(READERS) == set(), "FEEDS names what is no registered reader"
     assert {kind for kind, _ in reply_bases()} == set(FEEDS)
+    for kind, parts in reply_bases():  # each real reply, unmutated, reads (a truncated tool output: its InputError)
+        with contextlib.suppress(InputError):
+            parse_reply(kind, list(parts))
 
 
 REMEDIATE_STATS = Stats("remediate")
