@@ -270,7 +270,7 @@ class SonicDriver(Driver):
 
     def health(self) -> Health:
         peers = bgp_peers(shell.check(self.conn, "vtysh -c 'show bgp summary json'", what="vtysh"))
-        running = self._running().get("PORT_QOS_MAP", {})  # each table an object (sonic_config_db)
+        running = self._running().get("PORT_QOS_MAP", {})  # each table an object (config_db_reply)
         have = {port: str(v.get("pfc_enable", "none")) if isinstance(v, dict) else "none"
                 for port, v in running.items()}
         problems = [f"PFC: expected pfc_enable {v['pfc_enable']} on {port}, actual {have.get(port, 'none')}"
