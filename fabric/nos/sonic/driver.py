@@ -41,10 +41,12 @@ import time
 import uuid
 from typing import Any
 
+from fabric.model.running import check_reply
 from fabric.nos import row_of
 from fabric.nos.sonic.brownfield import adapt, preflight, replaced_pgs, runs_frrcfgd
 from fabric.parsers import switch_counters
-from fabric.parsers.frr import reply_json, route_widths
+from fabric.parsers.frr import bgp_peers, reply_json, route_widths
+from fabric.replies import reader
 from fabric.targets import shell
 from fabric.targets.base import DeviceDiff, Driver, Health, Shifted, TargetError, Txn
 from fabric.targets.owned import (
@@ -131,6 +133,15 @@ def _lines(path: Path, value: object) -> tuple[str, list[str]]:
     return "|".join(path), ["(key)"]
 
 
+SHOW_RUNNING = "show runningconfiguration all"
+
+
+@reader(SHOW_RUNNING)
+def config_db_reply(text: str) -> dict[str, Any]:
+    """CONFIG_DB as the switch printed it, checked as a saved config_db.json is (fabric.model.running)."""
+    return json.loads(check_reply("sonic", SHOW_RUNNING, text))
+
+
 class SonicDriver(Driver):
     target = row_of(__name__).name
     has_confirm_timer = True  # the device-side job above
@@ -146,11 +157,7 @@ class SonicDriver(Driver):
         return self.options.get("workdir") or ".roce-fabric"  # relative: the login directory
 
     def _running(self) -> dict:
-        out = shell.check(self.conn, "show runningconfiguration all", what="show runningconfiguration all")
-        try:
-            return json.loads(out)
-        except ValueError as exc:
-            raise TargetError(f"show runningconfiguration all: not JSON ({exc})") from None
+        return config_db_reply(shell.check(self.conn, SHOW_RUNNING, what=SHOW_RUNNING))
 
     def running(self) -> str:
         """CONFIG_DB, and under `sysctl.conf` the kernel settings the intent names (module docstring)."""
@@ -262,14 +269,13 @@ class SonicDriver(Driver):
         return super().device_diff(sd).model_copy(update={"notes": list(self.notes)})
 
     def health(self) -> Health:
-        data = json.loads(shell.check(self.conn, "vtysh -c 'show bgp summary json'", what="vtysh") or "{}")
-        peers = {n: p.get("state", "") for af in data.values() if isinstance(af, dict)
-                 for n, p in (af.get("peers") or {}).items()}
-        running = self._running().get("PORT_QOS_MAP", {})
-        problems = [f"PFC: expected pfc_enable {v['pfc_enable']} on {port}, actual "
-                    f"{running.get(port, {}).get('pfc_enable', 'none')}"
+        peers = bgp_peers(shell.check(self.conn, "vtysh -c 'show bgp summary json'", what="vtysh"))
+        running = self._running().get("PORT_QOS_MAP", {})  # each table an object (config_db_reply)
+        have = {port: str(v.get("pfc_enable", "none")) if isinstance(v, dict) else "none"
+                for port, v in running.items()}
+        problems = [f"PFC: expected pfc_enable {v['pfc_enable']} on {port}, actual {have.get(port, 'none')}"
                     for port, v in sorted(self._intended().get("PORT_QOS_MAP", {}).items())
-                    if "pfc_enable" in v and running.get(port, {}).get("pfc_enable") != v["pfc_enable"]]
+                    if "pfc_enable" in v and have.get(port) != v["pfc_enable"]]
         return Health(bgp_established=sum(s == "Established" for s in peers.values()), bgp_peers=peers,
                       lossless=problems, lossless_checked=True)
 
@@ -282,7 +288,8 @@ class SonicDriver(Driver):
         return self.device_diff(self.scoped(self.running()))
 
     def routes(self) -> dict[str, int]:
-        return route_widths(reply_json(shell.check(self.conn, "vtysh -c 'show ip route json'", what="vtysh")))
+        return route_widths(reply_json(shell.check(self.conn, "vtysh -c 'show ip route json'", what="vtysh"),
+                                       command="vtysh -c 'show ip route json'"))
 
     def counters(self) -> dict[str, dict[str, int]]:
         """Queues (`queuestat -j`, `wredstat -j`: bytes, drops, ECN-marked), PFC frames per priority
@@ -292,7 +299,7 @@ class SonicDriver(Driver):
                           "echo '@@''@'; show pfcwd stats", what="queuestat/wredstat/pfcstat/pfcwd")
         parts = [*out.split("@@@"), "", "", ""][:4]
         try:
-            q, w = (reply_json(p) for p in parts[:2])
+            q, w = (reply_json(p, command=c) for p, c in zip(parts[:2], ("queuestat -j", "wredstat -j"), strict=True))
         except ValueError as exc:
             raise TargetError(f"queuestat/wredstat -j: not JSON ({exc})") from None
         return switch_counters.sonic(q, w, parts[2], parts[3])
