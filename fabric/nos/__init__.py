@@ -105,6 +105,9 @@ class Nos:
     owned_implied: tuple[tuple[str, str, str], ...] = ()
     setting_keys: tuple[str, ...] = ()
     no_renumber: str = ""
+    # settings the tool never owns, though its render has them (path patterns as in `owned_whole`): a new switch
+    # gets the rendered line, a running one keeps its own; the README's "never touched" column names each
+    never_owned: tuple[str, ...] = ()
     default_release: dict[str, str] = field(default_factory=dict)  # platform → release; others: the newest
     # rendered files the push does not apply, each with the reason (every other file is applied by the driver:
     # tests/test_everything_pushed.py)
@@ -172,7 +175,8 @@ NOS: dict[str, Nos] = {n.name: n for n in (
         releases=("8.4", "10.2"), port_name=swp,
         files=("frr.conf", "interfaces.sh", "qos.sh"), intended="frr.conf", running_suffix=".conf",
         device_type="linux", mtu_max=9216, watchdog=None, owned_whole=("route-map *",),
-        owned_objects=((r"router bgp \d+", r"neighbor (\S+)"),), no_renumber=r"router bgp (\d+)"),
+        owned_objects=((r"router bgp \d+", r"neighbor (\S+)"),), no_renumber=r"router bgp (\d+)",
+        never_owned=("log *",)),
 )}
 
 

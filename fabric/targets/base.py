@@ -26,7 +26,19 @@ from pydantic import BaseModel
 
 from fabric.nos import NOS
 from fabric.secrets import mask_change
-from fabric.targets.owned import Change, Leaves, Lines, Path, ScopedDiff, manifest_paths, renumbered, scope, scoped_diff
+from fabric.targets.owned import (
+    Change,
+    Leaves,
+    Lines,
+    Path,
+    ScopedDiff,
+    manifest_paths,
+    namesake_error,
+    namesakes,
+    renumbered,
+    scope,
+    scoped_diff,
+)
 
 __all__ = ["Change", "DeviceDiff", "Driver", "Health", "TargetError", "Txn"]
 
@@ -181,7 +193,10 @@ class Driver(ABC):
             return owned, {p: v for p, v in intent.items() if p in owned}, set()
         manifest = manifest_paths(self.options.get("manifest"))
         nos = NOS[self.target]
-        owned = scope(intent, running, nos.owned_whole, manifest, nos.owned_objects, nos.owned_implied)
+        if found := namesakes(intent, running, nos.owned_whole, manifest, nos.owned_objects):
+            raise TargetError(namesake_error(found, running))
+        owned = scope(intent, running, nos.owned_whole, manifest, nos.owned_objects, nos.owned_implied,
+                      nos.never_owned)
         return owned | self.contradicting(intent, running), intent, manifest
 
     def contradicting(self, intent: Leaves, running: Leaves) -> set[Path]:
