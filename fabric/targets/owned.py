@@ -285,6 +285,7 @@ def _whole_prefix(path: Path, patterns: tuple[str, ...]) -> Path | None:
 
 
 Objects = tuple[tuple[str, str], ...]  # (section regex, key regex whose group 1 names the object)
+Lines = Callable[[Path, Any], tuple[str, list[str]]]  # a leaf → (section, its lines as the plan prints them)
 Implied = tuple[tuple[str, str, str], ...]  # (section glob, rendered key regex, device line regex)
 
 
@@ -366,11 +367,13 @@ def _refers(path: Path, value: Any, name: str) -> bool:
 def namesakes(intent: Leaves, running: Leaves, whole: tuple[str, ...] = (), manifest: Iterable[Path] = (),
               objects: Objects = ()) -> dict[str, list[Path]]:
     """Objects the render names (a peer group, a route-map, a QoS map or profile) that the device already holds
-    for someone else: the object (as `section / name`) → the device leaves that show it — settings of it the
-    tool never rendered, and other device leaves the tool never rendered that name it (a peer group's members,
-    the neighbours and ports that use a map, another clause of a route-map). A name is not ownership: changing
-    such an object would change what uses it. Objects keyed by an inventory port are the inventory's and are
-    not checked here; the tool's own earlier applies (`manifest`) count as rendered."""
+    for someone else: the object (as `section / name`) → the device leaves that show it. Such an object is used
+    by device configuration the tool never rendered (a peer group's members, the neighbours, `redistribute` or
+    ports that use a map, another clause of a route-map): a name is not ownership, and changing the object would
+    change what uses it. The object's own settings the tool never rendered are listed with those users. An object
+    only the tool's own configuration uses is its own (a setting of it the tool never rendered is then a marked,
+    refused-by-default removal, as anywhere in the scope). Objects keyed by an inventory port are the
+    inventory's and are not checked; what an earlier apply rendered (`manifest`) counts as rendered."""
     rendered = set(intent) | set(manifest)
     ports = _ports(intent)
     found: dict[str, list[Path]] = {}
@@ -392,20 +395,21 @@ def _collect(found: dict[str, list[Path]], label: str, name: str, mine: set[Path
     if not mine:
         return  # the device does not hold it: the tool adds its own
     refs = [p for p, v in running.items() if p not in mine and p not in rendered and _refers(p, v, name)]
-    own = [p for p in mine if p not in rendered]
-    if refs or own:
-        found[label] = sorted(refs) + sorted(own)
+    if refs:
+        found[label] = sorted(refs) + sorted(p for p in mine if p not in rendered)
 
 
-def namesake_error(found: dict[str, list[Path]], running: Leaves, shown: int = 8) -> str:
-    """Why the tool refuses a switch that holds objects with its names (`namesakes`), each with the device lines
-    that show the object is someone else's."""
+def namesake_error(found: dict[str, list[Path]], running: Leaves, lines: Lines,
+                   mask: Callable[[str, str], tuple[str, str]], shown: int = 8) -> str:
+    """Why the tool refuses a switch that holds objects with its names (`namesakes`): each object with the device
+    lines that show it is someone else's, as the plan prints them (`lines`), secrets masked (`mask`: section,
+    line → both masked)."""
     parts = []
     for label, paths in found.items():
-        lines = [f"{' / '.join(p[1:-1])}: {ln}" if len(p) > 2 else ln for p in paths
-                 for ln in (running[p] if isinstance(running[p], tuple) else (f"{'/'.join(p)}: {running[p]}",))]
-        more = f"; and {len(lines) - shown} more" if len(lines) > shown else ""
-        parts.append(f"`{label}` holds what the inventory never rendered: " + "; ".join(lines[:shown]) + more)
+        shown_lines = [": ".join(mask(sec, ln)) for p in paths for sec, lns in (lines(p, running[p]),) for ln in lns]
+        more = f"; and {len(shown_lines) - shown} more" if len(shown_lines) > shown else ""
+        parts.append(f"`{label}` is used by, or set with, what the inventory never rendered: "
+                     + "; ".join(shown_lines[:shown]) + more)
     return ("the switch already has objects with the names the tool gives its own, and they are not the tool's "
             "(a name is not ownership; changing them would change what uses them): " + " | ".join(parts)
             + ". Rename or remove them on the switch first; the tool then adds its own beside the rest")
@@ -425,7 +429,6 @@ def renumbered(running: str, intent: str, pattern: str) -> str | None:
     return None
 
 
-Lines = Callable[[Path, Any], tuple[str, list[str]]]  # a leaf → (section, its lines as the plan prints them)
 
 
 @dataclass
