@@ -267,6 +267,24 @@ def test_a_route_map_with_the_tools_name_is_refused_a_clause_of_its_own_too(tmp_
     assert "match interface lo" in msg
 
 
+@pytest.mark.parametrize(("nos", "switch", "own"), [
+    ("frr", "leaf-su1-r3", "bgp community-list standard GSHUT seq 5 permit 65000:1"),
+    ("eos", "leaf-su1-r1", "ip community-list GSHUT permit 65000:1")])
+def test_a_community_list_with_the_tools_name_is_refused(tmp_path: Path, nos: str, switch: str, own: str) -> None:
+    """The community list the render names (GSHUT) held by the switch for its own route-map (FRR's topotest ToR,
+    AVD's leaf: their route-map matching a GSHUT list of the operator's): changing the list would change that
+    route-map; refused, naming the route-map's line and the list."""
+    text = (CORPUS / nos / f"{switch}{SUFFIX[nos]}").read_text()
+    rmap = re.search(r"(?m)^route-map (\S+) permit (\d+)$", text)
+    assert rmap, "the corpus config holds a route-map"
+    indent = "   " if nos == "eos" else " "
+    text = text.replace(rmap.group(0), f"{own}\n{rmap.group(0)}\n{indent}match community GSHUT", 1)
+    drv = _driver(_inventory(tmp_path, INVENTORY[nos], None), switch)
+    with pytest.raises(TargetError) as exc:
+        drv.scoped(text)
+    assert "GSHUT" in str(exc.value) and "match community GSHUT" in str(exc.value), exc.value
+
+
 def _never_touched(nos: str) -> list[str]:
     """The backticked items of the README's "never touched" cell of a target's row in the ownership table."""
     readme = (ROOT / "README.md").read_text()

@@ -47,7 +47,7 @@ def test_census_every_change_classified_nothing_foreign_touched(tmp_path: Path) 
             sd = drv.scoped(text)
         except TargetError as exc:
             assert (nos == "sonic" and str(exc).startswith("pre-flight: ")) or (
-                what == "namesake" and "`router bgp 65101 / FABRIC` holds" in str(exc)), (what, exc)
+                what == "namesake" and "`router bgp 65101 / FABRIC` is used by" in str(exc)), (what, exc)
             tally["refused"] += 1
             continue
         tally["configs"] += 1
