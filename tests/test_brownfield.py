@@ -286,18 +286,19 @@ def test_a_community_list_with_the_tools_name_is_refused(tmp_path: Path, nos: st
 
 
 def _never_touched(nos: str) -> list[str]:
-    """The backticked items of the README's "never touched" cell of a target's row in the ownership table."""
-    readme = (ROOT / "README.md").read_text()
-    row = next(ln for ln in readme.splitlines() if ln.startswith(f"| `{nos}` | its route maps"))
+    """The backticked items of the "never touched" cell of a target's row in the ownership table of the docs."""
+    page = (ROOT / "docs" / "plan-apply.md").read_text()
+    row = next(ln for ln in page.splitlines() if ln.startswith(f"| `{nos}` | its route maps"))
     return re.findall(r"`([^`]+)`", row.split(" | ")[2])
 
 
-def test_frr_never_touched_comes_from_the_readme_table(tmp_path: Path) -> None:
-    """The README's "never touched" column of the FRR row, read from the README itself: on every real FRR config
-    of the corpus (and metal-stack's `log syslog warnings` leaf, its group renamed), no device setting an item
-    names is in the owned scope unless the render holds that very line, and the plan changes none of them; each
-    item is found on some config (the table names real settings). Each setting the NOS row declares never owned
-    (`Nos.never_owned`) is an item of that cell, so the table and the code cannot drift apart."""
+def test_frr_never_touched_comes_from_the_ownership_table(tmp_path: Path) -> None:
+    """The "never touched" column of the FRR row of the ownership table (docs/plan-apply.md), read from the page:
+    on every real FRR config of the corpus (and metal-stack's `log syslog warnings` leaf, its group renamed), no
+    device setting an item names is in the owned scope unless the render holds that very line, and the plan
+    changes none of them; each item is found on some config (the table names real settings). Each setting the
+    NOS row declares never owned (`Nos.never_owned`) is an item of that cell, so the page and the code cannot
+    drift apart."""
     from fabric.nos import NOS
     from fabric.targets.owned import text_leaves
 

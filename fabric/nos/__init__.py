@@ -107,7 +107,7 @@ class Nos:
     setting_keys: tuple[str, ...] = ()
     no_renumber: str = ""
     # settings the tool never owns, though its render has them (path patterns as in `owned_whole`): a new switch
-    # gets the rendered line, a running one keeps its own; the README's "never touched" column names each
+    # gets the rendered line, a running one keeps its own; the "never touched" column of docs/plan-apply.md names each
     never_owned: tuple[str, ...] = ()
     default_release: dict[str, str] = field(default_factory=dict)  # platform → release; others: the newest
     # rendered files the push does not apply, each with the reason (every other file is applied by the driver:
