@@ -324,6 +324,34 @@ def test_frr_never_touched_comes_from_the_ownership_table(tmp_path: Path) -> Non
         assert pattern.removesuffix(" *") in items, pattern
 
 
+def test_frr_reload_of_the_renamed_metal_stack_leaf_keeps_its_group_and_log(tmp_path: Path) -> None:
+    """metal-stack's leaf, its peer group renamed as the refusal asks: the file the plan hands frr-reload.py is
+    one FRR 8.4's own parser takes (`vtysh -C`), and FRR's frr-reload.py --test against the running file removes
+    nothing and changes none of its lines: its group (METAL), members, EVPN and `log syslog warnings` stay."""
+    import shutil
+    import subprocess
+
+    from fabric.nos.frr.driver import RELOAD, parse_reload_test
+    from tests.conftest import require
+
+    require(Path(RELOAD).exists() and shutil.which("vtysh") is not None, "FRR's frr-reload.py and vtysh")
+    running = renamed(NAMESAKE.read_text())
+    drv = _driver(_inventory(tmp_path, "example", None), "leaf-su1-r1")
+    merged = drv.merged(parse_text(running), drv.scoped(running))
+    (tmp_path / "running.conf").write_text(running)
+    (tmp_path / "new.conf").write_text(merged)
+    check = subprocess.run(["vtysh", "-C", "-f", str(tmp_path / "new.conf")], capture_output=True, text=True,
+                           timeout=60)
+    assert check.returncode == 0, check.stdout[-500:] + check.stderr[-500:]
+    p = subprocess.run([RELOAD, "--test", "--stdout", "--input", str(tmp_path / "running.conf"),
+                        str(tmp_path / "new.conf")], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr[-500:]
+    changes = parse_reload_test(p.stdout, "", "datacenter", merged)
+    assert [c.text() for c in changes if c.op == "-"] == []
+    assert [c.text() for c in changes if c.op == "~"] == ["~ bgp router-id 10.0.0.10 → bgp router-id 10.254.0.3"]
+    assert not [c for c in changes if "METAL" in c.line or "log" in c.line or c.section.startswith("interface swp3")]
+
+
 def test_frr_reload_deletion_of_a_negated_line_is_that_line(tmp_path: Path) -> None:
     """frr-reload.py prints the command that removes a line: `X` removes a running `no X`. A change of metal-stack's
     `no ipv6 nd suppress-ra` (swp31) to `ipv6 nd suppress-ra`, diffed by FRR's own frr-reload.py, reads
