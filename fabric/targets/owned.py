@@ -22,7 +22,12 @@ The tool owns (`scope`):
 
 Everything else on the device is unmanaged: never changed, and counted (`ScopedDiff.unmanaged`). A removal
 of a line the tool never rendered (cases 2, not 1 or 3) is marked `foreign`: `apply` refuses it unless
-the operator passes --allow-unowned-removal.
+the operator passes --allow-unowned-removal. Settings a NOS row declares never owned (`Nos.never_owned`, FRR
+`log`) are outside the scope even where the render has them.
+
+A name is not ownership (`namesakes`): an object the render names that the device holds and that configuration
+the tool never rendered uses (a peer group with other members, a route-map another neighbour uses) is someone
+else's, and the switch is refused before any diff.
 """
 
 from __future__ import annotations
@@ -427,8 +432,6 @@ def renumbered(running: str, intent: str, pattern: str) -> str | None:
                     "the tool never renumbers a router: correct the inventory's ASN, or renumber the switch by hand "
                     "first")
     return None
-
-
 
 
 @dataclass
