@@ -159,12 +159,8 @@ def test_nvue_another_asn_is_an_error_too(tmp_path: Path) -> None:
         drv.scoped(text)
 
 
-# leaf-su1-r2: `autort` is not FRR 8.4's
-@pytest.mark.parametrize("switch", ["spine1", "spine2", "leaf-su1-r1", "leaf-su1-r3"])
-def test_frr_reload_of_the_merged_file_removes_nothing(tmp_path: Path, switch: str) -> None:
-    """What `fabric plan` runs on an FRR switch — frr-reload.py --test of the running config with only the owned
-    lines changed — on the corpus (FRR's own frr-reload.py, the running config given with --input): additions
-    and `~` changes only, the render's own negated settings (`no ipv6 nd suppress-ra`) read as additions."""
+def _reload_test(tmp_path: Path, running: str, new: str) -> list:
+    """FRR's own frr-reload.py --test of `new` against `running` (given with --input), read as the plan reads it."""
     import shutil
     import subprocess
 
@@ -172,15 +168,23 @@ def test_frr_reload_of_the_merged_file_removes_nothing(tmp_path: Path, switch: s
     from tests.conftest import require
 
     require(Path(RELOAD).exists() and shutil.which("vtysh") is not None, "FRR's frr-reload.py and vtysh")
-    drv = _driver(_inventory(tmp_path, "example", None), switch)
-    text = (CORPUS / "frr" / f"{switch}.conf").read_text()
-    merged = drv.merged(parse_text(text), drv.scoped(text))
-    (tmp_path / "running.conf").write_text(text)
-    (tmp_path / "new.conf").write_text(merged)
+    (tmp_path / "running.conf").write_text(running)
+    (tmp_path / "new.conf").write_text(new)
     p = subprocess.run([RELOAD, "--test", "--stdout", "--input", str(tmp_path / "running.conf"),
                         str(tmp_path / "new.conf")], capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr[-500:]
-    changes = parse_reload_test(p.stdout, "", "datacenter", merged)
+    return parse_reload_test(p.stdout, "", "datacenter", new)
+
+
+# leaf-su1-r2: `autort` is not FRR 8.4's
+@pytest.mark.parametrize("switch", ["spine1", "spine2", "leaf-su1-r1", "leaf-su1-r3"])
+def test_frr_reload_of_the_merged_file_removes_nothing(tmp_path: Path, switch: str) -> None:
+    """What `fabric plan` runs on an FRR switch — frr-reload.py --test of the running config with only the owned
+    lines changed — on the corpus (FRR's own frr-reload.py, the running config given with --input): additions
+    and `~` changes only, the render's own negated settings (`no ipv6 nd suppress-ra`) read as additions."""
+    drv = _driver(_inventory(tmp_path, "example", None), switch)
+    text = (CORPUS / "frr" / f"{switch}.conf").read_text()
+    changes = _reload_test(tmp_path, text, drv.merged(parse_text(text), drv.scoped(text)))
     assert [c.text() for c in changes if c.op == "-"] == []
     assert any(c.op == "+" and c.line == "no ipv6 nd suppress-ra" for c in changes)
     assert [c.op for c in changes if c.section.startswith("router bgp")].count("~") == 1  # the router-id
@@ -328,25 +332,14 @@ def test_frr_reload_of_the_renamed_metal_stack_leaf_keeps_its_group_and_log(tmp_
     """metal-stack's leaf, its peer group renamed as the refusal asks: the file the plan hands frr-reload.py is
     one FRR 8.4's own parser takes (`vtysh -C`), and FRR's frr-reload.py --test against the running file removes
     nothing and changes none of its lines: its group (METAL), members, EVPN and `log syslog warnings` stay."""
-    import shutil
     import subprocess
 
-    from fabric.nos.frr.driver import RELOAD, parse_reload_test
-    from tests.conftest import require
-
-    require(Path(RELOAD).exists() and shutil.which("vtysh") is not None, "FRR's frr-reload.py and vtysh")
     running = renamed(NAMESAKE.read_text())
     drv = _driver(_inventory(tmp_path, "example", None), "leaf-su1-r1")
-    merged = drv.merged(parse_text(running), drv.scoped(running))
-    (tmp_path / "running.conf").write_text(running)
-    (tmp_path / "new.conf").write_text(merged)
+    changes = _reload_test(tmp_path, running, drv.merged(parse_text(running), drv.scoped(running)))
     check = subprocess.run(["vtysh", "-C", "-f", str(tmp_path / "new.conf")], capture_output=True, text=True,
                            timeout=60)
     assert check.returncode == 0, check.stdout[-500:] + check.stderr[-500:]
-    p = subprocess.run([RELOAD, "--test", "--stdout", "--input", str(tmp_path / "running.conf"),
-                        str(tmp_path / "new.conf")], capture_output=True, text=True, timeout=120)
-    assert p.returncode == 0, p.stderr[-500:]
-    changes = parse_reload_test(p.stdout, "", "datacenter", merged)
     assert [c.text() for c in changes if c.op == "-"] == []
     assert [c.text() for c in changes if c.op == "~"] == ["~ bgp router-id 10.0.0.10 → bgp router-id 10.254.0.3"]
     assert not [c for c in changes if "METAL" in c.line or "log" in c.line or c.section.startswith("interface swp3")]
@@ -356,23 +349,11 @@ def test_frr_reload_deletion_of_a_negated_line_is_that_line(tmp_path: Path) -> N
     """frr-reload.py prints the command that removes a line: `X` removes a running `no X`. A change of metal-stack's
     `no ipv6 nd suppress-ra` (swp31) to `ipv6 nd suppress-ra`, diffed by FRR's own frr-reload.py, reads
     `~ no ipv6 nd suppress-ra → ipv6 nd suppress-ra` — never `~ X → X`, a change whose two sides are equal."""
-    import shutil
-    import subprocess
-
-    from fabric.nos.frr.driver import RELOAD, parse_reload_test
-    from tests.conftest import require
-
-    require(Path(RELOAD).exists() and shutil.which("vtysh") is not None, "FRR's frr-reload.py and vtysh")
     running = NAMESAKE.read_text()
     new = running.replace("interface swp31\n ipv6 nd ra-interval 6\n no ipv6 nd suppress-ra",
                           "interface swp31\n ipv6 nd ra-interval 6\n ipv6 nd suppress-ra")
     assert new != running
-    (tmp_path / "running.conf").write_text(running)
-    (tmp_path / "new.conf").write_text(new)
-    p = subprocess.run([RELOAD, "--test", "--stdout", "--input", str(tmp_path / "running.conf"),
-                        str(tmp_path / "new.conf")], capture_output=True, text=True, timeout=120)
-    assert p.returncode == 0, p.stderr[-500:]
-    changes = parse_reload_test(p.stdout, "", "datacenter", new)
+    changes = _reload_test(tmp_path, running, new)
     assert [(c.section, c.text()) for c in changes] == [
         ("interface swp31", "~ no ipv6 nd suppress-ra → ipv6 nd suppress-ra")]
 
@@ -381,25 +362,12 @@ def test_frr_rollback_plan_removes_the_negated_line_it_added(tmp_path: Path) -> 
     """`fabric rollback` on the Proxmox leaf after an apply: the undo removes the rendered `no ipv6 nd
     suppress-ra` of swp5/swp6 (frr-reload.py prints `ipv6 nd suppress-ra` to remove it); the plan says so,
     never that it removes `ipv6 nd suppress-ra`."""
-    import shutil
-    import subprocess
-
-    from fabric.nos.frr.driver import RELOAD, parse_reload_test
-    from tests.conftest import require
-
-    require(Path(RELOAD).exists() and shutil.which("vtysh") is not None, "FRR's frr-reload.py and vtysh")
     drv = _driver(_inventory(tmp_path, "example", None), "leaf-su1-r1")
     before = (CORPUS / "frr" / "leaf-su1-r1.conf").read_text()
     sd = drv.scoped(before)
     after = drv.merged(parse_text(before), sd)
     undo = driver("frr", None, "leaf-su1-r1", before, options={"scope": sorted(list(p) for p in sd.owned)})
-    back = undo.merged(parse_text(after), undo.scoped(after))
-    (tmp_path / "after.conf").write_text(after)
-    (tmp_path / "back.conf").write_text(back)
-    p = subprocess.run([RELOAD, "--test", "--stdout", "--input", str(tmp_path / "after.conf"),
-                        str(tmp_path / "back.conf")], capture_output=True, text=True, timeout=120)
-    assert p.returncode == 0, p.stderr[-500:]
-    changes = parse_reload_test(p.stdout, "", "datacenter", back)
+    changes = _reload_test(tmp_path, after, undo.merged(parse_text(after), undo.scoped(after)))
     port = {c.text() for c in changes if c.section == "interface swp5"}
     assert "- no ipv6 nd suppress-ra" in port and "- ipv6 nd suppress-ra" not in port, port
     assert not [c for c in changes if c.op == "~" and c.old == c.line]
