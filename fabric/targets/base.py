@@ -26,7 +26,19 @@ from pydantic import BaseModel
 
 from fabric.nos import NOS
 from fabric.secrets import mask_change
-from fabric.targets.owned import Change, Leaves, Lines, Path, ScopedDiff, manifest_paths, renumbered, scope, scoped_diff
+from fabric.targets.owned import (
+    Change,
+    Leaves,
+    Lines,
+    Path,
+    ScopedDiff,
+    manifest_paths,
+    namesake_error,
+    namesakes,
+    renumbered,
+    scope,
+    scoped_diff,
+)
 
 __all__ = ["Change", "DeviceDiff", "Driver", "Health", "TargetError", "Txn"]
 
@@ -173,15 +185,21 @@ class Driver(ABC):
     def device_diff(self, sd: ScopedDiff) -> DeviceDiff:
         return DeviceDiff(device=self.device, target=self.target, changes=sd.changes, unmanaged=sd.unmanaged)
 
-    def owned_scope(self, intent: Leaves, running: Leaves) -> tuple[set[Path], Leaves, set[Path]]:
+    def owned_scope(self, intent: Leaves, running: Leaves, lines: Lines) -> tuple[set[Path], Leaves, set[Path]]:
         """(scope, target leaves, manifest): normally the intent in the NOS's owned scope; for
-        `fabric rollback` (option `scope`) the recorded scope with the recorded snapshot as the target."""
+        `fabric rollback` (option `scope`) the recorded scope with the recorded snapshot as the target.
+        TargetError where the device holds objects with the render's names that are someone else's (`namesakes`),
+        naming their lines as the plan prints them (`lines`), secrets masked."""
         if self.options.get("scope") is not None:
             owned = manifest_paths(self.options["scope"])
             return owned, {p: v for p, v in intent.items() if p in owned}, set()
         manifest = manifest_paths(self.options.get("manifest"))
         nos = NOS[self.target]
-        owned = scope(intent, running, nos.owned_whole, manifest, nos.owned_objects, nos.owned_implied)
+        if found := namesakes(intent, running, nos.owned_whole, manifest, nos.owned_objects):
+            raise TargetError(namesake_error(found, running, lines,
+                                             lambda sec, ln: mask_change(self.target, sec, ln)[:2]))
+        owned = scope(intent, running, nos.owned_whole, manifest, nos.owned_objects, nos.owned_implied,
+                      nos.never_owned)
         return owned | self.contradicting(intent, running), intent, manifest
 
     def contradicting(self, intent: Leaves, running: Leaves) -> set[Path]:
@@ -190,7 +208,7 @@ class Driver(ABC):
         return set()
 
     def scoped_from(self, running: Leaves, intent: Leaves, lines: Lines) -> ScopedDiff:
-        owned, target, manifest = self.owned_scope(intent, running)
+        owned, target, manifest = self.owned_scope(intent, running, lines)
         restore = self.options.get("scope") is not None  # fabric rollback: every owned line is the tool's
         return scoped_diff(running, target, owned, lines, earlier=manifest, rendered=owned if restore else None)
 

@@ -105,7 +105,9 @@ def clean_running(text: str) -> str:
 def parse_reload_test(output: str, running: str, defaults: str = "", intended: str = "") -> list[Change]:
     """frr-reload.py --test output → changes under their section, noise and no-ops dropped. A `no X` line to
     add is a removal of X, unless the `intended` file holds `no X` itself (a negated setting the render sets:
-    `no ipv6 nd suppress-ra`), which is an addition."""
+    `no ipv6 nd suppress-ra`), which is an addition. Under "Lines To Delete" frr-reload.py prints the command
+    that removes a line (its `lines_to_config`): `no X` removes X, and a plain `X` removes the negated line
+    `no X` the running configuration holds."""
     negated = {ln.strip() for ln in intended.splitlines() if ln.strip().startswith("no ")}
     present = {ln.rstrip() for ln in running.splitlines()}
     quiet = DEFAULTS.get(defaults, set())
@@ -124,8 +126,11 @@ def parse_reload_test(output: str, running: str, defaults: str = "", intended: s
                 continue
             section = " / ".join(ctx[:level])
             orig = line.strip()
-            neg = orig.startswith("no ") and not (mode == "add" and orig in negated)
-            op, text = ("-", orig[3:]) if neg else ("-" if mode == "del" else "+", orig)
+            if mode == "del":
+                op, text = "-", orig[3:] if orig.startswith("no ") else f"no {orig}"
+            else:
+                neg = orig.startswith("no ") and orig not in negated
+                op, text = ("-", orig[3:]) if neg else ("+", orig)
             if text.startswith(NOISE) or orig in quiet or (op == "+" and not section and line.rstrip() in present):
                 continue
             changes.append(Change(section=section or "(global)", op=op, line=text))

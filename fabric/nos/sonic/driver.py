@@ -251,7 +251,7 @@ class SonicDriver(Driver):
         self.notes = [*self.notes, *fit.notes]
         self.fitted = tree_leaves({**fit.intent, **({SYSCTL: sys_want} if sys_want else {})})
         running_leaves = tree_leaves({**have, **({SYSCTL: sys_have} if sys_have else {})})
-        owned, target, manifest = self.owned_scope(self.fitted, running_leaves)
+        owned, target, manifest = self.owned_scope(self.fitted, running_leaves, _lines)
         sd = scoped_diff(running_leaves, target, owned | fit.owned, _lines, earlier=manifest)
         sd.changes = replaced_pgs(sd.changes, fit.owned)
         before = set(preflight(have))
