@@ -98,6 +98,24 @@ def test_a_downed_host_link_is_exactly_its_pairs_unreachable_under_cpu_load(lab:
     assert sum(p["ok"] for p in data["pings"]) == 4 * 4 * 3 - 6
     assert "rail 1: gpu-su1-01 10.100.0.2 → gpu-su1-02 10.100.0.3 unreachable" in data["problems"]
 
+def test_the_kernel_neighbour_tables_hold_the_lab(lab: None) -> None:
+    """Every namespace's ARP and NDP entries share one kernel table per family, limited machine-wide (gc_thresh3;
+    past it the kernel drops packets to new neighbours, which `lab status` read as unreachable pairs): after every
+    pair has been probed, the lab's real entries stay within what `lab up` sized the tables for."""
+    from fabric.design.load import load_fabric
+    from fabric.lab import neigh
+
+    status_json(INV)  # every pair probed: every neighbour resolved
+    st = lab_state("example")
+    counts = {family: sum(len([ln for ln in subprocess.run(["ip", f"-{v}", "-n", n.netns, "neigh", "show"],
+                                                           capture_output=True, text=True).stdout.splitlines()
+                               if ln.strip()]) for n in st.nodes.values())
+              for family, v in (("ipv4", 4), ("ipv6", 6))}
+    bound = neigh.entries(load_fabric(ROOT / INV, target="frr").intent)
+    for family, count in counts.items():
+        limit = int(Path(f"/proc/sys/net/{family}/neigh/default/gc_thresh3").read_text())
+        assert 0 < count <= bound and limit >= neigh.HEADROOM * bound, (family, count, bound, limit)
+
 def test_exec_runs_in_node_namespace(lab: None) -> None:
     p = fabric("lab", "exec", INV, "spine1", "--", "ip", "-br", "link", "show", "swp4", check=True)
     assert p.stdout.startswith("swp4")
