@@ -263,7 +263,7 @@ def received_ce(d: cn.Snapshot, receiver: str, judged: list[Measurement]) -> lis
     if ce is None:
         return []
     ports = [m for m in judged if m.unit == "CE-marked packets"]
-    qdisc = ", ".join(f"{m.src}:{m.dst} +{m.value if m.value is not None else '?'}" for m in ports) or "none read"
+    qdisc = ", ".join(f"{m.src}:{m.dst} +{'?' if m.value is None else f'{m.value:g}'}" for m in ports) or "none read"
     return [Measurement(src=receiver, dst=cn.KERNEL, value=ce, unit=RECEIVED_CE,
                         detail=f"{receiver}'s kernel received +{ce} CE packets (IpExt InCEPkts, all its rails), one "
                         f"per packet on the wire; its leaf ports' qdiscs counted CE marks {qdisc}, one per queued "
