@@ -19,7 +19,7 @@ from pydantic import BaseModel
 from fabric.accept import transport as tr
 from fabric.accept.results import Planned
 from fabric.access import Site
-from fabric.errors import InputError, UsageError, one_line, printable
+from fabric.errors import InputError, ReplyError, UsageError, one_line, printable
 from fabric.parsers import parse_ethtool_stats
 from fabric.parsers.iproute import link_counters
 from fabric.replies import reader
@@ -135,6 +135,7 @@ KERNEL_ECN = ("InNoECTPkts", "InECT1Pkts", "InECT0Pkts", "InCEPkts")
 KERNEL_CE = "ip:InCEPkts"
 
 
+@reader("cat /proc/net/netstat")
 def parse_netstat(text: str, host: str = "-", problems: list[str] | None = None) -> dict[str, int]:
     """/proc/net/netstat (a `Group: names…` line, then `Group: values…`) → the IpExt ECN counters as `ip:<name>`.
     Outside input: an IpExt pair whose lines do not match adds one located problem and no counters."""
@@ -156,7 +157,10 @@ def kernel_ecn(site: Site, hosts: list[str], *, workers: int = 8) -> Snapshot:
     that does not answer has no entry."""
     def one(h: str) -> tuple[str, dict[str, int]]:
         c = tr.run(site, h, ["cat", "/proc/net/netstat"], timeout=20)
-        return h, {} if c.rc != 0 else parse_netstat(c.stdout, h)
+        try:
+            return h, {} if c.rc != 0 else parse_netstat(c.stdout, h)
+        except ReplyError:  # not /proc/net/netstat as the kernel prints it: no counters of this host
+            return h, {}
 
     with ThreadPoolExecutor(max_workers=max(1, min(workers, len(hosts)))) as pool:
         return {h: {KERNEL: cs} for h, cs in pool.map(one, hosts) if cs}
