@@ -52,4 +52,3 @@ def raise_limits(fabric: FabricIntent) -> dict[str, list[int]]:
                 path.write_text(f"{value}\n")
                 changed[str(path)] = [current, value]
     return changed
-

@@ -125,10 +125,10 @@ def probe(st: LabState, node: str, src: str, targets: list[str]) -> dict[str, fl
     """`fping -S src TARGETS…` in the node's namespace: {target: rtt in ms} for those that answered (their rtt
     None where fping gave none); a target missing from the result did not answer."""
     try:
-        p = st.run(node, [*FPING, "-S", src, *targets], timeout=30)
-    except subprocess.TimeoutExpired:
-        return {}
-    return {m[1]: float(m[3]) if m[3] else None for m in _FPING_LINE.finditer(p.stdout) if m[2] == "alive"}
+        out = st.run(node, [*FPING, "-S", src, *targets], timeout=60).stdout
+    except subprocess.TimeoutExpired as exc:  # what it printed before: those answered
+        out = exc.stdout.decode(errors="replace") if isinstance(exc.stdout, bytes) else (exc.stdout or "")
+    return {m[1]: float(m[3]) if m[3] else None for m in _FPING_LINE.finditer(out) if m[2] == "alive"}
 
 
 def reachability(st: LabState, fabric: FabricIntent) -> list[Ping]:
