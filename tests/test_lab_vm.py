@@ -376,7 +376,7 @@ def test_incast_locates_the_throttled_sender_with_ce_marks_on_the_receiver_port(
     # beside the qdisc's marks (one per queued GSO batch), what the receiver's kernel counted on the wire
     [received] = received_ce(d, RECEIVER, ms)
     assert received.unit == RECEIVED_CE and (received.value or 0) >= (marks.value or 0), received.detail
-    assert f"qdiscs counted CE marks {LEAF}:swp1 +{marks.value}" in received.detail, received.detail
+    assert f"qdiscs counted CE marks {LEAF}:swp1 +{marks.value:g}" in received.detail, received.detail
 
 
 def backlog_evidence(out: Path, tag: str) -> list[int]:
