@@ -469,6 +469,7 @@ def reply_bases() -> list[tuple[str, tuple[str, ...]]]:
                  "show_gids": ("show_gids", "extra_show_gids"), "ibv_devinfo": ("ibv_devinfo", "extra_ibv_devinfo")}
     out = [("counters", (HOST_DUMP,)), ("frr-counters", (frr_dump,)),
            *((k, v) for k, v in _telemetry_replies().items()),
+           *(("netstat", (p.read_text(),)) for p in sorted((fx / "netstat").glob("incast-receiver-*.txt"))),
            *(("optics", (p.read_text(),)) for p in sorted((fx / "optics").glob("*.txt"))),
            *(("lspci", (p.read_text(),)) for p in sorted((fx / "gpudirect").glob("lspci*"))),
            *(("topo", (p.read_text(),)) for p in sorted((fx / "gpudirect").glob("nvidia_smi*"))),
@@ -483,6 +484,7 @@ def reply_bases() -> list[tuple[str, tuple[str, ...]]]:
 # kind at least (tests/fuzz/test_fuzz.py::test_every_reply_reader_is_fed).
 FEEDS = {
     "counters": ("fabric.accept.counters.parse_host_dump",),
+    "netstat": ("fabric.accept.counters.parse_netstat",),
     "frr-counters": ("fabric.parsers.iproute.port_counters",),
     "sonic": ("fabric.parsers.switch_counters.sonic",),
     "nvue": ("fabric.parsers.switch_counters.nvue",),
