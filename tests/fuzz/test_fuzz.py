@@ -403,13 +403,16 @@ def _telemetry_replies() -> dict[str, tuple[str, ...]]:
         shutil.rmtree(d, ignore_errors=True)
 
 
+LLDP_KINDS = {"sonic": "lldp-sonic", "lldpctl": "lldpctl", "nvue": "lldp-nvue", "eos": "lldp-eos"}
+
+
 @cache
 def reply_bases() -> list[tuple[str, tuple[str, ...]]]:
     """(kind, the reply's parts): every reply of a host or a switch that a command parses — `counters` (the host
     script's dump; switch queues/PFC/watchdog of SONiC, NVUE, EOS and FRR's `ip -s -j link`/`tc -s`), `drain` (the
     same counters, FRR's and EOS's routes), `optics` (ethtool -m), `host prereqs` (lspci -vvv, nvidia-smi topo -m,
-    mlxconfig, mlnx_qos, show_gids, ibv_devinfo) and `accept` (perftest text and JSON, nccl-tests text and JSON,
-    ethtool -S, iperf3 -J, tc)."""
+    mlxconfig, mlnx_qos, show_gids, ibv_devinfo), `accept` (perftest text and JSON, nccl-tests text and JSON,
+    ethtool -S, iperf3 -J, tc) and `cabling` (LLDP of SONiC, lldpd, NVUE and EOS)."""
     fx = ROOT / "tests" / "fixtures"
     samples = sorted((fx / "samples").glob("*"))
     tc = fx / "tc"
@@ -424,7 +427,9 @@ def reply_bases() -> list[tuple[str, tuple[str, ...]]]:
            *((k, v) for k, v in _telemetry_replies().items()),
            *(("optics", (p.read_text(),)) for p in sorted((fx / "optics").glob("*.txt"))),
            *(("lspci", (p.read_text(),)) for p in sorted((fx / "gpudirect").glob("lspci*"))),
-           *(("topo", (p.read_text(),)) for p in sorted((fx / "gpudirect").glob("nvidia_smi*")))]
+           *(("topo", (p.read_text(),)) for p in sorted((fx / "gpudirect").glob("nvidia_smi*"))),
+           *((LLDP_KINDS[p.name.split("-")[0]], (p.read_text(),)) for p in sorted((fx / "lldp").glob("*.*"))
+             if p.suffix != ".md")]
     for kind, prefix in by_prefix.items():
         out += [(kind, (p.read_text(errors="replace"),)) for p in samples if p.name.startswith(prefix)
                 and not (kind in ("perftest", "nccl") and p.suffix == ".json")]
