@@ -59,6 +59,10 @@ class Switch:
         """Every logical port's name in order (one tuple shared by the switches of a platform and target)."""
         return _port_names(self.target, self.ways, self.platform.lanes, self.capacity)
 
+    def port_indexes(self) -> dict[str, int]:
+        """Port name → logical index (0-based); one dict shared by the switches of a platform, breakout and target."""
+        return _port_indexes(self.target, self.ways, self.platform.lanes, self.capacity)
+
     def lanes_of(self) -> int:
         return self.platform.lanes // self.ways
 

@@ -1,0 +1,92 @@
+"""`fabric cabling INV --from DIR`: the cabling LLDP shows against the model's, cable by cable."""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import typer
+from rich.table import Table
+
+from fabric.cli.console import console, styled
+from fabric.design.cabling import Cabling, Status, judge, read_saved
+from fabric.errors import InputError, Problem
+from fabric.safefile import write_output
+
+FORMATS = ("table", "json", "junit")
+STYLE = {Status.miswired: "red", Status.unexpected: "red", Status.missing: "red", Status.half_seen: "yellow",
+         Status.unread: "yellow", Status.ok: "green"}
+
+
+def cabling(
+    inventory: Path = typer.Argument(..., help="inventory directory (inventories/<name>)"),
+    source: Path = typer.Option(..., "--from", help="directory of saved LLDP outputs: <device>.lldp-sonic (show "
+                                "lldp table), .lldp-nvue, .lldp-eos (show lldp neighbors detail | json), .lldpctl "
+                                "(lldpctl -f json: hosts, FRR, or SONiC's and Cumulus' lldpd)"),
+    fmt: str = typer.Option("table", "--format", "-f", help="table, json or junit"),
+    output: Path | None = typer.Option(None, "--output", "-o", help="write the report here instead of stdout"),
+) -> None:
+    """Check the cables in the hall (LLDP) against the model. Exit 0 all ok, 1 problems, 2 bad input."""
+    from fabric.design.load import load_deriver
+
+    if fmt not in FORMATS:
+        raise InputError(Problem("--format", None, "", f"one of {', '.join(FORMATS)}", repr(fmt)))
+    topo = load_deriver(inventory).topo
+    result = judge(topo, read_saved(source, topo))
+    if fmt == "table" and output is None:
+        table(result, console(soft_wrap=True))
+    else:
+        text = to_json(result) if fmt == "json" else to_junit(result) if fmt == "junit" else _table_text(result)
+        if output is not None:
+            write_output(output, text)
+        else:
+            typer.echo(text, nl=False)
+    if result.failed:
+        sys.exit(1)  # not typer.Exit: the app runs with standalone_mode=False, which swallows it
+
+
+def _table_text(result: Cabling) -> str:
+    buf = io.StringIO()
+    table(result, console(file=buf, width=200))
+    return buf.getvalue()
+
+
+def summary(result: Cabling) -> str:
+    counts = ", ".join(f"{n} {s}" for s, n in result.counts.items() if n)
+    devices = result.read + len(result.unread)
+    return f"{sum(result.counts.values())} links: {counts or 'none'}; LLDP read from {result.read} of {devices} devices"
+
+
+def table(result: Cabling, con: object) -> None:
+    """The faults, one per cable to fix, then the counts."""
+    if result.faults:
+        t = Table(show_header=True, header_style="bold", box=None)
+        t.add_column("status")
+        t.add_column("what to fix")
+        for f in result.faults:
+            t.add_row(styled(f.status.value, STYLE[f.status]), f.message)
+        con.print(t)  # type: ignore[attr-defined]
+    con.print(summary(result))  # type: ignore[attr-defined]
+
+
+def to_json(result: Cabling) -> str:
+    return json.dumps(result.model_dump(mode="json"), indent=2, sort_keys=True) + "\n"
+
+
+def to_junit(result: Cabling) -> str:
+    """One failing test case per fault, one passing case for the links found as the model has them."""
+    root = ET.Element("testsuites", name="fabric cabling")
+    suite = ET.SubElement(root, "testsuite", name="cabling", tests=str(len(result.faults) + 1),
+                          failures=str(len(result.faults)))
+    for i, f in enumerate(result.faults, 1):
+        case = ET.SubElement(suite, "testcase", classname=f"fabric.cabling.{f.status.value}",
+                             name=f"{i}: {(f.links or [f.message])[0]}", time="0")
+        ET.SubElement(case, "failure", message=f.message, type=f.status.value).text = "\n".join(f.links)
+    ok = ET.SubElement(suite, "testcase", classname="fabric.cabling.ok", name="links as the model has them", time="0")
+    ET.SubElement(ok, "system-out").text = summary(result)
+    root.set("tests", suite.get("tests", "0"))
+    root.set("failures", suite.get("failures", "0"))
+    return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"

@@ -1,0 +1,407 @@
+"""Cabling truth: the cables LLDP shows in the hall against the cables the model has.
+
+Each device's LLDP report (fabric.parsers.lldp) says, per local port, who is at the other end. Both ends of a
+cable may report it; a cable is known where either does. Every link of the model is then
+
+- ok: the ends see each other (or the one end read sees the other, the other device not read);
+- half-seen: one end sees the other, the other end was read and sees nothing on that port (LLDP off there);
+- missing: no neighbour on either end (cable out, or the link down);
+- miswired: an end is cabled to another port of the fabric;
+- unexpected: an end sees a device the inventory does not have, or no name, or more than one neighbour;
+- unread: neither device was read.
+
+Miswires are explained as cables, anchored at the lower end (a host's NIC, a leaf's uplink, a spine's uplink):
+"gpu-su1-07 NIC 3 is in leaf-su1-r4:swp12, expected leaf-su1-r3:swp12". Two cables each in the other's port are
+one swap; a longer cycle is a rotation; a swap whose far ends share one front-panel port is a breakout's legs in
+the wrong order. A neighbour is named by its system name (or its short name, before the first dot) and its port
+by the port id, or else the port description (lldpd on a Linux host sends its MAC as port id), or the SONiC alias
+(lldpmgrd sends it as port id).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from enum import StrEnum
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from fabric.design.topology import Link, Switch, Topo
+from fabric.errors import InputError
+from fabric.errors import Problem as InputProblem
+from fabric.model.ports import sonic_port_map
+from fabric.parsers import read_input
+from fabric.parsers.lldp import PARSERS, Lldp, Neighbor
+
+End = tuple[str, str]  # (device, port)
+
+
+class Status(StrEnum):
+    ok = "ok"
+    half_seen = "half-seen"
+    missing = "missing"
+    miswired = "miswired"
+    unexpected = "unexpected"
+    unread = "unread"
+
+
+ORDER = {s: i for i, s in enumerate((Status.miswired, Status.unexpected, Status.missing, Status.half_seen,
+                                     Status.unread, Status.ok))}
+
+
+class LinkState(BaseModel):
+    """One link of the model and what LLDP shows of it."""
+
+    a: str  # device:port (the lower end: host NIC, leaf uplink, spine uplink)
+    b: str
+    kind: str  # host-leaf | leaf-spine | spine-super-spine | explicit
+    status: Status
+    found: str = ""  # what the ends see, where not what the model has
+
+
+class Fault(BaseModel):
+    """One thing to fix in the hall, as a cable: a swap covers two links."""
+
+    status: Status
+    message: str
+    links: list[str] = []  # the model's links it concerns (`a — b`)
+
+
+class Cabling(BaseModel):
+    links: list[LinkState]
+    faults: list[Fault]
+    counts: dict[str, int]  # status → links
+    read: int  # devices whose LLDP was read
+    unread: list[str]  # devices of the model without an LLDP report
+
+    @property
+    def failed(self) -> bool:
+        return bool(self.faults)
+
+
+@dataclass(frozen=True, slots=True)
+class Seen:
+    """What is at the other end of a port: a port of the fabric (`end`), or only a label (`end` None); `named`
+    False for a neighbour that sends no system name (it says nothing about which device it is)."""
+
+    end: End | None
+    label: str
+    named: bool = True
+
+
+@lru_cache(maxsize=256)
+def _aliases(platform: str, ways: int, speed: int) -> dict[str, str]:
+    """SONiC alias → port name on a platform broken out `ways` at `speed` (lldpmgrd sends the alias)."""
+    pm = sonic_port_map(platform)
+    layout = pm.layout(ways, speed) if pm is not None else None
+    return {p.alias: name for name, p in (layout or {}).items()}
+
+
+def alias_of(sw: Switch) -> dict[str, str]:
+    """Port name → the alias a SONiC switch sends as its LLDP port id (empty for other NOSes)."""
+    if sw.target != "sonic":
+        return {}
+    return {name: alias for alias, name in _aliases(sw.platform.name, sw.ways, sw.port_speed).items()}
+
+
+class Names:
+    """The model's devices and ports, by the names LLDP reports them."""
+
+    def __init__(self, topo: Topo):
+        self.topo = topo
+        self._lower: dict[str, str] | None = None
+        self._rail = {(h.name, n.netdev): n.rail for h in topo.hosts.values() for n in h.nics}
+
+    def device(self, name: str) -> str | None:
+        t = self.topo
+        for candidate in (name, name.split(".", 1)[0]):
+            if candidate in t.switches or candidate in t.hosts:
+                return candidate
+        if self._lower is None:
+            self._lower = {n.lower(): n for n in (*t.switches, *t.hosts)}
+        return self._lower.get(name.lower()) or self._lower.get(name.split(".", 1)[0].lower())
+
+    def port(self, device: str, reported: list[str]) -> str | None:
+        sw = self.topo.switches.get(device)
+        if sw is None:
+            return next((p for p in reported if (device, p) in self._rail), None)
+        names = sw.port_indexes()
+        aliases = _aliases(sw.platform.name, sw.ways, sw.port_speed) if sw.target == "sonic" else {}
+        for p in reported:
+            if p in names:
+                return p
+            if p in aliases:
+                return aliases[p]
+        return None
+
+    def label(self, end: End) -> str:
+        """`gpu-su1-07 NIC 3` for a host's rail NIC, `leaf-su1-r3:swp12` for a switch port."""
+        rail = self._rail.get(end)
+        return f"{end[0]} NIC {rail}" if rail is not None else f"{end[0]}:{end[1]}"
+
+
+def _seen(names: Names, n: Neighbor) -> Seen:
+    device = names.device(n.system_name) if n.system_name else None
+    port = names.port(device, n.remote_ports()) if device is not None else None
+    if device is not None and port is not None:
+        return Seen((device, port), names.label((device, port)))
+    remote = n.port_id or n.port_description or "?"
+    if device is not None:
+        return Seen(None, f"{device} port {remote!r} (no such port of {device} in the model)")
+    if n.system_name:
+        return Seen(None, f"{n.system_name}:{remote} (not in the inventory)")
+    return Seen(None, f"a neighbour without a system name (chassis {n.chassis_id or '?'}, port {remote})", False)
+
+
+def _reports(names: Names, reports: dict[str, Lldp]) -> dict[End, list[Seen]]:
+    """Local end → what it sees, for the model's ports of every device read (other ports, eth0 say, left out)."""
+    own: dict[End, list[Seen]] = {}
+    for device, lldp in reports.items():
+        for n in lldp.neighbors:
+            port = names.port(device, [n.port])
+            if port is not None:
+                own.setdefault((device, port), []).append(_seen(names, n))
+    return own
+
+
+class _Evidence:
+    """What each end is cabled to: its own report first, else what a read device reports of it (a nameless
+    neighbour, identified by nothing, only where nothing else is known)."""
+
+    def __init__(self, own: dict[End, list[Seen]], names: Names):
+        self.reported = own
+        self.own = {u: s[0] for u, s in own.items() if len(s) == 1}
+        self.inferred: dict[End, Seen] = {}
+        for u, s in self.own.items():
+            if s.end is not None and (s.end not in self.own or not self.own[s.end].named):
+                self.inferred.setdefault(s.end, Seen(u, names.label(u)))
+
+    def view(self, u: End) -> Seen | None:
+        mine = self.own.get(u)
+        return mine if mine is not None and mine.named else self.inferred.get(u) or mine
+
+    def firsthand(self, u: End) -> bool:
+        """`u` reports a neighbour of its own (named or not)."""
+        return u in self.reported
+
+
+@dataclass(slots=True)
+class _Displaced:
+    link: Link
+    anchor: End
+    far: End
+    actual: Seen | None  # what the anchor is cabled to
+    at_far: Seen | None  # what the expected far end is cabled to
+
+
+def judge(topo: Topo, reports: dict[str, Lldp]) -> Cabling:
+    """The model's links against the LLDP `reports` (device → its neighbours)."""
+    names = Names(topo)
+    own = _reports(names, reports)
+    ev = _Evidence(own, names)
+    read = set(reports)
+    states, displaced, faults = [], [], []
+    for ln in topo.links:
+        state, moved, fault = _link(ln, ev, read, names)
+        states.append(state)
+        if moved is not None:
+            displaced.append(moved)
+        if fault is not None:
+            faults.append(fault)
+    faults += _explain(displaced, names)
+    faults += _strays(own, topo, names)
+    faults.sort(key=lambda f: (ORDER[f.status], f.message))
+    counts = {s.value: 0 for s in Status}
+    for st in states:
+        counts[st.status.value] += 1
+    unread = sorted(d for d in (*topo.switches, *topo.hosts) if d not in read)
+    if counts[Status.unread]:
+        faults.append(Fault(status=Status.unread, message=f"{counts[Status.unread]} links not judged: neither end was "
+                            f"read ({len(unread)} devices without an LLDP report: {', '.join(unread[:5])}"
+                            + (", …)" if len(unread) > 5 else ")")))
+    return Cabling(links=states, faults=faults, counts=counts, read=len(read & {*topo.switches, *topo.hosts}),
+                   unread=unread)
+
+
+def _name(ln: Link) -> str:
+    return f"{ln.a}:{ln.a_port} — {ln.b}:{ln.b_port}"
+
+
+def _link(ln: Link, ev: _Evidence, read: set[str], names: Names) -> tuple[LinkState, _Displaced | None,
+                                                                           Fault | None]:
+    a, b = (ln.a, ln.a_port), (ln.b, ln.b_port)
+    va, vb = ev.view(a), ev.view(b)
+    state = LinkState(a=f"{a[0]}:{a[1]}", b=f"{b[0]}:{b[1]}", kind=ln.kind, status=Status.ok)
+    if va is not None and vb is not None and va.end == b and vb.end == a:
+        silent = next((u for u in (a, b) if u[0] in read and not ev.firsthand(u)), None)
+        if silent is None:
+            return state, None, None
+        other = b if silent == a else a
+        state.status, state.found = Status.half_seen, f"{names.label(silent)} sees nothing"
+        return state, None, Fault(status=Status.half_seen, links=[_name(ln)], message=(
+            f"{names.label(other)} sees {names.label(silent)}, which sees nothing on {silent[1]} "
+            f"(LLDP not running or not received there)"))
+    if va is None and vb is None:
+        if a[0] not in read and b[0] not in read:
+            state.status = Status.unread
+            return state, None, None
+        state.status = Status.missing
+        return state, None, Fault(status=Status.missing, links=[_name(ln)], message=(
+            f"{names.label(a)} — {names.label(b)}: no neighbour on either end (cable out, or the link down)"))
+    state.found = "; ".join(f"{names.label(u)} sees {v.label}" for u, v in ((a, va), (b, vb)) if v is not None)
+    if va is not None and vb is not None and va.named and vb.named and ev.firsthand(a) and ev.firsthand(b) \
+            and (va.end == b) != (vb.end == a):
+        state.status = Status.unexpected
+        return state, None, Fault(status=Status.unexpected, links=[_name(ln)], message=(
+            f"{state.found}: the two ends disagree (a stale LLDP entry, or something in between)"))
+    foreign = any(v is not None and v.end is None for v in (va, vb))
+    state.status = Status.unexpected if foreign else Status.miswired
+    return state, _Displaced(ln, a, b, va, vb), None
+
+
+def _cycles(displaced: list[_Displaced]) -> Iterator[list[_Displaced]]:
+    """The displaced links in groups: a cycle of cables each in the next one's expected port, or one alone."""
+    by_far = {d.far: d for d in displaced}
+    done: set[End] = set()
+    for d in displaced:
+        if d.anchor in done:
+            continue
+        group, cur = [d], d
+        while cur.actual is not None and cur.actual.end in by_far:
+            nxt = by_far[cur.actual.end]
+            if nxt is d or nxt.anchor in done or nxt in group:
+                break
+            group.append(nxt)
+            cur = nxt
+        closed = cur.actual is not None and cur.actual.end == d.far and len(group) > 1
+        for g in group if closed else [d]:
+            done.add(g.anchor)
+        yield group if closed else [d]
+
+
+def _explain(displaced: list[_Displaced], names: Names) -> list[Fault]:
+    faults = []
+    for group in _cycles(displaced):
+        links = [_name(d.link) for d in group]
+        if len(group) == 1:
+            faults.append(_alone(group[0], names, links))
+            continue
+        parts = [f"{names.label(group[0].anchor)} is in {names.label(group[0].actual.end)}, expected "  # type: ignore[union-attr,arg-type]
+                 f"{names.label(group[0].far)}"]
+        parts += [f"{names.label(d.anchor)} is in {names.label(d.actual.end)}" for d in group[1:]]  # type: ignore[union-attr,arg-type]
+        faults.append(Fault(status=Status.miswired, links=links, message="; ".join(parts) + " — " + _fix(group,
+                                                                                                        names)))
+    return faults
+
+
+def _fix(group: list[_Displaced], names: Names) -> str:
+    """What to do with a cycle of cables."""
+    if len(group) > 2:
+        return f"move each of these {len(group)} cables to its expected port"
+    hosts = {d.anchor[0] for d in group}
+    if len(hosts) == 1 and group[0].anchor[0] in names.topo.hosts:
+        rails = sorted(names.label(d.anchor).rsplit(" ", 1)[1] for d in group)
+        return f"NICs {rails[0]} and {rails[1]} of {group[0].anchor[0]} are crossed: swap these two cables"
+    front = {_front(names.topo, d.far) for d in group}
+    if len(front) == 1 and None not in front:
+        device, port = next(iter(front))  # type: ignore[misc]
+        return f"the legs of breakout {device} port {port} are in the wrong order: swap these two cables"
+    return "swap these two cables"
+
+
+def _front(topo: Topo, end: End) -> tuple[str, int] | None:
+    """(switch, front-panel port) of a broken-out switch port; None for a host or a port not broken out."""
+    sw = topo.switches.get(end[0])
+    if sw is None or sw.ways == 1:
+        return None
+    index = sw.port_indexes().get(end[1])
+    return None if index is None else (sw.name, index // sw.ways + 1)
+
+
+def _alone(d: _Displaced, names: Names, links: list[str]) -> Fault:
+    anchor, far = names.label(d.anchor), names.label(d.far)
+    if d.actual is None and d.at_far is not None:
+        status = Status.unexpected if d.at_far.end is None else Status.miswired
+        return Fault(status=status, links=links, message=f"{anchor} sees nothing; its expected port {far} holds "
+                     f"{d.at_far.label}")
+    if d.actual is None:
+        return Fault(status=Status.missing, links=links, message=f"{anchor} — {far}: no neighbour")
+    if d.actual.end is None:
+        return Fault(status=Status.unexpected, links=links, message=f"{anchor} sees {d.actual.label}, expected {far}")
+    return Fault(status=Status.miswired, links=links, message=f"{anchor} is in {d.actual.label}, expected {far}")
+
+
+def _strays(own: dict[End, list[Seen]], topo: Topo, names: Names) -> list[Fault]:
+    """Neighbours the model has no link for: more than one on a port, or a cable between two ports the model
+    leaves free (each such cable once)."""
+    expected = {e for ln in topo.links for e in ((ln.a, ln.a_port), (ln.b, ln.b_port))}
+    faults, told = [], set()
+    for u, seen in own.items():
+        if len(seen) > 1:
+            faults.append(Fault(status=Status.unexpected, message=f"{len(seen)} neighbours on {names.label(u)}: "
+                                f"{', '.join(s.label for s in seen[:4])} (a switch or hub in between?)"))
+        elif u not in expected and (seen[0].end is None or seen[0].end not in expected):
+            pair = frozenset((u, seen[0].end or ("", seen[0].label)))
+            if pair not in told:
+                told.add(pair)
+                faults.append(Fault(status=Status.unexpected, message=f"{names.label(u)} — {seen[0].label}: a "
+                                    "cable the model does not have"))
+    return faults
+
+
+# -- saved outputs: DIR/<device>.<ext> ------------------------------------------------------------------------------
+
+FORMATS: dict[str, tuple[str, ...]] = {  # a device's NOS (`host` for hosts) → the extensions (parse kinds) it may have
+    "sonic": ("lldp-sonic", "lldpctl"), "nvue": ("lldp-nvue", "lldpctl"), "eos": ("lldp-eos",), "frr": ("lldpctl",),
+    "host": ("lldpctl",)}
+MAX_PROBLEMS = 50  # unreadable files listed; the rest are counted
+
+
+def saved_files(directory: Path, topo: Topo) -> tuple[dict[str, tuple[str, Path]], list[InputProblem]]:
+    """Device → (kind, file) of the saved outputs in `directory` that name a device of the model; a file of a device
+    in a format its NOS does not print, or two files of one device, is a problem. Other files are left alone."""
+    kinds = sorted({k for ks in FORMATS.values() for k in ks}, key=len, reverse=True)
+    found: dict[str, tuple[str, Path]] = {}
+    problems: list[InputProblem] = []
+    for entry in sorted(os.scandir(directory), key=lambda e: e.name):
+        kind = next((k for k in kinds if entry.name.endswith(f".{k}")), None)
+        device = entry.name[: -len(kind) - 1] if kind else ""
+        nos = "host" if device in topo.hosts else topo.switches[device].target if device in topo.switches else ""
+        if not nos:
+            continue
+        path = Path(entry.path)
+        if kind not in FORMATS[nos]:
+            problems.append(InputProblem(str(path), None, "", f"{device}.{' or .'.join(FORMATS[nos])} ({device} "
+                                         f"runs {nos})", entry.name))
+        elif device in found:
+            problems.append(InputProblem(str(path), None, "", f"one LLDP output of {device}",
+                                         f"{found[device][1].name} and {entry.name}"))
+        else:
+            found[device] = (str(kind), path)
+    return found, problems
+
+
+def read_saved(directory: Path, topo: Topo) -> dict[str, Lldp]:
+    """The LLDP reports saved in `directory` for the devices of `topo` (`saved_files`); every unreadable file is a
+    located problem, all raised together as one InputError."""
+    if not directory.is_dir():
+        raise InputError(InputProblem(str(directory), None, "--from", "a directory of saved LLDP outputs",
+                                      "no such directory"))
+    found, problems = saved_files(directory, topo)
+    reports: dict[str, Lldp] = {}
+    for device, (kind, path) in found.items():
+        try:
+            reports[device] = PARSERS[kind](read_input(str(path)), str(path))
+        except InputError as exc:
+            problems += exc.problems
+    if not found and not problems:
+        raise InputError(InputProblem(str(directory), None, "", "a saved LLDP output of a device of the model "
+                                      "(<device>.lldp-sonic|lldp-nvue|lldp-eos|lldpctl)", "none"))
+    if problems:
+        more = len(problems) - MAX_PROBLEMS
+        raise InputError(problems[:MAX_PROBLEMS] + ([InputProblem(str(directory), None, "", "readable outputs",
+                                                                  f"{more} more unreadable")] if more > 0 else []))
+    return reports
