@@ -12,7 +12,7 @@ import typer
 from rich.table import Table
 
 from fabric.cli.console import console, styled
-from fabric.design.cabling import Cabling, Status, judge, read_saved
+from fabric.design.cabling import Cabling, Status, judge_topology, read_saved
 from fabric.errors import InputError, Problem
 from fabric.safefile import write_output
 
@@ -35,7 +35,7 @@ def cabling(
     if fmt not in FORMATS:
         raise InputError(Problem("--format", None, "", f"one of {', '.join(FORMATS)}", repr(fmt)))
     topo = load_deriver(inventory).topo
-    result = judge(topo, read_saved(source, topo))
+    result = judge_topology(topo, read_saved(source, topo))
     if fmt == "table" and output is None:
         table(result, console(soft_wrap=True))
     else:

@@ -21,7 +21,7 @@ by the port id, or else the port description (lldpd on a Linux host sends its MA
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import lru_cache
@@ -29,9 +29,11 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from fabric.design.topology import Link, Switch, Topo
+from fabric.design.intent import FabricIntent, LinkIntent, SwitchIntent
+from fabric.design.topology import Link, Switch, Topo, port_indexes
 from fabric.errors import InputError
 from fabric.errors import Problem as InputProblem
+from fabric.model.platforms import PLATFORMS
 from fabric.model.ports import sonic_port_map
 from fabric.parsers import read_input
 from fabric.parsers.lldp import PARSERS, Lldp, Neighbor
@@ -100,36 +102,75 @@ def _aliases(platform: str, ways: int, speed: int) -> dict[str, str]:
     return {p.alias: name for name, p in (layout or {}).items()}
 
 
+@dataclass(frozen=True, slots=True)
+class Ports:
+    """How a switch names its ports: its NOS, platform and breakout (one value shared by alike switches)."""
+
+    target: str
+    platform: str
+    ways: int
+    lanes: int
+    capacity: int
+    speed: int  # Gb/s of a logical port
+
+    def indexes(self) -> dict[str, int]:
+        return port_indexes(self.target, self.ways, self.lanes, self.capacity)
+
+    def aliases(self) -> dict[str, str]:
+        return _aliases(self.platform, self.ways, self.speed) if self.target == "sonic" else {}
+
+
+def _ports_of_switch(sw: Switch) -> Ports:
+    return Ports(sw.target, sw.platform.name, sw.ways, sw.platform.lanes, sw.capacity, sw.port_speed)
+
+
+def _ports_of_intent(sw: SwitchIntent) -> Ports:
+    plat = PLATFORMS[sw.platform]
+    first = sw.ports[0] if sw.ports else None
+    ways = max(1, plat.lanes // first.lanes) if first is not None and first.lanes else 1
+    speed = first.speed if first is not None else plat.max_speed
+    return Ports(sw.target, sw.platform, ways, plat.lanes, plat.ports * ways, speed)
+
+
 def alias_of(sw: Switch) -> dict[str, str]:
     """Port name → the alias a SONiC switch sends as its LLDP port id (empty for other NOSes)."""
-    if sw.target != "sonic":
-        return {}
-    return {name: alias for alias, name in _aliases(sw.platform.name, sw.ways, sw.port_speed).items()}
+    return {name: alias for alias, name in _ports_of_switch(sw).aliases().items()}
 
 
 class Names:
-    """The model's devices and ports, by the names LLDP reports them."""
+    """The model's devices and ports, by the names LLDP reports them: from the topology (`of_topology`, what
+    `fabric cabling` loads) or the derived intent (`of_intent`, what `fabric accept` has)."""
 
-    def __init__(self, topo: Topo):
-        self.topo = topo
+    def __init__(self, switches: dict[str, Ports], rails: dict[End, int], hosts: set[str]):
+        self.switches, self.rails, self.hosts = switches, rails, hosts
         self._lower: dict[str, str] | None = None
-        self._rail = {(h.name, n.netdev): n.rail for h in topo.hosts.values() for n in h.nics}
+
+    @classmethod
+    def of_topology(cls, topo: Topo) -> Names:
+        return cls({n: _ports_of_switch(sw) for n, sw in topo.switches.items()},
+                   {(h.name, n.netdev): n.rail for h in topo.hosts.values() for n in h.nics}, set(topo.hosts))
+
+    @classmethod
+    def of_intent(cls, fabric: FabricIntent) -> Names:
+        return cls({n: _ports_of_intent(sw) for n, sw in fabric.switches.items()},
+                   {(h.name, r.netdev): r.rail for h in fabric.hosts.values() for r in h.rails}, set(fabric.hosts))
+
+    def devices(self) -> list[str]:
+        return [*self.switches, *self.hosts]
 
     def device(self, name: str) -> str | None:
-        t = self.topo
         for candidate in (name, name.split(".", 1)[0]):
-            if candidate in t.switches or candidate in t.hosts:
+            if candidate in self.switches or candidate in self.hosts:
                 return candidate
         if self._lower is None:
-            self._lower = {n.lower(): n for n in (*t.switches, *t.hosts)}
+            self._lower = {n.lower(): n for n in self.devices()}
         return self._lower.get(name.lower()) or self._lower.get(name.split(".", 1)[0].lower())
 
     def port(self, device: str, reported: list[str]) -> str | None:
-        sw = self.topo.switches.get(device)
+        sw = self.switches.get(device)
         if sw is None:
-            return next((p for p in reported if (device, p) in self._rail), None)
-        names = sw.port_indexes()
-        aliases = _aliases(sw.platform.name, sw.ways, sw.port_speed) if sw.target == "sonic" else {}
+            return next((p for p in reported if (device, p) in self.rails), None)
+        names, aliases = sw.indexes(), sw.aliases()
         for p in reported:
             if p in names:
                 return p
@@ -137,9 +178,15 @@ class Names:
                 return aliases[p]
         return None
 
+    def front(self, end: End) -> tuple[str, int] | None:
+        """(switch, front-panel port) of a broken-out switch port; None for a host or a port not broken out."""
+        sw = self.switches.get(end[0])
+        index = sw.indexes().get(end[1]) if sw is not None and sw.ways > 1 else None
+        return None if index is None or sw is None else (end[0], index // sw.ways + 1)
+
     def label(self, end: End) -> str:
         """`gpu-su1-07 NIC 3` for a host's rail NIC, `leaf-su1-r3:swp12` for a switch port."""
-        rail = self._rail.get(end)
+        rail = self.rails.get(end)
         return f"{end[0]} NIC {rail}" if rail is not None else f"{end[0]}:{end[1]}"
 
 
@@ -190,21 +237,20 @@ class _Evidence:
 
 @dataclass(slots=True)
 class _Displaced:
-    link: Link
+    link: Link | LinkIntent
     anchor: End
     far: End
     actual: Seen | None  # what the anchor is cabled to
     at_far: Seen | None  # what the expected far end is cabled to
 
 
-def judge(topo: Topo, reports: dict[str, Lldp]) -> Cabling:
-    """The model's links against the LLDP `reports` (device → its neighbours)."""
-    names = Names(topo)
+def judge(links: Sequence[Link | LinkIntent], names: Names, reports: dict[str, Lldp]) -> Cabling:
+    """The model's `links` against the LLDP `reports` (device → its neighbours)."""
     own = _reports(names, reports)
     ev = _Evidence(own, names)
     read = set(reports)
     states, displaced, faults = [], [], []
-    for ln in topo.links:
+    for ln in links:
         state, moved, fault = _link(ln, ev, read, names)
         states.append(state)
         if moved is not None:
@@ -212,25 +258,28 @@ def judge(topo: Topo, reports: dict[str, Lldp]) -> Cabling:
         if fault is not None:
             faults.append(fault)
     faults += _explain(displaced, names)
-    faults += _strays(own, topo, names)
-    faults.sort(key=lambda f: (ORDER[f.status], f.message))
+    faults += _strays(own, links, names)
     counts = {s.value: 0 for s in Status}
     for st in states:
         counts[st.status.value] += 1
-    unread = sorted(d for d in (*topo.switches, *topo.hosts) if d not in read)
+    unread = sorted(d for d in names.devices() if d not in read)
     if counts[Status.unread]:
         faults.append(Fault(status=Status.unread, message=f"{counts[Status.unread]} links not judged: neither end was "
                             f"read ({len(unread)} devices without an LLDP report: {', '.join(unread[:5])}"
                             + (", …)" if len(unread) > 5 else ")")))
-    return Cabling(links=states, faults=faults, counts=counts, read=len(read & {*topo.switches, *topo.hosts}),
-                   unread=unread)
+    faults.sort(key=lambda f: (ORDER[f.status], f.message))
+    return Cabling(links=states, faults=faults, counts=counts, read=len(read & set(names.devices())), unread=unread)
 
 
-def _name(ln: Link) -> str:
+def judge_topology(topo: Topo, reports: dict[str, Lldp]) -> Cabling:
+    return judge(topo.links, Names.of_topology(topo), reports)
+
+
+def _name(ln: Link | LinkIntent) -> str:
     return f"{ln.a}:{ln.a_port} — {ln.b}:{ln.b_port}"
 
 
-def _link(ln: Link, ev: _Evidence, read: set[str], names: Names) -> tuple[LinkState, _Displaced | None,
+def _link(ln: Link | LinkIntent, ev: _Evidence, read: set[str], names: Names) -> tuple[LinkState, _Displaced | None,
                                                                            Fault | None]:
     a, b = (ln.a, ln.a_port), (ln.b, ln.b_port)
     va, vb = ev.view(a), ev.view(b)
@@ -302,23 +351,14 @@ def _fix(group: list[_Displaced], names: Names) -> str:
     if len(group) > 2:
         return f"move each of these {len(group)} cables to its expected port"
     hosts = {d.anchor[0] for d in group}
-    if len(hosts) == 1 and group[0].anchor[0] in names.topo.hosts:
+    if len(hosts) == 1 and group[0].anchor[0] in names.hosts:
         rails = sorted(names.label(d.anchor).rsplit(" ", 1)[1] for d in group)
         return f"NICs {rails[0]} and {rails[1]} of {group[0].anchor[0]} are crossed: swap these two cables"
-    front = {_front(names.topo, d.far) for d in group}
+    front = {names.front(d.far) for d in group}
     if len(front) == 1 and None not in front:
         device, port = next(iter(front))  # type: ignore[misc]
         return f"the legs of breakout {device} port {port} are in the wrong order: swap these two cables"
     return "swap these two cables"
-
-
-def _front(topo: Topo, end: End) -> tuple[str, int] | None:
-    """(switch, front-panel port) of a broken-out switch port; None for a host or a port not broken out."""
-    sw = topo.switches.get(end[0])
-    if sw is None or sw.ways == 1:
-        return None
-    index = sw.port_indexes().get(end[1])
-    return None if index is None else (sw.name, index // sw.ways + 1)
 
 
 def _alone(d: _Displaced, names: Names, links: list[str]) -> Fault:
@@ -334,10 +374,10 @@ def _alone(d: _Displaced, names: Names, links: list[str]) -> Fault:
     return Fault(status=Status.miswired, links=links, message=f"{anchor} is in {d.actual.label}, expected {far}")
 
 
-def _strays(own: dict[End, list[Seen]], topo: Topo, names: Names) -> list[Fault]:
+def _strays(own: dict[End, list[Seen]], links: Sequence[Link | LinkIntent], names: Names) -> list[Fault]:
     """Neighbours the model has no link for: more than one on a port, or a cable between two ports the model
     leaves free (each such cable once)."""
-    expected = {e for ln in topo.links for e in ((ln.a, ln.a_port), (ln.b, ln.b_port))}
+    expected = {e for ln in links for e in ((ln.a, ln.a_port), (ln.b, ln.b_port))}
     faults, told = [], set()
     for u, seen in own.items():
         if len(seen) > 1:
