@@ -54,8 +54,9 @@ ORDER = {s: i for i, s in enumerate((Status.miswired, Status.unexpected, Status.
                                      Status.unread, Status.ok))}
 
 
-class LinkState(BaseModel):
-    """One link of the model and what LLDP shows of it."""
+@dataclass(slots=True)
+class LinkState:
+    """One link of the model and what LLDP shows of it (a plain dataclass: a 32k-GPU fabric has 100,000)."""
 
     a: str  # device:port (the lower end: host NIC, leaf uplink, spine uplink)
     b: str
@@ -86,8 +87,8 @@ class Cabling(BaseModel):
 
 @dataclass(frozen=True, slots=True)
 class Seen:
-    """What is at the other end of a port: a port of the fabric (`end`), or only a label (`end` None); `named`
-    False for a neighbour that sends no system name (it says nothing about which device it is)."""
+    """What is at the other end of a port: a port of the fabric (`end`), or only what was reported (`label`, `end`
+    None); `named` False for a neighbour that sends no system name (it says nothing about which device it is)."""
 
     end: End | None
     label: str
@@ -144,6 +145,9 @@ class Names:
     def __init__(self, switches: dict[str, Ports], rails: dict[End, int], hosts: set[str]):
         self.switches, self.rails, self.hosts = switches, rails, hosts
         self._lower: dict[str, str] | None = None
+        self._resolved: dict[str, str | None] = {}  # system name as reported → device
+        self._shared: dict[Ports, dict[str, str]] = {}  # reported name (a port's or its alias) → port name
+        self._names: dict[str, dict[str, str]] = {}  # the same, by switch
 
     @classmethod
     def of_topology(cls, topo: Topo) -> Names:
@@ -159,23 +163,35 @@ class Names:
         return [*self.switches, *self.hosts]
 
     def device(self, name: str) -> str | None:
-        for candidate in (name, name.split(".", 1)[0]):
-            if candidate in self.switches or candidate in self.hosts:
-                return candidate
+        """The device of the model a system name names: itself, its short name (before the first dot), either
+        in any case; None for a name outside the inventory."""
+        if name in self._resolved:
+            return self._resolved[name]
         if self._lower is None:
             self._lower = {n.lower(): n for n in self.devices()}
-        return self._lower.get(name.lower()) or self._lower.get(name.split(".", 1)[0].lower())
+        short = name.split(".", 1)[0]
+        found = next((c for c in (name, short) if c in self.switches or c in self.hosts), None)
+        found = found or self._lower.get(name.lower()) or self._lower.get(short.lower())
+        if len(self._resolved) < 1 << 20:
+            self._resolved[name] = found
+        return found
 
     def port(self, device: str, reported: list[str]) -> str | None:
         sw = self.switches.get(device)
         if sw is None:
-            return next((p for p in reported if (device, p) in self.rails), None)
-        names, aliases = sw.indexes(), sw.aliases()
+            for p in reported:
+                if (device, p) in self.rails:
+                    return p
+            return None
+        names = self._names.get(device)
+        if names is None:
+            names = self._shared.get(sw)
+            if names is None:
+                names = self._shared[sw] = {**sw.aliases(), **{p: p for p in sw.indexes()}}
+            self._names[device] = names
         for p in reported:
             if p in names:
-                return p
-            if p in aliases:
-                return aliases[p]
+                return names[p]
         return None
 
     def front(self, end: End) -> tuple[str, int] | None:
@@ -183,6 +199,10 @@ class Names:
         sw = self.switches.get(end[0])
         index = sw.indexes().get(end[1]) if sw is not None and sw.ways > 1 else None
         return None if index is None or sw is None else (end[0], index // sw.ways + 1)
+
+    def say(self, seen: Seen) -> str:
+        """What `seen` is, in words: a port of the model by its label, else what was reported."""
+        return self.label(seen.end) if seen.end is not None else seen.label
 
     def label(self, end: End) -> str:
         """`gpu-su1-07 NIC 3` for a host's rail NIC, `leaf-su1-r3:swp12` for a switch port."""
@@ -194,7 +214,7 @@ def _seen(names: Names, n: Neighbor) -> Seen:
     device = names.device(n.system_name) if n.system_name else None
     port = names.port(device, n.remote_ports()) if device is not None else None
     if device is not None and port is not None:
-        return Seen((device, port), names.label((device, port)))
+        return Seen((device, port), "")
     remote = n.port_id or n.port_description or "?"
     if device is not None:
         return Seen(None, f"{device} port {remote!r} (no such port of {device} in the model)")
@@ -224,7 +244,7 @@ class _Evidence:
         self.inferred: dict[End, Seen] = {}
         for u, s in self.own.items():
             if s.end is not None and (s.end not in self.own or not self.own[s.end].named):
-                self.inferred.setdefault(s.end, Seen(u, names.label(u)))
+                self.inferred.setdefault(s.end, Seen(u, ""))
 
     def view(self, u: End) -> Seen | None:
         mine = self.own.get(u)
@@ -283,9 +303,9 @@ def _link(ln: Link | LinkIntent, ev: _Evidence, read: set[str], names: Names) ->
                                                                            Fault | None]:
     a, b = (ln.a, ln.a_port), (ln.b, ln.b_port)
     va, vb = ev.view(a), ev.view(b)
-    state = LinkState(a=f"{a[0]}:{a[1]}", b=f"{b[0]}:{b[1]}", kind=ln.kind, status=Status.ok)
+    state = LinkState(f"{a[0]}:{a[1]}", f"{b[0]}:{b[1]}", ln.kind, Status.ok)
     if va is not None and vb is not None and va.end == b and vb.end == a:
-        silent = next((u for u in (a, b) if u[0] in read and not ev.firsthand(u)), None)
+        silent = a if a[0] in read and not ev.firsthand(a) else b if b[0] in read and not ev.firsthand(b) else None
         if silent is None:
             return state, None, None
         other = b if silent == a else a
@@ -300,7 +320,7 @@ def _link(ln: Link | LinkIntent, ev: _Evidence, read: set[str], names: Names) ->
         state.status = Status.missing
         return state, None, Fault(status=Status.missing, links=[_name(ln)], message=(
             f"{names.label(a)} — {names.label(b)}: no neighbour on either end (cable out, or the link down)"))
-    state.found = "; ".join(f"{names.label(u)} sees {v.label}" for u, v in ((a, va), (b, vb)) if v is not None)
+    state.found = "; ".join(f"{names.label(u)} sees {names.say(v)}" for u, v in ((a, va), (b, vb)) if v is not None)
     if va is not None and vb is not None and va.named and vb.named and ev.firsthand(a) and ev.firsthand(b) \
             and (va.end == b) != (vb.end == a):
         state.status = Status.unexpected
@@ -366,12 +386,13 @@ def _alone(d: _Displaced, names: Names, links: list[str]) -> Fault:
     if d.actual is None and d.at_far is not None:
         status = Status.unexpected if d.at_far.end is None else Status.miswired
         return Fault(status=status, links=links, message=f"{anchor} sees nothing; its expected port {far} holds "
-                     f"{d.at_far.label}")
+                     f"{names.say(d.at_far)}")
     if d.actual is None:
         return Fault(status=Status.missing, links=links, message=f"{anchor} — {far}: no neighbour")
     if d.actual.end is None:
-        return Fault(status=Status.unexpected, links=links, message=f"{anchor} sees {d.actual.label}, expected {far}")
-    return Fault(status=Status.miswired, links=links, message=f"{anchor} is in {d.actual.label}, expected {far}")
+        return Fault(status=Status.unexpected, links=links,
+                     message=f"{anchor} sees {names.say(d.actual)}, expected {far}")
+    return Fault(status=Status.miswired, links=links, message=f"{anchor} is in {names.say(d.actual)}, expected {far}")
 
 
 def _strays(own: dict[End, list[Seen]], links: Sequence[Link | LinkIntent], names: Names) -> list[Fault]:
@@ -382,12 +403,12 @@ def _strays(own: dict[End, list[Seen]], links: Sequence[Link | LinkIntent], name
     for u, seen in own.items():
         if len(seen) > 1:
             faults.append(Fault(status=Status.unexpected, message=f"{len(seen)} neighbours on {names.label(u)}: "
-                                f"{', '.join(s.label for s in seen[:4])} (a switch or hub in between?)"))
+                                f"{', '.join(names.say(s) for s in seen[:4])} (a switch or hub in between?)"))
         elif u not in expected and (seen[0].end is None or seen[0].end not in expected):
             pair = frozenset((u, seen[0].end or ("", seen[0].label)))
             if pair not in told:
                 told.add(pair)
-                faults.append(Fault(status=Status.unexpected, message=f"{names.label(u)} — {seen[0].label}: a "
+                faults.append(Fault(status=Status.unexpected, message=f"{names.label(u)} — {names.say(seen[0])}: a "
                                     "cable the model does not have"))
     return faults
 
