@@ -126,10 +126,13 @@ def _ports_of_switch(sw: Switch) -> Ports:
 
 
 def _ports_of_intent(sw: SwitchIntent) -> Ports:
+    """The switch's naming from its ports in use: the breakout (1, 2, 4 or 8 ways) under which the NOS names them
+    all so (a port's lane count says the SerDes lanes, not always the breakout: a Linux white box has 1)."""
     plat = PLATFORMS[sw.platform]
-    first = sw.ports[0] if sw.ports else None
-    ways = max(1, plat.lanes // first.lanes) if first is not None and first.lanes else 1
-    speed = first.speed if first is not None else plat.max_speed
+    names = [p.name for p in sw.ports]
+    ways = next((w for w in (1, 2, 4, 8) if w <= plat.lanes and all(
+        n in port_indexes(sw.target, w, plat.lanes, plat.ports * w) for n in names)), 1)
+    speed = sw.ports[0].speed if sw.ports else plat.max_speed
     return Ports(sw.target, sw.platform, ways, plat.lanes, plat.ports * ways, speed)
 
 

@@ -159,3 +159,18 @@ def test_bad_input_is_located(tmp_path: Path) -> None:
     assert result.returncode == 2 and "expected a saved LLDP output of a device of the model" in result.stderr
     result = fabric("cabling", inv, "--from", tmp_path / "lldp", "--format", "sarif")
     assert result.returncode == 2 and "--format: expected one of table, json, junit" in result.stderr
+
+
+@pytest.mark.parametrize("name", ["example", "h100-400g", "sonic-example", "eos-example"])
+def test_accept_reads_port_names_from_the_intent_as_cabling_from_the_topology(name: str) -> None:
+    """`fabric accept` has the derived intent, `fabric cabling` the topology: both name every port alike (a Linux
+    white box's ports have 1 lane, an SN5600's 2x400G legs 4 of 8)."""
+    from fabric.design.cabling import Names
+    from fabric.design.load import load_fabric
+
+    intent = Names.of_intent(load_fabric(ROOT / "inventories" / name).intent)
+    model = Names.of_topology(topo(name))
+    assert intent.rails == model.rails
+    for sw, ports in model.switches.items():
+        assert (intent.switches[sw].ways, intent.switches[sw].indexes()) == (ports.ways, ports.indexes()), sw
+        assert intent.switches[sw].aliases() == ports.aliases(), sw
