@@ -139,8 +139,8 @@ def test_cabling_check_names_the_cables_to_swap(device, tmp_path: Path) -> None:
     probe = ("import json; from pathlib import Path; from fabric.cli.site import open_site; "
              "from fabric.accept import catalog as cat, engine; "
              f"_, site = open_site(Path({str(tmp_path / 'inv')!r})); "
-             "checks = cat.build(cat.Catalog.model_validate({'checks': [{'check': 'cabling', 'input': {'hosts': False}}, "
-             "{'check': 'pfc-watchdog'}]})); "
+             "checks = cat.build(cat.Catalog.model_validate({'checks': [{'check': 'cabling', 'input': "
+             "{'hosts': False}}, {'check': 'pfc-watchdog'}]})); "
              "print(json.dumps([r.model_dump(mode='json') for r in engine.run(site, checks).results]))")
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
     env.pop("SSH_AUTH_SOCK", None)
