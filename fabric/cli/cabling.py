@@ -9,7 +9,8 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import typer
-from rich.table import Table
+from rich.console import Console
+from rich.text import Text
 
 from fabric.cli.console import console, styled
 from fabric.design.cabling import Cabling, Status, judge_topology, read_saved
@@ -60,16 +61,13 @@ def summary(result: Cabling) -> str:
     return f"{sum(result.counts.values())} links: {counts or 'none'}; LLDP read from {result.read} of {devices} devices"
 
 
-def table(result: Cabling, con: object) -> None:
-    """The faults, one per cable to fix, then the counts."""
-    if result.faults:
-        t = Table(show_header=True, header_style="bold", box=None)
-        t.add_column("status")
-        t.add_column("what to fix")
-        for f in result.faults:
-            t.add_row(styled(f.status.value, STYLE[f.status]), f.message)
-        con.print(t)  # type: ignore[attr-defined]
-    con.print(summary(result))  # type: ignore[attr-defined]
+def table(result: Cabling, con: Console) -> None:
+    """The faults, one line per cable to fix (never wrapped: a line is what to paste into a ticket), then the
+    counts."""
+    width = max((len(f.status.value) for f in result.faults), default=0)
+    for f in result.faults:
+        con.print(Text.assemble(styled(f.status.value.ljust(width), STYLE[f.status]), "  ", f.message), soft_wrap=True)
+    con.print(summary(result), soft_wrap=True)
 
 
 def to_json(result: Cabling) -> str:
