@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fabric.parsers._common import Model, fail, json_shaped, load_json, require_text
+from fabric.replies import reader
 
 MAX_REPLY = 16 * 2**20  # a 512-port switch's lldpctl JSON is ~1 MiB
 MAX_NEIGHBORS = 4096  # no switch has more ports; a longer reply is no switch's LLDP table
@@ -124,6 +125,7 @@ def _sonic_header(lines: list[str], file: str) -> int:
                "RemotePortDescr' header)", "none")
 
 
+@reader("show lldp table")
 def parse_sonic_table(text: str, file: str = "-") -> Lldp:
     """SONiC `show lldp table`; a table without its `Total entries displayed` line, or with another count, was cut
     short."""
@@ -208,6 +210,7 @@ def _lldpd_neighbor(port: str, body: dict) -> Neighbor:
                     ttl=_ttl(pbody.get("ttl")))
 
 
+@reader("lldpctl -f json")
 @json_shaped("lldpctl -f json output: {\"lldp\": {\"interface\": …}}")
 def parse_lldpctl(text: str, file: str = "-") -> Lldp:
     """lldpd's `lldpctl -f json` (or `-f json0`): one neighbour per interface entry."""
@@ -254,6 +257,7 @@ def _nvue_neighbors(port: str, lldp: Any) -> Iterator[Neighbor]:
                        ttl=_ttl(p.get("ttl")))
 
 
+@reader("nv show interface <swp> lldp -o json")
 @json_shaped("NVUE LLDP: an object of interface → `nv show interface <if> lldp -o json`")
 def parse_nvue(text: str, file: str = "-", port: str | None = None) -> Lldp:
     """NVUE: an object of interface → its `nv show interface <if> lldp -o json` (or `nv show interface -o json`,
@@ -297,6 +301,7 @@ def _eos_neighbor(port: str, n: Any) -> Neighbor:
                     system_description=_text(n.get("systemDescription")), ttl=_ttl(n.get("ttl")))
 
 
+@reader("show lldp neighbors detail | json")
 @json_shaped("show lldp neighbors detail | json: {\"lldpNeighbors\": {port: {\"lldpNeighborInfo\": […]}}}")
 def parse_eos(text: str, file: str = "-") -> Lldp:
     """EOS `show lldp neighbors detail | json`."""
