@@ -282,6 +282,8 @@ def judge(links: Sequence[Link | LinkIntent], names: Names, reports: dict[str, L
             faults.append(fault)
     faults += _explain(displaced, names)
     faults += _strays(own, links, names)
+    faults += _quiet([(ln, st) for ln, st in zip(links, states, strict=True) if st.status is Status.half_seen], ev,
+                     names)
     counts = {s.value: 0 for s in Status}
     for st in states:
         counts[st.status.value] += 1
@@ -298,6 +300,27 @@ def judge_topology(topo: Topo, reports: dict[str, Lldp]) -> Cabling:
     return judge(topo.links, Names.of_topology(topo), reports)
 
 
+def _quiet(half: list[tuple[Link | LinkIntent, LinkState]], ev: _Evidence, names: Names) -> list[Fault]:
+    """The half-seen links, one fault per device that sees nothing where its neighbours see it (lldpd not running
+    on a host shows on all its NICs at once)."""
+    by_device: dict[str, list[tuple[End, End, str]]] = {}
+    for ln, _state in half:
+        a, b = (ln.a, ln.a_port), (ln.b, ln.b_port)
+        silent, other = (a, b) if not ev.firsthand(a) else (b, a)
+        by_device.setdefault(silent[0], []).append((silent, other, _name(ln)))
+    faults = []
+    for device, ends in by_device.items():
+        if len(ends) == 1:
+            (silent, other, _), = ends
+            message = f"{names.label(other)} sees {names.label(silent)}, which sees nothing on {silent[1]}"
+        else:
+            ports = ", ".join(s[1] for s, _, _ in ends[:8]) + (", …" if len(ends) > 8 else "")
+            message = f"{device} sees nothing on {len(ends)} ports its neighbours see it on ({ports})"
+        faults.append(Fault(status=Status.half_seen, links=[x[2] for x in ends],
+                            message=message + " (LLDP not running or not received there)"))
+    return faults
+
+
 def _name(ln: Link | LinkIntent) -> str:
     return f"{ln.a}:{ln.a_port} — {ln.b}:{ln.b_port}"
 
@@ -311,11 +334,8 @@ def _link(ln: Link | LinkIntent, ev: _Evidence, read: set[str], names: Names) ->
         silent = a if a[0] in read and not ev.firsthand(a) else b if b[0] in read and not ev.firsthand(b) else None
         if silent is None:
             return state, None, None
-        other = b if silent == a else a
         state.status, state.found = Status.half_seen, f"{names.label(silent)} sees nothing"
-        return state, None, Fault(status=Status.half_seen, links=[_name(ln)], message=(
-            f"{names.label(other)} sees {names.label(silent)}, which sees nothing on {silent[1]} "
-            f"(LLDP not running or not received there)"))
+        return state, None, None
     if va is None and vb is None:
         if a[0] not in read and b[0] not in read:
             state.status = Status.unread

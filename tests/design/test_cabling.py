@@ -107,8 +107,17 @@ def test_half_seen_where_a_host_sends_no_lldp(tmp_path: Path) -> None:
     run("example", L.hall(topo("example")), tmp_path)
     (tmp_path / "lldp" / "gpu-su1-02.lldpctl").write_text('{\n  "lldp": {\n\n  }\n}\n')  # lldpd with no neighbour
     result = fabric("cabling", ROOT / "inventories" / "example", "--from", tmp_path / "lldp", "-f", "json")
-    assert faults(result) == [f"leaf-su1-r{r}:swp2 sees gpu-su1-02 NIC {r}, which sees nothing on rail{r} (LLDP not "
-                              "running or not received there)" for r in range(1, 5)]
+    assert faults(result) == ["gpu-su1-02 sees nothing on 4 ports its neighbours see it on (rail1, rail2, rail3, "
+                              "rail4) (LLDP not running or not received there)"]
+    doc = json.loads(result.stdout)
+    assert doc["counts"]["half-seen"] == 4 and doc["faults"][0]["links"][0] == "gpu-su1-02:rail1 — leaf-su1-r1:swp2"
+    # one port alone: named with the neighbour that sees it
+    one = json.loads((tmp_path / "lldp" / "leaf-su1-r3.lldpctl").read_text())
+    one["lldp"]["interface"] = [i for i in one["lldp"]["interface"] if "swp4" not in i]
+    (tmp_path / "lldp" / "leaf-su1-r3.lldpctl").write_text(json.dumps(one))
+    result = fabric("cabling", ROOT / "inventories" / "example", "--from", tmp_path / "lldp", "-f", "json")
+    assert faults(result)[1] == ("gpu-su1-04 NIC 3 sees leaf-su1-r3:swp4, which sees nothing on swp4 (LLDP not "
+                                 "running or not received there)")
 
 
 def test_strangers_and_nameless_neighbours(tmp_path: Path) -> None:
