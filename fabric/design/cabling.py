@@ -31,7 +31,7 @@ from pydantic import BaseModel
 
 from fabric.design.intent import FabricIntent, LinkIntent, SwitchIntent
 from fabric.design.topology import Link, Switch, Topo, port_indexes
-from fabric.errors import InputError
+from fabric.errors import InputError, printable
 from fabric.errors import Problem as InputProblem
 from fabric.model.platforms import PLATFORMS
 from fabric.model.ports import sonic_port_map
@@ -218,12 +218,14 @@ def _seen(names: Names, n: Neighbor) -> Seen:
     port = names.port(device, n.remote_ports()) if device is not None else None
     if device is not None and port is not None:
         return Seen((device, port), "")
-    remote = n.port_id or n.port_description or "?"
+    # what the neighbour sent, on one line with control characters escaped (a report is read in a terminal)
+    remote = printable((n.port_id or n.port_description or "?")[:80])
     if device is not None:
         return Seen(None, f"{device} port {remote!r} (no such port of {device} in the model)")
     if n.system_name:
-        return Seen(None, f"{n.system_name}:{remote} (not in the inventory)")
-    return Seen(None, f"a neighbour without a system name (chassis {n.chassis_id or '?'}, port {remote})", False)
+        return Seen(None, f"{printable(n.system_name[:80])}:{remote} (not in the inventory)")
+    return Seen(None, f"a neighbour without a system name (chassis {printable(n.chassis_id[:80]) or '?'}, port "
+                f"{remote})", False)
 
 
 def _reports(names: Names, reports: dict[str, Lldp]) -> dict[End, list[Seen]]:

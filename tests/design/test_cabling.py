@@ -183,3 +183,11 @@ def test_accept_reads_port_names_from_the_intent_as_cabling_from_the_topology(na
     for sw, ports in model.switches.items():
         assert (intent.switches[sw].ways, intent.switches[sw].indexes()) == (ports.ways, ports.indexes()), sw
         assert intent.switches[sw].aliases() == ports.aliases(), sw
+
+
+def test_a_neighbour_name_never_reaches_the_terminal_raw(tmp_path: Path) -> None:
+    """A system name with an escape sequence (a device anyone can plug in sends what it likes): escaped."""
+    t = topo("example")
+    L.write(t, [*L.hall(t), (("leaf-su1-r1", "swp8"), ("evil\x1b[2J", "eth0"))], tmp_path / "lldp")
+    result = fabric("cabling", ROOT / "inventories" / "example", "--from", tmp_path / "lldp")
+    assert result.returncode == 1 and "\x1b" not in result.stdout and "evil\\x1b[2J:" in result.stdout
