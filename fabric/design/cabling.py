@@ -20,23 +20,19 @@ by the port id, or else the port description (lldpd on a Linux host sends its MA
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import lru_cache
-from pathlib import Path
 
 from pydantic import BaseModel
 
 from fabric.design.intent import FabricIntent, LinkIntent, SwitchIntent
 from fabric.design.topology import Link, Switch, Topo, port_indexes
-from fabric.errors import InputError, printable
-from fabric.errors import Problem as InputProblem
+from fabric.errors import printable
 from fabric.model.platforms import PLATFORMS
 from fabric.model.ports import sonic_port_map
-from fabric.parsers import read_input
-from fabric.parsers.lldp import PARSERS, Lldp, Neighbor
+from fabric.parsers.lldp import Lldp, Neighbor
 
 End = tuple[str, str]  # (device, port)
 
@@ -436,58 +432,3 @@ def _strays(own: dict[End, list[Seen]], links: Sequence[Link | LinkIntent], name
                 faults.append(Fault(status=Status.unexpected, message=f"{names.label(u)} — {names.say(seen[0])}: a "
                                     "cable the model does not have"))
     return faults
-
-
-# -- saved outputs: DIR/<device>.<ext> ------------------------------------------------------------------------------
-
-FORMATS: dict[str, tuple[str, ...]] = {  # a device's NOS (`host` for hosts) → the extensions (parse kinds) it may have
-    "sonic": ("lldp-sonic", "lldpctl"), "nvue": ("lldp-nvue", "lldpctl"), "eos": ("lldp-eos",), "frr": ("lldpctl",),
-    "host": ("lldpctl",)}
-MAX_PROBLEMS = 50  # unreadable files listed; the rest are counted
-
-
-def saved_files(directory: Path, topo: Topo) -> tuple[dict[str, tuple[str, Path]], list[InputProblem]]:
-    """Device → (kind, file) of the saved outputs in `directory` that name a device of the model; a file of a device
-    in a format its NOS does not print, or two files of one device, is a problem. Other files are left alone."""
-    kinds = sorted({k for ks in FORMATS.values() for k in ks}, key=len, reverse=True)
-    found: dict[str, tuple[str, Path]] = {}
-    problems: list[InputProblem] = []
-    for entry in sorted(os.scandir(directory), key=lambda e: e.name):
-        kind = next((k for k in kinds if entry.name.endswith(f".{k}")), None)
-        device = entry.name[: -len(kind) - 1] if kind else ""
-        nos = "host" if device in topo.hosts else topo.switches[device].target if device in topo.switches else ""
-        if not nos:
-            continue
-        path = Path(entry.path)
-        if kind not in FORMATS[nos]:
-            problems.append(InputProblem(str(path), None, "", f"{device}.{' or .'.join(FORMATS[nos])} ({device} "
-                                         f"runs {nos})", entry.name))
-        elif device in found:
-            problems.append(InputProblem(str(path), None, "", f"one LLDP output of {device}",
-                                         f"{found[device][1].name} and {entry.name}"))
-        else:
-            found[device] = (str(kind), path)
-    return found, problems
-
-
-def read_saved(directory: Path, topo: Topo) -> dict[str, Lldp]:
-    """The LLDP reports saved in `directory` for the devices of `topo` (`saved_files`); every unreadable file is a
-    located problem, all raised together as one InputError."""
-    if not directory.is_dir():
-        raise InputError(InputProblem(str(directory), None, "--from", "a directory of saved LLDP outputs",
-                                      "no such directory"))
-    found, problems = saved_files(directory, topo)
-    reports: dict[str, Lldp] = {}
-    for device, (kind, path) in found.items():
-        try:
-            reports[device] = PARSERS[kind](read_input(str(path)), str(path))
-        except InputError as exc:
-            problems += exc.problems
-    if not found and not problems:
-        raise InputError(InputProblem(str(directory), None, "", "a saved LLDP output of a device of the model "
-                                      "(<device>.lldp-sonic|lldp-nvue|lldp-eos|lldpctl)", "none"))
-    if problems:
-        more = len(problems) - MAX_PROBLEMS
-        raise InputError(problems[:MAX_PROBLEMS] + ([InputProblem(str(directory), None, "", "readable outputs",
-                                                                  f"{more} more unreadable")] if more > 0 else []))
-    return reports
