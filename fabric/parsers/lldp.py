@@ -98,6 +98,13 @@ def _check_size(text: str, file: str, what: str) -> None:
         raise fail(file, None, "", f"{what} of at most {MAX_REPLY >> 20} MiB", f"{len(text) >> 20} MiB")
 
 
+def _document(text: str, file: str, what: str) -> Any:
+    """The JSON document of a reply: bounded in size, not empty, valid (each a located problem)."""
+    _check_size(text, file, what)
+    require_text(text, file, what)
+    return load_json(text, file)
+
+
 # -- SONiC `show lldp table` ------------------------------------------------------------------------------------
 
 _SONIC_HEADER = ("LocalPort", "RemoteDevice", "RemotePortID", "Capability", "RemotePortDescr")
@@ -214,9 +221,7 @@ def _lldpd_neighbor(port: str, body: dict) -> Neighbor:
 @json_shaped("lldpctl -f json output: {\"lldp\": {\"interface\": …}}")
 def parse_lldpctl(text: str, file: str = "-") -> Lldp:
     """lldpd's `lldpctl -f json` (or `-f json0`): one neighbour per interface entry."""
-    _check_size(text, file, "lldpctl -f json output")
-    require_text(text, file, "lldpctl -f json output")
-    doc = load_json(text, file)
+    doc = _document(text, file, "lldpctl -f json output")
     if not isinstance(doc, dict) or "lldp" not in doc:
         raise fail(file, None, "lldp", "lldpctl -f json output: an object with an 'lldp' key",
                    type(doc).__name__ if not isinstance(doc, dict) else f"keys {', '.join(list(doc)[:5])}")
@@ -262,9 +267,7 @@ def _nvue_neighbors(port: str, lldp: Any) -> Iterator[Neighbor]:
 def parse_nvue(text: str, file: str = "-", port: str | None = None) -> Lldp:
     """NVUE: an object of interface → its `nv show interface <if> lldp -o json` (or `nv show interface -o json`,
     each interface's under `lldp`); with `port`, the one document of that interface."""
-    _check_size(text, file, "NVUE LLDP output")
-    require_text(text, file, "NVUE LLDP output")
-    doc = load_json(text, file)
+    doc = _document(text, file, "NVUE LLDP output")
     if not isinstance(doc, dict):
         raise fail(file, None, "", "a JSON object", type(doc).__name__)
     if port is None and "neighbor" in doc:
@@ -305,9 +308,7 @@ def _eos_neighbor(port: str, n: Any) -> Neighbor:
 @json_shaped("show lldp neighbors detail | json: {\"lldpNeighbors\": {port: {\"lldpNeighborInfo\": […]}}}")
 def parse_eos(text: str, file: str = "-") -> Lldp:
     """EOS `show lldp neighbors detail | json`."""
-    _check_size(text, file, "show lldp neighbors detail output")
-    require_text(text, file, "show lldp neighbors detail | json output")
-    doc = load_json(text, file)
+    doc = _document(text, file, "show lldp neighbors detail | json output")
     if not isinstance(doc, dict) or not isinstance(doc.get("lldpNeighbors"), dict):
         raise fail(file, None, "lldpNeighbors", "show lldp neighbors detail | json: an object with "
                    "'lldpNeighbors'", "none")
