@@ -169,6 +169,7 @@ def test_ping_p99_is_one_way_microseconds() -> None:
 def test_default_catalog_round_trips_and_covers_checks(example, two_su, tmp_path: Path) -> None:
     c = cat.default_catalog(example)
     names = [e.check for e in c.checks]
+    assert names[0] == "cabling"  # a miswired fabric fails first, with the cable to move
     assert "cross-su-bandwidth" not in names  # one SU
     assert {"host-config", "bgp", "rail-bandwidth", "rail-latency", "nccl-allreduce", "lossless-counters",
             "pfc-watchdog"} <= set(names)
@@ -404,7 +405,9 @@ def test_dry_run_prints_every_command_with_tclass_and_writes_launch_files(tmp_pa
     assert any(ln.startswith(first) for ln in perftest)
     assert any("[client]: ib_write_lat -d mlx5_7 -x 3 --tclass=106" in ln for ln in perftest)
     sections = [ln[3:].split("  (")[0] for ln in p.stdout.splitlines() if ln.startswith("== ")]
-    assert sections[:4] == ["host-config", "host-prereqs", "bgp", "counters before traffic"]
+    assert sections[:5] == ["cabling", "host-config", "host-prereqs", "bgp", "counters before traffic"]
+    assert "  leaf-su1-r1 [read]: nv show interface <swp> lldp -o json (each port of the intent)" in p.stdout
+    assert "  gpu-su1-01 [read]: lldpctl -f json" in p.stdout
     assert sections.index("counters after traffic") < sections.index("lossless-counters")
     assert (tmp_path / "dry-run.txt").read_text() in p.stdout
     launch = tmp_path / "launch" / "nccl-allreduce"

@@ -24,7 +24,10 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from fabric.errors import InputError
 from fabric.nos import NOS
+from fabric.parsers.lldp import PARSERS as LLDP_PARSERS
+from fabric.parsers.lldp import Lldp
 from fabric.secrets import mask_change
 from fabric.targets.owned import (
     Change,
@@ -132,6 +135,15 @@ class TargetError(Exception):
     """The device refused a step (a command failed): one readable line."""
 
 
+def lldp_reply(kind: str, text: str, device: str, command: str) -> Lldp:
+    """A switch's LLDP reply parsed as `kind` (fabric.parsers.lldp.PARSERS); one it cannot read is a TargetError
+    saying why."""
+    try:
+        return LLDP_PARSERS[kind](text, f"{device}: {command}")
+    except InputError as exc:
+        raise TargetError(str(exc).splitlines()[0]) from None
+
+
 ProgressFn = Callable[[str], None]
 
 
@@ -142,6 +154,7 @@ class Driver(ABC):
     has_confirm_timer: bool = False  # the device reverts by itself when not confirmed in time
     bgp_commands: tuple[str, ...] = ()  # what `health()` and `routes()` read (acceptance --dry-run shows them)
     counter_commands: tuple[str, ...] = ()  # what `counters()` reads
+    lldp_commands: tuple[str, ...] = ()  # what `lldp()` reads
 
     def __init__(self, conn: Any, device: str, intended: str, *, progress: ProgressFn = lambda _s: None,
                  options: dict[str, Any] | None = None):
@@ -256,6 +269,10 @@ class Driver(ABC):
 
     def counters(self) -> dict[str, dict[str, int]] | None:
         """port → counter name → value (`source:name`), for acceptance and `fabric counters`; None: not read."""
+        return None
+
+    def lldp(self) -> Lldp | None:
+        """The LLDP neighbours the switch sees (acceptance `cabling`); None: not read on this NOS."""
         return None
 
     # -- optics (fabric optics) ---------------------------------------------------------------------

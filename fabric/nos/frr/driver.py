@@ -29,9 +29,10 @@ from fabric.nos import row_of
 from fabric.nos.frr import scripts
 from fabric.parsers.frr import bgp_peers, bgp_peers_of, json_docs, reply_json, route_widths
 from fabric.parsers.iproute import port_counters
+from fabric.parsers.lldp import Lldp
 from fabric.replies import reader
 from fabric.targets import shell
-from fabric.targets.base import Change, DeviceDiff, Driver, Health, TargetError, Txn
+from fabric.targets.base import Change, DeviceDiff, Driver, Health, TargetError, Txn, lldp_reply
 from fabric.targets.owned import (
     Leaves,
     Node,
@@ -196,6 +197,7 @@ class FrrDriver(Driver):
     has_confirm_timer = True
     bgp_commands = ("vtysh -c 'show bgp summary json' -c 'show ip route json'",)
     counter_commands = ("ip -s -j link show", "tc -s -j qdisc show", "tc -s class show dev <port> (each port)")
+    lldp_commands = ("lldpctl -f json",)
 
     # -- helpers ------------------------------------------------------------------------------------
     @property
@@ -302,6 +304,11 @@ class FrrDriver(Driver):
                           "for d in /sys/class/net/*; do echo \"@@\"\"class ${d##*/}\"; tc -s class show dev "
                           "\"${d##*/}\"; done", what="ip -s link / tc -s")
         return port_counters(out)
+
+    def lldp(self) -> Lldp:
+        """lldpd's `lldpctl -f json` (a Linux white box runs lldpd as Cumulus Linux does)."""
+        return lldp_reply("lldpctl", shell.check(self.conn, "lldpctl -f json", what="lldpctl"), self.device,
+                          "lldpctl -f json")
 
     # -- optics ---------------------------------------------------------------------------------------
     def transceivers(self, ports: list[str]) -> dict[str, Any]:
