@@ -236,7 +236,8 @@ def telemetry_gaps(fabric: FabricIntent, m: Monitoring) -> list[str]:
                f"{len(names)} switch{'es' if len(names) > 1 else ''} ({', '.join(names[:3])}"
                f"{', …' if len(names) > 3 else ''})")
         if not g.counters:
-            why = source.why_none(g.release, g.switches[0].asic) if source else "no exporter is known for this NOS"
+            why = (source.why_none(g.release, g.switches[0].asic) if source else
+                   f"no exporter is known for this NOS (no fabric/nos/{g.nos}/telemetry.yaml)")
             lines.append(f"{who}: no switch series, {why}; the alerts hold these switches' cables to the hosts' "
                          "side only")
             continue
