@@ -6,6 +6,7 @@ from the page's own text in a scratch folder, adds its row, and runs these tests
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -27,7 +28,7 @@ PLATFORM = {"sonic": "sn5600", "nvue": "sn5600", "eos": "7060x6"}  # where each 
 
 
 def retargeted(target: str, tmp: Path) -> FabricIntent:
-    """inventories/example with every role on `target` (and a platform it runs on)."""
+    """inventories/example with every role on `target` (and a platform it runs on; a policy it renders)."""
     inv = tmp / f"example-{target}"
     shutil.copytree(ROOT / "inventories" / "example", inv)
     text = (inv / "fabric.yaml").read_text()
@@ -35,6 +36,8 @@ def retargeted(target: str, tmp: Path) -> FabricIntent:
                  f"target: {target}", text)
     assert new != text or f"target: {target}" in text
     (inv / "fabric.yaml").write_text(new)
+    if not NOS[target].renders_qos:  # a lossless policy is refused there: the example's without lossless priorities
+        (inv / "qos.yaml").write_text("qos:\n  preset: nvidia-roce\n  lossless_priorities: []\n")
     return derive(load(inv))
 
 
@@ -88,21 +91,99 @@ nos.NOS[row.name] = row
 '''
 
 
-def test_readme_worked_example_is_picked_up(tmp_path: Path) -> None:
+def build_example(tmp: Path) -> tuple[str, dict[str, str]]:
+    """The docs' worked example built in `tmp` as its text says: (its NOS name, the environment whose Python loads
+    it, the `worked_example` module, before the project: `pytest -p worked_example`, `python fabric_cli.py ARGS`)."""
     files = worked_example()
     row = files.pop("fabric/nos/__init__.py")
     name = re.search(r'name="(\w+)"', row)[1]  # type: ignore[index]
     assert name not in NOS and set(files) == {f"fabric/nos/{name}/{m}.py" for m in ("__init__", "render", "configs",
                                                                                   "driver")}, sorted(files)
     for path, code in files.items():
-        dst = tmp_path / "nosdir" / path.removeprefix("fabric/nos/")
+        dst = tmp / "nosdir" / path.removeprefix("fabric/nos/")
         dst.parent.mkdir(parents=True, exist_ok=True)
         dst.write_text(code)
-    (tmp_path / "row.py").write_text(row)
-    (tmp_path / "worked_example.py").write_text(PLUGIN.format(folder=str(tmp_path / "nosdir"),
-                                                              row=str(tmp_path / "row.py")))
-    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    (tmp / "row.py").write_text(row)
+    (tmp / "worked_example.py").write_text(PLUGIN.format(folder=str(tmp / "nosdir"), row=str(tmp / "row.py")))
+    (tmp / "fabric_cli.py").write_text("import sys\n\nimport worked_example  # noqa: F401\nfrom fabric.cli import main"
+                                       "\n\nsys.exit(main())\n")
+    return name, {**os.environ, "PYTHONPATH": f"{tmp}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
+                  "FABRIC_STATE": str(tmp / "state")}
+
+
+def test_readme_worked_example_is_picked_up(tmp_path: Path) -> None:
+    name, env = build_example(tmp_path)
     p = subprocess.run([sys.executable, "-m", "pytest", "-p", "worked_example", "-q", "-p", "no:cacheprovider",
                         __file__, "-k", f"[{name}]", "-o", "addopts="],
                        capture_output=True, text=True, cwd=ROOT, env=env, timeout=300)
     assert p.returncode == 0 and "2 passed" in p.stdout, p.stdout[-3000:] + p.stderr[-2000:]
+
+
+CANARY = "Wbox-S3cret-5e21"
+
+
+def test_readme_worked_example_through_the_commands(tmp_path: Path) -> None:
+    """The docs' example as a user runs it: an inventory whose leaves are the new NOS goes through `validate`,
+    `lint`, `render`, `lint --configs`, `plan --running` and `export -f prometheus` (the `fabric` entry point in a
+    fresh Python that loads the example first). A lossless policy on a NOS that renders no QoS is refused, with
+    the same located error by each command; without one, each command reads, renders and diffs the new NOS through
+    its row and folder, its secrets masked."""
+    name, env = build_example(tmp_path)
+    row_text = (tmp_path / "row.py").read_text()
+    files = re.search(r"files=\(([^)]*)\)", row_text)[1]  # type: ignore[index]
+
+    def fabric(*args: str | Path) -> subprocess.CompletedProcess[str]:
+        p = subprocess.run([sys.executable, str(tmp_path / "fabric_cli.py"), *map(str, args)], capture_output=True,
+                           text=True, cwd=tmp_path, env=env, timeout=180)
+        assert "Traceback" not in p.stderr, p.stderr[-3000:]
+        return p
+
+    inv = tmp_path / "inv"
+    shutil.copytree(ROOT / "inventories" / "example", inv)
+    text = (inv / "fabric.yaml").read_text()
+    (inv / "fabric.yaml").write_text(text.replace("leaf: {platform: linux-frr, target: frr}",
+                                                  f"leaf: {{platform: linux-frr, target: {name}}}"))
+    line = next(n for n, ln in enumerate((inv / "fabric.yaml").read_text().splitlines(), 1) if f"target: {name}" in ln)
+    refused = (f"fabric.yaml:{line}: roles.leaf.target: expected a NOS that renders the lossless QoS policy (PFC on "
+               f"priority 3): sonic, nvue, eos, frr, found {name}: ")
+    saved = tmp_path / "saved"
+    saved.mkdir()
+    for args in (["validate", inv], ["lint", inv], ["render", inv, "-o", tmp_path / "refused"],
+                 ["plan", inv, "--running", saved]):
+        p = fabric(*args)
+        assert p.returncode == 2 and refused in p.stderr, (args, p.stdout[-2000:], p.stderr[-2000:])
+
+    (inv / "qos.yaml").write_text("qos:\n  preset: nvidia-roce\n  lossless_priorities: []\n")
+    assert fabric("validate", inv).returncode == 0
+    out = tmp_path / "out"
+    assert fabric("render", inv, "-o", out).returncode == 0
+    leaf, other = out / "switches" / "leaf-su1-r1", out / "switches" / "leaf-su1-r2"
+    assert sorted(f.name for f in leaf.iterdir()) == sorted(re.findall(r'"([^"]+)"', files))
+    rendered = (leaf / "frr.conf").read_text()
+
+    # lint --configs: the new NOS's saved config read by its parser (its ASN compared with the inventory's)
+    (saved / "leaf-su1-r1.conf").write_text(rendered)
+    (saved / "leaf-su1-r2.conf").write_text(re.sub(r"(?m)^router bgp \d+", "router bgp 65199",
+                                                   (other / "frr.conf").read_text()))
+    p = fabric("lint", inv, "--configs", saved, "--format", "json")
+    found = [(f["rule"], f["object"], f["message"]) for f in json.loads(p.stdout)["findings"]
+             if str(saved) in (f["file"] or "") or "saved/" in (f["file"] or "")]
+    assert found == [("RF307", "leaf-su1-r2", "ASN: expected 65102 (the inventory's plan), found 65199")], found
+
+    # plan --running: diffed by its driver, a secret the switch holds masked
+    (saved / "leaf-su1-r2.conf").unlink()
+    neighbor = re.search(r"(?m)^ neighbor (\S+) remote-as", rendered)[1]  # type: ignore[index]
+    (saved / "leaf-su1-r1.conf").write_text(rendered.replace(f" neighbor {neighbor} remote-as",
+                                                             f" neighbor {neighbor} password {CANARY}\n"
+                                                             f" neighbor {neighbor} remote-as", 1))
+    p = fabric("plan", inv, "--running", saved, "--limit", "leaf-su1-r1", "--format", "json")
+    plan = json.loads(p.stdout)
+    dev = plan["devices"][0]
+    assert (dev["target"], dev["status"], dev["removed"], plan["masked_lines"]) == (name, "changed", 1, 1), dev
+    assert CANARY not in p.stdout + p.stderr
+
+    # export -f prometheus: its switches named where no exporter is known, the hosts' alerts still written
+    p = fabric("export", inv, "-f", "prometheus", "-o", tmp_path / "prom")
+    assert p.returncode == 0, p.stderr
+    assert f"no exporter is known for this NOS (no fabric/nos/{name}/telemetry.yaml)" in p.stderr, p.stderr
+    assert "leaf-su1-r1" in p.stderr and (tmp_path / "prom" / "example.rules.yml").is_file()

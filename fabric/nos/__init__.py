@@ -191,6 +191,12 @@ NOS: dict[str, Nos] = {n.name: n for n in (
 )}
 
 
+def names() -> str:
+    """The table's NOS names as a help text says them: `sonic, nvue, eos or frr`."""
+    *rest, last = NOS
+    return f"{', '.join(rest)} or {last}" if rest else last
+
+
 def row_of(module: str) -> Nos:
     """The row of the NOS whose folder holds `module` (a module's `__name__`): inside a folder the NOS's name and
     settings come from here, never from a repeated string."""
