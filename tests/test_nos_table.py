@@ -2,7 +2,8 @@
 three modules the row's name finds, it renders the row's files for a fabric retargeted to it, `lint --configs`
 picks its parser for its own file and that parser reads the render back. A NOS added as one folder and one
 row is picked up: `test_readme_worked_example_is_picked_up` builds the docs' worked example ("Adding a NOS")
-from the page's own text in a scratch folder, adds its row, and runs these tests on it."""
+from the page's own text in a scratch folder, adds its row, and runs these tests on it;
+`test_readme_worked_example_through_the_commands` runs the `fabric` command on an inventory of it."""
 
 from __future__ import annotations
 
