@@ -22,7 +22,10 @@ from fabric.design.intent import FabricIntent
 from fabric.lint.configs import kind_of
 from fabric.model.load import load
 from fabric.nos import NOS, row_of
+from fabric.targets import driver, driver_class
 from tests.support import docs
+from tests.test_drain_forms import _nvue_running as nvue_running
+from tests.test_drain_forms import _sonic_running as sonic_running
 
 ROOT = Path(__file__).resolve().parents[1]
 PLATFORM = {"sonic": "sn5600", "nvue": "sn5600", "eos": "7060x6"}  # where each NOS runs; others a Linux white-box
@@ -66,6 +69,23 @@ def test_renders_its_files_and_reads_them_back(name: str, tmp_path: Path) -> Non
         saved.write_text(files[row.intended])
         dev = row.module("configs").parse(saved, sw.name, files[row.intended])
         assert (dev.kind, dev.name, dev.asn) == (name, sw.name, sw.bgp.asn), (dev.kind, dev.name, dev.asn)
+
+
+@pytest.mark.parametrize("name", sorted(NOS))
+def test_its_driver_drains_and_undrains(name: str, tmp_path: Path) -> None:
+    """What `fabric drain` applies (its driver's `drained` intent), planned against a switch at its intent, adds
+    one setting; the undrain's plan on the drained switch removes just that, as rendered by an earlier apply."""
+    row, fabric = NOS[name], retargeted(name, tmp_path)
+    sw = fabric.switches["spine1"]
+    intended = row.module("render").render(sw, fabric)[row.intended]
+    drained = driver_class(name).drained(intended, sw.release)
+    as_running = {"config_db": sonic_running, "nvue": nvue_running}.get(row.running_shape, str)
+    drain = driver(name, None, sw.name, drained).scoped(as_running(intended))
+    assert [c.op for c in drain.changes] == ["+"], [c.text() for c in drain.changes]
+    manifest = sorted(list(p) for p in driver(name, None, sw.name, drained).scoped(as_running(intended)).sets)
+    undrain = driver(name, None, sw.name, intended, options={"manifest": manifest}).scoped(as_running(drained))
+    assert [(c.op, c.earlier, c.foreign) for c in undrain.changes] == [("-", True, False)], undrain.changes
+    assert undrain.changes[0].text().startswith(drain.changes[0].text().replace("+ ", "- ", 1))
 
 
 # -- the docs' worked example -- ------------------------------------------------------------------------
@@ -117,7 +137,7 @@ def test_readme_worked_example_is_picked_up(tmp_path: Path) -> None:
     p = subprocess.run([sys.executable, "-m", "pytest", "-p", "worked_example", "-q", "-p", "no:cacheprovider",
                         __file__, "-k", f"[{name}]", "-o", "addopts="],
                        capture_output=True, text=True, cwd=ROOT, env=env, timeout=300)
-    assert p.returncode == 0 and "2 passed" in p.stdout, p.stdout[-3000:] + p.stderr[-2000:]
+    assert p.returncode == 0 and "3 passed" in p.stdout, p.stdout[-3000:] + p.stderr[-2000:]
 
 
 CANARY = "Wbox-S3cret-5e21"
