@@ -92,6 +92,12 @@ def test_every_secret_field_is_masked(target: str) -> None:
     assert diff.masked == len(CASES[target]) and CANARY not in json.dumps(diff.sections())
 
 
+def test_words_masks_after_a_secret_keyword() -> None:
+    """The scheme of a NOS whose secret leaves nobody listed: the rest of a line after a secret keyword."""
+    assert mask_change("words", "aaa", f"secret: {CANARY}") == ("aaa", f"secret: {MASK}", True)
+    assert mask_change("words", f"snmp community {CANARY}", "ro") == (f"snmp community {MASK}", "ro", True)
+
+
 @pytest.mark.parametrize(("target", "section", "line"), [
     ("sonic", "BGP_NEIGHBOR|default|Ethernet0", "keepalive=3"), ("sonic", "PORT|Ethernet0", "mtu=9216"),
     ("sonic", "BGP_NEIGHBOR|default|Ethernet0", "send_community=true"),

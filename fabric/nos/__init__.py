@@ -2,15 +2,18 @@
 
 A row says what the rest of the tool needs to know about a NOS without importing its code: how it
 names ports, which files a switch gets, which of them the push diffs and applies, the releases the
-renderer writes for, how a saved running configuration is named, and the netmiko device type. The
-folder `fabric/nos/<name>/` holds the code, found by convention:
+renderer writes for, how a saved running configuration is named and shaped, where its config keeps
+secrets, whether it renders QoS at all, and the netmiko device type. The folder `fabric/nos/<name>/`
+holds the code and data, found by convention:
 
-    render.py   render(switch_intent, fabric_intent) -> {file name: text}    pure (fabric.render calls it)
-    configs.py  parse(path, device, text) -> DeviceConfig                     pure (`fabric lint --configs`)
-    driver.py   DRIVER: a fabric.targets.base.Driver subclass                 effectful (plan/apply/rollback)
+    render.py       render(switch_intent, fabric_intent) -> {file name: text}    pure (fabric.render calls it)
+    configs.py      parse(path, device, text) -> DeviceConfig                     pure (`fabric lint --configs`)
+    driver.py       DRIVER: a fabric.targets.base.Driver subclass                 effectful (plan/apply/rollback)
+    telemetry.yaml  its exporter's metrics (fabric.export.sources); optional      `fabric export -f prometheus`
 
 Adding a NOS is one folder with those three modules (plus its templates/<name>/ if it uses Jinja)
-and one row below. This module imports nothing of the project, so every layer may read it.
+and one row below; no other module names a NOS. This module imports nothing of the project, so every
+layer may read it: what a layer below the NOS folders needs of a NOS is a field here.
 """
 
 from __future__ import annotations
