@@ -23,6 +23,7 @@ from fabric.lint.configs import kind_of
 from fabric.model.load import load
 from fabric.nos import NOS, row_of
 from fabric.targets import driver, driver_class
+from tests.conftest import require
 from tests.support import docs
 from tests.test_drain_forms import _nvue_running as nvue_running
 from tests.test_drain_forms import _sonic_running as sonic_running
@@ -146,9 +147,9 @@ CANARY = "Wbox-S3cret-5e21"
 def test_readme_worked_example_through_the_commands(tmp_path: Path) -> None:
     """The docs' example as a user runs it: an inventory whose leaves are the new NOS goes through `validate`,
     `lint`, `render`, `lint --configs`, `plan --running` and `export -f prometheus` (the `fabric` entry point in a
-    fresh Python that loads the example first). A lossless policy on a NOS that renders no QoS is refused, with
-    the same located error by each command; without one, each command reads, renders and diffs the new NOS through
-    its row and folder, its secrets masked."""
+    fresh Python that loads the example first; promtool runs the export's rule tests). A lossless policy on a NOS
+    that renders no QoS is refused, with the same located error by each command; without one, each command reads,
+    renders and diffs the new NOS through its row and folder, its secrets masked."""
     name, env = build_example(tmp_path)
     row_text = (tmp_path / "row.py").read_text()
     files = re.search(r"files=\(([^)]*)\)", row_text)[1]  # type: ignore[index]
@@ -208,3 +209,8 @@ def test_readme_worked_example_through_the_commands(tmp_path: Path) -> None:
     assert p.returncode == 0, p.stderr
     assert f"no exporter is known for this NOS (no fabric/nos/{name}/telemetry.yaml)" in p.stderr, p.stderr
     assert "leaf-su1-r1" in p.stderr and (tmp_path / "prom" / "example.rules.yml").is_file()
+    promtool = shutil.which("promtool")
+    require(promtool is not None, "promtool (Debian package prometheus)")
+    check = subprocess.run([str(promtool), "test", "rules", "example.rules.test.yml"], cwd=tmp_path / "prom",
+                           capture_output=True, text=True, timeout=120)
+    assert check.returncode == 0, check.stdout[-3000:] + check.stderr[-2000:]

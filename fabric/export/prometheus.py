@@ -374,8 +374,8 @@ def _alerts(fabric: FabricIntent, m: Monitoring, records: set[str]) -> list[Rule
             "`fabric optics INV` for the cable.", m))
     d = f"{m.lossless_drops_per_s:g}"
     q = "|".join(map(str, tcs))
-    if e := any_of(f'fabric:switch_queue_drops:rate{{queue=~"{q}"}} > {d}',
-                   f"fabric:nic_lossless_discards:rate > {d}"):
+    if tcs and (e := any_of(f'fabric:switch_queue_drops:rate{{queue=~"{q}"}} > {d}',  # no lossless class: no alert
+                            f"fabric:nic_lossless_discards:rate > {d}")):
         out.append(_alert(
             "RoceLosslessQueueDrops", e, "critical",
             _WHERE + " drops packets on the lossless class{{ if $labels.queue }} (queue {{ $labels.queue }})"
