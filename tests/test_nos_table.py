@@ -3,22 +3,28 @@ three modules the row's name finds, it renders the row's files for a fabric reta
 picks its parser for its own file and that parser reads the render back. A NOS added as one folder and one
 row is picked up: `test_readme_worked_example_is_picked_up` builds the docs' worked example ("Adding a NOS")
 from the page's own text in a scratch folder, adds its row, and runs these tests on it;
-`test_readme_worked_example_through_the_commands` runs the `fabric` command on an inventory of it."""
+`test_readme_worked_example_through_the_commands` runs the `fabric` command on an inventory of it, and
+`test_readme_worked_example_drains_a_real_frr_switch` drains one of its switches, a real FRR over SSH."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from fabric.design.derive import derive
 from fabric.design.intent import FabricIntent
+from fabric.lab.daemons import SSHD_KEX, sshd_setenv
 from fabric.lint.configs import kind_of
 from fabric.model.load import load
 from fabric.nos import NOS, row_of
@@ -214,3 +220,99 @@ def test_readme_worked_example_through_the_commands(tmp_path: Path) -> None:
     check = subprocess.run([str(promtool), "test", "rules", "example.rules.test.yml"], cwd=tmp_path / "prom",
                            capture_output=True, text=True, timeout=120)
     assert check.returncode == 0, check.stdout[-3000:] + check.stderr[-2000:]
+
+
+# A switch of the new NOS for `fabric drain`: real FRR (zebra, bgpd, staticd) and OpenSSH in a network namespace of
+# this test, its /etc/frr, /var/run/frr and /var/tmp bind-mounted from the test's folder in a mount namespace of its
+# own (the FRR driver reads and writes the default paths, as on a switch; nothing of this machine's is touched).
+SWITCH = """set -e
+mount --bind {d}/etc /etc/frr
+mount --bind {d}/run /var/run/frr
+mount --bind {d}/tmp /var/tmp
+for daemon in zebra bgpd staticd; do
+  /usr/lib/frr/$daemon -d -A 127.0.0.1 -P 0 -f /etc/frr/empty.conf --log file:{d}/$daemon.log
+done
+vtysh -b
+exec /usr/sbin/sshd -D -f {d}/sshd_config -E {d}/sshd.log
+"""
+
+
+@contextlib.contextmanager
+def real_frr(d: Path, address: str, frr_conf: str) -> Iterator[str]:
+    """A switch at `address` running `frr_conf` (see SWITCH); yields its namespace's name, then removes it."""
+    for sub in ("etc", "run", "tmp"):
+        (d / sub).mkdir(parents=True)
+    (d / "etc" / "frr.conf").write_text(frr_conf)
+    for name in ("vtysh.conf", "empty.conf"):
+        (d / "etc" / name).write_text("")
+    for path in (d / "etc", d / "run", *(d / "etc").iterdir()):
+        shutil.chown(path, "frr", "frr")
+    (d / "tmp").chmod(0o1777)
+    for key in ("id_ed25519", "host_ed25519"):
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(d / key)], check=True)
+    (d / "authorized_keys").write_text((d / "id_ed25519.pub").read_text())
+    host = (d / "host_ed25519.pub").read_text().split()
+    (d / "known_hosts").write_text(f"{address} {host[0]} {host[1]}\n")
+    (d / "sshd_config").write_text("\n".join([
+        f"ListenAddress {address}", f"HostKey {d / 'host_ed25519'}", f"PidFile {d / 'sshd.pid'}",
+        f"AuthorizedKeysFile {d / 'authorized_keys'}", "PermitRootLogin prohibit-password",
+        "PasswordAuthentication no", "KbdInteractiveAuthentication no", "UsePAM no", "StrictModes no", "UseDNS no",
+        "LogLevel ERROR", SSHD_KEX, sshd_setenv(d), ""]))
+    (d / "switch.sh").write_text(SWITCH.format(d=d))
+    ns = f"rfwb{os.getpid() % 100000}"
+    subprocess.run(["ip", "netns", "add", ns], check=True)
+    try:
+        subprocess.run(["ip", "-n", ns, "link", "set", "lo", "up"], check=True)
+        subprocess.run(["ip", "-n", ns, "addr", "add", f"{address}/32", "dev", "lo"], check=True)
+        Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
+        with (d / "switch.log").open("w") as log:
+            subprocess.Popen(["ip", "netns", "exec", ns, "unshare", "-m", "--propagation", "private", "bash",
+                              str(d / "switch.sh")], stdout=log, stderr=log, start_new_session=True)
+        deadline = time.monotonic() + 30
+        while not (d / "sshd.pid").exists():
+            assert time.monotonic() < deadline, (d / "switch.log").read_text()
+            time.sleep(0.1)
+        yield ns
+    finally:
+        out = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True).stdout
+        for pid in (int(p) for p in out.split() if p.isdigit()):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+
+
+@pytest.mark.root
+def test_readme_worked_example_drains_a_real_frr_switch(tmp_path: Path) -> None:
+    """`fabric drain` and `undrain` of a switch of the docs' example, as a user runs them: its driver (the
+    example's, from its row) reaches a real FRR over SSH, adds `bgp graceful-shutdown` through the push
+    transaction and removes it again."""
+    require(os.geteuid() == 0 and shutil.which("ip") is not None, "root and iproute2")
+    require(Path("/usr/lib/frr/bgpd").exists() and Path("/usr/sbin/sshd").exists(), "FRR and OpenSSH")
+    name, env = build_example(tmp_path)
+    inv = tmp_path / "inv"
+    shutil.copytree(ROOT / "inventories" / "example", inv)
+    d = tmp_path / "switch"
+    text = (inv / "fabric.yaml").read_text().replace("leaf: {platform: linux-frr, target: frr}",
+                                                      f"leaf: {{platform: linux-frr, target: {name}}}")
+    (inv / "fabric.yaml").write_text(text + f"access:\n  username: root\n  key_file: {d / 'id_ed25519'}\n"
+                                     f"  known_hosts: {d / 'known_hosts'}\n")
+    (inv / "qos.yaml").write_text("qos:\n  preset: nvidia-roce\n  lossless_priorities: []\n")
+    fabric = subprocess.run([sys.executable, str(tmp_path / "fabric_cli.py"), "render", str(inv), "-o",
+                             str(tmp_path / "out")], capture_output=True, text=True, env=env, timeout=120)
+    assert fabric.returncode == 0, fabric.stderr
+    leaf = "leaf-su1-r1"
+    same = derive(load(ROOT / "inventories" / "example")).switches[leaf]  # its address and ASN on any NOS
+    address, asn = same.management.split("/")[0], same.bgp.asn
+    with real_frr(d, address, (tmp_path / "out" / "switches" / leaf / "frr.conf").read_text()) as ns:
+        for verb, line in (("drain", "+ bgp graceful-shutdown"), ("undrain", "- bgp graceful-shutdown")):
+            p = subprocess.run(["ip", "netns", "exec", ns, sys.executable, str(tmp_path / "fabric_cli.py"), verb,
+                                str(inv), leaf, "--yes", "--format", "json", "--interval", "0.2", "--settle", "0.5",
+                                "--postcheck-timeout", "3", "--confirm-timer", "20"], capture_output=True, text=True,
+                               env=env, timeout=180)
+            res = json.loads(p.stdout or "{}")
+            assert p.returncode == 0 and (res["target"], res["status"]) == (name, "applied"), p.stdout + p.stderr
+            assert res["sections"] == {f"router bgp {asn}": [line]}, res["sections"]
+            running = subprocess.run(["ip", "netns", "exec", ns, "ssh", "-i", str(d / "id_ed25519"), "-o",
+                                      f"UserKnownHostsFile={d / 'known_hosts'}", f"root@{address}",
+                                      "vtysh -c 'show running-config'"], capture_output=True, text=True, timeout=60)
+            assert (" bgp graceful-shutdown\n" in running.stdout) == (verb == "drain"), running.stdout
