@@ -12,7 +12,7 @@ holds the code and data, found by convention:
     telemetry.yaml  its exporter's metrics (fabric.export.sources); optional      `fabric export -f prometheus`
 
 Adding a NOS is one folder with those three modules (plus its templates/<name>/ if it uses Jinja)
-and one row below; no other module names a NOS. This module imports nothing of the project, so every
+and one row below; no other module branches on a NOS's name. This module imports nothing of the project, so every
 layer may read it: what a layer below the NOS folders needs of a NOS is a field here.
 """
 
