@@ -222,8 +222,7 @@ class _Builder:
             platform, target = o.platform or platform, o.target or target
             if o.platform:
                 platform_loc = loc
-            if o.target:
-                target_loc = loc
+            target_loc = loc if o.target else role_loc
             if o.breakout:
                 breakout, breakout_loc = o.breakout, loc
             if o.release:
@@ -258,15 +257,20 @@ class _Builder:
                 release = nos.release_for(platform)
         if NOS[target].platform_ports and not forced:  # forced: the lab and tests realize any platform on the target
             self.sonic_ports(plat, ways, speed, breakout, breakout_loc, platform_loc)
-        if self.lossless and not nos.renders_qos:
-            self.report((*target_loc, "target"), f"a NOS that renders the lossless QoS policy (PFC on priority "
-                        f"{', '.join(map(str, self.lossless))}): "
-                        f"{', '.join(n.name for n in NOS.values() if n.renders_qos)}",
-                        f"{target}: {nos.title} renders no QoS")
+        self.check_qos(target, (*target_loc, "target"))
         sw = Switch(name, role, plat, target, ways, speed, asn=asn, adaptive_routing=ar, release=release,
                     release_origin=origin, loc=loc, **kw)
         self.t.switches[name] = sw
         return sw
+
+    def check_qos(self, target: str, loc: tuple[Any, ...]) -> None:
+        """A lossless policy on a switch whose NOS renders no QoS: a problem at its `target` (`Nos.renders_qos`)."""
+        nos = NOS[target]
+        if self.lossless and not nos.renders_qos:
+            self.report(loc, f"a NOS that renders the lossless QoS policy (PFC on priority "
+                        f"{', '.join(map(str, self.lossless))}): "
+                        f"{', '.join(n.name for n in NOS.values() if n.renders_qos)}",
+                        f"{target}: {nos.title} renders no QoS")
 
     def where(self, loc: tuple[Any, ...]) -> str:
         file, line = self.smap.where(loc)
