@@ -14,6 +14,7 @@ from rich.table import Table
 from fabric.cli.console import console
 from fabric.cli.progress import Tracker, track
 from fabric.errors import InputError, Problem, UsageError
+from fabric.nos import names as nos_names
 
 out = console()
 InventoryArg = Annotated[Path, typer.Argument(help="inventory directory of YAML files", show_default=False)]
@@ -224,7 +225,7 @@ def generate_gpu_rail(
     super_spines: Annotated[int | None, typer.Option(help="super-spines per plane")] = None,
     platform: Annotated[str, typer.Option()] = "sn5600",
     breakout: Annotated[str, typer.Option(help="e.g. 2x400G, or none")] = "2x400G",
-    target: Annotated[str, typer.Option(help="sonic, nvue, eos or frr")] = "nvue",
+    target: Annotated[str, typer.Option(help=nos_names())] = "nvue",
     speed: Annotated[str, typer.Option(help="host and fabric link speed")] = "400G",
     name: Annotated[str | None, typer.Option(help="fabric name; default the directory name")] = None,
     mode: Annotated[str, typer.Option(help="svi or p2p31")] = "svi",

@@ -33,7 +33,7 @@ __all__ = ["Deriver", "checked_topology", "derive", "dotted", "qos_facts", "sema
 def checked_topology(loaded: Loaded, target: str | None = None) -> Topo:
     """The expanded topology of `loaded`, every check passed (the inventory's, the topology's, the pools'):
     InputError with every problem otherwise. Deriving the devices from it adds no check (`validate` stops here)."""
-    topo = build(loaded.inv, loaded.smap, target)
+    topo = build(loaded.inv, loaded.smap, target, tuple(loaded.qos.lossless_priorities))
     problems = loaded.problems + topo.problems
     if not problems:
         problems = capacity_problems(loaded, topo)

@@ -24,7 +24,8 @@ from fabric.nos import NOS
 if TYPE_CHECKING:
     from fabric.lint.context import Context
 
-GENERIC = {"config_db", "frr", "nvue", "nvue-patch", "startup", "running-config", "config", "nv-config"}
+# file names that name no device (its folder does): each NOS's pushed file and the usual names of saved configs
+GENERIC = {Path(n.intended).stem for n in NOS.values()} | {"nvue", "startup", "config", "nv-config"}
 
 
 def device_name(path: Path, root: Path) -> str:

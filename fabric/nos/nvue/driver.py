@@ -136,10 +136,9 @@ class NvueDriver(Driver):
     def drained(cls, intended: str, release: str = "") -> str:
         """`nv set router bgp graceful-shutdown on` (5.9) / `enabled` (5.15 renamed on|off to enabled|disabled;
         tests/fixtures/nvue/paths.yaml `bgp-graceful-shutdown`, with the NVIDIA pages of each release)."""
-        from fabric.nos import NOS
         from fabric.nos.nvue.render import FORMS
 
-        value = FORMS[release or NOS["nvue"].releases[-1]].on[1]
+        value = FORMS[release or row_of(__name__).releases[-1]].on[1]
         ops = yaml.safe_load(intended) or []
         return yaml.safe_dump([*ops, {"set": {"router": {"bgp": {"graceful-shutdown": value}}}}], sort_keys=True)
 
