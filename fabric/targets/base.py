@@ -212,7 +212,7 @@ class Driver(ABC):
         nos = NOS[self.target]
         if found := namesakes(intent, running, nos.owned_whole, manifest, nos.owned_objects):
             raise TargetError(namesake_error(found, running, lines,
-                                             lambda sec, ln: mask_change(self.target, sec, ln)[:2]))
+                                             lambda sec, ln: mask_change(nos.secrets, sec, ln)[:2]))
         owned = scope(intent, running, nos.owned_whole, manifest, nos.owned_objects, nos.owned_implied,
                       nos.never_owned)
         return owned | self.contradicting(intent, running), intent, manifest
