@@ -34,11 +34,18 @@ def load() -> str:
     return f"load {one:.1f}/{five:.1f}/{fifteen:.1f} on {os.cpu_count()} CPUs"
 
 
+def _interruptible() -> None:
+    """In the child before exec: SIGINT as a terminal gives it (a bench started in the background of a
+    non-interactive shell inherits it ignored, and the stop would be lost)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def run(argv: list[str], *, limit_s: float | None = None, stdout: int | None = subprocess.DEVNULL,
         env: dict[str, str] | None = None) -> Figures:
     """Run `argv` (stdout to /dev/null unless given), stopped with SIGINT (as by Ctrl-C) after `limit_s` seconds;
     the figures of that one process (os.wait4: its own rusage, not every child's of the bench)."""
-    proc = subprocess.Popen(argv, stdout=stdout, stderr=subprocess.DEVNULL, env={**os.environ, **(env or {})})
+    proc = subprocess.Popen(argv, stdout=stdout, stderr=subprocess.DEVNULL, env={**os.environ, **(env or {})},
+                            preexec_fn=_interruptible)
     t0 = time.perf_counter()
     stopped = False
     while True:
