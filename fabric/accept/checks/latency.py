@@ -44,7 +44,7 @@ class RailLatency(Check):
     def _rounds(self, ctx: Context) -> Iterator[Round]:
         inputs: LatencyInput = self.inputs  # type: ignore[assignment]
         return iter_schedule(hosts_per_rail(ctx.fabric, inputs.rails), quick=ctx.quick if inputs.quick is None
-                        else inputs.quick)
+                             else inputs.quick)
 
     def plan(self, ctx: Context) -> Iterator[Planned]:
         tool, ep = self._tool(), ends(ctx.fabric)
