@@ -26,9 +26,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from measure import FABRIC, load, run
 
 
-def written(out: Path) -> int:
-    """Bytes of the plan: dry-run.txt, or the temporary file it grows in when the run was stopped."""
-    return sum(p.stat().st_size for p in out.glob("*dry-run.txt*") if p.is_file())
+def written(out: Path) -> str:
+    """The plan's size (dry-run.txt, or the temporary file it grows in when the run was stopped) and commands."""
+    plans = [p for p in out.glob("*dry-run.txt*") if p.is_file()]
+    if not plans:
+        return "nothing"
+    with open(plans[0], "rb") as f:
+        commands = sum(1 for line in f if line.startswith(b"  "))
+    return f"{commands:,} commands, {plans[0].stat().st_size / 2**30:.2f} GiB"
 
 
 def main() -> None:
@@ -51,7 +56,7 @@ def main() -> None:
                 out = Path(tmp) / f"out{gpus}-{label}"
                 got = run([exe, "accept", str(inv), "--dry-run", "-o", str(out)], limit_s=limit, env=env)
                 print(f"{gpus:>6} GPUs  accept --dry-run (all pairs)  {label:<8}  {got}; plan "
-                      f"{written(out) / 2**30:.2f} GiB written; {load()}", flush=True)
+                      f"{written(out)} written; {load()}", flush=True)
                 shutil.rmtree(out, ignore_errors=True)
             shutil.rmtree(inv)
 
