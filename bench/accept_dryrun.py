@@ -26,14 +26,34 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from measure import FABRIC, load, run
 
 
-def written(out: Path) -> str:
-    """The plan's size (dry-run.txt, or the temporary file it grows in when the run was stopped) and commands."""
-    plans = [p for p in out.glob("*dry-run.txt*") if p.is_file()]
-    if not plans:
-        return "nothing"
-    with open(plans[0], "rb") as f:
-        commands = sum(1 for line in f if line.startswith(b"  "))
-    return f"{commands:,} commands, {plans[0].stat().st_size / 2**30:.2f} GiB"
+class Plan:
+    """What a dry run has written into `out`, watched while it runs: when its first bytes appeared, and its size
+    and commands, counted at the end or, for a run stopped after `limit` seconds, just before the stop (the
+    growing temporary file is removed when a stopped run ends)."""
+
+    def __init__(self, out: Path, limit: float | None) -> None:
+        self.out, self.limit = out, limit
+        self.first: float | None = None
+        self.size = self.commands = 0
+        self.counted = False
+
+    def watch(self, seconds: float) -> None:
+        if self.first is None and any(p.stat().st_size for p in self.out.glob("*dry-run.txt*") if p.is_file()):
+            self.first = seconds
+        if self.limit is not None and seconds > self.limit and not self.counted:
+            self.count()
+
+    def count(self) -> None:
+        """Count the commands (every line but the checks' headers) of the plan as it stands."""
+        for p in self.out.glob("*dry-run.txt*"):
+            with open(p, "rb") as f:
+                self.commands = sum(1 for line in f if line.startswith(b"  "))
+            self.size = p.stat().st_size
+        self.counted = True
+
+    def __str__(self) -> str:
+        first = f"first lines after {self.first:.1f} s, " if self.first is not None else ""
+        return f"{first}{self.commands:,} commands, {self.size / 2**30:.2f} GiB written"
 
 
 def main() -> None:
@@ -54,9 +74,13 @@ def main() -> None:
             sides = [("baseline", args.baseline)] if args.baseline and gpus <= args.baseline_max else []
             for label, exe in [*sides, ("this", FABRIC)]:
                 out = Path(tmp) / f"out{gpus}-{label}"
-                got = run([exe, "accept", str(inv), "--dry-run", "-o", str(out)], limit_s=limit, env=env)
-                print(f"{gpus:>6} GPUs  accept --dry-run (all pairs)  {label:<8}  {got}; plan "
-                      f"{written(out)} written; {load()}", flush=True)
+                plan = Plan(out, limit)
+                got = run([exe, "accept", str(inv), "--dry-run", "-o", str(out)], limit_s=limit, env=env,
+                          watch=plan.watch)
+                if not plan.counted:
+                    plan.count()
+                print(f"{gpus:>6} GPUs  accept --dry-run (all pairs)  {label:<8}  {got}; plan: {plan}; {load()}",
+                      flush=True)
                 shutil.rmtree(out, ignore_errors=True)
             shutil.rmtree(inv)
 

@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -41,9 +42,10 @@ def _interruptible() -> None:
 
 
 def run(argv: list[str], *, limit_s: float | None = None, stdout: int | None = subprocess.DEVNULL,
-        env: dict[str, str] | None = None) -> Figures:
+        env: dict[str, str] | None = None, watch: Callable[[float], None] | None = None) -> Figures:
     """Run `argv` (stdout to /dev/null unless given), stopped with SIGINT (as by Ctrl-C) after `limit_s` seconds;
-    the figures of that one process (os.wait4: its own rusage, not every child's of the bench)."""
+    the figures of that one process (os.wait4: its own rusage, not every child's of the bench). `watch` is called
+    with the seconds since the start every 50 ms while it runs (and last just before the stop)."""
     proc = subprocess.Popen(argv, stdout=stdout, stderr=subprocess.DEVNULL, env={**os.environ, **(env or {})},
                             preexec_fn=_interruptible)
     t0 = time.perf_counter()
@@ -52,6 +54,8 @@ def run(argv: list[str], *, limit_s: float | None = None, stdout: int | None = s
         pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
         if pid:
             break
+        if watch is not None and not stopped:
+            watch(time.perf_counter() - t0)
         if limit_s is not None and time.perf_counter() - t0 > limit_s and not stopped:
             proc.send_signal(signal.SIGINT)
             stopped = True

@@ -130,6 +130,9 @@ def accept(
     sys.exit(0 if rep.ok else 1)  # not typer.Exit: main() runs click with standalone_mode=False
 
 
+DRY_RUN_CHUNK = 8192  # lines of the plan written at once to stdout and dry-run.txt
+
+
 def _dry_run(plan: Iterable[tuple[str, Iterable[Planned]]], out_dir: Path) -> None:
     """Print the plan (check, round, host, role, command) as it is made, a chunk of lines at a time, and keep it
     as dry-run.txt beside the launch files (growing in a temporary file beside it, named dry-run.txt once
@@ -158,9 +161,6 @@ def _dry_run(plan: Iterable[tuple[str, Iterable[Planned]]], out_dir: Path) -> No
     files = sorted(p for p in launch.rglob("*") if p.is_file()) if launch.exists() else []
     out.print(f"dry run: {counts['commands']} commands in {counts['steps']} steps, nothing run; "
               f"{out_dir / 'dry-run.txt'}" + (f", {len(files)} launch files in {launch}" if files else ""))
-
-
-DRY_RUN_CHUNK = 8192  # lines of the plan written at once to stdout and dry-run.txt
 
 
 def _render_k8s(inventory: Path, launcher: str, image: str | None, output: Path | None, quick: bool) -> None:
