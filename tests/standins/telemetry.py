@@ -14,6 +14,8 @@ Formats (see fabric.parsers.switch_counters for the sources): SONiC `queuestat -
 (tests/fixtures/nvue/outputs);
 EOS eAPI `| json` of `show priority-flow-control counters`, `show qos interfaces ecn counters queue`,
 `show interfaces counters queue drops`, `show priority-flow-control counters watchdog`, `show ip route`.
+LLDP: SONiC `show lldp table`, NVUE `nv show interface <swp> lldp -o json`, EOS `show lldp neighbors detail | json`
+from `lldp.<kind>` in the device directory (`_lldp`).
 Each `answer_*` returns the text, or None when the command is not a telemetry read.
 """
 
@@ -40,10 +42,13 @@ def _q(port: dict, tc: int) -> dict[str, int]:
 def _flowing(st: dict[str, Any], d: Path) -> dict[str, Any]:
     """`ports.<p>.flow = {"tc": 3, "bps": 8e7, "since": <epoch s>}`: traffic through that queue at that rate
     since then, added to its byte and packet counters (4096-byte packets) at each read. On SONiC a drain (BGP_GLOBALS
-    graceful_shutdown, RFC 8326) makes the peers route around the switch: the flow stops when the running config
-    that set it was written."""
+    graceful_shutdown, RFC 8326, with frrcfgd; TSA's BGP_DEVICE_GLOBAL|STATE tsa_enabled, with bgpcfgd) makes the
+    peers route around the switch: the flow stops when the running config that set it was written."""
     running = read_json(d / "running.json", {})
-    drained = running.get("BGP_GLOBALS", {}).get("default", {}).get("graceful_shutdown") == "true"
+    frrcfgd = running.get("DEVICE_METADATA", {}).get("localhost", {}).get("frr_mgmt_framework_config") == "true"
+    drained = (running.get("BGP_GLOBALS", {}).get("default", {}).get("graceful_shutdown") == "true" if frrcfgd
+               else running.get("BGP_DEVICE_GLOBAL", {}).get("STATE", {}).get("tsa_enabled") == "true"
+               and bool(running.get("BGP_NEIGHBOR")))
     until = (d / "running.json").stat().st_mtime if drained else time.time()
     for port in st["ports"].values():
         if flow := port.get("flow"):
@@ -67,7 +72,23 @@ def _frr_routes(routes: dict[str, int]) -> dict:
                                "active": True, "fib": True} for k in range(n)]}] for p, n in routes.items()}
 
 
+EMPTY_LLDP_TABLE = """Capability codes: (R) Router, (B) Bridge, (O) Other
+LocalPort    RemoteDevice    RemotePortID    Capability    RemotePortDescr
+-----------  --------------  --------------  ------------  -----------------
+--------------------------------------------------
+Total entries displayed:  0"""
+
+
+def _lldp(d: Path, kind: str) -> str | None:
+    """The device's LLDP as its NOS prints it: `lldp.<kind>` in the device directory, written by the test
+    (tests/support/lldp_outputs.py renders it in the formats of tests/fixtures/lldp); none: no neighbour."""
+    path = d / f"lldp.{kind}"
+    return path.read_text() if path.exists() else None
+
+
 def answer_sonic(command: str, d: Path) -> str | None:
+    if command == "show lldp table":
+        return _lldp(d, "lldp-sonic") or EMPTY_LLDP_TABLE
     st = _flowing(_state(d), d)
     ports = st["ports"]
     if command in ("queuestat -j", "show queue counters --json"):
@@ -105,6 +126,8 @@ def answer_nvue(args: list[str], d: Path) -> str | None:
     path = [a for a in args if not a.startswith("-") and a != "json"]
     if len(path) < 3 or path[0] != "interface":
         return None
+    if path[2:] == ["lldp"]:  # one port's document of the object of port → document the test wrote
+        return json.dumps(json.loads(_lldp(d, "lldp-nvue") or "{}").get(path[1], {}), indent=2)
     port = _state(d)["ports"].get(path[1], {})
     if path[2:] == ["counters", "qos"]:
         return json.dumps({
@@ -131,6 +154,8 @@ def answer_nvue(args: list[str], d: Path) -> str | None:
 
 
 def answer_eos(command: str, d: Path) -> str | None:
+    if command == "show lldp neighbors detail | json":
+        return _lldp(d, "lldp-eos") or json.dumps({"lldpNeighbors": {}})
     st = _state(d)
     ports = st["ports"]
     if command == "show priority-flow-control counters | json":
