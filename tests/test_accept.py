@@ -417,7 +417,7 @@ def test_dry_run_prints_every_command_with_tclass_and_writes_launch_files(tmp_pa
 
 
 def test_an_all_pairs_dry_run_is_written_as_it_is_made(tmp_path: Path) -> None:
-    """512 GPUs (64 hosts × 8 rails, 131,057 commands): the first lines reach stdout while the plan is being made
+    """512 GPUs (64 hosts × 8 rails, 131,000 commands): the first lines reach stdout while the plan is being made
     (dry-run.txt is named only once complete; the plan grows in a temporary file beside it), the kept plan is what
     was printed, and the process's peak memory stays that of the fabric (an unstreamed plan held 184 MiB here,
     10.8 GiB at 4,096 GPUs)."""
@@ -438,7 +438,8 @@ def test_an_all_pairs_dry_run_is_written_as_it_is_made(tmp_path: Path) -> None:
     text = first + rest
     plan, summary = text[:text.rindex("dry run: ")], text[text.rindex("dry run: "):]
     assert (out / "dry-run.txt").read_text() == plan and not list(out.glob(".*.tmp"))
-    assert summary.startswith("dry run: 131057 commands in 15 steps, nothing run")
+    commands, steps = (sum(1 for ln in plan.splitlines() if ln.startswith(m)) for m in ("  ", "== "))
+    assert commands > 130_000 and summary.startswith(f"dry run: {commands} commands in {steps} steps, nothing run")
     rounds = [ln.split()[1] for ln in plan.splitlines() if ln.startswith("  round ")]
     assert max(map(int, rounds)) == 63 and rounds.count("63") == 32 * 8 * 2 * 3  # N−1 rounds: ib_write_bw both
     # directions and ib_write_lat, 32 pairs on each of 8 rails, a server and a client each
