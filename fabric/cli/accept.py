@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import signal
 import sys
-import threading
 import time
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
 from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -133,24 +130,6 @@ def accept(
     sys.exit(0 if rep.ok else 1)  # not typer.Exit: main() runs click with standalone_mode=False
 
 
-@contextmanager
-def _interrupted_by_signals() -> Iterator[None]:
-    """SIGTERM and SIGHUP (`timeout`, a job's time limit, the operator's ssh dropped) end the block as Ctrl-C does,
-    so that what it was writing is cleaned up (a dry run's plan at 4,096 GPUs is 1.2 GiB)."""
-    def interrupt(_signum: int, _frame: object) -> None:
-        raise KeyboardInterrupt
-
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    old = {s: signal.signal(s, interrupt) for s in (signal.SIGTERM, signal.SIGHUP)}
-    try:
-        yield
-    finally:
-        for s, h in old.items():
-            signal.signal(s, h)
-
-
 DRY_RUN_CHUNK = 8192  # lines of the plan written at once to stdout and dry-run.txt
 
 
@@ -165,16 +144,19 @@ def _dry_run(plan: Iterable[tuple[str, Iterable[Planned]]], out_dir: Path) -> No
             counts["steps"] += 1
             header = f"== {name}\n"
             for p in planned:
-                yield header
-                header = ""
+                if header:
+                    yield header
+                    header = ""
                 counts["commands"] += 1
                 yield f"  {f'round {p.round} ' if p.round else ''}{p.host} [{p.role}]: {p.command}\n"
             if header:
                 yield f"== {name}  (reads only what the counter snapshots read)\n"
 
+    from fabric.host.fleet import cleanup_on_signals  # SIGTERM, SIGHUP: the growing plan is removed, as on Ctrl-C
+
     private_dir(out_dir)
     text = lines()
-    with _interrupted_by_signals(), replacing(out_dir / "dry-run.txt") as keep:
+    with cleanup_on_signals(), replacing(out_dir / "dry-run.txt") as keep:
         while chunk := "".join(islice(text, DRY_RUN_CHUNK)):
             keep(chunk)
             sys.stdout.write(chunk)
