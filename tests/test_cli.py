@@ -104,6 +104,27 @@ def test_schema_validates_the_examples() -> None:
         raise AssertionError("unknown key accepted by the schema")
 
 
+def test_explain_of_a_large_device_is_one_row_a_line(tmp_path: Path) -> None:
+    """A device of thousands of rows (a leaf of 512 GPUs: 2,395) is written as aligned lines, one row a line, the
+    same rows as JSON (rich's table folded them into 7,561 lines, at 0.2 ms a row); a small one stays rich's table."""
+    inv = tmp_path / "g512"
+    assert fabric("generate", "gpu-rail", "--gpus", "512", "-o", str(inv)).returncode == 0
+    rows = json.loads(fabric("explain", str(inv), "leaf-su1-r1", "--format", "json").stdout)
+    p = fabric("explain", str(inv), "leaf-su1-r1")
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    assert lines[0] == f"leaf-su1-r1 ({len(rows):,} rows)" and len(rows) > 2000
+    assert lines[1].split() == ["path", "value", "origin"] and set(lines[2].replace(" ", "")) == {"-"}
+    assert len(lines) == 3 + len(rows)
+    for line, row in zip(lines[3:], rows, strict=True):
+        assert line.startswith(row["path"] + " ") and line.endswith("  " + row["origin"]), line
+        assert f"  {row['value']}  " in line or not row["value"], line
+    value_at = lines[1].index("value")  # the columns line up: every short path and value at its column
+    assert all(ln[value_at - 2:value_at] == "  " for ln in lines[3:] if len(ln.split("  ")[0]) < value_at - 2)
+    small = fabric("explain", str(EXAMPLE), "leaf-su1-r1")
+    assert small.returncode == 0 and "┃ path" in small.stdout  # 298 rows: the rich table
+
+
 def test_generate_small_fabric(tmp_path: Path) -> None:
     out = tmp_path / "g2k"
     p = fabric("generate", "gpu-rail", "--gpus", "2048", "-o", str(out))

@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from fabric.cli.console import console
+from fabric.cli.console import console, print_table
 from fabric.cli.progress import Tracker, track
 from fabric.errors import InputError, Problem, UsageError
 from fabric.nos import names as nos_names
@@ -173,12 +173,7 @@ def explain(inventory: InventoryArg, device: Annotated[str, typer.Argument(help=
         # plain JSON text, as rich's print_json writes it off a terminal (its highlighting cost seconds at 32k)
         sys.stdout.write(to_json(rows))
         return
-    table = Table(title=f"{device}{' ' + path if path else ''}")
-    for col in ("path", "value", "origin"):
-        table.add_column(col, overflow="fold")
-    for row in rows:
-        table.add_row(*row)
-    out.print(table)
+    print_table(out, f"{device}{' ' + path if path else ''}", ("path", "value", "origin"), rows)
 
 
 def show(inventory: InventoryArg, device: Annotated[str, typer.Argument(help="switch or host name")],
