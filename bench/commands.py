@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import math
 import os
-import resource
 import shutil
 import statistics
 import subprocess
@@ -56,19 +55,21 @@ NO_CACHE = "no-cache:"  # an executable so marked runs with the derive cache off
 
 
 CPU: dict[str, list[float]] = {}  # "size command exe" → CPU seconds of each run (user + system, all processes)
+RSS: dict[str, list[float]] = {}  # "size command exe" → peak RSS of each run, MiB (the largest of its processes)
 
 
 def seconds(exe: str, argv: list[str], label: str = "") -> float:
     """Wall seconds of one run; its CPU seconds (the command and every process it waited for, such as render's
     workers) go to CPU[label]: on a shared machine they say more than the wall time."""
     env = {**os.environ, "ROCE_FABRIC_CACHE": "off"} if exe.startswith(NO_CACHE) else None
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    subprocess.run([exe.removeprefix(NO_CACHE), *argv], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                   check=False, env=env)
+    proc = subprocess.Popen([exe.removeprefix(NO_CACHE), *argv], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, env=env)
+    _, _, usage = os.wait4(proc.pid, 0)  # this run's own figures (its workers' CPU time included)
+    proc.returncode = 0  # reaped here
     wall = time.perf_counter() - t0
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    CPU.setdefault(label, []).append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+    CPU.setdefault(label, []).append(usage.ru_utime + usage.ru_stime)
+    RSS.setdefault(label, []).append(usage.ru_maxrss / 1024)
     return wall
 
 
@@ -108,8 +109,9 @@ def measure(gpus: int, runs: int, exes: list[str], work: Path, top: int = 0,
                 times[i].append(seconds(exe, argv, f"{gpus} {name} {i}"))
         medians[name] = [statistics.median(t) for t in times]
         cpu = [statistics.median(CPU[f"{gpus} {name} {i}"]) for i in range(len(exes))]
-        print(f"  {gpus:>6} GPUs  {name:<22} " + "  ".join(f"{m:8.2f} s ({c:.2f} CPU-s)" for m, c in
-                                                               zip(medians[name], cpu, strict=True)), flush=True)
+        rss = [max(RSS[f"{gpus} {name} {i}"]) for i in range(len(exes))]
+        print(f"  {gpus:>6} GPUs  {name:<22} " + "  ".join(f"{m:8.2f} s ({c:.2f} CPU-s, {r:.0f} MiB)" for m, c, r in
+                                                           zip(medians[name], cpu, rss, strict=True)), flush=True)
         if top and name not in ("--version", "--help"):
             profile(argv, top)
     return medians

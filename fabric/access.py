@@ -25,9 +25,9 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, SecretStr
 
-from fabric.batch import gc_paused
 from fabric.design.intent import FabricIntent
 from fabric.errors import UsageError
+from fabric.fast.batch import gc_paused
 from fabric.model.inventory import Access
 from fabric.nos import NOS
 from fabric.render import render_switch

@@ -20,12 +20,12 @@ import pytest
 from fabric.cli.lint import _renderer, run_lint
 from fabric.design.derive import derive
 from fabric.errors import InputError
+from fabric.fast.blockyaml import load_block
 from fabric.generate import GpuRailSpec
 from fabric.generate import write as write_inventory
 from fabric.lint import configs as lint_configs
 from fabric.lint import output
 from fabric.lint.core import Severity
-from fabric.model.blockyaml import load_block
 from fabric.model.load import load
 from fabric.model.source import SourceMap
 from fabric.nos.nvue import configs as nvue_configs

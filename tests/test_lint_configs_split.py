@@ -86,7 +86,6 @@ def _same_reports(split: object, one: object) -> None:
 
 def test_split_lint_of_edited_renders_is_one_process_lint(generated: Path, tmp_path: Path,
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("ROCE_FABRIC_CACHE", "off")
     running = _running(generated, tmp_path)
     split, one, started = _both(monkeypatch, generated, running)
     assert started == 1
@@ -100,7 +99,6 @@ def test_split_lint_of_edited_renders_is_one_process_lint(generated: Path, tmp_p
 
 def test_split_lint_of_a_malformed_file_and_a_bad_select(generated: Path, tmp_path: Path,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("ROCE_FABRIC_CACHE", "off")
     running = _running(generated, tmp_path)
     split, one, started = _both(monkeypatch, generated, running, ["RF9"])
     assert started == 1 and isinstance(split, list) and split == one and "--select" in str(split)
@@ -114,7 +112,6 @@ def test_split_lint_of_a_malformed_file_and_a_bad_select(generated: Path, tmp_pa
 def test_split_lint_where_the_other_process_fails(generated: Path, tmp_path: Path, how: str,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """Its part is then done here, as without it: where its steps raise, or it ends without an answer."""
-    monkeypatch.setenv("ROCE_FABRIC_CACHE", "off")
     running = _running(generated, tmp_path)
 
     def broken(*_a: object, **_k: object) -> object:
@@ -133,7 +130,6 @@ def test_split_lint_where_the_other_process_fails(generated: Path, tmp_path: Pat
 @pytest.mark.parametrize("name", ["h100-400g", "example", "sonic-example", "eos-example"])
 def test_split_lint_of_a_render_directory(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     inv = ROOT / "inventories" / name
-    monkeypatch.setenv("ROCE_FABRIC_CACHE", "off")
     out = tmp_path / "out"
     subprocess.run([str(Path(sys.executable).parent / "fabric"), "render", str(inv), "-o", str(out)], check=True,
                    capture_output=True)
@@ -199,23 +195,6 @@ def test_beside_gives_the_other_process_answers_or_its_exception() -> None:
     b = batch.Beside(slow)
     b.close()  # before its answer: ended, not waited for
     assert b.process is None
-
-
-def test_no_digest_of_the_configs_without_a_cache(generated: Path, tmp_path: Path,
-                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    """With the cache off nothing is keyed by the directory's bytes: they are not read to hash them."""
-    running = _running(generated, tmp_path)
-    monkeypatch.setenv("ROCE_FABRIC_CACHE", "off")
-    one = cli_lint.run_lint(generated, running)
-
-    def no_digest(_root: Path) -> str:
-        raise AssertionError("hashed")
-
-    monkeypatch.setattr(lint_configs, "digest", no_digest)
-    assert cli_lint.run_lint(generated, running).model_dump() == one.model_dump()
-    monkeypatch.setenv("ROCE_FABRIC_CACHE", str(tmp_path / "cache"))
-    with pytest.raises(AssertionError, match="hashed"):
-        cli_lint.run_lint(generated, running)
 
 
 def test_qos_of_a_rendered_patch_shared_is_qos_of_it(generated: Path) -> None:

@@ -6,14 +6,13 @@ file names to their content. Output is deterministic: same intent, byte-identica
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import stat
 from collections.abc import Callable
 from pathlib import Path
 
-from fabric.batch import gc_paused
 from fabric.design.intent import FabricIntent, HostIntent, SwitchIntent
+from fabric.fast.batch import fork_each, gc_paused
 from fabric.nos import NOS
 from fabric.render import host as hostfiles
 from fabric.render import k8s as k8sfiles
@@ -50,9 +49,6 @@ def render_fabric(fabric: FabricIntent, only: set[str] | None = None, k8s: bool 
     if k8s and not only and (files := kubernetes(fabric)):
         out["k8s"] = files
     return out
-
-
-_SHARED: FabricIntent | None = None  # inherited by forked workers, never pickled
 
 
 def _write_devices(root: Path, fabric: FabricIntent, names: list[str], extras: bool,
@@ -119,10 +115,9 @@ def _holds(path: str, data: bytes) -> bool:
         os.close(fd)
 
 
-def _render_write(args: tuple[Path, list[str], bool]) -> tuple[int, int]:
+def _render_write(fabric: FabricIntent, args: tuple[Path, list[str], bool]) -> tuple[int, int]:
     root, names, extras = args
-    assert _SHARED is not None
-    return _write_devices(root, _SHARED, names, extras), len(names)
+    return _write_devices(root, fabric, names, extras), len(names)
 
 
 def render_to(root: Path, fabric: FabricIntent, only: set[str] | None = None, workers: int | None = None,
@@ -130,24 +125,18 @@ def render_to(root: Path, fabric: FabricIntent, only: set[str] | None = None, wo
     """Render and write every device (or `only`); large fabrics in parallel worker processes.
 
     `progress(n)` is called as n more devices are written (in smaller batches when it is given)."""
-    global _SHARED
     names = [n for n in [*fabric.switches, *fabric.hosts] if not only or n in only]
     workers = min(workers or os.cpu_count() or 1, max(1, len(names) // 200))
     count = 0 if only else write_tree(root, {"k8s": kubernetes(fabric)} if fabric.hosts else {})
     if workers <= 1:
         return count + _write_devices(root, fabric, names, extras, progress)
-    _SHARED = fabric
-    try:
-        parts = workers if progress is None else workers * 16
-        chunks = [(root, names[i::parts], extras) for i in range(parts)]
-        with multiprocessing.get_context("fork").Pool(workers) as pool:
-            for files, devices in pool.imap_unordered(_render_write, chunks):
-                count += files
-                if progress is not None:
-                    progress(devices)
-        return count
-    finally:
-        _SHARED = None
+    parts = workers if progress is None else workers * 16
+    chunks = [(root, names[i::parts], extras) for i in range(parts)]
+    for files, devices in fork_each(_render_write, fabric, chunks, workers):  # the workers inherit the fabric
+        count += files
+        if progress is not None:
+            progress(devices)
+    return count
 
 
 def write_tree(root: Path, rendered: dict[str, Files]) -> int:

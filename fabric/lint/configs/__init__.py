@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import multiprocessing
 import os
 import stat
@@ -11,11 +10,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from fabric.batch import fork_map
 from fabric.design.derive import qos_facts
 from fabric.errors import InputError, Problem, one_line
+from fabric.fast.batch import fork_map
 from fabric.lint.configs.model import ConfigSet, DeviceConfig
-from fabric.model.limits import MAX_BYTES
 from fabric.model.qos import PRESETS, QosPolicy
 from fabric.model.running import check_running
 from fabric.model.userfile import read_user_file
@@ -244,27 +242,6 @@ def _scan(root: Path) -> list[Path]:
     # intent, netplan and NetworkAttachmentDefinitions, which are no switch's config).
     scan = root / "switches" if (root / "switches").is_dir() else root
     return [p for p in sorted(scan.rglob("*")) if not p.is_dir()]
-
-
-def digest(root: Path) -> str | None:
-    """A SHA-256 over everything the parse of `root` reads: its path, and the name and bytes of every file below
-    it that `load_configs` scans (a NOS parser reads nothing else: SONiC's sysctl.conf lies beside its file), so
-    that any changed, added or removed byte or file is another digest. None where a file is not a regular file of
-    at most MAX_BYTES or cannot be read: the parse then says why."""
-    h = hashlib.sha256(str(root).encode() + b"\0")
-    try:
-        if not root.is_dir():
-            return None
-        for path in _scan(root):
-            st = path.stat()
-            if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_BYTES:
-                return None
-            data = path.read_bytes()
-            h.update(f"{path.relative_to(root)}\0{len(data)}\0".encode())
-            h.update(data)
-    except (OSError, ValueError):
-        return None
-    return h.hexdigest()
 
 
 def _one_kind(path: Path) -> bool:
