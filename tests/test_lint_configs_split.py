@@ -14,10 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from fabric import batch
 from fabric.cli import lint as cli_lint
 from fabric.design.derive import derive
 from fabric.errors import InputError
+from fabric.fast import batch
+from fabric.fast.memo import Memo
 from fabric.generate import GpuRailSpec
 from fabric.generate import write as write_inventory
 from fabric.lint import configs as lint_configs
@@ -203,14 +204,14 @@ def test_qos_of_a_rendered_patch_shared_is_qos_of_it(generated: Path) -> None:
     from fabric.nos.nvue import configs as nvue_configs
 
     fabric = derive(load(generated))
-    nvue_configs._QOS_OF.clear()
+    rendering, reading = Memo(), Memo()
     hits = 0
     for name, sw in fabric.switches.items():
-        patch = render(sw, fabric, extras=False)["nvue-patch.yaml"]
-        tree = nvue_configs._in_yaml_order(rendered_tree(patch))
+        patch = render(sw, fabric, extras=False, memo=rendering)["nvue-patch.yaml"]
+        tree = nvue_configs._in_yaml_order(rendered_tree(patch), reading)
         shared, plain = (DeviceConfig(name=name, file="f", kind="nvue") for _ in range(2))
-        hits += id(tree["qos"]) in nvue_configs._QOS_OF
-        q = nvue_configs._qos_of(tree["qos"], shared, nvue_configs._PatchLines(patch, rendered_tree(patch)))
+        hits += reading.find(tree["qos"], "nvue qos judged") is not None
+        q = nvue_configs._qos_of(tree["qos"], shared, nvue_configs._PatchLines(patch, rendered_tree(patch)), reading)
         assert q == nvue_configs._Qos.of(tree["qos"], plain, nvue_configs._PatchLines(patch, rendered_tree(patch)))
         assert shared.lines == plain.lines and plain.lines, name
     assert hits >= len(fabric.switches) - 4

@@ -14,6 +14,7 @@ from fabric.cli.console import console
 from fabric.cli.progress import Tracker, track
 from fabric.errors import InputError, Problem
 from fabric.fast.batch import gc_paused, hold
+from fabric.fast.memo import Memo
 from fabric.lint.core import RULES, Severity
 from fabric.lint.rules import all_rules
 from fabric.safefile import write_output
@@ -92,12 +93,14 @@ def _renderer(intent: Any) -> Callable[[str], tuple[str, str, Any] | None]:
     not read again (`fabric.lint.configs.Rendered`)."""
     from fabric.nos import NOS
 
+    memo = Memo()
+
     def rendered(name: str) -> tuple[str, str, Any] | None:
         sw = intent.switches.get(name)
         module = NOS[sw.target].module("render") if sw is not None else None
         if module is None or not hasattr(module, "rendered_tree"):
             return None
-        text = module.render(sw, intent, extras=False)[NOS[sw.target].intended]
+        text = module.render(sw, intent, extras=False, memo=memo)[NOS[sw.target].intended]
         tree = module.rendered_tree(text)
         return None if tree is None else (sw.target, text, tree)
 
@@ -121,12 +124,14 @@ def _split(ctx: Any, early: Any, select: list[str] | None, ignore: list[str] | N
     from fabric.lint.engine import intent_findings
     from fabric.nos import NOS
 
+    memo = Memo()
+
     def trees(name: str) -> tuple[str, Any, Callable[[Any], str]] | None:
         sw = ctx.intent.switches.get(name)
         module = NOS[sw.target].module("render") if sw is not None else None
         if module is None or not hasattr(module, "intended_tree"):
             return None
-        return sw.target, module.intended_tree(sw, ctx.intent), module.intended_text
+        return sw.target, module.intended_tree(sw, ctx.intent, memo), module.intended_text
 
     targets = {n: sw.target for n, sw in ctx.intent.switches.items()}
     with gc_paused():

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from fabric.design.intent import FabricIntent, HostIntent, SwitchIntent
 from fabric.fast.batch import fork_each, gc_paused
+from fabric.fast.memo import Memo
 from fabric.nos import NOS
 from fabric.render import host as hostfiles
 from fabric.render import k8s as k8sfiles
@@ -22,8 +23,10 @@ __all__ = ["TEMPLATES", "Files", "env", "kubernetes", "render_fabric", "render_h
            "template", "write_tree"]
 
 
-def render_switch(sw: SwitchIntent, fabric: FabricIntent, *, extras: bool = True) -> Files:
-    return NOS[sw.target].module("render").render(sw, fabric, extras=extras)
+def render_switch(sw: SwitchIntent, fabric: FabricIntent, *, extras: bool = True, memo: Memo | None = None) -> Files:
+    """`sw`'s files; `memo` (`fabric.fast.memo`): what the switches of one fabric share, made once, where the
+    caller renders many (the same files without it)."""
+    return NOS[sw.target].module("render").render(sw, fabric, extras=extras, memo=memo)
 
 
 def render_host(host: HostIntent, fabric: FabricIntent, *, extras: bool = True) -> Files:
@@ -40,9 +43,10 @@ def render_fabric(fabric: FabricIntent, only: set[str] | None = None, k8s: bool 
     """Every device's files keyed by `switches/<name>` or `hosts/<name>`, in a stable order; `extras`
     adds the review and boot-time copies (NVUE `nv set` lines, the hosts' boot files)."""
     out: dict[str, Files] = {}
+    memo = Memo()
     for name, sw in fabric.switches.items():
         if not only or name in only:
-            out[f"switches/{name}"] = render_switch(sw, fabric, extras=extras)
+            out[f"switches/{name}"] = render_switch(sw, fabric, extras=extras, memo=memo)
     for name, host in fabric.hosts.items():
         if not only or name in only:
             out[f"hosts/{name}"] = render_host(host, fabric, extras=extras)
@@ -55,11 +59,12 @@ def _write_devices(root: Path, fabric: FabricIntent, names: list[str], extras: b
                    progress: Callable[[int], None] | None = None) -> int:
     """Render and write device by device (memory stays flat); returns the number of files written."""
     count = 0
+    memo = Memo()
     with gc_paused():
         for name in names:
             sw = fabric.switches.get(name)
-            files = render_switch(sw, fabric, extras=extras) if sw else render_host(fabric.hosts[name], fabric,
-                                                                                     extras=extras)
+            files = render_switch(sw, fabric, extras=extras, memo=memo) if sw else render_host(
+                fabric.hosts[name], fabric, extras=extras)
             count += _write_files(os.path.join(root, "switches" if sw else "hosts", name), files)
             if progress is not None:
                 progress(1)
