@@ -167,8 +167,15 @@ def run_lint(
     progress: Tracker | None = None,
 ):
     """Load, derive and lint; parse `configs` when given. Bad input raises InputError (exit 2)."""
-
     stage = progress.stage if progress is not None else lambda _d: None
+    if inventory is not None and configs is None:  # the inventory alone: the configs' readers are not imported
+        from fabric.design.load import load_fabric
+        from fabric.lint.context import Context
+        from fabric.lint.engine import run
+
+        f = load_fabric(inventory, progress=stage)
+        stage("run the rules")
+        return run(Context(f.loaded, f.intent, f.deriver), None, select, ignore)
     return _with_configs(inventory, configs, select, ignore, stage)
 
 

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from functools import partial
 from typing import Any
 
-LARGE = 2000  # devices: a fabric this large is held (`hold`), and its render goes over both cores
+LARGE = 2000  # devices: a fabric this large is held to the end of the command (`hold`)
 
 
 @contextlib.contextmanager
