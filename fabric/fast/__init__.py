@@ -9,7 +9,7 @@ same output, slower.
   outside its subset goes to the hardened loader (`fabric.model.source`).
 - `memo`: explicit memo tables that a caller creates and passes to a renderer or reader.
 
-It imports nothing of `fabric` but the errors, so every layer may use it; the pure core (model, design, the
-renderers) reaches `gc`, `pickle` and `multiprocessing` only through it (pyproject `[tool.importlinter]`).
-Light on purpose: `fabric --version` imports it.
+It imports nothing of `fabric` (the bottom layer of pyproject `[tool.importlinter]`), so every layer may use it;
+the pure core (model, design, the renderers) reaches `gc`, `pickle` and `multiprocessing` only through it (a
+forbidden contract there). Light on purpose: `fabric --version` imports it.
 """
