@@ -52,3 +52,25 @@ def one_line(exc: BaseException, limit: int = 240) -> str:
     """`Type: message` on one line, whitespace collapsed, at most `limit` characters (for tables and logs)."""
     text = " ".join(str(exc).split())
     return (f"{type(exc).__name__}: {text}" if text else type(exc).__name__)[:limit]
+
+
+class ReplyError(ValueError):
+    """A switch's or host's reply that is not what its command prints: the command, where in the reply (`line 3`,
+    `items.0.status`), what was expected and what was found — each bounded, one line. Whoever asked names the
+    device (`plan`/`apply`: that switch's result, `error`; the other switches go on)."""
+
+    unchecked = False  # raised by a reader's own code, not by a check of the reply (fabric.replies.reader)
+
+    def __init__(self, command: str, expected: str, found: str = "", where: str = ""):
+        self.command, self.expected = _cut(command, 120), _cut(expected, 160)
+        self.found, self.where = _cut(found, 120), _cut(where, 80)
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        where = f", {printable(self.where)}" if self.where else ""
+        found = f", found {printable(self.found)}" if self.found else ""
+        return f"reply of `{printable(self.command)}`{where}: expected {printable(self.expected)}{found}"
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit - 1] + "…"

@@ -58,14 +58,14 @@ SERIAL_GROUPS = (("lab", "lab"), ("root", "root"), ("k8s", "k8s"))
 # accept measurements were starved on two cores in two of four runs (issue 23).
 OWN_GROUPS = {"test_lab_vm.py": "vm", "test_push_standins.py": "root-standins", "test_push_faults.py": "root-faults",
               "test_push_frr.py": "lab-push", "test_fetch.py": "lab-push"}
-# xdist hands out its work in collection order: these groups first, the longest first (measured: README "The test
-# suite"), each on a worker of its own from the start; then the longest CPU-bound modules, then the rest.
+# xdist hands out its work in collection order: these groups first, the longest first (measured: docs/development.md
+# "The test suite"), each on a worker of its own from the start; then the longest CPU-bound modules, then the rest.
 FIRST = ("k8s", "lab", "lab-push", "root", "root-standins", "root-faults", "vm")
 # Within the lab group, the modules that measure the lab's bandwidth (iperf3 through veths, which moves bytes with
 # this machine's CPUs) run last: at a whole run's start the control plane's jobs and the VM's traffic (both at the
 # normal priority) took enough CPU that 2 of 48 links of the healthy lab fell under the 0.5 Gb/s floor twice in a row.
 MEASURED_LAST = ("test_accept_lab.py", "test_accept_congestion_lab.py")
-# (CPU seconds of each, FABRIC_TEST_CPU: README "The test suite")
+# (CPU seconds of each, FABRIC_TEST_CPU: docs/development.md "The test suite")
 LONG_MODULES = ("test_accept_production.py", "fuzz/test_fuzz.py", "test_retarget.py", "test_k8s.py", "test_cli.py",
                 "test_install.py", "test_sonic_yang.py", "test_nos_fidelity.py", "test_eos_pyavd.py")
 

@@ -1,6 +1,6 @@
 """Done-when of issue 22, in one test: over the whole brownfield corpus (tests/fixtures/brownfield/, every target),
 every change a plan makes is classified, and there are 0 foreign removals and 0 foreign modifications — no leaf
-outside the owned scope differs after the change. The census (printed with `-s`) is what the README reports.
+outside the owned scope differs after the change. The census (printed with `-s`) is what docs/plan-apply.md reports.
 
 Classes: `+` a rendered setting added; `~` a setting changed old → new (a SONiC port's overlapping lossless PG
 replaced by the rendered one included); `- earlier` a line an earlier apply rendered; `- contradicting` a device

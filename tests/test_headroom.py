@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from fabric.design.headroom import headroom
@@ -55,8 +57,6 @@ def test_shared_headroom_pool_keeps_only_xon() -> None:
 
 def test_derived_ports_carry_the_formula() -> None:
     """A 400G/5m host port of an SN5600 leaf in the H100 example gets the SN5600 table row."""
-    from pathlib import Path
-
     from fabric.design.derive import derive
     from fabric.model.load import load
 
@@ -66,3 +66,35 @@ def test_derived_ports_carry_the_formula() -> None:
     assert (port.headroom.size, port.headroom.xon, port.headroom.xoff) == SN5600[(400000, 5)]
     uplink = next(p for p in f.switches["leaf-su1-r1"].ports if p.kind == "fabric")
     assert (uplink.headroom.size, uplink.headroom.xoff) == SN5600[(400000, 40)][::2]
+
+
+def test_headroom_uses_the_lanes_the_render_writes_into_port(tmp_path: Path) -> None:
+    """A 100G port on an unsplit 8-lane SN4700 cage: SONiC's PORT keeps the cage's 8 lanes (a real ACS-MSN4700
+    CONFIG_DB runs Ethernet0 below 400G on lanes 0-7, tests/fixtures/brownfield/sonic/), and the lua computes
+    the headroom from PORT's lane count: 8 lanes (xon doubled, one port MTU more), not 2."""
+    import json
+
+    from fabric.design.derive import derive
+    from fabric.model.load import load
+    from fabric.model.platforms import ASIC_BUFFER as ASICS
+    from fabric.render import render_switch
+    from tests.test_sonic_brownfield import CORPUS, _inventory
+
+    real = json.loads((CORPUS / "acs-msn4700-t1-dynamic.json").read_text())["PORT"]
+    fabric = derive(load(_inventory(tmp_path, "sn4700", "100G")))
+    sw = fabric.switches["leaf-su1-r1"]
+    db = json.loads(render_switch(sw, fabric)["config_db.json"])
+    checked = 0
+    for p in sw.ports:
+        lanes = db["PORT"][p.name]["lanes"]
+        assert lanes == real[p.name]["lanes"] and p.speed == 100, (p.name, lanes)
+        profile = db["BUFFER_PROFILE"][db["BUFFER_PG"][f"{p.name}|3"]["profile"]]
+        lua = headroom(ASICS[sw.asic], speed_mbps=100000, cable_m=p.cable_m, port_mtu=int(db["PORT"][p.name]["mtu"]),
+                       lanes=len(lanes.split(",")), small_packet_percentage=p.headroom.small_packet_percentage,
+                       lossless_mtu=p.headroom.lossless_mtu)
+        assert (int(profile["size"]), int(profile["xon"]), int(profile["xoff"])) == (lua.size, lua.xon, lua.xoff)
+        assert p.headroom.lanes == 8 and lua.xon == 2 * 19456
+        checked += 1
+    assert checked >= 4
+    host = next(p for p in sw.ports if p.kind == "host" and p.cable_m == 5)
+    assert host.headroom.size == 157696

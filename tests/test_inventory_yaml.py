@@ -47,7 +47,7 @@ def _inventory(tmp_path: Path, hosts: str) -> Path:
 
 
 def test_anchors_and_merge_keys_load_like_the_written_out_inventory(tmp_path: Path) -> None:
-    """`x-` keys hold anchors only (see README); an anchored section and merged host entries are the same
+    """`x-` keys hold anchors only (see docs/inventory.md); an anchored section and merged host entries are the same
     inventory as one written out."""
     inv = _inventory(tmp_path, HOSTS)
     loaded = load(inv)

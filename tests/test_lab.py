@@ -54,7 +54,7 @@ def test_exec_runs_in_node_namespace(lab: None) -> None:
     assert p.stdout.startswith("swp4")
     p = fabric("lab", "exec", INV, "gpu-su1-01", "--", "false")
     assert p.returncode == 1
-    # the README's example as written: the node's own FRR, no --vty_socket
+    # the docs' example as written (docs/lab.md): the node's own FRR, no --vty_socket
     p = fabric("lab", "exec", INV, "leaf-su1-r1", "--", "vtysh", "-c", "show bgp summary json", check=True)
     assert json.loads(p.stdout)["ipv4Unicast"]["as"] == 65101
 

@@ -306,7 +306,7 @@ def test_ets_share_is_read_from_the_qdisc_counters_while_both_classes_are_backlo
     share DWRR gave the RoCE class while both bands had packets queued (tc's byte counters sampled every ~0.3 s,
     fabric.accept.checks.congestion.backlogged_share): 0.498 over 8.2 s (with one RoCE stream 0.498, 0.450 and 0.436
     over 4–5 s in three runs). What varied was the one RoCE stream's sender under emulation: where its band ran
-    empty between samples DWRR gave the moment to bulk (README, A real kernel)."""
+    empty between samples DWRR gave the moment to bulk (docs/lab.md, A real kernel)."""
     share, roce_tc, bulk_tc = configured_share(run.fabric, RECEIVER, LEAF)
     assert share == 0.5 and (roce_tc, bulk_tc) == (3, 0)
     measured, seconds = backlogged_share(samples(run.out, "ets"), roce_tc, bulk_tc)

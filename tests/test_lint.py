@@ -199,7 +199,7 @@ def test_waiver_marks_finding(tmp_path: Path) -> None:
 
 
 def test_readme_waiver_names_the_objects_of_a_grouped_finding(tmp_path: Path) -> None:
-    """README: `lint: {waive: [{rule: RF404, objects: [leaf-su1-*], …}]}` waives the leaves of a finding
+    """docs/lint.md: `lint: {waive: [{rule: RF404, objects: [leaf-su1-*], …}]}` waives the leaves of a finding
     reported once under `switching`; the spines stay a finding of their own."""
     inv = inventory(tmp_path, switching={"neighbor": {"aging": "1200s"}},
                     lint={"waive": [{"rule": "RF404", "objects": ["leaf-su1-*"], "reason": "lab leaves"}]})

@@ -190,7 +190,7 @@ def test_sigterm_rolls_back_the_committed_change_and_audits(sonic2: tuple[Standi
 
 
 def test_two_applies_at_once_the_second_is_refused(sonic2: tuple[StandinNet, Path, Path]) -> None:
-    """Both runs share the state directory (on several machines: a shared mount, see the README)."""
+    """Both runs share the state directory (on several machines: a shared mount, see docs/plan-apply.md)."""
     from fabric.push import state as st
 
     net, inv, state = sonic2
@@ -387,6 +387,79 @@ def test_drain_and_undrain_through_the_transaction_on_sonic(sonic2: tuple[Standi
     audit = [(e["action"], e["result"]) for e in
              map(json.loads, (state / "sonic-example" / "audit.jsonl").read_text().splitlines())]
     assert audit[-2:] == [("drain", "applied"), ("undrain", "applied")]
+
+
+@pytest.fixture
+def sonic_bgpcfgd(tmp_path: Path) -> Iterator[tuple[StandinNet, Path, Path, list[str]]]:
+    """One SONiC leaf as a stock image runs it: bgpcfgd (no frr_mgmt_framework_config; the msn2700 base, TSA off in
+    BGP_DEVICE_GLOBAL|STATE) with BGP neighbours in bgpcfgd's form (the S6000 ToR dump's BGP_NEIGHBOR, a real
+    switch's), and traffic on two fabric ports."""
+    _prereq()
+    inv = _inventory("sonic-example", tmp_path / "inv", tmp_path)
+    sw, _files = _intents(inv)[LEAVES[0]]
+    uplinks = [p.name for p in sw.ports if p.kind == "fabric"]
+    with standins(tmp_path, {LEAVES[0]: ("sonic", sw.management.split("/")[0])}) as net:
+        running = json.loads((RUNNING / "sonic" / "msn2700.json").read_text())
+        tor = json.loads((ROOT / "tests" / "fixtures" / "brownfield" / "sonic" / "dell-s6000-tor.json").read_text())
+        running["BGP_NEIGHBOR"] = tor["BGP_NEIGHBOR"]
+        d = net.devices[LEAVES[0]]
+        seed(d, "sonic", json.dumps(running), {})
+        write_json(d / "telemetry.json", {"routes": {}, "ports": {
+            p: {"flow": {"tc": 3, "bps": 40e6, "since": time.time()}} for p in uplinks[:2]}})
+        yield net, inv, tmp_path / "state", uplinks
+
+
+def test_drain_on_a_bgpcfgd_switch_is_sonics_traffic_shift(
+        sonic_bgpcfgd: tuple[StandinNet, Path, Path, list[str]]) -> None:
+    """bgpcfgd drops BGP_GLOBALS graceful_shutdown: the drain is TSA (BGP_DEVICE_GLOBAL|STATE tsa_enabled, checked
+    with TSC, saved), the traffic leaves the fabric ports; again: already in Maintenance; undrain is TSB."""
+    net, inv, state, uplinks = sonic_bgpcfgd
+    d = net.devices[LEAVES[0]]
+    before = read_json(d / "running.json")
+    p = run(net, "drain", str(inv), LEAVES[0], "--yes", "--format", "json", "--interval", "3", *FAST, state=state)
+    res = json.loads(p.stdout)
+    assert p.returncode == 0 and res["status"] == "applied", p.stdout + p.stderr
+    assert res["detail"] == ("TSA (the switch runs bgpcfgd): System Mode: Normal -> Maintenance; "
+                             "TSC: System Mode: Maintenance; config saved")
+    assert res["sections"] == {} and res["fabric_ports"] == uplinks
+    assert 0.5 * 80e6 <= res["before_bps"] <= 1.5 * 80e6 and res["after_bps"] == 0 and res["quiet"] is True, res
+    drained = read_json(d / "running.json")
+    assert drained["BGP_DEVICE_GLOBAL"]["STATE"] == {**before["BGP_DEVICE_GLOBAL"]["STATE"], "tsa_enabled": "true"}
+    assert {t: v for t, v in drained.items() if t != "BGP_DEVICE_GLOBAL"} == \
+        {t: v for t, v in before.items() if t != "BGP_DEVICE_GLOBAL"}  # nothing else: no push of the intent
+    assert read_json(d / "startup.json") == drained  # survives a reboot in maintenance
+    p = run(net, "drain", str(inv), LEAVES[0], "--yes", "--format", "json", "--interval", "0.5", *FAST, state=state)
+    again = json.loads(p.stdout)
+    assert p.returncode == 0 and again["status"] == "unchanged", p.stdout + p.stderr
+    assert again["detail"].startswith("TSA (the switch runs bgpcfgd): System is already in Maintenance; TSC: System "
+                                      "Mode: Maintenance")
+    p = run(net, "undrain", str(inv), LEAVES[0], "--yes", "--format", "json", *FAST, state=state)
+    res = json.loads(p.stdout)
+    assert p.returncode == 0 and res["status"] == "applied", p.stdout + p.stderr
+    assert res["detail"].startswith("TSB (the switch runs bgpcfgd): System Mode: Maintenance -> Normal")
+    assert read_json(d / "running.json") == before
+    audit = [(e["action"], e["result"]) for e in
+             map(json.loads, (state / "sonic-example" / "audit.jsonl").read_text().splitlines())]
+    assert audit == [("drain", "applied"), ("undrain", "applied")]
+
+
+def test_a_drain_that_cannot_act_says_so(sonic_bgpcfgd: tuple[StandinNet, Path, Path, list[str]]) -> None:
+    """A bgpcfgd switch without BGP neighbours: TSC says `No external neighbors`, TSA would have nothing to isolate;
+    the drain is an error (exit 1), the switch untouched, nothing saved, never `applied`."""
+    net, inv, state, _uplinks = sonic_bgpcfgd
+    d = net.devices[LEAVES[0]]
+    running = read_json(d / "running.json")
+    del running["BGP_NEIGHBOR"]
+    write_json(d / "running.json", running)
+    p = run(net, "drain", str(inv), LEAVES[0], "--yes", "--format", "json", "--interval", "0.5", *FAST, state=state)
+    res = json.loads(p.stdout)
+    assert p.returncode == 1 and res["status"] == "error", p.stdout + p.stderr
+    assert res["detail"].startswith("TSC: System Mode: No external neighbors: the switch runs bgpcfgd and has no BGP "
+                                    "neighbour with an outbound route map for TSA to isolate")
+    assert res["detail"].endswith("device unchanged") and res["quiet"] is None
+    assert read_json(d / "running.json") == running and not (d / "startup.json").exists()
+    p = run(net, "drain", str(inv), LEAVES[0], "--yes", *FAST, state=state)
+    assert p.returncode == 1 and "drain error: TSC: System Mode: No external neighbors" in p.stdout, p.stdout
 
 
 def test_an_unexpected_reply_after_commit_rolls_back_without_a_traceback(

@@ -1,7 +1,7 @@
-"""Issue 24: what `release:` changes, per NOS (README "NOS releases"). NVUE 5.9 → 5.15: exactly the renames NVIDIA
+"""What `release:` changes, per NOS (docs/commands.md, "NOS releases"). NVUE 5.9 → 5.15: exactly the renames NVIDIA
 lists in "New and Changed NVUE Commands" for 5.15 (tests/fixtures/nvue/paths.yaml, `cl515_changes`), each one
 tested; SONiC 202405 → 202411 and FRR 8.4 → 10.2: nothing the tool renders differs, byte for byte (a difference
-added later fails here until the README and this file name it)."""
+added later fails here until docs/commands.md and this file name it)."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ def render(name: str, release: str, tmp: Path, *, bfd: bool = False) -> dict[str
 def test_releases_that_render_the_same_say_so(target: str, inventory: str, tmp_path: Path) -> None:
     old, new = NOS[target].releases
     a, b = render(inventory, old, tmp_path), render(inventory, new, tmp_path)
-    assert a and a == b, (f"{target} {old} and {new} now render differently: name the difference in README "
+    assert a and a == b, (f"{target} {old} and {new} now render differently: name the difference in docs/commands.md "
                           "'NOS releases' and test it here")
 
 

@@ -109,11 +109,11 @@ def test_sonic_numbers_from_reference() -> None:
     """SN5600 400G: 5 m → xon 19456 xoff 231424 size 250880; 40 m → 283648 / 303104 (reference §1.5)."""
     f = fabric("h100-400g", "sonic")
     db = json.loads(render_switch(f.switches["leaf-su1-r1"], f)["config_db.json"])
-    assert db["BUFFER_PROFILE"]["ROCE_pg_lossless_400000_5m_profile"] == {
+    assert db["BUFFER_PROFILE"]["pg_lossless_400000_5m_profile"] == {
         "pool": "ingress_lossless_pool", "xon": "19456", "xoff": "231424", "size": "250880",
         "dynamic_th": "0"}
-    assert db["BUFFER_PROFILE"]["ROCE_pg_lossless_400000_40m_profile"]["xoff"] == "283648"
-    assert db["BUFFER_PROFILE"]["ROCE_pg_lossless_400000_40m_profile"]["size"] == "303104"
+    assert db["BUFFER_PROFILE"]["pg_lossless_400000_40m_profile"]["xoff"] == "283648"
+    assert db["BUFFER_PROFILE"]["pg_lossless_400000_40m_profile"]["size"] == "303104"
     wred = db["WRED_PROFILE"]["ROCE_TC3"]
     assert (wred["green_min_threshold"], wred["green_max_threshold"], wred["green_drop_probability"],
             wred["ecn"]) == ("150000", "1500000", "100", "ecn_all")

@@ -35,6 +35,7 @@ CORPUS = ROOT / "tests" / "fixtures" / "brownfield" / "sonic"
 ADOPT = {
     "acs-msn2700-t1-dynamic.json": ("msn2700", None),
     "mellanox-sn2700-t0-traditional.json": ("msn2700", None),
+    "mellanox-sn2700-t1-single-pool-traditional.json": ("msn2700", None),
     "acs-msn4700-t1-dynamic.json": ("sn4700", "400G"),
     "dell-s6000-tor.json": None,
     "arista-7050cx3-t1-mock.json": None,
@@ -107,8 +108,8 @@ def test_plan_changes_only_what_it_owns_and_converges(tmp_path: Path, name: str,
     assert pgs and all(c.op == "~" and c.old.startswith("3-4 ") and c.line.startswith("3 ") and not c.foreign
                        for c in pgs), [c.text() for c in pgs]
     assert not [c for c in sd.changes if c.foreign]
-    # the tool's headroom profiles have a name of their own: the switch's BUFFER_PROFILEs are never changed
-    assert all(p[1].startswith("ROCE_") for p in sd.sets if p[0] == "BUFFER_PROFILE")
+    # the switch's BUFFER_PROFILEs are never changed (its pg_lossless_* of a rendered name is kept)
+    assert not [p for p in sd.sets if p[0] == "BUFFER_PROFILE" and p[1] in running.get("BUFFER_PROFILE", {})]
     after = _patched(running, drv)
     assert not overlapping_pgs(after)
     meta_b, meta_a = running["DEVICE_METADATA"]["localhost"], after["DEVICE_METADATA"]["localhost"]
@@ -120,9 +121,10 @@ def test_plan_changes_only_what_it_owns_and_converges(tmp_path: Path, name: str,
         assert not any(k.startswith(("pg_lossless_", "ROCE_")) and k not in running.get("BUFFER_PROFILE", {})
                        for k in after.get("BUFFER_PROFILE", {}))
     else:
-        assert all(after["BUFFER_PG"][k]["profile"].startswith("ROCE_pg_lossless_") for k in after["BUFFER_PG"]
-                   if k.endswith("|3"))
-        assert {k: v for k, v in after["BUFFER_PROFILE"].items() if not k.startswith("ROCE_")} == \
+        cables = after["CABLE_LENGTH"]["AZURE"]  # the name buffermgrd gives them (cfgmgr/buffermgr.cpp)
+        assert all(v["profile"] == f"pg_lossless_{after['PORT'][k.split('|')[0]]['speed']}_{cables[k.split('|')[0]]}"
+                   "_profile" for k, v in after["BUFFER_PG"].items() if k.endswith("|3"))
+        assert {k: v for k, v in after["BUFFER_PROFILE"].items() if k in running["BUFFER_PROFILE"]} == \
             running["BUFFER_PROFILE"]
     assert "BGP_NEIGHBOR" not in after or after["BGP_NEIGHBOR"] == running.get("BGP_NEIGHBOR")  # bgpcfgd switch
     assert any("BGP not pushed" in n for n in drv.notes)
@@ -173,6 +175,15 @@ def _variant(name: str, change) -> dict:
     return running
 
 
+PROFILE_40M = "pg_lossless_100000_40m_profile"
+
+
+def _without_40m(db: dict) -> None:
+    """The switch without its 100G/40m headroom profile (and the PGs pointing at it)."""
+    del db["BUFFER_PROFILE"][PROFILE_40M]
+    db["BUFFER_PG"] = {k: v for k, v in db["BUFFER_PG"].items() if v.get("profile") != PROFILE_40M}
+
+
 def _problem(drv: SonicDriver, running: dict) -> str:
     with pytest.raises(TargetError) as err:
         drv.scoped(json.dumps(running))
@@ -183,20 +194,23 @@ def test_preflight_refuses_what_sonic_refuses(tmp_path: Path) -> None:
     spine = _driver(_inventory(tmp_path), "spine1")
     # the switch's lossless ingress pool has another name: the render's profiles go in the pool its own lossless PGs
     # use (rendered for the pools the switch has), and SONiC takes the patch
+    # (the switch without its own 100G/40m profile, which it would keep: the render's is pushed)
     def one_pool(db: dict) -> None:
+        _without_40m(db)
         db["BUFFER_POOL"]["ingress_pool"] = db["BUFFER_POOL"].pop("ingress_lossless_pool")
         for prof in db["BUFFER_PROFILE"].values():
             prof["pool"] = "ingress_pool" if prof["pool"] == "ingress_lossless_pool" else prof["pool"]
     renamed = _variant("mellanox-sn2700-t0-traditional.json", one_pool)
     after = _patched(renamed, spine)
-    assert {v["pool"] for n, v in after["BUFFER_PROFILE"].items() if n.startswith("ROCE_")} == {"ingress_pool"}
-    assert any("lossless ingress pool ingress_pool: ROCE_pg_lossless_100000_40m_profile" in n for n in spine.notes)
+    assert after["BUFFER_PROFILE"][PROFILE_40M]["pool"] == "ingress_pool"
+    assert any(f"lossless ingress pool ingress_pool: {PROFILE_40M}" in n for n in spine.notes)
     assert not overlapping_pgs(after) and spine.scoped(json.dumps(after)).empty
     # a switch without an ingress pool: a profile's pool must be a BUFFER_POOL (sonic-buffer-profile.yang), refused
     def no_ingress(db: dict) -> None:
+        _without_40m(db)
         for name in [n for n, v in db["BUFFER_POOL"].items() if v["type"] == "ingress"]:
             del db["BUFFER_POOL"][name]
-    assert "BUFFER_PROFILE|ROCE_pg_lossless_100000_40m_profile pool: expected one of the switch's buffer pools " \
+    assert f"BUFFER_PROFILE|{PROFILE_40M} pool: expected one of the switch's buffer pools " \
            "(egress_lossless_pool, egress_lossy_pool), found ingress_lossless_pool" \
         in _problem(spine, _variant("mellanox-sn2700-t0-traditional.json", no_ingress))
     # a port the inventory makes routed is still a PortChannel member on the switch
@@ -310,3 +324,42 @@ def test_sysctl_conf_is_diffed_with_the_config_db(tmp_path: Path) -> None:
     saved = drv.scoped(json.dumps(running))  # plan --running: a saved config_db has no kernel settings
     assert not any(c.section == SYSCTL for c in saved.changes)
     assert drv.notes[0].startswith("sysctl.conf not compared: a saved config_db holds no kernel settings")
+
+
+LOOKUP = CORPUS / "mellanox-sn2700-pg_profile_lookup.ini"  # the traditional switch's hwsku's (SOURCE.md)
+HEADROOM_CASES = [(sw, keep) for sw in SWITCHES for keep in (True, False)]
+
+
+@pytest.mark.parametrize(("switch", "keep"), HEADROOM_CASES,
+                         ids=[f"{s}-{'its-profiles' if k else 'no-40m-profile'}" for s, k in HEADROOM_CASES])
+def test_traditional_headroom_survives_buffermgrd(tmp_path: Path, switch: str, keep: bool) -> None:
+    """On the traditional model buffermgrd points every lossless PG at pg_lossless_<speed>_<cable>_profile when a
+    port's speed, cable length or pfc_enable changes, as the plan does, and for every port when it starts
+    (tests/standins/buffermgrd.py, after cfgmgr/buffermgr.cpp): what the plan leaves survives it and plans empty
+    again. The real MSN2700 switch keeps its own profiles of those names; one it lacks is the render's, with the
+    inventory's headroom, which buffermgrd then reuses instead of its pg_profile_lookup.ini row."""
+    from tests.standins.buffermgrd import read_lookup, speed_update
+
+    lookup = read_lookup(LOOKUP.read_text())
+    drv = _driver(_inventory(tmp_path), switch)
+    running = _variant("mellanox-sn2700-t0-traditional.json", (lambda db: None) if keep else _without_40m)
+    after = _patched(running, drv)
+    rewritten = speed_update(after, lookup)
+    lossless = [k for k in after["BUFFER_PG"] if k.endswith("|3")]
+    assert lossless and all(("100000", after["CABLE_LENGTH"]["AZURE"][k.split("|")[0]]) in lookup for k in lossless)
+    # buffermgrd acts on these ports: a PG pointing at any other profile name is taken back
+    other = copy.deepcopy(after)
+    other["BUFFER_PG"][lossless[0]]["profile"] = "ROCE_pg_lossless_100000_5m_profile"
+    assert speed_update(other, lookup)["BUFFER_PG"][lossless[0]] == after["BUFFER_PG"][lossless[0]]
+    assert rewritten == after
+    manifest = sorted(list(p) for p in drv.fitted)  # what the apply records for the next plan
+    again = SonicDriver(None, switch, drv.intended, options={"manifest": manifest}).scoped(json.dumps(rewritten))
+    assert again.empty, [c.text() for c in again.changes[:10]]
+    if keep:  # its own profiles of the rendered names: kept, and the plan says whose headroom the ports get
+        assert rewritten["BUFFER_PROFILE"] == running["BUFFER_PROFILE"]
+        assert any(n.startswith(f"BUFFER_PROFILE|{PROFILE_40M} kept: the switch's own (xon 19456, xoff 29696, "
+                                "size 19456)") for n in drv.notes), drv.notes
+    else:  # the render's, in place of the ini's row
+        mine = adapt(json.loads(drv.intended), running).intent["BUFFER_PROFILE"][PROFILE_40M]
+        assert rewritten["BUFFER_PROFILE"][PROFILE_40M] == mine
+        assert mine["xoff"] != lookup[("100000", "40m")]["xoff"]

@@ -5,13 +5,16 @@ models (../shared/tools/sonic_yang_check.py) as `config apply-patch` does, and k
 sysctls and its /etc/sysctl.d. Per corpus config: a switch the inventory describes is planned, applied (CONFIG_DB
 patch and the rendered sysctl.conf, persisted and applied in the same transaction), planned again (empty), and
 `fabric rollback` gives back `show runningconfiguration all` byte for byte, the kernel values and the sysctl.d
-as they were; a switch of another platform is refused at the pre-flight and left exactly as it was.
+as they were; a switch of another platform is refused at the pre-flight and left exactly as it was. On the
+Mellanox-SN2700 dumps (traditional buffer model) the stand-in's buffermgrd answers every change with that hwsku's
+pg_profile_lookup.ini, as swss does when it starts: the plan after the apply is still empty.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -23,7 +26,7 @@ import yaml
 from tests.conftest import ROOT, require
 from tests.standins.common import read_json, write_json
 from tests.standins.harness import StandinNet, seed, standins
-from tests.test_sonic_brownfield import ADOPT, CORPUS
+from tests.test_sonic_brownfield import ADOPT, CORPUS, LOOKUP
 from tests.test_sonic_brownfield import _inventory as corpus_inventory
 
 pytestmark = [pytest.mark.root]
@@ -79,6 +82,8 @@ def _seeded(tmp_path: Path, name: str) -> Iterator[tuple[StandinNet, Path, Path]
     with standins(tmp_path, {SWITCH: ("sonic", address)}) as net:
         d = net.devices[SWITCH]
         seed(d, "sonic", (CORPUS / name).read_text(), {})  # the corpus config whole, as the switch holds it
+        if json.loads((CORPUS / name).read_text())["DEVICE_METADATA"]["localhost"]["hwsku"] == "Mellanox-SN2700":
+            shutil.copy(LOOKUP, d / "pg_profile_lookup.ini")  # its buffermgrd (traditional model) answers each change
         write_json(d / "yang.json", {"python": str(YANG_PY), "checker": str(CHECKER)})
         (d / "sysctl.d").mkdir()
         yield net, inv, tmp_path / "state"

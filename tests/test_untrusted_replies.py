@@ -141,3 +141,99 @@ except conn_errors() as exc:
         srv.close()
     assert "unreachable:" in p.stdout, p.stdout + p.stderr
     assert "Traceback" not in p.stderr and "Exception (client)" not in p.stderr, p.stderr
+
+
+def _frr_leaves(tmp_path: Path) -> tuple[Path, dict[str, dict[str, str]], dict[str, str]]:
+    """The example fabric (FRR) with its access pointed at the stand-ins' keys: each leaf's rendered files and its
+    management address."""
+    from fabric.design.derive import derive
+    from fabric.model.load import load
+    from fabric.render import render_switch
+    from tests.test_push_standins import _inventory
+
+    inv = _inventory("example", tmp_path / "inv", tmp_path)
+    fabric = derive(load(inv))
+    names = ("leaf-su1-r1", "leaf-su1-r2")
+    return (inv, {n: render_switch(fabric.switches[n], fabric) for n in names},
+            {n: fabric.switches[n].management.split("/")[0] for n in names})
+
+
+DEEP = "[" * 100_000 + "]" * 100_000
+
+
+@pytest.mark.root
+@pytest.mark.parametrize("case", ["unbalanced quote in the kept qos.sh", "deeply nested ip -j reply"])
+def test_a_malformed_frr_reply_is_one_located_problem_and_the_other_switch_is_planned(tmp_path: Path,
+                                                                                    case: str) -> None:
+    """`fabric plan` of two FRR leaves in sync with their intent (tests/standins/frr.py), one of which answers
+    badly: the copy of qos.sh the last apply kept on it has an unbalanced quote (a hand edit), or its
+    `ip -j -d link show` is 100,000 levels deep. That leaf is one located problem; the other is planned."""
+    from tests.standins.harness import standins
+    from tests.test_push_standins import _json, _prereq, run
+
+    _prereq()
+    inv, files, addrs = _frr_leaves(tmp_path)
+    bad, good = "leaf-su1-r1", "leaf-su1-r2"
+    with standins(tmp_path, {n: ("frr", a) for n, a in addrs.items()}) as net:
+        for name, d in net.devices.items():
+            (d / "running.conf").write_text(files[name]["frr.conf"])
+            kept = d / "etc-frr" / "roce-fabric"
+            kept.mkdir(parents=True)
+            for script in ("interfaces.sh", "qos.sh"):
+                (kept / script).write_text(files[name][script])
+        d = net.devices[bad]
+        if case.startswith("unbalanced"):
+            qos = files[bad]["qos.sh"].splitlines()
+            line = next(i for i, ln in enumerate(qos, 1) if ln.startswith("tc qdisc replace"))
+            qos[line - 1] += " # 'hand edit"
+            (d / "etc-frr" / "roce-fabric" / "qos.sh").write_text("\n".join(qos) + "\n")
+            expected = (f"reply of `cat roce-fabric/qos.sh`, line {line}: expected a command line of the rendered "
+                        "qos.sh (No closing quotation), found ")
+        else:
+            (d / "replies").mkdir()
+            (d / "replies" / "ip -j -d link show").write_text(DEEP)
+            expected = ("reply of `ip -j -d link show`, line 1: expected JSON nested at most 64 levels, found deeper "
+                        "nesting")
+        p = run(net, "plan", str(inv), "--limit", f"{bad},{good}", "--format", "json", state=tmp_path / "state")
+    assert "Traceback" not in p.stderr, p.stderr[-2000:]
+    devices = _json(p)
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert devices[good]["status"] == "unchanged", devices[good]
+    assert devices[bad]["status"] == "error" and devices[bad]["detail"].startswith(expected), devices[bad]
+    assert len(devices[bad]["detail"]) < 400
+
+
+DEEP_ROUTES = "{\n" + '"10.0.0.0/24": ' + "[" * 70 + "]" * 70 + "}"
+READERS = {  # a malformed reply of each switch or host → the located problem it reads as
+    "sonic running": ("fabric.nos.sonic.driver.config_db_reply", '{"PORT": {"Ethernet0": {"mtu": "9100"}}, "X": 5}',
+                      "reply of `show runningconfiguration all`, X: expected a mapping of keys to entries, found 5"),
+    "nvue running": ("fabric.nos.nvue.driver.applied_reply", "- set:\n    router: [1\n",
+                     "reply of `nv config show -o json`, line 3: expected valid YAML, found did not find expected ','"),
+    "frr running": ("fabric.nos.frr.driver.clean_running",
+                    "Building configuration...\n" + "".join(" " * i + "x\n" for i in range(100)),
+                    "reply of `vtysh -c 'show running-config'`, line 66: expected at most 64 levels of indentation"),
+    "eos running": ("fabric.nos.eos.driver.running_reply", "".join(" " * i + "x\n" for i in range(100)),
+                    "reply of `show running-config`, line 65: expected at most 64 levels of indentation"),
+    "frr routes": ("fabric.parsers.frr.reply_json", DEEP_ROUTES, "reply of `a JSON reply`, line 2: expected JSON "
+                   "nested at most 64 levels, found deeper nesting"),
+    "frr bgp": ("fabric.parsers.frr.bgp_peers", '{"ipv4Unicast": {"peers": {"swp1": {"state": "Established"}}}',
+                "reply of `vtysh -c 'show bgp summary json'`, line 1 column 62: expected JSON, found Expecting ','"),
+    "host report": ("fabric.host.model.host_report", '{"host": "gpu1", "items": [{"section": "s", "target": "t", '
+                    '"name": "n", "status": "changed"}]}', "reply of `fabric host plan|apply --format json`, "
+                    "items.0.section: expected 'link', 'address'"),
+    "nvue revisions": ("fabric.parsers.switch_state.nvue_revisions", "[1]",
+                       "reply of `nv config revision -o json`: expected a JSON object (revisions), found a JSON list"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(READERS))
+def test_a_malformed_reply_reads_as_its_located_problem(case: str) -> None:
+    import importlib
+
+    from fabric.errors import ReplyError
+
+    name, reply, expected = READERS[case]
+    module, _, fn = name.rpartition(".")
+    with pytest.raises(ReplyError) as exc:
+        getattr(importlib.import_module(module), fn)(reply)
+    assert str(exc.value).startswith(expected) and not exc.value.unchecked and len(str(exc.value)) < 400, exc.value

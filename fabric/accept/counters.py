@@ -22,6 +22,7 @@ from fabric.access import Site
 from fabric.errors import InputError, UsageError, one_line, printable
 from fabric.parsers import parse_ethtool_stats
 from fabric.parsers.iproute import link_counters
+from fabric.replies import reader
 from fabric.targets.base import TargetError
 from fabric.targets.session import conn_errors, reason, session
 
@@ -67,6 +68,7 @@ def _first_link(doc: object) -> dict[str, int]:
 MAX_REPLY = 4 << 20  # one host's dump: a few KB per NIC; more is no reply of this script
 
 
+@reader("the host's counter dump (ethtool -S, ip -s -j link, rdma hw counters)")
 def parse_host_dump(text: str, host: str = "-", problems: list[str] | None = None) -> dict[str, dict[str, int]]:
     """The sections printed by the host script → port → counters. A host's reply is outside input: a section
     that cannot be read adds one located problem (`host: section: expected …, found …`) to `problems` and no

@@ -57,7 +57,7 @@ def accept(
     launcher: Annotated[str, typer.Option("--launcher", help="nccl-tests launcher: mpirun, slurm or k8s (k8s adds "
                                           "pod-to-pod perftest)")] = "mpirun",
     image: Annotated[str | None, typer.Option("--image", help="k8s: container image (sshd, OpenMPI, nccl-tests, "
-                                              "perftest; see README)")] = None,
+                                              "perftest; see docs/kubernetes.md)")] = None,
     render_only: Annotated[bool, typer.Option("--render-only", help="k8s: write every manifest to -o and run "
                                               "nothing (no cluster, no SSH)")] = False,
     scheduler: SchedulerOpt = "slurm,kubernetes",

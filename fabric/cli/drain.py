@@ -1,4 +1,5 @@
-"""`fabric drain SWITCH` / `fabric undrain SWITCH`: BGP graceful shutdown through the apply transaction."""
+"""`fabric drain SWITCH` / `fabric undrain SWITCH`: BGP graceful shutdown through the apply transaction, or the
+NOS's own traffic shift where the tool does not render the switch's BGP (fabric.push.drain)."""
 
 from __future__ import annotations
 
@@ -68,7 +69,8 @@ def drain_command(inventory: InventoryArg, switch: SwitchArg, lab: LabOpt = Fals
                   yes: YesOpt = False, threshold: ThresholdOpt = 1e6, timeout: TimeoutOpt = 300,
                   interval: IntervalOpt = 5, confirm_timer: ConfirmOpt = 300, postcheck_timeout: PostcheckOpt = 60,
                   settle: SettleOpt = 5, fmt: FormatOpt = "table") -> None:
-    """BGP graceful shutdown (RFC 8326) on a switch, then wait until its fabric ports carry ≤ --threshold."""
+    """BGP graceful shutdown (RFC 8326) on a switch (SONiC on bgpcfgd: TSA), then wait until its fabric ports
+    carry ≤ --threshold."""
     _run(inventory, switch, undrain=False, lab=lab, insecure_lab=insecure_lab, yes=yes, threshold=threshold,
          timeout=timeout, interval=interval, confirm_timer=confirm_timer, postcheck_timeout=postcheck_timeout,
          settle=settle, fmt=fmt)
@@ -77,6 +79,7 @@ def drain_command(inventory: InventoryArg, switch: SwitchArg, lab: LabOpt = Fals
 def undrain_command(inventory: InventoryArg, switch: SwitchArg, lab: LabOpt = False, insecure_lab: InsecureOpt = False,
                     yes: YesOpt = False, interval: IntervalOpt = 5, confirm_timer: ConfirmOpt = 300,
                     postcheck_timeout: PostcheckOpt = 60, settle: SettleOpt = 5, fmt: FormatOpt = "table") -> None:
-    """End a drain: the plain intent again (the graceful-shutdown setting removed), rates reported."""
+    """End a drain: the plain intent again (the graceful-shutdown setting removed; SONiC on bgpcfgd: TSB), rates
+    reported."""
     _run(inventory, switch, undrain=True, lab=lab, insecure_lab=insecure_lab, yes=yes, threshold=0, timeout=0,
          interval=interval, confirm_timer=confirm_timer, postcheck_timeout=postcheck_timeout, settle=settle, fmt=fmt)

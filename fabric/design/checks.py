@@ -113,7 +113,7 @@ def _nics_at(loaded: Loaded, host: Host) -> tuple[Any, ...]:
 
 def kubernetes_problems(loaded: Loaded, topo: Topo) -> list[Problem]:
     """Where a pooled resource (one device-plugin resource for every rail NIC) cannot give each pod one device
-    per rail with that rail's VLAN and address (README "Kubernetes", pooled resources; fabric.render.k8s).
+    per rail with that rail's VLAN and address (docs/kubernetes.md, pooled resources; fabric.render.k8s).
 
     The pod finds its rails itself (fabric.render.k8s.pod_rail_setup: the granted PCI addresses → each one's
     PF → the node's rail map), so the order multus hands the devices to the networks does not matter

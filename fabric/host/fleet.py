@@ -3,7 +3,6 @@ through ansible-runner with the per-host JSON results of the agent gathered into
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import signal
@@ -21,7 +20,7 @@ from pydantic import BaseModel
 
 from fabric.access import Site, ansible_ssh_args
 from fabric.errors import UsageError
-from fabric.host.model import FleetOptions
+from fabric.host.model import FleetOptions, host_report
 from fabric.secrets import scrubbed_env
 
 PLAYBOOK = resources.files("fabric") / "playbooks" / "host.yml"  # package data: the repository's playbooks/
@@ -124,19 +123,21 @@ def _outcome(host: str, event: str, res: dict[str, Any]) -> HostOutcome:
         msg = res.get("msg", "task failed") + (f": {detail.strip().splitlines()[0]}" if detail.strip() else "")
         return HostOutcome(host=host, status="failed", note=_one_line(msg))
     try:
-        data = json.loads(res.get("stdout", ""))
-        counts = data["counts"]
-    except (ValueError, KeyError, TypeError):
-        text = res.get("stderr") or res.get("stdout") or res.get("msg") or f"agent exit {res.get('rc')}"
+        report = host_report(str(res.get("stdout", "")))
+    except ValueError as exc:
+        stdout = str(res.get("stdout", ""))
+        text = res.get("stderr") or (str(exc) if stdout.strip() else "") or res.get("msg") or \
+            f"agent exit {res.get('rc')}"
         return HostOutcome(host=host, status="failed", note=_one_line(text))
-    bad = [i for i in data.get("items", []) if i.get("status") == "failed"]
-    note = f"{bad[0]['target']} {bad[0]['name']}: {bad[0]['reason']}" if bad else "; ".join(data.get("warnings", []))
+    bad = [i for i in report.items if i.status == "failed"]
+    note = f"{bad[0].target} {bad[0].name}: {bad[0].reason}" if bad else "; ".join(report.warnings)
+    counts = report.counts_ or report.counts
     return HostOutcome(
         host=host,
-        status="ok" if data.get("ok") else "failed",
+        status="ok" if report.ok_ else "failed",
         note=_one_line(note),
-        items=data.get("items", []),
-        **{k: counts[k] for k in ("changed", "unchanged", "skipped", "failed")},
+        items=[i.model_dump() for i in report.items],
+        **counts.model_dump(),
     )
 
 

@@ -7,7 +7,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from fabric.errors import ReplyError
+from fabric.replies import json_reply, reader
 
 Status = Literal["changed", "unchanged", "skipped", "failed"]
 Section = Literal["link", "address", "route", "rule", "sriov", "rdma", "sysctl", "qos", "roce", "dcqcn", "gid",
@@ -112,3 +115,18 @@ class HostReport(HostPlan):
     counts_: Counts | None = Field(None, alias="counts")
     ok_: bool | None = Field(None, alias="ok")
     strict: bool = False
+
+
+AGENT_REPORT = "fabric host plan|apply --format json"
+
+
+@reader(AGENT_REPORT)
+def host_report(text: str) -> HostReport:
+    """The agent's report as a host printed it; a reply of another shape is a ReplyError at its first wrong field."""
+    data = json_reply(text, AGENT_REPORT)
+    try:
+        return HostReport.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise ReplyError(AGENT_REPORT, first["msg"].removeprefix("Input should be "), repr(first.get("input"))[:80],
+                         where=".".join(map(str, first["loc"])) or "the document") from None

@@ -184,7 +184,7 @@ def rule_table(console: Console) -> None:
 
 
 def rule_markdown() -> str:
-    """The rule table as Markdown, for the README."""
+    """The rule table as Markdown, for the docs (tools/docs_reference.py)."""
     lines = ["| id | severity | --configs | title |", "| --- | --- | --- | --- |"]
     lines += [
         f"| {r.id} | {r.severity.value} | {'yes' if r.configs else ''} | {r.title} |" for r in all_rules()

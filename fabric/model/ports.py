@@ -31,6 +31,11 @@ class HwPort:
     subport: int  # 0 when the parent is not broken out, else the position in the parent (1-based)
     fec: str | None  # "rs" where the mode's lane speed is 50G or more (portconfig.py), else the platform default
 
+    @property
+    def lane_count(self) -> int:
+        """The SerDes lanes PORT gives the port: what SONiC's headroom lua reads (buffer_headroom_mellanox.lua)."""
+        return self.lanes.count(",") + 1
+
 
 def mode_speeds(mode: str) -> tuple[int, int, tuple[int, ...]]:
     """`2x400G[200G,100G]` → (2, 400, (400, 200, 100)): ways, default speed and every speed the mode runs (Gb/s)."""

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -24,8 +23,8 @@ from fabric.errors import InputError, Problem
 from fabric.fast.blockyaml import load_block
 from fabric.model.source import MAX_DEPTH, SourceMap, dotted, yaml_text
 from fabric.model.userfile import read_user_file
+from fabric.replies import from_input, nesting_past
 
-_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
 _SCALAR = (str, int, float, bool)
 
 
@@ -34,16 +33,8 @@ def _line(text: str, pos: int) -> int:
 
 
 def _json_depth(path: Path, text: str) -> None:
-    depth = 0
-    for m in _TOKEN.finditer(text):
-        c = m.group()
-        if c in "[{":
-            depth += 1
-            if depth > MAX_DEPTH:
-                raise InputError(Problem(str(path), _line(text, m.start()), "", f"at most {MAX_DEPTH} levels of "
-                                         "nesting", "deeper"))
-        elif c in "]}":
-            depth -= 1
+    if (pos := nesting_past(text, MAX_DEPTH)) is not None:
+        raise InputError(Problem(str(path), _line(text, pos), "", f"at most {MAX_DEPTH} levels of nesting", "deeper"))
 
 
 def _sonic(path: Path, text: str) -> None:
@@ -160,6 +151,16 @@ def check_running(target: str, path: Path, text: str, located: bool = True) -> N
         _nvue(path, text, located)
     else:
         CHECKS[target](path, text)
+
+
+def check_reply(target: str, command: str, text: str) -> str:
+    """`text`, a switch's reply to `command` (its running configuration), checked as a saved one is; its first
+    problem a ReplyError (fabric.replies)."""
+    try:
+        check_running(target, Path(command), text, located=False)
+    except InputError as exc:
+        raise from_input(command, exc) from None
+    return text
 
 
 def read_running(target: str, path: Path, located: bool = True) -> str:

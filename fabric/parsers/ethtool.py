@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from fabric.parsers._common import CUT, Model, Skipped, fail, require_text, show, unterminated
+from fabric.replies import reader
 
 _VALUE = re.compile(r"[0-9]{1,20}")  # ASCII digits, a 64-bit counter at most (int() of more is unbounded work)
 
@@ -34,6 +35,7 @@ def ethtool_delta(before: EthtoolStats, after: EthtoolStats) -> dict[str, int]:
     }
 
 
+@reader('ethtool -S <netdev>')
 def parse_ethtool_stats(text: str, file: str = "-") -> EthtoolStats:
     """Parse `ethtool -S`: lines before 'NIC statistics:' are ignored, the block ends at the first
     unindented line; an indented line that is not `name: integer` is skipped and reported."""

@@ -2,29 +2,37 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
+from fabric.replies import json_replies, json_reply, reader
 
-def reply_json(text: str, empty: str = "{}") -> Any:
+
+def reply_json(text: str, empty: str = "{}", command: str = "a JSON reply") -> Any:
     """One JSON document of a device's reply (`empty` where it printed nothing); anything that is not one —
-    malformed, or nested past the decoder's recursion limit — is a ValueError naming why."""
-    try:
-        return json.loads(text.strip() or empty)
-    except RecursionError:
-        raise ValueError("nested too deeply") from None
+    malformed, or nested past fabric.replies.MAX_DEPTH — is a ReplyError (a ValueError) naming why and where."""
+    return json_reply(text, command, empty)
 
 
-def json_docs(text: str) -> list[Any]:
+def json_docs(text: str, command: str = "vtysh") -> list[Any]:
     """Concatenated JSON documents (vtysh prints one per -c)."""
-    dec, docs, i = json.JSONDecoder(), [], 0
-    while True:
-        while i < len(text) and text[i].isspace():
-            i += 1
-        if i >= len(text):
-            return docs
-        doc, i = dec.raw_decode(text, i)
-        docs.append(doc)
+    return json_replies(text, command)
+
+
+@reader("vtysh -c 'show bgp summary json'")
+def bgp_peers(text: str) -> dict[str, str]:
+    """Each BGP peer's state, over every address family (a peer Established in one counts as Established)."""
+    return bgp_peers_of(reply_json(text, command="vtysh -c 'show bgp summary json'"))
+
+
+def bgp_peers_of(data: object) -> dict[str, str]:
+    """`bgp_peers` of the decoded reply; entries of another shape are left out."""
+    peers: dict[str, str] = {}
+    for af in data.values() if isinstance(data, dict) else ():
+        found = af.get("peers") if isinstance(af, dict) else None
+        for name, p in (found.items() if isinstance(found, dict) else ()):
+            if peers.get(name) != "Established":
+                peers[name] = str(p.get("state", "")) if isinstance(p, dict) else ""
+    return peers
 
 
 def _selected(entries: object) -> dict[str, Any] | None:
@@ -33,6 +41,7 @@ def _selected(entries: object) -> dict[str, Any] | None:
     return next((e for e in entries if isinstance(e, dict) and e.get("selected") and e.get("installed", True)), None)
 
 
+@reader("vtysh -c 'show ip route json'")
 def route_widths(routes: object) -> dict[str, int]:
     """`show ip route json` → prefix → number of distinct FIB next hops of its selected, installed route."""
     out: dict[str, int] = {}

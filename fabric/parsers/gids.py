@@ -7,6 +7,7 @@ import re
 from typing import Literal
 
 from fabric.parsers._common import CUT, Model, Skipped, fail, require_text, show, unterminated
+from fabric.replies import reader
 
 _ROWLIKE = re.compile(r"^\S+\s+\d+\s+\d+\s+\S")
 _GID_FULL = re.compile(r"^[0-9a-fA-F]{4}(?::[0-9a-fA-F]{4}){7}$")
@@ -59,6 +60,7 @@ def _mapped_ipv4(gid: str) -> str | None:
         return None
 
 
+@reader('show_gids')
 def parse_show_gids(text: str, file: str = "-") -> GidTable:
     """Parse `show_gids` output (TAB or space separated; IPv4 and DEV columns may be empty).
 
@@ -108,6 +110,7 @@ def parse_show_gids(text: str, file: str = "-") -> GidTable:
     return GidTable(source="show_gids", rows=rows, n_gids_found=count, skipped=skipped)
 
 
+@reader('ibv_devinfo -v')
 def parse_ibv_devinfo_gids(text: str, file: str = "-") -> GidTable:
     """Parse the `GID[ n]:` lines of `ibv_devinfo -v` (device from `hca_id:`, port from `port:` lines)."""
     lines = require_text(text, file, "ibv_devinfo -v output")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from fabric.parsers._common import Model, fail, json_line, json_shaped, load_json, require_text
+from fabric.replies import reader
 
 
 class Iperf3Interval(Model):
@@ -63,6 +64,7 @@ def _model(cls: type[Model], data: Any, path: str, text: str, file: str) -> Any:
 
 
 @json_shaped("iperf3 -J output")
+@reader('iperf3 -J')
 def parse_iperf3(text: str, file: str = "-") -> Iperf3Result:
     """Parse `iperf3 -J` output; lines before the opening '{' (ssh banners, warnings) are ignored."""
     lines = require_text(text, file, "iperf3 -J output")

@@ -6,6 +6,7 @@ import re
 from typing import Any
 
 from fabric.parsers.frr import reply_json
+from fabric.replies import reader
 
 
 def link_counters(link: Any) -> dict[str, int]:
@@ -78,6 +79,7 @@ def queue_counters(class_text: str, qdiscs: Any, dev: str) -> dict[str, int]:
     return out
 
 
+@reader('ip -s -j link show; tc -s -j qdisc show; tc -s class show dev <port>')
 def port_counters(out: str) -> dict[str, dict[str, int]]:
     """The reply of `ip -s -j link show; echo @@qdisc; tc -s -j qdisc show; echo "@@class <dev>"; tc -s class
     show dev <dev>…` → per front-panel port: link and egress-queue counters. A reply that is not JSON where JSON

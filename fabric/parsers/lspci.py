@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 
 from fabric.parsers._common import Model, fail, require_text
+from fabric.replies import reader
 
 _HEADER = re.compile(r"^(?P<bdf>(?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])\s+(?P<desc>\S.*)$")
 _FLAGS = re.compile(r"(\w+)([+-])")
@@ -41,6 +42,7 @@ def full_bdf(bdf: str) -> str:
     return bdf if bdf.count(":") == 2 else f"0000:{bdf}"
 
 
+@reader('lspci -vvv')
 def parse_lspci(text: str, file: str = "-") -> Lspci:
     lines = require_text(text, file, "lspci -vvv output")
     devices: dict[str, PciDevice] = {}

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fabric.parsers._common import CUT, Model, fail, integer, num, require_text, show, unterminated
+from fabric.replies import reader
 
 _TC = re.compile(r"^tc:\s*(\d+)\s+ratelimit:\s*([^,]+),\s*tsa:\s*(\w+)(?:,\s*bw:\s*(\d+)\s*%)?\s*$")
 _PRIO = re.compile(r"^priority:\s*(\d+)\s*$")
@@ -56,6 +57,7 @@ def _eight(line: str, label: str, file: str, lineno: int, allowed: set[int]) -> 
     return [v for v in values if v is not None]
 
 
+@reader('mlnx_qos -i <netdev>')
 def parse_mlnx_qos(text: str, file: str = "-") -> MlnxQos:
     """Parse `mlnx_qos -i IF` output; unrelated lines (shell traces, prompts) are ignored."""
     lines = require_text(text, file, "mlnx_qos output")

@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 
 from fabric.parsers._common import Model, fail, require_text, show
+from fabric.replies import reader
 
 _DEVICE = re.compile(r"^Device #(\d+):\s*$")
 _FIELD = re.compile(r"^(Device type|Name|Description|Device):\s*(.*?)\s*$")
@@ -75,6 +76,7 @@ def config_number(text: str | None) -> int | None:
     return int(word or dec) if (word or dec) else int(hexa, 16)
 
 
+@reader('mlxconfig -d <device> query')
 def parse_mlxconfig(text: str, file: str = "-") -> Mlxconfig:
     """Parse `mlxconfig … q` output; lines outside the device blocks (-I-/-W- notes, legends) are ignored."""
     lines = require_text(text, file, "mlxconfig query output")

@@ -21,6 +21,7 @@ from fabric.parsers._common import (
     show,
     text_lines,
 )
+from fabric.replies import reader
 
 # Launcher prefixes: `srun --label` ("0: "), Open MPI --tag-output ("[1,0]<stdout>:"), "[0] ".
 _PREFIX = re.compile(r"^\s*(?:\d+:\s|\[\d+(?:,\d+)?\](?:<std(?:out|err)>)?:\s?|\[\d+\]\s)")
@@ -199,6 +200,7 @@ def _row(columns: list[str], line: str, lineno: int) -> NcclRow | Skipped:
     )
 
 
+@reader('nccl-tests (all_reduce_perf …)')
 def parse_nccl(text: str, file: str = "-") -> NcclResult:
     """Parse nccl-tests stdout (stderr noise and launcher prefixes tolerated); rows matched by regex."""
     return parse_nccl_lines(text_lines(text), file)
@@ -307,6 +309,7 @@ def _json_rank(d: dict[str, Any]) -> NcclRank:
 
 
 @json_shaped("a nccl-tests JSON document (-J)")
+@reader('nccl-tests -J')
 def parse_nccl_json(text: str, file: str = "-") -> NcclResult:
     """nccl-tests `-J/--output_file` JSON (nccl-tests ≥ 2.17, `JSON_FILE_VERSION` 2, src/util.cu): `config`
     (ngpus, bytes, iterations, `devices`), `results` — per size `out_of_place`/`in_place` with `time`,

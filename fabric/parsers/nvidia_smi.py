@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 
 from fabric.parsers._common import Model, fail, require_text
+from fabric.replies import reader
 
 _LINK = re.compile(r"^(X|SYS|NODE|PHB|PXB|PIX|NV\d+)$")
 _LEGEND = re.compile(r"^\s*(NIC\d+):\s*(\S+)\s*$")
@@ -30,6 +31,7 @@ class Topology(Model):
         return [n for n, v in row.items() if RANK.get(v, 9) == best]
 
 
+@reader('nvidia-smi topo -m')
 def parse_topo(text: str, file: str = "-") -> Topology:
     lines = require_text(text, file, "nvidia-smi topo -m output")
     header_i = next((i for i, line in enumerate(lines) if re.match(r"^\s+GPU0\b", line.expandtabs())), None)

@@ -25,6 +25,7 @@ from fabric.parsers._common import (
     show,
     text_lines,
 )
+from fabric.replies import reader
 
 MAX_JSON = 64 * 2**20  # an --out_json file is a few KB
 
@@ -165,6 +166,7 @@ def perftest_bw_gbps(result: PerftestResult, size: int | None = None) -> float:
     return row.bw_average * _BW_UNITS[result.bw_unit]
 
 
+@reader('ib_write_bw / ib_write_lat')
 def parse_perftest(text: str, file: str = "-", bw_unit: str | None = None) -> PerftestResult:
     """Parse perftest output: the `--out_json` file if it looks like JSON, else the text report."""
     if text.lstrip().startswith("{"):
@@ -451,6 +453,7 @@ def _json_fields(test_info: dict[str, Any], test: str | None, is_bw: bool, bw_un
 
 
 @json_shaped("a perftest --out_json document")
+@reader('ib_write_bw --out_json')
 def parse_perftest_json(text: str, file: str = "-", bw_unit: str | None = None) -> PerftestResult:
     """Parse a perftest `--out_json` file (one result: the last size run). Pass `bw_unit` if known."""
     require_text(text, file, "perftest --out_json output")

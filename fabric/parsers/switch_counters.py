@@ -26,6 +26,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from fabric.replies import reader
+
 Counters = dict[str, dict[str, int]]  # port → counter → value
 
 
@@ -51,6 +53,7 @@ def _put(out: Counters, port: str, name: str, value: Any) -> None:
 _PFCWD_ROW = re.compile(r"^\s*(\S+):(\d+)\s+\S+\s+(\d+)/(\d+)\s")
 
 
+@reader('queuestat -j; wredstat -j; pfcstat -s all; show pfcwd stats')
 def sonic(queuestat: dict, wredstat: dict, pfcstat: str, pfcwd: str = "") -> Counters:
     out: Counters = {}
     for port, queues in _d(queuestat).items():
@@ -79,6 +82,7 @@ def sonic(queuestat: dict, wredstat: dict, pfcstat: str, pfcwd: str = "") -> Cou
     return out
 
 
+@reader('nv show interface <swp> counters qos / qos pfc-watchdog -o json')
 def nvue(port: str, qos: dict, watchdog: dict) -> Counters:
     out: Counters = {}
     qos = _d(qos)
@@ -98,6 +102,7 @@ def nvue(port: str, qos: dict, watchdog: dict) -> Counters:
     return out
 
 
+@reader('show priority-flow-control counters | json (and ECN, drops, watchdog)')
 def eos(pfc: dict, ecn: dict, drops: dict, watchdog: dict) -> Counters:
     out: Counters = {}
     for port, v in _d(_d(pfc).get("interfaceCounters")).items():
@@ -119,6 +124,7 @@ def eos(pfc: dict, ecn: dict, drops: dict, watchdog: dict) -> Counters:
     return out
 
 
+@reader('show ip route | json')
 def eos_route_widths(doc: dict) -> dict[str, int]:
     """`show ip route | json` → prefix → number of next hops."""
     routes = _d(_d(_d(_d(doc).get("vrfs")).get("default")).get("routes"))

@@ -16,6 +16,7 @@ import math
 import re
 
 from fabric.parsers._common import Model, fail, require_text
+from fabric.replies import reader
 
 METRICS = ("temperature", "voltage", "bias", "tx_power", "rx_power")
 UNITS = {"temperature": "°C", "voltage": "V", "bias": "mA", "tx_power": "dBm", "rx_power": "dBm"}
@@ -75,6 +76,7 @@ def _value(text: str) -> float | None:
     return next((float(found[unit]) for unit in ("mA", "V", "degrees C") if unit in found), None)
 
 
+@reader('ethtool -m <port>')
 def parse_ethtool_module(text: str, file: str = "-") -> Module:
     """Parse `ethtool -m IF` (ethtool's text dump); a module without diagnostics has no lanes."""
     if len(text) > MAX_REPLY:

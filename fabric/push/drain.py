@@ -5,10 +5,13 @@ Draining is the rendered intent plus the NOS's graceful-shutdown setting in the 
 (`Driver.drained`): FRR `bgp graceful-shutdown`, SONiC BGP_GLOBALS `graceful_shutdown`, NVUE `router bgp
 graceful-shutdown on` (5.9) / `enabled` (5.15), EOS maintenance mode `unit System` / `quiesce`.
 The switch then announces its routes with GRACEFUL_SHUTDOWN (65535:0); its peers' inbound policy (rendered
-on every target, README "Graceful shutdown") gives them LOCAL_PREF 0, so ECMP moves to the other paths.
+on every target, docs/commands.md "Graceful shutdown") gives them LOCAL_PREF 0, so ECMP moves to the other paths.
 The drained intent is recorded like any apply, so `undrain` (the plain intent) removes exactly that
-setting, shown as rendered by an earlier apply. Rates are read through the push driver's `counters()`
-(bytes in and out of the fabric ports), sampled `interval` seconds apart.
+setting, shown as rendered by an earlier apply. A switch whose BGP the tool does not render (SONiC with
+bgpcfgd) is drained with its NOS's own traffic shift instead (`Driver.traffic_shift`: SONiC TSA/TSB, checked
+with TSC), audited like an apply; one that cannot act is an error, never a drain reported done. Rates are
+read through the push driver's `counters()` (bytes in and out of the fabric ports), sampled `interval` seconds
+apart.
 """
 
 from __future__ import annotations
@@ -19,9 +22,10 @@ from collections.abc import Callable
 from pydantic import BaseModel
 
 from fabric.access import Credentials, SwitchEndpoint
+from fabric.push import state
 from fabric.push.engine import ApplyOptions, DeviceResult, Progress, apply_device
 from fabric.targets import driver_class
-from fabric.targets.base import TargetError
+from fabric.targets.base import Driver, TargetError
 from fabric.targets.session import close, conn_errors, open_driver
 
 
@@ -77,7 +81,9 @@ def drain(fabric: str, ep: SwitchEndpoint, cred: Credentials, opts: ApplyOptions
         update={"intended": driver_class(ep.target).drained(ep.intended, release)})
     before = fabric_rate(ep, cred, ports, interval)
     note(f"{ep.device}: fabric ports {fmt_rate(before)} before")
-    res = apply_device(fabric, target, cred, opts, action="undrain" if undrain else "drain", progress=progress)
+    action = "undrain" if undrain else "drain"
+    res = traffic_shift(fabric, ep, cred, opts, action) or apply_device(fabric, target, cred, opts, action=action,
+                                                                         progress=progress)
     out = DrainResult(result=res, ports=ports, before_bps=before)
     if res.status not in ("applied", "unchanged"):
         return out
@@ -91,6 +97,37 @@ def drain(fabric: str, ep: SwitchEndpoint, cred: Credentials, opts: ApplyOptions
         out.quiet = rate <= threshold_bps
         if out.quiet or out.waited >= timeout:
             return out
+
+
+def traffic_shift(fabric: str, ep: SwitchEndpoint, cred: Credentials, opts: ApplyOptions,
+                  action: str) -> DeviceResult | None:
+    """The drain (or undrain) by the NOS's own traffic shift where the switch needs it, audited; None: the drain is
+    the intent's graceful-shutdown setting (`Driver.traffic_shift`)."""
+    if driver_class(ep.target).traffic_shift is Driver.traffic_shift:
+        return None
+    t0, drv = time.monotonic(), None
+    res = DeviceResult(device=ep.device, target=ep.target, status="error")
+    try:
+        drv = open_driver(ep, cred, timeout=opts.connect_timeout)
+        shifted = drv.traffic_shift(action == "drain")
+        if shifted is None:
+            return None
+        res.status, res.detail = ("applied" if shifted.changed else "unchanged"), state.scrub(shifted.detail)
+    except TargetError as exc:
+        res.detail = state.scrub(str(exc))
+    except conn_errors() as exc:
+        res.status, res.detail = "unreachable", state.scrub(str(exc) or type(exc).__name__)
+    finally:
+        close(drv)
+    res.seconds = time.monotonic() - t0
+    if res.status != "unchanged":
+        try:
+            state.audit(fabric, state.AuditEntry(time=state.now(), who=state.who(), fabric=fabric, device=ep.device,
+                                                 target=ep.target, action=action, diff_digest="", added=0, removed=0,
+                                                 result=res.status, detail=res.detail))
+        except OSError as exc:
+            res.detail += f"; the state directory could not be written ({exc.strerror or exc}): audit line missing"
+    return res
 
 
 def fmt_rate(bps: float | None) -> str:

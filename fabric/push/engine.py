@@ -22,7 +22,7 @@ import yaml
 from pydantic import BaseModel
 
 from fabric.access import Credentials, SwitchEndpoint
-from fabric.errors import InputError, one_line
+from fabric.errors import InputError, ReplyError, one_line
 from fabric.fast.batch import fork_map
 from fabric.model.running import check_running
 from fabric.model.userfile import read_user_file
@@ -98,6 +98,10 @@ def plan_device(ep: SwitchEndpoint, cred: Credentials, *, timeout: float = 10,
     except (TargetError, *conn_errors()) as exc:
         progress(ep.device, "error")
         return DeviceResult(device=ep.device, target=ep.target, status="error", detail=_short(exc),
+                            seconds=time.monotonic() - t0)
+    except ReplyError as exc:  # a reply not in its command's form: this switch's problem, located; the others go on
+        progress(ep.device, "error")
+        return DeviceResult(device=ep.device, target=ep.target, status="error", detail=state.scrub(str(exc)),
                             seconds=time.monotonic() - t0)
     finally:
         close(drv)
@@ -280,7 +284,7 @@ def apply_device(fabric: str, ep: SwitchEndpoint, cred: Credentials, opts: Apply
             res.status = "applied"
     except Exception as exc:
         lost = isinstance(exc, conn_errors())
-        why = state.scrub(str(exc)) if isinstance(exc, TargetError) else _short(exc)
+        why = state.scrub(str(exc)) if isinstance(exc, TargetError | ReplyError) else _short(exc)
         if drv is None:
             res.status, res.detail = ("unreachable" if lost else "failed"), why
         elif txn is None or not txn.committed:

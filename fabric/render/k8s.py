@@ -8,7 +8,7 @@ The path, from the host up (each piece cites the controller code it was checked 
    resource per rail (`<prefix>/<name><rail>`, per-rail) or one for all (pooled: each NIC gives one device and
    a worker takes all of them, fabric.design.checks.kubernetes_problems says why; the pod then finds which
    device is which rail, `pod_rail_setup`, from the node's rail map, `node_rail_map`). VFs are selected with
-   `pfNames: ["<pf>#0-<vfs-1>"]` (README "pfNames … range of VFs"), a passed-through PF (`vfs: 0`) with
+   `pfNames: ["<pf>#0-<vfs-1>"]` (docs/kubernetes.md, "pfNames … range of VFs"), a passed-through PF (`vfs: 0`) with
    `pciAddresses` (`pfNames` matches only functions that have a PF: pkg/resources/deviceSelectors.go),
    always `isRdma: true` (the plugin then mounts the device's /dev/infiniband/uverbsN and rdma_cm into the
    container). The ConfigMap holds one key per node, read with `--config-file=/etc/pcidp/$(NODE_NAME)` as

@@ -108,6 +108,14 @@ class Txn(BaseModel):
     committed: bool = False  # the change has reached the device (a revert is needed to undo it)
 
 
+class Shifted(BaseModel):
+    """What a NOS's own traffic-shift command did (`Driver.traffic_shift`): whether the switch's mode changed, and
+    the command's words for it."""
+
+    changed: bool
+    detail: str
+
+
 class TargetError(Exception):
     """The device refused a step (a command failed): one readable line."""
 
@@ -237,6 +245,13 @@ class Driver(ABC):
         """port → its pluggable module (fabric.parsers.transceiver.Module) or why there is none
         (`no module: …`); None: not read on this NOS."""
         return None
+
+    def traffic_shift(self, away: bool) -> Shifted | None:
+        """Take the switch out of service (`away`) or back with the NOS's own command, where the switch's BGP is not
+        the tool's to render (`fabric drain`); None: the drain is the intent's graceful-shutdown setting
+        (`drained`). TargetError when the command cannot act or its mode afterwards is not the one asked for."""
+        return None
+
     @classmethod
     @abstractmethod
     def drained(cls, intended: str, release: str = "") -> str:

@@ -16,6 +16,7 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
+from fabric.replies import reader
 from fabric.targets.base import TargetError
 
 _RC = re.compile(r"__RF_RC=(\d+)[ \t]*(?:\n[^\n]*)?$")  # the status line, then perhaps a prompt netmiko did not strip
@@ -98,6 +99,7 @@ def sysctl_printed(key: str) -> str:
     return key.translate(_SWAP) if first is not None and first.group() == "/" else key
 
 
+@reader('sysctl -e <keys>')
 def sysctl_values(text: str) -> dict[str, str]:
     """The `key = value` lines of `sysctl_read`'s answer, by the printed key (`sysctl_printed`)."""
     return {key: value.strip() for line in text.splitlines()

@@ -21,6 +21,7 @@ from typing import Any
 
 from fabric.errors import InputError
 from fabric.parsers.transceiver import Lane, Levels, Module, parse_ethtool_module
+from fabric.replies import reader
 from fabric.targets import shell
 
 Reading = Module | str  # a module, or why there is none ("no module: …")
@@ -37,6 +38,7 @@ def ethtool_modules(conn: Any, ports: list[str]) -> dict[str, Reading]:
     return split_ethtool_dump(out)
 
 
+@reader('ethtool -m <port> (each port)')
 def split_ethtool_dump(out: str) -> dict[str, Reading]:
     """The per-port sections of the dump above → module or the reason there is none."""
     result: dict[str, Reading] = {}
@@ -55,6 +57,7 @@ def split_ethtool_dump(out: str) -> dict[str, Reading]:
     return result
 
 
+@reader('sonic-db-cli STATE_DB HGETALL TRANSCEIVER_*|<port>')
 def _hgetall(text: str) -> dict[str, str]:
     """sonic-db-cli HGETALL output: a Python dict literal (or, on older images, `key value` lines)."""
     text = text.strip()
@@ -107,6 +110,7 @@ def sonic_modules(conn: Any, ports: list[str], sudo: str = "") -> dict[str, Read
     return out
 
 
+@reader('show inventory | json')
 def eos_inventory_modules(inventory: dict[str, Any], ports: list[str]) -> dict[str, Reading]:
     """`show inventory | json` → per port (EthernetN or EthernetN/M: slot N) the module in that slot."""
     slots = inventory.get("xcvrSlots") or {}

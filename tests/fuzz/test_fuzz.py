@@ -403,13 +403,60 @@ def _telemetry_replies() -> dict[str, tuple[str, ...]]:
         shutil.rmtree(d, ignore_errors=True)
 
 
+def _switch_state_replies() -> list[tuple[str, tuple[str, ...]]]:
+    """What a plan, a health check and a transaction read back from a switch: FRR's running config (the corpus), its
+    frr-reload.py --test, the scripts' state (ip -j, tc -j, sysctl, kept copies) and BGP summary; SONiC's CONFIG_DB;
+    NVUE's applied tree, BGP neighbours, qos roce and revisions; EOS's running config, session diff, BGP summary
+    and inventory; SONiC's STATE_DB
+    transceiver hash; `ethtool -m` per port; the host agent's report."""
+    from fabric.host.model import HostReport, Item
+    from fabric.targets.transceivers import PORT_MARK
+    from tests.standins.eos import session_diff
+    from tests.standins.frr import BANNER
+
+    fx = ROOT / "tests" / "fixtures"
+    nv = fx / "nvue" / "outputs"
+    state = (fx / "frr" / "script-state-reply.txt").read_text()
+    eos_running = (fx / "running" / "eos" / "leaf-su1-r1.cfg").read_text()
+    optics = sorted((fx / "optics").glob("*.txt"))[:2]
+    report = HostReport(host="gpu1", items=[
+        Item(section="sysctl", target="-", name="net.ipv4.tcp_ecn", current="2", desired="1", status="changed"),
+        Item(section="qos", target="rail1", name="trust", current="dscp", desired="dscp", status="unchanged"),
+        Item(section="gid", target="rail1", name="roce v2 ipv4", status="skipped", reason="no RDMA sysfs")])
+    peers = {"swp5": {"state": "Established", "pfxRcd": 3}, "swp6": {"state": "Active", "pfxRcd": 0}}
+    return [
+        *(("frr-running", (BANNER + p.read_text(),)) for p in sorted((fx / "brownfield" / "frr").glob("*.conf"))[:2]),
+        ("frr-reload-test", ((fx / "frr" / "reload-test-leaf-su1-r1.txt").read_text(),)),
+        ("frr-script-state", (state,)),
+        ("sysctl", (state.partition("@@RF@@ sysctl\n")[2].partition("@@RF@@")[0],)),
+        ("bgp-summary", (json.dumps({"ipv4Unicast": {"as": 65101, "peers": peers, "totalPeers": 2}}, indent=2),)),
+        ("sonic-config-db", ((fx / "running" / "sonic" / "msn2700.json").read_text(),)),
+        ("nvue-applied", ((fx / "running" / "nvue" / "spine1.yaml").read_text(),)),
+        ("eos-running", (eos_running,)),
+        ("eos-session-diff", (session_diff(eos_running, eos_running.replace("mtu 9214", "mtu 9000"), "s1"),)),
+        ("nvue-bgp", ((nv / "bgp-neighbor.json").read_text(),)),
+        ("nvue-roce", ((nv / "qos-roce.json").read_text(),)),
+        ("nvue-revisions", ((nv / "config-revision.json").read_text(),)),
+        ("eos-bgp", (json.dumps({"vrfs": {"default": {"asn": "65101", "peers": {
+            "10.0.0.1": {"peerState": "Established"}, "10.0.0.3": {"peerState": "Idle"}}}}}),)),
+        ("eos-inventory", (json.dumps({"xcvrSlots": {  # aristanetworks/anta unit data (tests/test_optics.py)
+            "1": {"mfgName": "Arista Networks", "modelName": "QSFP-100G-DR", "serialNum": "XKT203501340",
+                  "hardwareRev": "21"}, "2": {"mfgName": "", "modelName": "", "serialNum": ""}}}),)),
+        ("hgetall", (repr({"type": "QSFP28 or later", "manufacturer": "Mellanox", "model": "MFA1A00-C003",
+                           "serial": "MT2019FT01234", "hardware_rev": "B2"}),)),
+        ("ethtool-dump", ("".join(f"{PORT_MARK}swp{i}\n{p.read_text()}rc=0\n" for i, p in enumerate(optics, 1))
+                          + f"{PORT_MARK}swp9\nnetlink error: No such device\nrc=1\n",)),
+        ("host-report", (report.model_dump_json(by_alias=True),)),
+    ]
+
+
 @cache
 def reply_bases() -> list[tuple[str, tuple[str, ...]]]:
     """(kind, the reply's parts): every reply of a host or a switch that a command parses — `counters` (the host
     script's dump; switch queues/PFC/watchdog of SONiC, NVUE, EOS and FRR's `ip -s -j link`/`tc -s`), `drain` (the
     same counters, FRR's and EOS's routes), `optics` (ethtool -m), `host prereqs` (lspci -vvv, nvidia-smi topo -m,
-    mlxconfig, mlnx_qos, show_gids, ibv_devinfo) and `accept` (perftest text and JSON, nccl-tests text and JSON,
-    ethtool -S, iperf3 -J, tc)."""
+    mlxconfig, mlnx_qos, show_gids, ibv_devinfo), `accept` (perftest text and JSON, nccl-tests text and JSON,
+    ethtool -S, iperf3 -J, tc) and what `plan`/`apply` read back (`_switch_state_replies`)."""
     fx = ROOT / "tests" / "fixtures"
     samples = sorted((fx / "samples").glob("*"))
     tc = fx / "tc"
@@ -424,47 +471,96 @@ def reply_bases() -> list[tuple[str, tuple[str, ...]]]:
            *((k, v) for k, v in _telemetry_replies().items()),
            *(("optics", (p.read_text(),)) for p in sorted((fx / "optics").glob("*.txt"))),
            *(("lspci", (p.read_text(),)) for p in sorted((fx / "gpudirect").glob("lspci*"))),
-           *(("topo", (p.read_text(),)) for p in sorted((fx / "gpudirect").glob("nvidia_smi*")))]
+           *(("topo", (p.read_text(),)) for p in sorted((fx / "gpudirect").glob("nvidia_smi*"))),
+           *_switch_state_replies()]
     for kind, prefix in by_prefix.items():
         out += [(kind, (p.read_text(errors="replace"),)) for p in samples if p.name.startswith(prefix)
                 and not (kind in ("perftest", "nccl") and p.suffix == ".json")]
     return out
 
 
-def parse_reply(kind: str, parts: list[str]) -> None:
-    """Parse one reply as the command that reads it does; raises InputError (a located problem) or ValueError (what
-    a driver turns into `not readable`) for a malformed reply, nothing else."""
-    from fabric import parsers as P
-    from fabric.accept.counters import parse_host_dump, rates
-    from fabric.parsers import frr, iproute, switch_counters
-    from fabric.parsers.gids import parse_ibv_devinfo_gids
-    from fabric.parsers.lspci import parse_lspci
-    from fabric.parsers.nvidia_smi import parse_topo
-    from fabric.parsers.transceiver import parse_ethtool_module
+# Each kind of reply → the readers (fabric.replies.READERS) parse_reply feeds it to; every reader is fed by one
+# kind at least (tests/fuzz/test_fuzz.py::test_every_reply_reader_is_fed).
+FEEDS = {
+    "counters": ("fabric.accept.counters.parse_host_dump",),
+    "frr-counters": ("fabric.parsers.iproute.port_counters",),
+    "sonic": ("fabric.parsers.switch_counters.sonic",),
+    "nvue": ("fabric.parsers.switch_counters.nvue",),
+    "eos": ("fabric.parsers.switch_counters.eos",),
+    "frr-routes": ("fabric.parsers.frr.route_widths",),
+    "eos-routes": ("fabric.parsers.switch_counters.eos_route_widths",),
+    "optics": ("fabric.parsers.transceiver.parse_ethtool_module",),
+    "lspci": ("fabric.parsers.lspci.parse_lspci",),
+    "topo": ("fabric.parsers.nvidia_smi.parse_topo",),
+    "perftest-json": ("fabric.parsers.perftest.parse_perftest_json",),
+    "nccl-json": ("fabric.parsers.nccl.parse_nccl_json",),
+    "ibv_devinfo": ("fabric.parsers.gids.parse_ibv_devinfo_gids",),
+    "perftest": ("fabric.parsers.perftest.parse_perftest",),
+    "nccl": ("fabric.parsers.nccl.parse_nccl",),
+    "iperf3": ("fabric.parsers.iperf3.parse_iperf3",),
+    "ethtool": ("fabric.parsers.ethtool.parse_ethtool_stats",),
+    "mlxconfig": ("fabric.parsers.mlxconfig.parse_mlxconfig",),
+    "mlnx_qos": ("fabric.parsers.mlnx_qos.parse_mlnx_qos",),
+    "show_gids": ("fabric.parsers.gids.parse_show_gids",),
+    "frr-running": ("fabric.nos.frr.driver.clean_running",),
+    "frr-reload-test": ("fabric.nos.frr.driver.parse_reload_test",),
+    "frr-script-state": ("fabric.nos.frr.scripts.parse_state",),
+    "sysctl": ("fabric.targets.shell.sysctl_values",),
+    "bgp-summary": ("fabric.parsers.frr.bgp_peers",),
+    "sonic-config-db": ("fabric.nos.sonic.driver.config_db_reply",),
+    "eos-running": ("fabric.nos.eos.driver.running_reply",),
+    "eos-session-diff": ("fabric.nos.eos.driver.parse_session_diff",),
+    "nvue-applied": ("fabric.nos.nvue.driver.applied_reply",),
+    "nvue-bgp": ("fabric.parsers.switch_state.nvue_bgp_peers",),
+    "nvue-roce": ("fabric.parsers.switch_state.nvue_roce",),
+    "nvue-revisions": ("fabric.parsers.switch_state.nvue_revisions",),
+    "eos-bgp": ("fabric.parsers.switch_state.eos_bgp_peers",),
+    "eos-inventory": ("fabric.parsers.switch_state.eos_inventory", "fabric.targets.transceivers.eos_inventory_modules"),
+    "hgetall": ("fabric.targets.transceivers._hgetall",),
+    "ethtool-dump": ("fabric.targets.transceivers.split_ethtool_dump",),
+    "host-report": ("fabric.host.model.host_report",),
+}
 
-    j = frr.reply_json
+
+def reader_of(name: str) -> Any:
+    """A registered reader by its READERS name (`module.function`)."""
+    import importlib
+
+    module, _, fn = name.rpartition(".")
+    return getattr(importlib.import_module(module), fn)
+
+
+def parse_reply(kind: str, parts: list[str]) -> None:
+    """Parse one reply as the command that reads it does (its readers: FEEDS); raises InputError (a located problem)
+    or ReplyError (a reply not in its command's form, fabric.replies) for a malformed reply, nothing else."""
+    from fabric.accept.counters import rates
+    from fabric.parsers.frr import reply_json as j
+
+    first, *more = FEEDS[kind]
+    fn = reader_of(first)
     if kind == "counters":
         problems: list[str] = []
-        rates({"gpu1": parse_host_dump(parts[0], "gpu1", problems)}, 1.0)
+        rates({"gpu1": fn(parts[0], "gpu1", problems)}, 1.0)
         if bad := [p for p in problems if not p.startswith("gpu1: ")]:
             raise AssertionError(f"unlocated: {bad[:1]}")
-    elif kind == "frr-counters":
-        iproute.port_counters(parts[0])
     elif kind == "sonic":
-        switch_counters.sonic(j(parts[0]), j(parts[1]), parts[2], parts[3])
+        fn(j(parts[0]), j(parts[1]), parts[2], parts[3])
     elif kind == "nvue":
-        switch_counters.nvue("swp1", j(parts[0]), j(parts[1]))
-    elif kind == "eos":
-        switch_counters.eos(*(j(x) for x in parts))
-    elif kind == "frr-routes":
-        frr.route_widths(j(parts[0]))
-    elif kind == "eos-routes":
-        switch_counters.eos_route_widths(j(parts[0]))
-    else:
-        fn = {"optics": parse_ethtool_module, "lspci": parse_lspci, "topo": parse_topo, "perftest-json":
-              P.parse_perftest_json, "nccl-json": P.parse_nccl_json, "ibv_devinfo": parse_ibv_devinfo_gids,
-              **P.PARSERS}[kind]
+        fn("swp1", j(parts[0]), j(parts[1]))
+    elif kind in ("eos", "frr-routes", "eos-routes"):
+        fn(*(j(x) for x in parts))
+    elif kind == "frr-reload-test":
+        fn(parts[0], "", "datacenter")
+    elif kind == "frr-script-state":
+        from fabric.nos.frr import scripts
+
+        scripts.changes({"qos.sh": "tc qdisc replace dev swp1 root handle 1: ets bands 8 strict 8\n"}, fn(parts[0]))
+    elif kind == "eos-inventory":
+        reader_of(more[0])(fn(parts[0]), ["Ethernet1/1", "Ethernet2", "Et3"])
+    elif first.startswith("fabric.parsers.") and first.rpartition(".")[2].startswith("parse_"):
         fn(parts[0], "reply")
+    else:
+        fn(parts[0])
 
 
 @seed(SEED)
@@ -472,8 +568,9 @@ def parse_reply(kind: str, parts: list[str]) -> None:
 @given(st.data())
 def _fuzz_reply(data: st.DataObject) -> None:
     """Every host and switch reply a command parses (reply_bases), mutated and parsed as the command parses it: a
-    located InputError or a driver's ValueError, never another exception, in bounded time."""
-    from fabric.errors import InputError
+    located InputError or a ReplyError the reader raised on a check of its own (not the `reader` wrapper's net), never
+    another exception, in bounded time."""
+    from fabric.errors import InputError, ReplyError
     from tests.fuzz.harness import Outcome
 
     kind, parts = data.draw(st.sampled_from(reply_bases()), label="reply")
@@ -489,9 +586,9 @@ def _fuzz_reply(data: st.DataObject) -> None:
             outcome = Outcome(0, "", "", 0)
         except InputError as exc:
             outcome = Outcome(2, "", "".join(f"error: {p}\n" for p in exc.problems), 0)
-        except ValueError as exc:
-            outcome = Outcome(2, "", "", 0) if kind in JSON_REPLIES else Outcome(
-                -2, "", "", 0, f"traceback ({kind}): ValueError: {exc}"[:500])
+        except ReplyError as exc:
+            outcome = Outcome(-2, "", "", 0, f"unchecked ({kind}): {exc}"[:500]) if exc.unchecked else \
+                Outcome(2, "", f"error: {exc}\n", 0)
         except Exception as exc:  # what the fuzzer looks for
             import traceback
 
@@ -506,12 +603,31 @@ def _fuzz_reply(data: st.DataObject) -> None:
         case.close()
 
 
-JSON_REPLIES = {"frr-counters", "sonic", "nvue", "eos", "frr-routes", "eos-routes"}
-
 
 def test_fuzz_replies() -> None:
     _fuzz_reply()
     _assert_clean(REPLY_STATS)
+
+
+def test_every_reply_reader_is_fed() -> None:
+    """Every reader of a reply (`@reader`, fabric.replies.READERS, each module of fabric that marks one imported) is
+    fed by a kind of reply the family mutates, and every kind has a real reply to start from, which its readers
+    read with no ReplyError: a new reader without a feed fails here."""
+    import importlib
+
+    from fabric.errors import InputError
+    from fabric.replies import READERS
+
+    for path in sorted((ROOT / "fabric").rglob("*.py")):
+        if "@reader(" in path.read_text():
+            importlib.import_module(".".join(path.relative_to(ROOT).with_suffix("").parts))
+    fed = {name for names in FEEDS.values() for name in names}
+    assert set(READERS) - fed == set(), "readers the fuzzer never feeds"
+    assert fed - set(READERS) == set(), "FEEDS names what is no registered reader"
+    assert {kind for kind, _ in reply_bases()} == set(FEEDS)
+    for kind, parts in reply_bases():  # each real reply, unmutated, reads (a truncated tool output: its InputError)
+        with contextlib.suppress(InputError):
+            parse_reply(kind, list(parts))
 
 
 REMEDIATE_STATS = Stats("remediate")

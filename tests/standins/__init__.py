@@ -1,4 +1,5 @@
-"""SSH stand-ins for switch OSes that cannot run here (SONiC, Cumulus NVUE, Arista EOS).
+"""SSH stand-ins for switch OSes that cannot run here (SONiC, Cumulus NVUE, Arista EOS), and for the replies of an
+FRR white-box a test needs to choose.
 
 Not mocks of our code: each is a small program that keeps device state in files and implements the
 device's transactional commands with their documented behaviour and output shapes, served by a real
@@ -16,6 +17,8 @@ path `fabric plan/apply` uses in production:
   `abort`, `configure session X commit|abort`, `show configuration sessions detail`,
   `show ip bgp summary | json`); unknown commands and an MTU above 9214 are `% Invalid input`; a timed
   commit not confirmed in time is rolled back.
+* `frr` — what an FRR white-box's plan reads (tests.standins.frr): `vtysh` answers from `running.conf`, the kept
+  setup scripts under its own /etc/frr, `ip`/`tc`/`dcb` replies the test planted (else the real tools).
 
 BGP peers are simulated by `peers.json` in the device directory: the local ASN each peer expects. The
 tests seed each stand-in from the realistic running configs in tests/fixtures/running/<nos>/.

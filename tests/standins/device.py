@@ -1,8 +1,9 @@
 """sshd's ForceCommand for the stand-ins: pick the device by the address the client connected to.
 
-`$STANDIN_ROOT/<address>/kind` names the OS: `sonic` and `nvue` get an interactive bash whose PATH
-starts with the stand-in commands; `eos` gets the EOS-like CLI; `host` (a GPU host, tests.standins.host) runs
-the command ssh was given with perftest, nccl-tests, mpirun and ethtool stand-ins first on its PATH.
+`$STANDIN_ROOT/<address>/kind` names the OS: `sonic`, `nvue` and `frr` get an interactive bash whose PATH
+starts with the stand-in commands (`frr`: in a mount namespace of its own, the device's `etc-frr/` as /etc/frr);
+`eos` gets the EOS-like CLI; `host` (a GPU host, tests.standins.host) runs the command ssh was given with
+perftest, nccl-tests, mpirun and ethtool stand-ins first on its PATH.
 """
 
 from __future__ import annotations
@@ -16,7 +17,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__
 HOST_TOOLS = ("ib_write_bw", "ib_write_lat", "mpirun", "all_reduce_perf", "ethtool")
 SHIMS = {"host": dict.fromkeys(HOST_TOOLS, "host"),
          "sonic": {"config": "sonic", "show": "sonic", "vtysh": "sonic", "queuestat": "sonic", "wredstat": "sonic",
-                   "pfcstat": "sonic", "sonic-db-cli": "sonic", "sysctl": "sonic"}, "nvue": {"nv": "nvue"}}
+                   "pfcstat": "sonic", "sonic-db-cli": "sonic", "sysctl": "sonic", "TSA": "sonic", "TSB": "sonic",
+                   "TSC": "sonic"}, "nvue": {"nv": "nvue"},
+         "frr": dict.fromkeys(("vtysh", "ip", "tc", "dcb"), "frr")}
 
 
 # NVUE's per-port counter reads (`nv show interface <swp> counters qos -o json`, `… qos pfc-watchdog -o json`: a
@@ -103,6 +106,11 @@ def main() -> int:
         os.makedirs(os.path.join(d, "sysctl.d"), exist_ok=True)
         env["ROCE_FABRIC_SYSCTL_D"] = os.path.join(d, "sysctl.d")
     os.chdir(d)
+    if kind == "frr":  # the switch's /etc/frr, never the test machine's: a private mount of the device's etc-frr/
+        os.makedirs(os.path.join(d, "etc-frr"), exist_ok=True)
+        os.execve("/usr/bin/unshare", ["unshare", "-m", "--propagation", "private", "/bin/sh", "-c",
+                                       'mount --bind "$0" /etc/frr && exec /bin/bash --norc --noprofile -i',
+                                       os.path.join(d, "etc-frr")], env)
     os.execve("/bin/bash", ["bash", "--norc", "--noprofile", "-i"], env)
     return 1
 

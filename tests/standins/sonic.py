@@ -1,6 +1,8 @@
 """Community SONiC stand-in: `config` (Generic Config Updater), `show runningconfiguration all`, `vtysh`,
 `sonic-db-cli STATE_DB HGETALL <key>` (prints the hash as a Python dict literal, as sonic-db-cli does; an
-absent key prints `{}`).
+absent key prints `{}`), and the traffic-shift commands `TSA`, `TSB`, `TSC` of a single-ASIC switch as
+sonic-buildimage dockers/docker-fpm-frr/base_image_files/{TSA,TSB,TSC,TS} and the bgp container's TSC behave
+(`traffic_shift`).
 
 State: `running.json` (CONFIG_DB), `state_db.json` (STATE_DB: e.g. xcvrd's `TRANSCEIVER_INFO|Ethernet0`),
 `startup.json` (`config save`), `checkpoints/<name>.json`, `sysctl.json` (the kernel's neighbour sysctls: `sysctl`)
@@ -9,8 +11,9 @@ and `sysctl.d/` (the device's /etc/sysctl.d: the session's ROCE_FABRIC_SYSCTL_D,
 Updater, refuses a patch whose result fails YANG validation (when the device directory names a checker
 in `yang.json`: ../shared/tools/sonic_yang_check.py, the sonic-yang-mgmt validation `apply-patch` runs;
 sonic-net/SONiC doc/config-generic-update-rollback/Json_Patch_Consumption_HLD.md: "the patch is
-verified … against YANG models" before any change). `config rollback` restores a checkpoint. See the
-package docstring.
+verified … against YANG models" before any change). `config rollback` restores a checkpoint. Where the device
+directory holds its hwsku's `pg_profile_lookup.ini`, buffermgrd answers each change of CONFIG_DB on the traditional
+buffer model as it does for every port when swss starts (`buffermgrd`). See the package docstring.
 """
 
 from __future__ import annotations
@@ -82,6 +85,17 @@ def yang_problem(d: Path, config_db: dict) -> str:
     return "; ".join(f"{v['table']}|{v['key']}|{v['field']}: {v['msg']}" for v in bad[:3])
 
 
+def buffermgrd(d: Path, config_db: dict) -> dict:
+    """CONFIG_DB after buffermgrd's doSpeedUpdateTask on every port (tests.standins.buffermgrd), with the device's
+    `pg_profile_lookup.ini`; without one, as it is."""
+    ini = d / "pg_profile_lookup.ini"
+    if not ini.exists():
+        return config_db
+    from tests.standins.buffermgrd import read_lookup, speed_update
+
+    return speed_update(config_db, read_lookup(ini.read_text()))
+
+
 def config(args: list[str]) -> int:
     with locked() as d:
         running = read_json(d / "running.json", {})
@@ -109,7 +123,7 @@ def config(args: list[str]) -> int:
                       f"Given patch will produce invalid config. Error: {problem}")
                 return 1
             if not dry:
-                write_json(d / "running.json", new)
+                write_json(d / "running.json", buffermgrd(d, new))
             print("Patch applied successfully.")
             return 0
         if cmd == "rollback" and len(args) == 2:
@@ -118,7 +132,7 @@ def config(args: list[str]) -> int:
                 print(f"Error: Checkpoint '{args[1]}' does not exist.")
                 return 1
             print(f"Config Rollback: Config rollback starting.\nCheckpoint name: {args[1]}.")
-            write_json(d / "running.json", read_json(cp))
+            write_json(d / "running.json", buffermgrd(d, read_json(cp)))
             print("Config rolled back successfully.")
             return 0
         if cmd == "list-checkpoints":
@@ -213,13 +227,45 @@ def sysctl(args: list[str]) -> int:
         return rc
 
 
+TSA_SAVE = "Please execute 'sudo config save' to preserve System mode in {} after reboot or config reload"
+
+
+def traffic_shift(prog: str, args: list[str], d: Path) -> int:
+    """`TSA`/`TSB`: /usr/bin/TS reads CONFIG_DB BGP_DEVICE_GLOBAL|STATE `tsa_enabled`; already the asked state: `System
+    is already in Maintenance` (TSB: `… in Normal mode`), else it writes it (`sonic-cfggen -a … -w`) and prints
+    `System Mode: Normal -> Maintenance` (`Maintenance -> Normal`); then the reminder to `config save`.
+    `TSC [no-stats]`: the bgp container's TSC over the route maps bgpcfgd installed: no outbound V4/V6 route map of a
+    BGP neighbour (here: BGP_NEIGHBOR empty; bgpcfgd's peer templates give every neighbour one) → `System Mode: No
+    external neighbors`; else `Maintenance` while bgpcfgd holds the TSA isolation (tsa_enabled true), `Normal`
+    otherwise. Its `portstat -p 5` (without no-stats) is not modelled. A switch on frrcfgd has no bgpcfgd to apply
+    the isolation: TSC there reports what bgpcfgd would have left, `Normal`."""
+    with locked(d):
+        running = read_json(d / "running.json", {})
+        tsa = running.get("BGP_DEVICE_GLOBAL", {}).get("STATE", {}).get("tsa_enabled") == "true"
+        if prog == "TSC":
+            frrcfgd = running.get("DEVICE_METADATA", {}).get("localhost", {}).get("frr_mgmt_framework_config") == "true"
+            mode = ("No external neighbors" if not running.get("BGP_NEIGHBOR")
+                    else "Maintenance" if tsa and not frrcfgd else "Normal")
+            print(f"System Mode: {mode}")
+            return 0
+        away = prog == "TSA"
+        if tsa == away:
+            print("System is already in Maintenance" if away else "System is already in Normal mode")
+        else:
+            running.setdefault("BGP_DEVICE_GLOBAL", {}).setdefault("STATE", {})["tsa_enabled"] = str(away).lower()
+            write_json(d / "running.json", running)
+            print("System Mode: Normal -> Maintenance" if away else "System Mode: Maintenance -> Normal")
+        print(TSA_SAVE.format("Maintenance" if away else "Normal state"))
+        return 0
+
+
 def bgp_summary(d: Path) -> dict:
     running = read_json(d / "running.json", {})
     asn = int(running.get("BGP_GLOBALS", {}).get("default", {}).get("local_asn", 0) or 0)
     expect = peers(d)
     out: dict[str, dict] = {}
     for key, nbr in running.get("BGP_NEIGHBOR", {}).items():
-        name = key.split("|", 1)[1]
+        name = key.rpartition("|")[2]  # frrcfgd's `vrf|neighbour`, bgpcfgd's bare address
         # peers.json: the local ASN the peer expects, or [that, the peer's own AS] (our `asn` must match it)
         want = expect.get(name)
         local, own = want if isinstance(want, list) else (want, None)
@@ -255,6 +301,8 @@ def main(argv: list[str]) -> int:
         return config(args)
     if prog == "sysctl":
         return sysctl(args)
+    if prog in ("TSA", "TSB", "TSC"):
+        return traffic_shift(prog, args, d)
     if prog == "show" and args[:2] == ["runningconfiguration", "all"]:
         return show_running(d)
     if prog == "vtysh" and args[:1] == ["-c"] and args[1] == "show bgp summary json":

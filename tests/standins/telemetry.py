@@ -40,10 +40,13 @@ def _q(port: dict, tc: int) -> dict[str, int]:
 def _flowing(st: dict[str, Any], d: Path) -> dict[str, Any]:
     """`ports.<p>.flow = {"tc": 3, "bps": 8e7, "since": <epoch s>}`: traffic through that queue at that rate
     since then, added to its byte and packet counters (4096-byte packets) at each read. On SONiC a drain (BGP_GLOBALS
-    graceful_shutdown, RFC 8326) makes the peers route around the switch: the flow stops when the running config
-    that set it was written."""
+    graceful_shutdown, RFC 8326, with frrcfgd; TSA's BGP_DEVICE_GLOBAL|STATE tsa_enabled, with bgpcfgd) makes the
+    peers route around the switch: the flow stops when the running config that set it was written."""
     running = read_json(d / "running.json", {})
-    drained = running.get("BGP_GLOBALS", {}).get("default", {}).get("graceful_shutdown") == "true"
+    frrcfgd = running.get("DEVICE_METADATA", {}).get("localhost", {}).get("frr_mgmt_framework_config") == "true"
+    drained = (running.get("BGP_GLOBALS", {}).get("default", {}).get("graceful_shutdown") == "true" if frrcfgd
+               else running.get("BGP_DEVICE_GLOBAL", {}).get("STATE", {}).get("tsa_enabled") == "true"
+               and bool(running.get("BGP_NEIGHBOR")))
     until = (d / "running.json").stat().st_mtime if drained else time.time()
     for port in st["ports"].values():
         if flow := port.get("flow"):

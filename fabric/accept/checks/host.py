@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import shlex
 from concurrent.futures import ThreadPoolExecutor
 
@@ -35,7 +34,7 @@ class HostConfig(Check):
                 for h in sorted(ctx.fabric.hosts)]
 
     def run(self, ctx: Context) -> CheckResult:
-        from fabric.host.model import HostReport
+        from fabric.host.model import host_report
 
         inputs: HostConfigInput = self.inputs  # type: ignore[assignment]
 
@@ -45,7 +44,7 @@ class HostConfig(Check):
             try:
                 if c.rc not in (0, 1):
                     raise ValueError(c.last_error)
-                hp = HostReport.model_validate(json.loads(c.stdout))
+                hp = host_report(c.stdout)
             except ValueError as exc:
                 return Measurement(src=name, ok=False, detail=f"no plan: {str(exc).splitlines()[0][:200]}")
             pending = [i for i in hp.items if i.status in ("changed", "failed")
@@ -81,7 +80,7 @@ class HostPrereqs(Check):
     Input = HostPrereqsInput
 
     def run(self, ctx: Context) -> CheckResult:
-        from fabric.host.model import HostReport
+        from fabric.host.model import host_report
 
         inputs: HostPrereqsInput = self.inputs  # type: ignore[assignment]
         argv = [ctx.site.agent, "host", "prereqs", "--intent", "-", "--format", "json"]
@@ -93,7 +92,7 @@ class HostPrereqs(Check):
             try:
                 if c.rc not in (0, 1):
                     raise ValueError(c.last_error)
-                hp = HostReport.model_validate(json.loads(c.stdout))
+                hp = host_report(c.stdout)
             except ValueError as exc:
                 return Measurement(src=name, ok=False, detail=f"no report: {str(exc).splitlines()[0][:200]}"), []
             failed = [i for i in hp.items if i.status == "failed"]

@@ -81,20 +81,23 @@ class Switches(Addressing, Shapes):
         pfc = tuple(self.facts.lossless_priorities)
         watchdog = self.facts.watchdog is not None
         sw_lanes, sw_speed = sw.lanes_of(), sw.port_speed
-        # by (speed, cable): its lanes (a slower link uses fewer) and PFC headroom (a speed's lanes are one number)
-        specs: dict[tuple[int, int], tuple[int, Headroom | None]] = {}
+        # by (speed, cable, lanes): PFC headroom. A port's lanes are its platform port's where the NOS writes them
+        # (SONiC PORT `lanes`: an unsplit 8-lane cage at 100G keeps 8, and SONiC's lua computes from those), else a
+        # slower link uses fewer
+        specs: dict[tuple[int, int, int], Headroom | None] = {}
         hosts, nic_at, ar_speeds, asn = self.topo.hosts, self.nic_at, sw.platform.adaptive_routing_speeds, self.asn
         svi, vlan_base, broken_out = self.addr.mode == "svi", self.addr.vlan_base, pm is not None and sw.ways > 1
         any_ar = False
         for port, peer, peer_port, speed, cable, kind in in_port_order(self.ports[sw.name], self._port_orders):
-            spec = specs.get((speed, cable))
-            if spec is None:
-                lanes = max(1, sw_lanes * speed // sw_speed)
-                spec = specs[(speed, cable)] = (lanes, port_headroom(
-                    sw.platform.asic, speed, cable, mtu, lanes, hr_policy.lossless_mtu,
-                    hr_policy.small_packet_percentage, hr_policy.shared_headroom_pool) if lossless else None)
-            lanes, hr = spec
             hw = hw_ports.get(port) if hw_ports is not None else None
+            lanes = hw.lane_count if hw is not None else max(1, sw_lanes * speed // sw_speed)
+            key = (speed, cable, lanes)
+            if key in specs:
+                hr = specs[key]
+            else:
+                hr = specs[key] = port_headroom(
+                    sw.platform.asic, speed, cable, mtu, lanes, hr_policy.lossless_mtu,
+                    hr_policy.small_packet_percentage, hr_policy.shared_headroom_pool) if lossless else None
             if hw is not None and broken_out:
                 breakout[pm.parent(hw)] = hw.mode  # type: ignore[union-attr]
             if kind == "host-leaf":

@@ -15,15 +15,17 @@ back by itself when the timer expires unconfirmed.
 
 from __future__ import annotations
 
-import json
 import re
 import time
 import uuid
 from typing import Any
 
+from fabric.model.running import check_reply
 from fabric.nos import row_of
 from fabric.parsers import switch_counters
 from fabric.parsers.frr import reply_json
+from fabric.parsers.switch_state import eos_bgp_peers, eos_inventory
+from fabric.replies import reader
 from fabric.targets.base import Change, Driver, Health, TargetError, Txn
 from fabric.targets.owned import Leaves, Path, ScopedDiff, parse_text, text_leaves
 from fabric.targets.transceivers import eos_inventory_modules
@@ -67,6 +69,13 @@ def config_lines(text: str) -> list[str]:
             and ln.strip() != "end"]
 
 
+@reader("show running-config")
+def running_reply(text: str) -> str:
+    """The running configuration as the switch printed it, checked as a saved one is (fabric.model.running)."""
+    return check_reply("eos", "show running-config", text)
+
+
+@reader("show session-config diffs")
 def parse_session_diff(text: str) -> list[Change]:
     """`show session-config diffs` → changes under their top-level section."""
     changes: list[Change] = []
@@ -118,7 +127,7 @@ class EosDriver(Driver):
     def _json(self, command: str) -> dict:
         self._prepare()
         try:
-            data = reply_json(self._cmd(command))
+            data = reply_json(self._cmd(command), command=command)
         except ValueError as exc:
             raise TargetError(f"{command}: not JSON ({exc})") from None
         return data if isinstance(data, dict) else {}
@@ -140,7 +149,7 @@ class EosDriver(Driver):
 
     def running(self) -> str:
         self._prepare()
-        return self._cmd("show running-config")
+        return running_reply(self._cmd("show running-config"))
 
     def scoped(self, running: str) -> ScopedDiff:
         self.check_renumber(running, self.intended)
@@ -170,9 +179,7 @@ class EosDriver(Driver):
 
     def health(self) -> Health:
         self._prepare()
-        data = json.loads(self._cmd("show ip bgp summary | json") or "{}")
-        peers = {n: p.get("peerState", "") for v in data.get("vrfs", {}).values()
-                 for n, p in v.get("peers", {}).items()}
+        peers = eos_bgp_peers(self._cmd("show ip bgp summary | json"))
         running = self._cmd("show running-config")
         want = len(re.findall(r"priority-flow-control priority \d no-drop", self.intended))
         have = len(re.findall(r"priority-flow-control priority \d no-drop", running))
@@ -184,7 +191,7 @@ class EosDriver(Driver):
     def transceivers(self, ports: list[str]) -> dict[str, Any]:
         """Module identity from `show inventory | json` (xcvrSlots: mfgName, modelName, serialNum, hardwareRev, as
         ANTA's VerifyTransceiversManufacturers reads it); EOS diagnostics (DOM) are not read here."""
-        return eos_inventory_modules(json.loads(self._cmd("show inventory | json") or "{}"), ports)
+        return eos_inventory_modules(eos_inventory(self._cmd("show inventory | json")), ports)
 
     def begin(self) -> Txn:
         snapshot = self.running()

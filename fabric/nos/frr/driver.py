@@ -19,16 +19,17 @@ it was. `fabric rollback` runs that recorded undo.
 
 from __future__ import annotations
 
-import json
 import re
 import time
 import uuid
 from typing import Any
 
+from fabric.model.running import check_reply
 from fabric.nos import row_of
 from fabric.nos.frr import scripts
-from fabric.parsers.frr import json_docs, reply_json, route_widths
+from fabric.parsers.frr import bgp_peers, bgp_peers_of, json_docs, reply_json, route_widths
 from fabric.parsers.iproute import port_counters
+from fabric.replies import reader
 from fabric.targets import shell
 from fabric.targets.base import Change, DeviceDiff, Driver, Health, TargetError, Txn
 from fabric.targets.owned import (
@@ -87,15 +88,20 @@ echo reverted > "$D/state"
 """
 
 
+SHOW_RUNNING = "vtysh -c 'show running-config'"
+
+
+@reader(SHOW_RUNNING)
 def clean_running(text: str) -> str:
-    """`show running-config` as a file frr-reload.py accepts (no banner lines)."""
-    keep = [ln for ln in text.splitlines()
+    """`show running-config` as a file frr-reload.py accepts (no banner lines), checked as a saved one is."""
+    keep = [ln for ln in check_reply("frr", SHOW_RUNNING, text).splitlines()
             if ln.strip() not in ("Building configuration...", "Current configuration:")]
     while keep and not keep[0].strip():
         keep.pop(0)
     return "\n".join(keep) + "\n"
 
 
+@reader("frr-reload.py --test")
 def parse_reload_test(output: str, running: str, defaults: str = "", intended: str = "") -> list[Change]:
     """frr-reload.py --test output → changes under their section, noise and no-ops dropped. A `no X` line to
     add is a removal of X, unless the `intended` file holds `no X` itself (a negated setting the render sets:
@@ -266,27 +272,22 @@ class FrrDriver(Driver):
                            what="frr-reload.py --test")
 
     def health(self) -> Health:
-        return self._health(json.loads(self._vtysh("show bgp summary json") or "{}"))
+        return self._health(bgp_peers(self._vtysh("show bgp summary json")))
 
     @staticmethod
-    def _health(data: dict[str, Any]) -> Health:
-        peers: dict[str, str] = {}
-        for af in data.values():
-            if isinstance(af, dict):
-                for name, p in (af.get("peers") or {}).items():
-                    if peers.get(name) != "Established":
-                        peers[name] = p.get("state", "")
+    def _health(peers: dict[str, str]) -> Health:
         return Health(bgp_established=sum(s == "Established" for s in peers.values()), bgp_peers=peers)
 
     def routes(self) -> dict[str, int]:
-        return route_widths(reply_json(self._vtysh("show ip route json")))
+        return route_widths(reply_json(self._vtysh("show ip route json"), command="vtysh -c 'show ip route json'"))
 
     def bgp_state(self) -> tuple[Health, dict[str, int] | None]:
         """Both replies from one vtysh (it prints one JSON document per `-c`)."""
-        docs = json_docs(self._vtysh("show bgp summary json", "show ip route json"))
+        docs = json_docs(self._vtysh("show bgp summary json", "show ip route json"),
+                         "vtysh -c 'show bgp summary json' -c 'show ip route json'")
         if len(docs) != 2 or not all(isinstance(d, dict) for d in docs):  # one printed nothing: ask separately
             return super().bgp_state()
-        return self._health(docs[0]), route_widths(docs[1])
+        return self._health(bgp_peers_of(docs[0])), route_widths(docs[1])
 
     def counters(self) -> dict[str, dict[str, int]]:
         """Per front-panel port: kernel link statistics (`ip -s -j link`; switchdev ports carry the ASIC's) and the

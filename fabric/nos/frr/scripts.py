@@ -20,11 +20,12 @@ Device replies are data: every value read back is checked against the form the c
 
 from __future__ import annotations
 
-import json
 import re
 import shlex
 from dataclasses import dataclass, field
 
+from fabric.errors import ReplyError
+from fabric.replies import json_reply, reader
 from fabric.targets import shell
 from fabric.targets.owned import Change
 
@@ -33,6 +34,8 @@ KEPT = "roce-fabric"  # under the FRR confdir: the copies the last confirmed app
 MARK = "@@RF@@ "
 _IFNAME = re.compile(r"^[A-Za-z0-9_.:@-]{1,15}$")
 _INT = re.compile(r"^-?\d+$")
+MAX_LINE = 4096  # characters of a line of a kept script: the rendered ones are under 200
+READS = "ip -j -d link show; ip -j addr show; tc -j qdisc show; sysctl; dcb; cat the kept scripts"
 
 
 @dataclass
@@ -58,7 +61,7 @@ def commands(script: str) -> list[list[str]]:
             continue
         argv = shlex.split(line.rpartition("||")[2] if "||" in line else line)
         argv = [a for a in argv if a not in (">/dev/null", "2>&1")]
-        if argv[:3] == ["ip", "link", "show"]:
+        if not argv or argv[:3] == ["ip", "link", "show"]:
             continue
         out.append(argv)
     return out
@@ -95,6 +98,7 @@ def reads(scripts: dict[str, str], confdir: str) -> str:
     return "; ".join([*parts, "true"])  # a missing file or tool is an empty answer, not a failed read
 
 
+@reader(READS)
 def parse_state(out: str) -> State:
     """The answer of `reads`."""
     st = State()
@@ -102,12 +106,15 @@ def parse_state(out: str) -> State:
     for part in out.split(MARK)[1:]:
         head, _, body = part.partition("\n")
         chunks[head.strip()] = body
-    for lk in _json(chunks.get("link", "")):
-        st.links[str(lk.get("ifname"))] = {"mtu": lk.get("mtu"), "up": "UP" in (lk.get("flags") or []),
+    for lk in _json(chunks.get("link", ""), "ip -j -d link show"):
+        flags = lk.get("flags")
+        st.links[str(lk.get("ifname"))] = {"mtu": lk.get("mtu"), "up": isinstance(flags, list) and "UP" in flags,
                                           "master": lk.get("master")}
-    for lk in _json(chunks.get("addr", "")):
-        st.addrs[str(lk.get("ifname"))] = {f"{a.get('local')}/{a.get('prefixlen')}" for a in lk.get("addr_info", [])}
-    for q in _json(chunks.get("qdisc", "")):
+    for lk in _json(chunks.get("addr", ""), "ip -j addr show"):
+        addrs = lk.get("addr_info")
+        st.addrs[str(lk.get("ifname"))] = {f"{a.get('local')}/{a.get('prefixlen')}" for a in
+                                          (addrs if isinstance(addrs, list) else []) if isinstance(a, dict)}
+    for q in _json(chunks.get("qdisc", ""), "tc -j qdisc show"):
         if q.get("root"):
             st.root[str(q.get("dev"))] = (str(q.get("kind")), str(q.get("handle")))
     st.sysctl = shell.sysctl_values(chunks.get("sysctl", ""))
@@ -119,15 +126,27 @@ def parse_state(out: str) -> State:
         elif kind == "dcbpfc" and "prio-pfc" in words:
             st.dcb_pfc[rest] = [w for w in words[words.index("prio-pfc") + 1:] if ":" in w]
         elif kind == "kept" and body:
+            _kept_commands(rest, body)
             st.installed[rest] = body
     return st
 
 
-def _json(text: str) -> list[dict]:
-    try:
-        data = json.loads(text.strip() or "[]")
-    except ValueError:
-        return []
+def _kept_commands(name: str, body: str) -> None:
+    """The copy of `name` kept on the switch reads as shell words line by line, each line at most MAX_LINE
+    characters (shlex takes time quadratic in a quoted word's length); else a ReplyError at its line."""
+    for n, line in enumerate(body.splitlines(), 1):
+        try:
+            if len(line) > MAX_LINE:
+                raise ValueError(f"at most {MAX_LINE} characters")
+            commands(line)
+        except ValueError as exc:
+            raise ReplyError(f"cat {KEPT}/{name}", f"a command line of the rendered {name} ({exc})", line,
+                             where=f"line {n}") from None
+
+
+def _json(text: str, command: str) -> list[dict]:
+    """The objects of a JSON list reply; nothing where the tool printed nothing (absent: `2>/dev/null`)."""
+    data = json_reply(text, command, "[]")
     return [d for d in data if isinstance(d, dict)] if isinstance(data, list) else []
 
 

@@ -22,11 +22,13 @@ from typing import Any
 import yaml
 
 from fabric.fast.blockyaml import load_block
-from fabric.model.running import taken_document
+from fabric.model.running import check_reply, taken_document
 from fabric.nos import row_of
 from fabric.nos.nvue.render import rendered_tree
 from fabric.parsers import switch_counters
 from fabric.parsers.frr import reply_json
+from fabric.parsers.switch_state import nvue_bgp_peers, nvue_revisions, nvue_roce
+from fabric.replies import reader
 from fabric.targets import shell
 from fabric.targets.base import DeviceDiff, Driver, Health, TargetError, Txn
 from fabric.targets.owned import Leaves, Path, ScopedDiff, removal_roots, tree_leaves
@@ -50,6 +52,12 @@ def _yaml(text: str) -> tuple[Any, bool]:
 def load_running(text: str) -> dict:
     """`nv config show -o json` (the tree) or `-o yaml` (a list: `- header:`, `- set:`) → the applied tree."""
     return _running_tree(text)[0]
+
+
+@reader("nv config show -o json")
+def applied_reply(text: str) -> dict:
+    """`load_running` of the switch's own reply, checked as a saved one is (fabric.model.running)."""
+    return load_running(check_reply("nvue", "nv config show -o json", text))
 
 
 def _running_tree(text: str) -> tuple[dict, bool]:
@@ -87,11 +95,7 @@ class NvueDriver(Driver):
                         "nv show interface <swp> qos pfc-watchdog -o json")
 
     def _applied(self) -> dict:
-        out = shell.check(self.conn, "nv config show -o json", what="nv config show")
-        try:
-            return load_running(out)
-        except (ValueError, yaml.YAMLError) as exc:
-            raise TargetError(f"nv config show: not JSON ({exc})") from None
+        return applied_reply(shell.check(self.conn, "nv config show -o json", what="nv config show"))
 
     def running(self) -> str:
         return json.dumps(self._applied(), indent=2, sort_keys=True)
@@ -194,19 +198,19 @@ class NvueDriver(Driver):
         for head, wd in zip(chunks[1::2], chunks[2::2], strict=False):  # "<port>\n<qos json>", "<watchdog json>"
             port, _, qos = head.strip().partition("\n")
             try:
-                out.update(switch_counters.nvue(port, reply_json(qos), reply_json(wd)))
+                out.update(switch_counters.nvue(port, reply_json(qos, command=f"nv show interface {port} counters qos"),
+                                                reply_json(wd, command=f"nv show interface {port} qos pfc-watchdog")))
             except ValueError:
                 continue  # a port NVUE has no counters for
         return out
 
     def health(self) -> Health:
-        out = shell.check(self.conn, "nv show vrf default router bgp neighbor -o json", what="nv show")
-        peers = {n: ("Established" if str(p.get("state", "")).lower() == "established" else str(p.get("state")))
-                 for n, p in (json.loads(out or "{}") or {}).items()}
+        peers = nvue_bgp_peers(shell.check(self.conn, "nv show vrf default router bgp neighbor -o json",
+                                           what="nv show"))
         want = self._intended().get("qos", {}).get("roce")
         problems = []
         if want:
-            have = json.loads(shell.check(self.conn, "nv show qos roce -o json", what="nv show") or "{}")
+            have = nvue_roce(shell.check(self.conn, "nv show qos roce -o json", what="nv show"))
             problems = [f"RoCE: expected qos roce {k} {v}, actual {have.get(k, 'none')}"
                         for k, v in sorted(want.items()) if have.get(k) != v]
         return Health(bgp_established=sum(s == "Established" for s in peers.values()), bgp_peers=peers,
@@ -218,7 +222,7 @@ class NvueDriver(Driver):
         return ethtool_modules(self.conn, ports)
 
     def _revisions(self) -> dict:
-        return json.loads(shell.check(self.conn, "nv config revision -o json", what="nv config revision") or "{}")
+        return nvue_revisions(shell.check(self.conn, "nv config revision -o json", what="nv config revision"))
 
     def begin(self) -> Txn:
         applied = self._applied()

@@ -9,7 +9,12 @@
   computes the headroom from CABLE_LENGTH, the port speed and LOSSLESS_TRAFFIC_PATTERN (HLD, "BUFFER_PG":
   "profile NULL … headroom calculated dynamically"); the static `pg_lossless_*` profiles are not pushed.
   `traditional` — explicit profiles, which only a static render has (qos.headroom.mode static); a dynamic
-  render onto a traditional switch is refused.
+  render onto a traditional switch is refused. The render names them as buffermgrd does
+  (`pg_lossless_<speed>_<cable>_profile`, render.lossless_profile), since buffermgrd points every lossless PG at
+  that name and reuses a profile of that name that exists (cfgmgr/buffermgr.cpp doSpeedUpdateTask). A profile of
+  that name the switch holds and no earlier apply rendered is SONiC's own (from its pg_profile_lookup.ini), shared
+  by every port of that speed and cable: it is kept, never rewritten, and the plan's note gives its headroom
+  beside the inventory's.
 - **Buffer pools.** The render's headroom profiles (traditional model) go in the ingress pool the switch's own
   lossless PGs use (their profile's `pool`), else its `ingress_lossless_pool`, else its one ingress pool; a switch
   without an ingress pool keeps the refusal (sonic-buffer-profile.yang: a profile's `pool` must be a BUFFER_POOL).
@@ -18,7 +23,7 @@
   docker_init.sh; SONiC doc/mgmt/SONiC_Design_Doc_Unified_FRR_Mgmt_Interface.md: "frr_mgmt_framework_config
   … takes effect after the bgp docker restarts"). On a switch without frrcfgd the render's BGP objects
   (unnumbered neighbours, route maps, networks, blackholes, Loopback0) would do nothing, so they are left
-  out of the push and the plan says so; switching the mode is the operator's planned restart (README).
+  out of the push and the plan says so; switching the mode is the operator's planned restart (docs/plan-apply.md).
 - **Platform.** PORT `lanes`/`alias`/`index`/`subport` of a port the switch has are its platform's and never
   rewritten; a switch whose `DEVICE_METADATA.platform` (or a port's lanes) differs from the inventory's is a
   located error.
@@ -84,13 +89,15 @@ def overlapping_pgs(db: dict) -> list[tuple[str, str]]:
             if ra & rb]
 
 
-def adapt(intent: dict[str, Any], running: dict[str, Any]) -> Fitted:
-    """The intent fitted to the switch whose CONFIG_DB is `running` (see the module docstring)."""
+def adapt(intent: dict[str, Any], running: dict[str, Any], earlier: frozenset[str] = frozenset()) -> Fitted:
+    """The intent fitted to the switch whose CONFIG_DB is `running` (see the module docstring); `earlier`: the
+    BUFFER_PROFILE names an earlier apply rendered (the tool's own)."""
     fit = Fitted(copy.deepcopy(intent))
     want, have = fit.intent, running
     meta_w, meta_h = want.setdefault("DEVICE_METADATA", {}).setdefault("localhost", {}), _meta(have)
     _platform(fit, meta_w, meta_h, have)
     _buffer_model(fit, meta_w, meta_h, have)
+    _switch_profiles(fit, have, earlier)
     _pools(fit, have)
     _routing_mode(fit, meta_w, meta_h, have)
     for f in NEVER_PUSHED_META:
@@ -145,6 +152,24 @@ def _buffer_model(fit: Fitted, meta_w: dict, meta_h: dict, have: dict) -> None:
             want.pop(t, None)
 
 
+def _switch_profiles(fit: Fitted, have: dict, earlier: frozenset[str]) -> None:
+    """Keep the switch's own headroom profile of a rendered name (module docstring, buffer model)."""
+    want, theirs = fit.intent.get("BUFFER_PROFILE", {}), have.get("BUFFER_PROFILE", {})
+    for name in sorted(n for n in want if n in theirs and n not in earlier):
+        mine, kept = want.pop(name), theirs[name] or {}
+        fields = ("xon", "xoff", "size")
+        if any(str(kept.get(f)) != mine.get(f) for f in fields):
+            fit.notes.append(f"BUFFER_PROFILE|{name} kept: the switch's own ({_hr(kept)}), which buffermgrd gives "
+                             f"every port of that speed and cable on the traditional model; the inventory computes "
+                             f"{_hr(mine)}")
+    if not want:
+        fit.intent.pop("BUFFER_PROFILE", None)
+
+
+def _hr(profile: dict) -> str:
+    return ", ".join(f"{f} {profile.get(f, 'none')}" for f in ("xon", "xoff", "size"))
+
+
 def lossless_pool(have: dict) -> str | None:
     """The ingress pool lossless traffic uses on the switch (module docstring); None: it has none."""
     pools, profiles = have.get("BUFFER_POOL", {}), have.get("BUFFER_PROFILE", {})
@@ -169,10 +194,14 @@ def _pools(fit: Fitted, have: dict) -> None:
         fit.notes.append(f"headroom profiles in the switch's lossless ingress pool {pool}: {', '.join(moved)}")
 
 
+def runs_frrcfgd(db: dict) -> bool:
+    """Whether the switch whose CONFIG_DB is `db` runs frrcfgd (else bgpcfgd): see the module docstring."""
+    return str(_meta(db).get("frr_mgmt_framework_config", "")).lower() == "true"
+
+
 def _routing_mode(fit: Fitted, meta_w: dict, meta_h: dict, have: dict) -> None:
     want = fit.intent
-    frrcfgd = str(meta_h.get("frr_mgmt_framework_config", "")).lower() == "true"
-    if not frrcfgd:
+    if not runs_frrcfgd(have):
         left = [t for t in ROUTING_TABLES if want.get(t)]
         for t in ROUTING_TABLES:
             want.pop(t, None)
@@ -182,7 +211,7 @@ def _routing_mode(fit: Fitted, meta_w: dict, meta_h: dict, have: dict) -> None:
             mode = meta_h.get("docker_routing_config_mode", "unset")
             fit.notes.append(f"BGP not pushed ({', '.join(left)}): the switch runs bgpcfgd (docker_routing_config_mode "
                              f"{mode}, no frr_mgmt_framework_config) and the bgp container picks its daemon only at "
-                             "start; see the README, adopting a SONiC switch")
+                             "start; see docs/plan-apply.md, adopting a brownfield SONiC switch")
         return
     asn_h = have.get("BGP_GLOBALS", {}).get("default", {}).get("local_asn") or meta_h.get("bgp_asn")
     asn_w = want.get("BGP_GLOBALS", {}).get("default", {}).get("local_asn") or meta_w.get("bgp_asn")

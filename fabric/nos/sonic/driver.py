@@ -12,6 +12,16 @@ changes), then it waits for a `confirm` file; with it, `config save -y`; without
 `cancel`), `config rollback <name>`. SONiC itself has no confirm timer: this job is the tool's, and the
 same one answers `fabric rollback`/`--resume` through its `state` file (`~/.roce-fabric/<txn>/`).
 
+Drain: on a switch that runs frrcfgd, BGP_GLOBALS `graceful_shutdown` through the transaction (`drained`). bgpcfgd,
+which stock images run, drops that field with the rest of the BGP it does not manage, so there the drain is SONiC's
+own traffic shift (`traffic_shift`; sonic-buildimage dockers/docker-fpm-frr/base_image_files/TSA, TSB, TSC, TS):
+`TSA` sets CONFIG_DB BGP_DEVICE_GLOBAL|STATE `tsa_enabled` true and bgpcfgd installs the isolation route maps on its
+outbound `TO_BGP_PEER_V4/V6` maps (only the loopback is announced, with the traffic-shift community); `TSB` sets it
+false; `TSC` prints `System Mode: Normal`, `Maintenance`, `No external neighbors` (no route map TSA could act on) or
+`Not consistent`. The tool reads TSC first (no external neighbours: it refuses, nothing done), runs TSA/TSB, reads
+TSC again (anything but the asked mode is an error), then `config save -y` (TSA asks for it: the mode survives a
+reboot).
+
 Kernel settings: the rendered `sysctl.conf` (neighbour aging and table sizes; CONFIG_DB has no knob for them)
 goes through the same transaction. The running document carries them as a pseudo-table `sysctl.conf` beside
 the CONFIG_DB tables (the values `sysctl -n` reads, and the persisted file's text); `plan` diffs them like any
@@ -26,17 +36,29 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import time
 import uuid
 from typing import Any
 
+from fabric.model.running import check_reply
 from fabric.nos import row_of
-from fabric.nos.sonic.brownfield import adapt, preflight, replaced_pgs
+from fabric.nos.sonic.brownfield import adapt, preflight, replaced_pgs, runs_frrcfgd
 from fabric.parsers import switch_counters
-from fabric.parsers.frr import reply_json, route_widths
+from fabric.parsers.frr import bgp_peers, reply_json, route_widths
+from fabric.replies import reader
 from fabric.targets import shell
-from fabric.targets.base import DeviceDiff, Driver, Health, TargetError, Txn
-from fabric.targets.owned import Leaves, Path, ScopedDiff, apply_leaves, json_patch, scoped_diff, tree_leaves
+from fabric.targets.base import DeviceDiff, Driver, Health, Shifted, TargetError, Txn
+from fabric.targets.owned import (
+    Leaves,
+    Path,
+    ScopedDiff,
+    apply_leaves,
+    json_patch,
+    manifest_paths,
+    scoped_diff,
+    tree_leaves,
+)
 from fabric.targets.transceivers import sonic_modules
 
 JOB = r"""#!/bin/sh
@@ -74,6 +96,16 @@ echo reverted > "$D/state"
 """
 
 
+SYSTEM_MODE = re.compile(r"System Mode: ([^\n]+)")
+NO_NEIGHBORS = "No external neighbors"
+
+
+def _said(out: str) -> str:
+    """TSA/TSB's line about the mode (`System Mode: Normal -> Maintenance`, `System is already in …`)."""
+    lines = [ln.strip() for ln in out.splitlines() if "System Mode" in ln or "already" in ln]
+    return "; ".join(lines) or "no answer about the system mode"
+
+
 SYSCTL = "sysctl.conf"  # the running document's pseudo-table of kernel settings (never a CONFIG_DB table name)
 SYSCTL_FILE = "file"  # its leaf holding the persisted file's text
 SYSCTL_PATH = "/etc/sysctl.d/95-roce-fabric.conf"
@@ -101,6 +133,15 @@ def _lines(path: Path, value: object) -> tuple[str, list[str]]:
     return "|".join(path), ["(key)"]
 
 
+SHOW_RUNNING = "show runningconfiguration all"
+
+
+@reader(SHOW_RUNNING)
+def config_db_reply(text: str) -> dict[str, Any]:
+    """CONFIG_DB as the switch printed it, checked as a saved config_db.json is (fabric.model.running)."""
+    return json.loads(check_reply("sonic", SHOW_RUNNING, text))
+
+
 class SonicDriver(Driver):
     target = row_of(__name__).name
     has_confirm_timer = True  # the device-side job above
@@ -116,11 +157,7 @@ class SonicDriver(Driver):
         return self.options.get("workdir") or ".roce-fabric"  # relative: the login directory
 
     def _running(self) -> dict:
-        out = shell.check(self.conn, "show runningconfiguration all", what="show runningconfiguration all")
-        try:
-            return json.loads(out)
-        except ValueError as exc:
-            raise TargetError(f"show runningconfiguration all: not JSON ({exc})") from None
+        return config_db_reply(shell.check(self.conn, SHOW_RUNNING, what=SHOW_RUNNING))
 
     def running(self) -> str:
         """CONFIG_DB, and under `sysctl.conf` the kernel settings the intent names (module docstring)."""
@@ -166,6 +203,36 @@ class SonicDriver(Driver):
         data.setdefault("BGP_GLOBALS", {}).setdefault("default", {})["graceful_shutdown"] = "true"
         return json.dumps(data, indent=2, sort_keys=True)
 
+    def traffic_shift(self, away: bool) -> Shifted | None:
+        """TSA (`away`) or TSB on a switch that runs bgpcfgd, checked with TSC (module docstring); None on frrcfgd."""
+        if runs_frrcfgd(self._running()):
+            return None
+        cmd, want = ("TSA", "Maintenance") if away else ("TSB", "Normal")
+        before = self._system_mode()
+        if away and before == NO_NEIGHBORS:
+            raise TargetError(f"TSC: System Mode: {before}: the switch runs bgpcfgd and has no BGP neighbour with an "
+                              "outbound route map for TSA to isolate, so it cannot be drained (BGP_GLOBALS "
+                              "graceful_shutdown needs frrcfgd: docs/plan-apply.md, adopting a brownfield SONiC "
+                              "switch); device unchanged")
+        said = _said(shell.check(self.conn, f"{self._sudo}{cmd}", what=cmd))
+        after = self._system_mode()
+        if after != want and not (not away and after == NO_NEIGHBORS):
+            raise TargetError(f"{cmd}: {said}; TSC then reports System Mode: {after}, expected {want}")
+        changed = "->" in said
+        if changed:
+            shell.check(self.conn, f"{self._sudo}config save -y", what="config save")
+        return Shifted(changed=changed, detail=f"{cmd} (the switch runs bgpcfgd): {said}; TSC: System Mode: {after}"
+                       + ("; config saved" if changed else ""))
+
+    def _system_mode(self) -> str:
+        """The mode `TSC no-stats` prints (`System Mode: …`; several BGP instances that differ: Not consistent)."""
+        out = shell.check(self.conn, f"{self._sudo}TSC no-stats", what="TSC")
+        modes = {m.group(1).strip() for m in SYSTEM_MODE.finditer(out)}
+        if not modes:
+            last = next((ln for ln in reversed(out.splitlines()) if ln.strip()), "no output")
+            raise TargetError(f"TSC: expected a 'System Mode: …' line, found {last.strip()[:200]!r}")
+        return modes.pop() if len(modes) == 1 else f"Not consistent ({', '.join(sorted(modes))})"
+
     def scoped(self, running: str) -> ScopedDiff:
         """The diff inside the owned scope, of the intent fitted to this switch (fabric.nos.sonic.brownfield);
         TargetError with every pre-flight problem when SONiC would refuse the patch (nothing is touched)."""
@@ -177,7 +244,8 @@ class SonicDriver(Driver):
         if self.options.get("scope") is not None:  # `fabric rollback`: the recorded snapshot, as it was
             return self.scoped_from(tree_leaves(have), tree_leaves(want), _lines)
         sys_have, sys_want = have.pop(SYSCTL, {}), want.pop(SYSCTL, {})
-        fit = adapt(want, have)
+        fit = adapt(want, have, frozenset(p[1] for p in manifest_paths(self.options.get("manifest"))
+                                          if p[0] == "BUFFER_PROFILE" and len(p) > 1))
         # a per-interface key of an interface the switch lacks: it inherits neigh.default when created
         sys_want = {k: v for k, v in sys_want.items() if k in sys_have or k == SYSCTL_FILE or ".default." in k}
         self.notes = [*self.notes, *fit.notes]
@@ -201,14 +269,13 @@ class SonicDriver(Driver):
         return super().device_diff(sd).model_copy(update={"notes": list(self.notes)})
 
     def health(self) -> Health:
-        data = json.loads(shell.check(self.conn, "vtysh -c 'show bgp summary json'", what="vtysh") or "{}")
-        peers = {n: p.get("state", "") for af in data.values() if isinstance(af, dict)
-                 for n, p in (af.get("peers") or {}).items()}
-        running = self._running().get("PORT_QOS_MAP", {})
-        problems = [f"PFC: expected pfc_enable {v['pfc_enable']} on {port}, actual "
-                    f"{running.get(port, {}).get('pfc_enable', 'none')}"
+        peers = bgp_peers(shell.check(self.conn, "vtysh -c 'show bgp summary json'", what="vtysh"))
+        running = self._running().get("PORT_QOS_MAP", {})  # each table an object (config_db_reply)
+        have = {port: str(v.get("pfc_enable", "none")) if isinstance(v, dict) else "none"
+                for port, v in running.items()}
+        problems = [f"PFC: expected pfc_enable {v['pfc_enable']} on {port}, actual {have.get(port, 'none')}"
                     for port, v in sorted(self._intended().get("PORT_QOS_MAP", {}).items())
-                    if "pfc_enable" in v and running.get(port, {}).get("pfc_enable") != v["pfc_enable"]]
+                    if "pfc_enable" in v and have.get(port) != v["pfc_enable"]]
         return Health(bgp_established=sum(s == "Established" for s in peers.values()), bgp_peers=peers,
                       lossless=problems, lossless_checked=True)
 
@@ -221,7 +288,8 @@ class SonicDriver(Driver):
         return self.device_diff(self.scoped(self.running()))
 
     def routes(self) -> dict[str, int]:
-        return route_widths(reply_json(shell.check(self.conn, "vtysh -c 'show ip route json'", what="vtysh")))
+        return route_widths(reply_json(shell.check(self.conn, "vtysh -c 'show ip route json'", what="vtysh"),
+                                       command="vtysh -c 'show ip route json'"))
 
     def counters(self) -> dict[str, dict[str, int]]:
         """Queues (`queuestat -j`, `wredstat -j`: bytes, drops, ECN-marked), PFC frames per priority
@@ -231,7 +299,7 @@ class SonicDriver(Driver):
                           "echo '@@''@'; show pfcwd stats", what="queuestat/wredstat/pfcstat/pfcwd")
         parts = [*out.split("@@@"), "", "", ""][:4]
         try:
-            q, w = (reply_json(p) for p in parts[:2])
+            q, w = (reply_json(p, command=c) for p, c in zip(parts[:2], ("queuestat -j", "wredstat -j"), strict=True))
         except ValueError as exc:
             raise TargetError(f"queuestat/wredstat -j: not JSON ({exc})") from None
         return switch_counters.sonic(q, w, parts[2], parts[3])

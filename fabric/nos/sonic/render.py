@@ -90,14 +90,27 @@ def wred_profiles(q: QosFacts) -> dict[int, tuple[str, dict[str, str]]]:
     return out
 
 
+def lossless_profile(speed_mbps: int, cable: str) -> str:
+    """The headroom profile buffermgrd gives a lossless PG on the traditional model: `pg_lossless_<PORT speed>_
+    <CABLE_LENGTH>_profile` (sonic-swss cfgmgr/buffermgr.cpp BufferMgr::doSpeedUpdateTask)."""
+    return f"pg_lossless_{speed_mbps}_{cable}_profile"
+
+
+def cable_length(p: PortIntent) -> str:
+    """The port's CABLE_LENGTH value."""
+    return f"{p.cable_m}m"
+
+
 def buffers(sw: SwitchIntent, lossless: list[PortIntent]) -> Table:
-    """Static: one ROCE_pg_lossless_<speed>_<cable>m_profile per (speed, cable) from PortIntent.headroom — the
-    `ROCE_` prefix keeps it apart from the `pg_lossless_*` profiles a switch holds of its own (buffermgrd writes
-    those on the traditional model), so a push never overwrites one.
+    """Static: one profile per (speed, cable) from PortIntent.headroom, under the name buffermgrd looks up. On
+    the traditional model buffermgrd points every lossless PG at that name whenever a port's speed, cable length or
+    pfc_enable changes and for every port when it starts, and reuses a profile of that name that CONFIG_DB holds
+    (doSpeedUpdateTask): any other name would be taken back. Ports of one (speed, cable) share it, so it carries the
+    largest headroom among them (lanes can differ). The switch's own profile of that name: brownfield.py.
     Dynamic: BUFFER_PG profile NULL so buffermgrd computes headroom from CABLE_LENGTH."""
     q = sw.qos
     pgs = _ranges(q.lossless_tcs) if q.lossless_tcs else ""
-    db: Table = {"CABLE_LENGTH": {CABLE_PROFILE: {p.name: f"{p.cable_m}m" for p in sw.ports}}}
+    db: Table = {"CABLE_LENGTH": {CABLE_PROFILE: {p.name: cable_length(p) for p in sw.ports}}}
     if not pgs:
         return db
     pg: dict[str, dict[str, str]] = {}
@@ -114,9 +127,10 @@ def buffers(sw: SwitchIntent, lossless: list[PortIntent]) -> Table:
             hr = p.headroom
             if hr is None:
                 continue
-            name = f"{MAP}_pg_lossless_{hr.speed_mbps}_{hr.cable_m}m_profile"
-            profiles[name] = {"pool": "ingress_lossless_pool", "xon": str(hr.xon), "xoff": str(hr.xoff),
-                              "size": str(hr.size), "dynamic_th": LOSSLESS_DYNAMIC_TH}
+            name = lossless_profile(p.speed * 1000, cable_length(p))  # the PORT speed and CABLE_LENGTH rendered
+            if name not in profiles or int(profiles[name]["size"]) < hr.size:
+                profiles[name] = {"pool": "ingress_lossless_pool", "xon": str(hr.xon), "xoff": str(hr.xoff),
+                                  "size": str(hr.size), "dynamic_th": LOSSLESS_DYNAMIC_TH}
             pg[f"{p.name}|{pgs}"] = {"profile": name}
         db["BUFFER_PROFILE"] = profiles
     db["BUFFER_PG"] = pg
@@ -124,19 +138,28 @@ def buffers(sw: SwitchIntent, lossless: list[PortIntent]) -> Table:
 
 
 def config_db(sw: SwitchIntent) -> dict[str, Table]:
-    """The whole CONFIG_DB content this fabric owns on one switch."""
-    q = sw.qos
-    lossless = [p for p in sw.ports if p.pfc]
-    db: dict[str, Table] = {
-        "DEVICE_METADATA": {"localhost": {
-            "hostname": sw.name, "bgp_asn": str(sw.bgp.asn), "frr_mgmt_framework_config": "true",
-            "docker_routing_config_mode": "unified",
-            "buffer_model": "dynamic" if q.headroom_mode == "dynamic" else "traditional"}},
-        "LOOPBACK_INTERFACE": {LOOPBACK: {}, f"{LOOPBACK}|{sw.loopback}": {}},
-    }
+    """The whole CONFIG_DB content this fabric owns on one switch, table group by table group."""
+    db: dict[str, Table] = {}
+    for tables in (metadata, ports, vlans, qos_tables, bgp_tables):
+        db.update(tables(sw))
+    db.update(buffers(sw, [p for p in sw.ports if p.pfc]))
+    return db
+
+
+def metadata(sw: SwitchIntent) -> dict[str, Table]:
+    """DEVICE_METADATA (frrcfgd, the buffer model; the platform the render is for) and the loopback."""
+    localhost = {"hostname": sw.name, "bgp_asn": str(sw.bgp.asn), "frr_mgmt_framework_config": "true",
+                 "docker_routing_config_mode": "unified",
+                 "buffer_model": "dynamic" if sw.qos.headroom_mode == "dynamic" else "traditional"}
     pm = sonic_port_map(sw.platform)
     if pm is not None:  # the switch this is written for; the push compares it and never writes it (brownfield.py)
-        db["DEVICE_METADATA"]["localhost"]["platform"] = pm.platform
+        localhost["platform"] = pm.platform
+    return {"DEVICE_METADATA": {"localhost": localhost},
+            "LOOPBACK_INTERFACE": {LOOPBACK: {}, f"{LOOPBACK}|{sw.loopback}": {}}}
+
+
+def ports(sw: SwitchIntent) -> dict[str, Table]:
+    """PORT with the platform's lanes, BREAKOUT_CFG for broken-out parents, INTERFACE (unnumbered or addressed)."""
     port_t: Table = {}
     intf: Table = {}
     for p in sw.ports:
@@ -153,19 +176,30 @@ def config_db(sw: SwitchIntent) -> dict[str, Table]:
         elif p.address:
             intf[p.name] = {}
             intf[f"{p.name}|{p.address}"] = {}
+    db: dict[str, Table] = {"PORT": port_t}
     if sw.breakout:
         db["BREAKOUT_CFG"] = {parent: {"brkout_mode": mode} for parent, mode in sw.breakout.items()}
-    db["PORT"] = port_t
     if intf:
         db["INTERFACE"] = intf
-    if sw.svis:
-        db["VLAN"] = {s.name: {"vlanid": str(s.vlan), "mtu": str(sw.mtu)} for s in sw.svis}
-        db["VLAN_MEMBER"] = {f"{s.name}|{m}": {"tagging_mode": "tagged" if m in s.tagged else "untagged"}
-                             for s in sw.svis for m in s.members}
-        db["VLAN_INTERFACE"] = {k: {} for s in sw.svis for k in (s.name, f"{s.name}|{s.address}")}
+    return db
 
-    # QoS: maps, per-port bindings, schedulers, WRED, queues, PFC watchdog, buffers.
-    db.update(qos_maps(q))
+
+def vlans(sw: SwitchIntent) -> dict[str, Table]:
+    """The rail SVIs: VLAN, VLAN_MEMBER (tagged where the host tags), VLAN_INTERFACE."""
+    if not sw.svis:
+        return {}
+    return {
+        "VLAN": {s.name: {"vlanid": str(s.vlan), "mtu": str(sw.mtu)} for s in sw.svis},
+        "VLAN_MEMBER": {f"{s.name}|{m}": {"tagging_mode": "tagged" if m in s.tagged else "untagged"}
+                        for s in sw.svis for m in s.members},
+        "VLAN_INTERFACE": {k: {} for s in sw.svis for k in (s.name, f"{s.name}|{s.address}")},
+    }
+
+
+def qos_tables(sw: SwitchIntent) -> dict[str, Table]:
+    """QoS: maps, per-port bindings, schedulers, WRED, queues and the PFC watchdog (buffers: `buffers`)."""
+    q = sw.qos
+    db: dict[str, Table] = dict(qos_maps(q))
     maps = {"dscp_to_tc_map": MAP, "tc_to_queue_map": MAP, "tc_to_pg_map": MAP, "pfc_to_queue_map": MAP}
     if sw.asic.startswith("spectrum"):  # qos_config.j2 emits pfc_to_pg_map for mellanox/barefoot only
         maps["pfc_to_pg_map"] = MAP
@@ -192,22 +226,31 @@ def config_db(sw: SwitchIntent) -> dict[str, Table]:
                 entry["wred_profile"] = wred[tc][0]
             queue[f"{p.name}|{tc}"] = entry
     db["QUEUE"] = queue
-    wd = q.watchdog
-    if wd is not None and any(p.watchdog for p in sw.ports):
-        pfc_wd: Table = {"GLOBAL": {"POLL_INTERVAL": str(wd.poll_interval_ms)}}
-        for p in sw.ports:
-            if p.watchdog:
-                pfc_wd[p.name] = {"action": wd.action, "detection_time": str(wd.detection_ms),
-                                  "restoration_time": str(wd.restoration_ms)}
-        db["PFC_WD"] = pfc_wd
-    db.update(buffers(sw, lossless))
+    db.update(pfc_watchdog(sw))
+    return db
 
-    # BGP through frrcfgd: unnumbered neighbors keyed by port, explicit remote ASN.
+
+def pfc_watchdog(sw: SwitchIntent) -> dict[str, Table]:
+    """PFC_WD: the global poll interval and each watched port's action and timers."""
+    wd = sw.qos.watchdog
+    if wd is None or not any(p.watchdog for p in sw.ports):
+        return {}
+    pfc_wd: Table = {"GLOBAL": {"POLL_INTERVAL": str(wd.poll_interval_ms)}}
+    for p in sw.ports:
+        if p.watchdog:
+            pfc_wd[p.name] = {"action": wd.action, "detection_time": str(wd.detection_ms),
+                              "restoration_time": str(wd.restoration_ms)}
+    return {"PFC_WD": pfc_wd}
+
+
+def bgp_tables(sw: SwitchIntent) -> dict[str, Table]:
+    """BGP through frrcfgd: unnumbered neighbors keyed by port, explicit remote ASN, the graceful-shutdown policy."""
     b = sw.bgp
-    db["BGP_GLOBALS"] = {VRF: {"local_asn": str(b.asn), "router_id": b.router_id,
-                               "load_balance_mp_relax": "true"}}
-    db["BGP_GLOBALS_AF"] = {f"{VRF}|{AF}": {"max_ebgp_paths": str(b.max_paths)}}
-    db["BGP_GLOBALS_AF_NETWORK"] = {f"{VRF}|{AF}|{n}": {} for n in b.networks}
+    db: dict[str, Table] = {
+        "BGP_GLOBALS": {VRF: {"local_asn": str(b.asn), "router_id": b.router_id, "load_balance_mp_relax": "true"}},
+        "BGP_GLOBALS_AF": {f"{VRF}|{AF}": {"max_ebgp_paths": str(b.max_paths)}},
+        "BGP_GLOBALS_AF_NETWORK": {f"{VRF}|{AF}|{n}": {} for n in b.networks},
+    }
     nbr: Table = {}
     for n in b.neighbors:
         entry = {"asn": str(n.remote_asn), "capability_ext_nexthop": "true", "keepalive": str(b.keepalive),
