@@ -661,6 +661,7 @@ def test_a_large_fabric_is_held_to_the_end_of_the_command_and_only_the_last(monk
     from fabric.fast import batch
 
     monkeypatch.setattr(batch, "LARGE", 1)  # the example counts as large
+    monkeypatch.setattr(batch, "_HELD", [])  # what an earlier test held
     try:
         first = load_fabric(ROOT / "inventories" / "example")
         assert len(batch._HELD) == 1 and batch._HELD[0] is first
@@ -668,5 +669,4 @@ def test_a_large_fabric_is_held_to_the_end_of_the_command_and_only_the_last(monk
         third = load_fabric(ROOT / "inventories" / "example")
         assert len(batch._HELD) == 2 and batch._HELD[0] is second and batch._HELD[1] is third
     finally:
-        batch._HELD.clear()
         gc.unfreeze()
