@@ -221,7 +221,8 @@ def test_help_lists_every_command_without_importing_them() -> None:
         p = subprocess.run([sys.executable, "-c", probe, *args], capture_output=True, text=True, timeout=60, cwd=ROOT)
         assert p.returncode in (0, 2), p.stderr
         loaded = json.loads(p.stdout.strip().splitlines()[-1])
-        light = {"fabric.cli", "fabric.cli.main", "fabric.cli.console", "fabric.errors", "fabric.batch"}
+        light = {"fabric.cli", "fabric.cli.main", "fabric.cli.console", "fabric.errors", "fabric.fast",
+                 "fabric.fast.batch"}
         assert set(loaded) <= light, (args, loaded)
 
 
@@ -247,7 +248,7 @@ def test_the_host_agents_run_imports_one_hosts_intent_and_the_parsers_it_reads(t
     from fabric.design.load import load_fabric
 
     intent = tmp_path / "host.json"
-    intent.write_text(load_fabric(EXAMPLE, cached=False).intent.hosts["gpu-su1-01"].model_dump_json())
+    intent.write_text(load_fabric(EXAMPLE).intent.hosts["gpu-su1-01"].model_dump_json())
     probe = ("import atexit, json, sys; from fabric.cli import main; atexit.register(lambda: print(json.dumps("
              "sorted(sys.modules)))); main()")
     # a plan reads this machine and changes nothing (its rails are missing here: exit 1), sysfs from an empty tree
@@ -289,11 +290,11 @@ def test_a_push_to_sonic_or_nvue_imports_no_jinja() -> None:
     code = ("import sys; from pathlib import Path; from fabric.design.load import load_fabric\n"
             "from fabric.render import render_switch\n"
             "for inv in ('sonic-example', 'h100-400g'):\n"
-            "    f = load_fabric(Path('inventories') / inv, cached=False).intent\n"
+            "    f = load_fabric(Path('inventories') / inv).intent\n"
             "    for sw in f.switches.values():\n"
             "        assert render_switch(sw, f, extras=False)\n"
             "assert 'jinja2' not in sys.modules\n"
-            "f = load_fabric(Path('inventories/example'), cached=False).intent\n"
+            "f = load_fabric(Path('inventories/example')).intent\n"
             "render_switch(next(iter(f.switches.values())), f)\n"
             "assert 'jinja2' in sys.modules; print('ok')")
     assert_prints_ok(code)

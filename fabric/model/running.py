@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from fabric.errors import InputError, Problem
-from fabric.model.blockyaml import load_block
+from fabric.fast.blockyaml import load_block
 from fabric.model.source import MAX_DEPTH, SourceMap, dotted, yaml_text
 from fabric.model.userfile import read_user_file
 from fabric.nos import NOS
