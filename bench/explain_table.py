@@ -1,10 +1,9 @@
 """`fabric explain INV DEVICE` in its default (table) format against `--format json`, on generated fabrics.
 
 For each size (GPUs) it generates a rail-optimized fabric and times, median of `--runs`, each as a whole process
-with stdout to /dev/null: a leaf and a spine, table and JSON, with the derive cache off (`cold`: the device's rows
-made from the inventory) and `kept` (a private cache directory, filled by one run first: the device's answer read
-back, as for every explain after the first). Each line gives wall and CPU seconds, peak RSS and the load average;
-`--baseline OTHER/bin/fabric` measures another checkout's `fabric` alternately with this one.
+with stdout to /dev/null: a leaf and a spine, table and JSON. Each line gives wall and CPU seconds, peak RSS and the
+load average; `--baseline OTHER/bin/fabric` measures another checkout's `fabric` alternately with this one (its
+derive cache off, where a release had one).
 
     .venv/bin/python bench/explain_table.py [--sizes 4096,32768] [--runs 3] [--baseline PATH/bin/fabric]
 """
@@ -54,19 +53,15 @@ def main() -> None:
             for device in DEVICES:
                 n = rows(FABRIC, inv, device)
                 for fmt in ("table", "json"):
-                    for cache in ("cold", "kept"):
-                        env = {"ROCE_FABRIC_CACHE": "off" if cache == "cold" else str(Path(tmp) / "cache")}
-                        argv = ["explain", str(inv), device, "--format", fmt]
-                        if cache == "kept":
-                            for _label, exe in exes:
-                                run([exe, *argv], env=env)  # fills the cache: the runs below read it
-                        got: dict[str, list[Figures]] = {label: [] for label, _ in exes}
-                        for _ in range(args.runs):
-                            for label, exe in exes:  # alternate: the same load on both
-                                got[label].append(run([exe, *argv], env=env))
-                        print(f"{gpus:>6} GPUs  explain {device} ({n:,} rows)  --format {fmt:<5} {cache:<4}  "
-                              + "  ".join(f"{label} {median(f)}" for label, f in got.items()) + f"; {load()}",
-                              flush=True)
+                    env = {"ROCE_FABRIC_CACHE": "off"}
+                    argv = ["explain", str(inv), device, "--format", fmt]
+                    got: dict[str, list[Figures]] = {label: [] for label, _ in exes}
+                    for _ in range(args.runs):
+                        for label, exe in exes:  # alternate: the same load on both
+                            got[label].append(run([exe, *argv], env=env))
+                    print(f"{gpus:>6} GPUs  explain {device} ({n:,} rows)  --format {fmt:<5}  "
+                          + "  ".join(f"{label} {median(f)}" for label, f in got.items()) + f"; {load()}",
+                          flush=True)
 
 
 if __name__ == "__main__":
