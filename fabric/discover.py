@@ -1,0 +1,344 @@
+"""`fabric discover`: a drafted inventory from what a running fabric shows (LLDP and saved running configs).
+
+Pure inference over parsed inputs; reading the files and writing the draft are the CLI's (fabric/cli/discover.py).
+- Roles: a switch that sees hosts is a leaf, one that sees only leaves a spine; devices without a running config
+  that LLDP shows on leaves are hosts.
+- Scalable units: leaves that see the same hosts; SUs ordered by their first host, hosts by name (natural order).
+  Rails: the leaf each NIC of an SU's first host reaches, in the order that host's LLDP lists its NICs (or the
+  leaves' NIC names, naturally sorted, where the host printed nothing).
+- NOS: the saved config's kind; platform from SONiC DEVICE_METADATA, else the NOS's usual platform (a comment
+  says so); breakout from the port names and speeds the config sets.
+- ASNs, loopbacks, rail pools: from the configs (`router bgp`/BGP_GLOBALS, the /32 of each switch, the leaves'
+  rail subnets); a pool is the smallest prefix covering what was found, widened to what leaves room to grow.
+- QoS: the preset whose DSCP map and PFC priorities the leaves' configs have, with overrides for the ECN and DWRR
+  values that differ; `custom` with the values found where no preset matches.
+What LLDP and configs do not show (cable lengths, RDMA device names, GPUs, host MTU, the management network) is
+guessed and the draft's comments say so. Every name and value from a device is untrusted: names must match the
+inventory's NAME pattern, and YAML is written by `fabric.serialize.dumps_yaml` (quoted where not plain).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from ipaddress import IPv4Interface, IPv4Network
+
+from fabric.errors import InputError, Problem
+from fabric.lint.configs.model import DeviceConfig
+from fabric.model.inventory import NAME, NamePatterns
+from fabric.model.platforms import PLATFORMS
+from fabric.model.qos import PRESETS, QosPolicy
+from fabric.nos import NOS
+from fabric.order import natural
+from fabric.parsers.lldp import Lldp
+from fabric.serialize import dumps_yaml
+
+GUESSED_PLATFORM = {"nvue": "sn5600", "eos": "7060x5", "frr": "linux-frr", "sonic": "msn2700"}
+_CIDR = re.compile(r"(?<![\d.])(\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3})/(\d{1,2})(?![\d.])")
+_NAME = re.compile(NAME)
+
+
+@dataclass
+class Running:
+    """One switch's saved running configuration: its NOS, the parsed config and its text."""
+
+    target: str
+    config: DeviceConfig
+    text: str
+    platform: str = ""  # the platform string the config names (SONiC DEVICE_METADATA), "" where none
+
+
+@dataclass
+class Seen:
+    """The cabling LLDP shows: device pairs with the local ports, from either end."""
+
+    host_nics: dict[str, dict[str, str]] = field(default_factory=dict)  # host → netdev → leaf (in LLDP order)
+    uplinks: Counter[tuple[str, str]] = field(default_factory=Counter)  # (leaf, spine) → links
+    neighbours: dict[str, set[str]] = field(default_factory=dict)  # switch → devices it sees
+
+
+@dataclass
+class Draft:
+    files: dict[str, str]  # inventory file name → YAML text
+    notes: list[str]  # what was guessed, for the person reading the CLI's output
+
+
+def _fail(where: str, expected: str, found: str) -> InputError:
+    return InputError(Problem(where, None, "", expected, found))
+
+
+def _far_port(n_port_ids: list[str]) -> str:
+    return n_port_ids[-1] if n_port_ids else ""
+
+
+def observe(reports: dict[str, Lldp], switches: set[str]) -> Seen:
+    """Who sees whom: hosts' NICs (their own LLDP first, else what the leaves show of them) and leaf uplinks
+    (counted once per link: from the leaf's side where it reported, else from the spine's)."""
+    seen = Seen()
+    for device in sorted(reports, key=natural):
+        for n in reports[device].neighbors:
+            far = n.system_name
+            if not far or far == device:
+                continue
+            if device in switches:
+                seen.neighbours.setdefault(device, set()).add(far)
+                if far in switches:
+                    seen.neighbours.setdefault(far, set()).add(device)
+            elif far in switches:
+                seen.host_nics.setdefault(device, {}).setdefault(n.port, far)
+                seen.neighbours.setdefault(far, set()).add(device)
+    for device in sorted(set(reports) & switches, key=natural):  # hosts that printed nothing: the leaves' view
+        for n in reports[device].neighbors:
+            far = n.system_name
+            netdev = _far_port(n.remote_ports())
+            if far and far not in switches and far not in reports and netdev:
+                seen.host_nics.setdefault(far, {}).setdefault(netdev, device)
+    return seen
+
+
+def _links(reports: dict[str, Lldp], leaves: set[str], spines: set[str]) -> Counter[tuple[str, str]]:
+    links: Counter[tuple[str, str]] = Counter()
+    for leaf in leaves & set(reports):
+        links.update((leaf, n.system_name) for n in reports[leaf].neighbors if n.system_name in spines)
+    for spine in spines & set(reports):
+        for n in reports[spine].neighbors:
+            if n.system_name in leaves and n.system_name not in reports:
+                links[(n.system_name, spine)] += 1
+    return links
+
+
+@dataclass
+class Layout:
+    """The rail-optimized layout found: SUs of hosts and their rail leaves, spines."""
+
+    sus: list[list[str]]  # hosts of each SU, in order
+    rails: list[list[str]]  # leaves of each SU, rail 1 first
+    spines: list[str]
+    netdevs: dict[str, list[str]]  # host → netdev of rail 1, 2, …
+    uplinks: int
+
+
+def layout(seen: Seen, reports: dict[str, Lldp], switches: set[str]) -> Layout:
+    """SUs, rails and spines (module docstring); a fabric that is not rail-optimized is a located error."""
+    leaves = {leaf for nics in seen.host_nics.values() for leaf in nics.values()}
+    spines = sorted(switches - leaves, key=natural)
+    groups: dict[frozenset[str], list[str]] = {}
+    for leaf in leaves:
+        hosts = frozenset(h for h, nics in seen.host_nics.items() if leaf in nics.values())
+        groups.setdefault(hosts, []).append(leaf)
+    sus = sorted((sorted(h, key=natural) for h in groups), key=lambda hs: natural(hs[0]))
+    rails: list[list[str]] = []
+    netdevs: dict[str, list[str]] = {}
+    for hosts in sus:
+        first = seen.host_nics[hosts[0]]
+        order = list(first.values()) if hosts[0] in reports else [first[n] for n in sorted(first, key=natural)]
+        su_leaves = list(dict.fromkeys(order))
+        if sorted(su_leaves) != sorted(groups[frozenset(hosts)]):
+            raise _fail(hosts[0], "one NIC on each rail leaf of its scalable unit",
+                        f"NICs on {', '.join(su_leaves)}")
+        rails.append(su_leaves)
+        for h in hosts:
+            by_leaf = {leaf: nd for nd, leaf in seen.host_nics[h].items()}
+            if set(by_leaf) != set(su_leaves):
+                raise _fail(h, f"a NIC on each of {', '.join(su_leaves)}", ", ".join(sorted(by_leaf)))
+            netdevs[h] = [by_leaf[leaf] for leaf in su_leaves]
+    if len({len(r) for r in rails}) > 1:
+        raise _fail("LLDP", "the same number of rails in every scalable unit", str(sorted({len(r) for r in rails})))
+    links = _links(reports, leaves, set(spines))
+    counts = {links[(leaf, s)] for leaf in leaves for s in spines}
+    if len(counts) != 1 or 0 in counts:
+        raise _fail("LLDP", "every leaf cabled to every spine with the same number of links",
+                    f"{sorted(counts)} links per leaf and spine")
+    return Layout(sus=sus, rails=rails, spines=spines, netdevs=netdevs, uplinks=counts.pop())
+
+
+def _names_follow(lay: Layout, names: NamePatterns) -> bool:
+    hosts_ok = all(h == names.host.format(su=s, h=i) for s, hs in enumerate(lay.sus, 1) for i, h in enumerate(hs, 1))
+    leaves_ok = all(leaf == names.leaf.format(su=s, rail=r, pod=1)
+                    for s, ls in enumerate(lay.rails, 1) for r, leaf in enumerate(ls, 1))
+    spines_ok = all(sp == names.spine.format(n=n, pod=1, plane=n) for n, sp in enumerate(lay.spines, 1))
+    return hosts_ok and leaves_ok and spines_ok
+
+
+def _pool(addresses: list[IPv4Network], floor: int) -> tuple[IPv4Network, str]:
+    """The smallest prefix covering `addresses`, widened to /`floor` where longer (room for the next unit)."""
+    lo, hi = min(a.network_address for a in addresses), max(a.broadcast_address for a in addresses)
+    length = 32 - (int(lo) ^ int(hi)).bit_length()
+    covering = IPv4Network((int(lo), length), strict=False)
+    pool = covering.supernet(new_prefix=floor) if length > floor else covering
+    why = f"smallest prefix covering the {len(addresses)} found: {covering}"
+    return pool, why + (f", widened to /{floor} for growth" if pool != covering else "")
+
+
+def _interfaces(text: str) -> list[IPv4Interface]:
+    out = []
+    for m in _CIDR.finditer(text):
+        try:
+            out.append(IPv4Interface(f"{m[1]}/{m[2]}"))
+        except ValueError:
+            continue
+    return out
+
+
+def addressing(running: dict[str, Running], lay: Layout) -> tuple[dict, list[str]]:
+    """addressing: the loopbacks (/32 per switch), the rail blocks (leaves' subnets), ASNs."""
+    notes: list[str] = []
+    loops = [i.network for sw in running.values() for i in _interfaces(sw.text) if i.network.prefixlen == 32]
+    leaves = [leaf for rs in lay.rails for leaf in rs]
+    rail_ifs = [i for leaf in leaves for i in _interfaces(running[leaf].text) if i.network.prefixlen < 32]
+    p2p = any(i.network.prefixlen == 31 for i in rail_ifs)
+    blocks = sorted({i.network for i in rail_ifs if i.network.prefixlen < 31}, key=lambda n: int(n.network_address))
+    if not loops or not blocks:
+        raise _fail("--running", "switch loopbacks (/32) and the leaves' rail subnets in the saved configs",
+                    f"{len(loops)} loopbacks, {len(blocks)} rail subnets")
+    lo_pool, lo_why = _pool(sorted(set(loops)), 24)
+    rail_pool, rail_why = _pool(blocks, 16)
+    notes += [f"loopbacks: {lo_why}", f"rails: {rail_why}",
+              "management: not in the switch configs; the default 198.18.0.0/16 (guessed)"]
+    asn = {"spines": _first_asn(running, lay.spines, "spines"), "leaves": _first_asn(running, leaves, "leaves")}
+    return {"mode": "p2p31" if p2p else "svi", "loopbacks": str(lo_pool), "rails": str(rail_pool),
+            "rail_prefix_length": min(b.prefixlen for b in blocks), "asn": asn}, notes
+
+
+def _first_asn(running: dict[str, Running], names: list[str], what: str) -> int:
+    asns = [running[n].config.asn for n in names if running[n].config.asn is not None]
+    if not asns:
+        raise _fail("--running", f"the BGP ASN of the {what} in their configs", "none")
+    return int(min(asns))
+
+
+def _breakout(sw: Running, ports: list[str]) -> tuple[str | None, int | None]:
+    """(breakout, port speed) of the ports a switch uses: sub-ports (swp1s0, Ethernet1/2) mean a breakout."""
+    speeds = [p.speed for name in ports if (p := sw.config.ports.get(name)) and p.speed]
+    speed = Counter(speeds).most_common(1)[0][0] if speeds else None
+    nos = NOS[sw.target]
+    if speed and any(re.search(r"s\d+$", p) for p in ports) and nos.name == "nvue":
+        return f"2x{speed}G", speed
+    return None, speed
+
+
+def platform_of(sw: Running) -> tuple[str, bool]:
+    """(platform, guessed): the platform the config names where it names one, else the NOS's usual one."""
+    named = [p for p in PLATFORMS if p in sw.platform.lower()]
+    if named:
+        return max(named, key=len), False
+    return GUESSED_PLATFORM.get(sw.target, next(iter(PLATFORMS))), True
+
+
+def _qos_diff(view: object, preset: dict) -> dict | None:
+    """Overrides that turn `preset` into what `view` (a QosView) configures; None where its classification or
+    lossless priorities differ (no preset fits)."""
+    q = QosPolicy.model_validate(preset)
+    v = view  # QosView
+    if any(v.priority_of_dscp(d) != q.priority_of_dscp(d) for d in range(64)):  # type: ignore[attr-defined]
+        return None
+    if sorted(v.lossless) != sorted(q.lossless_priorities):  # type: ignore[attr-defined]
+        return None
+    over: dict = {}
+    for tc, e in v.ecn.items():  # type: ignore[attr-defined]
+        p = q.ecn.get(tc)
+        found = {"min_bytes": e.min_bytes, "max_bytes": e.max_bytes, "probability": e.probability}
+        diff = {k: val for k, val in found.items() if p is None or getattr(p, k) != val}
+        if diff:
+            over.setdefault("ecn", {})[tc] = diff
+    if v.dwrr and v.dwrr != q.ets_dwrr:  # type: ignore[attr-defined]
+        over["ets_dwrr"] = dict(v.dwrr)  # type: ignore[attr-defined]
+    return over
+
+
+def qos(running: dict[str, Running], leaves: list[str]) -> tuple[dict, list[str]]:
+    views = [running[leaf].config.qos for leaf in leaves if running[leaf].config.qos is not None]
+    if not views:
+        return {"preset": "nvidia-roce"}, ["qos: no QoS in the saved configs (FRR keeps it in qos.sh): the "
+                                           "nvidia-roce preset (guessed)"]
+    for name in (n for n in PRESETS if n != "custom"):
+        over = _qos_diff(views[0], PRESETS[name])
+        if over is not None:
+            return {"preset": name, **over}, [f"qos: the {name} preset" + (f" with overrides of {', '.join(over)}"
+                                                                          if over else "") + f" ({leaves[0]})"]
+    v = views[0]
+    lossless = sorted(v.lossless)
+    explicit = {d: p for d, p in (v.dscp_to_priority or {}).items() if p != v.default_priority}
+    roce = min((d for d, p in explicit.items() if p in lossless), default=26)
+    strict = sorted(v.strict_tcs)
+    cnp = min((d for d, p in explicit.items() if v.tc_of_priority(p) in strict), default=48)
+    custom = {"preset": "custom", "trust": "dscp", "dscp_to_priority": dict(sorted(explicit.items())),
+              "default_priority": v.default_priority,
+              "priority_to_tc": {p: v.tc_of_priority(p) for p in range(8)}, "lossless_priorities": lossless,
+              "roce_dscp": roce, "cnp_dscp": cnp, "cnp_priority": v.priority_of_dscp(cnp), "ets_strict": strict,
+              "ets_dwrr": dict(v.dwrr),
+              "ecn": {tc: {"enabled": e.enabled, "min_bytes": e.min_bytes, "max_bytes": e.max_bytes,
+                           "probability": e.probability} for tc, e in v.ecn.items()},
+              "pfc_watchdog": PRESETS["nvidia-roce"]["pfc_watchdog"], "headroom": PRESETS["nvidia-roce"]["headroom"]}
+    return custom, [f"qos: no preset matches {leaves[0]}'s DSCP map and PFC priorities: custom with the values "
+                    "found (roce_dscp, cnp_dscp, watchdog and headroom guessed)"]
+
+
+def _comment(lines: list[str]) -> str:
+    """Comment lines; device text in them is made one printable line each."""
+    return "".join("# " + "".join(c if c.isprintable() else "?" for c in line)[:300] + "\n" for line in lines)
+
+
+def _check_names(names: list[str]) -> None:
+    for n in names:
+        if not _NAME.match(n):
+            raise _fail("LLDP", f"device names matching {NAME}", repr(n[:80]))
+
+
+def draft(reports: dict[str, Lldp], running: dict[str, Running], name: str) -> Draft:
+    """The inventory files of the fabric `reports` and `running` show (module docstring)."""
+    switches = set(running)
+    seen = observe(reports, switches)
+    if not seen.host_nics:
+        raise _fail("--lldp", "LLDP that shows hosts on leaves (host or leaf outputs)", "no host seen")
+    lay = layout(seen, reports, switches)
+    _check_names([*lay.spines, *(x for r in lay.rails for x in r), *lay.netdevs])
+    names = NamePatterns()
+    if not _names_follow(lay, names):
+        raise _fail("LLDP", f"device names as topology.names generates them ({names.leaf}, {names.spine}, "
+                    f"{names.host})", f"{lay.rails[0][0]}, {lay.spines[0] if lay.spines else '-'}, {lay.sus[0][0]}")
+    leaf, spine = lay.rails[0][0], lay.spines[0]
+    addr, notes = addressing(running, lay)
+    qos_doc, qos_notes = qos(running, [x for r in lay.rails for x in r])
+    roles, role_notes = {}, []
+    for role, sw in (("leaf", leaf), ("spine", spine)):
+        plat, guessed = platform_of(running[sw])
+        ports = [p for p in running[sw].config.ports]
+        breakout, _ = _breakout(running[sw], ports)
+        roles[role] = {"platform": plat, "target": running[sw].target, **({"breakout": breakout} if breakout else {})}
+        if guessed:
+            role_notes.append(f"roles.{role}.platform: {plat} guessed, the {NOS[running[sw].target].short} config "
+                              "does not name its platform")
+    speed = Counter(c.speed for c in running[leaf].config.ports.values() if c.speed).most_common(1)
+    gbps = f"{speed[0][0]}G" if speed else "400G"
+    mtu = max((c.mtu for c in running[leaf].config.ports.values() if c.mtu), default=9216)
+    netdevs = lay.netdevs[lay.sus[0][0]]
+    same = all(nd == netdevs for nd in lay.netdevs.values())
+    nics = [{"rail": r, "rdma": f"mlx5_{r - 1}", "netdev": nd} for r, nd in enumerate(netdevs, 1)]
+    hosts: dict = {"defaults": {"gpus": len(netdevs), "mtu": 9000, "nics": nics}}
+    if not same:
+        hosts["list"] = [{"name": h, "nics": [{"rail": r, "rdma": f"mlx5_{r - 1}", "netdev": nd}
+                                              for r, nd in enumerate(nds, 1)]}
+                         for h, nds in lay.netdevs.items() if nds != netdevs]
+    topology = {"rails": len(lay.rails[0]), "scalable_units": len(lay.sus), "hosts_per_su": len(lay.sus[0]),
+                "spines": len(lay.spines), "uplinks_per_spine": lay.uplinks}
+    if len({len(s) for s in lay.sus}) > 1:
+        raise _fail("LLDP", "the same number of hosts in every scalable unit", str([len(s) for s in lay.sus]))
+    files = {
+        "fabric.yaml": _comment(["Drafted by fabric discover from LLDP and saved running configs.",
+                                 *role_notes, f"cabling speeds: the leaf ports' configured speed ({gbps})",
+                                 "guessed: cable lengths 5m host-leaf and 40m leaf-spine, not visible in LLDP"])
+        + dumps_yaml({"fabric": {"name": name, "description": "drafted by fabric discover"}, "topology": topology,
+                      "roles": roles, "cabling": {"host_leaf": {"speed": gbps, "cable": "5m"},
+                                                  "leaf_spine": {"speed": gbps, "cable": "40m"}}}),
+        "addressing.yaml": _comment(notes) + dumps_yaml({"addressing": addr}),
+        "qos.yaml": _comment(qos_notes) + dumps_yaml({"qos": qos_doc}),
+        "switching.yaml": _comment([f"mtu: the largest port MTU of {leaf}"]) + dumps_yaml({"switching": {"mtu": mtu}}),
+        "hosts.yaml": _comment(["NICs and rails from LLDP (netdev = the host's port, rail = the leaf it reaches)",
+                                "guessed: rdma names mlx5_<rail-1>, gpus = rails, mtu 9000; not visible in LLDP"])
+        + dumps_yaml({"hosts": hosts}),
+    }
+    return Draft(files=files, notes=[*role_notes, *notes, *qos_notes])
+
+
