@@ -218,6 +218,21 @@ def _breakout(sw: Running, ports: list[str]) -> tuple[str | None, int | None]:
     return None, speed
 
 
+def _speeds(leaf: Running, report: Lldp | None, switches: set[str]) -> tuple[str, str, list[str]]:
+    """The configured speed of a leaf's host ports and of its uplinks (the ports its LLDP shows hosts and switches
+    on); 400G with a note where the config sets none (FRR)."""
+    ports: dict[bool, list[str]] = {True: [], False: []}
+    for n in report.neighbors if report else []:
+        ports[n.system_name in switches].append(n.port)
+    out, notes = [], []
+    for up, what in ((False, "host-leaf"), (True, "leaf-spine")):
+        speeds = Counter(p.speed for name in ports[up] if (p := leaf.config.ports.get(name)) and p.speed)
+        out.append(f"{speeds.most_common(1)[0][0]}G" if speeds else "400G")
+        notes.append(f"{what} speed: the configured speed of the leaf's ports" if speeds else
+                     f"guessed: {what} speed 400G, the leaf's config sets no port speed")
+    return out[0], out[1], notes
+
+
 def platform_of(sw: Running) -> tuple[str, bool]:
     """(platform, guessed): the platform the config names where it names one, else the NOS's usual one."""
     named = [p for p in PLATFORMS if p in sw.platform.lower()]
@@ -280,6 +295,11 @@ def _comment(lines: list[str]) -> str:
     return "".join("# " + "".join(c if c.isprintable() else "?" for c in line)[:300] + "\n" for line in lines)
 
 
+def _sections(doc: dict) -> str:
+    """Top-level sections in the order given (dumps_yaml sorts keys), blank lines between."""
+    return "\n".join(dumps_yaml({key: value}) for key, value in doc.items())
+
+
 def _check_names(names: list[str]) -> None:
     for n in names:
         if not _NAME.match(n):
@@ -298,9 +318,10 @@ def draft(reports: dict[str, Lldp], running: dict[str, Running], name: str) -> D
     if not _names_follow(lay, names):
         raise _fail("LLDP", f"device names as topology.names generates them ({names.leaf}, {names.spine}, "
                     f"{names.host})", f"{lay.rails[0][0]}, {lay.spines[0] if lay.spines else '-'}, {lay.sus[0][0]}")
-    leaf, spine = lay.rails[0][0], lay.spines[0]
+    leaves = [x for r in lay.rails for x in r]
+    leaf, spine = leaves[0], lay.spines[0]
     addr, notes = addressing(running, lay)
-    qos_doc, qos_notes = qos(running, [x for r in lay.rails for x in r])
+    qos_doc, qos_notes = qos(running, leaves)
     roles, role_notes = {}, []
     for role, sw in (("leaf", leaf), ("spine", spine)):
         plat, guessed = platform_of(running[sw])
@@ -310,8 +331,8 @@ def draft(reports: dict[str, Lldp], running: dict[str, Running], name: str) -> D
         if guessed:
             role_notes.append(f"roles.{role}.platform: {plat} guessed, the {NOS[running[sw].target].short} config "
                               "does not name its platform")
-    speed = Counter(c.speed for c in running[leaf].config.ports.values() if c.speed).most_common(1)
-    gbps = f"{speed[0][0]}G" if speed else "400G"
+    host_gbps, up_gbps, speed_notes = _speeds(running[leaf], reports.get(leaf), set(running))
+    adaptive = any(c.adaptive_routing for leaf in leaves for c in running[leaf].config.ports.values())
     mtu = max((c.mtu for c in running[leaf].config.ports.values() if c.mtu), default=9216)
     netdevs = lay.netdevs[lay.sus[0][0]]
     same = all(nd == netdevs for nd in lay.netdevs.values())
@@ -327,14 +348,16 @@ def draft(reports: dict[str, Lldp], running: dict[str, Running], name: str) -> D
         raise _fail("LLDP", "the same number of hosts in every scalable unit", str([len(s) for s in lay.sus]))
     files = {
         "fabric.yaml": _comment(["Drafted by fabric discover from LLDP and saved running configs.",
-                                 *role_notes, f"cabling speeds: the leaf ports' configured speed ({gbps})",
+                                 *role_notes, *speed_notes,
                                  "guessed: cable lengths 5m host-leaf and 40m leaf-spine, not visible in LLDP"])
-        + dumps_yaml({"fabric": {"name": name, "description": "drafted by fabric discover"}, "topology": topology,
-                      "roles": roles, "cabling": {"host_leaf": {"speed": gbps, "cable": "5m"},
-                                                  "leaf_spine": {"speed": gbps, "cable": "40m"}}}),
+        + _sections({"fabric": {"name": name, "description": "drafted by fabric discover"}, "topology": topology,
+                     "roles": roles, "cabling": {"host_leaf": {"speed": host_gbps, "cable": "5m"},
+                                                 "leaf_spine": {"speed": up_gbps, "cable": "40m"}}}),
         "addressing.yaml": _comment(notes) + dumps_yaml({"addressing": addr}),
         "qos.yaml": _comment(qos_notes) + dumps_yaml({"qos": qos_doc}),
-        "switching.yaml": _comment([f"mtu: the largest port MTU of {leaf}"]) + dumps_yaml({"switching": {"mtu": mtu}}),
+        "switching.yaml": _comment([f"mtu: the largest port MTU of {leaf}; adaptive routing: as its ports have it",
+                                    "not read: BGP timers and paths, ARP aging (the defaults)"])
+        + dumps_yaml({"switching": {"mtu": mtu, "adaptive_routing": {"enabled": adaptive}}}),
         "hosts.yaml": _comment(["NICs and rails from LLDP (netdev = the host's port, rail = the leaf it reaches)",
                                 "guessed: rdma names mlx5_<rail-1>, gpus = rails, mtu 9000; not visible in LLDP"])
         + dumps_yaml({"hosts": hosts}),
