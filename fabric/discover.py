@@ -26,6 +26,7 @@ from ipaddress import IPv4Interface, IPv4Network
 
 from fabric.errors import InputError, Problem
 from fabric.lint.configs.model import DeviceConfig
+from fabric.lint.view import QosView
 from fabric.model.inventory import NAME, NamePatterns
 from fabric.model.platforms import PLATFORMS
 from fabric.model.qos import PRESETS, QosPolicy
@@ -93,6 +94,7 @@ def observe(reports: dict[str, Lldp], switches: set[str]) -> Seen:
             far = n.system_name
             netdev = _far_port(n.remote_ports())
             if far and far not in switches and far not in reports and netdev:
+                _check_name(far, f"{device}'s LLDP, port {n.port}")
                 seen.host_nics.setdefault(far, {}).setdefault(netdev, device)
     return seen
 
@@ -202,10 +204,19 @@ def addressing(running: dict[str, Running], lay: Layout) -> tuple[dict, list[str
 
 
 def _first_asn(running: dict[str, Running], names: list[str], what: str) -> int:
-    asns = [running[n].config.asn for n in names if running[n].config.asn is not None]
-    if not asns:
-        raise _fail("--running", f"the BGP ASN of the {what} in their configs", "none")
-    return int(min(asns))
+    asn = running[names[0]].config.asn
+    if asn is None:
+        raise _fail(names[0], f"the BGP ASN of the {what} in its config", "none")
+    return int(asn)
+
+
+def asn_overrides(running: dict[str, Running], lay: Layout, asn: dict[str, int]) -> list[dict]:
+    """`switches:` entries for the switches whose ASN is not the plan's (all spines one ASN, leaves numbered on
+    from the first, in the order the topology generates them)."""
+    leaves = [leaf for rs in lay.rails for leaf in rs]
+    planned = {**{s: asn["spines"] for s in lay.spines}, **{x: asn["leaves"] + i for i, x in enumerate(leaves)}}
+    return [{"name": n, "asn": running[n].config.asn} for n in [*lay.spines, *leaves]
+            if running[n].config.asn is not None and running[n].config.asn != planned[n]]
 
 
 def _breakout(sw: Running, ports: list[str]) -> tuple[str | None, int | None]:
@@ -241,25 +252,33 @@ def platform_of(sw: Running) -> tuple[str, bool]:
     return GUESSED_PLATFORM.get(sw.target, next(iter(PLATFORMS))), True
 
 
-def _qos_diff(view: object, preset: dict) -> dict | None:
+def _qos_diff(v: QosView, preset: dict) -> dict | None:
     """Overrides that turn `preset` into what `view` (a QosView) configures; None where its classification or
     lossless priorities differ (no preset fits)."""
     q = QosPolicy.model_validate(preset)
-    v = view  # QosView
-    if any(v.priority_of_dscp(d) != q.priority_of_dscp(d) for d in range(64)):  # type: ignore[attr-defined]
+    if any(v.priority_of_dscp(d) != q.priority_of_dscp(d) for d in range(64)):
         return None
-    if sorted(v.lossless) != sorted(q.lossless_priorities):  # type: ignore[attr-defined]
+    if sorted(v.lossless) != sorted(q.lossless_priorities):
         return None
     over: dict = {}
-    for tc, e in v.ecn.items():  # type: ignore[attr-defined]
+    for tc, e in v.ecn.items():
         p = q.ecn.get(tc)
         found = {"min_bytes": e.min_bytes, "max_bytes": e.max_bytes, "probability": e.probability}
         diff = {k: val for k, val in found.items() if p is None or getattr(p, k) != val}
         if diff:
             over.setdefault("ecn", {})[tc] = diff
-    if v.dwrr and v.dwrr != q.ets_dwrr:  # type: ignore[attr-defined]
-        over["ets_dwrr"] = dict(v.dwrr)  # type: ignore[attr-defined]
+    if v.dwrr and v.dwrr != q.ets_dwrr:
+        over["ets_dwrr"] = dict(v.dwrr)
     return over
+
+
+def _priority_to_tc(v: QosView) -> dict[int, int]:
+    """The priority → TC map a config sets; where its parser reads none (SONiC and EOS map DSCP to TC), each
+    priority the DSCP map or PFC uses keeps its own TC and the others share the default priority's."""
+    if v.priority_to_tc:
+        return {p: v.tc_of_priority(p) for p in range(8)}
+    used = {*(v.dscp_to_priority or {}).values(), v.default_priority, *v.lossless}
+    return {p: p if p in used else v.default_priority for p in range(8)}
 
 
 def qos(running: dict[str, Running], leaves: list[str]) -> tuple[dict, list[str]]:
@@ -280,7 +299,7 @@ def qos(running: dict[str, Running], leaves: list[str]) -> tuple[dict, list[str]
     cnp = min((d for d, p in explicit.items() if v.tc_of_priority(p) in strict), default=48)
     custom = {"preset": "custom", "trust": "dscp", "dscp_to_priority": dict(sorted(explicit.items())),
               "default_priority": v.default_priority,
-              "priority_to_tc": {p: v.tc_of_priority(p) for p in range(8)}, "lossless_priorities": lossless,
+              "priority_to_tc": _priority_to_tc(v), "lossless_priorities": lossless,
               "roce_dscp": roce, "cnp_dscp": cnp, "cnp_priority": v.priority_of_dscp(cnp), "ets_strict": strict,
               "ets_dwrr": dict(v.dwrr),
               "ecn": {tc: {"enabled": e.enabled, "min_bytes": e.min_bytes, "max_bytes": e.max_bytes,
@@ -300,10 +319,10 @@ def _sections(doc: dict) -> str:
     return "\n".join(dumps_yaml({key: value}) for key, value in doc.items())
 
 
-def _check_names(names: list[str]) -> None:
-    for n in names:
-        if not _NAME.match(n):
-            raise _fail("LLDP", f"device names matching {NAME}", repr(n[:80]))
+def _check_name(name: str, where: str) -> None:
+    """A device name from LLDP becomes a key of the draft only where it is an inventory name."""
+    if not _NAME.match(name):
+        raise _fail(where, f"a device name matching {NAME}", repr(name[:80]))
 
 
 def draft(reports: dict[str, Lldp], running: dict[str, Running], name: str) -> Draft:
@@ -313,7 +332,6 @@ def draft(reports: dict[str, Lldp], running: dict[str, Running], name: str) -> D
     if not seen.host_nics:
         raise _fail("--lldp", "LLDP that shows hosts on leaves (host or leaf outputs)", "no host seen")
     lay = layout(seen, reports, switches)
-    _check_names([*lay.spines, *(x for r in lay.rails for x in r), *lay.netdevs])
     names = NamePatterns()
     if not _names_follow(lay, names):
         raise _fail("LLDP", f"device names as topology.names generates them ({names.leaf}, {names.spine}, "
@@ -321,8 +339,13 @@ def draft(reports: dict[str, Lldp], running: dict[str, Running], name: str) -> D
     leaves = [x for r in lay.rails for x in r]
     leaf, spine = leaves[0], lay.spines[0]
     addr, notes = addressing(running, lay)
+    role_notes: list[str] = []
     qos_doc, qos_notes = qos(running, leaves)
-    roles, role_notes = {}, []
+    overrides = asn_overrides(running, lay, addr["asn"])
+    if overrides:
+        role_notes.append(f"switches: the {len(overrides)} whose BGP ASN is not the plan's (spines one ASN, leaves "
+                          "numbered on from the first)")
+    roles: dict = {}
     for role, sw in (("leaf", leaf), ("spine", spine)):
         plat, guessed = platform_of(running[sw])
         ports = [p for p in running[sw].config.ports]
@@ -352,7 +375,8 @@ def draft(reports: dict[str, Lldp], running: dict[str, Running], name: str) -> D
                                  "guessed: cable lengths 5m host-leaf and 40m leaf-spine, not visible in LLDP"])
         + _sections({"fabric": {"name": name, "description": "drafted by fabric discover"}, "topology": topology,
                      "roles": roles, "cabling": {"host_leaf": {"speed": host_gbps, "cable": "5m"},
-                                                 "leaf_spine": {"speed": up_gbps, "cable": "40m"}}}),
+                                                 "leaf_spine": {"speed": up_gbps, "cable": "40m"}},
+                     **({"switches": overrides} if overrides else {})}),
         "addressing.yaml": _comment(notes) + dumps_yaml({"addressing": addr}),
         "qos.yaml": _comment(qos_notes) + dumps_yaml({"qos": qos_doc}),
         "switching.yaml": _comment([f"mtu: the largest port MTU of {leaf}; adaptive routing: as its ports have it",

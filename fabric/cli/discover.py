@@ -33,12 +33,21 @@ def read_lldp(directory: Path) -> dict[str, Lldp]:
     """Device → its LLDP report, from DIR/<device>.lldp-sonic|.lldp-nvue|.lldp-eos|.lldpctl; every unreadable file
     a located problem, raised together."""
     reports: dict[str, Lldp] = {}
+    files: dict[str, str] = {}
     problems: list[Problem] = []
     for entry in _directory(directory, "--lldp", "saved LLDP outputs"):
         kind = next((k for k in LLDP_KINDS if entry.name.endswith(f".{k}")), None)
         if kind is None:
             continue
         device = entry.name[: -len(kind) - 1]
+        if not re.match(NAME, device):
+            problems.append(Problem(entry.path, None, "", f"a device name matching {NAME}", repr(device[:80])))
+            continue
+        if device in files:
+            problems.append(Problem(entry.path, None, "", f"one LLDP output of {device}",
+                                    f"{files[device]} and {entry.name}"))
+            continue
+        files[device] = entry.name
         try:
             reports[device] = PARSERS[kind](read_input(entry.path), entry.path)
         except InputError as exc:
