@@ -23,6 +23,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 from ipaddress import IPv4Interface, IPv4Network
+from itertools import product
 
 from fabric.errors import InputError, Problem
 from fabric.lint.configs.model import DeviceConfig
@@ -155,12 +156,52 @@ def layout(seen: Seen, reports: dict[str, Lldp], switches: set[str]) -> Layout:
     return Layout(sus=sus, rails=rails, spines=spines, netdevs=netdevs, uplinks=counts.pop())
 
 
-def _names_follow(lay: Layout, names: NamePatterns) -> bool:
-    hosts_ok = all(h == names.host.format(su=s, h=i) for s, hs in enumerate(lay.sus, 1) for i, h in enumerate(hs, 1))
-    leaves_ok = all(leaf == names.leaf.format(su=s, rail=r, pod=1)
-                    for s, ls in enumerate(lay.rails, 1) for r, leaf in enumerate(ls, 1))
-    spines_ok = all(sp == names.spine.format(n=n, pod=1, plane=n) for n, sp in enumerate(lay.spines, 1))
-    return hosts_ok and leaves_ok and spines_ok
+MAX_RUNS = 6  # digit runs in a name tried as fields (3 ** 6 candidate patterns at most)
+
+
+def name_pattern(named: list[tuple[str, dict[str, int]]]) -> str | None:
+    """The `topology.names` format string that makes every name from its fields ({su}, {rail}, {n}, {h}…): each
+    digit run of the first name is a field (zero-padded where it is) or itself; the pattern with the most fields
+    that makes them all, None where none does."""
+    tokens = re.split(r"(\d+)", named[0][0])
+    runs = [i for i in range(1, len(tokens), 2)]
+    if len(runs) > MAX_RUNS:
+        return None
+    fields = list(named[0][1])
+    choices = sorted(product([None, *fields], repeat=len(runs)), key=lambda c: c.count(None))
+    for choice in choices:
+        parts = [t.replace("{", "{{").replace("}", "}}") for t in tokens]
+        for i, f in zip(runs, choice, strict=True):
+            if f is not None:
+                width = len(tokens[i])
+                parts[i] = f"{{{f}:0{width}d}}" if width > 1 and tokens[i][0] == "0" else f"{{{f}}}"
+        pattern = "".join(parts)
+        if all(pattern.format(**values) == name for name, values in named):
+            return pattern
+    return None
+
+
+def patterns(lay: Layout) -> dict[str, str]:
+    """`topology.names` of the names found (only those other than the defaults); a located error where a role's
+    names follow no pattern."""
+    named = {
+        "host": [(h, {"su": s, "h": i}) for s, hs in enumerate(lay.sus, 1) for i, h in enumerate(hs, 1)],
+        "leaf": [(x, {"su": s, "rail": r}) for s, ls in enumerate(lay.rails, 1) for r, x in enumerate(ls, 1)],
+        "spine": [(x, {"n": n}) for n, x in enumerate(lay.spines, 1)],
+    }
+    defaults = NamePatterns()
+    out = {}
+    for role, names in named.items():
+        default = getattr(defaults, role)
+        if all(default.format(**values, pod=1, plane=1) == name for name, values in names):
+            continue
+        found = name_pattern(names)
+        if found is None:
+            examples = ", ".join(n for n, _ in names[:3])
+            raise _fail("LLDP", f"{role} names that follow one pattern of numbers (as topology.names.{role})",
+                        examples)
+        out[role] = found
+    return out
 
 
 def _pool(addresses: list[IPv4Network], floor: int) -> tuple[IPv4Network, str]:
@@ -332,10 +373,7 @@ def draft(reports: dict[str, Lldp], running: dict[str, Running], name: str) -> D
     if not seen.host_nics:
         raise _fail("--lldp", "LLDP that shows hosts on leaves (host or leaf outputs)", "no host seen")
     lay = layout(seen, reports, switches)
-    names = NamePatterns()
-    if not _names_follow(lay, names):
-        raise _fail("LLDP", f"device names as topology.names generates them ({names.leaf}, {names.spine}, "
-                    f"{names.host})", f"{lay.rails[0][0]}, {lay.spines[0] if lay.spines else '-'}, {lay.sus[0][0]}")
+    names = patterns(lay)
     leaves = [x for r in lay.rails for x in r]
     leaf, spine = leaves[0], lay.spines[0]
     addr, notes = addressing(running, lay)
@@ -366,7 +404,7 @@ def draft(reports: dict[str, Lldp], running: dict[str, Running], name: str) -> D
                                               for r, nd in enumerate(nds, 1)]}
                          for h, nds in lay.netdevs.items() if nds != netdevs]
     topology = {"rails": len(lay.rails[0]), "scalable_units": len(lay.sus), "hosts_per_su": len(lay.sus[0]),
-                "spines": len(lay.spines), "uplinks_per_spine": lay.uplinks}
+                "spines": len(lay.spines), "uplinks_per_spine": lay.uplinks, **({"names": names} if names else {})}
     if len({len(s) for s in lay.sus}) > 1:
         raise _fail("LLDP", "the same number of hosts in every scalable unit", str([len(s) for s in lay.sus]))
     files = {

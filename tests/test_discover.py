@@ -206,3 +206,33 @@ def test_a_switch_off_the_asn_plan_gets_its_own(tmp_path: Path) -> None:
     assert "switches:\n  - asn: 65199\n    name: leaf-su1-r2\n" in (tmp_path / "draft" / "fabric.yaml").read_text()
     assert fabric("render", tmp_path / "draft", "-o", tmp_path / "again").returncode == 0
     assert same_tree(rendered / "switches", tmp_path / "again" / "switches") == []
+
+
+def test_names_of_the_site_become_topology_names(tmp_path: Path) -> None:
+    """A fabric named its own way (zero-padded, other words) is drafted with the `topology.names` that make its
+    names; the draft renders the same switch configs."""
+    inv = tmp_path / "inv"
+    shutil.copytree(ROOT / "inventories" / "eos-example", inv)
+    fabric_yaml = (inv / "fabric.yaml").read_text()
+    names = ('  names: {leaf: "ld{su:02d}-rail{rail}", spine: "sp-{n}", host: "dgx-{su}-{h:03d}"}\n')
+    (inv / "fabric.yaml").write_text(fabric_yaml.replace("uplinks_per_spine: 2\n", "uplinks_per_spine: 2\n" + names))
+    rendered, lldp, running = saved(inv, tmp_path)
+    assert (running / "ld01-rail2.cfg").exists() and (lldp / "dgx-1-004.lldpctl").exists()
+    result = discover(lldp, running, tmp_path / "draft", "--name", "eos-example")
+    assert result.returncode == 0, result.stderr
+    assert ('  names:\n    host: "dgx-{su}-{h:03d}"\n    leaf: "ld{su:02d}-rail{rail}"\n    spine: "sp-{n}"\n'
+            in (tmp_path / "draft" / "fabric.yaml").read_text())
+    assert fabric("render", tmp_path / "draft", "-o", tmp_path / "again").returncode == 0
+    assert same_tree(rendered / "switches", tmp_path / "again" / "switches") == []
+
+
+def test_names_that_follow_no_pattern_are_refused(tmp_path: Path) -> None:
+    _, lldp, running = saved(ROOT / "inventories" / "eos-example", tmp_path)
+    for path in [*lldp.iterdir(), *running.iterdir()]:
+        path.write_text(path.read_text().replace("spine2", "core-b"))
+        path.rename(path.with_name(path.name.replace("spine2", "core-b")))
+    result = discover(lldp, running, tmp_path / "draft")
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert ("LLDP: expected spine names that follow one pattern of numbers (as topology.names.spine), found "
+            "core-b, spine1") in result.stderr
+    assert not (tmp_path / "draft").exists()
