@@ -24,6 +24,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from ipaddress import IPv4Interface, IPv4Network
 from itertools import product
+from typing import Any
 
 from fabric.errors import InputError, Problem
 from fabric.lint.configs.model import DeviceConfig
@@ -48,7 +49,7 @@ class Running:
     target: str
     config: DeviceConfig
     text: str
-    platform: str = ""  # the platform string the config names (SONiC DEVICE_METADATA), "" where none
+    document: Any = None  # the parsed tree of a SONiC config_db or an NVUE config; None for CLI text
 
 
 @dataclass
@@ -214,31 +215,63 @@ def _pool(addresses: list[IPv4Network], floor: int) -> tuple[IPv4Network, str]:
     return pool, why + (f", widened to /{floor} for growth" if pool != covering else "")
 
 
-def _interfaces(text: str) -> list[IPv4Interface]:
-    out = []
-    for m in _CIDR.finditer(text):
-        try:
-            out.append(IPv4Interface(f"{m[1]}/{m[2]}"))
-        except ValueError:
-            continue
-    return out
+def _ipv4(text: str) -> IPv4Interface | None:
+    try:
+        return IPv4Interface(text)
+    except ValueError:
+        return None
+
+
+_ROUTER_ID = re.compile(r"router[-_ ]id[\"':\s]+(\d{1,3}(?:\.\d{1,3}){3})\b")
+_NETWORK = re.compile(r"^\s*network\s+(\d{1,3}(?:\.\d{1,3}){3}/\d{1,2})\b", re.MULTILINE)
+
+
+def _nvue_networks(node: object, path: tuple[str, ...] = ()) -> list[str]:
+    """Keys of every `…/address-family/ipv4-unicast/network` mapping of an NVUE tree."""
+    if not isinstance(node, dict | list):
+        return []
+    if path[-3:] == ("address-family", "ipv4-unicast", "network") and isinstance(node, dict):
+        return [str(k) for k in node]
+    items = node.items() if isinstance(node, dict) else enumerate(node)
+    return [n for k, v in items for n in _nvue_networks(v, (*path, str(k)))]
+
+
+def advertised(sw: Running) -> list[IPv4Interface]:
+    """The prefixes a switch announces in BGP: `network` statements (FRR, EOS), BGP_GLOBALS_AF_NETWORK (SONiC),
+    `…/ipv4-unicast/network` (NVUE)."""
+    if sw.target == "sonic":
+        found = [k.rpartition("|")[2] for k in sw.document.get("BGP_GLOBALS_AF_NETWORK", {})]
+    elif sw.target == "nvue":
+        found = _nvue_networks(sw.document)
+    else:
+        found = _NETWORK.findall(sw.text)
+    return [i for f in found if (i := _ipv4(f)) is not None]
+
+
+def loopback(sw: Running, name: str) -> IPv4Network:
+    """A switch's loopback: its BGP router id (every NOS names it router-id or router_id)."""
+    m = _ROUTER_ID.search(sw.text)
+    ip = _ipv4(m[1]) if m else None
+    if ip is None:
+        raise _fail(name, "a BGP router id (the loopback address) in the saved config", "none")
+    return ip.network
 
 
 def addressing(running: dict[str, Running], lay: Layout) -> tuple[dict, list[str]]:
-    """addressing: the loopbacks (/32 per switch), the rail blocks (leaves' subnets), ASNs."""
-    notes: list[str] = []
-    loops = [i.network for sw in running.values() for i in _interfaces(sw.text) if i.network.prefixlen == 32]
+    """addressing: the loopbacks (each switch's router id), the rail blocks (what the leaves announce besides
+    their loopback), the mode (p2p31 where leaf addresses in those blocks are /31s), ASNs."""
+    loops = [loopback(sw, n) for n, sw in running.items()]
     leaves = [leaf for rs in lay.rails for leaf in rs]
-    rail_ifs = [i for leaf in leaves for i in _interfaces(running[leaf].text) if i.network.prefixlen < 32]
-    p2p = any(i.network.prefixlen == 31 for i in rail_ifs)
-    blocks = sorted({i.network for i in rail_ifs if i.network.prefixlen < 31}, key=lambda n: int(n.network_address))
-    if not loops or not blocks:
-        raise _fail("--running", "switch loopbacks (/32) and the leaves' rail subnets in the saved configs",
-                    f"{len(loops)} loopbacks, {len(blocks)} rail subnets")
+    blocks = sorted({i.network for leaf in leaves for i in advertised(running[leaf]) if 0 < i.network.prefixlen < 31},
+                    key=lambda n: int(n.network_address))
+    if not blocks:
+        raise _fail(leaves[0], "the rail subnets the leaves announce in BGP (network statements)", "none")
+    p2p = any(m[2] == "31" and any(IPv4Interface(f"{m[1]}/32").network.subnet_of(b) for b in blocks)
+              for leaf in leaves for m in _CIDR.finditer(running[leaf].text) if _ipv4(f"{m[1]}/{m[2]}"))
     lo_pool, lo_why = _pool(sorted(set(loops)), 24)
     rail_pool, rail_why = _pool(blocks, 16)
-    notes += [f"loopbacks: {lo_why}", f"rails: {rail_why}",
-              "management: not in the switch configs; the default 198.18.0.0/16 (guessed)"]
+    notes = [f"loopbacks (router ids): {lo_why}", f"rails (the leaves' announced subnets): {rail_why}",
+             "management: not read; the default 198.18.0.0/16 (guessed)"]
     asn = {"spines": _first_asn(running, lay.spines, "spines"), "leaves": _first_asn(running, leaves, "leaves")}
     return {"mode": "p2p31" if p2p else "svi", "loopbacks": str(lo_pool), "rails": str(rail_pool),
             "rail_prefix_length": min(b.prefixlen for b in blocks), "asn": asn}, notes
@@ -287,7 +320,9 @@ def _speeds(leaf: Running, report: Lldp | None, switches: set[str]) -> tuple[str
 
 def platform_of(sw: Running) -> tuple[str, bool]:
     """(platform, guessed): the platform the config names where it names one, else the NOS's usual one."""
-    named = [p for p in PLATFORMS if p in sw.platform.lower()]
+    meta = sw.document.get("DEVICE_METADATA", {}).get("localhost", {}) if sw.target == "sonic" else {}
+    said = " ".join(str(meta.get(k, "")) for k in ("platform", "hwsku")).lower()
+    named = [p for p in PLATFORMS if p in said]
     if named:
         return max(named, key=len), False
     return GUESSED_PLATFORM.get(sw.target, next(iter(PLATFORMS))), True
@@ -355,6 +390,15 @@ def _comment(lines: list[str]) -> str:
     return "".join("# " + "".join(c if c.isprintable() else "?" for c in line)[:300] + "\n" for line in lines)
 
 
+def graceful_shutdown(running: dict[str, Running]) -> tuple[dict, list[str]]:
+    """`bgp.graceful_shutdown: false` where no switch's config honours RFC 8326 (the tool's default is on: a drain
+    needs it, and the first plan would add it everywhere)."""
+    if any(sw.config.graceful_shutdown for sw in running.values()):
+        return {}, []
+    return {"bgp": {"graceful_shutdown": False}}, [
+        "bgp.graceful_shutdown: false, as found (no switch honours GRACEFUL_SHUTDOWN); `fabric drain` needs it on"]
+
+
 def _sections(doc: dict) -> str:
     """Top-level sections in the order given (dumps_yaml sorts keys), blank lines between."""
     return "\n".join(dumps_yaml({key: value}) for key, value in doc.items())
@@ -394,6 +438,7 @@ def draft(reports: dict[str, Lldp], running: dict[str, Running], name: str) -> D
                               "does not name its platform")
     host_gbps, up_gbps, speed_notes = _speeds(running[leaf], reports.get(leaf), set(running))
     adaptive = any(c.adaptive_routing for leaf in leaves for c in running[leaf].config.ports.values())
+    bgp, gshut_notes = graceful_shutdown(running)
     mtu = max((c.mtu for c in running[leaf].config.ports.values() if c.mtu), default=9216)
     netdevs = lay.netdevs[lay.sus[0][0]]
     same = all(nd == netdevs for nd in lay.netdevs.values())
@@ -418,8 +463,8 @@ def draft(reports: dict[str, Lldp], running: dict[str, Running], name: str) -> D
         "addressing.yaml": _comment(notes) + dumps_yaml({"addressing": addr}),
         "qos.yaml": _comment(qos_notes) + dumps_yaml({"qos": qos_doc}),
         "switching.yaml": _comment([f"mtu: the largest port MTU of {leaf}; adaptive routing: as its ports have it",
-                                    "not read: BGP timers and paths, ARP aging (the defaults)"])
-        + dumps_yaml({"switching": {"mtu": mtu, "adaptive_routing": {"enabled": adaptive}}}),
+                                    *gshut_notes, "not read: BGP timers and paths, ARP aging (the defaults)"])
+        + dumps_yaml({"switching": {"mtu": mtu, "adaptive_routing": {"enabled": adaptive}, **bgp}}),
         "hosts.yaml": _comment(["NICs and rails from LLDP (netdev = the host's port, rail = the leaf it reaches)",
                                 "guessed: rdma names mlx5_<rail-1>, gpus = rails, mtu 9000; not visible in LLDP"])
         + dumps_yaml({"hosts": hosts}),

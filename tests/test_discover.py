@@ -236,3 +236,26 @@ def test_names_that_follow_no_pattern_are_refused(tmp_path: Path) -> None:
     assert ("LLDP: expected spine names that follow one pattern of numbers (as topology.names.spine), found "
             "core-b, spine1") in result.stderr
     assert not (tmp_path / "draft").exists()
+
+
+def test_a_brownfield_fabric_configured_by_hand(tmp_path: Path) -> None:
+    """The EOS running configs of tests/fixtures/running/eos (brought up by hand, with management, AAA, logging,
+    a default route in VRF MGMT, and an older render: no graceful shutdown, ECN of 100 KB on some ports): the
+    addresses come from the router ids and the announced subnets, never from the management interface or its
+    route; the draft validates and `plan --running` lists what the switches have otherwise."""
+    inv = ROOT / "inventories" / "eos-example"
+    L.write(topo(inv), L.hall(topo(inv)), tmp_path / "lldp")
+    running = ROOT / "tests" / "fixtures" / "running" / "eos"
+    result = discover(tmp_path / "lldp", running, tmp_path / "draft", "--name", "eos-example")
+    assert result.returncode == 0, result.stderr
+    draft = tmp_path / "draft"
+    assert ('  loopbacks: "10.254.2.0/24"\n  mode: svi\n  rail_prefix_length: 24\n  rails: "10.102.0.0/16"\n'
+            in (draft / "addressing.yaml").read_text())
+    assert "asn:\n    leaves: 65121\n    spines: 65020\n" in (draft / "addressing.yaml").read_text()
+    assert "graceful_shutdown: false" in (draft / "switching.yaml").read_text()
+    assert "platform: \"7060x5\"" in (draft / "fabric.yaml").read_text()
+    assert "# roles.leaf.platform: 7060x5 guessed, the EOS config does not name its platform" in (
+        draft / "fabric.yaml").read_text()
+    plan = fabric("plan", draft, "--running", running, "--format", "json")
+    assert plan.returncode == 0, plan.stderr
+    assert all(d["status"] in ("unchanged", "changed") for d in json.loads(plan.stdout)["devices"])

@@ -7,6 +7,7 @@ import json
 import os
 import re
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -15,7 +16,7 @@ from fabric.discover import Running, draft
 from fabric.errors import InputError, Problem
 from fabric.lint.configs import parse_file
 from fabric.model.inventory import NAME
-from fabric.model.running import read_running
+from fabric.model.running import nvue_document, read_running
 from fabric.nos import NOS
 from fabric.parsers import read_input
 from fabric.parsers.lldp import PARSERS, Lldp
@@ -60,12 +61,13 @@ def read_lldp(directory: Path) -> dict[str, Lldp]:
     return reports
 
 
-def _platform(target: str, text: str) -> str:
-    """The platform a SONiC config_db names (DEVICE_METADATA|localhost platform, then hwsku)."""
-    if target != "sonic":
-        return ""
-    meta = json.loads(text).get("DEVICE_METADATA", {}).get("localhost", {})
-    return " ".join(str(meta.get(k, "")) for k in ("platform", "hwsku"))
+def _document(target: str, path: Path, text: str) -> Any:
+    """The tree of a SONiC config_db or an NVUE config (already checked by `read_running`); None for CLI text."""
+    if NOS[target].running_shape == "config_db":
+        return json.loads(text)
+    if NOS[target].running_shape == "nvue":
+        return nvue_document(path, text, located=False)[0]
+    return None
 
 
 def read_configs(directory: Path) -> dict[str, Running]:
@@ -85,7 +87,7 @@ def read_configs(directory: Path) -> dict[str, Running]:
             text = read_running(target, path)
             config = parse_file(path, directory, {name: target})
             if config is not None:
-                found[name] = Running(target=target, config=config, text=text, platform=_platform(target, text))
+                found[name] = Running(target=target, config=config, text=text, document=_document(target, path, text))
         except InputError as exc:
             problems += exc.problems
     if problems:
