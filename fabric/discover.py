@@ -54,11 +54,9 @@ class Running:
 
 @dataclass
 class Seen:
-    """The cabling LLDP shows: device pairs with the local ports, from either end."""
+    """The hosts' NICs LLDP shows: host → netdev → the leaf it reaches, in the order the host's LLDP lists them."""
 
-    host_nics: dict[str, dict[str, str]] = field(default_factory=dict)  # host → netdev → leaf (in LLDP order)
-    uplinks: Counter[tuple[str, str]] = field(default_factory=Counter)  # (leaf, spine) → links
-    neighbours: dict[str, set[str]] = field(default_factory=dict)  # switch → devices it sees
+    host_nics: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
 @dataclass
@@ -71,30 +69,18 @@ def _fail(where: str, expected: str, found: str) -> InputError:
     return InputError(Problem(where, None, "", expected, found))
 
 
-def _far_port(n_port_ids: list[str]) -> str:
-    return n_port_ids[-1] if n_port_ids else ""
-
-
 def observe(reports: dict[str, Lldp], switches: set[str]) -> Seen:
-    """Who sees whom: hosts' NICs (their own LLDP first, else what the leaves show of them) and leaf uplinks
-    (counted once per link: from the leaf's side where it reported, else from the spine's)."""
+    """Hosts' NICs: from a host's own LLDP (its port → the switch it sees), else from what the switches see of it
+    (the port description a host's lldpd sends is its netdev)."""
     seen = Seen()
-    for device in sorted(reports, key=natural):
+    for device in sorted(set(reports) - switches, key=natural):
         for n in reports[device].neighbors:
-            far = n.system_name
-            if not far or far == device:
-                continue
-            if device in switches:
-                seen.neighbours.setdefault(device, set()).add(far)
-                if far in switches:
-                    seen.neighbours.setdefault(far, set()).add(device)
-            elif far in switches:
-                seen.host_nics.setdefault(device, {}).setdefault(n.port, far)
-                seen.neighbours.setdefault(far, set()).add(device)
-    for device in sorted(set(reports) & switches, key=natural):  # hosts that printed nothing: the leaves' view
+            if n.system_name in switches:
+                seen.host_nics.setdefault(device, {}).setdefault(n.port, n.system_name)
+    for device in sorted(set(reports) & switches, key=natural):
         for n in reports[device].neighbors:
-            far = n.system_name
-            netdev = _far_port(n.remote_ports())
+            far, far_ports = n.system_name, n.remote_ports()
+            netdev = far_ports[-1] if far_ports else ""
             if far and far not in switches and far not in reports and netdev:
                 _check_name(far, f"{device}'s LLDP, port {n.port}")
                 seen.host_nics.setdefault(far, {}).setdefault(netdev, device)
@@ -410,6 +396,27 @@ def _check_name(name: str, where: str) -> None:
         raise _fail(where, f"a device name matching {NAME}", repr(name[:80]))
 
 
+def role_settings(sw: Running, role: str, notes: list[str]) -> dict:
+    """`roles.<role>` from one switch of the role: its NOS, platform and breakout (a guess noted in `notes`)."""
+    plat, guessed = platform_of(sw)
+    breakout, _ = _breakout(sw, list(sw.config.ports))
+    if guessed:
+        notes.append(f"roles.{role}.platform: {plat} guessed, the {NOS[sw.target].short} config does not name "
+                     "its platform")
+    return {"platform": plat, "target": sw.target, **({"breakout": breakout} if breakout else {})}
+
+
+def hosts_section(lay: Layout) -> dict:
+    """`hosts:`: the first host's NICs as the defaults; a `list` entry for each host whose NICs are named otherwise."""
+    def nics(netdevs: list[str]) -> list[dict]:
+        return [{"rail": r, "rdma": f"mlx5_{r - 1}", "netdev": nd} for r, nd in enumerate(netdevs, 1)]
+
+    first = lay.netdevs[lay.sus[0][0]]
+    hosts: dict = {"defaults": {"gpus": len(first), "mtu": 9000, "nics": nics(first)}}
+    others = [{"name": h, "nics": nics(nds)} for h, nds in lay.netdevs.items() if nds != first]
+    return {**hosts, "list": others} if others else hosts
+
+
 def draft(reports: dict[str, Lldp], running: dict[str, Running], name: str) -> Draft:
     """The inventory files of the fabric `reports` and `running` show (module docstring)."""
     switches = set(running)
@@ -427,27 +434,12 @@ def draft(reports: dict[str, Lldp], running: dict[str, Running], name: str) -> D
     if overrides:
         role_notes.append(f"switches: the {len(overrides)} whose BGP ASN is not the plan's (spines one ASN, leaves "
                           "numbered on from the first)")
-    roles: dict = {}
-    for role, sw in (("leaf", leaf), ("spine", spine)):
-        plat, guessed = platform_of(running[sw])
-        ports = [p for p in running[sw].config.ports]
-        breakout, _ = _breakout(running[sw], ports)
-        roles[role] = {"platform": plat, "target": running[sw].target, **({"breakout": breakout} if breakout else {})}
-        if guessed:
-            role_notes.append(f"roles.{role}.platform: {plat} guessed, the {NOS[running[sw].target].short} config "
-                              "does not name its platform")
+    roles = {role: role_settings(running[sw], role, role_notes) for role, sw in (("leaf", leaf), ("spine", spine))}
     host_gbps, up_gbps, speed_notes = _speeds(running[leaf], reports.get(leaf), set(running))
     adaptive = any(c.adaptive_routing for leaf in leaves for c in running[leaf].config.ports.values())
     bgp, gshut_notes = graceful_shutdown(running)
     mtu = max((c.mtu for c in running[leaf].config.ports.values() if c.mtu), default=9216)
-    netdevs = lay.netdevs[lay.sus[0][0]]
-    same = all(nd == netdevs for nd in lay.netdevs.values())
-    nics = [{"rail": r, "rdma": f"mlx5_{r - 1}", "netdev": nd} for r, nd in enumerate(netdevs, 1)]
-    hosts: dict = {"defaults": {"gpus": len(netdevs), "mtu": 9000, "nics": nics}}
-    if not same:
-        hosts["list"] = [{"name": h, "nics": [{"rail": r, "rdma": f"mlx5_{r - 1}", "netdev": nd}
-                                              for r, nd in enumerate(nds, 1)]}
-                         for h, nds in lay.netdevs.items() if nds != netdevs]
+    hosts = hosts_section(lay)
     topology = {"rails": len(lay.rails[0]), "scalable_units": len(lay.sus), "hosts_per_su": len(lay.sus[0]),
                 "spines": len(lay.spines), "uplinks_per_spine": lay.uplinks, **({"names": names} if names else {})}
     if len({len(s) for s in lay.sus}) > 1:

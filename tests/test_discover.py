@@ -259,3 +259,20 @@ def test_a_brownfield_fabric_configured_by_hand(tmp_path: Path) -> None:
     plan = fabric("plan", draft, "--running", running, "--format", "json")
     assert plan.returncode == 0, plan.stderr
     assert all(d["status"] in ("unchanged", "changed") for d in json.loads(plan.stdout)["devices"])
+
+
+def test_a_host_with_its_own_nic_names_gets_its_entry(tmp_path: Path) -> None:
+    inv = tmp_path / "inv"
+    shutil.copytree(ROOT / "inventories" / "sonic-example", inv)
+    hosts = (inv / "hosts.yaml").read_text()
+    (inv / "hosts.yaml").write_text(hosts + "  list:\n    - name: gpu-su1-03\n      nics:\n"
+                                    "        - {rail: 1, rdma: mlx5_0, netdev: eth2}\n"
+                                    "        - {rail: 2, rdma: mlx5_1, netdev: eth3}\n")
+    rendered, lldp, running = saved(inv, tmp_path)
+    result = discover(lldp, running, tmp_path / "draft", "--name", "sonic-example")
+    assert result.returncode == 0, result.stderr
+    hosts = (tmp_path / "draft" / "hosts.yaml").read_text()
+    assert "  list:\n    - name: gpu-su1-03\n      nics:\n        - netdev: eth2\n" in hosts, hosts
+    assert "netdev: ens1f0np0" in hosts
+    assert fabric("render", tmp_path / "draft", "-o", tmp_path / "again").returncode == 0
+    assert same_tree(rendered / "switches", tmp_path / "again" / "switches") == []
