@@ -420,6 +420,10 @@ def hosts_section(lay: Layout) -> dict:
 def draft(reports: dict[str, Lldp], running: dict[str, Running], name: str) -> Draft:
     """The inventory files of the fabric `reports` and `running` show (module docstring)."""
     switches = set(running)
+    for device, report in reports.items():
+        if device not in switches and report.source != "lldpctl":
+            raise _fail(device, f"a saved running config in --running (its LLDP output is a switch's: "
+                        f"{report.source})", "none")
     seen = observe(reports, switches)
     if not seen.host_nics:
         raise _fail("--lldp", "LLDP that shows hosts on leaves (host or leaf outputs)", "no host seen")

@@ -168,6 +168,16 @@ def test_bad_input_is_located_and_nothing_is_written(tmp_path: Path) -> None:
     assert not out.exists()
 
 
+def test_a_switch_without_its_running_config_is_named(tmp_path: Path) -> None:
+    _, lldp, running = saved(ROOT / "inventories" / "eos-example", tmp_path)
+    (running / "leaf-su1-r2.cfg").unlink()
+    result = discover(lldp, running, tmp_path / "draft")
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert ("leaf-su1-r2: expected a saved running config in --running (its LLDP output is a switch's: lldp-eos), "
+            "found none") in result.stderr
+    assert not (tmp_path / "draft").exists()
+
+
 def test_a_hostile_neighbour_name_is_refused_not_written(tmp_path: Path) -> None:
     """A system name is whatever a device sends: one that is no inventory name (here with a newline and YAML
     structure) is a located error, never a key of the draft."""

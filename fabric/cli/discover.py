@@ -30,6 +30,19 @@ def _directory(path: Path, option: str, what: str) -> list[os.DirEntry[str]]:
     return sorted((e for e in os.scandir(path) if e.is_file()), key=lambda e: e.name)
 
 
+MAX_PROBLEMS = 50  # unreadable files listed; the rest are counted
+
+
+def _raise(problems: list[Problem], found: bool, empty: Problem) -> None:
+    """Every unreadable file at once (at most MAX_PROBLEMS listed), or `empty` where nothing was found."""
+    if problems:
+        more = len(problems) - MAX_PROBLEMS
+        rest = [Problem(empty.file, None, "", "readable files", f"{more} more unreadable")] if more > 0 else []
+        raise InputError(problems[:MAX_PROBLEMS] + rest)
+    if not found:
+        raise InputError(empty)
+
+
 def read_lldp(directory: Path) -> dict[str, Lldp]:
     """Device → its LLDP report, from DIR/<device>.lldp-sonic|.lldp-nvue|.lldp-eos|.lldpctl; every unreadable file
     a located problem, raised together."""
@@ -53,11 +66,8 @@ def read_lldp(directory: Path) -> dict[str, Lldp]:
             reports[device] = PARSERS[kind](read_input(entry.path), entry.path)
         except InputError as exc:
             problems += exc.problems
-    if problems:
-        raise InputError(problems)
-    if not reports:
-        raise InputError(Problem(str(directory), None, "--lldp", "saved LLDP outputs "
-                                 "(<device>.lldp-sonic|lldp-nvue|lldp-eos|lldpctl)", "none"))
+    _raise(problems, bool(reports), Problem(str(directory), None, "--lldp", "saved LLDP outputs "
+                                            "(<device>.lldp-sonic|lldp-nvue|lldp-eos|lldpctl)", "none"))
     return reports
 
 
@@ -90,11 +100,8 @@ def read_configs(directory: Path) -> dict[str, Running]:
                 found[name] = Running(target=target, config=config, text=text, document=_document(target, path, text))
         except InputError as exc:
             problems += exc.problems
-    if problems:
-        raise InputError(problems)
-    if not found:
-        raise InputError(Problem(str(directory), None, "--running", "saved running configs "
-                                 "(<switch>.json|.yaml|.cfg|.conf, as fabric fetch saves them)", "none"))
+    _raise(problems, bool(found), Problem(str(directory), None, "--running", "saved running configs "
+                                          "(<switch>.json|.yaml|.cfg|.conf, as fabric fetch saves them)", "none"))
     return found
 
 
