@@ -212,14 +212,14 @@ _ROUTER_ID = re.compile(r"router[-_ ]id[\"':\s]+(\d{1,3}(?:\.\d{1,3}){3})\b")
 _NETWORK = re.compile(r"^\s*network\s+(\d{1,3}(?:\.\d{1,3}){3}/\d{1,2})\b", re.MULTILINE)
 
 
-def _nvue_networks(node: object, path: tuple[str, ...] = ()) -> list[str]:
-    """Keys of every `…/address-family/ipv4-unicast/network` mapping of an NVUE tree."""
+def _keys_at(node: object, suffix: tuple[str, ...], path: tuple[str, ...] = ()) -> list[str]:
+    """Keys of every mapping of an NVUE tree whose path ends with `suffix`."""
     if not isinstance(node, dict | list):
         return []
-    if path[-3:] == ("address-family", "ipv4-unicast", "network") and isinstance(node, dict):
+    if path[-len(suffix):] == suffix and isinstance(node, dict):
         return [str(k) for k in node]
     items = node.items() if isinstance(node, dict) else enumerate(node)
-    return [n for k, v in items for n in _nvue_networks(v, (*path, str(k)))]
+    return [k for key, v in items for k in _keys_at(v, suffix, (*path, str(key)))]
 
 
 def advertised(sw: Running) -> list[IPv4Interface]:
@@ -228,7 +228,7 @@ def advertised(sw: Running) -> list[IPv4Interface]:
     if sw.target == "sonic":
         found = [k.rpartition("|")[2] for k in sw.document.get("BGP_GLOBALS_AF_NETWORK", {})]
     elif sw.target == "nvue":
-        found = _nvue_networks(sw.document)
+        found = _keys_at(sw.document, ("address-family", "ipv4-unicast", "network"))
     else:
         found = _NETWORK.findall(sw.text)
     return [i for f in found if (i := _ipv4(f)) is not None]
@@ -279,14 +279,16 @@ def asn_overrides(running: dict[str, Running], lay: Layout, asn: dict[str, int])
             if running[n].config.asn is not None and running[n].config.asn != planned[n]]
 
 
-def _breakout(sw: Running, ports: list[str]) -> tuple[str | None, int | None]:
-    """(breakout, port speed) of the ports a switch uses: sub-ports (swp1s0, Ethernet1/2) mean a breakout."""
-    speeds = [p.speed for name in ports if (p := sw.config.ports.get(name)) and p.speed]
-    speed = Counter(speeds).most_common(1)[0][0] if speeds else None
-    nos = NOS[sw.target]
-    if speed and any(re.search(r"s\d+$", p) for p in ports) and nos.name == "nvue":
-        return f"2x{speed}G", speed
-    return None, speed
+def _breakout(sw: Running) -> str | None:
+    """The breakout of an NVUE switch: its ports' `link.breakout` mode (2x) at the speed its sub-ports run; None
+    elsewhere (SONiC and EOS breakouts are not read)."""
+    if sw.target != "nvue":
+        return None
+    modes = Counter(m for m in _keys_at(sw.document, ("link", "breakout")) if re.fullmatch(r"[1-8]x", m))
+    speeds = Counter(p.speed for name, p in sw.config.ports.items() if p.speed and re.fullmatch(r"swp\d+s\d+", name))
+    if not modes or not speeds:
+        return None
+    return f"{modes.most_common(1)[0][0]}{speeds.most_common(1)[0][0]}G"
 
 
 def _speeds(leaf: Running, report: Lldp | None, switches: set[str]) -> tuple[str, str, list[str]]:
@@ -399,7 +401,7 @@ def _check_name(name: str, where: str) -> None:
 def role_settings(sw: Running, role: str, notes: list[str]) -> dict:
     """`roles.<role>` from one switch of the role: its NOS, platform and breakout (a guess noted in `notes`)."""
     plat, guessed = platform_of(sw)
-    breakout, _ = _breakout(sw, list(sw.config.ports))
+    breakout = _breakout(sw)
     if guessed:
         notes.append(f"roles.{role}.platform: {plat} guessed, the {NOS[sw.target].short} config does not name "
                      "its platform")
