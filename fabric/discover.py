@@ -6,10 +6,12 @@ Pure inference over parsed inputs; reading the files and writing the draft are t
 - Scalable units: leaves that see the same hosts; SUs ordered by their first host, hosts by name (natural order).
   Rails: the leaf each NIC of an SU's first host reaches, in the order that host's LLDP lists its NICs (or the
   leaves' NIC names, naturally sorted, where the host printed nothing).
+- Names: the defaults of `topology.names`, else the patterns that make them (`name_pattern`).
 - NOS: the saved config's kind; platform from SONiC DEVICE_METADATA, else the NOS's usual platform (a comment
-  says so); breakout from the port names and speeds the config sets.
-- ASNs, loopbacks, rail pools: from the configs (`router bgp`/BGP_GLOBALS, the /32 of each switch, the leaves'
-  rail subnets); a pool is the smallest prefix covering what was found, widened to what leaves room to grow.
+  says so); NVUE breakouts from the ports' `link breakout` mode.
+- ASNs (the spines', the first leaf's, a `switches:` entry for a switch off that plan), loopbacks (BGP router
+  ids), rail blocks (what the leaves announce in BGP); a pool is the smallest prefix covering what was found,
+  widened to leave room to grow.
 - QoS: the preset whose DSCP map and PFC priorities the leaves' configs have, with overrides for the ECN and DWRR
   values that differ; `custom` with the values found where no preset matches.
 What LLDP and configs do not show (cable lengths, RDMA device names, GPUs, host MTU, the management network) is
