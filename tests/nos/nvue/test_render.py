@@ -14,6 +14,7 @@ import pytest
 
 from fabric.design.load import load_deriver
 from fabric.nos import NOS
+from tests.conftest import require
 from tests.inproc import fabric
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -49,9 +50,9 @@ def test_topology_dot_has_every_link_of_the_switch(tmp_path: Path, device: str) 
     assert set(got) == set(want) and len(got) == len(want) > 0
     for edge, match in got.items():
         assert match == ("portdescr" if edge[2] in topo.hosts else None), edge
-    if shutil.which("dot"):  # graphviz (the Makefile's APT_PACKAGES) parses it as ptmd's cgraph does
-        subprocess.run(["dot", "-Tcanon", "-o", str(tmp_path / "canon.dot")], input=text, text=True, check=True,
-                       timeout=60)
+    require(shutil.which("dot") is not None, "graphviz's dot (make deps)")
+    subprocess.run(["dot", "-Tcanon", "-o", str(tmp_path / "canon.dot")], input=text, text=True, check=True,
+                   timeout=60)  # graphviz parses it as DOT
 
 
 def test_without_all_no_topology_dot(tmp_path: Path) -> None:
