@@ -45,6 +45,8 @@ def cabling(
     fmt = fmt or PICTURES.get(output.suffix if output else "", "table")
     if fmt not in FORMATS:
         raise InputError(Problem("--format", None, "", f"one of {', '.join(FORMATS)}", repr(fmt)))
+    if su is not None and fmt not in PICTURES.values():
+        raise InputError(Problem("--su", None, "", "a picture (--format svg, dot or html)", f"--format {fmt}"))
     topo = load_deriver(inventory).topo
     result = judge_topology(topo, read_saved(source, topo))
     if fmt == "table" and output is None:

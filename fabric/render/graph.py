@@ -57,19 +57,28 @@ def detail(topo: Topo, su: int | None = None, cabling: Cabling | None = None) ->
     lines += _switch_nodes(topo, shown)
     lines += _su_clusters(topo, shown)
     lines += [legend()] if cabling else []
-    states = {(s.a.split(":")[0], s.a.split(":")[1], s.b.split(":")[0], s.b.split(":")[1]): s
-              for s in (cabling.links if cabling else ())}
+    states = link_states(cabling)
     numbers = fault_numbers(cabling)
     for ln in topo.links:
         if ln.a in shown and ln.b in shown:
-            lines += _edge(topo, ln, states.get((ln.a, ln.a_port, ln.b, ln.b_port)), shown,
-                           numbers.get(f"{ln.a}:{ln.a_port} — {ln.b}:{ln.b_port}", 0))
+            lines += _edge(topo, ln, states.get(ends(ln)), shown, numbers.get(ends(ln), 0))
     return "\n".join([*lines, "}", ""])
 
 
-def fault_numbers(cabling: Cabling | None) -> dict[str, int]:
-    """A model link (`a:port — b:port`) → the number of its fault in the report (1-based, the report's order)."""
-    return {link: i for i, f in enumerate(cabling.faults if cabling else (), 1) for link in f.links}
+def ends(ln: Link) -> frozenset[str]:
+    """A model link by its two ends, `device:port` each, in either order."""
+    return frozenset((f"{ln.a}:{ln.a_port}", f"{ln.b}:{ln.b_port}"))
+
+
+def link_states(cabling: Cabling | None) -> dict[frozenset[str], LinkState]:
+    """What LLDP shows of each model link (`ends`)."""
+    return {frozenset((s.a, s.b)): s for s in (cabling.links if cabling else ())}
+
+
+def fault_numbers(cabling: Cabling | None) -> dict[frozenset[str], int]:
+    """A model link (`ends`) → the number of its fault in the report (1-based, the report's order)."""
+    return {frozenset(link.split(" — ")): i for i, f in enumerate(cabling.faults if cabling else (), 1)
+            for link in f.links}
 
 
 def _title(topo: Topo, su: int | None, cabling: Cabling | None) -> str:
@@ -166,13 +175,12 @@ def overview(topo: Topo, cabling: Cabling | None = None) -> str:
     links: Counter[str] = Counter()
     bad: Counter[str] = Counter()
     pairs: Counter[tuple[str, str]] = Counter()
-    state = {(s.a.split(":")[0], s.b.split(":")[0], s.a, s.b): s.status for s in (cabling.links if cabling else ())}
-    faulty = {(a, b) for (a, b, _, _), st in state.items() if st != Status.ok}
+    faulty = {link for link, s in link_states(cabling).items() if s.status != Status.ok}
     for ln in topo.links:
         lower = group[ln.a] if ln.a in topo.hosts or topo.switches[ln.a].role == "leaf" else group[ln.b]
         owner = group[ln.a] if ln.kind == "host-leaf" else lower
         links[owner] += ln.kind != "host-leaf"
-        bad[owner] += (ln.a, ln.b) in faulty
+        bad[owner] += ends(ln) in faulty
         if ln.kind == "spine-super-spine":
             pairs[(group[ln.b], group[ln.a]) if group[ln.b] == "super-spine" else (group[ln.a], group[ln.b])] += 1
     lines = [*HEAD, f'  label={dot_id(_title(topo, None, cabling) + " (overview: one node per SU and spine group)")};'

@@ -17,9 +17,10 @@ import pytest
 from fabric.design.cabling import Status
 from fabric.design.load import load_deriver
 from fabric.render.files import dot_id
-from fabric.render.graph import RAILS, STATE
+from fabric.render.graph import DETAIL_MAX, RAILS, STATE
 from tests.conftest import require
 from tests.inproc import fabric
+from tests.support import lldp_outputs as L
 
 ROOT = Path(__file__).resolve().parents[2]
 SVG = "{http://www.w3.org/2000/svg}"
@@ -136,3 +137,26 @@ def test_names_are_quoted_for_dot(tmp_path: Path) -> None:
     (tmp_path / "n.svg").write_text(svg)
     nodes = drawn(tmp_path / "n.svg")["node"]
     assert sorted(n.findtext(f"{SVG}text") or "" for n in nodes) == sorted(names)
+
+
+def test_cabling_overview_counts_the_links_to_fix_per_su(tmp_path: Path) -> None:
+    """A fabric beyond the detail view's size (4,096 GPUs) with two host cables of SU 2 crossed: the overview's SU 2
+    says 2 links to fix, no other group does."""
+    assert fabric("generate", "gpu-rail", "--gpus", "4096", "-o", tmp_path / "inv").returncode == 0
+    topo = load_deriver(tmp_path / "inv").topo
+    assert len(topo.switches) + len(topo.hosts) > DETAIL_MAX
+    leaf1, leaf2 = topo.leaf_of[(2, 1)], topo.leaf_of[(2, 2)]
+    port = next(ln.b_port for ln in topo.links if ln.b == leaf1 and ln.kind == "host-leaf")
+    L.write(topo, L.swap_far(L.hall(topo), (leaf1, port), (leaf2, port)), tmp_path / "lldp")
+    result = fabric("cabling", tmp_path / "inv", "--from", tmp_path / "lldp", "-o", tmp_path / "report.svg")
+    assert result.returncode == 1, result.stderr
+    fixes = {title(n): "".join(n.itertext()) for n in drawn(tmp_path / "report.svg")["node"]
+             if "to fix" in "".join(n.itertext())}
+    assert list(fixes) == ["SU 2"] and "2 links to fix" in fixes["SU 2"]
+
+
+def test_su_without_a_picture_is_refused() -> None:
+    result = fabric("cabling", ROOT / "inventories/example", "--from", ROOT / "tests/fixtures/lldp/example-miswired",
+                    "--su", "1")
+    assert result.returncode == 2
+    assert "--su: expected a picture (--format svg, dot or html), found --format table" in result.stderr
