@@ -1,4 +1,5 @@
-"""`fabric graph INV`: the fabric drawn with graphviz (DOT and SVG); `draw` also renders the cabling report."""
+"""`fabric graph INV`: the fabric drawn with graphviz (DOT and SVG); `picture` and `svg` also draw the cabling
+report (fabric.cli.cabling)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from fabric.errors import UsageError
 from fabric.render.graph import DETAIL_MAX, detail, overview
 from fabric.safefile import write_output
 
-DOT_TIMEOUT_S = 300  # the 32k-GPU overview takes under a second; a detail view of thousands of devices, minutes
+DOT_TIMEOUT_S = 300  # the 32k-GPU overview takes under a second; a detail view of a large fabric far longer
 
 
 def picture(topo: Topo, su: int | None = None, whole: bool | None = None, cabling: Cabling | None = None) -> str:
@@ -42,7 +43,7 @@ def svg(dot_text: str) -> str:
                              check=False)
     except subprocess.TimeoutExpired:
         raise UsageError(f"graphviz's `dot`: expected a drawing within {DOT_TIMEOUT_S} s, found none (try --su N "
-                         "or --overview)") from None
+                         "or --view overview)") from None
     if run.returncode != 0:
         raise UsageError(f"graphviz's `dot`: expected a drawing, found exit {run.returncode}: "
                          f"{run.stderr.strip()[:500]}")

@@ -32,7 +32,6 @@ _SEES = re.compile(r" sees ([^\s:;]+):([^\s;]+)")
 LEGEND = ((Status.ok, "ok"), (Status.miswired, "miswired: where the model has it"), (None, "miswired: where it is"),
           (Status.missing, "missing"), (Status.unexpected, "unexpected"), (Status.half_seen, "half-seen"),
           (Status.unread, "unread (neither end read)"))
-# a fault's links carry its number in the report (`fabric cabling` lists the faults in that order)
 STROKE = {"solid": "━━━", "dashed": "╍╍╍", "dotted": "┈┈┈"}
 
 
@@ -46,8 +45,8 @@ def devices(topo: Topo, su: int | None) -> set[str]:
         return set(topo.switches) | set(topo.hosts)
     leaves = {n for n, s in topo.switches.items() if s.role == "leaf" and s.su == su}
     hosts = {n for n, h in topo.hosts.items() if h.su == su}
-    spines = {ln.b for ln in topo.links if ln.a in leaves and ln.kind == "leaf-spine"}
-    return leaves | hosts | spines
+    uplinked = {end for ln in topo.links if ln.kind == "leaf-spine" and {ln.a, ln.b} & leaves for end in (ln.a, ln.b)}
+    return leaves | hosts | uplinked  # uplinked: both ends of the leaves' uplinks, their spines among them
 
 
 def detail(topo: Topo, su: int | None = None, cabling: Cabling | None = None) -> str:

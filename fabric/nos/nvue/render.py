@@ -335,7 +335,7 @@ def ptm_topology(sw: SwitchIntent, fabric: FabricIntent) -> str:
     Linux host or white-box) the edge matches its port description (`match_type=portdescr`), which that lldpd fills
     with the interface name; a SONiC neighbour is named by the alias it sends. Only this switch's edges: ptmd reads
     no others, and a 32k-GPU fabric's whole plan would be 98,000 edges on every switch."""
-    lines = [f"// PTM cabling plan of {sw.name}: /etc/ptm.d/topology.dot", "graph G {"]
+    lines = [f"// PTM cabling plan of {dot_id(sw.name)}: /etc/ptm.d/topology.dot", "graph G {"]
     for port in sw.ports:
         if not port.peer or not port.peer_port:
             continue
