@@ -11,6 +11,8 @@ counters sampled while both classes were backlogged); a 2-sender incast with one
 fault the incast check locates, with CE marks on the receiver's port); the ets round again on a port that does
 not classify RoCE (the fault the ets check locates); Soft-RoCE in host namespaces (it cannot cross them: why,
 below) and then with the rails in the VM's initial namespace (the real ib_write_bw, RoCE incast marks, no CNPs).
+Between the fault phase and the port without its filters a user's run: `fabric accept INV --lab` with incast, ets
+and rail-bandwidth as a subprocess against the booted VM lab (fabric.lab.site.VmSite), its JSON report read.
 """
 
 from __future__ import annotations
