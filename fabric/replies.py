@@ -14,10 +14,9 @@ from __future__ import annotations
 import functools
 import json
 import re
+import sys
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
-
-import yaml
 
 from fabric.errors import InputError, ReplyError, one_line
 
@@ -26,7 +25,14 @@ F = TypeVar("F", bound=Callable[..., Any])
 MAX_REPLY = 64 * 2**20  # characters of one reply: a SONiC CONFIG_DB of a 512-port switch is a few MiB
 MAX_DEPTH = 64  # JSON nesting: iproute2, vtysh, NVUE, EOS and CONFIG_DB replies stay under 12 levels
 READERS: dict[str, str] = {}  # "module.function" → the command whose reply it reads
-MALFORMED = (ValueError, TypeError, KeyError, IndexError, AttributeError, RecursionError, UnicodeError, yaml.YAMLError)
+MALFORMED = (ValueError, TypeError, KeyError, IndexError, AttributeError, RecursionError, UnicodeError)
+
+
+def malformed() -> tuple[type[BaseException], ...]:
+    """MALFORMED, and PyYAML's errors where a reader has imported it (the host agent's run never does: PyYAML
+    costs every host 10-60 ms to import)."""
+    yaml = sys.modules.get("yaml")
+    return (*MALFORMED, yaml.YAMLError) if yaml is not None else MALFORMED
 
 
 def reader(command: str) -> Callable[[F], F]:
@@ -43,7 +49,7 @@ def reader(command: str) -> Callable[[F], F]:
                 return fn(*args, **kwargs)
             except ReplyError:
                 raise
-            except MALFORMED as exc:  # what the reader does not check itself (the fuzzer reports each one)
+            except malformed() as exc:  # what the reader does not check itself (the fuzzer reports each one)
                 err = ReplyError(command, "the form the command prints", one_line(exc))
                 err.unchecked = True
                 raise err from None

@@ -169,6 +169,7 @@ def test_ping_p99_is_one_way_microseconds() -> None:
 def test_default_catalog_round_trips_and_covers_checks(example, two_su, tmp_path: Path) -> None:
     c = cat.default_catalog(example)
     names = [e.check for e in c.checks]
+    assert names[0] == "cabling"  # a miswired fabric fails first, with the cable to move
     assert "cross-su-bandwidth" not in names  # one SU
     assert {"host-config", "bgp", "rail-bandwidth", "rail-latency", "nccl-allreduce", "lossless-counters",
             "pfc-watchdog"} <= set(names)
@@ -404,7 +405,9 @@ def test_dry_run_prints_every_command_with_tclass_and_writes_launch_files(tmp_pa
     assert any(ln.startswith(first) for ln in perftest)
     assert any("[client]: ib_write_lat -d mlx5_7 -x 3 --tclass=106" in ln for ln in perftest)
     sections = [ln[3:].split("  (")[0] for ln in p.stdout.splitlines() if ln.startswith("== ")]
-    assert sections[:4] == ["host-config", "host-prereqs", "bgp", "counters before traffic"]
+    assert sections[:5] == ["cabling", "host-config", "host-prereqs", "bgp", "counters before traffic"]
+    assert "  leaf-su1-r1 [read]: nv show interface <swp> lldp -o json (each port of the intent)" in p.stdout
+    assert "  gpu-su1-01 [read]: lldpctl -f json" in p.stdout
     assert sections.index("counters after traffic") < sections.index("lossless-counters")
     assert (tmp_path / "dry-run.txt").read_text() in p.stdout
     launch = tmp_path / "launch" / "nccl-allreduce"
@@ -590,3 +593,35 @@ def test_client_not_started_again_for_a_failure_after_connecting(monkeypatch) ->
     runs = _connect_script(monkeypatch, [(1, "", refused)])
     [m] = measure_links(None, IbWriteBw(), _bw_link(), seconds=5, timeout=60, threshold=300)
     assert len(runs) == len(CONNECT_RETRIES) and not m.ok and "socket connection" in m.detail, m
+
+
+def test_incast_reports_the_receivers_kernel_ce_count_beside_the_qdisc_marks(example) -> None:
+    """A real incast round in the VM lab (tests/fixtures/netstat/SOURCE.md): the receiver's leaf port's `red` counted
+    73 CE marks, one per packet it queued, where the iperf3 senders' GSO batches are many wire packets each; the
+    receiver's kernel counted 430 CE packets on arrival. The incast check reports both and says which is which."""
+    from fabric.accept import counters as cn
+    from fabric.accept.checks.congestion import RECEIVED_CE, Incast, IncastInput, received_ce
+    from fabric.parsers.iproute import queue_counters
+
+    fx = Path(__file__).parent / "fixtures" / "netstat"
+
+    def snap(tag: str) -> cn.Snapshot:
+        port = queue_counters((fx / f"incast-leaf-{tag}-class-swp1.txt").read_text(),
+                              json.loads((fx / f"incast-leaf-{tag}-qdisc.json").read_text()), "swp1")
+        problems: list[str] = []
+        kernel = cn.parse_netstat((fx / f"incast-receiver-{tag}.txt").read_text(), "gpu-su1-01", problems)
+        assert not problems and kernel
+        return {"leaf-su1-r1": {"swp1": port}, "gpu-su1-01": {cn.KERNEL: kernel}}
+
+    d = cn.delta(snap("fault-before"), snap("fault-after"))
+    inputs = IncastInput()
+    judged = Incast(inputs)._judge(example, d, inputs, 1, "gpu-su1-01", ["gpu-su1-02", "gpu-su1-03"], [], [], [])
+    marks = next(m for m in judged if m.unit == "CE-marked packets")
+    [received] = received_ce(d, "gpu-su1-01", judged)
+    assert (marks.value, received.value, received.unit) == (73, 430, RECEIVED_CE)
+    assert "qdiscs counted CE marks leaf-su1-r1:swp1 +73, one per queued packet" in received.detail
+    assert "kernel received +430 CE packets (IpExt InCEPkts" in received.detail
+    problems: list[str] = []
+    assert cn.parse_netstat("IpExt: InNoECTPkts InCEPkts\nIpExt: 1\n", "h1", problems) == {}
+    assert problems == ["h1: /proc/net/netstat: expected an IpExt names line and a values line of the same length, "
+                        "found 2 names and 1 values"]

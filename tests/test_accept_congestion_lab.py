@@ -73,8 +73,12 @@ def test_incast_and_ets_pass_with_switch_counters(inv: str, tmp_path: Path) -> N
     ports = [m for m in incast["measurements"] if m["unit"] == "CE-marked packets"]
     assert {(m["src"], m["dst"]) for m in ports} == {(f"leaf-su1-r{k}", "swp1") for k in range(1, 5)}
     assert all("CE-marked" in m["detail"] and "TC3" in m["detail"] for m in ports)
+    # beside the switch's figure, what the receiver's kernel counted (one host receives on all 4 rails)
+    [received] = [m for m in incast["measurements"] if m["unit"] == "CE packets received (kernel)"]
+    assert received["src"] == "gpu-su1-01" and "qdiscs counted CE marks leaf-su1-r1:swp1 +" in received["detail"]
     if lab_state(NAME).qos == "ets+red":  # a kernel with sch_red marks; without it nothing can
         assert all(m["value"] and m["value"] > 0 for m in ports)
+        assert received["value"] >= sum(m["value"] for m in ports), received["detail"]  # GSO: one mark, many packets
     else:
         assert all(m["value"] is None for m in ports) and "CE marks not counted" in incast["message"]
     senders = [m for m in incast["measurements"] if m["unit"] == "Gb/s" and m["dst"] != "aggregate"]

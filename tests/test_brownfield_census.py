@@ -5,7 +5,9 @@ outside the owned scope differs after the change. The census (printed with `-s`)
 Classes: `+` a rendered setting added; `~` a setting changed old → new (a SONiC port's overlapping lossless PG
 replaced by the rendered one included); `- earlier` a line an earlier apply rendered; `- contradicting` a device
 setting that contradicts a rendered one, marked never rendered (apply wants --allow-unowned-removal). A SONiC
-switch the pre-flight refuses is counted as refused (nothing is touched)."""
+switch the pre-flight refuses, and a switch that holds an object with a name the tool gives its own (metal-stack's
+peer group FABRIC), are counted as refused (nothing is touched); that metal-stack leaf, its group renamed as the
+refusal asks, is planned (its `log syslog warnings` stays)."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ from collections import Counter
 from pathlib import Path
 
 from fabric.targets.base import TargetError
-from tests.test_brownfield import CASES, CORPUS, INVENTORY, SUFFIX
+from tests.test_brownfield import CASES, CORPUS, INVENTORY, NAMESAKE, SUFFIX, renamed
 from tests.test_plan_running import _applied, _driver, _inventory
 from tests.test_sonic_brownfield import ADOPT, SWITCHES
 from tests.test_sonic_brownfield import _driver as _sonic_driver
@@ -34,6 +36,9 @@ def test_census_every_change_classified_nothing_foreign_touched(tmp_path: Path) 
     runs += [("sonic", f"{name}:{sw}", (CORPUS / "sonic" / name).read_text(),
               lambda a=a, sw=sw: _sonic_driver(_sonic_inventory(tmp_path, *(a or ("msn2700", None))), sw))
              for name, a in ADOPT.items() for sw in SWITCHES]
+    frr_leaf = lambda: _driver(_inventory(tmp_path, "example", None), "leaf-su1-r1")  # noqa: E731
+    runs += [("frr", "namesake", NAMESAKE.read_text(), frr_leaf),
+             ("frr", "namesake renamed", renamed(NAMESAKE.read_text()), frr_leaf)]
     census: dict[str, Counter] = {}
     for nos, what, text, make in runs:
         tally = census.setdefault(nos, Counter())
@@ -41,7 +46,8 @@ def test_census_every_change_classified_nothing_foreign_touched(tmp_path: Path) 
         try:
             sd = drv.scoped(text)
         except TargetError as exc:
-            assert nos == "sonic" and str(exc).startswith("pre-flight: "), (what, exc)
+            assert (nos == "sonic" and str(exc).startswith("pre-flight: ")) or (
+                what == "namesake" and "`router bgp 65101 / FABRIC` is used by" in str(exc)), (what, exc)
             tally["refused"] += 1
             continue
         tally["configs"] += 1
@@ -59,3 +65,4 @@ def test_census_every_change_classified_nothing_foreign_touched(tmp_path: Path) 
     for nos, t in census.items():
         assert t["foreign removed"] == 0 and t["foreign modified"] == 0, (nos, t)
         assert t["configs"] >= 4, (nos, t)
+    assert census["frr"]["configs"] == 6 and census["frr"]["refused"] == 1, census["frr"]

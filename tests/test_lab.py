@@ -3,13 +3,27 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import subprocess
+import tempfile
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
-from tests.test_lab_support import assert_nothing_left, fabric, lab_state, require_lab, status_json
+from tests.conftest import require
+from tests.test_lab_support import (
+    FABRIC,
+    ROOT,
+    assert_nothing_left,
+    env,
+    fabric,
+    lab_state,
+    require_lab,
+    status_json,
+)
 
 INV = "inventories/example"
 pytestmark = [pytest.mark.root, pytest.mark.lab]
@@ -48,6 +62,59 @@ def test_reachability_per_rail(lab: None) -> None:
     assert all(p["ok"] for p in pings)
     assert {p["rail"] for p in pings} == {1, 2, 3, 4}
 
+
+def test_reachability_is_one_prober_per_host_and_rail(lab: None) -> None:
+    """`lab status` probes with one fping per source address (host × rail), not one ping per ordered pair and rail:
+    counted from the real run's execve calls (strace -f)."""
+    require(shutil.which("strace") is not None, "strace")
+    with tempfile.NamedTemporaryFile(prefix="rf-strace-") as trace:
+        p = subprocess.run(["strace", "-f", "-qq", "-e", "trace=execve", "-e", "signal=none", "-o", trace.name,
+                            FABRIC, "lab", "status", INV, "--format", "json"], capture_output=True, text=True,
+                           env=env(), cwd=ROOT, timeout=120)
+        execs = Path(trace.name).read_text()
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert len(json.loads(p.stdout)["pings"]) == 4 * 4 * 3
+    assert execs.count('execve("/usr/bin/fping"') == 4 * 4  # hosts × rails
+    assert 'execve("/usr/bin/ping"' not in execs
+
+
+def test_a_downed_host_link_is_exactly_its_pairs_unreachable_under_cpu_load(lab: None) -> None:
+    """gpu-su1-01's rail-1 cable down (its leaf's swp1) while every core is busy twice over: the pairs through that
+    cable, both ways, are unreachable and every other pair answers (a loaded machine delays echo replies; it must not
+    turn them into unreachable pairs)."""
+    spinners = [subprocess.Popen(["sh", "-c", "while :; do :; done"]) for _ in range(2 * (os.cpu_count() or 1))]
+    try:
+        fabric("lab", "fault", INV, "link", "leaf-su1-r1:swp1", "down", check=True)
+        rc, data = status_json(INV)
+    finally:
+        for s in spinners:
+            s.kill()
+            s.wait(5)
+        fabric("lab", "fault", INV, "clear", check=True)
+    assert rc == 1
+    down = {(p["rail"], p["src"], p["dst"]) for p in data["pings"] if not p["ok"]}
+    others = ["gpu-su1-02", "gpu-su1-03", "gpu-su1-04"]
+    assert down == {(1, "gpu-su1-01", h) for h in others} | {(1, h, "gpu-su1-01") for h in others}
+    assert sum(p["ok"] for p in data["pings"]) == 4 * 4 * 3 - 6
+    assert "rail 1: gpu-su1-01 10.100.0.2 → gpu-su1-02 10.100.0.3 unreachable" in data["problems"]
+
+def test_the_kernel_neighbour_tables_hold_the_lab(lab: None) -> None:
+    """Every namespace's ARP and NDP entries share one kernel table per family, limited machine-wide (gc_thresh3;
+    past it the kernel drops packets to new neighbours, which `lab status` read as unreachable pairs): after every
+    pair has been probed, the lab's real entries stay within what `lab up` sized the tables for."""
+    from fabric.design.load import load_fabric
+    from fabric.lab import neigh
+
+    status_json(INV)  # every pair probed: every neighbour resolved
+    st = lab_state("example")
+    counts = {family: sum(len([ln for ln in subprocess.run(["ip", f"-{v}", "-n", n.netns, "neigh", "show"],
+                                                           capture_output=True, text=True).stdout.splitlines()
+                               if ln.strip()]) for n in st.nodes.values())
+              for family, v in (("ipv4", 4), ("ipv6", 6))}
+    bound = neigh.entries(load_fabric(ROOT / INV, target="frr").intent)
+    for family, count in counts.items():
+        limit = int(Path(f"/proc/sys/net/{family}/neigh/default/gc_thresh3").read_text())
+        assert 0 < count <= bound and limit >= neigh.HEADROOM * bound, (family, count, bound, limit)
 
 def test_exec_runs_in_node_namespace(lab: None) -> None:
     p = fabric("lab", "exec", INV, "spine1", "--", "ip", "-br", "link", "show", "swp4", check=True)

@@ -31,7 +31,16 @@ import pytest
 import yaml
 
 from fabric.accept import counters as cn
-from fabric.accept.checks.congestion import Ets, EtsInput, Incast, IncastInput, backlogged_share, configured_share
+from fabric.accept.checks.congestion import (
+    RECEIVED_CE,
+    Ets,
+    EtsInput,
+    Incast,
+    IncastInput,
+    backlogged_share,
+    configured_share,
+    received_ce,
+)
 from fabric.accept.results import Measurement
 from fabric.accept.tools import CONNECT_RETRIES, End, IbWriteBw, Iperf3, ends
 from fabric.design.derive import derive
@@ -98,16 +107,17 @@ def iperf(tool: Iperf3, src: End, dst: End, port: int, seconds: int, out: str) -
     return server, client
 
 
-def sampled(lab: vm.VmLab, tag: str, jobs: list[tuple[str, str]], port: str = "swp1") -> list[str]:
+def sampled(lab: vm.VmLab, tag: str, jobs: list[tuple[str, str]], port: str = "swp1", netstat: str = ""
+            ) -> list[str]:
     """Servers, then clients, then `tc -s class show` of the receiver's leaf port every ~0.3 s until a client ends
     (blocks `@ <seconds>` in $O/<tag>-samples.txt), counters before and after. Under emulation every process
     started costs about 0.1 CPU-s of the host (ld.so alone): the clock is the guest's /proc/uptime read by the shell,
     and a short sleep (busybox, static) keeps the loop from taking a whole emulated CPU from the flows."""
-    return ([s for s, _ in jobs] + ["sleep 1"] + snap_lines(lab, f"{tag}-before")
+    return ([s for s, _ in jobs] + ["sleep 1"] + snap_lines(lab, f"{tag}-before", netstat)
             + ["C="] + [x for _, c in jobs for x in (c, 'C="$C $!"')]
             + [f"while kill -0 $C 2>/dev/null; do read t _ < /proc/uptime; echo @ $t; "
                f"tc -n {lab.leaf} -s class show dev {port}; busybox sleep 0.1; done > $O/{tag}-samples.txt",
-               "wait"] + snap_lines(lab, f"{tag}-after"))
+               "wait"] + snap_lines(lab, f"{tag}-after", netstat))
 
 
 def samples(out: Path, tag: str) -> list[tuple[float, dict[str, int], dict[int, int]]]:
@@ -115,11 +125,13 @@ def samples(out: Path, tag: str) -> list[tuple[float, dict[str, int], dict[int, 
     return [(float(b.split(None, 1)[0]), queue_counters(b, [], "swp1"), queue_backlog(b)) for b in blocks]
 
 
-def snap_lines(lab: vm.VmLab, tag: str) -> list[str]:
+def snap_lines(lab: vm.VmLab, tag: str, netstat: str = "") -> list[str]:
     """`tc -s` of the leaf's host ports into $O/<tag>-class-<port>.txt and <tag>-qdisc.json (`tc -n`: one process
-    each, not two)."""
+    each, not two); with `netstat` (the command prefix of the receiver's namespace, or "-" for the VM's initial
+    one, where the Soft-RoCE rails are) the receiver's /proc/net/netstat into <tag>-netstat.txt."""
     return [f"for p in {' '.join(PORTS)}; do tc -n {lab.leaf} -s class show dev $p > $O/{tag}-class-$p.txt; done",
-            f"tc -n {lab.leaf} -s -j qdisc show > $O/{tag}-qdisc.json"]
+            f"tc -n {lab.leaf} -s -j qdisc show > $O/{tag}-qdisc.json"] + (
+        [f"{'' if netstat == '-' else netstat + ' '}cat /proc/net/netstat > $O/{tag}-netstat.txt"] if netstat else [])
 
 
 def rdma_ends(fabric: FabricIntent) -> dict[str, End]:
@@ -146,7 +158,8 @@ def congestion_phases(fabric: FabricIntent, lab: vm.VmLab) -> list[list[str]]:
     incast = Iperf3(streams=FAULT_STREAMS)
     fault = [f"tc -n {THROTTLED} qdisc replace dev {s1.netdev} root tbf rate {THROTTLE} burst 16kb latency 50ms",
              *sampled(lab, "fault", [iperf(incast, s0, rx, 5201, SECONDS, "fault-s0"),
-                                     iperf(incast, s1, rx, 5202, SECONDS, "fault-s1")]),
+                                     iperf(incast, s1, rx, 5202, SECONDS, "fault-s1")],
+                      netstat=f"ip netns exec {RECEIVER}"),
              f"tc -n {THROTTLED} qdisc del dev {s1.netdev} root"]
     # a port that does not classify RoCE: the tree stays, its DSCP filters go, everything lands in best effort
     unclassified = [f"tc -n {LEAF} filter del dev swp1 parent 1:", *sampled(lab, "nocls", ets_jobs("nocls", SECONDS))]
@@ -216,8 +229,8 @@ def rdma_rail(fabric: FabricIntent, lab: vm.VmLab) -> list[str]:
                         f"> $O/{tag}-{s}.txt 2>&1 &")
         return [*cmds, "wait", f"grep -q 'Correlation coefficient' $O/{tag}-*.txt || break", "done"]
 
-    lines += (snap_lines(lab, "rdma-idle") + pair("rdma-pair", SENDERS[:1]) + snap_lines(lab, "rdma-pair")
-              + pair("rdma-incast", SENDERS[:2]) + snap_lines(lab, "rdma-incast"))
+    lines += (snap_lines(lab, "rdma-idle") + pair("rdma-pair", SENDERS[:1]) + snap_lines(lab, "rdma-pair", "-")
+              + pair("rdma-incast", SENDERS[:2]) + snap_lines(lab, "rdma-incast", "-"))
     lines += [f"ip netns exec {LEAF} tc -s filter show dev {port} parent 1: > $O/rdma-filter-{h}.txt"
               for h, port in zip([RECEIVER, *SENDERS[:2]], PORTS, strict=False)]
     return [*lines, "grep . /sys/class/infiniband/rxe*/ports/1/hw_counters/* > $O/rdma-hw-counters.txt"]
@@ -296,6 +309,15 @@ def delta(out: Path, before: str, after: str, ports: list[str]) -> cn.Snapshot:
     return cn.delta({LEAF: port_counters(out, before, ports)}, {LEAF: port_counters(out, after, ports)})
 
 
+def with_kernel(d: cn.Snapshot, out: Path, before: str, after: str) -> cn.Snapshot:
+    """`d` with the receiver's kernel ECN counters between the two snapshots, as the incast check's round adds them
+    (fabric.accept.checks.congestion._round)."""
+    kb, ka = ((out / f"{tag}-netstat.txt").read_text() for tag in (before, after))
+    d[RECEIVER] = cn.delta({RECEIVER: {cn.KERNEL: cn.parse_netstat(kb)}},
+                           {RECEIVER: {cn.KERNEL: cn.parse_netstat(ka)}})[RECEIVER]
+    return d
+
+
 def iperf_gbps(out: Path, name: str) -> float | None:
     try:
         return Iperf3().value((out / f"{name}.json").read_text(), "")
@@ -357,7 +379,7 @@ def test_incast_locates_the_throttled_sender_with_ce_marks_on_the_receiver_port(
     """Two senders into the receiver's port, one sender's rail shaped to 4 Mb/s (0.4× its fair share): the incast
     check's judgement names that sender and its leaf port, and the receiver's port, congested by the other, counts
     CE marks."""
-    d = delta(run.out, "fault-before", "fault-after", PORTS)
+    d = with_kernel(delta(run.out, "fault-before", "fault-after", PORTS), run.out, "fault-before", "fault-after")
     got = [Measurement(rail=RAIL, src=s, dst=RECEIVER, value=iperf_gbps(run.out, f"fault-s{k}"), unit="Gb/s",
                        tool="iperf3") for k, s in enumerate(SENDERS[:2])]
     problems: list[str] = []
@@ -368,6 +390,10 @@ def test_incast_locates_the_throttled_sender_with_ce_marks_on_the_receiver_port(
     assert f"(its port {LEAF}:swp3)" in problems[0]
     marks = next(m for m in ms if m.unit == "CE-marked packets")
     assert marks.ok and (marks.value or 0) > 0, (marks.detail, backlog_evidence(run.out, "fault"))
+    # beside the qdisc's marks (one per queued GSO batch), what the receiver's kernel counted on the wire
+    [received] = received_ce(d, RECEIVER, ms)
+    assert received.unit == RECEIVED_CE and (received.value or 0) >= (marks.value or 0), received.detail
+    assert f"qdiscs counted CE marks {LEAF}:swp1 +{marks.value:g}" in received.detail, received.detail
 
 
 def backlog_evidence(out: Path, tag: str) -> list[int]:
@@ -461,9 +487,11 @@ def test_incast_counts_ce_marks_on_the_receiver_port_and_none_on_an_idle_port(ru
     """RoCE incast (two Soft-RoCE senders, ToS 106 = ECT(0)) into one leaf port: RED marks CE on the receiver's port,
     read from the real `tc -s` through the counters parser; the ports toward the senders carry only the receiver's
     acks and the fourth port nothing: no marks."""
-    d = delta(run.out, "rdma-pair", "rdma-incast", PORTS)
+    d = with_kernel(delta(run.out, "rdma-pair", "rdma-incast", PORTS), run.out, "rdma-pair", "rdma-incast")
     assert d[LEAF]["swp1"]["queue:3:ecn_marked"] > 0, d
     assert all(d[LEAF][p].get("queue:3:ecn_marked", 0) == 0 for p in PORTS[1:]), d
+    # no GSO on Soft-RoCE: the kernel of the VM's initial namespace (all rails' ends) counts at least the port's marks
+    assert d[RECEIVER][cn.KERNEL][cn.KERNEL_CE] >= d[LEAF]["swp1"]["queue:3:ecn_marked"], d
 
 
 def test_soft_roce_incast_is_marked_and_rxe_sends_no_cnps(run: Run) -> None:

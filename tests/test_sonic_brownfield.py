@@ -363,3 +363,19 @@ def test_traditional_headroom_survives_buffermgrd(tmp_path: Path, switch: str, k
         mine = adapt(json.loads(drv.intended), running).intent["BUFFER_PROFILE"][PROFILE_40M]
         assert rewritten["BUFFER_PROFILE"][PROFILE_40M] == mine
         assert mine["xoff"] != lookup[("100000", "40m")]["xoff"]
+
+
+def test_a_qos_map_with_the_tools_name_used_by_another_port_is_refused(tmp_path: Path) -> None:
+    """SONiC's own T1 dump (acs-msn2700-t1-dynamic) whose operator had a DSCP_TO_TC_MAP called ROCE, the name the
+    tool gives its map, on a port the inventory does not cable: rewriting that map would change that port's QoS,
+    so the plan refuses the switch and names the port's field; nothing is patched."""
+    name = "acs-msn2700-t1-dynamic.json"
+    drv = _driver(_inventory(tmp_path, *(ADOPT[name] or ("msn2700", None))), SWITCHES[0])
+    doc = json.loads((CORPUS / name).read_text())
+    other = next(p for p in sorted(doc["PORT"]) if p not in json.loads(drv.intended)["PORT_QOS_MAP"])
+    doc.setdefault("PORT_QOS_MAP", {}).setdefault(other, {})["dscp_to_tc_map"] = "ROCE"
+    doc.setdefault("DSCP_TO_TC_MAP", {})["ROCE"] = {"0": "1", "8": "1"}
+    with pytest.raises(TargetError) as exc:
+        drv.scoped(json.dumps(doc))
+    assert "`DSCP_TO_TC_MAP / ROCE` is used by" in str(exc.value), exc.value
+    assert f"PORT_QOS_MAP|{other}: dscp_to_tc_map=ROCE" in str(exc.value), exc.value

@@ -215,7 +215,8 @@ def test_a_sonic_flow_counts_until_the_switch_is_drained(tmp_path: Path) -> None
     """RFC 8326: once graceful shutdown is set, the peers route around the switch and its queues stop counting."""
     import time
 
-    (tmp_path / "running.json").write_text(json.dumps({"BGP_GLOBALS": {"default": {"local_asn": "65101"}}}))
+    frrcfgd = {"DEVICE_METADATA": {"localhost": {"frr_mgmt_framework_config": "true"}}}  # else TSA drains it
+    (tmp_path / "running.json").write_text(json.dumps({**frrcfgd, "BGP_GLOBALS": {"default": {"local_asn": "65101"}}}))
     (tmp_path / "telemetry.json").write_text(json.dumps({"routes": {}, "ports": {"Ethernet0": {
         "flow": {"tc": 3, "bps": 8e6, "since": time.time() - 1}}}}))
 
@@ -226,7 +227,8 @@ def test_a_sonic_flow_counts_until_the_switch_is_drained(tmp_path: Path) -> None
     assert 0.9e6 <= first <= 2e6  # one second (and a little) at 1 MB/s
     time.sleep(0.2)
     assert sent() > first
-    (tmp_path / "running.json").write_text(json.dumps({"BGP_GLOBALS": {"default": {"graceful_shutdown": "true"}}}))
+    (tmp_path / "running.json").write_text(json.dumps({**frrcfgd, "BGP_GLOBALS": {"default": {
+        "graceful_shutdown": "true"}}}))
     drained = sent()
     time.sleep(0.2)
     assert sent() == drained

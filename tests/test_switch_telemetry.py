@@ -119,3 +119,36 @@ def test_bgp_check_reads_sessions_and_ecmp(device, tmp_path: Path) -> None:
         [m] = [m for m in data["results"][0]["measurements"] if m["src"] == LEAF]
         assert not m["ok"] and f"ECMP width {(want.ecmp or 1) - 1}, expected {want.ecmp}" in m["detail"]
     assert p.returncode in (0, 1)
+
+
+def test_cabling_check_names_the_cables_to_swap(device, tmp_path: Path) -> None:
+    """The leaf's LLDP through its driver (SONiC `show lldp table`, NVUE `nv show interface <swp> lldp -o json`,
+    EOS `show lldp neighbors detail | json`) with two host cables swapped at the leaf: the check names the swap,
+    and the traffic checks after it do not run."""
+    from fabric.design.load import load_deriver
+    from tests.support import lldp_outputs as L
+
+    kind, net, d, _ = device
+    topo = load_deriver(tmp_path / "inv").topo
+    one, two = [ln for ln in topo.links if ln.b == LEAF and ln.kind == "host-leaf"][:2]
+    cables = L.swap_far(L.hall(topo), (LEAF, one.b_port), (LEAF, two.b_port))
+    ext = L.EXT[kind]
+    (d / f"lldp.{ext}").write_text(L.RENDER[ext](topo, L.neighbours(cables)[LEAF]))
+    # the engine as `fabric accept` runs it, over the stand-in's sshd: the switches only (the hosts have no
+    # stand-in), then a check of the post phase that the failed cabling check keeps from running
+    probe = ("import json; from pathlib import Path; from fabric.cli.site import open_site; "
+             "from fabric.accept import catalog as cat, engine; "
+             f"_, site = open_site(Path({str(tmp_path / 'inv')!r})); "
+             "checks = cat.build(cat.Catalog.model_validate({'checks': [{'check': 'cabling', 'input': "
+             "{'hosts': False}}, {'check': 'pfc-watchdog'}]})); "
+             "print(json.dumps([r.model_dump(mode='json') for r in engine.run(site, checks).results]))")
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    env.pop("SSH_AUTH_SOCK", None)
+    got = subprocess.run(net.argv([sys.executable, "-c", probe]), capture_output=True, text=True, timeout=120, env=env)
+    assert got.returncode == 0, got.stderr[-2000:]
+    results = {r["name"]: r for r in json.loads(got.stdout)}
+    swap = (f"{one.a} NIC 1 is in {LEAF}:{two.b_port}, expected {LEAF}:{one.b_port}; {two.a} NIC 1 is in "
+            f"{LEAF}:{one.b_port} — swap these two cables")
+    assert results["cabling"]["status"] == "fail" and swap in results["cabling"]["message"], results["cabling"]
+    assert results["pfc-watchdog"]["status"] == "skipped"
+    assert results["pfc-watchdog"]["message"].startswith("not run: cabling failed")

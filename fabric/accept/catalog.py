@@ -104,7 +104,7 @@ def default_catalog(fabric: FabricIntent, *, rdma: bool = True, launcher: str = 
         bw = {"tool": "ib_write_bw", "fraction_of_link": 0.9, "seconds": 5}
         lat = {"tool": "ib_write_lat", "max_p99_us": 5.0}
         incast, ets = {"tool": "ib_write_bw"}, {"tool": "ib_write_bw"}
-    entries = [Entry(check="host-config")]
+    entries = [Entry(check="cabling"), Entry(check="host-config")]
     if rdma:  # GPU hosts: the GPUDirect prerequisites (the lab's hosts have no GPU)
         entries.append(Entry(check="host-prereqs"))
     entries += [Entry(check="bgp"), Entry(check="rail-bandwidth", input=bw)]

@@ -19,7 +19,7 @@ from pydantic import BaseModel
 from fabric.accept import transport as tr
 from fabric.accept.results import Planned
 from fabric.access import Site
-from fabric.errors import InputError, UsageError, one_line, printable
+from fabric.errors import InputError, ReplyError, UsageError, one_line, printable
 from fabric.parsers import parse_ethtool_stats
 from fabric.parsers.iproute import link_counters
 from fabric.replies import reader
@@ -126,6 +126,44 @@ def parse_host_dump(text: str, host: str = "-", problems: list[str] | None = Non
                     problem(f"hw_counters of {port}", "'name: integer'", repr(ln.strip()[:60]))
     return out
 
+
+# The receiving kernel's count of IPv4 packets by ECN codepoint (`IpExt` of /proc/net/netstat, what `nstat` shows as
+# IpExtInCEPkts): per network namespace, so per host and not per rail, and per packet as received — ip_rcv counts
+# a GRO/GSO batch as its segments, where a switch's qdisc (Linux `red`) marks it, and counts it, as one.
+KERNEL = "kernel"  # the snapshot's "port" of these namespace-wide counters
+KERNEL_ECN = ("InNoECTPkts", "InECT1Pkts", "InECT0Pkts", "InCEPkts")
+KERNEL_CE = "ip:InCEPkts"
+
+
+@reader("cat /proc/net/netstat")
+def parse_netstat(text: str, host: str = "-", problems: list[str] | None = None) -> dict[str, int]:
+    """/proc/net/netstat (a `Group: names…` line, then `Group: values…`) → the IpExt ECN counters as `ip:<name>`.
+    Outside input: an IpExt pair whose lines do not match adds one located problem and no counters."""
+    lines = [ln.split() for ln in text.splitlines() if ln.startswith("IpExt:")]
+    if len(lines) != 2 or len(lines[0]) != len(lines[1]):
+        found = (f"{len(lines[0]) - 1} names and {len(lines[1]) - 1} values" if len(lines) == 2
+                 else f"{len(lines)} IpExt lines")
+        if problems is not None:
+            problems.append(printable(f"{host}: /proc/net/netstat: expected an IpExt names line and a values line "
+                                      f"of the same length, found {found}")[:300])
+        return {}
+    values = dict(zip(lines[0][1:], lines[1][1:], strict=True))
+    return {f"ip:{k}": int(v) for k, v in values.items()
+            if k in KERNEL_ECN and v.isascii() and v.isdigit() and len(v) <= 20}
+
+
+def kernel_ecn(site: Site, hosts: list[str], *, workers: int = 8) -> Snapshot:
+    """Each host's kernel ECN counters (one `cat /proc/net/netstat` a host) as {host: {KERNEL: counters}}; a host
+    that does not answer has no entry."""
+    def one(h: str) -> tuple[str, dict[str, int]]:
+        c = tr.run(site, h, ["cat", "/proc/net/netstat"], timeout=20)
+        try:
+            return h, {} if c.rc != 0 else parse_netstat(c.stdout, h)
+        except ReplyError:  # not /proc/net/netstat as the kernel prints it: no counters of this host
+            return h, {}
+
+    with ThreadPoolExecutor(max_workers=max(1, min(workers, len(hosts)))) as pool:
+        return {h: {KERNEL: cs} for h, cs in pool.map(one, hosts) if cs}
 
 class Unreachable(Exception):
     """A node whose counters could not be read at all (no SSH session)."""

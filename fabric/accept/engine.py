@@ -33,7 +33,14 @@ def run(site: Site, checks: list[Check], *, quick: bool = False, report_dir: Pat
             progress("counters: snapshot after traffic")
             ctx.after = cn.snapshot(site, nodes=nodes)
 
+    gated: str | None = None  # the gate check that failed
     for check in ordered:
+        if gated is not None and check.phase != "pre":
+            res = check.result("skipped", f"not run: {gated} failed, so traffic would not take the paths the model "
+                               "has (fix it first)")
+            results.append(res)
+            done(res)
+            continue
         if want_counters and ctx.before is None and check.phase != "pre":
             progress("counters: snapshot before traffic")
             ctx.before = cn.snapshot(site, nodes=nodes)
@@ -43,6 +50,8 @@ def run(site: Site, checks: list[Check], *, quick: bool = False, report_dir: Pat
         res = run_check(check, ctx)
         results.append(res)
         done(res)
+        if check.gate and res.status == "fail":
+            gated = check.id
     snap_after()
     return AcceptReport(fabric=site.name, mode=site.kind, quick=quick,
                         started=started, seconds=round(time.monotonic() - t0, 2), results=results,

@@ -181,39 +181,8 @@ def _print_status(s, fabric) -> None:
                   styled(str(len(sw.missing)), "red") if sw.missing else "0")
     out.print(t)
     if s.pings:
-        rails = sorted({p.rail for p in s.pings})
-        m = Table(title="reachability: rails reachable from source host (ping -I rail address)")
-        m.add_column("from \\ to")
-        hosts = list(fabric.hosts)
-        for h in hosts:
-            m.add_column(h)
-        for a in hosts:
-            row = []
-            for b in hosts:
-                ps = [p for p in s.pings if p.src == a and p.dst == b]
-                if not ps:
-                    row.append("-")
-                    continue
-                down = [str(p.rail) for p in ps if not p.ok]
-                cell = f"{len(ps) - len(down)}/{len(ps)}"
-                row.append(styled(f"{cell} rail {','.join(down)}", "red") if down else styled(cell, "green"))
-            m.add_row(a, *row)
-        out.print(m)
-        r = Table(title="reachability per rail")
-        for col in ("rail", "within SU", "across SUs", "avg rtt ms"):
-            r.add_column(col)
-        for rail in rails:
-            ps = [p for p in s.pings if p.rail == rail]
-            w = [p for p in ps if p.same_su]
-            x = [p for p in ps if not p.same_su]
-            rtts = [p.rtt_ms for p in ps if p.rtt_ms is not None]
-
-            def frac(group: list) -> str:
-                ok = sum(p.ok for p in group)
-                return "-" if not group else (f"{ok}/{len(group)}" if ok == len(group)
-                                              else styled(f"{ok}/{len(group)}", "red"))
-            r.add_row(str(rail), frac(w), frac(x), f"{sum(rtts) / len(rtts):.3f}" if rtts else "-")
-        out.print(r)
+        out.print(_reachability_matrix(s.pings, list(fabric.hosts)))
+        out.print(_reachability_per_rail(s.pings))
     if s.faults:
         f = Table(title="faults")
         for col in ("kind", "port", "ifname", "rate"):
@@ -223,6 +192,46 @@ def _print_status(s, fabric) -> None:
         out.print(f)
     out.print(styled("all sessions established, full ECMP, every rail reachable", "green") if s.ok
               else Text.assemble((f"{len(s.problems)} problems", "red"), ": " + "; ".join(s.problems[:5])))
+
+
+def _reachability_matrix(pings: list, hosts: list[str]) -> Table:
+    """Source host × destination host: rails reachable of those probed (one pass over the probes)."""
+    cells: dict[tuple[str, str], list] = {}
+    for p in pings:
+        cells.setdefault((p.src, p.dst), []).append(p)
+    m = Table(title="reachability: rails reachable from source host (fping -S rail address)")
+    m.add_column("from \\ to")
+    for h in hosts:
+        m.add_column(h)
+    for a in hosts:
+        row = []
+        for b in hosts:
+            ps = cells.get((a, b), [])
+            down = [str(p.rail) for p in ps if not p.ok]
+            cell = f"{len(ps) - len(down)}/{len(ps)}"
+            row.append("-" if not ps else styled(f"{cell} rail {','.join(down)}", "red") if down
+                       else styled(cell, "green"))
+        m.add_row(a, *row)
+    return m
+
+
+def _reachability_per_rail(pings: list) -> Table:
+    by_rail: dict[int, list] = {}
+    for p in pings:
+        by_rail.setdefault(p.rail, []).append(p)
+    r = Table(title="reachability per rail")
+    for col in ("rail", "within SU", "across SUs", "avg rtt ms"):
+        r.add_column(col)
+
+    def frac(group: list) -> str:
+        ok = sum(p.ok for p in group)
+        return "-" if not group else (f"{ok}/{len(group)}" if ok == len(group) else styled(f"{ok}/{len(group)}", "red"))
+
+    for rail, ps in sorted(by_rail.items()):
+        rtts = [p.rtt_ms for p in ps if p.rtt_ms is not None]
+        r.add_row(str(rail), frac([p for p in ps if p.same_su]), frac([p for p in ps if not p.same_su]),
+                  f"{sum(rtts) / len(rtts):.3f}" if rtts else "-")
+    return r
 
 
 @lab_app.command("exec", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})

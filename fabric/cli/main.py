@@ -120,7 +120,7 @@ COMMANDS: dict[str, str] = {
     "export": "export:export_command", "accept": "accept:accept", "counters": "accept:counters",
     "apply": "push:apply_command", "rollback": "push:rollback_command", "drain": "drain:drain_command",
     "undrain": "drain:undrain_command", "optics": "optics:optics", "remediate": "remediate:remediate",
-    "fetch": "fetch:fetch_command", "parse": "parse:parse",
+    "fetch": "fetch:fetch_command", "parse": "parse:parse", "cabling": "cabling:cabling",
 }
 GROUPS: dict[str, str] = {"generate": "core:generate_app", "host": "host:host_app", "hosts": "host:hosts_app",
                           "lab": "lab:lab_app"}

@@ -12,7 +12,7 @@ from fabric.parsers import parse_file
 app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
-    help="Parse perftest, nccl-tests, iperf3, mlnx_qos, show_gids and ethtool -S outputs to JSON.",
+    help="Parse perftest, nccl-tests, iperf3, mlnx_qos, show_gids, ethtool -S and LLDP outputs to JSON.",
 )
 
 
@@ -25,6 +25,10 @@ class Kind(StrEnum):
     mlnx_qos = "mlnx_qos"
     show_gids = "show_gids"
     ethtool = "ethtool"
+    lldp_sonic = "lldp-sonic"
+    lldpctl = "lldpctl"
+    lldp_nvue = "lldp-nvue"
+    lldp_eos = "lldp-eos"
 
 
 @app.command("parse")
@@ -32,7 +36,8 @@ def parse(
     kind: Kind = typer.Argument(
         ...,
         help="perftest (text or --out_json), nccl, iperf3 (-J), mlnx_qos, "
-        "show_gids (or ibv_devinfo -v), ethtool (-S).",
+        "show_gids (or ibv_devinfo -v), ethtool (-S), lldp-sonic (show lldp table), lldpctl (-f json, json0), "
+        "lldp-nvue (interface → nv show interface <if> lldp -o json), lldp-eos (show lldp neighbors detail | json).",
     ),
     file: str = typer.Argument(..., help="Output file to read, or '-' for stdin."),
 ) -> None:

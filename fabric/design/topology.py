@@ -59,6 +59,10 @@ class Switch:
         """Every logical port's name in order (one tuple shared by the switches of a platform and target)."""
         return _port_names(self.target, self.ways, self.platform.lanes, self.capacity)
 
+    def port_indexes(self) -> dict[str, int]:
+        """Port name → logical index (0-based); one dict shared by the switches of a platform, breakout and target."""
+        return port_indexes(self.target, self.ways, self.platform.lanes, self.capacity)
+
     def lanes_of(self) -> int:
         return self.platform.lanes // self.ways
 
@@ -74,7 +78,7 @@ def _port_names(target: str, ways: int, lanes: int, count: int) -> tuple[str, ..
 
 
 @lru_cache(maxsize=256)
-def _port_indexes(target: str, ways: int, lanes: int, count: int) -> dict[str, int]:
+def port_indexes(target: str, ways: int, lanes: int, count: int) -> dict[str, int]:
     """Port name → logical port index (0-based), as `target`'s NOS names the ports of such a switch."""
     return {name: i for i, name in enumerate(_port_names(target, ways, lanes, count))}
 
@@ -554,7 +558,7 @@ class _Builder:
         names = _port_names(nos.name, sw.ways, lanes, count)
         neutral = re.fullmatch(NEUTRAL_PORT, port) is not None
         for other in () if neutral else NOS.values():
-            at = _port_indexes(other.name, sw.ways, lanes, count).get(port)
+            at = port_indexes(other.name, sw.ways, lanes, count).get(port)
             if at is not None and other.port_name is not nos.port_name:
                 self.problem(loc, f"{device}'s {nos.short} port name {names[at]!r} or the NOS-neutral "
                              f"{_neutral(sw.ways, at)!r} (its target is {nos.short})",
@@ -576,7 +580,7 @@ class _Builder:
             ok = n <= sw.platform.ports and k <= sw.ways and (bool(sub) or sw.ways == 1)
             return (n - 1) * sw.ways + k - 1 if ok else None
         target = self.declared.get(sw.name, sw.target)
-        return _port_indexes(target, sw.ways, sw.platform.lanes, sw.capacity).get(port)
+        return port_indexes(target, sw.ways, sw.platform.lanes, sw.capacity).get(port)
 
 
 def build(inv: Inventory, smap: SourceMap, target: str | None = None) -> Topo:

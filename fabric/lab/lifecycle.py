@@ -17,7 +17,7 @@ from pathlib import Path
 
 from fabric.design.intent import FabricIntent
 from fabric.errors import UsageError
-from fabric.lab import daemons
+from fabric.lab import daemons, neigh
 from fabric.lab import qos as lab_qos
 from fabric.lab.plan import build_state, rename_ports
 from fabric.lab.sh import StepError, alive, cmdline, quiet, run, terminate
@@ -51,6 +51,8 @@ def up(fabric: FabricIntent, *, inventory: str, prefix: str, management: IPv4Net
     t0 = time.monotonic()
     st.save()
     try:
+        for path, (before, after) in neigh.raise_limits(fabric).items():
+            log(f"kernel neighbour table (every namespace's): {path.removeprefix('/proc/sys/')} {before} → {after}")
         _create(st, fabric, log)
         log("waiting for BGP convergence")
         from fabric.lab.status import wait_converged

@@ -33,7 +33,7 @@ def missing_prerequisites() -> list[str]:
     """Binaries the lab needs and does not find."""
     need = [FRR_DIR / "zebra", FRR_DIR / "bgpd", FRR_DIR / "staticd", SSHD]
     missing = [str(p) for p in need if not p.exists()]
-    missing += [b for b in ("ip", "vtysh", "ssh", "ssh-keygen", "ping", "tc") if not shutil.which(b)]
+    missing += [b for b in ("ip", "vtysh", "ssh", "ssh-keygen", "ping", "fping", "tc") if not shutil.which(b)]
     return missing
 
 

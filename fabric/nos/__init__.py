@@ -99,12 +99,16 @@ class Nos:
     # rendered, and every leaf under an entry of its render matching one of these paths ("/"-joined globs)
     owned_whole: tuple[str, ...] = ()
     # text NOS (fabric.targets.owned.scope): objects owned whole where the render names them (a BGP neighbour or
-    # peer group, in its instance), device settings that contradict a rendered one, keys of multi-word settings,
-    # and the one instance the tool never renumbers (`router bgp <asn>`: another ASN is a plan error)
+    # peer group, in its instance; a community list), device settings that contradict a rendered one, keys of
+    # multi-word settings, and the one instance the tool never renumbers (`router bgp <asn>`: another ASN is a
+    # plan error)
     owned_objects: tuple[tuple[str, str], ...] = ()
     owned_implied: tuple[tuple[str, str, str], ...] = ()
     setting_keys: tuple[str, ...] = ()
     no_renumber: str = ""
+    # settings the tool never owns, though its render has them (path patterns as in `owned_whole`): a new switch
+    # gets the rendered line, a running one keeps its own; the "never touched" column of docs/plan-apply.md names each
+    never_owned: tuple[str, ...] = ()
     default_release: dict[str, str] = field(default_factory=dict)  # platform → release; others: the newest
     # rendered files the push does not apply, each with the reason (every other file is applied by the driver:
     # tests/test_everything_pushed.py)
@@ -159,7 +163,8 @@ NOS: dict[str, Nos] = {n.name: n for n in (
                   "action": frozenset({"drop", "forward"})},
         watchdog_effect=eos_watchdog,
         owned_whole=("interface */tx-queue *", "route-map *"),
-        owned_objects=((r"router bgp \d+", r"neighbor (interface \S+|\S+)"),),
+        owned_objects=((r"router bgp \d+", r"neighbor (interface \S+|\S+)"),
+                       (r"ip community-list .*", r"ip community-list (\S+)")),
         # EOS command reference, Ethernet interfaces: `switchport` / `no switchport` (a routed port takes no
         # switchport settings, a switched port no L3 `ip address`), `channel-group` (a member's L2/L3 settings come
         # from its port-channel), `shutdown`: each contradicts a rendered port's mode, so it belongs to the setting
@@ -172,7 +177,10 @@ NOS: dict[str, Nos] = {n.name: n for n in (
         releases=("8.4", "10.2"), port_name=swp,
         files=("frr.conf", "interfaces.sh", "qos.sh"), intended="frr.conf", running_suffix=".conf",
         device_type="linux", mtu_max=9216, watchdog=None, owned_whole=("route-map *",),
-        owned_objects=((r"router bgp \d+", r"neighbor (\S+)"),), no_renumber=r"router bgp (\d+)"),
+        owned_objects=((r"router bgp \d+", r"neighbor (\S+)"),
+                       (r"bgp community-list .*", r"bgp community-list (?:standard |expanded )?(\S+)")),
+        no_renumber=r"router bgp (\d+)",
+        never_owned=("log *",)),
 )}
 
 

@@ -26,6 +26,7 @@ if TYPE_CHECKING:  # what `__getattr__` gives, for type checkers and the import 
         parse_show_gids,
     )
     from fabric.parsers.iperf3 import Iperf3Interval, Iperf3Result, Iperf3Sum, parse_iperf3
+    from fabric.parsers.lldp import Lldp, Neighbor, parse_eos, parse_lldpctl, parse_nvue, parse_sonic_table
     from fabric.parsers.mlnx_qos import MlnxQos, TcConfig, parse_mlnx_qos
     from fabric.parsers.mlxconfig import Mlxconfig, MlxconfigDevice, parse_mlxconfig
     from fabric.parsers.nccl import (
@@ -54,6 +55,7 @@ _MODULES: dict[str, tuple[str, ...]] = {
     "ethtool": ("EthtoolStats", "ethtool_delta", "parse_ethtool_stats"),
     "gids": ("GidRow", "GidTable", "gid_index_for", "parse_ibv_devinfo_gids", "parse_show_gids"),
     "iperf3": ("Iperf3Interval", "Iperf3Result", "Iperf3Sum", "parse_iperf3"),
+    "lldp": ("Lldp", "Neighbor", "parse_eos", "parse_lldpctl", "parse_nvue", "parse_sonic_table"),
     "mlnx_qos": ("MlnxQos", "TcConfig", "parse_mlnx_qos"),
     "mlxconfig": ("Mlxconfig", "MlxconfigDevice", "parse_mlxconfig"),
     "nccl": ("NcclOp", "NcclRank", "NcclResult", "NcclRow", "busbw_at_largest", "parse_nccl", "parse_nccl_json",
@@ -70,7 +72,9 @@ def _parsers() -> dict[str, Callable[[str, str], Model]]:
     return {"perftest": __getattr__("parse_perftest"), "nccl": __getattr__("parse_nccl"),
             "iperf3": __getattr__("parse_iperf3"), "mlnx_qos": __getattr__("parse_mlnx_qos"),
             "mlxconfig": __getattr__("parse_mlxconfig"), "show_gids": __getattr__("parse_show_gids"),
-            "ethtool": __getattr__("parse_ethtool_stats")}
+            "ethtool": __getattr__("parse_ethtool_stats"), "lldp-sonic": __getattr__("parse_sonic_table"),
+            "lldpctl": __getattr__("parse_lldpctl"), "lldp-nvue": __getattr__("parse_nvue"),
+            "lldp-eos": __getattr__("parse_eos")}
 
 
 @cache
@@ -120,7 +124,8 @@ def parse_file(kind: str, path: str) -> Model:
         raise fail(path, None, "kind", f"one of {', '.join(parsers)}", repr(kind))
     if kind not in streamed:
         text = read_input(path)
-        return parsers[kind](text if kind == "iperf3" else without_long_lines(text), path)  # iperf3 -J: JSON
+        whole = kind in ("iperf3", "lldpctl", "lldp-nvue", "lldp-eos")  # JSON: a long line is data
+        return parsers[kind](text if whole else without_long_lines(text), path)
     if path == "-":
         return streamed[kind](capped_lines(io.TextIOWrapper(sys.stdin.buffer, "utf-8", "replace", newline="")), path)
     regular_file(path)
@@ -141,6 +146,7 @@ __all__ = [
     "Iperf3Result",
     "Iperf3Sum",
     "LatRow",
+    "Lldp",
     "MlnxQos",
     "Mlxconfig",
     "MlxconfigDevice",
@@ -149,24 +155,29 @@ __all__ = [
     "NcclRank",
     "NcclResult",
     "NcclRow",
+    "Neighbor",
     "PerftestResult",
     "Skipped",
     "TcConfig",
     "busbw_at_largest",
     "ethtool_delta",
     "gid_index_for",
+    "parse_eos",
     "parse_ethtool_stats",
     "parse_file",
     "parse_ibv_devinfo_gids",
     "parse_iperf3",
+    "parse_lldpctl",
     "parse_mlnx_qos",
     "parse_mlxconfig",
     "parse_nccl",
     "parse_nccl_json",
+    "parse_nvue",
     "parse_perftest",
     "parse_perftest_json",
     "parse_perftest_text",
     "parse_show_gids",
+    "parse_sonic_table",
     "peak_busbw",
     "perftest_bw_gbps",
     "read_input",

@@ -22,7 +22,12 @@ The tool owns (`scope`):
 
 Everything else on the device is unmanaged: never changed, and counted (`ScopedDiff.unmanaged`). A removal
 of a line the tool never rendered (cases 2, not 1 or 3) is marked `foreign`: `apply` refuses it unless
-the operator passes --allow-unowned-removal.
+the operator passes --allow-unowned-removal. Settings a NOS row declares never owned (`Nos.never_owned`, FRR
+`log`) are outside the scope even where the render has them.
+
+A name is not ownership (`namesakes`): an object the render names that the device holds and that configuration
+the tool never rendered uses (a peer group with other members, a route-map another neighbour uses) is someone
+else's, and the switch is refused before any diff.
 """
 
 from __future__ import annotations
@@ -285,6 +290,7 @@ def _whole_prefix(path: Path, patterns: tuple[str, ...]) -> Path | None:
 
 
 Objects = tuple[tuple[str, str], ...]  # (section regex, key regex whose group 1 names the object)
+Lines = Callable[[Path, Any], tuple[str, list[str]]]  # a leaf → (section, its lines as the plan prints them)
 Implied = tuple[tuple[str, str, str], ...]  # (section glob, rendered key regex, device line regex)
 
 
@@ -304,7 +310,7 @@ def _objects(leaves: Leaves, objects: Objects) -> set[tuple[Path, str]]:
 
 
 def scope(intent: Leaves, running: Leaves, whole: tuple[str, ...] = (), manifest: Iterable[Path] = (),
-          objects: Objects = (), implied: Implied = ()) -> set[Path]:
+          objects: Objects = (), implied: Implied = (), never: tuple[str, ...] = ()) -> set[Path]:
     """The leaves the tool owns on this device (see the module docstring).
 
     `objects`: text objects the tool owns whole where its render names them — a BGP neighbour or peer group
@@ -312,7 +318,9 @@ def scope(intent: Leaves, running: Leaves, whole: tuple[str, ...] = (), manifest
     tool's; other neighbours, peer groups, VRF instances, `redistribute`, EVPN… are not.
     `implied`: settings the device may hold that contradict a rendered one and so belong to it — in a section
     matching the glob where the render has a key matching the regex, every device line matching the line regex
-    (EOS: a switched port's `no switchport`, L3 `ip address`, `channel-group`, `shutdown`)."""
+    (EOS: a switched port's `no switchport`, L3 `ip address`, `channel-group`, `shutdown`).
+    `never`: path patterns (`owned_whole`'s form) the tool never owns, even where its render has them (FRR `log *`:
+    a new switch gets the rendered line, a running one keeps its own)."""
     entries = {pre for p in intent if (pre := _whole_prefix(p, whole)) is not None}
     owned = set(intent) | set(manifest) | (_empty(running) & _prefixes(intent))  # an empty object it fills
     owned |= {p for p in running if (pre := _whole_prefix(p, whole)) is not None and pre in entries}
@@ -323,7 +331,93 @@ def scope(intent: Leaves, running: Leaves, whole: tuple[str, ...] = (), manifest
         sections = {p[:-1] for p in intent if p[:-1] and fnmatch.fnmatchcase(p[-2], glob) and re.fullmatch(key, p[-1])}
         owned |= {p for p, v in running.items() if p[:-1] in sections and isinstance(v, tuple)
                   and any(re.fullmatch(line, ln) for ln in v)}
-    return owned
+    return {p for p in owned if _whole_prefix(p, never) is None} if never else owned
+
+
+def _ports(intent: Leaves) -> set[str]:
+    """The port names the render configures (`interface swp5` in text; `PORT`/`interface` entries in trees)."""
+    out = set()
+    for p in intent:
+        out |= {e[len("interface "):] for e in p if e.startswith("interface ")}
+        if len(p) > 1 and p[0] in ("PORT", "interface"):
+            out.add(p[1])
+    return out
+
+
+def _entry_name(entry: Path, ports: set[str]) -> str | None:
+    """The name the render gave a wholly owned entry (`route-map FABRIC-IN permit 10` → FABRIC-IN, SONiC
+    `FABRIC-IN|10` → FABRIC-IN, NVUE `qos/mapping/default-global` → default-global); None for an entry keyed by
+    a port (a BGP neighbour on an inventory port, an interface's tx-queue): the inventory names those."""
+    words = [w for e in entry for w in _words(e)]
+    if any(w in ports for w in words):
+        return None
+    last = entry[-1]
+    return last.split()[1] if " " in last else last.split("|")[0]
+
+
+def _words(text: str) -> list[str]:
+    return re.split(r"[ |]", text)
+
+
+def _refers(path: Path, value: Any, name: str) -> bool:
+    """A leaf names `name`: in a section or key of its path (`route-map FABRIC-IN permit 30`, SONiC
+    `FABRIC-IN|30`), as a word of a text line, or as a tree value (or an item of one)."""
+    if any(name in _words(e) for e in path):
+        return True
+    if isinstance(value, tuple):
+        return any(name in ln.split() for ln in value)
+    return value == name or (isinstance(value, list) and name in value)
+
+
+def namesakes(intent: Leaves, running: Leaves, whole: tuple[str, ...] = (), manifest: Iterable[Path] = (),
+              objects: Objects = ()) -> dict[str, list[Path]]:
+    """Objects the render names (a peer group, a route-map, a QoS map or profile) that the device already holds
+    for someone else: the object (as `section / name`) → the device leaves that show it. Such an object is used
+    by device configuration the tool never rendered (a peer group's members, the neighbours, `redistribute` or
+    ports that use a map, another clause of a route-map): a name is not ownership, and changing the object would
+    change what uses it. The object's own settings the tool never rendered are listed with those users. An object
+    only the tool's own configuration uses is its own (a setting of it the tool never rendered is then a marked,
+    refused-by-default removal, as anywhere in the scope). Objects keyed by an inventory port are the
+    inventory's and are not checked; what an earlier apply rendered (`manifest`) counts as rendered."""
+    rendered = set(intent) | set(manifest)
+    ports = _ports(intent)
+    found: dict[str, list[Path]] = {}
+    if objects:
+        held = {p: _objects({p: None}, objects) for p in running}
+        for inst, name in sorted(_objects(intent, objects)):
+            if name.removeprefix("interface ") not in ports:
+                mine = {p for p, obs in held.items() if (inst, name) in obs}
+                _collect(found, " / ".join((*inst, name)), name, mine, running, rendered)
+    for entry in sorted({pre for p in intent if (pre := _whole_prefix(p, whole)) is not None} if whole else ()):
+        if (name := _entry_name(entry, ports)) is not None:
+            mine = {p for p in running if p[:len(entry)] == entry}
+            _collect(found, " / ".join(entry), name, mine, running, rendered)
+    return found
+
+
+def _collect(found: dict[str, list[Path]], label: str, name: str, mine: set[Path], running: Leaves,
+             rendered: set[Path]) -> None:
+    if not mine:
+        return  # the device does not hold it: the tool adds its own
+    refs = [p for p, v in running.items() if p not in mine and p not in rendered and _refers(p, v, name)]
+    if refs:
+        found[label] = sorted(refs) + sorted(p for p in mine if p not in rendered)
+
+
+def namesake_error(found: dict[str, list[Path]], running: Leaves, lines: Lines,
+                   mask: Callable[[str, str], tuple[str, str]], shown: int = 8) -> str:
+    """Why the tool refuses a switch that holds objects with its names (`namesakes`): each object with the device
+    lines that show it is someone else's, as the plan prints them (`lines`), secrets masked (`mask`: section,
+    line → both masked)."""
+    parts = []
+    for label, paths in found.items():
+        shown_lines = [": ".join(mask(sec, ln)) for p in paths for sec, lns in (lines(p, running[p]),) for ln in lns]
+        more = f"; and {len(shown_lines) - shown} more" if len(shown_lines) > shown else ""
+        parts.append(f"`{label}` is used by, or set with, what the inventory never rendered: "
+                     + "; ".join(shown_lines[:shown]) + more)
+    return ("the switch already has objects with the names the tool gives its own, and they are not the tool's "
+            "(a name is not ownership; changing them would change what uses them): " + " | ".join(parts)
+            + ". Rename or remove them on the switch first; the tool then adds its own beside the rest")
 
 
 def renumbered(running: str, intent: str, pattern: str) -> str | None:
@@ -338,9 +432,6 @@ def renumbered(running: str, intent: str, pattern: str) -> str | None:
                     "the tool never renumbers a router: correct the inventory's ASN, or renumber the switch by hand "
                     "first")
     return None
-
-
-Lines = Callable[[Path, Any], tuple[str, list[str]]]  # a leaf → (section, its lines as the plan prints them)
 
 
 @dataclass

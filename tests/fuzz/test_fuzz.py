@@ -403,6 +403,9 @@ def _telemetry_replies() -> dict[str, tuple[str, ...]]:
         shutil.rmtree(d, ignore_errors=True)
 
 
+LLDP_KINDS = {"sonic": "lldp-sonic", "lldpctl": "lldpctl", "nvue": "lldp-nvue", "eos": "lldp-eos"}
+
+
 def _switch_state_replies() -> list[tuple[str, tuple[str, ...]]]:
     """What a plan, a health check and a transaction read back from a switch: FRR's running config (the corpus), its
     frr-reload.py --test, the scripts' state (ip -j, tc -j, sysctl, kept copies) and BGP summary; SONiC's CONFIG_DB;
@@ -456,7 +459,8 @@ def reply_bases() -> list[tuple[str, tuple[str, ...]]]:
     script's dump; switch queues/PFC/watchdog of SONiC, NVUE, EOS and FRR's `ip -s -j link`/`tc -s`), `drain` (the
     same counters, FRR's and EOS's routes), `optics` (ethtool -m), `host prereqs` (lspci -vvv, nvidia-smi topo -m,
     mlxconfig, mlnx_qos, show_gids, ibv_devinfo), `accept` (perftest text and JSON, nccl-tests text and JSON,
-    ethtool -S, iperf3 -J, tc) and what `plan`/`apply` read back (`_switch_state_replies`)."""
+    ethtool -S, iperf3 -J, tc), what `plan`/`apply` read back (`_switch_state_replies`) and `cabling` (LLDP of
+    SONiC, lldpd, NVUE and EOS)."""
     fx = ROOT / "tests" / "fixtures"
     samples = sorted((fx / "samples").glob("*"))
     tc = fx / "tc"
@@ -469,10 +473,13 @@ def reply_bases() -> list[tuple[str, tuple[str, ...]]]:
                  "show_gids": ("show_gids", "extra_show_gids"), "ibv_devinfo": ("ibv_devinfo", "extra_ibv_devinfo")}
     out = [("counters", (HOST_DUMP,)), ("frr-counters", (frr_dump,)),
            *((k, v) for k, v in _telemetry_replies().items()),
+           *(("netstat", (p.read_text(),)) for p in sorted((fx / "netstat").glob("incast-receiver-*.txt"))),
            *(("optics", (p.read_text(),)) for p in sorted((fx / "optics").glob("*.txt"))),
            *(("lspci", (p.read_text(),)) for p in sorted((fx / "gpudirect").glob("lspci*"))),
            *(("topo", (p.read_text(),)) for p in sorted((fx / "gpudirect").glob("nvidia_smi*"))),
-           *_switch_state_replies()]
+           *_switch_state_replies(),
+           *((LLDP_KINDS[p.name.split("-")[0]], (p.read_text(),)) for p in sorted((fx / "lldp").glob("*.*"))
+             if p.suffix != ".md")]
     for kind, prefix in by_prefix.items():
         out += [(kind, (p.read_text(errors="replace"),)) for p in samples if p.name.startswith(prefix)
                 and not (kind in ("perftest", "nccl") and p.suffix == ".json")]
@@ -483,6 +490,7 @@ def reply_bases() -> list[tuple[str, tuple[str, ...]]]:
 # kind at least (tests/fuzz/test_fuzz.py::test_every_reply_reader_is_fed).
 FEEDS = {
     "counters": ("fabric.accept.counters.parse_host_dump",),
+    "netstat": ("fabric.accept.counters.parse_netstat",),
     "frr-counters": ("fabric.parsers.iproute.port_counters",),
     "sonic": ("fabric.parsers.switch_counters.sonic",),
     "nvue": ("fabric.parsers.switch_counters.nvue",),
@@ -519,6 +527,10 @@ FEEDS = {
     "hgetall": ("fabric.targets.transceivers._hgetall",),
     "ethtool-dump": ("fabric.targets.transceivers.split_ethtool_dump",),
     "host-report": ("fabric.host.model.host_report",),
+    "lldp-sonic": ("fabric.parsers.lldp.parse_sonic_table",),
+    "lldpctl": ("fabric.parsers.lldp.parse_lldpctl",),
+    "lldp-nvue": ("fabric.parsers.lldp.parse_nvue",),
+    "lldp-eos": ("fabric.parsers.lldp.parse_eos",),
 }
 
 

@@ -14,6 +14,8 @@ Formats (see fabric.parsers.switch_counters for the sources): SONiC `queuestat -
 (tests/fixtures/nvue/outputs);
 EOS eAPI `| json` of `show priority-flow-control counters`, `show qos interfaces ecn counters queue`,
 `show interfaces counters queue drops`, `show priority-flow-control counters watchdog`, `show ip route`.
+LLDP: SONiC `show lldp table`, NVUE `nv show interface <swp> lldp -o json`, EOS `show lldp neighbors detail | json`
+from `lldp.<kind>` in the device directory (`_lldp`).
 Each `answer_*` returns the text, or None when the command is not a telemetry read.
 """
 
@@ -70,7 +72,23 @@ def _frr_routes(routes: dict[str, int]) -> dict:
                                "active": True, "fib": True} for k in range(n)]}] for p, n in routes.items()}
 
 
+EMPTY_LLDP_TABLE = """Capability codes: (R) Router, (B) Bridge, (O) Other
+LocalPort    RemoteDevice    RemotePortID    Capability    RemotePortDescr
+-----------  --------------  --------------  ------------  -----------------
+--------------------------------------------------
+Total entries displayed:  0"""
+
+
+def _lldp(d: Path, kind: str) -> str | None:
+    """The device's LLDP as its NOS prints it: `lldp.<kind>` in the device directory, written by the test
+    (tests/support/lldp_outputs.py renders it in the formats of tests/fixtures/lldp); none: no neighbour."""
+    path = d / f"lldp.{kind}"
+    return path.read_text() if path.exists() else None
+
+
 def answer_sonic(command: str, d: Path) -> str | None:
+    if command == "show lldp table":
+        return _lldp(d, "lldp-sonic") or EMPTY_LLDP_TABLE
     st = _flowing(_state(d), d)
     ports = st["ports"]
     if command in ("queuestat -j", "show queue counters --json"):
@@ -108,6 +126,8 @@ def answer_nvue(args: list[str], d: Path) -> str | None:
     path = [a for a in args if not a.startswith("-") and a != "json"]
     if len(path) < 3 or path[0] != "interface":
         return None
+    if path[2:] == ["lldp"]:  # one port's document of the object of port → document the test wrote
+        return json.dumps(json.loads(_lldp(d, "lldp-nvue") or "{}").get(path[1], {}), indent=2)
     port = _state(d)["ports"].get(path[1], {})
     if path[2:] == ["counters", "qos"]:
         return json.dumps({
@@ -134,6 +154,8 @@ def answer_nvue(args: list[str], d: Path) -> str | None:
 
 
 def answer_eos(command: str, d: Path) -> str | None:
+    if command == "show lldp neighbors detail | json":
+        return _lldp(d, "lldp-eos") or json.dumps({"lldpNeighbors": {}})
     st = _state(d)
     ports = st["ports"]
     if command == "show priority-flow-control counters | json":

@@ -52,6 +52,7 @@ class Check:
     name: ClassVar[str] = ""
     tags: ClassVar[list[str]] = []
     phase: ClassVar[Literal["pre", "traffic", "post"]] = "pre"
+    gate: ClassVar[bool] = False  # failed, the traffic and counter checks after it do not run (their paths are wrong)
     Input: ClassVar[type[Input]] = Input
 
     def __init__(self, inputs: Input, *, name: str | None = None, tags: list[str] | None = None) -> None:

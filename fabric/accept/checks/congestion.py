@@ -75,7 +75,9 @@ def _round(ctx: Context, tool: Tool, links: list[tuple[End, End]], inputs: Conge
     everything = links + (extra[1] if extra else [])
     leaves = sorted({_port(fabric, dst.host, dst.rail)[0] for _src, dst in everything})
     hosts = sorted({e.host for link in everything for e in link})
+    receivers = sorted({dst.host for _src, dst in everything})
     before = cn.snapshot(ctx.site, nodes=leaves + hosts, workers=8)
+    kernel_before = cn.kernel_ecn(ctx.site, receivers)
 
     def go(job: tuple[Tool, list[tuple[End, End]]]) -> list[Measurement]:
         t, lk = job
@@ -86,7 +88,11 @@ def _round(ctx: Context, tool: Tool, links: list[tuple[End, End]], inputs: Conge
     with ThreadPoolExecutor(max_workers=len(jobs)) as pool:
         got = list(pool.map(go, jobs))
     after = cn.snapshot(ctx.site, nodes=leaves + hosts, workers=8)
-    return got[0], got[1] if extra else [], cn.delta(before, after)
+    kernel = cn.delta(kernel_before, cn.kernel_ecn(ctx.site, receivers))
+    d = cn.delta(before, after)
+    for h, ports in kernel.items():
+        d.setdefault(h, {}).update(ports)
+    return got[0], got[1] if extra else [], d
 
 
 class IncastInput(CongestionInput):
@@ -150,21 +156,28 @@ class Incast(Check):
                          f"{sum(len(ss) for _, ss in rd.values())} senders")
             got, _, d = _round(ctx, tool, self._links(ep, rd), inputs)
             ctx.traffic += got
+            judged: dict[str, list[Measurement]] = {}
             for rail, (receiver, senders) in sorted(rd.items()):
                 part = [m for m in got if m.rail == rail]
-                ms += self._judge(fabric, d, inputs, rail, receiver, senders, part, problems, locations)
+                judged.setdefault(receiver, []).extend(
+                    self._judge(fabric, d, inputs, rail, receiver, senders, part, problems, locations))
+            for receiver, part in sorted(judged.items()):
+                ms += part + received_ce(d, receiver, part)
         bad = [m for m in ms if not m.ok]
         res = self.result("fail" if bad else "pass", measurements=ms, rounds=len(rounds), locations=locations,
                           evidence=problems)
         ports = [m for m in ms if m.unit == "CE-marked packets"]
         marks = sum(int(m.value or 0) for m in ports)
         measured = [m for m in ports if m.value is not None]
+        received = [m for m in ms if m.unit == RECEIVED_CE]
         shares = [m for m in ms if m.tool and m.unit != "CE-marked packets" and m.dst != "aggregate"]
         low = min((m.value / m.threshold for m in shares if m.value and m.threshold), default=0.0)
         summary = (f"{len(rounds)} rounds, {len(shares)} senders into {len(ports)} receiver leaf ports; "
                    f"lowest sender at {low:.2f}× its fair-share floor; "
-                   + (f"{marks} CE-marked packets on {len(measured)}/{len(ports)} leaf ports" if measured
-                      else "CE marks not counted by these switches"))
+                   + (f"{marks} CE-marked packets on {len(measured)}/{len(ports)} leaf ports (their qdiscs' count)"
+                      if measured else "CE marks not counted by these switches")
+                   + (f"; {sum(int(m.value or 0) for m in received)} CE packets received by the receivers' kernels"
+                      if received else ""))
         if bad:
             res.message = (f"Expected every sender ≥ {inputs.fair_share:g}× its fair share, the aggregate at line "
                            f"rate, CE marks on the receiver's leaf queue and no lossless drops. Actual: "
@@ -240,6 +253,24 @@ class Incast(Check):
                                     "(CNP DSCP/priority or DCQCN rp off on this sender)")
                     locations.append(Location(rail=rail, hosts=[s]))
         return out
+
+
+def received_ce(d: cn.Snapshot, receiver: str, judged: list[Measurement]) -> list[Measurement]:
+    """What the receiver's kernel counted CE on arrival (per packet on the wire), beside the figure of its leaf ports'
+    qdiscs in `judged` (one mark per packet they queued: a GSO batch of many wire packets is one). Reported, not
+    judged: the kernel counts per host, over all its rails, and RDMA NICs deliver RoCE past it."""
+    ce = d.get(receiver, {}).get(cn.KERNEL, {}).get(cn.KERNEL_CE)
+    if ce is None:
+        return []
+    ports = [m for m in judged if m.unit == "CE-marked packets"]
+    qdisc = ", ".join(f"{m.src}:{m.dst} +{'?' if m.value is None else f'{m.value:g}'}" for m in ports) or "none read"
+    return [Measurement(src=receiver, dst=cn.KERNEL, value=ce, unit=RECEIVED_CE,
+                        detail=f"{receiver}'s kernel received +{ce} CE packets (IpExt InCEPkts, all its rails), one "
+                        f"per packet on the wire; its leaf ports' qdiscs counted CE marks {qdisc}, one per queued "
+                        "packet (a GSO batch is one)")]
+
+
+RECEIVED_CE = "CE packets received (kernel)"
 
 
 def _netdev(fabric: FabricIntent, host: str, rail: int) -> str:

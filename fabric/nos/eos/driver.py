@@ -24,9 +24,10 @@ from fabric.model.running import check_reply
 from fabric.nos import row_of
 from fabric.parsers import switch_counters
 from fabric.parsers.frr import reply_json
+from fabric.parsers.lldp import Lldp
 from fabric.parsers.switch_state import eos_bgp_peers, eos_inventory
 from fabric.replies import reader
-from fabric.targets.base import Change, Driver, Health, TargetError, Txn
+from fabric.targets.base import Change, Driver, Health, TargetError, Txn, lldp_reply
 from fabric.targets.owned import Leaves, Path, ScopedDiff, parse_text, text_leaves
 from fabric.targets.transceivers import eos_inventory_modules
 
@@ -103,6 +104,7 @@ class EosDriver(Driver):
     counter_commands = ("show priority-flow-control counters | json", "show qos interfaces ecn counters queue | json",
                         "show interfaces counters queue drops | json",
                         "show priority-flow-control counters watchdog | json")
+    lldp_commands = ("show lldp neighbors detail | json",)
 
     @classmethod
     def drained(cls, intended: str, release: str = "") -> str:
@@ -123,6 +125,12 @@ class EosDriver(Driver):
         """PFC frames per port, ECN-marked and dropped packets per queue, watchdog stuck/recovered per queue
         (fabric.parsers.switch_counters.eos)."""
         return switch_counters.eos(*(self._json(c) for c in self.counter_commands))
+
+    def lldp(self) -> Lldp:
+        """`show lldp neighbors detail | json` (the shape ANTA's VerifyLLDPNeighbors reads)."""
+        self._prepare()
+        command = self.lldp_commands[0]
+        return lldp_reply("lldp-eos", self._cmd(command), self.device, command)
 
     def _json(self, command: str) -> dict:
         self._prepare()

@@ -29,9 +29,10 @@ from fabric.nos import row_of
 from fabric.nos.frr import scripts
 from fabric.parsers.frr import bgp_peers, bgp_peers_of, json_docs, reply_json, route_widths
 from fabric.parsers.iproute import port_counters
+from fabric.parsers.lldp import Lldp
 from fabric.replies import reader
 from fabric.targets import shell
-from fabric.targets.base import Change, DeviceDiff, Driver, Health, TargetError, Txn
+from fabric.targets.base import Change, DeviceDiff, Driver, Health, TargetError, Txn, lldp_reply
 from fabric.targets.owned import (
     Leaves,
     Node,
@@ -105,7 +106,9 @@ def clean_running(text: str) -> str:
 def parse_reload_test(output: str, running: str, defaults: str = "", intended: str = "") -> list[Change]:
     """frr-reload.py --test output → changes under their section, noise and no-ops dropped. A `no X` line to
     add is a removal of X, unless the `intended` file holds `no X` itself (a negated setting the render sets:
-    `no ipv6 nd suppress-ra`), which is an addition."""
+    `no ipv6 nd suppress-ra`), which is an addition. Under "Lines To Delete" frr-reload.py prints the command
+    that removes a line (its `lines_to_config`): `no X` removes X, and a plain `X` removes the negated line
+    `no X` the running configuration holds."""
     negated = {ln.strip() for ln in intended.splitlines() if ln.strip().startswith("no ")}
     present = {ln.rstrip() for ln in running.splitlines()}
     quiet = DEFAULTS.get(defaults, set())
@@ -124,8 +127,11 @@ def parse_reload_test(output: str, running: str, defaults: str = "", intended: s
                 continue
             section = " / ".join(ctx[:level])
             orig = line.strip()
-            neg = orig.startswith("no ") and not (mode == "add" and orig in negated)
-            op, text = ("-", orig[3:]) if neg else ("-" if mode == "del" else "+", orig)
+            if mode == "del":
+                op, text = "-", orig[3:] if orig.startswith("no ") else f"no {orig}"
+            else:
+                neg = orig.startswith("no ") and orig not in negated
+                op, text = ("-", orig[3:]) if neg else ("+", orig)
             if text.startswith(NOISE) or orig in quiet or (op == "+" and not section and line.rstrip() in present):
                 continue
             changes.append(Change(section=section or "(global)", op=op, line=text))
@@ -191,6 +197,7 @@ class FrrDriver(Driver):
     has_confirm_timer = True
     bgp_commands = ("vtysh -c 'show bgp summary json' -c 'show ip route json'",)
     counter_commands = ("ip -s -j link show", "tc -s -j qdisc show", "tc -s class show dev <port> (each port)")
+    lldp_commands = ("lldpctl -f json",)
 
     # -- helpers ------------------------------------------------------------------------------------
     @property
@@ -297,6 +304,11 @@ class FrrDriver(Driver):
                           "for d in /sys/class/net/*; do echo \"@@\"\"class ${d##*/}\"; tc -s class show dev "
                           "\"${d##*/}\"; done", what="ip -s link / tc -s")
         return port_counters(out)
+
+    def lldp(self) -> Lldp:
+        """lldpd's `lldpctl -f json` (a Linux white box runs lldpd as Cumulus Linux does)."""
+        return lldp_reply("lldpctl", shell.check(self.conn, "lldpctl -f json", what="lldpctl"), self.device,
+                          "lldpctl -f json")
 
     # -- optics ---------------------------------------------------------------------------------------
     def transceivers(self, ports: list[str]) -> dict[str, Any]:

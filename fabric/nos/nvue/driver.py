@@ -27,10 +27,11 @@ from fabric.nos import row_of
 from fabric.nos.nvue.render import rendered_tree
 from fabric.parsers import switch_counters
 from fabric.parsers.frr import reply_json
+from fabric.parsers.lldp import Lldp
 from fabric.parsers.switch_state import nvue_bgp_peers, nvue_revisions, nvue_roce
 from fabric.replies import reader
 from fabric.targets import shell
-from fabric.targets.base import DeviceDiff, Driver, Health, TargetError, Txn
+from fabric.targets.base import DeviceDiff, Driver, Health, TargetError, Txn, lldp_reply
 from fabric.targets.owned import Leaves, Path, ScopedDiff, removal_roots, tree_leaves
 from fabric.targets.transceivers import ethtool_modules
 from fabric.targets.treediff import _merge, nest
@@ -93,6 +94,7 @@ class NvueDriver(Driver):
     bgp_commands = ("nv show vrf default router bgp neighbor -o json",)
     counter_commands = ("nv show interface <swp> counters qos -o json",
                         "nv show interface <swp> qos pfc-watchdog -o json")
+    lldp_commands = ("nv show interface <swp> lldp -o json (each port of the intent)",)
 
     def _applied(self) -> dict:
         return applied_reply(shell.check(self.conn, "nv config show -o json", what="nv config show"))
@@ -203,6 +205,21 @@ class NvueDriver(Driver):
             except ValueError:
                 continue  # a port NVUE has no counters for
         return out
+
+    def lldp(self) -> Lldp:
+        """`nv show interface <swp> lldp -o json` for every front-panel port of the intent, in one round trip, as
+        one object of port → its document (fabric.parsers.lldp.parse_nvue)."""
+        ports = sorted(p for p in (self._intended().get("interface") or {}) if p.startswith("swp"))
+        script = "; ".join(f"echo '@@''@ {p}'; nv show interface {p} lldp -o json" for p in ports)
+        docs: dict[str, Any] = {}
+        out = shell.check(self.conn, script, what="nv show interface … lldp") if ports else ""
+        for chunk in out.split("@@@")[1:]:
+            port, _, text = chunk.strip().partition("\n")
+            try:
+                docs[port] = reply_json(text)
+            except ValueError as exc:
+                raise TargetError(f"nv show interface {port} lldp -o json: not JSON ({exc})") from None
+        return lldp_reply("lldp-nvue", json.dumps(docs), self.device, "nv show interface <swp> lldp -o json")
 
     def health(self) -> Health:
         peers = nvue_bgp_peers(shell.check(self.conn, "nv show vrf default router bgp neighbor -o json",

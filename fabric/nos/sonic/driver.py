@@ -46,9 +46,10 @@ from fabric.nos import row_of
 from fabric.nos.sonic.brownfield import adapt, preflight, replaced_pgs, runs_frrcfgd
 from fabric.parsers import switch_counters
 from fabric.parsers.frr import bgp_peers, reply_json, route_widths
+from fabric.parsers.lldp import Lldp
 from fabric.replies import reader
 from fabric.targets import shell
-from fabric.targets.base import DeviceDiff, Driver, Health, Shifted, TargetError, Txn
+from fabric.targets.base import DeviceDiff, Driver, Health, Shifted, TargetError, Txn, lldp_reply
 from fabric.targets.owned import (
     Leaves,
     Path,
@@ -147,6 +148,7 @@ class SonicDriver(Driver):
     has_confirm_timer = True  # the device-side job above
     bgp_commands = ("vtysh -c 'show bgp summary json'", "vtysh -c 'show ip route json'")
     counter_commands = ("queuestat -j", "wredstat -j", "pfcstat -s all", "show pfcwd stats")
+    lldp_commands = ("show lldp table",)
 
     @property
     def _sudo(self) -> str:
@@ -251,7 +253,7 @@ class SonicDriver(Driver):
         self.notes = [*self.notes, *fit.notes]
         self.fitted = tree_leaves({**fit.intent, **({SYSCTL: sys_want} if sys_want else {})})
         running_leaves = tree_leaves({**have, **({SYSCTL: sys_have} if sys_have else {})})
-        owned, target, manifest = self.owned_scope(self.fitted, running_leaves)
+        owned, target, manifest = self.owned_scope(self.fitted, running_leaves, _lines)
         sd = scoped_diff(running_leaves, target, owned | fit.owned, _lines, earlier=manifest)
         sd.changes = replaced_pgs(sd.changes, fit.owned)
         before = set(preflight(have))
@@ -303,6 +305,11 @@ class SonicDriver(Driver):
         except ValueError as exc:
             raise TargetError(f"queuestat/wredstat -j: not JSON ({exc})") from None
         return switch_counters.sonic(q, w, parts[2], parts[3])
+
+    def lldp(self) -> Lldp:
+        """`show lldp table` (sonic-utilities lldpshow: lldpd's neighbours in the lldp container)."""
+        return lldp_reply("lldp-sonic", shell.check(self.conn, "show lldp table", what="show lldp table"),
+                          self.device, "show lldp table")
 
     def begin(self) -> Txn:
         doc = json.loads(self.running())

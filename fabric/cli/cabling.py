@@ -1,0 +1,147 @@
+"""`fabric cabling INV --from DIR`: the cabling LLDP shows against the model's, cable by cable."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.text import Text
+
+from fabric.cli.console import console, styled
+from fabric.design.cabling import Cabling, Status, judge_topology
+from fabric.design.topology import Topo
+from fabric.errors import InputError, Problem
+from fabric.parsers import read_input
+from fabric.parsers.lldp import PARSERS, Lldp
+from fabric.safefile import write_output
+
+FORMATS = ("table", "json", "junit")
+STYLE = {Status.miswired: "red", Status.unexpected: "red", Status.missing: "red", Status.half_seen: "yellow",
+         Status.unread: "yellow", Status.ok: "green"}
+
+
+def cabling(
+    inventory: Path = typer.Argument(..., help="inventory directory (inventories/<name>)"),
+    source: Path = typer.Option(..., "--from", help="directory of saved LLDP outputs: <device>.lldp-sonic (show "
+                                "lldp table), .lldp-nvue, .lldp-eos (show lldp neighbors detail | json), .lldpctl "
+                                "(lldpctl -f json: hosts, FRR, or SONiC's and Cumulus' lldpd)"),
+    fmt: str = typer.Option("table", "--format", "-f", help="table, json or junit"),
+    output: Path | None = typer.Option(None, "--output", "-o", help="write the report here instead of stdout"),
+) -> None:
+    """Check the cables in the hall (LLDP) against the model. Exit 0 all ok, 1 problems, 2 bad input."""
+    from fabric.design.load import load_deriver
+
+    if fmt not in FORMATS:
+        raise InputError(Problem("--format", None, "", f"one of {', '.join(FORMATS)}", repr(fmt)))
+    topo = load_deriver(inventory).topo
+    result = judge_topology(topo, read_saved(source, topo))
+    if fmt == "table" and output is None:
+        table(result, console(soft_wrap=True))
+    else:
+        text = to_json(result) if fmt == "json" else to_junit(result) if fmt == "junit" else _table_text(result)
+        if output is not None:
+            write_output(output, text)
+        else:
+            typer.echo(text, nl=False)
+    if result.failed:
+        sys.exit(1)  # not typer.Exit: the app runs with standalone_mode=False, which swallows it
+
+
+def _table_text(result: Cabling) -> str:
+    buf = io.StringIO()
+    table(result, console(file=buf, width=200))
+    return buf.getvalue()
+
+
+def summary(result: Cabling) -> str:
+    counts = ", ".join(f"{n} {s}" for s, n in result.counts.items() if n)
+    devices = result.read + len(result.unread)
+    return f"{sum(result.counts.values())} links: {counts or 'none'}; LLDP read from {result.read} of {devices} devices"
+
+
+def table(result: Cabling, con: Console) -> None:
+    """The faults, one line per cable to fix (never wrapped: a line is what to paste into a ticket), then the
+    counts."""
+    width = max((len(f.status.value) for f in result.faults), default=0)
+    for f in result.faults:
+        con.print(Text.assemble(styled(f.status.value.ljust(width), STYLE[f.status]), "  ", f.message), soft_wrap=True)
+    con.print(summary(result), soft_wrap=True)
+
+
+def to_json(result: Cabling) -> str:
+    return json.dumps(result.model_dump(mode="json"), indent=2, sort_keys=True) + "\n"
+
+
+def to_junit(result: Cabling) -> str:
+    """One failing test case per fault, one passing case for the links found as the model has them."""
+    root = ET.Element("testsuites", name="fabric cabling")
+    suite = ET.SubElement(root, "testsuite", name="cabling", tests=str(len(result.faults) + 1),
+                          failures=str(len(result.faults)))
+    for i, f in enumerate(result.faults, 1):
+        case = ET.SubElement(suite, "testcase", classname=f"fabric.cabling.{f.status.value}",
+                             name=f"{i}: {(f.links or [f.message])[0]}", time="0")
+        ET.SubElement(case, "failure", message=f.message, type=f.status.value).text = "\n".join(f.links)
+    ok = ET.SubElement(suite, "testcase", classname="fabric.cabling.ok", name="links as the model has them", time="0")
+    ET.SubElement(ok, "system-out").text = summary(result)
+    root.set("tests", suite.get("tests", "0"))
+    root.set("failures", suite.get("failures", "0"))
+    return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
+
+
+SAVED: dict[str, tuple[str, ...]] = {  # a device's NOS (`host` for hosts) → the extensions (parse kinds) it may have
+    "sonic": ("lldp-sonic", "lldpctl"), "nvue": ("lldp-nvue", "lldpctl"), "eos": ("lldp-eos",), "frr": ("lldpctl",),
+    "host": ("lldpctl",)}
+MAX_PROBLEMS = 50  # unreadable files listed; the rest are counted
+
+
+def saved_files(directory: Path, topo: Topo) -> tuple[dict[str, tuple[str, Path]], list[Problem]]:
+    """Device → (kind, file) of the saved outputs in `directory` that name a device of the model; a file of a device
+    in a format its NOS does not print, or two files of one device, is a problem. Other files are left alone."""
+    kinds = sorted({k for ks in SAVED.values() for k in ks}, key=len, reverse=True)
+    found: dict[str, tuple[str, Path]] = {}
+    problems: list[Problem] = []
+    for entry in sorted(os.scandir(directory), key=lambda e: e.name):
+        kind = next((k for k in kinds if entry.name.endswith(f".{k}")), None)
+        device = entry.name[: -len(kind) - 1] if kind else ""
+        nos = "host" if device in topo.hosts else topo.switches[device].target if device in topo.switches else ""
+        if not nos:
+            continue
+        path = Path(entry.path)
+        if kind not in SAVED[nos]:
+            problems.append(Problem(str(path), None, "", f"{device}.{' or .'.join(SAVED[nos])} ({device} "
+                                    f"runs {nos})", entry.name))
+        elif device in found:
+            problems.append(Problem(str(path), None, "", f"one LLDP output of {device}",
+                                    f"{found[device][1].name} and {entry.name}"))
+        else:
+            found[device] = (str(kind), path)
+    return found, problems
+
+
+def read_saved(directory: Path, topo: Topo) -> dict[str, Lldp]:
+    """The LLDP reports saved in `directory` for the devices of `topo` (`saved_files`); every unreadable file is a
+    located problem, all raised together as one InputError."""
+    if not directory.is_dir():
+        raise InputError(Problem(str(directory), None, "--from", "a directory of saved LLDP outputs",
+                                 "no such directory"))
+    found, problems = saved_files(directory, topo)
+    reports: dict[str, Lldp] = {}
+    for device, (kind, path) in found.items():
+        try:
+            reports[device] = PARSERS[kind](read_input(str(path)), str(path))
+        except InputError as exc:
+            problems += exc.problems
+    if not found and not problems:
+        raise InputError(Problem(str(directory), None, "", "a saved LLDP output of a device of the model "
+                                 "(<device>.lldp-sonic|lldp-nvue|lldp-eos|lldpctl)", "none"))
+    if problems:
+        more = len(problems) - MAX_PROBLEMS
+        rest = [Problem(str(directory), None, "", "readable outputs", f"{more} more unreadable")] if more > 0 else []
+        raise InputError(problems[:MAX_PROBLEMS] + rest)
+    return reports
