@@ -3,17 +3,16 @@
 For each size (GPUs; default 4,096 and 32,768) it generates a rail-optimized fabric (`fabric generate gpu-rail`),
 renders it once, saves each switch's rendered NVUE patch as its "running" config, and then times, median of
 `--runs`: `--version`, `--help`, `validate`, `lint`, `render`, `render --all`, `explain` of one leaf,
-`lint --configs` on the render and `plan --running` against the unchanged render, each with the derive cache
-(`fabric.design.load`: a fresh cache directory per run, so the first run fills it and the median is a warm one) and
-with it off (`no cache`: every run loads and derives). With `--baseline FABRIC` (the
+`lint --configs` on the render and `plan --running` against the unchanged render. With `--baseline FABRIC` (the
 `fabric` executable of another checkout, e.g. the last release's venv) each figure is measured for both in the same
-run, alternating, so a loaded machine slows both alike, and the ratio is printed. With two or more sizes, the
-exponent k in CPU time ∝ size^k (cache off) between the smallest and largest size says whether a command scales
-linearly (k ≈ 1; below 1 where start-up still weighs).
+run, alternating, so a loaded machine slows both alike, and the ratio is printed; `no-cache:FABRIC` runs a
+baseline with `ROCE_FABRIC_CACHE=off` (releases that had a derive cache), while a plain one gets a fresh cache
+directory. With two or more sizes, the exponent k in CPU time ∝ size^k between the smallest and largest size says
+whether a command scales linearly (k ≈ 1; below 1 where start-up still weighs).
 
 Each figure is wall seconds and, in brackets, CPU seconds (user + system of the command and the processes it
-waited for): on a shared machine the CPU seconds say more. Every side runs from compiled bytecode in the bench's
-own cache (`PYTHONPYCACHEPREFIX`), compiled before the first run.
+waited for) and peak RSS (of the largest of its processes): on a shared machine the CPU seconds say more. Every
+side runs from compiled bytecode in the bench's own cache (`PYTHONPYCACHEPREFIX`), compiled before the first run.
 
 `--profile N` prints each command's top N cProfile entries (bench/profile_command.py) after its timings.
 
@@ -26,7 +25,6 @@ from __future__ import annotations
 import argparse
 import math
 import os
-import resource
 import shutil
 import statistics
 import subprocess
@@ -52,23 +50,25 @@ def commands(inv: Path, out: Path, running: Path) -> dict[str, list[str]]:
     }
 
 
-NO_CACHE = "no-cache:"  # an executable so marked runs with the derive cache off (ROCE_FABRIC_CACHE=off)
+NO_CACHE = "no-cache:"  # a baseline so marked runs with its derive cache off (ROCE_FABRIC_CACHE=off)
 
 
 CPU: dict[str, list[float]] = {}  # "size command exe" → CPU seconds of each run (user + system, all processes)
+RSS: dict[str, list[float]] = {}  # "size command exe" → peak RSS of each run, MiB (the largest of its processes)
 
 
 def seconds(exe: str, argv: list[str], label: str = "") -> float:
     """Wall seconds of one run; its CPU seconds (the command and every process it waited for, such as render's
     workers) go to CPU[label]: on a shared machine they say more than the wall time."""
     env = {**os.environ, "ROCE_FABRIC_CACHE": "off"} if exe.startswith(NO_CACHE) else None
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    subprocess.run([exe.removeprefix(NO_CACHE), *argv], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                   check=False, env=env)
+    proc = subprocess.Popen([exe.removeprefix(NO_CACHE), *argv], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, env=env)
+    _, _, usage = os.wait4(proc.pid, 0)  # this run's own figures (its workers' CPU time included)
+    proc.returncode = 0  # reaped here
     wall = time.perf_counter() - t0
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    CPU.setdefault(label, []).append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+    CPU.setdefault(label, []).append(usage.ru_utime + usage.ru_stime)
+    RSS.setdefault(label, []).append(usage.ru_maxrss / 1024)
     return wall
 
 
@@ -108,8 +108,9 @@ def measure(gpus: int, runs: int, exes: list[str], work: Path, top: int = 0,
                 times[i].append(seconds(exe, argv, f"{gpus} {name} {i}"))
         medians[name] = [statistics.median(t) for t in times]
         cpu = [statistics.median(CPU[f"{gpus} {name} {i}"]) for i in range(len(exes))]
-        print(f"  {gpus:>6} GPUs  {name:<22} " + "  ".join(f"{m:8.2f} s ({c:.2f} CPU-s)" for m, c in
-                                                               zip(medians[name], cpu, strict=True)), flush=True)
+        rss = [max(RSS[f"{gpus} {name} {i}"]) for i in range(len(exes))]
+        print(f"  {gpus:>6} GPUs  {name:<22} " + "  ".join(f"{m:8.2f} s ({c:.2f} CPU-s, {r:.0f} MiB)" for m, c, r in
+                                                           zip(medians[name], cpu, rss, strict=True)), flush=True)
         if top and name not in ("--version", "--help"):
             profile(argv, top)
     return medians
@@ -125,11 +126,11 @@ def main() -> None:
     ap.add_argument("--only", help="comma-separated command names (default: all)")
     args = ap.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
-    exes = [FABRIC, NO_CACHE + FABRIC, *([args.baseline] if args.baseline else [])]
+    exes = [FABRIC, *([args.baseline] if args.baseline else [])]
     base = HERE / "build"
     base.mkdir(exist_ok=True)
     with tempfile.TemporaryDirectory(dir=base, prefix="bench-commands-") as tmp:
-        os.environ["ROCE_FABRIC_CACHE"] = str(Path(tmp) / "cache")  # a fresh derive cache (fabric.design.load)
+        os.environ["ROCE_FABRIC_CACHE"] = str(Path(tmp) / "cache")  # a baseline's derive cache: a fresh one
         os.environ["PYTHONPYCACHEPREFIX"] = str(Path(tmp) / "pycache")  # every side's bytecode, compiled once
         os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
         for exe in exes:
@@ -137,20 +138,21 @@ def main() -> None:
         results = {gpus: measure(gpus, args.runs, exes, Path(tmp), args.profile,
                                  set(args.only.split(",")) if args.only else None) for gpus in sizes}
     head = "| command | " + " | ".join(f"{g:,} GPUs" for g in sizes)
-    head += " | exponent (CPU-s, no cache; baseline) |" if len(sizes) > 1 else " |"
+    head += " | exponent (CPU-s; baseline) |" if len(sizes) > 1 else " |"
     print("\n" + head + "\n|" + " --- |" * (head.count("|") - 1))
     for name in results[sizes[0]]:
         cells = []
         for g in sizes:
-            new, cold, *old = results[g][name]
-            cnew, ccold, *cold_ = (statistics.median(CPU[f"{g} {name} {i}"]) for i in range(len(results[g][name])))
-            cells.append(f"{new:.2f} s ({cnew:.2f} CPU-s), no cache {cold:.2f} s ({ccold:.2f} CPU-s)" + (
-                f" (baseline {old[0]:.2f} s ({cold_[0]:.2f} CPU-s): {old[0] / new:.1f}×, no cache "
-                f"{old[0] / cold:.1f}×, CPU no cache {cold_[0] / ccold:.1f}×)" if old else ""))
+            new, *old = results[g][name]
+            cnew, *cold = (statistics.median(CPU[f"{g} {name} {i}"]) for i in range(len(exes)))
+            rnew, *rold = (max(RSS[f"{g} {name} {i}"]) for i in range(len(exes)))
+            cells.append(f"{new:.2f} s ({cnew:.2f} CPU-s, {rnew:.0f} MiB)" + (
+                f" (baseline {old[0]:.2f} s ({cold[0]:.2f} CPU-s, {rold[0]:.0f} MiB): {old[0] / new:.1f}×, "
+                f"CPU {cold[0] / cnew:.1f}×)" if old else ""))
         row = f"| `{name}` | " + " | ".join(cells)
-        if len(sizes) > 1:  # of the work that grows: CPU seconds with the cache off (a cache hit hardly grows)
+        if len(sizes) > 1:
             k = [math.log(statistics.median(CPU[f"{sizes[-1]} {name} {i}"]) / statistics.median(
-                CPU[f"{sizes[0]} {name} {i}"])) / math.log(sizes[-1] / sizes[0]) for i in range(1, len(exes))]
+                CPU[f"{sizes[0]} {name} {i}"])) / math.log(sizes[-1] / sizes[0]) for i in range(len(exes))]
             row += " | " + "; ".join(f"{x:.2f}" for x in k) + " |"
         else:
             row += " |"

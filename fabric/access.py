@@ -27,9 +27,10 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, SecretStr
 
-from fabric.batch import gc_paused
 from fabric.design.intent import FabricIntent
 from fabric.errors import UsageError
+from fabric.fast.batch import gc_paused
+from fabric.fast.memo import Memo
 from fabric.model.inventory import Access
 from fabric.nos import NOS
 from fabric.render import render_switch
@@ -266,10 +267,12 @@ class InventorySite(Site):
 
     def __init__(self, fabric: FabricIntent, access: Access):
         self.fabric, self.access = fabric, access
+        self.memo = Memo()  # what the switches' renders share
 
     def switch(self, name: str) -> SwitchEndpoint:
         sw = self.fabric.switches[name]
-        files = render_switch(sw, self.fabric, extras=False)  # what a push applies: no review copies (nv-set.txt)
+        # what a push applies: no review copies (nv-set.txt)
+        files = render_switch(sw, self.fabric, extras=False, memo=self.memo)
         intended = NOS[sw.target].intended
         return SwitchEndpoint(device=name, target=sw.target, address=sw.management.split("/")[0],
                               device_type=device_type(sw.target), intended=files[intended],

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import re
+from dataclasses import dataclass
+from json.encoder import encode_basestring  # type: ignore[attr-defined]
 from pathlib import Path
 from typing import Any
 
@@ -11,14 +14,44 @@ from pydantic import BaseModel
 from fabric.design.effective import settings
 from fabric.design.intent import HostIntent, SwitchIntent
 from fabric.design.knobs import ECN_BY_FACT, WATCHDOG
-from fabric.design.load import CACHE_MIN_DEVICES, load_device
+from fabric.design.load import load_deriver
 from fabric.design.topology import Topo
-from fabric.explained import Answer, FullRow, Row, keep, matches
 from fabric.model.load import Loaded
 from fabric.model.source import Loc, dotted
 from fabric.nos import NOS
 
 _INDEX = re.compile(r"\[\d+\]")
+
+Row = tuple[str, str, str]  # (path, value, origin)
+FullRow = tuple[str, str, str, bool]  # … and whether it is an `effective.` row (no `[` after the filter's path)
+
+
+def matches(p: str, path: str, effective: bool) -> bool:
+    """Whether the row at `p` is under the filter `path` ("" is every row)."""
+    return not path or p == path or p.startswith(path + ".") or (not effective and p.startswith(path + "["))
+
+
+def select(rows: list[FullRow], path: str) -> list[Row]:
+    return [(p, v, o) for p, v, o, effective in rows if matches(p, path, effective)]
+
+
+@dataclass
+class Answer:
+    """The fabric's name (to say a device is not in it) and every row of the device; rows None: no such device."""
+
+    fabric: str
+    rows: list[FullRow] | None
+
+
+def to_json(rows: list[Row]) -> str:
+    """`json.dumps([{"path": …, "value": …, "origin": …}, …], indent=2, ensure_ascii=False) + "\\n"`, written
+    directly where every value is text (json's indenting encoder is pure Python: most of a large device's output)."""
+    if not rows or not all(isinstance(x, str) for r in rows for x in r):
+        return json.dumps([{"path": p, "value": v, "origin": o} for p, v, o in rows], indent=2,
+                          ensure_ascii=False) + "\n"
+    e = encode_basestring
+    return "[\n" + ",\n".join(f'  {{\n    "path": {e(p)},\n    "value": {e(v)},\n    "origin": {e(o)}\n  }}'
+                              for p, v, o in rows) + "\n]\n"
 
 
 def flatten(data: Any, prefix: str = "") -> list[tuple[str, Any]]:
@@ -238,13 +271,10 @@ def explain(loaded: Loaded, device: SwitchIntent | HostIntent, path: str = "",
     return [(p, v, o) for p, v, o, _ in rows(loaded, device, path, topo)]
 
 
-def answer(directory: Path, name: str, min_devices: int = CACHE_MIN_DEVICES) -> Answer:
-    """Every row of `name` in the inventory `directory`, from the device's intent (`load_device`: its cache entry,
-    else the whole fabric's checks), kept for the next explain where the fabric has at least `min_devices`
-    devices (`fabric.explained`)."""
-    one = load_device(directory, name, min_devices)
-    found = Answer(one.loaded.inv.fabric.name,
-                   None if one.intent is None else rows(one.loaded, one.intent, "", one.topo))
-    if one.devices >= min_devices:
-        keep(directory, name, found)
-    return found
+def answer(directory: Path, name: str) -> Answer:
+    """Every row of `name` in the inventory `directory`: the whole fabric's checks, then that device's intent
+    alone."""
+    deriver = load_deriver(directory)
+    intent = deriver.device(name)
+    return Answer(deriver.loaded.inv.fabric.name,
+                  None if intent is None else rows(deriver.loaded, intent, "", deriver.topo))

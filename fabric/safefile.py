@@ -25,13 +25,17 @@ import os
 import secrets
 import stat
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import TypeVar
 
 from fabric.errors import UsageError, printable
 
 DIR_MODE, FILE_MODE = 0o700, 0o600
 FIFO_WAIT_S = 2.0  # how long a FIFO at an output's name is given to get a reader
 MAX_LINKS = 40  # symlinks followed for one name (Linux's own limit)
+T = TypeVar("T")
 _KINDS = ((stat.S_ISREG, "a file"), (stat.S_ISDIR, "a directory"), (stat.S_ISLNK, "a symlink"),
           (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
           (stat.S_ISSOCK, "a socket"))
@@ -119,24 +123,39 @@ def output_dir(path: Path, *, mode: int = 0o777) -> Path:
 def replace_file(path: Path, data: str | bytes, mode: int = FILE_MODE) -> Path:
     """Write `data` to `path` (exactly `mode`, whatever the umask) through a fresh temporary file of an
     unpredictable name beside it, renamed over the name. Only a file or a symlink at the name is replaced."""
+    with replacing(path, mode) as write:
+        write(data)
+    return Path(path)
+
+
+@contextmanager
+def replacing(path: Path, mode: int = FILE_MODE) -> Iterator[Callable[[str | bytes], None]]:
+    """`replace_file` for data made while it is written: the block gets a `write` into the temporary file (which
+    grows as it goes), renamed over `path` when the block ends; an error in the block (or an interruption) leaves
+    `path` as it was. What the system refuses (a full disk included) is a UsageError naming `path`; the block's
+    own errors pass as they are."""
     path = Path(path)
     st = status(path)
     if st is not None and not (stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode)):
         raise UsageError(f"{printable(str(path))}: expected a file, found {kind(st)} (not replaced)")
-    raw = data.encode() if isinstance(data, str) else data
     tmp = path.with_name(f".{path.name[:64]}.{secrets.token_hex(8)}.tmp")
+    fd = _refused(path, os.open, tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, FILE_MODE)
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, FILE_MODE)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                os.fchmod(f.fileno(), mode)
-                f.write(raw)
-            os.replace(tmp, path)
-        finally:
-            tmp.unlink(missing_ok=True)
+        with os.fdopen(fd, "wb") as f:
+            _refused(path, os.fchmod, fd, mode)
+            yield lambda data: _refused(path, f.write, data.encode() if isinstance(data, str) else data)
+            _refused(path, f.flush)
+        _refused(path, os.replace, tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _refused(path: Path, call: Callable[..., T], *args: object) -> T:
+    """`call(*args)`, an operating-system refusal becoming the error of `path` (`refusal`)."""
+    try:
+        return call(*args)
     except (OSError, ValueError) as exc:
         raise refusal(path, "a file that can be written", exc) from None
-    return path
 
 
 def _dir_mode(mode: int) -> int:

@@ -3,7 +3,8 @@ each NOS structures them (`mask_change`, what every diff shows), a word-list fal
 device error messages (`mask_line`), and the environment a child process gets when it needs none of the operator's
 secrets (`scrubbed_env`).
 
-Running configs hold secrets the tool does not own. Where a NOS keeps them (`SECRETS`, one row per NOS):
+Running configs hold secrets the tool does not own. Where each kind of config keeps them (`SECRETS`, one scheme
+per kind; a NOS's row in `fabric.nos` names its own):
 - SONiC CONFIG_DB, the leaves the sonic-yang models declare as secrets (sonic-net/sonic-buildimage,
   src/sonic-yang-models/yang-models at 086b03bd): `auth_password` (sonic-bgp-common: BGP_NEIGHBOR,
   BGP_PEER_GROUP, …), `bind_password` (LDAP), `passkey` (RADIUS[_SERVER], TACPLUS[_SERVER]), `NTP_KEY` `value`,
@@ -18,6 +19,7 @@ Running configs hold secrets the tool does not own. Where a NOS keeps them (`SEC
   FRR user guide: `neighbor … password`, `password`/`enable password`, `ip ospf authentication-key|
   message-digest-key`, `key-string`, `isis password`, `area-password`/`domain-password`, `ip rip authentication
   string`), after an optional encryption type (0, 5, 7, 8a, sha512) or algorithm.
+- `words`, for a config whose secret leaves are not listed: everything after a secret keyword (`mask_line`).
 `fabric plan` shows removed and added lines; every secret in them is shown as `<masked>`, and the output says
 how many lines were.
 """
@@ -106,7 +108,7 @@ def _text(patterns: list[re.Pattern[str]]) -> Callable[[str, str], Masked]:
     return mask_text
 
 
-def _sonic(section: str, line: str) -> Masked:
+def _config_db(section: str, line: str) -> Masked:
     """Section `TABLE|key`, line `field=value` (fabric.nos.sonic.driver)."""
     table = section.split("|", 1)[0]
     field, eq, _value = line.partition("=")
@@ -132,13 +134,23 @@ def _nvue(section: str, line: str) -> Masked:
     return " ".join(path), f"{leaf}{colon}{_value}" if colon else (leaf if hit else line), hit
 
 
+def _words(section: str, line: str) -> Masked:
+    """A config whose secret leaves nobody listed: everything after a secret keyword (`mask_line`)."""
+    sec, hit_s = mask_line(section)
+    ln, hit_l = mask_line(line)
+    return sec, ln, hit_s or hit_l
+
+
+# How a config keeps its secrets; a NOS's row names its scheme (`fabric.nos.Nos.secrets`)
 SECRETS: dict[str, Callable[[str, str], Masked]] = {
-    "sonic": _sonic, "nvue": _nvue, "eos": _text(EOS_SECRET), "frr": _text(FRR_SECRET)}
+    "config_db": _config_db, "nvue": _nvue, "eos_cli": _text(EOS_SECRET), "frr_cli": _text(FRR_SECRET),
+    "words": _words}
 
 
-def mask_change(target: str, section: str, line: str) -> Masked:
-    """One diff line of a `target` config with its secrets masked where that NOS keeps them (`SECRETS`)."""
-    return SECRETS[target](section, line)
+def mask_change(scheme: str, section: str, line: str) -> Masked:
+    """One diff line of a config with its secrets masked where its `scheme` (a key of `SECRETS`, the NOS row's
+    `secrets`) keeps them."""
+    return SECRETS[scheme](section, line)
 
 
 # What a child process that needs none of the operator's secrets may inherit (ansible-runner writes the whole

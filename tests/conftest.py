@@ -145,7 +145,6 @@ def pytest_configure(config: pytest.Config) -> None:
     config._fabric_state_base = base  # type: ignore[attr-defined]
     os.environ["FABRIC_STATE"] = str(base / "push")
     os.environ["FABRIC_LAB_STATE"] = str(base / "lab")
-    os.environ["ROCE_FABRIC_CACHE"] = str(base / "derive-cache")  # never the operator's ~/.cache (fabric.design.load)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

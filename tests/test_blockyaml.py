@@ -14,7 +14,7 @@ import pytest
 
 from fabric.design.derive import derive
 from fabric.errors import InputError
-from fabric.model.blockyaml import load_block
+from fabric.fast.blockyaml import load_block
 from fabric.model.load import load
 from fabric.model.source import MAX_DEPTH, SourceMap, yaml_text
 from fabric.render import render_switch

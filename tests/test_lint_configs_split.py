@@ -14,10 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from fabric import batch
 from fabric.cli import lint as cli_lint
 from fabric.design.derive import derive
 from fabric.errors import InputError
+from fabric.fast import batch
+from fabric.fast.memo import Memo
 from fabric.generate import GpuRailSpec
 from fabric.generate import write as write_inventory
 from fabric.lint import configs as lint_configs
@@ -86,7 +87,6 @@ def _same_reports(split: object, one: object) -> None:
 
 def test_split_lint_of_edited_renders_is_one_process_lint(generated: Path, tmp_path: Path,
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("ROCE_FABRIC_CACHE", "off")
     running = _running(generated, tmp_path)
     split, one, started = _both(monkeypatch, generated, running)
     assert started == 1
@@ -100,7 +100,6 @@ def test_split_lint_of_edited_renders_is_one_process_lint(generated: Path, tmp_p
 
 def test_split_lint_of_a_malformed_file_and_a_bad_select(generated: Path, tmp_path: Path,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("ROCE_FABRIC_CACHE", "off")
     running = _running(generated, tmp_path)
     split, one, started = _both(monkeypatch, generated, running, ["RF9"])
     assert started == 1 and isinstance(split, list) and split == one and "--select" in str(split)
@@ -114,7 +113,6 @@ def test_split_lint_of_a_malformed_file_and_a_bad_select(generated: Path, tmp_pa
 def test_split_lint_where_the_other_process_fails(generated: Path, tmp_path: Path, how: str,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """Its part is then done here, as without it: where its steps raise, or it ends without an answer."""
-    monkeypatch.setenv("ROCE_FABRIC_CACHE", "off")
     running = _running(generated, tmp_path)
 
     def broken(*_a: object, **_k: object) -> object:
@@ -133,7 +131,6 @@ def test_split_lint_where_the_other_process_fails(generated: Path, tmp_path: Pat
 @pytest.mark.parametrize("name", ["h100-400g", "example", "sonic-example", "eos-example"])
 def test_split_lint_of_a_render_directory(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     inv = ROOT / "inventories" / name
-    monkeypatch.setenv("ROCE_FABRIC_CACHE", "off")
     out = tmp_path / "out"
     subprocess.run([str(Path(sys.executable).parent / "fabric"), "render", str(inv), "-o", str(out)], check=True,
                    capture_output=True)
@@ -201,37 +198,20 @@ def test_beside_gives_the_other_process_answers_or_its_exception() -> None:
     assert b.process is None
 
 
-def test_no_digest_of_the_configs_without_a_cache(generated: Path, tmp_path: Path,
-                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    """With the cache off nothing is keyed by the directory's bytes: they are not read to hash them."""
-    running = _running(generated, tmp_path)
-    monkeypatch.setenv("ROCE_FABRIC_CACHE", "off")
-    one = cli_lint.run_lint(generated, running)
-
-    def no_digest(_root: Path) -> str:
-        raise AssertionError("hashed")
-
-    monkeypatch.setattr(lint_configs, "digest", no_digest)
-    assert cli_lint.run_lint(generated, running).model_dump() == one.model_dump()
-    monkeypatch.setenv("ROCE_FABRIC_CACHE", str(tmp_path / "cache"))
-    with pytest.raises(AssertionError, match="hashed"):
-        cli_lint.run_lint(generated, running)
-
-
 def test_qos_of_a_rendered_patch_shared_is_qos_of_it(generated: Path) -> None:
     """`_qos_of` takes a QoS tree judged before (same tree, same text) with its lines shifted: as `_Qos.of`."""
     from fabric.lint.configs.model import DeviceConfig
     from fabric.nos.nvue import configs as nvue_configs
 
     fabric = derive(load(generated))
-    nvue_configs._QOS_OF.clear()
+    rendering, reading = Memo(), Memo()
     hits = 0
     for name, sw in fabric.switches.items():
-        patch = render(sw, fabric, extras=False)["nvue-patch.yaml"]
-        tree = nvue_configs._in_yaml_order(rendered_tree(patch))
+        patch = render(sw, fabric, extras=False, memo=rendering)["nvue-patch.yaml"]
+        tree = nvue_configs._in_yaml_order(rendered_tree(patch), reading)
         shared, plain = (DeviceConfig(name=name, file="f", kind="nvue") for _ in range(2))
-        hits += id(tree["qos"]) in nvue_configs._QOS_OF
-        q = nvue_configs._qos_of(tree["qos"], shared, nvue_configs._PatchLines(patch, rendered_tree(patch)))
+        hits += reading.find(tree["qos"], "nvue qos judged") is not None
+        q = nvue_configs._qos_of(tree["qos"], shared, nvue_configs._PatchLines(patch, rendered_tree(patch)), reading)
         assert q == nvue_configs._Qos.of(tree["qos"], plain, nvue_configs._PatchLines(patch, rendered_tree(patch)))
         assert shared.lines == plain.lines and plain.lines, name
     assert hits >= len(fabric.switches) - 4

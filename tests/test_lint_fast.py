@@ -652,18 +652,21 @@ def test_network_equals_ipaddress() -> None:
 
 
 def test_a_large_fabric_is_held_to_the_end_of_the_command_and_only_the_last(monkeypatch: pytest.MonkeyPatch) -> None:
-    """`lint` is done with the derived fabric before it exits: `fabric.design.load` still holds it (frozen objects
-    a module references are left to the operating system at exit, not freed one by one), the last one only."""
+    """`lint` is done with the derived fabric before it exits: `fabric.fast.batch` still holds it (frozen objects
+    a module references are left to the operating system at exit, not freed one by one), the last two only (a
+    fabric and the configs linted against it)."""
     import gc
 
-    from fabric.design import load as load_module
+    from fabric.design.load import load_fabric
+    from fabric.fast import batch
 
-    monkeypatch.setattr(load_module, "CACHE_MIN_DEVICES", 1)  # the example counts as large
+    monkeypatch.setattr(batch, "LARGE", 1)  # the example counts as large
+    monkeypatch.setattr(batch, "_HELD", [])  # what an earlier test held
     try:
-        first = load_module.load_fabric(ROOT / "inventories" / "example", cached=False)
-        assert len(load_module._HELD) == 1 and load_module._HELD[0] is first
-        second = load_module.load_fabric(ROOT / "inventories" / "eos-example", cached=False)
-        assert len(load_module._HELD) == 1 and load_module._HELD[0] is second
+        first = load_fabric(ROOT / "inventories" / "example")
+        assert len(batch._HELD) == 1 and batch._HELD[0] is first
+        second = load_fabric(ROOT / "inventories" / "eos-example")
+        third = load_fabric(ROOT / "inventories" / "example")
+        assert len(batch._HELD) == 2 and batch._HELD[0] is second and batch._HELD[1] is third
     finally:
-        load_module._HELD.clear()
         gc.unfreeze()

@@ -51,7 +51,7 @@ def test_accept_catalog_reports_every_error_with_its_line(tmp_path: Path) -> Non
     with pytest.raises(InputError) as exc:
         accept_catalog.load_catalog(path)
     got = problems(exc)
-    assert f"{path}:2: checks[0].check: expected one of host-config, host-prereqs, bgp, " in got[0]
+    assert f"{path}:2: checks[0].check: expected one of cabling, host-config, host-prereqs, bgp, " in got[0]
     assert got[0].endswith("found 'rail-bandwdith'")
     assert f"{path}:5: checks[1].input.seconds: expected greater than 0, found -1" in got
     assert f"{path}:6: checks[1].input.fraction_of_link: expected less than or equal to 1, found 2" in got

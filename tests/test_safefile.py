@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from fabric.errors import UsageError
-from fabric.safefile import append_private, private_dir, write_private
+from fabric.safefile import append_private, private_dir, replacing, write_private
 from tests import inproc
 
 
@@ -62,6 +62,25 @@ def test_something_else_where_a_directory_is_expected_is_refused(tmp_path: Path,
     with pytest.raises(UsageError, match=r"expected a directory, found a (file|symlink)"):
         write_private(where / "sw1.conf", "x")
     assert not (tmp_path / "elsewhere" / "sw1.conf").exists() and not (tmp_path / "nowhere").exists()
+
+
+def test_a_file_written_as_it_is_made_replaces_the_name_only_when_complete(tmp_path: Path) -> None:
+    """`replacing`: the data grows in a private temporary file beside the name; the name keeps its old file until
+    the block ends, and an error in the block leaves it as it was, with no temporary file behind."""
+    plan = tmp_path / "dry-run.txt"
+    plan.write_text("the last plan\n")
+    with pytest.raises(KeyboardInterrupt), replacing(plan) as write:
+        write("== rail-bandwidth\n")
+        (tmp,) = tmp_path.glob(".dry-run.txt.*.tmp")
+        assert tmp.read_text() == "" and _mode(tmp) == 0o600  # buffered; nothing under the name yet
+        raise KeyboardInterrupt
+    assert plan.read_text() == "the last plan\n" and sorted(p.name for p in tmp_path.iterdir()) == ["dry-run.txt"]
+    with replacing(plan) as write:
+        write("== rail-bandwidth\n")
+        write(b"  round 1 gpu-su1-02 [server]: ib_write_bw\n")
+        assert plan.read_text() == "the last plan\n"
+    assert plan.read_text() == "== rail-bandwidth\n  round 1 gpu-su1-02 [server]: ib_write_bw\n"
+    assert _mode(plan) == 0o600 and sorted(p.name for p in tmp_path.iterdir()) == ["dry-run.txt"]
 
 
 def test_append_creates_a_private_log(tmp_path: Path) -> None:

@@ -48,7 +48,7 @@ def acceptance_jobs(fabric: FabricIntent, image: str, *, quick: bool = True) -> 
     sources = [(f"pods-su{first}-bw", [rd.pairs for rd in schedule(one_su, quick=quick)])]
     if len(sus) > 1:
         ctx = SimpleNamespace(fabric=fabric)  # the cross-SU scheduler reads only the fabric
-        sources.append(("pods-cross-su-bw", CrossSuBandwidth(bw).pairs(ctx, quick)))  # type: ignore[arg-type]
+        sources.append(("pods-cross-su-bw", list(CrossSuBandwidth(bw).pairs(ctx, quick))))  # type: ignore[arg-type]
     for name, rounds in sources:
         if rounds:
             jobs.append(perftest_pod_job(fabric, name, pod_pairs(fabric, rounds, "p"), tool="ib_write_bw",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -78,17 +78,17 @@ def switch_changes(site: Site, before: cn.Snapshot | None, after: cn.Snapshot | 
 
 
 def plan(site: Site, checks: list[Check], *, quick: bool = False,
-         report_dir: Path | None = None) -> list[tuple[str, list[Planned]]]:
+         report_dir: Path | None = None) -> Iterator[tuple[str, Iterable[Planned]]]:
     """`--dry-run`: per check (in run order, the counter snapshots where they would be taken) the commands it
-    would run with their hosts and rounds; launch files are written to `report_dir`. Nothing runs."""
+    would run with their hosts and rounds, one step at a time and each check's commands as it makes them (an
+    all-pairs plan of thousands of hosts is written as it comes, never held); launch files are written to
+    `report_dir`. Nothing runs."""
     ctx = Context(site=site, quick=quick, report_dir=report_dir)
     ordered = sorted(checks, key=lambda c: PHASES.index(c.phase))
     snap = cn.planned_snapshot(site) if any(c.phase == "post" for c in ordered) else []
-    out: list[tuple[str, list[Planned]]] = []
     for i, check in enumerate(ordered):
         if snap and check.phase != "pre" and (i == 0 or ordered[i - 1].phase == "pre"):
-            out.append(("counters before traffic", snap))
+            yield "counters before traffic", snap
         if snap and check.phase == "post" and (i == 0 or ordered[i - 1].phase != "post"):
-            out.append(("counters after traffic", snap))
-        out.append((check.id, check.plan(ctx)))
-    return out
+            yield "counters after traffic", snap
+        yield check.id, check.plan(ctx)

@@ -9,7 +9,7 @@ independent, so host A may be on rail 1 with B and on rail 2 with B in the same 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 Pair = tuple[str, str]
@@ -28,26 +28,20 @@ class Round:
         return [(rail, a, b) for rail, ps in sorted(self.pairs.items()) for a, b in ps]
 
 
-def circle_rounds(hosts: Sequence[str]) -> list[list[Pair]]:
-    """Circle-method rounds: every unordered pair exactly once over N−1 rounds (N rounds if N is odd)."""
+def circle_rounds(hosts: Sequence[str]) -> Iterator[list[Pair]]:
+    """Circle-method rounds, one at a time: every unordered pair exactly once over N−1 rounds (N rounds if N is
+    odd)."""
     players: list[str | None] = list(hosts)
     if len(players) < 2:
-        return []
+        return
     if len(players) % 2:
         players.append(None)  # bye
     n = len(players)
     fixed, rest = players[0], players[1:]
-    rounds: list[list[Pair]] = []
     for r in range(n - 1):
-        rot = rest[r:] + rest[:r]
-        line = [fixed, *rot]
-        pairs = []
-        for i in range(n // 2):
-            a, b = line[i], line[n - 1 - i]
-            if a is not None and b is not None:
-                pairs.append((a, b))
-        rounds.append(pairs)
-    return rounds
+        line = [fixed, *rest[r:], *rest[:r]]
+        yield [(a, b) for a, b in zip(line[:n // 2], reversed(line[n // 2:]), strict=True)
+               if a is not None and b is not None]
 
 
 def quick_rounds(hosts: Sequence[str]) -> list[list[Pair]]:
@@ -59,31 +53,44 @@ def quick_rounds(hosts: Sequence[str]) -> list[list[Pair]]:
     return [first, [(hs[-1], hs[0])]] if len(hs) % 2 else [first]
 
 
-def schedule(hosts_per_rail: dict[int, Sequence[str]], *, quick: bool = False) -> list[Round]:
-    """Rounds for every rail at once: round k of each rail runs together (rails in parallel)."""
+def rounds_together(per_rail: dict[int, Iterable[list[Pair]]]) -> Iterator[dict[int, list[Pair]]]:
+    """Round k of every rail together, one round at a time, until the longest rail's rounds end (a rail whose
+    rounds ended, or whose round k is empty, is left out of round k). Rails given the same iterable share it: it is
+    advanced once per round."""
+    streams = {id(rs): iter(rs) for rs in per_rail.values()}
+    while True:
+        current = {key: next(it, None) for key, it in streams.items()}
+        if all(pairs is None for pairs in current.values()):
+            return
+        yield {rail: current[id(rs)] for rail, rs in per_rail.items() if current[id(rs)]}  # type: ignore[misc]
+
+
+def iter_schedule(hosts_per_rail: dict[int, Sequence[str]], *, quick: bool = False) -> Iterator[Round]:
+    """Rounds for every rail at once, one at a time: round k of each rail runs together (rails in parallel). A
+    4,096-host all-pairs schedule is 67 million pairs: a dry run writes each round as it is made."""
     make = quick_rounds if quick else circle_rounds
-    cache: dict[tuple[str, ...], list[list[Pair]]] = {}  # rails with the same hosts share one schedule
-    per_rail: dict[int, list[list[Pair]]] = {}
-    for rail, hs in hosts_per_rail.items():
-        key = tuple(hs)
-        if key not in cache:
-            cache[key] = make(hs)
-        per_rail[rail] = cache[key]
-    depth = max((len(rs) for rs in per_rail.values()), default=0)
-    return [Round(index=k, pairs={rail: rs[k] for rail, rs in sorted(per_rail.items()) if k < len(rs) and rs[k]})
-            for k in range(depth)]
+    shared: dict[tuple[str, ...], Iterable[list[Pair]]] = {}  # rails with the same hosts share one schedule
+    per_rail: dict[int, Iterable[list[Pair]]] = {}
+    for rail, hs in sorted(hosts_per_rail.items()):
+        per_rail[rail] = shared.setdefault(tuple(hs), make(hs))
+    for k, pairs in enumerate(rounds_together(per_rail)):
+        yield Round(index=k, pairs=pairs)
 
 
-def cross_rounds(groups: Sequence[Sequence[str]], *, quick: bool = False) -> list[list[Pair]]:
-    """Rounds of pairs whose hosts are in different groups (scalable units), through the spines.
+def schedule(hosts_per_rail: dict[int, Sequence[str]], *, quick: bool = False) -> list[Round]:
+    """Every round of `iter_schedule` (a run measures them one by one and keeps every measurement)."""
+    return list(iter_schedule(hosts_per_rail, quick=quick))
+
+
+def cross_rounds(groups: Sequence[Sequence[str]], *, quick: bool = False) -> Iterator[list[Pair]]:
+    """Rounds of pairs whose hosts are in different groups (scalable units), through the spines, one at a time.
 
     Units are paired by the circle method; within a unit pair host i of one meets host i+shift of the
     other, one round per shift, so no host is used twice in a round. Quick: the first unit round and
     shift 0 only (every host crosses the spines once)."""
     if len(groups) < 2:
-        return []
+        return
     index = {f"su{n}": list(g) for n, g in enumerate(groups)}
-    rounds: list[list[Pair]] = []
     for su_round in circle_rounds(list(index)):
         width = max(max(len(index[a]), len(index[b])) for a, b in su_round)
         for shift in range(1 if quick else width):
@@ -93,7 +100,6 @@ def cross_rounds(groups: Sequence[Sequence[str]], *, quick: bool = False) -> lis
                 for i, a in enumerate(a_hosts[: len(b_hosts)] if len(a_hosts) >= len(b_hosts) else a_hosts):
                     pairs.append((a, b_hosts[(i + shift) % len(b_hosts)]))
             if pairs:
-                rounds.append(pairs)
+                yield pairs
         if quick:
             break
-    return rounds

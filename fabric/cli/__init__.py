@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fabric.batch import gc_paused
+from fabric.fast.batch import gc_paused
 
 # typer, rich and the entry point build tens of thousands of objects (modules, classes, functions) that live as long
 # as the process: no cyclic collection while they are imported (main() does the same for the command's modules)

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Iterable, Iterator
+from itertools import islice
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.table import Table
@@ -26,7 +28,10 @@ from fabric.cli.remediate import (
 )
 from fabric.cli.site import none_answered, open_site
 from fabric.errors import UsageError, printable
-from fabric.safefile import private_dir, write_private
+from fabric.safefile import private_dir, replacing
+
+if TYPE_CHECKING:
+    from fabric.accept.results import Planned
 
 out = console()
 err = console(stderr=True)
@@ -125,20 +130,39 @@ def accept(
     sys.exit(0 if rep.ok else 1)  # not typer.Exit: main() runs click with standalone_mode=False
 
 
-def _dry_run(plan, out_dir: Path) -> None:
-    """Print the plan (check, round, host, role, command) and keep it as dry-run.txt beside the launch files."""
-    lines: list[str] = []
-    for name, steps in plan:
-        lines.append(f"== {name}" + ("" if steps else "  (reads only what the counter snapshots read)"))
-        for p in steps:
-            where = f"round {p.round} " if p.round else ""
-            lines.append(f"  {where}{p.host} [{p.role}]: {p.command}")
-    text = "\n".join(lines) + "\n"
-    write_private(out_dir / "dry-run.txt", text)
-    sys.stdout.write(text)
+DRY_RUN_CHUNK = 8192  # lines of the plan written at once to stdout and dry-run.txt
+
+
+def _dry_run(plan: Iterable[tuple[str, Iterable[Planned]]], out_dir: Path) -> None:
+    """Print the plan (check, round, host, role, command) as it is made, a chunk of lines at a time, and keep it
+    as dry-run.txt beside the launch files (growing in a temporary file beside it, named dry-run.txt once
+    complete: an interrupted dry run leaves no partial plan under that name)."""
+    counts = {"commands": 0, "steps": 0}
+
+    def lines() -> Iterator[str]:
+        for name, planned in plan:
+            counts["steps"] += 1
+            header = f"== {name}\n"
+            for p in planned:
+                if header:
+                    yield header
+                    header = ""
+                counts["commands"] += 1
+                yield f"  {f'round {p.round} ' if p.round else ''}{p.host} [{p.role}]: {p.command}\n"
+            if header:
+                yield f"== {name}  (reads only what the counter snapshots read)\n"
+
+    from fabric.host.fleet import cleanup_on_signals  # SIGTERM, SIGHUP: the growing plan is removed, as on Ctrl-C
+
+    private_dir(out_dir)
+    text = lines()
+    with cleanup_on_signals(), replacing(out_dir / "dry-run.txt") as keep:
+        while chunk := "".join(islice(text, DRY_RUN_CHUNK)):
+            keep(chunk)
+            sys.stdout.write(chunk)
     launch = out_dir / "launch"
     files = sorted(p for p in launch.rglob("*") if p.is_file()) if launch.exists() else []
-    out.print(f"dry run: {sum(len(s) for _, s in plan)} commands in {len(plan)} steps, nothing run; "
+    out.print(f"dry run: {counts['commands']} commands in {counts['steps']} steps, nothing run; "
               f"{out_dir / 'dry-run.txt'}" + (f", {len(files)} launch files in {launch}" if files else ""))
 
 

@@ -4,10 +4,13 @@ character it was given (`file.yaml:100:` stays, `[x]` in a name stays). Styling 
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from typing import IO, Any
 
 from rich.console import Console
 from rich.text import Text
+
+from fabric.errors import printable
 
 
 def console(*, stderr: bool = False, file: IO[str] | None = None, width: int | None = None, **kw: Any) -> Console:
@@ -21,3 +24,39 @@ def console(*, stderr: bool = False, file: IO[str] | None = None, width: int | N
 def styled(text: str, style: str | None) -> Text:
     """`text` shown in `style` (red, green, bold …), never parsed as markup."""
     return Text(text, style=style or "")
+
+
+TABLE_ROWS = 500  # more rows than this: aligned lines (rich lays a table out at about 0.2 ms a row)
+FITS = 0.99  # share of a column's cells its width holds: a few longer cells (lists) push the rest of their line
+
+
+def print_table(out: Console, title: str, columns: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
+    """`rows` under `columns` as a rich table (long cells folded) when there are at most TABLE_ROWS, else as
+    `aligned` lines: one row a line, as grep, sort and less -S want it, in a fraction of rich's time."""
+    if len(rows) > TABLE_ROWS:
+        out.file.write(aligned(title, columns, rows))
+        return
+    from rich.table import Table
+
+    t = Table(title=title)
+    for col in columns:
+        t.add_column(col, overflow="fold")
+    for row in rows:
+        t.add_row(*row)
+    out.print(t)
+
+
+def aligned(title: str, columns: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """The title, the column names over a rule, then one line per row: every column but the last padded to the
+    width that FITS of its cells hold, the last one whole; control characters escaped, so a row stays one line."""
+    cells = [[printable(c) for c in row] for row in rows]
+    widths = []
+    for i, col in enumerate(columns[:-1]):
+        lengths = sorted(len(r[i]) for r in cells) or [0]
+        widths.append(max(len(col), lengths[int((len(lengths) - 1) * FITS)]))
+
+    def line(row: Sequence[str]) -> str:
+        return ("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=False)) + "  " + row[-1]).rstrip() + "\n"
+
+    rule = ["-" * w for w in widths] + ["-" * len(columns[-1])]
+    return "".join([f"{printable(title)} ({len(rows):,} rows)\n", line(columns), line(rule), *map(line, cells)])

@@ -11,9 +11,10 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from fabric.cli.console import console
+from fabric.cli.console import console, print_table
 from fabric.cli.progress import Tracker, track
 from fabric.errors import InputError, Problem, UsageError
+from fabric.nos import names as nos_names
 
 out = console()
 InventoryArg = Annotated[Path, typer.Argument(help="inventory directory of YAML files", show_default=False)]
@@ -36,7 +37,7 @@ def validate(inventory: InventoryArg) -> None:
     """Load, validate and derive an inventory; print every problem as file:line."""
     from fabric.design.load import summary
 
-    s = summary(inventory)  # an unchanged inventory, validated by the same code before: its cached verdict
+    s = summary(inventory)
     out.print(f"{s.name}: valid — {s.switches} switches, {s.hosts} hosts, {s.links} links, {s.rail_nics} rail NICs "
               f"({s.files} files)")
 
@@ -145,24 +146,20 @@ def explain(inventory: InventoryArg, device: Annotated[str, typer.Argument(help=
                                                      "monitoring: the alert thresholds")] = "",
             fmt: FormatOpt = "table") -> None:
     """Every value of a device with its origin: preset, override or inventory (file:line), derived, or formula."""
-    from fabric.explained import read, select, to_json
+    from fabric.explain import answer, select, to_json
 
     _check_format(fmt)
     if path.startswith("monitoring"):  # the alert thresholds of `fabric export -f prometheus`
         from fabric.design.load import load_deriver
         from fabric.export.prometheus import explain_rows
 
-        deriver = load_deriver(inventory)  # the whole fabric's checks (or their cached verdict)
+        deriver = load_deriver(inventory)  # the whole fabric's checks
         loaded, dev = deriver.loaded, deriver.device(device)
         if dev is None:
             raise UsageError(f"device: expected a switch or host of {loaded.inv.fabric.name}, found {device!r}")
         rows = explain_rows(loaded, deriver.fabric(), dev, path)  # per-port labels need every link
-    else:  # the answer kept for this device, else its own intent entry or the whole fabric's checks, then it alone
-        found = read(inventory, device)
-        if found is None:
-            from fabric.explain import answer
-
-            found = answer(inventory, device)
+    else:  # the whole fabric's checks, then this device's intent alone
+        found = answer(inventory, device)
         if found.rows is None:
             raise UsageError(f"device: expected a switch or host of {found.fabric}, found {device!r}")
         rows = select(found.rows, path)
@@ -172,12 +169,7 @@ def explain(inventory: InventoryArg, device: Annotated[str, typer.Argument(help=
         # plain JSON text, as rich's print_json writes it off a terminal (its highlighting cost seconds at 32k)
         sys.stdout.write(to_json(rows))
         return
-    table = Table(title=f"{device}{' ' + path if path else ''}")
-    for col in ("path", "value", "origin"):
-        table.add_column(col, overflow="fold")
-    for row in rows:
-        table.add_row(*row)
-    out.print(table)
+    print_table(out, f"{device}{' ' + path if path else ''}", ("path", "value", "origin"), rows)
 
 
 def show(inventory: InventoryArg, device: Annotated[str, typer.Argument(help="switch or host name")],
@@ -224,7 +216,7 @@ def generate_gpu_rail(
     super_spines: Annotated[int | None, typer.Option(help="super-spines per plane")] = None,
     platform: Annotated[str, typer.Option()] = "sn5600",
     breakout: Annotated[str, typer.Option(help="e.g. 2x400G, or none")] = "2x400G",
-    target: Annotated[str, typer.Option(help="sonic, nvue, eos or frr")] = "nvue",
+    target: Annotated[str, typer.Option(help=nos_names())] = "nvue",
     speed: Annotated[str, typer.Option(help="host and fabric link speed")] = "400G",
     name: Annotated[str | None, typer.Option(help="fabric name; default the directory name")] = None,
     mode: Annotated[str, typer.Option(help="svi or p2p31")] = "svi",
@@ -245,13 +237,12 @@ def generate_gpu_rail(
         raise InputError([Problem("fabric generate", None, f"--{str(e['loc'][0]).replace('_', '-')}",
                                   e["msg"].removeprefix("Value error, ").removeprefix("Input should be "),
                                   repr(e.get("input"))) for e in exc.errors()]) from None
-    from fabric.design.derive import checked_topology
-    from fabric.model.load import load
+    from fabric.design.load import load_deriver
 
     checked = []
 
     def check(directory: Path) -> None:  # what `validate` checks: deriving each device adds no check
-        checked.append(checked_topology(load(directory)))
+        checked.append(load_deriver(directory).topo)
 
     paths = write(spec, output, check=check, force=force)
     roles = Counter(s.role for s in checked[-1].switches.values())

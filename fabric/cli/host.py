@@ -11,9 +11,9 @@ from pathlib import Path
 import typer
 from pydantic import ValidationError
 
-from fabric.batch import gc_paused
 from fabric.design.intent import HostIntent
 from fabric.errors import InputError, Problem, UsageError
+from fabric.fast.batch import gc_paused
 from fabric.host.model import AgentOptions, FleetOptions
 from fabric.model.limits import MAX_BYTES
 from fabric.model.userfile import read_user_file

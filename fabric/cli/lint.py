@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import gc
 import io
-import json
-import pickle
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -13,10 +10,11 @@ from typing import Any
 
 import typer
 
-from fabric.batch import gc_paused
 from fabric.cli.console import console
 from fabric.cli.progress import Tracker, track
 from fabric.errors import InputError, Problem
+from fabric.fast.batch import gc_paused, hold
+from fabric.fast.memo import Memo
 from fabric.lint.core import RULES, Severity
 from fabric.lint.rules import all_rules
 from fabric.safefile import write_output
@@ -95,12 +93,14 @@ def _renderer(intent: Any) -> Callable[[str], tuple[str, str, Any] | None]:
     not read again (`fabric.lint.configs.Rendered`)."""
     from fabric.nos import NOS
 
+    memo = Memo()
+
     def rendered(name: str) -> tuple[str, str, Any] | None:
         sw = intent.switches.get(name)
         module = NOS[sw.target].module("render") if sw is not None else None
         if module is None or not hasattr(module, "rendered_tree"):
             return None
-        text = module.render(sw, intent, extras=False)[NOS[sw.target].intended]
+        text = module.render(sw, intent, extras=False, memo=memo)[NOS[sw.target].intended]
         tree = module.rendered_tree(text)
         return None if tree is None else (sw.target, text, tree)
 
@@ -108,7 +108,6 @@ def _renderer(intent: Any) -> Callable[[str], tuple[str, str, Any] | None]:
 
 
 FREEZE_MIN = 1000  # parsed configs from which they are kept out of the collector's reach to the end of the process
-_HELD: list[Any] = []
 SPLIT_MIN = 500  # files from which `lint INV --configs DIR` uses a second process after deriving (`_split`)
 
 
@@ -120,17 +119,19 @@ def _split(ctx: Any, early: Any, select: list[str] | None, ignore: list[str] | N
     files equal to their render, then the intent's findings; where one is None (that step failed, or the process
     ended), this process does that part as without it.
     tests/test_lint_configs_split.py holds the findings to those of one process."""
-    from fabric.batch import Beside
+    from fabric.fast.batch import Beside
     from fabric.lint.configs import Split, ahead_of, rendered_same
     from fabric.lint.engine import intent_findings
     from fabric.nos import NOS
+
+    memo = Memo()
 
     def trees(name: str) -> tuple[str, Any, Callable[[Any], str]] | None:
         sw = ctx.intent.switches.get(name)
         module = NOS[sw.target].module("render") if sw is not None else None
         if module is None or not hasattr(module, "intended_tree"):
             return None
-        return sw.target, module.intended_tree(sw, ctx.intent), module.intended_text
+        return sw.target, module.intended_tree(sw, ctx.intent, memo), module.intended_text
 
     targets = {n: sw.target for n, sw in ctx.intent.switches.items()}
     with gc_paused():
@@ -166,53 +167,21 @@ def run_lint(
     progress: Tracker | None = None,
 ):
     """Load, derive and lint; parse `configs` when given. Bad input raises InputError (exit 2)."""
-    from fabric.design.load import load_fabric
-    from fabric.lint.context import Context
-    from fabric.lint.engine import run
-
     stage = progress.stage if progress is not None else lambda _d: None
-    if inventory is not None and configs is None:  # the findings of an unchanged inventory: from the cache
-        from fabric.design.load import verdict
+    if inventory is not None and configs is None:  # the inventory alone: the configs' readers are not imported
+        from fabric.design.load import load_fabric
+        from fabric.lint.context import Context
+        from fabric.lint.engine import run
 
-        def make() -> tuple[Any, bytes, int]:
-            f = load_fabric(inventory, progress=stage, cached=False)  # deriving is no slower than reading back
-            stage("run the rules")
-            return _kept(run(Context(f.loaded, f.intent, f.deriver), None, select, ignore), f)
-
-        return verdict(inventory, "lint", json.dumps([select or [], ignore or []]), make, _result)
-    if inventory is not None and configs is not None:  # the findings of unchanged configs and inventory: cached
-        from fabric.design.cachekey import cache_dir
-        from fabric.design.load import verdict
-        from fabric.lint.configs import digest
-
-        key = digest(configs) if cache_dir() is not None else None  # no cache: nothing to key (110 MB read at 32k)
-        if key is not None:
-            def make() -> tuple[Any, bytes, int]:
-                result, data, devices = _with_configs(inventory, configs, select, ignore, stage, True)
-                # a file changed while it was read: these findings are not those of `key`, not kept
-                return result, data, devices if digest(configs) == key else 0
-
-            return verdict(inventory, "lint-configs", json.dumps([select or [], ignore or [], key]), make, _result)
+        f = load_fabric(inventory, progress=stage)
+        stage("run the rules")
+        return run(Context(f.loaded, f.intent, f.deriver), None, select, ignore)
     return _with_configs(inventory, configs, select, ignore, stage)
 
 
-def _kept(result: Any, f: Any) -> tuple[Any, bytes, int]:
-    """What `fabric.design.load.verdict`'s `make` returns: the findings, their bytes, the fabric's devices."""
-    return result, pickle.dumps(result, pickle.HIGHEST_PROTOCOL), len(f.intent.switches) + len(f.intent.hosts)
-
-
-def _result(raw: bytes) -> Any:
-    """Findings read back from a kept entry (None: not findings)."""
-    from fabric.lint.engine import Result
-
-    result = pickle.loads(raw)  # our own private entry (fabric.design.load._read)
-    return result if isinstance(result, Result) else None
-
-
 def _with_configs(inventory: Path | None, configs: Path | None, select: list[str] | None, ignore: list[str] | None,
-                  stage: Callable[[str], Any], keep: bool = False) -> Any:
-    """The findings of `inventory` and/or the configs in `configs`; `keep`: with the bytes of the result and the
-    fabric's devices (`fabric.design.load.verdict`'s `make`)."""
+                  stage: Callable[[str], Any]) -> Any:
+    """The findings of `inventory` and/or the configs in `configs`."""
     from fabric.design.load import load_fabric
     from fabric.lint.configs import EarlyParse, load_configs
     from fabric.lint.context import Context
@@ -234,11 +203,8 @@ def _with_configs(inventory: Path | None, configs: Path | None, select: list[str
             beside, split = _split(ctx, early, select, ignore)
         with gc_paused():  # hundreds of thousands of ports that all stay: nothing for the collector to find
             cs = load_configs(configs, ctx, early, rendered, split) if configs is not None else None
-            if cs is not None and len(cs.devices) >= FREEZE_MIN:
-                # as `fabric.design.load._keep` does for the fabric: no collection (the next one, the one at exit)
-                # walks them again (about 0.5 CPU-s at 32k), and they are left to the OS at exit
-                gc.freeze()
-                _HELD.append(cs)
+            if cs is not None:  # as for the fabric: out of the collector's reach, left to the OS at exit
+                hold(cs, len(cs.devices), FREEZE_MIN)
     except BaseException:
         if beside is not None:
             beside.close()
@@ -253,4 +219,4 @@ def _with_configs(inventory: Path | None, configs: Path | None, select: list[str
     finally:
         if beside is not None:
             beside.close()
-    return _kept(result, f) if keep else result
+    return result

@@ -17,8 +17,8 @@ try:  # typer ≥ 0.20 vendors click
 except ImportError:  # pragma: no cover
     from click import ClickException
 
-from fabric.batch import gc_paused
 from fabric.errors import InputError, UsageError, printable
+from fabric.fast.batch import gc_paused
 
 if TYPE_CHECKING:
     from rich.console import Console

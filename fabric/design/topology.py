@@ -171,8 +171,9 @@ def _merged_settings(*layers: HostSettings | None) -> dict[str, Any]:
 
 
 class _Builder:
-    def __init__(self, inv: Inventory, smap: SourceMap, target: str | None = None):
+    def __init__(self, inv: Inventory, smap: SourceMap, target: str | None = None, lossless: tuple[int, ...] = ()):
         self.inv, self.smap, self.t, self.force_target = inv, smap, Topo(), target
+        self.lossless = lossless  # the QoS policy's lossless priorities: every switch's NOS must render them
         self.overrides = {s.name: (i, s) for i, s in enumerate(inv.switches)}
         self.reported: set[tuple[Any, ...]] = set()
         self.shared: dict[tuple[Any, ...], list[int]] = {}  # loc → [index in problems, count]
@@ -214,7 +215,7 @@ class _Builder:
         over = self.overrides.get(name)
         platform = target = breakout = release = None
         role_loc: tuple[Any, ...] = ("roles", role)
-        breakout_loc = release_loc = platform_loc = role_loc
+        breakout_loc = release_loc = platform_loc = target_loc = role_loc
         if settings:
             platform, target, breakout, release = settings.platform, settings.target, settings.breakout, \
                 settings.release
@@ -225,6 +226,7 @@ class _Builder:
             platform, target = o.platform or platform, o.target or target
             if o.platform:
                 platform_loc = loc
+            target_loc = loc if o.target else role_loc
             if o.breakout:
                 breakout, breakout_loc = o.breakout, loc
             if o.release:
@@ -259,10 +261,20 @@ class _Builder:
                 release = nos.release_for(platform)
         if NOS[target].platform_ports and not forced:  # forced: the lab and tests realize any platform on the target
             self.sonic_ports(plat, ways, speed, breakout, breakout_loc, platform_loc)
+        self.check_qos(target, (*target_loc, "target"))
         sw = Switch(name, role, plat, target, ways, speed, asn=asn, adaptive_routing=ar, release=release,
                     release_origin=origin, loc=loc, **kw)
         self.t.switches[name] = sw
         return sw
+
+    def check_qos(self, target: str, loc: tuple[Any, ...]) -> None:
+        """A lossless policy on a switch whose NOS renders no QoS: a problem at its `target` (`Nos.renders_qos`)."""
+        nos = NOS[target]
+        if self.lossless and not nos.renders_qos:
+            self.report(loc, f"a NOS that renders the lossless QoS policy (PFC on priority "
+                        f"{', '.join(map(str, self.lossless))}): "
+                        f"{', '.join(n.name for n in NOS.values() if n.renders_qos)}",
+                        f"{target}: {nos.title} renders no QoS")
 
     def where(self, loc: tuple[Any, ...]) -> str:
         file, line = self.smap.where(loc)
@@ -583,11 +595,12 @@ class _Builder:
         return port_indexes(target, sw.ways, sw.platform.lanes, sw.capacity).get(port)
 
 
-def build(inv: Inventory, smap: SourceMap, target: str | None = None) -> Topo:
+def build(inv: Inventory, smap: SourceMap, target: str | None = None, lossless: tuple[int, ...] = ()) -> Topo:
     """Generate the rail-optimized part, then add or override explicit switches and links.
 
-    `target` forces one NOS on every switch (the lab realizes every switch as Linux/FRR)."""
-    b = _Builder(inv, smap, target)
+    `target` forces one NOS on every switch (the lab realizes every switch as Linux/FRR); `lossless`: the QoS
+    policy's lossless priorities, refused on a switch whose NOS renders no QoS."""
+    b = _Builder(inv, smap, target, lossless)
     b.generate()
     b.explicit()
     if inv.topology.scalable_units == 0:

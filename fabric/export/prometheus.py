@@ -236,7 +236,8 @@ def telemetry_gaps(fabric: FabricIntent, m: Monitoring) -> list[str]:
                f"{len(names)} switch{'es' if len(names) > 1 else ''} ({', '.join(names[:3])}"
                f"{', …' if len(names) > 3 else ''})")
         if not g.counters:
-            why = source.why_none(g.release, g.switches[0].asic) if source else "no exporter is known for this NOS"
+            why = (source.why_none(g.release, g.switches[0].asic) if source else
+                   f"no exporter is known for this NOS (no fabric/nos/{g.nos}/telemetry.yaml)")
             lines.append(f"{who}: no switch series, {why}; the alerts hold these switches' cables to the hosts' "
                          "side only")
             continue
@@ -373,8 +374,8 @@ def _alerts(fabric: FabricIntent, m: Monitoring, records: set[str]) -> list[Rule
             "`fabric optics INV` for the cable.", m))
     d = f"{m.lossless_drops_per_s:g}"
     q = "|".join(map(str, tcs))
-    if e := any_of(f'fabric:switch_queue_drops:rate{{queue=~"{q}"}} > {d}',
-                   f"fabric:nic_lossless_discards:rate > {d}"):
+    if tcs and (e := any_of(f'fabric:switch_queue_drops:rate{{queue=~"{q}"}} > {d}',  # no lossless class: no alert
+                            f"fabric:nic_lossless_discards:rate > {d}")):
         out.append(_alert(
             "RoceLosslessQueueDrops", e, "critical",
             _WHERE + " drops packets on the lossless class{{ if $labels.queue }} (queue {{ $labels.queue }})"

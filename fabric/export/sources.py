@@ -162,11 +162,10 @@ def ethtool_metric(stat: str) -> str:
 SWITCH_SOURCES: dict[str, SwitchSource] = _load_sources()  # NOS name → its exporter (fabric/nos/*/telemetry.yaml)
 
 
-def tc_textfile(ports: dict[str, dict[str, int]]) -> str:
-    """The `frr` row's series in the Prometheus text format, for node_exporter's textfile collector on a Linux
-    switch: `queue:<tc>:drops|ecn_marked` per port, as `fabric.parsers.iproute.queue_counters` reads them from
-    `tc -s class show` / `tc -s -j qdisc show`."""
-    s = SWITCH_SOURCES["frr"]
+def tc_textfile(s: SwitchSource, ports: dict[str, dict[str, int]]) -> str:
+    """The series of a Linux switch's exporter `s` (the `frr` row's) in the Prometheus text format, for
+    node_exporter's textfile collector: `queue:<tc>:drops|ecn_marked` per port, as
+    `fabric.parsers.iproute.queue_counters` reads them from `tc -s class show` / `tc -s -j qdisc show`."""
     assert s.queue_drops is not None and s.queue_ecn_marked is not None
     names = {"drops": s.queue_drops.metric, "ecn_marked": s.queue_ecn_marked.metric}
     out: dict[str, list[str]] = {metric: [] for metric in names.values()}

@@ -75,11 +75,10 @@ def qdisc(st: LabState, node: str, ifname: str) -> str:
 
 
 def _restore_queues(st: LabState, node: str, port: str) -> None:
-    from fabric.design.derive import derive
+    from fabric.design.load import load_fabric
     from fabric.lab import qos
-    from fabric.model.load import load
     from fabric.render import render_switch
 
-    fabric = derive(load(Path(st.inventory)), target="frr")
+    fabric = load_fabric(Path(st.inventory), target="frr").intent
     qos.apply(st, fabric, node, render_switch(fabric.switches[node], fabric), st.qos_rate or qos.PORT_RATE,
               ports=[port])

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict
 
-from fabric.batch import gc_paused
 from fabric.errors import InputError, Problem
+from fabric.fast.batch import gc_paused
 from fabric.lint.context import Context
 from fabric.lint.core import Finding, Rule, Severity, group, on_many
 from fabric.lint.rules import all_rules

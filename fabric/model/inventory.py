@@ -32,6 +32,7 @@ from fabric.model.patterns import (
     Target,
 )
 from fabric.model.units import Bytes, Gbps, Metres, Seconds
+from fabric.nos import names as nos_names
 
 TEMPLATE = re.compile(r"\{[{%#]")  # Jinja syntax: never in a name of a file or host (it reaches Ansible)
 
@@ -159,7 +160,7 @@ RELEASE = r"^[0-9][0-9A-Za-z.]*$"
 class RoleSettings(Strict):
     platform: str = Field(
         description="switch model: sn5600, sn5400, sn4700, sn4600c, msn2700, 7060x5, 7060x6 or linux-frr")
-    target: Target = Field(description="the NOS the configs are written for: sonic, nvue, eos or frr")
+    target: Target = Field(description=f"the NOS the configs are written for: {nos_names()}")
     breakout: str | None = Field(None, pattern=r"^[1-8]x\d+G$", description="e.g. 2x400G")
     release: str | None = Field(None, pattern=RELEASE,
                                 description="NOS release the configs are written for (e.g. NVUE 5.9 or 5.15); "

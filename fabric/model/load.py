@@ -1,4 +1,5 @@
-"""Load an inventory directory: YAML with lines → pydantic → model checks.
+"""The model stage of the one loader (`fabric.design.load.load_fabric`, what every command and the lab call): an
+inventory directory → YAML with lines → pydantic → model checks. Tests call this stage alone to look at the model.
 
 Structural problems (YAML, types, unknown keys) raise at once; the model's semantic problems are kept
 in `Loaded.problems` and raised by derivation together with the topology's own (fabric.design), so a

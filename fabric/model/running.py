@@ -9,6 +9,8 @@ policy) and its structure is checked before a driver diffs it, so every malforme
   shape: table → key → field → a string or a list of strings (numbers and booleans as saved by hand pass too);
 - NVUE `nv config show -o yaml|json`: a tree of mappings, or a list of documents whose `set` is one;
 - EOS and FRR text: indentation nested at most MAX_DEPTH levels.
+Each NOS's row names which of these shapes its saved configuration has (`Nos.running_shape`: `config_db`, `nvue`,
+`text`).
 """
 
 from __future__ import annotations
@@ -20,9 +22,10 @@ from pathlib import Path
 from typing import Any
 
 from fabric.errors import InputError, Problem
-from fabric.model.blockyaml import load_block
+from fabric.fast.blockyaml import load_block
 from fabric.model.source import MAX_DEPTH, SourceMap, dotted, yaml_text
 from fabric.model.userfile import read_user_file
+from fabric.nos import NOS
 from fabric.replies import from_input, nesting_past
 
 _SCALAR = (str, int, float, bool)
@@ -37,7 +40,7 @@ def _json_depth(path: Path, text: str) -> None:
         raise InputError(Problem(str(path), _line(text, pos), "", f"at most {MAX_DEPTH} levels of nesting", "deeper"))
 
 
-def _sonic(path: Path, text: str) -> None:
+def _config_db(path: Path, text: str) -> None:
     _json_depth(path, text)
     try:
         doc = json.loads(text)
@@ -141,16 +144,20 @@ def _text(path: Path, text: str) -> None:
             raise InputError(Problem(str(path), n, "", f"at most {MAX_DEPTH} levels of indentation", "deeper"))
 
 
-CHECKS: dict[str, Callable[[Path, str], None]] = {"sonic": _sonic, "nvue": _nvue, "eos": _text, "frr": _text}
+def _always_located(check: Callable[[Path, str], None]) -> Callable[[Path, str, bool], None]:
+    """A check that reads no lines it could put off (`located` is the NVUE reader's)."""
+    return lambda path, text, _located: check(path, text)
+
+
+# A NOS's row names the shape of its saved running configuration (`Nos.running_shape`)
+SHAPES: dict[str, Callable[[Path, str, bool], None]] = {
+    "config_db": _always_located(_config_db), "nvue": _nvue, "text": _always_located(_text)}
 
 
 def check_running(target: str, path: Path, text: str, located: bool = True) -> None:
-    """Raise InputError when `text` (of `path`) is no `target` config of the shape the module docstring says.
-    `located` False: an NVUE text is read without the lines of its keys until a problem asks for one."""
-    if target == "nvue":
-        _nvue(path, text, located)
-    else:
-        CHECKS[target](path, text)
+    """Raise InputError when `text` (of `path`) is no `target` config of the shape its row names (the module
+    docstring). `located` False: an NVUE text is read without the lines of its keys until a problem asks for one."""
+    SHAPES[NOS[target].running_shape](path, text, located)
 
 
 def check_reply(target: str, command: str, text: str) -> str:

@@ -13,7 +13,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from fabric.errors import InputError, Problem
-from fabric.model.blockyaml import load_block
+from fabric.fast.blockyaml import load_block
 from fabric.model.limits import MAX_BYTES
 from fabric.model.userfile import read_user_file
 
@@ -321,7 +321,7 @@ def load_yaml(path: Path, smap: SourceMap, base: Loc = ()) -> Any:
 
 def yaml_text(text: str, file: str, smap: SourceMap, base: Loc = (), fast: bool = True) -> Any:
     """`load_yaml` of text read already. Plain block YAML (what tools write) is read in one pass
-    (`fabric.model.blockyaml`); anything else, or with `fast` False, by the event loop below with every check."""
+    (`fabric.fast.blockyaml`); anything else, or with `fast` False, by the event loop below with every check."""
     smap.files.append(file)
     smap.one_pass = False
     if fast:

@@ -2,15 +2,18 @@
 
 A row says what the rest of the tool needs to know about a NOS without importing its code: how it
 names ports, which files a switch gets, which of them the push diffs and applies, the releases the
-renderer writes for, how a saved running configuration is named, and the netmiko device type. The
-folder `fabric/nos/<name>/` holds the code, found by convention:
+renderer writes for, how a saved running configuration is named and shaped, where its config keeps
+secrets, whether it renders QoS at all, and the netmiko device type. The folder `fabric/nos/<name>/`
+holds the code and data, found by convention:
 
-    render.py   render(switch_intent, fabric_intent) -> {file name: text}    pure (fabric.render calls it)
-    configs.py  parse(path, device, text) -> DeviceConfig                     pure (`fabric lint --configs`)
-    driver.py   DRIVER: a fabric.targets.base.Driver subclass                 effectful (plan/apply/rollback)
+    render.py       render(switch_intent, fabric_intent) -> {file name: text}    pure (fabric.render calls it)
+    configs.py      parse(path, device, text) -> DeviceConfig                     pure (`fabric lint --configs`)
+    driver.py       DRIVER: a fabric.targets.base.Driver subclass                 effectful (plan/apply/rollback)
+    telemetry.yaml  its exporter's metrics (fabric.export.sources); optional      `fabric export -f prometheus`
 
 Adding a NOS is one folder with those three modules (plus its templates/<name>/ if it uses Jinja)
-and one row below. This module imports nothing of the project, so every layer may read it.
+and one row below; no other module branches on a NOS's name. This module imports nothing of the project, so every
+layer may read it: what a layer below the NOS folders needs of a NOS is a field here.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import import_module
 from types import ModuleType
+from typing import Literal
 
 PortNaming = Callable[[int, int, int], str]  # (sub-ports per physical port, lanes per port, 0-based index)
 
@@ -41,6 +45,8 @@ def swp(ways: int, lanes: int, index: int) -> str:
     return f"swp{n + 1}s{k}" if ways > 1 else f"swp{n + 1}"
 
 
+RunningShape = Literal["config_db", "nvue", "text"]  # the shape of a saved running configuration
+SecretScheme = Literal["config_db", "nvue", "eos_cli", "frr_cli", "words"]  # where a config keeps its secrets
 WatchdogFields = dict[str, frozenset[str] | None]  # qos.pfc_watchdog field → the values the NOS takes (None: any)
 # What a NOS does with the requested watchdog ({detection, restoration, poll_interval: ms, action, robustness}):
 # field → (what the switch then runs, how); a field left out runs as requested, a value None is no setting of
@@ -90,9 +96,18 @@ class Nos:
     files: tuple[str, ...]  # files rendered per switch
     intended: str  # the file the push diffs against and applies
     running_suffix: str  # a saved running configuration: <switch><suffix> (plan --running, lint --configs)
+    # its shape, checked before any parser or diff reads it (fabric.model.running.SHAPES): `config_db` (SONiC
+    # CONFIG_DB JSON), `nvue` (an NVUE YAML tree or list of documents), `text` (indented CLI text)
+    running_shape: RunningShape
+    # where its config keeps secrets, masked in every diff shown (fabric.secrets.SECRETS): the leaves of CONFIG_DB
+    # or the NVUE tree, the value slots of EOS or FRR commands, or `words` (after any secret keyword)
+    secrets: SecretScheme
     device_type: str  # netmiko device type
     mtu_max: int  # the largest port/L3 MTU the NOS takes; derivation caps switching.mtu to it
     watchdog: WatchdogFields | None  # PFC watchdog settings it renders; None: the NOS has no PFC watchdog
+    # it renders the QoS policy (trust, DSCP maps, PFC, ECN, buffers): a lossless policy on a switch whose NOS
+    # renders none is a located inventory error (fabric.design.topology), never a switch silently without QoS
+    renders_qos: bool
     watchdog_effect: WatchdogEffect | None = None  # what it does with each requested watchdog value
     adaptive_routing: bool = False  # renders adaptive routing (NVIDIA AR on the ports the platform allows)
     # Ownership (fabric/targets/owned.py): the tool owns every leaf its render has, what an earlier apply
@@ -135,9 +150,10 @@ NOS: dict[str, Nos] = {n.name: n for n in (
     Nos(name="sonic", title="SONiC (community, frrcfgd)", short="SONiC", releases=("202405", "202411"),
         port_name=ethernet_by_lane,
         files=("config_db.json", "sysctl.conf"), intended="config_db.json", running_suffix=".json",
-        device_type="linux", mtu_max=9216, platform_ports=True, dscp_map_complete=True,
+        running_shape="config_db", secrets="config_db", device_type="linux", mtu_max=9216, platform_ports=True,
+        dscp_map_complete=True,
         watchdog={"detection": _ANY, "restoration": _ANY, "action": _ANY, "poll_interval": _ANY},
-        watchdog_effect=timed_watchdog,
+        watchdog_effect=timed_watchdog, renders_qos=True,
         # the QoS maps, profiles and BGP objects the tool names: a field its render lacks is removed
         owned_whole=("DSCP_TO_TC_MAP/*", "TC_TO_QUEUE_MAP/*", "TC_TO_PRIORITY_GROUP_MAP/*",
                      "MAP_PFC_PRIORITY_TO_QUEUE/*", "PFC_PRIORITY_TO_PRIORITY_GROUP_MAP/*", "WRED_PROFILE/*",
@@ -147,7 +163,8 @@ NOS: dict[str, Nos] = {n.name: n for n in (
     # per switch model (same table, `platforms`): Spectrum-4/-3 400G+ on 5.15, the older ones on the 5.9 ESR.
     Nos(name="nvue", title="NVIDIA Cumulus Linux (NVUE)", short="NVUE", releases=("5.9", "5.15"), port_name=swp,
         files=("nvue-patch.yaml", "nv-set.txt"), intended="nvue-patch.yaml", running_suffix=".yaml",
-        device_type="cumulus_linux", mtu_max=9216, watchdog={"poll_interval": _ANY, "robustness": _ANY},
+        running_shape="nvue", secrets="nvue", device_type="cumulus_linux", mtu_max=9216,
+        watchdog={"poll_interval": _ANY, "robustness": _ANY}, renders_qos=True,
         watchdog_effect=nvue_watchdog, adaptive_routing=True,
         not_pushed=(("nv-set.txt", "the same change as `nv set` lines, for review or a hand session; the push "
                      "applies nvue-patch.yaml"),),
@@ -158,7 +175,7 @@ NOS: dict[str, Nos] = {n.name: n for n in (
     # timeout, recovery-time, polling-interval and action drop|no-drop, no robustness and no `alert`.
     Nos(name="eos", title="Arista EOS", short="EOS", releases=("4.32",), port_name=ethernet_slash,
         files=("running-config.cfg",), intended="running-config.cfg", running_suffix=".cfg",
-        device_type="arista_eos", mtu_max=9214,
+        running_shape="text", secrets="eos_cli", device_type="arista_eos", mtu_max=9214, renders_qos=True,
         watchdog={"detection": _ANY, "restoration": _ANY, "poll_interval": _ANY,
                   "action": frozenset({"drop", "forward"})},
         watchdog_effect=eos_watchdog,
@@ -176,12 +193,19 @@ NOS: dict[str, Nos] = {n.name: n for n in (
     Nos(name="frr", title="Linux white-box with FRR (what the lab runs)", short="FRR",
         releases=("8.4", "10.2"), port_name=swp,
         files=("frr.conf", "interfaces.sh", "qos.sh"), intended="frr.conf", running_suffix=".conf",
-        device_type="linux", mtu_max=9216, watchdog=None, owned_whole=("route-map *",),
+        running_shape="text", secrets="frr_cli", device_type="linux", mtu_max=9216, watchdog=None, renders_qos=True,
+        owned_whole=("route-map *",),
         owned_objects=((r"router bgp \d+", r"neighbor (\S+)"),
                        (r"bgp community-list .*", r"bgp community-list (?:standard |expanded )?(\S+)")),
         no_renumber=r"router bgp (\d+)",
         never_owned=("log *",)),
 )}
+
+
+def names() -> str:
+    """The table's NOS names as a help text says them: `sonic, nvue, eos or frr`."""
+    *rest, last = NOS
+    return f"{', '.join(rest)} or {last}" if rest else last
 
 
 def row_of(module: str) -> Nos:

@@ -22,8 +22,8 @@ import yaml
 from pydantic import BaseModel
 
 from fabric.access import Credentials, SwitchEndpoint
-from fabric.batch import fork_map
 from fabric.errors import InputError, ReplyError, one_line
+from fabric.fast.batch import fork_map
 from fabric.model.running import check_running
 from fabric.model.userfile import read_user_file
 from fabric.nos import NOS

@@ -6,14 +6,14 @@ file names to their content. Output is deterministic: same intent, byte-identica
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import stat
 from collections.abc import Callable
 from pathlib import Path
 
-from fabric.batch import gc_paused
 from fabric.design.intent import FabricIntent, HostIntent, SwitchIntent
+from fabric.fast.batch import fork_each, gc_paused
+from fabric.fast.memo import Memo
 from fabric.nos import NOS
 from fabric.render import host as hostfiles
 from fabric.render import k8s as k8sfiles
@@ -23,8 +23,10 @@ __all__ = ["TEMPLATES", "Files", "env", "kubernetes", "render_fabric", "render_h
            "template", "write_tree"]
 
 
-def render_switch(sw: SwitchIntent, fabric: FabricIntent, *, extras: bool = True) -> Files:
-    return NOS[sw.target].module("render").render(sw, fabric, extras=extras)
+def render_switch(sw: SwitchIntent, fabric: FabricIntent, *, extras: bool = True, memo: Memo | None = None) -> Files:
+    """`sw`'s files; `memo` (`fabric.fast.memo`): what the switches of one fabric share, made once, where the
+    caller renders many (the same files without it)."""
+    return NOS[sw.target].module("render").render(sw, fabric, extras=extras, memo=memo)
 
 
 def render_host(host: HostIntent, fabric: FabricIntent, *, extras: bool = True) -> Files:
@@ -41,9 +43,10 @@ def render_fabric(fabric: FabricIntent, only: set[str] | None = None, k8s: bool 
     """Every device's files keyed by `switches/<name>` or `hosts/<name>`, in a stable order; `extras`
     adds the review and boot-time copies (NVUE `nv set` lines, the hosts' boot files)."""
     out: dict[str, Files] = {}
+    memo = Memo()
     for name, sw in fabric.switches.items():
         if not only or name in only:
-            out[f"switches/{name}"] = render_switch(sw, fabric, extras=extras)
+            out[f"switches/{name}"] = render_switch(sw, fabric, extras=extras, memo=memo)
     for name, host in fabric.hosts.items():
         if not only or name in only:
             out[f"hosts/{name}"] = render_host(host, fabric, extras=extras)
@@ -52,18 +55,16 @@ def render_fabric(fabric: FabricIntent, only: set[str] | None = None, k8s: bool 
     return out
 
 
-_SHARED: FabricIntent | None = None  # inherited by forked workers, never pickled
-
-
 def _write_devices(root: Path, fabric: FabricIntent, names: list[str], extras: bool,
                    progress: Callable[[int], None] | None = None) -> int:
     """Render and write device by device (memory stays flat); returns the number of files written."""
     count = 0
+    memo = Memo()
     with gc_paused():
         for name in names:
             sw = fabric.switches.get(name)
-            files = render_switch(sw, fabric, extras=extras) if sw else render_host(fabric.hosts[name], fabric,
-                                                                                     extras=extras)
+            files = render_switch(sw, fabric, extras=extras, memo=memo) if sw else render_host(
+                fabric.hosts[name], fabric, extras=extras)
             count += _write_files(os.path.join(root, "switches" if sw else "hosts", name), files)
             if progress is not None:
                 progress(1)
@@ -119,10 +120,9 @@ def _holds(path: str, data: bytes) -> bool:
         os.close(fd)
 
 
-def _render_write(args: tuple[Path, list[str], bool]) -> tuple[int, int]:
+def _render_write(fabric: FabricIntent, args: tuple[Path, list[str], bool]) -> tuple[int, int]:
     root, names, extras = args
-    assert _SHARED is not None
-    return _write_devices(root, _SHARED, names, extras), len(names)
+    return _write_devices(root, fabric, names, extras), len(names)
 
 
 def render_to(root: Path, fabric: FabricIntent, only: set[str] | None = None, workers: int | None = None,
@@ -130,24 +130,18 @@ def render_to(root: Path, fabric: FabricIntent, only: set[str] | None = None, wo
     """Render and write every device (or `only`); large fabrics in parallel worker processes.
 
     `progress(n)` is called as n more devices are written (in smaller batches when it is given)."""
-    global _SHARED
     names = [n for n in [*fabric.switches, *fabric.hosts] if not only or n in only]
     workers = min(workers or os.cpu_count() or 1, max(1, len(names) // 200))
     count = 0 if only else write_tree(root, {"k8s": kubernetes(fabric)} if fabric.hosts else {})
     if workers <= 1:
         return count + _write_devices(root, fabric, names, extras, progress)
-    _SHARED = fabric
-    try:
-        parts = workers if progress is None else workers * 16
-        chunks = [(root, names[i::parts], extras) for i in range(parts)]
-        with multiprocessing.get_context("fork").Pool(workers) as pool:
-            for files, devices in pool.imap_unordered(_render_write, chunks):
-                count += files
-                if progress is not None:
-                    progress(devices)
-        return count
-    finally:
-        _SHARED = None
+    parts = workers if progress is None else workers * 16
+    chunks = [(root, names[i::parts], extras) for i in range(parts)]
+    for files, devices in fork_each(_render_write, fabric, chunks, workers):  # the workers inherit the fabric
+        count += files
+        if progress is not None:
+            progress(devices)
+    return count
 
 
 def write_tree(root: Path, rendered: dict[str, Files]) -> int:

@@ -76,19 +76,21 @@ class DeviceDiff(BaseModel):
 
     def sections(self) -> dict[str, list[str]]:
         """Each section's `-`/`+` lines as shown everywhere (plan, audit, JSON): secrets masked by the NOS's
-        structure (fabric.secrets.mask_change)."""
+        structure (fabric.secrets.mask_change, the scheme its row names)."""
         out: dict[str, list[str]] = {}
+        scheme = NOS[self.target].secrets
         for c in self.changes:
-            section, line, _ = mask_change(self.target, c.section, c.line)
-            old = mask_change(self.target, c.section, c.old)[1] if c.old else ""
+            section, line, _ = mask_change(scheme, c.section, c.line)
+            old = mask_change(scheme, c.section, c.old)[1] if c.old else ""
             out.setdefault(section, []).append(c.model_copy(update={"line": line, "old": old}).text())
         return out
 
     @property
     def masked(self) -> int:
         """How many lines of `sections()` had a secret masked."""
-        return sum(mask_change(self.target, c.section, c.line)[2] + (mask_change(self.target, c.section, c.old)[2]
-                                                                     if c.old else 0) for c in self.changes)
+        scheme = NOS[self.target].secrets
+        return sum(mask_change(scheme, c.section, c.line)[2] + (mask_change(scheme, c.section, c.old)[2]
+                                                                if c.old else 0) for c in self.changes)
 
     def text(self) -> str:
         """Readable, stable: each section, then its `-`/`+` lines."""
@@ -210,7 +212,7 @@ class Driver(ABC):
         nos = NOS[self.target]
         if found := namesakes(intent, running, nos.owned_whole, manifest, nos.owned_objects):
             raise TargetError(namesake_error(found, running, lines,
-                                             lambda sec, ln: mask_change(self.target, sec, ln)[:2]))
+                                             lambda sec, ln: mask_change(nos.secrets, sec, ln)[:2]))
         owned = scope(intent, running, nos.owned_whole, manifest, nos.owned_objects, nos.owned_implied,
                       nos.never_owned)
         return owned | self.contradicting(intent, running), intent, manifest

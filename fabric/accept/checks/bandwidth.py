@@ -4,6 +4,7 @@ a host and rail (fault location, also used by the NCCL check)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 from pydantic import Field
@@ -11,7 +12,7 @@ from pydantic import Field
 from fabric.accept.checks.base import Check, Context, Input, hosts_per_rail, register
 from fabric.accept.locate import GroupOutcome, Link, Location, locate
 from fabric.accept.results import CheckResult, Measurement, Planned
-from fabric.accept.schedule import Pair, cross_rounds, schedule
+from fabric.accept.schedule import Pair, cross_rounds, iter_schedule, rounds_together
 from fabric.accept.tools import TOOLS, End, Tool, ends, measure_links, missing, planned_links
 from fabric.design.intent import FabricIntent
 
@@ -97,22 +98,23 @@ class PairBandwidth(Check):
     phase = "traffic"
     Input = TrafficInput
 
-    def pairs(self, ctx: Context, quick: bool) -> list[dict[int, list[Pair]]]:
+    def pairs(self, ctx: Context, quick: bool) -> Iterator[dict[int, list[Pair]]]:
+        """Each round's pairs per rail, one round at a time."""
         raise NotImplementedError
 
-    def plan(self, ctx: Context) -> list[Planned]:
+    def plan(self, ctx: Context) -> Iterator[Planned]:
         inputs: TrafficInput = self.inputs  # type: ignore[assignment]
         tool, ep = _tool(inputs), ends(ctx.fabric)
-        rounds = self.pairs(ctx, ctx.quick if inputs.quick is None else inputs.quick)
-        return [p for k, rd in enumerate(rounds, 1) for direction in (0, 1)
-                for p in planned_links(tool, round_links(rd, ep, direction), seconds=inputs.seconds,
-                                       round_=f"{k}{' reverse' if direction else ''}")]
+        for k, rd in enumerate(self.pairs(ctx, ctx.quick if inputs.quick is None else inputs.quick), 1):
+            for direction in (0, 1):
+                yield from planned_links(tool, round_links(rd, ep, direction), seconds=inputs.seconds,
+                                         round_=f"{k}{' reverse' if direction else ''}")
 
     def run(self, ctx: Context) -> CheckResult:
         inputs: TrafficInput = self.inputs  # type: ignore[assignment]
         tool = _tool(inputs)
         quick = ctx.quick if inputs.quick is None else inputs.quick
-        rounds = self.pairs(ctx, quick)
+        rounds = list(self.pairs(ctx, quick))
         if not rounds:
             return self.result("skipped", self.no_pairs_reason(ctx))
         hosts = sorted({h for rd in rounds for ps in rd.values() for p in ps for h in p})
@@ -170,8 +172,8 @@ class RailBandwidth(PairBandwidth):
     name = "rail-bandwidth"
     tags = ["traffic", "bandwidth", "rail"]
 
-    def pairs(self, ctx: Context, quick: bool) -> list[dict[int, list[Pair]]]:
-        return [rd.pairs for rd in schedule(hosts_per_rail(ctx.fabric, self.inputs.rails), quick=quick)]  # type: ignore[attr-defined]
+    def pairs(self, ctx: Context, quick: bool) -> Iterator[dict[int, list[Pair]]]:
+        return (rd.pairs for rd in iter_schedule(hosts_per_rail(ctx.fabric, self.inputs.rails), quick=quick))  # type: ignore[attr-defined]
 
 
 @register
@@ -181,15 +183,16 @@ class CrossSuBandwidth(PairBandwidth):
     name = "cross-su-bandwidth"
     tags = ["traffic", "bandwidth", "spine"]
 
-    def pairs(self, ctx: Context, quick: bool) -> list[dict[int, list[Pair]]]:
-        per_rail: dict[int, list[list[Pair]]] = {}
+    def pairs(self, ctx: Context, quick: bool) -> Iterator[dict[int, list[Pair]]]:
+        shared: dict[tuple[tuple[str, ...], ...], Iterable[list[Pair]]] = {}  # rails with the same units share
+        per_rail: dict[int, Iterable[list[Pair]]] = {}
         for rail, hosts in hosts_per_rail(ctx.fabric, self.inputs.rails).items():  # type: ignore[attr-defined]
             sus: dict[int, list[str]] = {}
             for h in hosts:
                 sus.setdefault(ctx.fabric.hosts[h].su, []).append(h)
-            per_rail[rail] = cross_rounds([sus[s] for s in sorted(sus)], quick=quick)
-        depth = max((len(v) for v in per_rail.values()), default=0)
-        return [{rail: rs[k] for rail, rs in per_rail.items() if k < len(rs)} for k in range(depth)]
+            units = tuple(tuple(sus[s]) for s in sorted(sus))
+            per_rail[rail] = shared.setdefault(units, cross_rounds(units, quick=quick))
+        return rounds_together(per_rail)
 
     def no_pairs_reason(self, ctx: Context) -> str:
         return f"one scalable unit ({len({h.su for h in ctx.fabric.hosts.values()})}): no spine path to test"

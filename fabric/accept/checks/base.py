@@ -9,7 +9,7 @@ A check whose tool is missing on the hosts (no RDMA NIC, no nccl-tests, no switc
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar, Literal, TypeVar
@@ -72,10 +72,11 @@ class Check:
     def run(self, ctx: Context) -> CheckResult:
         raise NotImplementedError
 
-    def plan(self, ctx: Context) -> list[Planned]:
-        """The commands `run` would issue, with their hosts and rounds, running nothing (`--dry-run`);
-        launch files are written to `ctx.report_dir` as a real run writes them. Empty: the check only reads
-        what the engine's counter snapshots read."""
+    def plan(self, ctx: Context) -> Iterable[Planned]:
+        """The commands `run` would issue, with their hosts and rounds, running nothing (`--dry-run`); a check
+        with rounds yields them as it makes them (the dry run writes each as it comes). Launch files are written
+        to `ctx.report_dir` as a real run writes them. Empty: the check only reads what the engine's counter
+        snapshots read."""
         return []
 
 

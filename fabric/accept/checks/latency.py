@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from pydantic import Field
 
 from fabric.accept.checks.base import Check, Context, Input, hosts_per_rail, register
 from fabric.accept.results import CheckResult, Measurement, Planned
-from fabric.accept.schedule import schedule
+from fabric.accept.schedule import Round, iter_schedule
 from fabric.accept.tools import TOOLS, Tool, ends, measure_links, missing, planned_links
 
 
@@ -39,21 +41,21 @@ class RailLatency(Check):
             return cls(iterations=inputs.iterations, rdma_cm=inputs.rdma_cm)  # type: ignore[call-arg]
         return cls()
 
-    def _rounds(self, ctx: Context):
+    def _rounds(self, ctx: Context) -> Iterator[Round]:
         inputs: LatencyInput = self.inputs  # type: ignore[assignment]
-        return schedule(hosts_per_rail(ctx.fabric, inputs.rails), quick=ctx.quick if inputs.quick is None
-                        else inputs.quick)
+        return iter_schedule(hosts_per_rail(ctx.fabric, inputs.rails), quick=ctx.quick if inputs.quick is None
+                             else inputs.quick)
 
-    def plan(self, ctx: Context) -> list[Planned]:
+    def plan(self, ctx: Context) -> Iterator[Planned]:
         tool, ep = self._tool(), ends(ctx.fabric)
-        return [p for k, rd in enumerate(self._rounds(ctx), 1)
-                for p in planned_links(tool, [(ep[(a, rail)], ep[(b, rail)]) for rail, a, b in rd.jobs], seconds=1,
-                                       round_=str(k))]
+        for k, rd in enumerate(self._rounds(ctx), 1):
+            yield from planned_links(tool, [(ep[(a, rail)], ep[(b, rail)]) for rail, a, b in rd.jobs], seconds=1,
+                                     round_=str(k))
 
     def run(self, ctx: Context) -> CheckResult:
         inputs: LatencyInput = self.inputs  # type: ignore[assignment]
         tool = self._tool()
-        rounds = self._rounds(ctx)
+        rounds = list(self._rounds(ctx))
         if not rounds:
             return self.result("skipped", "fewer than two hosts per rail")
         hosts = sorted({h for rd in rounds for _, a, b in rd.jobs for h in (a, b)})

@@ -62,7 +62,7 @@ class PodRailBandwidth(Check):
     def _rounds(self, ctx: Context, quick: bool) -> list[dict[int, list[tuple[str, str]]]] | str:
         inputs: PodTrafficInput = self.inputs  # type: ignore[assignment]
         source = (RailBandwidth if inputs.scope == "rail" else CrossSuBandwidth)(inputs)
-        return source.pairs(ctx, quick) or source.no_pairs_reason(ctx)
+        return list(source.pairs(ctx, quick)) or source.no_pairs_reason(ctx)
 
     def _tool_args(self) -> dict[str, float]:
         inputs: PodTrafficInput = self.inputs  # type: ignore[assignment]

@@ -6,7 +6,6 @@ expanded topology they read, and puts them together (`fabric()`, or one `device(
 
 from __future__ import annotations
 
-from fabric.batch import gc_paused
 from fabric.design.checks import capacity_problems
 from fabric.design.derive.addressing import dotted
 from fabric.design.derive.host import Hosts
@@ -25,6 +24,7 @@ from fabric.design.intent import (
 )
 from fabric.design.topology import Nic, Topo, build
 from fabric.errors import InputError, Problem
+from fabric.fast.batch import gc_paused
 from fabric.model.load import Loaded
 
 __all__ = ["Deriver", "checked_topology", "derive", "dotted", "qos_facts", "semantic_problems"]
@@ -33,7 +33,7 @@ __all__ = ["Deriver", "checked_topology", "derive", "dotted", "qos_facts", "sema
 def checked_topology(loaded: Loaded, target: str | None = None) -> Topo:
     """The expanded topology of `loaded`, every check passed (the inventory's, the topology's, the pools'):
     InputError with every problem otherwise. Deriving the devices from it adds no check (`validate` stops here)."""
-    topo = build(loaded.inv, loaded.smap, target)
+    topo = build(loaded.inv, loaded.smap, target, tuple(loaded.qos.lossless_priorities))
     problems = loaded.problems + topo.problems
     if not problems:
         problems = capacity_problems(loaded, topo)

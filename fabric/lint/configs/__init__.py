@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import multiprocessing
 import os
 import stat
@@ -11,11 +10,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from fabric.batch import fork_map
 from fabric.design.derive import qos_facts
 from fabric.errors import InputError, Problem, one_line
+from fabric.fast.batch import fork_map
+from fabric.fast.memo import Memo
 from fabric.lint.configs.model import ConfigSet, DeviceConfig
-from fabric.model.limits import MAX_BYTES
 from fabric.model.qos import PRESETS, QosPolicy
 from fabric.model.running import check_running
 from fabric.model.userfile import read_user_file
@@ -24,7 +23,8 @@ from fabric.nos import NOS
 if TYPE_CHECKING:
     from fabric.lint.context import Context
 
-GENERIC = {"config_db", "frr", "nvue", "nvue-patch", "startup", "running-config", "config", "nv-config"}
+# file names that name no device (its folder does): each NOS's pushed file and the usual names of saved configs
+GENERIC = {Path(n.intended).stem for n in NOS.values()} | {"nvue", "startup", "config", "nv-config"}
 
 
 def device_name(path: Path, root: Path) -> str:
@@ -53,14 +53,16 @@ def kind_of(path: Path, target: str | None = None) -> str | None:
 Rendered = Callable[[str], "tuple[str, str, Any] | None"]
 
 
-def _as_rendered(kind: str, name: str, text: str, path: Path, rendered: Rendered) -> DeviceConfig | None:
+def _as_rendered(kind: str, name: str, text: str, path: Path, rendered: Rendered, memo: Memo
+                 ) -> DeviceConfig | None:
     """The config of a file that is byte for byte what the inventory renders for its switch, from the renderer's
-    tree without reading the text (the NOS's `parse_rendered`); None where it is not."""
+    tree without reading the text (the NOS's `parse_rendered`, `memo` what the files share); None where it is
+    not."""
     parser = NOS[kind].module("configs")
     got = rendered(name)
     if got is None or got[0] != kind or got[1] != text:
         return None
-    return parser.parse_rendered(path, name, text, got[2])
+    return parser.parse_rendered(path, name, text, got[2], memo)
 
 
 def _head(path: Path, kind: str | None) -> bytes | None:
@@ -91,11 +93,12 @@ def _candidate(path: Path, root: Path, targets: dict[str, str]) -> tuple[str, st
         return None
 
 
-def _rendered_file(path: Path, root: Path, targets: dict[str, str], rendered: Rendered) -> DeviceConfig | None:
+def _rendered_file(path: Path, root: Path, targets: dict[str, str], rendered: Rendered, memo: Memo
+                   ) -> DeviceConfig | None:
     """`parse_file(path, …)` where the file is byte for byte what the inventory renders for its switch; None where
     it is not (or cannot be read: `parse_file` then says why)."""
     got = _candidate(path, root, targets)
-    return None if got is None else _as_rendered(got[1], got[0], got[2], path, rendered)
+    return None if got is None else _as_rendered(got[1], got[0], got[2], path, rendered, memo)
 
 
 # a switch's name → (its target, the renderer's own tree of the file its NOS pushes, a function that writes that
@@ -141,12 +144,12 @@ def _from_trees(paths: list[Path], root: Path, targets: dict[str, str], rendered
     compares the files of `split.ahead` with the render (`split.same()`) while this one builds their configs from
     the renderer's trees as though each file were the render: one that is not is then dropped, one whose config
     could not be so built is taken as `_rendered_file` takes it, as are the files not in `ahead`."""
-    ahead, built = split.ahead, {}
+    ahead, built, memo = split.ahead, {}, Memo()
     for p in paths:
         if p in ahead:
             name, kind, text, tree, _write = ahead[p]
             try:
-                built[p] = NOS[kind].module("configs").parse_rendered(p, name, text, tree)
+                built[p] = NOS[kind].module("configs").parse_rendered(p, name, text, tree, memo)
             except Exception:  # the file may not be the render: `_rendered_file` says, where it is
                 built[p] = _FAILED
     verdict = split.same()
@@ -158,7 +161,7 @@ def _from_trees(paths: list[Path], root: Path, targets: dict[str, str], rendered
             continue
         dev = built.get(p, _FAILED)
         if dev is _FAILED:
-            dev = _rendered_file(p, root, targets, rendered)
+            dev = _rendered_file(p, root, targets, rendered, memo)
         if dev is not None:
             done[p] = dev
     return done
@@ -229,8 +232,9 @@ def _parse_all(paths: list[Path], root: Path, targets: dict[str, str], rendered:
     if split is not None and rendered is not None:
         done.update(_from_trees(paths, root, targets, rendered, split))
     elif rendered is not None:
+        memo = Memo()
         for p in paths:
-            dev = _rendered_file(p, root, targets, rendered)
+            dev = _rendered_file(p, root, targets, rendered, memo)
             if dev is not None:
                 done[p] = dev
     rest = [p for p in paths if p not in done]
@@ -244,27 +248,6 @@ def _scan(root: Path) -> list[Path]:
     # intent, netplan and NetworkAttachmentDefinitions, which are no switch's config).
     scan = root / "switches" if (root / "switches").is_dir() else root
     return [p for p in sorted(scan.rglob("*")) if not p.is_dir()]
-
-
-def digest(root: Path) -> str | None:
-    """A SHA-256 over everything the parse of `root` reads: its path, and the name and bytes of every file below
-    it that `load_configs` scans (a NOS parser reads nothing else: SONiC's sysctl.conf lies beside its file), so
-    that any changed, added or removed byte or file is another digest. None where a file is not a regular file of
-    at most MAX_BYTES or cannot be read: the parse then says why."""
-    h = hashlib.sha256(str(root).encode() + b"\0")
-    try:
-        if not root.is_dir():
-            return None
-        for path in _scan(root):
-            st = path.stat()
-            if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_BYTES:
-                return None
-            data = path.read_bytes()
-            h.update(f"{path.relative_to(root)}\0{len(data)}\0".encode())
-            h.update(data)
-    except (OSError, ValueError):
-        return None
-    return h.hexdigest()
 
 
 def _one_kind(path: Path) -> bool:

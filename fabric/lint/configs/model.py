@@ -75,7 +75,7 @@ class DeviceConfig:
     arp_aging_at: Where | None = None  # where arp_aging is set when not in this file (SONiC: sysctl.conf beside it)
     graceful_shutdown: bool | None = None  # RFC 8326 honoured and sendable (fabric.lint.configs.gshut); None: no BGP
     graceful_shutdown_missing: str = ""  # what is missing when graceful_shutdown is False
-    default_dscp_map: str = ""  # sonic: why the file relies on the NOS default DSCP map, if it does
+    default_dscp_map: str = ""  # why the file relies on the NOS's default DSCP map, if it does (SONiC's parser)
 
     def at(self, key: str = "") -> Where:
         """File and line of `key`, falling back to the key's prefix ('ecn.3' → 'ecn') or the file."""

@@ -483,7 +483,7 @@ class SonicDscpMap(Rule):
 
     def check_configs(self, cs: ConfigSet) -> Iterator[Finding]:
         for dev in cs.devices:
-            if dev.kind == "sonic" and dev.default_dscp_map:
+            if dev.default_dscp_map:
                 yield self.finding(
                     dev.name,
                     f"DSCP map: expected an explicit DSCP_TO_TC_MAP bound in PORT_QOS_MAP, "

@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from fabric.design.intent import FabricIntent, QosFacts, SwitchIntent
+from fabric.fast.memo import Memo
 from fabric.render.files import Files, template
 
 PEER_GROUP = "FABRIC"
@@ -53,7 +54,8 @@ def queues(q: QosFacts) -> list[dict[str, Any]]:
             for tc, qu in q.queues.items() if qu.scheduler or (qu.ecn and qu.ecn.enabled)]
 
 
-def render(sw: SwitchIntent, fabric: FabricIntent, *, extras: bool = True) -> Files:
+def render(sw: SwitchIntent, fabric: FabricIntent, *, extras: bool = True,
+           memo: Memo | None = None) -> Files:
     q = sw.qos
     wd = q.watchdog
     watchdog = None

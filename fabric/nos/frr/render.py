@@ -12,6 +12,7 @@ from __future__ import annotations
 from pydantic import BaseModel
 
 from fabric.design.intent import FabricIntent, QosFacts, SwitchIntent
+from fabric.fast.memo import Memo
 from fabric.render.files import Files, template
 
 AVPKT = 1500  # tc-red avpkt: the average packet the RED average is computed in
@@ -65,7 +66,8 @@ def ets_tree(q: QosFacts) -> EtsTree:
     return EtsTree(strict=strict, bands=bands, priomap=prio_band + [7 - q.priority_to_tc[0]] * 8)
 
 
-def render(sw: SwitchIntent, fabric: FabricIntent, *, extras: bool = True) -> Files:
+def render(sw: SwitchIntent, fabric: FabricIntent, *, extras: bool = True,
+           memo: Memo | None = None) -> Files:
     q = sw.qos
     fabric_ports = [p for p in sw.ports if p.kind == "fabric"]
     qos = template("frr/qos.sh.j2", sw=sw, q=q, ets=ets_tree(q),

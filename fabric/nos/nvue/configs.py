@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fabric.fast.memo import Memo, made
 from fabric.lint.configs.gshut import GSHUT_VALUES, GshutConfig
 from fabric.lint.configs.model import BgpNeighborConfig, Deferred, DeviceConfig, PortConfig
 from fabric.lint.view import Ecn, QosView
@@ -167,30 +168,25 @@ class _Qos:
                        at=dev.at)
 
 
-_QOS_OF: dict[int, tuple[Any, str, _Qos, dict[str, int]]] = {}  # id of a QoS tree → (it, its text, `_Qos.of` it,
-# the lines that sets less the line of `qos`)
-
-
-def _qos_of(qos: dict[str, Any], dev: DeviceConfig, line: Line) -> _Qos:
+def _qos_of(qos: dict[str, Any], dev: DeviceConfig, line: Line, memo: Memo | None = None) -> _Qos:
     """`_Qos.of(qos, dev, line)` of a rendered patch (`line` its `_PatchLines`): switches of the same QoS share its
     tree (`render.qos_tree`) and so its text; where the text of this patch's `qos` is that of a patch judged
-    before, so is every line below it, shifted by where `qos` starts. The `_Qos` is shared (read only)."""
+    before (kept in `memo`), so is every line below it, shifted by where `qos` starts. The `_Qos` is shared (read
+    only)."""
     span = line.span("qos") if type(line) is _PatchLines and qos else None
-    if span is None:
+    if span is None or memo is None:
         return _Qos.of(qos, dev, line)
     first, text = span[0], line.text[span[1]:span[2]]
-    known = _QOS_OF.get(id(qos))
-    if known is not None and known[0] is qos and known[1] == text:
-        dev.lines.update({k: first + v for k, v in known[3].items()})
-        return known[2]
+    known = memo.find(qos, "nvue qos judged")  # (its text, `_Qos.of` it, the lines it sets less the line of `qos`)
+    if known is not None and known[0] == text:
+        dev.lines.update({k: first + v for k, v in known[2].items()})
+        return known[1]
     before = dict(dev.lines)
     q = _Qos.of(qos, dev, line)
     last = first + text.count("\n")
     set_here = {k: v for k, v in dev.lines.items() if k not in before or before[k] != v}
     if all(first <= v <= last for v in set_here.values()):  # the lines of `qos` only: true of every rendered patch
-        if len(_QOS_OF) > 256:
-            _QOS_OF.clear()
-        _QOS_OF[id(qos)] = (qos, text, q, {k: v - first for k, v in set_here.items()})
+        memo.put(qos, "nvue qos judged", (text, q, {k: v - first for k, v in set_here.items()}))
     return q
 
 
@@ -317,18 +313,20 @@ def parse(path: Path, name: str, text: str) -> DeviceConfig:
 RENDERED_HEAD = b"- set:\n"  # how a patch this tool renders starts (`render.patch_yaml`)
 
 
-def parse_rendered(path: Path, name: str, text: str, tree: dict[str, Any]) -> DeviceConfig | None:
+def parse_rendered(path: Path, name: str, text: str, tree: dict[str, Any], memo: Memo | None = None
+                   ) -> DeviceConfig | None:
     """`parse(path, name, text)` where `text` is byte for byte the patch rendered for the switch and `tree` the
     renderer's own tree of it (`render.rendered_tree`), which reading the text gives (tests/test_plan_running_fast.py):
     the few lines of QoS, BGP and ARP settings are found in the text (`_PatchLines`), those of ports and neighbours,
     which rules read only to locate a finding, by reading the text when first asked (`_LinesLater`); the text is
-    not read line by line otherwise. None where the text is not as the renderer writes it: `parse` reads it."""
+    not read line by line otherwise. None where the text is not as the renderer writes it: `parse` reads it.
+    `memo`: what the patches of one directory share (their QoS tree, read once)."""
     if not text.startswith(RENDERED_HEAD.decode()):
         return None
     try:
         lines = _LinesLater(text, str(path))
-        return _device(path, name, _in_yaml_order(tree), _PatchLines(text, tree),
-                       later=lambda *key: Deferred((lines, key)))
+        return _device(path, name, _in_yaml_order(tree, memo), _PatchLines(text, tree),
+                       later=lambda *key: Deferred((lines, key)), memo=memo)
     except LookupError:
         return None
 
@@ -340,21 +338,13 @@ def _sorted(d: Any, deep: bool = False) -> Any:
     return {k: _sorted(d[k], True) if deep else d[k] for k in sorted(d, key=str)}
 
 
-_ORDERED: dict[int, tuple[Any, Any]] = {}  # id of a QoS tree → (it, in YAML order)
-
-
-def _in_yaml_order(tree: dict[str, Any]) -> dict[str, Any]:
+def _in_yaml_order(tree: dict[str, Any], memo: Memo | None = None) -> dict[str, Any]:
     """The mappings `_device` iterates (QoS, policies, ports, BGP neighbours) in the order reading the patch gives
     them: the renderer builds its tree in its own order, and the order of ports and neighbours is the order of the
     config's ports and of its findings. What `_device` only looks up keeps its order."""
     t = dict(tree)
-    qos = t.get("qos")
-    known = _ORDERED.get(id(qos))
-    if known is None or known[0] is not qos:  # switches of the same QoS share its tree (`render.qos_tree`)
-        if len(_ORDERED) > 256:
-            _ORDERED.clear()
-        known = _ORDERED[id(qos)] = (qos, _sorted(qos, deep=True))
-    t["qos"] = known[1]
+    qos = t.get("qos")  # switches of the same QoS share its tree (`render.qos_tree`): sorted once in `memo`
+    t["qos"] = made(memo, qos, "nvue yaml order", lambda: _sorted(qos, deep=True))
     t["interface"] = _sorted(t.get("interface"))
     router = t.get("router")
     if isinstance(router, dict) and "policy" in router:
@@ -444,11 +434,14 @@ class _PatchLines:
         return kids
 
 
-def _device(path: Path, name: str, tree: dict[str, Any], line: Line, later: Place | None = None) -> DeviceConfig:
+def _device(path: Path, name: str, tree: dict[str, Any], line: Line, later: Place | None = None,
+            memo: Memo | None = None) -> DeviceConfig:
     """The config of the `set` tree `tree`. `later`: the renderer's own tree (ports of shared parts), whose ports'
-    and neighbours' lines are found when a finding asks (`later(*key)`, a `Deferred`)."""
+    and neighbours' lines are found when a finding asks (`later(*key)`, a `Deferred`); `memo`: what the patches
+    read share (`_qos_of`)."""
     dev = DeviceConfig(name=name, file=str(path), kind=row_of(__name__).name)
-    q = _qos_of(tree.get("qos") or {}, dev, line) if later is not None else _Qos.of(tree.get("qos") or {}, dev, line)
+    qos = tree.get("qos") or {}
+    q = _qos_of(qos, dev, line, memo) if later is not None else _Qos.of(qos, dev, line)
     shapes: dict[int, tuple[Any, PortConfig | None]] | None = {} if later is not None else None
     place = later or line
     for pname, ic in (tree.get("interface") or {}).items():

@@ -21,7 +21,7 @@ from typing import Any
 
 import yaml
 
-from fabric.model.blockyaml import load_block
+from fabric.fast.blockyaml import load_block
 from fabric.model.running import check_reply, taken_document
 from fabric.nos import row_of
 from fabric.nos.nvue.render import rendered_tree
@@ -42,7 +42,7 @@ def _lines(path: Path, value: object) -> tuple[str, list[str]]:
 
 
 def _yaml(text: str) -> tuple[Any, bool]:
-    """Plain block YAML in one pass (fabric.model.blockyaml), anything else (JSON, flow style) by libyaml; and
+    """Plain block YAML in one pass (fabric.fast.blockyaml), anything else (JSON, flow style) by libyaml; and
     whether the one-pass reader read it (then every key is a str or an int)."""
     try:
         return load_block(text), True
@@ -136,10 +136,9 @@ class NvueDriver(Driver):
     def drained(cls, intended: str, release: str = "") -> str:
         """`nv set router bgp graceful-shutdown on` (5.9) / `enabled` (5.15 renamed on|off to enabled|disabled;
         tests/fixtures/nvue/paths.yaml `bgp-graceful-shutdown`, with the NVIDIA pages of each release)."""
-        from fabric.nos import NOS
         from fabric.nos.nvue.render import FORMS
 
-        value = FORMS[release or NOS["nvue"].releases[-1]].on[1]
+        value = FORMS[release or row_of(__name__).releases[-1]].on[1]
         ops = yaml.safe_load(intended) or []
         return yaml.safe_dump([*ops, {"set": {"router": {"bgp": {"graceful-shutdown": value}}}}], sort_keys=True)
 

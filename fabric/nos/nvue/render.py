@@ -16,6 +16,7 @@ from functools import lru_cache
 from typing import Any
 
 from fabric.design.intent import FabricIntent, PortIntent, QosFacts, SwitchIntent
+from fabric.fast.memo import Memo, made
 from fabric.model.platforms import PLATFORMS
 from fabric.render.files import Files
 from fabric.serialize import Fields, Shared, dumps_yaml
@@ -69,21 +70,16 @@ def _pfc(q: QosFacts, cable: int) -> Tree:
             "cable-length": cable}
 
 
-def qos_tree(sw: SwitchIntent) -> Tree:
+def qos_tree(sw: SwitchIntent, memo: Memo | None = None) -> Tree:
     """Every QoS object explicit. NVIDIA's `qos roce` shortcut is never used: it trusts PCP and DSCP and maps
     DSCP 24-31 to the lossless priority and 48-55 to the CNP one (paths.yaml `roce_lossless_defaults`), which no
     policy of this tool expresses (trust is dscp or pcp), so it would make AF3x/CS3 lossless on NVUE only.
 
-    Switches with the same facts, cable lengths and watchdog share one tree (and its emitted text)."""
+    Switches with the same facts, cable lengths and watchdog share one tree (and its emitted text) in `memo`."""
     default_cable, profiles = pfc_profiles(sw)
-    key = (id(sw.qos), default_cable, tuple(profiles.items()), any(p.watchdog for p in sw.ports))
-    tree = _QOS_TREES.get(key)
-    if tree is None or tree[0] is not sw.qos:
-        tree = _QOS_TREES[key] = (sw.qos, Shared(_qos_tree(sw.qos, default_cable, profiles, key[3])))
-    return tree[1]
-
-
-_QOS_TREES: dict[tuple[object, ...], tuple[QosFacts, Shared]] = {}
+    watchdog = any(p.watchdog for p in sw.ports)
+    return made(memo, sw.qos, ("nvue qos", default_cable, tuple(profiles.items()), watchdog),
+                lambda: Shared(_qos_tree(sw.qos, default_cable, profiles, watchdog)))
 
 
 def _qos_tree(q: QosFacts, default_cable: int | None, profiles: dict[str, int], watchdog: bool) -> Tree:
@@ -169,8 +165,9 @@ def _port_common(p: PortIntent, profile: str | None, links: dict[tuple[int, int]
     return it
 
 
-def set_tree(sw: SwitchIntent) -> Tree:
-    """Everything this fabric owns on the switch, as the NVUE `set` object tree, in the forms of its release."""
+def set_tree(sw: SwitchIntent, memo: Memo | None = None) -> Tree:
+    """Everything this fabric owns on the switch, as the NVUE `set` object tree, in the forms of its release
+    (`memo`: the trees switches share, `qos_tree`)."""
     f = FORMS[sw.release]
     on = dict([f.on])
     n = sw.neighbor
@@ -210,7 +207,7 @@ def set_tree(sw: SwitchIntent) -> Tree:
     t["interface"] = ifaces
     if sw.svis:
         t["bridge"] = {"domain": {BRIDGE: {"vlan": {str(s.vlan): {} for s in sw.svis}}}}
-    t["qos"] = qos_tree(sw)
+    t["qos"] = qos_tree(sw, memo)
     b = sw.bgp
     router: Tree = {"bgp": {"autonomous-system": b.asn, "router-id": b.router_id}}
     if b.graceful_shutdown and b.neighbors:
@@ -309,9 +306,9 @@ def rendered_tree(patch: str) -> Tree | None:
     return None
 
 
-def intended_tree(sw: SwitchIntent, fabric: FabricIntent) -> Tree:
+def intended_tree(sw: SwitchIntent, fabric: FabricIntent, memo: Memo | None = None) -> Tree:
     """The tree `render` writes as the patch (what `rendered_tree` of that patch gives), without writing it."""
-    return set_tree(sw)
+    return set_tree(sw, memo)
 
 
 def intended_text(tree: Tree) -> str:
@@ -319,9 +316,10 @@ def intended_text(tree: Tree) -> str:
     return patch_yaml(tree)
 
 
-def render(sw: SwitchIntent, fabric: FabricIntent, *, extras: bool = True) -> Files:
+def render(sw: SwitchIntent, fabric: FabricIntent, *, extras: bool = True,
+           memo: Memo | None = None) -> Files:
     """The patch the push applies; with `extras`, the same tree as `nv set` lines for review."""
-    tree = set_tree(sw)
+    tree = set_tree(sw, memo)
     patch = patch_yaml(tree)
     _LAST[:] = [(patch, tree)]
     return {"nvue-patch.yaml": patch, **({"nv-set.txt": set_lines(tree)} if extras else {})}

@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from fabric.design.intent import FabricIntent, PortIntent, QosFacts, SwitchIntent
+from fabric.fast.memo import Memo
 from fabric.model.ports import sonic_port_map
 from fabric.render.files import Files
 from fabric.serialize import dumps_json
@@ -303,5 +304,6 @@ def sysctl_conf(sw: SwitchIntent) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render(sw: SwitchIntent, fabric: FabricIntent, *, extras: bool = True) -> Files:
+def render(sw: SwitchIntent, fabric: FabricIntent, *, extras: bool = True,
+           memo: Memo | None = None) -> Files:
     return {"config_db.json": dumps_json(config_db(sw)), "sysctl.conf": sysctl_conf(sw)}
