@@ -281,7 +281,7 @@ def shell(lab: VmLab, script: str, *, timeout: float = 120) -> tuple[int, str]:
 WAITER = """
 import os, sys, time
 d, guest, command = sys.argv[1:4]
-n = os.path.join(d, "cmd", f"w{os.getpid()}")
+n = os.path.join(d, "cmd", f"w{os.getpid()}-{os.urandom(4).hex()}")  # a killed waiter leaves its files
 try:
     with open(n + ".in", "w") as f:
         f.write(command + "\\n")
