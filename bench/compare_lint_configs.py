@@ -1,4 +1,4 @@
-"""Compare `fabric lint INV --configs DIR` of two checkouts (issue 27): the same JSON report, stderr and exit code
+"""Compare `fabric lint INV --configs DIR` of two checkouts: the same JSON report, stderr and exit code
 on the renders of every example and fixture inventory (every NOS the option reads: SONiC, NVUE, EOS, FRR), on
 given directories of saved NVUE patches (`--case INV=DIR`, e.g. the bench's 4k and 32k ones) and on edited copies
 of them (a drifted MTU and ASN, a missing file, a foreign file; a malformed file: exit 2 with file:line). Each

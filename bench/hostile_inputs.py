@@ -1,4 +1,4 @@
-"""Peak memory and time of `fabric parse` and `fabric diagnose` on ~200 MB inputs (issue 17: < 300 MiB), and of
+"""Peak memory and time of `fabric parse` and `fabric diagnose` on ~200 MB inputs (< 300 MiB), and of
 `fabric diagnose` on a 1 MB adversarial line (< 1 s). Each run is a fresh `fabric` process; its peak RSS is the
 child's ru_maxrss. Usage: python bench/hostile_inputs.py [SIZE_MB] (default 200)."""
 

@@ -2,7 +2,7 @@
 
 Prints wall time per stage, files and bytes written, and peak memory (ours and the render workers')
 for 2k, 8k and 32k GPUs, each size in a fresh process, so linear scaling can be read off the table.
-Targets at 32,768 GPUs on a 2-core machine (issue 11): load + derive + render ≤ 10 s and ≤ 1 GiB;
+Targets at 32,768 GPUs on a 2-core machine: load + derive + render ≤ 10 s and ≤ 1 GiB;
 lint ≤ 3 s after derive. `fabric render` writes what deployment needs (`--all` adds the review and
 boot-time copies); the bench measures that default, writing below build/ as the command does (BENCH_OUT
 moves it: on the project's machine /tmp is several times slower to create files in than build/ or

@@ -158,8 +158,16 @@ def inventory(spec: GpuRailSpec) -> dict[str, dict[str, Any]]:
 
 def write(spec: GpuRailSpec, out: Path, *, check: Callable[[Path], object] = lambda _p: None,
           force: bool = False) -> list[Path]:
-    """Write the inventory to `out` only once `check` (validation) passed on a copy beside it; an existing
-    non-empty `out` is replaced only with `force`."""
+    """Write the inventory to `out` (`write_staged`)."""
+    texts = {name: yaml.safe_dump(doc, sort_keys=False, default_flow_style=False)
+             for name, doc in inventory(spec).items()}
+    return write_staged(texts, out, check=check, force=force)
+
+
+def write_staged(texts: dict[str, str], out: Path, *, check: Callable[[Path], object] = lambda _p: None,
+                 force: bool = False) -> list[Path]:
+    """Write the files `texts` (name → text) as the inventory directory `out`, only once `check` passed on a copy
+    beside it; an existing non-empty `out` is replaced only with `force`."""
     st = status(out)
     if st is not None:
         is_dir = stat.S_ISDIR(st.st_mode)
@@ -168,12 +176,11 @@ def write(spec: GpuRailSpec, out: Path, *, check: Callable[[Path], object] = lam
             raise InputError(Problem(str(out), None, "", "a new or empty directory (--force replaces it)" if replaceable
                                      else "a new or empty directory (--force replaces only a directory, a file or a "
                                      "symlink)", "an existing inventory directory" if is_dir else kind(st)))
-    docs = inventory(spec)
     output_dir(out.parent)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
-        for name, doc in docs.items():
-            (staging / name).write_text(yaml.safe_dump(doc, sort_keys=False, default_flow_style=False))
+        for name, text in texts.items():
+            (staging / name).write_text(text)
         check(staging)
         st = status(out)
         if st is not None:
@@ -181,4 +188,4 @@ def write(spec: GpuRailSpec, out: Path, *, check: Callable[[Path], object] = lam
         staging.rename(out)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    return [out / name for name in docs]
+    return [out / name for name in texts]

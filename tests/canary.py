@@ -1,4 +1,4 @@
-"""The canary sweep (issue 21): a canary secret and canary commands put into every string field of every shipped
+"""The canary sweep: a canary secret and canary commands put into every string field of every shipped
 inventory, one field at a time, then `fabric` run on it. Nothing may run (a command would create a marker file),
 the operator's password (the value of the inventory's `password_env` variable) may appear in no output and no
 file, and a field that holds a secret by its name (fabric.secrets.secret_field) may not show its value either. A

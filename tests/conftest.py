@@ -53,9 +53,9 @@ SERIAL_GROUPS = (("lab", "lab"), ("root", "root"), ("k8s", "k8s"))
 # not marked root, always did beside them.
 # The push and fetch modules' labs (tests/test_push_frr.py, tests/test_fetch.py) have a fabric name, namespace prefix
 # and management subnet of their own, as every lab of the tests but the example's: their group runs beside the
-# lab group, whose chain was the whole run's longest (issue 23: 450 s of 458).
+# lab group, whose chain was the whole run's longest (450 s of 458).
 # test_brownfield_standins.py stays in group root: as a group of its own (seven serial groups at once) the lab's
-# accept measurements were starved on two cores in two of four runs (issue 23).
+# accept measurements were starved on two cores in two of four runs.
 OWN_GROUPS = {"test_lab_vm.py": "vm", "test_push_standins.py": "root-standins", "test_push_faults.py": "root-faults",
               "test_push_frr.py": "lab-push", "test_fetch.py": "lab-push"}
 # xdist hands out its work in collection order: these groups first, the longest first (measured: docs/development.md
@@ -153,7 +153,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         shutil.rmtree(base, ignore_errors=True)
 
 
-# Opt-in CPU profile of the suite (issue 23): FABRIC_TEST_CPU=build/test-cpu writes, per test process, one JSON line
+# Opt-in CPU profile of the suite: FABRIC_TEST_CPU=build/test-cpu writes, per test process, one JSON line
 # per test (module, test, wall s, CPU s of the process and of its waited-for children, user + system) to
 # <dir>/<worker>.jsonl; `python -m tests.cpu_profile build/test-cpu` sums them per module.
 _CPU_DIR = os.path.abspath(os.environ["FABRIC_TEST_CPU"]) if os.environ.get("FABRIC_TEST_CPU") else None

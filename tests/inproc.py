@@ -2,7 +2,7 @@
 stdout, stderr, stdin, environment, working directory) without a new Python each time.
 
 A subprocess pays Python's start-up and the CLI's imports (about 0.4 CPU-s) on every call; a module that runs the
-command a hundred times spends most of its CPU there (issue 23). Tests about the process itself (a real exit
+command a hundred times spends most of its CPU there. Tests about the process itself (a real exit
 status, signals, the installed entry point, what a fresh interpreter imports)
 keep a subprocess.
 

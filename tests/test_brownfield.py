@@ -1,6 +1,6 @@
 """Brownfield: `fabric plan --running` on real running configs nobody here wrote (tests/fixtures/brownfield/,
 each folder's SOURCE.md: Arista AVD example fabrics, Proxmox VE SDN's FRR, the Cumulus documentation's
-`startup.yaml` examples) — issue 22.
+`startup.yaml` examples).
 
 For every corpus config, every change the plan makes is classified: a rendered setting added or changed
 (old → new), a line an earlier apply rendered, or a removal of a device line that contradicts a rendered

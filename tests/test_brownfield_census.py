@@ -1,4 +1,4 @@
-"""Done-when of issue 22, in one test: over the whole brownfield corpus (tests/fixtures/brownfield/, every target),
+"""In one test: over the whole brownfield corpus (tests/fixtures/brownfield/, every target),
 every change a plan makes is classified, and there are 0 foreign removals and 0 foreign modifications — no leaf
 outside the owned scope differs after the change. The census (printed with `-s`) is what docs/plan-apply.md reports.
 

@@ -1,4 +1,4 @@
-"""Brownfield push end to end on the EOS and NVUE stand-ins seeded with real configs (issue 22).
+"""Brownfield push end to end on the EOS and NVUE stand-ins seeded with real configs.
 
 The stand-ins hold a config of the corpus (tests/fixtures/brownfield/, SOURCE.md): Arista AVD's dc1-leaf1a
 (MLAG, VXLAN/EVPN, VRFs in BGP, foreign peer groups, route-maps; hostname `dc1-leaf1a`) and the Cumulus

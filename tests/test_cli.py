@@ -205,7 +205,7 @@ def test_show_prints_one_device_as_render_writes_it(tmp_path: Path) -> None:
 
 
 def test_help_lists_every_command_without_importing_them() -> None:
-    """`fabric --help` and `--version` import no command module (start-up, issue 27), and the listing read from
+    """`fabric --help` and `--version` import no command module (start-up), and the listing read from
     source names every command and group with the short help the full app gives it."""
     from fabric.cli import app
     from fabric.cli.main import build
@@ -229,7 +229,7 @@ def test_help_lists_every_command_without_importing_them() -> None:
 def test_the_host_agents_commands_do_not_import_the_site_layer() -> None:
     """`fabric host plan|apply`, the agent every acceptance run and fleet push starts on each host, imports neither
     the site layer (fabric.access, what opens an inventory's devices) nor the renderers and jinja2 behind it: they
-    cost it about 0.3 CPU-s of its 0.6 per start (issue 23); only the fleet commands (`hosts …`) open a site."""
+    cost it about 0.3 CPU-s of its 0.6 per start; only the fleet commands (`hosts …`) open a site."""
     probe = ("import atexit, json, sys; from fabric.cli import main; atexit.register(lambda: print(json.dumps("
              "sorted(sys.modules)))); main()")
     for command in ("plan", "apply"):
@@ -244,7 +244,7 @@ def test_the_host_agents_commands_do_not_import_the_site_layer() -> None:
 def test_the_host_agents_run_imports_one_hosts_intent_and_the_parsers_it_reads(tmp_path: Path) -> None:
     """A host agent's run (`host plan --intent host.json`) validates one host's intent and reads this host: it
     imports neither the inventory's models, the YAML loader and PyYAML, the platform table, the parsers of outputs
-    it never reads, nor rich (each 10-60 ms of every start on every host, issue 23)."""
+    it never reads, nor rich (each 10-60 ms of every start on every host)."""
     from fabric.design.load import load_fabric
 
     intent = tmp_path / "host.json"

@@ -1,4 +1,4 @@
-"""Issue 27: a host's rails made with their (SU, rail) block, gateway and subnet text kept per (SU, rail), the PCI
+"""A host's rails made with their (SU, rail) block, gateway and subnet text kept per (SU, rail), the PCI
 address read once per netdev name and the constants of the loop read once equal the rails of the code as it read
 before (kept below, verbatim) on every example and fixture inventory (svi and p2p31, explicit hosts, VLANs, VFs,
 PCI addresses, cables of links[]) and a generated fabric: the same intents, field for field."""

@@ -1,4 +1,4 @@
-"""Issue 27: a switch's intent made with its ports put in order by a permutation kept per sequence of port names
+"""A switch's intent made with its ports put in order by a permutation kept per sequence of port names
 (`fabric.design.derive.switch.in_port_order`), its lanes and headroom looked up once per (speed, cable) and its
 (SU, rail) members gathered in one pass equals the intent of the code as it read before (kept below, verbatim) on
 every example and fixture inventory, a generated fabric, and switches whose ports are listed shuffled and named

@@ -1,4 +1,4 @@
-"""Issue 27: derivation validates a rail, host or switch intent (and a switch's SVIs, BGP and neighbour table) once per
+"""Derivation validates a rail, host or switch intent (and a switch's SVIs, BGP and neighbour table) once per
 shape and trusts the same shape again (`fabric.design.intent.trusted`), and `validate` stops at the checked
 topology. Both must give exactly what the
 validating path gives, on every example and fixture inventory and on a generated fabric of many hosts per shape."""

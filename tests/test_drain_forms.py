@@ -1,4 +1,4 @@
-"""`fabric drain` on every NOS row, in the form of each release the row renders for (issue 22).
+"""`fabric drain` on every NOS row, in the form of each release the row renders for.
 
 Every target's driver has a drain (`Driver.drained`): FRR `bgp graceful-shutdown`, SONiC BGP_GLOBALS
 `graceful_shutdown`, NVUE `router bgp graceful-shutdown on` (5.9) / `enabled` (5.15), EOS maintenance mode

@@ -1,4 +1,4 @@
-"""Issue 27: an NCCL environment value's length limit is a limit of its own (`ENV_MAX`) beside a pattern without a
+"""An NCCL environment value's length limit is a limit of its own (`ENV_MAX`) beside a pattern without a
 bounded repetition (pydantic-core took 15-30 ms to compile `{0,4096}` in every process): the inventory and the
 host intent accept exactly the values the bounded pattern accepted."""
 

@@ -1,4 +1,4 @@
-"""EOS parity: the tool's EOS renders compared in meaning with Arista's pyavd rendering the same intent (issue 12).
+"""EOS parity: the tool's EOS renders compared in meaning with Arista's pyavd rendering the same intent.
 
 Two fabrics: `inventories/eos-example` and a small generated one (`fabric generate gpu-rail --target eos --platform
 7060x5 --breakout none`). Ours comes from the CLI (`fabric render INV -o DIR`); the same intent, read once through
@@ -631,7 +631,7 @@ DELIBERATE: list[Deliberate] = [
                "internal order`, `transceiver qsfp default-mode`, `interface Management1` / `vrf instance MGMT` / "
                "`no ip routing vrf MGMT`, `spanning-tree mode none`, `update wait-install`, `send-community`, "
                "`no shutdown`, `switchport mode access`: design defaults of AVD or management config the tool does "
-               "not own (issue 13)",
+               "not own",
                lambda o, a: has(a, "no aaa root") and not has(o, "no aaa root")),
 ]
 

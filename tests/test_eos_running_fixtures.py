@@ -1,4 +1,4 @@
-"""The EOS running-config fixtures (tests/fixtures/running/eos, see SOURCE.md) stay what issue 13 needs.
+"""The EOS running-config fixtures (tests/fixtures/running/eos, see SOURCE.md) stay what `plan --running` needs.
 
 One file per switch of inventories/eos-example; each holds the unmanaged sections a real switch has, and a fabric
 part that differs from today's render only where SOURCE.md says it does (a small, real plan diff).

@@ -1,4 +1,4 @@
-"""Everything rendered is pushed (issue 22): for every row of the NOS table, a switch of that NOS is rendered from a
+"""Everything rendered is pushed: for every row of the NOS table, a switch of that NOS is rendered from a
 shipped inventory and every file it gets is applied by the row's driver — given the rendered files the way the
 push gives them (fabric.access.InventorySite) — or declared in the row's `not_pushed` with a reason. A new NOS is
 covered by this test as soon as it is in the table and an inventory has a switch of it."""

@@ -1,4 +1,4 @@
-"""FRR's rendered `interfaces.sh` and `qos.sh` in the push transaction (fabric.nos.frr.scripts, issue 22 "everything
+"""FRR's rendered `interfaces.sh` and `qos.sh` in the push transaction (fabric.nos.frr.scripts, "everything
 rendered is pushed"): the plan's lines, the undo written from the state read before, and — in a network namespace
 of its own, with the real iproute2 — a run of the rendered interfaces.sh followed by its undo gives back the state
 it found, value for value."""

@@ -1,4 +1,4 @@
-"""Issue 24: inventories as engineers write them — anchors, aliases and merge keys load within the hostile-input
+"""Inventories as engineers write them — anchors, aliases and merge keys load within the hostile-input
 bound, problems reached through an alias are located at the anchor's text, and every structural problem names a
 file and line."""
 
@@ -140,7 +140,7 @@ LOCATED = [
     ("hosts.yaml", "{rail: 1, ", "{", "hosts.yaml:7: hosts.defaults.nics[0].rail: expected this required key"),
     ("addressing.yaml", "  rails: 10.100.0.0/16\n", "",
      "addressing.yaml:1: addressing.rails: expected this required key, found nothing"),
-    # a required section no file has (issue 24 item 6): in the file named after it, in the one file that holds
+    # a required section no file has: in the file named after it, in the one file that holds
     # nothing, or between the sections before and after it where one file holds both
     ("addressing.yaml", "addressing:\n", "x-addressing:\n", "addressing.yaml:1: addressing: expected this "
      "required section, found nothing (this file holds no addressing: section)"),

@@ -387,7 +387,7 @@ def test_config_files_parsed_in_workers_equal_one_process_and_bad_files_are_prob
 
 
 def test_configs_parser_comes_from_the_nos_table() -> None:
-    """Issue 22: the NOS row names the files it renders and how a saved running config is named; nothing else."""
+    """The NOS row names the files it renders and how a saved running config is named; nothing else."""
     from fabric.lint.configs import kind_of
 
     got = {n: kind_of(Path(n)) for n in ("config_db.json", "leaf1.json", "nvue-patch.yaml", "leaf1.yaml",

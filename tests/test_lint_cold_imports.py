@@ -1,4 +1,4 @@
-"""Issue 27: a cold `fabric lint INV` (cache off, output not a terminal) imports neither the progress display
+"""A cold `fabric lint INV` (cache off, output not a terminal) imports neither the progress display
 (rich.progress), nor what `--configs` reads configs with (fabric.lint.configs, its model and the running-config
 parsers), nor multiprocessing; `lint --configs` and a display on a terminal still import what they use."""
 

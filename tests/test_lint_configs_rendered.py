@@ -1,5 +1,5 @@
 """`lint INV --configs DIR` takes a saved NVUE file that is byte for byte its switch's render from the renderer's
-tree instead of reading it (issue 27): the same configs, lines and findings as reading it.
+tree instead of reading it: the same configs, lines and findings as reading it.
 
 - `_PatchLines` answers, for every key path of every rendered patch of every example and fixture inventory forced
   to NVUE and of a generated fabric, the line the loader's SourceMap gives, and for a path below a leaf or with a

@@ -1,4 +1,4 @@
-"""`lint INV --configs DIR` on both cores after deriving (issue 27): a forked process renders each switch's file to
+"""`lint INV --configs DIR` on both cores after deriving: a forked process renders each switch's file to
 compare it with the saved one and runs the intent's rules while this one builds the configs from the renderer's
 trees (`fabric.cli.lint._split`). The same findings, problems and outputs as one process doing it all, on renders,
 edited and malformed copies, a `fabric render` directory, a bad `--select`, and where the other process fails.

@@ -1,4 +1,4 @@
-"""Issue 27: lint rules that judge a switch once per shape or through C loops — RF111 its NOS-dependent settings once
+"""Lint rules that judge a switch once per shape or through C loops — RF111 its NOS-dependent settings once
 per switch shape (the NOS, the watchdog facts, the MTU, whether a port runs the watchdog, how many run adaptive
 routing and where the inventory sets it), RF402 no port where every speed of the switch supports adaptive routing —
 find what the rules as they read before (kept below, verbatim) found, on every example and fixture inventory

@@ -1,4 +1,4 @@
-"""Issue 12 on every target: what a NOS needs is decided in derivation, rendered in its own terms, and seen by lint.
+"""On every target: what a NOS needs is decided in derivation, rendered in its own terms, and seen by lint.
 
 - The tool's own output lints clean (0 errors, 0 warnings, intent and `--configs` together) for every shipped
   inventory, the shipped ones moved to other targets, and generated fabrics per target (breakouts, p2p31, the
@@ -88,7 +88,7 @@ def gen(target: str, platform: str, breakout: str, *extra: str) -> tuple[str, ..
 CASES = [
     *(Case(name, inventory=name) for name in sorted(p.name for p in INVENTORIES.iterdir() if p.is_dir())),
     Case("h100-400g-sonic", inventory="h100-400g", fabric_yaml=retarget("sonic"),
-         expect=("RF111 switching.adaptive_routing",)),  # only NVUE renders AR (issue 24)
+         expect=("RF111 switching.adaptive_routing",)),  # only NVUE renders AR
     Case("h100-400g-nvue-5.9", inventory="h100-400g", fabric_yaml=retarget("nvue", "5.9")),
     Case("sonic-example-nvue", inventory="sonic-example", fabric_yaml=retarget("nvue")),
     Case("eos-example-frr", inventory="eos-example", fabric_yaml=retarget("frr")),
@@ -194,7 +194,7 @@ def test_host_tagged_vlan_is_a_tagged_member_on_every_nos(target: str, tmp_path:
 
 def test_rf311_host_leaf_tagging_mismatch(tmp_path: Path) -> None:
     """Intent: a host tagging another VLAN than its rail's, or tagging toward a routed (p2p31) port; configs: a
-    leaf port left an access member where the host tags (issue 15 adds the VLAN to the NAD)."""
+    leaf port left an access member where the host tags (adds the VLAN to the NAD)."""
     inv, leaf = _tagged("eos", tmp_path)
     wrong = tmp_path / "wrong"
     shutil.copytree(inv, wrong)
@@ -425,7 +425,7 @@ WATCHDOG_DIFFERS = [  # (target, platform, override, what RF111 says the switch 
                          ids=[f"{c[0]}-{c[2].split(':')[0]}" for c in WATCHDOG_DIFFERS])
 def test_watchdog_setting_the_nos_cannot_express_is_a_lint_finding(target: str, platform: str, override: str,
                                                                    said: str, tmp_path: Path) -> None:
-    """Issue 24: not a load error — rendered as the NOS does it, and RF111 (error, waivable) says what the switch
+    """Not a load error — rendered as the NOS does it, and RF111 (error, waivable) says what the switch
     runs instead, computed."""
     inv = tmp_path / "inv"
     cli("generate", "gpu-rail", "-o", str(inv), *gen(target, platform, "none", "--speed", "400G"))

@@ -332,7 +332,7 @@ def test_generated_patch_leaves_documented(generated: tuple[str, Render]) -> Non
 
 @pytest.mark.parametrize("fixture", sorted(RUNNING.glob("*.yaml")), ids=lambda p: p.stem)
 def test_running_fixture_paths_documented(fixture: Path) -> None:
-    """The saved running configs (issue 13) hold only paths NVIDIA documents for the release in their header."""
+    """The saved running configs hold only paths NVIDIA documents for the release in their header."""
     docs = yaml.safe_load(fixture.read_text())
     assert [list(d) for d in docs] == [["header"], ["set"]], f"{fixture.name}: not the `nv config show` shape"
     release = ".".join(docs[0]["header"]["version"].split()[-1].split(".")[:2])
@@ -476,7 +476,7 @@ def test_host_tagged_vlan_is_a_tagged_member_on_the_leaf(tmp_path: Path) -> None
 
 def test_pfc_watchdog_overrides_rendered_or_refused(tmp_path: Path) -> None:
     """NVUE has polling-interval and robustness only; a detection-time override is a lint finding naming the field
-    and what NVUE runs (issue 12, issue 24), and the two it has must reach the switch."""
+    and what NVUE runs, and the two it has must reach the switch."""
     inv = _generated_svi(tmp_path, "wd")
     qos = "qos:\n  preset: nvidia-roce\n  pfc_watchdog: {%s}\n"
     (inv / "qos.yaml").write_text(qos % "poll_interval: 200ms, robustness: 5")
@@ -489,4 +489,4 @@ def test_pfc_watchdog_overrides_rendered_or_refused(tmp_path: Path) -> None:
     assert proc.returncode == 1 and "pfc_watchdog.detection: requested 400 ms" in proc.stdout + proc.stderr, (
         f"qos.pfc_watchdog.detection = 400ms has no NVUE path (NVUE has only polling-interval and robustness: "
         f"{entry['url']}) but `fabric lint` exited {proc.returncode} without naming the field and what NVUE runs "
-        "(issue 24: a lint finding, RF111, not a load error)")
+        "(a lint finding, RF111, not a load error)")

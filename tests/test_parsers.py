@@ -1,4 +1,4 @@
-"""Parsers of acceptance/host outputs (issue 7 part 4): real samples, messy variants, errors, CLI."""
+"""Parsers of acceptance/host outputs: real samples, messy variants, errors, CLI."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`fabric plan INV --running DIR` on the realistic running configs of tests/fixtures/running/<nos>/ (issue 13).
+"""`fabric plan INV --running DIR` on the realistic running configs of tests/fixtures/running/<nos>/.
 
 Each fixture holds what the tool must never touch (AAA, users, management VRF, SNMP, syslog, NTP, LLDP,
 unused ports, platform PORT lanes/fec, buffer defaults) plus an older version of the fabric part. For every

@@ -1,4 +1,4 @@
-"""`plan --running`'s quick paths give what the leaf-by-leaf diff gives (issue 27).
+"""`plan --running`'s quick paths give what the leaf-by-leaf diff gives.
 
 - The NVUE driver diffs the renderer's own tree of the patch it rendered last (`nvue.render.rendered_tree`)
   instead of reading the YAML again: reading every rendered patch of every example and fixture inventory, and of a

@@ -1,4 +1,4 @@
-"""`fabric plan --running DIR` on malformed saved running configs (issue 21, item 5): each malformed file is one
+"""`fabric plan --running DIR` on malformed saved running configs: each malformed file is one
 located problem for its switch (file, and line where there is one), the other switches are still planned, and
 no file ends in a traceback, a hang or memory past a bound (the process runs under RLIMIT_AS)."""
 

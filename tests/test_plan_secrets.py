@@ -1,4 +1,4 @@
-"""Secrets in `plan` output are masked by each NOS's structure (issue 21, item 3): every secret-bearing field of
+"""Secrets in `plan` output are masked by each NOS's structure: every secret-bearing field of
 every target (the scheme its row names in fabric.secrets.SECRETS) shown through the driver's own diff lines, and
 `plan --running` end to end in table and JSON output with a canary secret in an owned BGP neighbour of each target."""
 

@@ -1,4 +1,4 @@
-"""The fault suite of `fabric apply` (issue 13), against the SONiC, NVUE and EOS SSH stand-ins.
+"""The fault suite of `fabric apply`, against the SONiC, NVUE and EOS SSH stand-ins.
 
 Each test breaks one thing at the worst moment and asserts that every device ends as it was (or as the
 operator chose) and that the next run says clearly what happened:

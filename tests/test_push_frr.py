@@ -105,7 +105,7 @@ def test_plan_shows_a_hand_change_apply_restores_it_and_the_next_plan_is_empty(l
     rc, data = plan_json(inv, state)
     dev = {d["device"]: d for d in data["devices"]}
     assert rc == 0 and dev[LEAF]["status"] == "changed"
-    assert dev[LEAF]["sections"]["router bgp 65101"] == [  # a change, back to the datacenter default (issue 22)
+    assert dev[LEAF]["sections"]["router bgp 65101"] == [  # a change, back to the datacenter default
         "~ timers bgp 5 15 → timers bgp 3 9 (the `frr defaults datacenter` value)"]
     assert "(global)" not in dev[LEAF]["sections"]  # a hand prefix-list is not the tool's: left alone
     assert all(d["status"] == "unchanged" for n, d in dev.items() if n != LEAF)
@@ -133,7 +133,7 @@ def test_plan_shows_a_hand_change_apply_restores_it_and_the_next_plan_is_empty(l
 
 
 def test_another_asn_on_the_switch_is_refused_and_nothing_changes(lab: dict) -> None:
-    """The inventory gives the leaf another ASN than its `router bgp`: the tool never renumbers a router (issue 22),
+    """The inventory gives the leaf another ASN than its `router bgp`: the tool never renumbers a router,
     so the plan is an error naming the running line and the apply leaves the switch as it was."""
     bad = _inventory(lab["base"] / "bad-asn", **{LEAF: 65199})
     state = lab["state"]
@@ -312,7 +312,7 @@ def test_brownfield_frr_keeps_vrf_bgp_evpn_route_maps_and_foreign_peer_group(lab
 
 
 def test_interfaces_sh_goes_in_the_transaction_and_rollback_puts_it_back(lab: dict) -> None:
-    """Everything rendered is pushed (issue 22): a change of the neighbour aging is a change of the rendered
+    """Everything rendered is pushed: a change of the neighbour aging is a change of the rendered
     interfaces.sh only; the plan shows its lines, apply runs it on the switch with frr.conf (the SVI's
     base_reachable_time_ms in the switch's namespace), the next plan is empty, and `fabric rollback` runs the undo
     written before it ran: the old value is back and the original inventory plans empty again."""

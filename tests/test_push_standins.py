@@ -117,7 +117,7 @@ def test_sonic_plan_apply_checkpoint_and_rollback(sonic: tuple[StandinNet, Path,
     p = run(net, "plan", str(inv), "--limit", LEAF, "--format", "json", state=state)
     res = _json(p)[LEAF]
     assert res["status"] == "changed", res
-    assert res["sections"]["BGP_NEIGHBOR|default|Ethernet16"] == ["~ holdtime=180 → holdtime=9"]  # a change (issue 22)
+    assert res["sections"]["BGP_NEIGHBOR|default|Ethernet16"] == ["~ holdtime=180 → holdtime=9"]  # a change
     assert not any(s.startswith("NTP_SERVER") for s in res["sections"])
     before = read_json(d / "running.json")
 
@@ -278,7 +278,7 @@ def test_nvue_patch_apply_confirm_and_timer_expiry(nvue: tuple[StandinNet, Path,
     history = _nv(d, "config", "history").stdout
     assert history.splitlines()[0].startswith("Rev ID") and " CLI " in history
 
-    # another ASN: never a renumbering (issue 22) — an error, the switch untouched (`--confirm-no` after a failed
+    # another ASN: never a renumbering — an error, the switch untouched (`--confirm-no` after a failed
     # post-check: test_push_faults.test_session_dropped_after_commit_on_nvue_and_eos)
     bad = _inventory("h100-400g", tmp_path / "bad", tmp_path, asn=65199)
     res = _json(run(net, "apply", str(bad), "--limit", LEAF, "--yes", "--format", "json", *FAST, state=state))[LEAF]
@@ -354,7 +354,7 @@ def test_eos_session_diffs_commit_timer_confirm_and_abort(eos: tuple[StandinNet,
 
     bad = _inventory("eos-example", tmp_path / "bad", tmp_path, asn=65199)
     res = _json(run(net, "apply", str(bad), "--limit", LEAF, "--yes", "--format", "json", *FAST, state=state))[LEAF]
-    # another ASN is never a renumbering (issue 22): a located error, the switch untouched (the abort after a
+    # another ASN is never a renumbering: a located error, the switch untouched (the abort after a
     # failed post-check: test_push_faults.test_session_dropped_after_commit_on_nvue_and_eos)
     assert res["status"] == "error" and "never renumbers" in res["detail"] and "router bgp 65121" in res["detail"], res
     assert (d / "running.cfg").read_text() == applied

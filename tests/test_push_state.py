@@ -98,7 +98,7 @@ def test_frr_reload_output_parsed_per_section_without_noise() -> None:
     d = DeviceDiff(device="x", target="frr", changes=parse_reload_test(out, "service integrated-vtysh-config\n",
                                                                        "datacenter"))
     assert d.sections() == {
-        "router bgp 65101": ["~ timers bgp 5 15 → timers bgp 3 9 (the `frr defaults datacenter` value)"],  # issue 22
+        "router bgp 65101": ["~ timers bgp 5 15 → timers bgp 3 9 (the `frr defaults datacenter` value)"],
         "router bgp 65101 / address-family ipv4 unicast": ["- network 10.99.0.0/24", "+ network 10.100.0.0/24"],
         "(global)": ["- ip prefix-list HAND seq 5 permit 1.2.3.0/24"],
     }
@@ -142,7 +142,7 @@ def test_owned_scope_text_replaces_a_setting_and_keeps_hand_lines() -> None:
     sd = scoped_diff(have, want, scope(want, have, ("interface */tx-queue *",)),
                      lambda p, v: (" / ".join(p[:-1]), list(v)))
     assert [(c.section, c.op, c.old, c.line, c.foreign) for c in sd.changes] == [
-        ("interface Ethernet1/1", "~", "mtu 1500", "mtu 9214", False),  # a change, old → new (issue 22)
+        ("interface Ethernet1/1", "~", "mtu 1500", "mtu 9214", False),  # a change, old → new
         ("interface Ethernet1/1 / tx-queue 3", "-", "", "bandwidth percent 40", True)]  # never rendered
     assert session_lines(sd, have) == ["interface Ethernet1/1", "   no mtu 1500", "   mtu 9214",
                                        "interface Ethernet1/1", "   tx-queue 3", "      no bandwidth percent 40"]

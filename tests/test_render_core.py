@@ -217,7 +217,7 @@ def test_render_writes_what_deployment_needs_and_all_adds_the_copies(tmp_path: P
         return {p.name for p in (root / device).iterdir()}
 
     assert names(tmp_path / "default", "switches/leaf-su1-r1") == {"nvue-patch.yaml"}
-    assert names(tmp_path / "all", "switches/leaf-su1-r1") == {"nvue-patch.yaml", "nv-set.txt"}
+    assert names(tmp_path / "all", "switches/leaf-su1-r1") == {"nvue-patch.yaml", "nv-set.txt", "topology.dot"}
     assert names(tmp_path / "default", "hosts/gpu-su1-01") == {"host.json", "roce-setup.sh", "nccl.env"}
     assert names(tmp_path / "all", "hosts/gpu-su1-01") == {"host.json", "roce-setup.sh", "nccl.env", "netplan.yaml",
                                                           "sysctl.conf", "roce-qos.service", "roce-qos.sh", "cni"}

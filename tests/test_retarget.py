@@ -1,4 +1,4 @@
-"""Issue 24: one fabric, any NOS. Every shipped inventory, with only `roles.<role>.target` and `platform` changed,
+"""One fabric, any NOS. Every shipped inventory, with only `roles.<role>.target` and `platform` changed,
 validates, lints and renders on every NOS: SONiC renders pass SONiC's YANG models (../shared/tools/
 sonic_yang_check.py), NVUE renders use only documented NVUE paths (tests/fixtures/nvue/paths.yaml), EOS renders of
 every switch match Arista's pyavd rendering the same intent section for section (tests/test_eos_pyavd.py's
@@ -21,7 +21,7 @@ from fabric.nos import NOS
 from tests import inproc
 from tests.conftest import ROOT, require
 
-# every shipped inventory, and one written as engineers write them (issue 24: anchors, merge keys, the preset's
+# every shipped inventory, and one written as engineers write them (anchors, merge keys, the preset's
 # watchdog spelt out, per-link cable lengths, NOS-neutral ports, a mixed DGX/HGX fleet)
 SOURCES = {p.name: p for p in (ROOT / "inventories").iterdir() if p.is_dir()} | {
     "dgx-hgx-2su": ROOT / "tests" / "fixtures" / "inventories" / "dgx-hgx-2su"}

@@ -1,4 +1,4 @@
-"""fabric.safefile, the one writer of device and host output (issue 21, item 4): 0600 files in 0700
+"""fabric.safefile, the one writer of device and host output: 0600 files in 0700
 directories, a symlink planted at a file's name replaced and never written through, a file or symlink where a
 directory is expected refused with a clear error; and the commands that write such output use it."""
 

@@ -1,4 +1,4 @@
-"""SONiC brownfield (issue 22): the push onto real CONFIG_DBs nobody here wrote (tests/fixtures/brownfield/sonic/).
+"""SONiC brownfield: the push onto real CONFIG_DBs nobody here wrote (tests/fixtures/brownfield/sonic/).
 
 For each corpus config the SONiC driver's plan either refuses the switch with every reason (a platform the
 inventory does not describe, ports it would make routed while VLAN/PortChannel members, pools the profiles

@@ -1,4 +1,4 @@
-"""`fabric plan/apply/rollback` onto the SONiC stand-in seeded whole with each brownfield corpus config (issue 22).
+"""`fabric plan/apply/rollback` onto the SONiC stand-in seeded whole with each brownfield corpus config.
 
 The stand-in (tests/standins/sonic.py) takes the real CONFIG_DB as it is, validates every patch with SONiC's YANG
 models (../shared/tools/sonic_yang_check.py) as `config apply-patch` does, and keeps the kernel's neighbour

@@ -1,4 +1,4 @@
-"""SONiC renders checked against SONiC's own YANG models (issue 12), an independent reference.
+"""SONiC renders checked against SONiC's own YANG models, an independent reference.
 
 `../shared/tools/sonic_yang_check.py` validates a config_db.json the way `config apply-patch` does before it
 touches a switch (sonic-yang-mgmt: translate CONFIG_DB to YANG data, libyang validates types, enums,

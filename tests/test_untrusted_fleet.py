@@ -1,4 +1,4 @@
-"""Nothing handed to Ansible is ever templated (issue 21, item 1): a canary command in every string value the
+"""Nothing handed to Ansible is ever templated: a canary command in every string value the
 fleet path builds (inventory group vars, host vars, extra vars, the SSH arguments) never runs under
 `hosts plan` and `hosts apply`, and the model refuses template syntax in the fields that name files.
 

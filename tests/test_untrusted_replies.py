@@ -1,4 +1,4 @@
-"""Parsers of device and host replies (issue 21, item 6): linear time and bounded size for `ethtool -m`
+"""Parsers of device and host replies: linear time and bounded size for `ethtool -m`
 (`fabric optics`), malformed host dumps of `fabric counters` as located problems (never a traceback), control
 characters escaped before a reply is printed, YAML 1.1 hex/sexagesimal integers of a few KB in an inventory as a
 located problem, and no paramiko thread traceback when a peer closes before the SSH banner."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import io
 import json
 import os
@@ -21,7 +22,8 @@ from fabric.parsers import read_input
 from fabric.parsers.lldp import PARSERS, Lldp
 from fabric.safefile import write_output
 
-FORMATS = ("table", "json", "junit")
+FORMATS = ("table", "json", "junit", "svg", "dot", "html")
+PICTURES = {".svg": "svg", ".dot": "dot", ".html": "html"}  # -o FILE with these endings draws the report
 STYLE = {Status.miswired: "red", Status.unexpected: "red", Status.missing: "red", Status.half_seen: "yellow",
          Status.unread: "yellow", Status.ok: "green"}
 
@@ -31,26 +33,51 @@ def cabling(
     source: Path = typer.Option(..., "--from", help="directory of saved LLDP outputs: <device>.lldp-sonic (show "
                                 "lldp table), .lldp-nvue, .lldp-eos (show lldp neighbors detail | json), .lldpctl "
                                 "(lldpctl -f json: hosts, FRR, or SONiC's and Cumulus' lldpd)"),
-    fmt: str = typer.Option("table", "--format", "-f", help="table, json or junit"),
+    fmt: str | None = typer.Option(None, "--format", "-f", help="table, json, junit, or a picture of every link "
+                                   "coloured by its state: svg, dot or html (default: table, or the ending of -o)"),
     output: Path | None = typer.Option(None, "--output", "-o", help="write the report here instead of stdout"),
+    su: int | None = typer.Option(None, "--su", help="picture: this SU device by device (a large fabric is drawn "
+                                  "as an overview)"),
 ) -> None:
     """Check the cables in the hall (LLDP) against the model. Exit 0 all ok, 1 problems, 2 bad input."""
     from fabric.design.load import load_deriver
 
+    fmt = fmt or PICTURES.get(output.suffix if output else "", "table")
     if fmt not in FORMATS:
         raise InputError(Problem("--format", None, "", f"one of {', '.join(FORMATS)}", repr(fmt)))
+    if su is not None and fmt not in PICTURES.values():
+        raise InputError(Problem("--su", None, "", "a picture (--format svg, dot or html)", f"--format {fmt}"))
     topo = load_deriver(inventory).topo
     result = judge_topology(topo, read_saved(source, topo))
     if fmt == "table" and output is None:
         table(result, console(soft_wrap=True))
     else:
-        text = to_json(result) if fmt == "json" else to_junit(result) if fmt == "junit" else _table_text(result)
+        text = to_json(result) if fmt == "json" else to_junit(result) if fmt == "junit" else \
+            drawn(topo, result, fmt, su) if fmt in PICTURES.values() else _table_text(result)
         if output is not None:
             write_output(output, text)
         else:
             typer.echo(text, nl=False)
     if result.failed:
         sys.exit(1)  # not typer.Exit: the app runs with standalone_mode=False, which swallows it
+
+
+def drawn(topo: Topo, result: Cabling, fmt: str, su: int | None) -> str:
+    """The report as a picture (fabric.render.graph): DOT, graphviz's SVG of it, or an HTML page of the faults
+    and the SVG."""
+    from fabric.cli.graph import picture, svg
+
+    dot = picture(topo, su, cabling=result)
+    if fmt == "dot":
+        return dot
+    image = svg(dot)
+    if fmt == "svg":
+        return image
+    body = image[image.index("<svg"):]  # graphviz's XML declaration and DOCTYPE stay out of the page
+    faults = html.escape("".join(f"{i}  {line}\n" if i <= len(result.faults) else f"{line}\n"
+                                 for i, line in enumerate(_table_text(result).splitlines(), 1)))
+    return (f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>fabric cabling</title></head><body>\n"
+            f"<pre>{faults}</pre>\n{body}</body></html>\n")
 
 
 def _table_text(result: Cabling) -> str:

@@ -46,8 +46,8 @@ def render(inventory: InventoryArg,
            output: Annotated[Path | None, typer.Option("-o", "--output", help="default build/<fabric>")] = None,
            only: Annotated[list[str] | None, typer.Option("--only", help="device name (repeatable)")] = None,
            all_files: Annotated[bool, typer.Option(
-               "--all", help="also the review and boot-time copies: NVUE nv-set.txt, the hosts' netplan, "
-                             "sysctl.d, roce-qos unit and script")] = False,
+               "--all", help="also the review and boot-time copies: NVUE nv-set.txt and PTM topology.dot, the "
+                             "hosts' netplan, sysctl.d, roce-qos unit and script")] = False,
            ) -> None:
     """Render every switch and host configuration into a directory tree."""
     from fabric.render import render_to

@@ -113,7 +113,7 @@ def main() -> None:
 
 # Every command and command group: its name and `module:attribute` in this package. A run imports only the module of
 # the command it runs (the others import the whole model, pydantic and rich); `fabric --help` lists them from their
-# docstrings read from source, so it imports none (issue 27: start-up well under half a second).
+# docstrings read from source, so it imports none (start-up well under half a second).
 COMMANDS: dict[str, str] = {
     "validate": "core:validate", "render": "core:render", "plan": "core:plan", "explain": "core:explain",
     "show": "core:show", "schema": "core:schema", "lint": "lint:lint", "diagnose": "diagnose:diagnose",
@@ -121,6 +121,7 @@ COMMANDS: dict[str, str] = {
     "apply": "push:apply_command", "rollback": "push:rollback_command", "drain": "drain:drain_command",
     "undrain": "drain:undrain_command", "optics": "optics:optics", "remediate": "remediate:remediate",
     "fetch": "fetch:fetch_command", "parse": "parse:parse", "cabling": "cabling:cabling",
+    "discover": "discover:discover", "graph": "graph:graph",
 }
 GROUPS: dict[str, str] = {"generate": "core:generate_app", "host": "host:host_app", "hosts": "host:hosts_app",
                           "lab": "lab:lab_app"}

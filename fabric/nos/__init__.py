@@ -45,6 +45,10 @@ def swp(ways: int, lanes: int, index: int) -> str:
     return f"swp{n + 1}s{k}" if ways > 1 else f"swp{n + 1}"
 
 
+# What a NOS's LLDP agent sends as a port's Port ID: its interface `name` (Cumulus' lldpd, EOS), the platform's
+# `alias` (SONiC's lldpmgrd: etp1 for Ethernet0), or its `mac` with the name as port description (stock lldpd on
+# Linux); a plan checked against LLDP (PTM's topology.dot) names a neighbour's port the way it is sent
+LldpPortId = Literal["name", "alias", "mac"]
 RunningShape = Literal["config_db", "nvue", "text"]  # the shape of a saved running configuration
 SecretScheme = Literal["config_db", "nvue", "eos_cli", "frr_cli", "words"]  # where a config keeps its secrets
 WatchdogFields = dict[str, frozenset[str] | None]  # qos.pfc_watchdog field → the values the NOS takes (None: any)
@@ -84,6 +88,14 @@ def nvue_watchdog(req: dict[str, object]) -> dict[str, tuple[object, str]]:
     return {"detection": (poll * n, f"NVUE detects after poll_interval × robustness = {poll} ms × {n}"),
             "restoration": ("the switch's own", "NVUE has no restoration setting"),
             "action": ("drop", "NVUE's watchdog drops the stalled queue (no action setting)")}
+
+
+@dataclass(frozen=True)
+class CablingCheck:
+    """The NOS's own check of its cables against a plan (docs/cabling.md, "On the switch")."""
+
+    mechanism: str | None  # what checks, and the rendered file it reads; None: the NOS has no such check
+    note: str  # how it is turned on, or why there is none and what to run instead
 
 
 @dataclass(frozen=True)
@@ -133,6 +145,8 @@ class Nos:
     platform_ports: bool = False
     # DSCPs a map leaves out fall to the NOS's own default rather than to best effort: list all 64
     dscp_map_complete: bool = False
+    lldp_port_id: LldpPortId = "name"
+    cabling_check: CablingCheck = CablingCheck(None, "")
 
     def module(self, part: str) -> ModuleType:
         """`render`, `configs` or `driver` of this NOS."""
@@ -151,7 +165,10 @@ NOS: dict[str, Nos] = {n.name: n for n in (
         port_name=ethernet_by_lane,
         files=("config_db.json", "sysctl.conf"), intended="config_db.json", running_suffix=".json",
         running_shape="config_db", secrets="config_db", device_type="linux", mtu_max=9216, platform_ports=True,
-        dscp_map_complete=True,
+        dscp_map_complete=True, lldp_port_id="alias",
+        cabling_check=CablingCheck(None, "community SONiC compares no neighbour with a plan: DEVICE_NEIGHBOR only "
+                                   "lists the expected ones (`show interfaces neighbor expected`); run `fabric "
+                                   "cabling` or `fabric accept`"),
         watchdog={"detection": _ANY, "restoration": _ANY, "action": _ANY, "poll_interval": _ANY},
         watchdog_effect=timed_watchdog, renders_qos=True,
         # the QoS maps, profiles and BGP objects the tool names: a field its render lacks is removed
@@ -162,12 +179,20 @@ NOS: dict[str, Nos] = {n.name: n for n in (
     # (tests/fixtures/nvue/paths.yaml). Default release per platform: NVIDIA's minimum release and life cycle
     # per switch model (same table, `platforms`): Spectrum-4/-3 400G+ on 5.15, the older ones on the 5.9 ESR.
     Nos(name="nvue", title="NVIDIA Cumulus Linux (NVUE)", short="NVUE", releases=("5.9", "5.15"), port_name=swp,
-        files=("nvue-patch.yaml", "nv-set.txt"), intended="nvue-patch.yaml", running_suffix=".yaml",
+        files=("nvue-patch.yaml", "nv-set.txt", "topology.dot"), intended="nvue-patch.yaml", running_suffix=".yaml",
         running_shape="nvue", secrets="nvue", device_type="cumulus_linux", mtu_max=9216,
         watchdog={"poll_interval": _ANY, "robustness": _ANY}, renders_qos=True,
         watchdog_effect=nvue_watchdog, adaptive_routing=True,
         not_pushed=(("nv-set.txt", "the same change as `nv set` lines, for review or a hand session; the push "
-                     "applies nvue-patch.yaml"),),
+                     "applies nvue-patch.yaml"),
+                    ("topology.dot", "PTM's cabling plan, rendered with --all: NVUE has no object for "
+                     "/etc/ptm.d/topology.dot, so it is copied there by hand or by the site's file tooling and read "
+                     "with `sudo systemctl restart ptmd.service`")),
+        cabling_check=CablingCheck("PTM (ptmd) checks each port's LLDP neighbour against /etc/ptm.d/topology.dot "
+                                   "on every link change: `sudo ptmctl` (cbl status pass, fail or N/A)",
+                                   "copy topology.dot (`fabric render --all`) to /etc/ptm.d/ and restart "
+                                   "ptmd.service; NVUE's `router ptm` (`nv show router ptm`) also keeps routing "
+                                   "off ports that fail"),
         owned_whole=("vrf/*/router/bgp/neighbor/*", "qos/mapping/*", "qos/egress-scheduler/*",
                      "qos/congestion-control/*", "qos/egress-queue-mapping/*", "router/policy/route-map/*"),
         default_release={"sn5600": "5.15", "sn5400": "5.15", "sn4700": "5.15", "sn4600c": "5.9", "msn2700": "5.9"}),
@@ -179,6 +204,9 @@ NOS: dict[str, Nos] = {n.name: n for n in (
         watchdog={"detection": _ANY, "restoration": _ANY, "poll_interval": _ANY,
                   "action": frozenset({"drop", "forward"})},
         watchdog_effect=eos_watchdog,
+        cabling_check=CablingCheck(None, "EOS has no on-box check of LLDP neighbours against a plan (Arista's "
+                                   "is off the switch: ANTA's VerifyLLDPNeighbors); run `fabric cabling` or "
+                                   "`fabric accept`"),
         owned_whole=("interface */tx-queue *", "route-map *"),
         owned_objects=((r"router bgp \d+", r"neighbor (interface \S+|\S+)"),
                        (r"ip community-list .*", r"ip community-list (\S+)")),
@@ -194,6 +222,9 @@ NOS: dict[str, Nos] = {n.name: n for n in (
         releases=("8.4", "10.2"), port_name=swp,
         files=("frr.conf", "interfaces.sh", "qos.sh"), intended="frr.conf", running_suffix=".conf",
         running_shape="text", secrets="frr_cli", device_type="linux", mtu_max=9216, watchdog=None, renders_qos=True,
+        lldp_port_id="mac",
+        cabling_check=CablingCheck(None, "neither FRR nor lldpd compares neighbours with a plan (Cumulus' ptmd is "
+                                   "not packaged for Debian); run `fabric cabling` or `fabric accept`"),
         owned_whole=("route-map *",),
         owned_objects=((r"router bgp \d+", r"neighbor (\S+)"),
                        (r"bgp community-list .*", r"bgp community-list (?:standard |expanded )?(\S+)")),

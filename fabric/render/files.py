@@ -42,3 +42,9 @@ def sh(v: object) -> str:
 
 def template(name: str, **context: Any) -> str:
     return env().get_template(name).render(**context)
+
+
+def dot_id(name: str) -> str:
+    """`name` as a quoted DOT identifier (graphviz's language: a double-quoted string, `\\"` its only escape; a
+    backslash is doubled so that no `\\N`/`\\G` escape of graphviz's labels reaches a name)."""
+    return '"' + name.replace("\\", "\\\\").replace('"', '\\"').replace("\n", " ") + '"'

@@ -57,7 +57,7 @@ def check(conn: Any, command: str, *, timeout: float = 60, what: str = "") -> st
 
 
 # The prompt after the exit-status line (or after the here-document's end), whatever the host is called: an
-# apply may change the hostname, and with it the prompt netmiko learned at login (issue 22)
+# apply may change the hostname, and with it the prompt netmiko learned at login
 _PROMPT = r"[^\n]*[#$]\s*$"
 _AFTER_RC = r"__RF_RC=\d+\s*[\r\n]+" + _PROMPT
 _AFTER_EOF = r"__RF_EOF__\s*[\r\n]+" + _PROMPT

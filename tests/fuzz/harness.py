@@ -1,4 +1,4 @@
-"""Run `fabric` on hostile input and judge the outcome (issue 17).
+"""Run `fabric` on hostile input and judge the outcome.
 
 A run is a defect when it ends in a traceback (any exception but SystemExit), an exit code other than 0/1/2, runs
 past its time bound (a hang: 30 CPU seconds, or 300 s of wall time for a run that blocks), grows the process past

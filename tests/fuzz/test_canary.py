@@ -1,4 +1,4 @@
-"""The canary sweep's whole matrix (issue 21, tests/canary.py): every string field of every shipped inventory × every
+"""The canary sweep's whole matrix (tests/canary.py): every string field of every shipped inventory × every
 canary value × every command that runs offline (validate, lint, render, explain, show, plan --offline, plan --running
 against a saved config, export in every format, accept --dry-run and --render-only, hosts inventory), and `hosts
 plan`/`hosts apply` through ansible-runner in a network namespace with no route for every value the model accepts.

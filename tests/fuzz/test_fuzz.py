@@ -1,7 +1,7 @@
-"""The fuzzer (issues 17, 21): structured mutations of every shipped inventory, of device configs for
+"""The fuzzer: structured mutations of every shipped inventory, of device configs for
 `lint --configs`, of tool outputs for `parse` and `diagnose`, and of host intents. Every run is judged by
 tests/fuzz/harness.py (no traceback, exit 0/1/2, no hang, bounded memory, every error located, nothing written
-outside the output directory). Issue 21 adds saved running configs for `plan --running`, every host and
+outside the output directory). It also mutates saved running configs for `plan --running`, every host and
 switch reply a command parses (reply_bases), and user-written job logs for `diagnose --remediate` against the
 recording scontrol/kubectl stand-ins (nothing refused by them, no host outside the inventory, at most --max-hosts).
 CI runs it with a fixed seed and a small budget; `make fuzz` runs every family long (tests/fuzz/long.py).
@@ -310,7 +310,7 @@ def test_special_files_everywhere(tmp_path: Path, kind: str) -> None:
         assert why is None, (args, why)
 
 
-# -- issue 21: saved running configs, host and switch replies, logs handed to a scheduler -----------------
+# -- saved running configs, host and switch replies, logs handed to a scheduler -----------------
 RUNNING_INV = {"sonic": "sonic-example", "nvue": "h100-400g", "eos": "eos-example", "frr": "example"}
 RUN_STATS = Stats("running")
 

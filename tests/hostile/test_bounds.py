@@ -1,4 +1,4 @@
-"""Issue 17, numbers and sizes: every number has a range derivation and rendering can hold, sizes are refused
+"""Numbers and sizes: every number has a range derivation and rendering can hold, sizes are refused
 before the topology is built, and a problem of a shared default is reported once with the count of hosts."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The canary sweep in `make test` (issue 21, tests/canary.py): every string field of every shipped inventory, once
+"""The canary sweep in `make test` (tests/canary.py): every string field of every shipped inventory, once
 per field (the first inventory that has it; list items alike), each canary value, through validate, render and the
 Ansible inventory. The whole command matrix over every inventory's every field is tests/fuzz/test_canary.py
 (`make fuzz`)."""

@@ -1,4 +1,4 @@
-"""Issue 17, `fabric host plan --intent`: a hostile host.json (IPv6 or malformed rail address, a 5,000-character
+"""`fabric host plan --intent`: a hostile host.json (IPv6 or malformed rail address, a 5,000-character
 netdev, the management interface as a rail) gives every problem at its line, never a traceback."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 17, the YAML loader (fabric.model.source.load_yaml), shared by inventories, `diagnose --catalog`,
+"""The YAML loader (fabric.model.source.load_yaml), shared by inventories, `diagnose --catalog`,
 `lint --configs` (NVUE) and the acceptance catalog: regular files only, size and depth caps, aliases and merge
 keys within a bound on what they expand to, scalar keys only, every YAML error a located problem — never a
 traceback, a hang or a segfault."""

@@ -1,4 +1,4 @@
-"""Issue 17, messages keep their place: no markup or emoji substitution on any console output (`:100:` stays),
+"""Messages keep their place: no markup or emoji substitution on any console output (`:100:` stays),
 a newline in a name never splits a problem, a missing section is located at the inventory, and a flood of
 problems is cut with a count."""
 

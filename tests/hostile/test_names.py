@@ -1,4 +1,4 @@
-"""Issue 17, injection: every name and string is checked once at the model (fabric.model.inventory patterns),
+"""Injection: every name and string is checked once at the model (fabric.model.inventory patterns),
 generated names like explicit ones; shell templates quote what they interpolate; the host agent never manages
 the management interface or an interface outside its intent."""
 

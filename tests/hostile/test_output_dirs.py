@@ -1,4 +1,4 @@
-"""Accept artefacts (issue 21 item 4): a symlink planted at `-o` is refused before anything is written through it
+"""Accept artefacts: a symlink planted at `-o` is refused before anything is written through it
 (`accept --dry-run` wrote its launch files through it, then refused the report)."""
 
 from __future__ import annotations

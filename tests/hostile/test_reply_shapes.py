@@ -1,4 +1,4 @@
-"""Host and switch replies of a wrong shape or with absurd numbers (issue 21 item 6, found by the reply fuzz family):
+"""Host and switch replies of a wrong shape or with absurd numbers (found by the reply fuzz family):
 a located InputError from a parser, no counters (never an exception) from a switch counter reader."""
 
 from __future__ import annotations

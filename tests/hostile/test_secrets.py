@@ -1,4 +1,4 @@
-"""Issue 17, secrets: `plan` masks the secret lines of running configs (fabric.secrets) and says it did; the
+"""Secrets: `plan` masks the secret lines of running configs (fabric.secrets) and says it did; the
 fleet's ansible-runner gets a scrubbed environment, so a run killed with SIGKILL leaves no secret on disk (a canary
 in the environment), and SIGTERM removes its files; `--insecure-lab` needs `--lab`."""
 

@@ -1,4 +1,4 @@
-"""Issue 17, other entry points: `diagnose` matches in linear time (every catalog pattern and the whole pipeline
+"""Other entry points: `diagnose` matches in linear time (every catalog pattern and the whole pipeline
 on 1 MB adversarial lines under a time bound), keeps one line and a gzip bomb bounded; `parse` results say
 whether their table is complete."""
 

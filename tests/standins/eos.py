@@ -14,7 +14,7 @@ CLI rejects what it does not know with `% Invalid input`: it takes the commands 
 session/show commands, and the commands of the brownfield corpus (`CORPUS`, with the EOS User Manual
 chapter of each), and refuses an MTU above the platform's 9214 (EOS L3 MTU range 68-9214,
 arista.com/en/um-eos/eos-ipv4 "mtu (Interface configuration)"; DCS-7060X5 maximum frame 9236 B). The
-prompt carries the running hostname, so an apply that changes it changes the prompt (issue 22).
+prompt carries the running hostname, so an apply that changes it changes the prompt.
 """
 
 from __future__ import annotations

@@ -148,7 +148,7 @@ class EosDriver(Driver):
 
     def _refresh_prompt(self) -> None:
         """A committed or reverted `hostname` changes the prompt: netmiko learns the new one, so that the
-        post-check, the confirm and the abort do not wait for the old prompt (issue 22)."""
+        post-check, the confirm and the abort do not wait for the old prompt."""
         self.conn.set_base_prompt()
 
     def _prepare(self) -> None:

@@ -10,7 +10,7 @@ routes per neighbour by default.
 
 Graceful shutdown (RFC 8326): routes from peers that carry GSHUT (65535:0) get local-preference 0 through an
 inbound route map; `send-community` lets EOS send the community when the switch is drained (EOS does not send
-communities to a neighbour without it; the drain itself is maintenance mode or an outbound policy, issue 13).
+communities to a neighbour without it; the drain itself is maintenance mode or an outbound policy).
 """
 
 from __future__ import annotations

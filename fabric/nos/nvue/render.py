@@ -18,7 +18,8 @@ from typing import Any
 from fabric.design.intent import FabricIntent, PortIntent, QosFacts, SwitchIntent
 from fabric.fast.memo import Memo, made
 from fabric.model.platforms import PLATFORMS
-from fabric.render.files import Files
+from fabric.nos import NOS
+from fabric.render.files import Files, dot_id
 from fabric.serialize import Fields, Shared, dumps_yaml
 
 BRIDGE = "br_default"
@@ -322,4 +323,34 @@ def render(sw: SwitchIntent, fabric: FabricIntent, *, extras: bool = True,
     tree = set_tree(sw, memo)
     patch = patch_yaml(tree)
     _LAST[:] = [(patch, tree)]
-    return {"nvue-patch.yaml": patch, **({"nv-set.txt": set_lines(tree)} if extras else {})}
+    return {"nvue-patch.yaml": patch,
+            **({"nv-set.txt": set_lines(tree), "topology.dot": ptm_topology(sw, fabric)} if extras else {})}
+
+
+def ptm_topology(sw: SwitchIntent, fabric: FabricIntent) -> str:
+    """PTM's cabling plan of this switch, /etc/ptm.d/topology.dot: an undirected DOT graph of
+    `"host":"port" -- "host":"port";` edges, one per cabled port (Cumulus Linux 5.9/5.15 user guide, "Prescriptive
+    Topology Manager - PTM"). ptmd compares each port's LLDP neighbour with the edges of its own host name, by the
+    neighbour's Port ID (`match_type=ifname`, its default); where the neighbour sends its MAC as Port ID (lldpd on a
+    Linux host or white-box) the edge matches its port description (`match_type=portdescr`), which that lldpd fills
+    with the interface name; a SONiC neighbour is named by the alias it sends. Only this switch's edges: ptmd reads
+    no others, and a 32k-GPU fabric's whole plan would be 98,000 edges on every switch."""
+    lines = [f"// PTM cabling plan of {dot_id(sw.name)}: /etc/ptm.d/topology.dot", "graph G {"]
+    for port in sw.ports:
+        if not port.peer or not port.peer_port:
+            continue
+        peer_port, attrs = _ptm_peer_port(port, fabric)
+        lines.append(f"    {dot_id(sw.name)}:{dot_id(port.name)} -- {dot_id(port.peer)}:{dot_id(peer_port)}{attrs};")
+    return "\n".join([*lines, "}", ""])
+
+
+def _ptm_peer_port(port: PortIntent, fabric: FabricIntent) -> tuple[str, str]:
+    """(the peer's port as its LLDP sends it, the edge's attributes)."""
+    peer = fabric.switches.get(port.peer)
+    sends = NOS[peer.target].lldp_port_id if peer else "mac"  # hosts run stock lldpd
+    if sends == "mac":
+        return port.peer_port, ' [LLDP="match_type=portdescr"]'
+    if sends == "alias" and peer:
+        hw = next((p.hw for p in peer.ports if p.name == port.peer_port and p.hw), None)
+        return (hw.alias if hw else port.peer_port), ""
+    return port.peer_port, ""
