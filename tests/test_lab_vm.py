@@ -420,11 +420,11 @@ def test_accept_lab_runs_the_congestion_checks_in_the_vm_and_reports_them(run: R
     """`fabric accept INV --lab` finds the VM lab by its state and runs incast, ets and rail-bandwidth in it, on the
     fabric as the VM realizes it (rail 1's leaf and its 4 hosts): iperf3 in the hosts' namespaces, servers and
     clients at once, the leaf's queue counters read in the guest by the FRR driver. The report is the native lab's:
-    every sender of the incast measured, the receiver port's CE marks counted (a number, where the native kernel
-    has none), the ets share read from that port's queues, the rail pairs at the VM's line rate, the leaf's queues
-    that moved, exit 1 exactly when a check failed. Which verdicts pass is emulation's business: three TCP senders
-    into one 20 Mb/s port under emulation on a loaded machine do not share it fairly, and a server there may listen
-    too late for its client (docs/lab.md)."""
+    every sender of the incast measured (or why not), the receiver port's CE marks counted (a number, where the
+    native kernel has none), the ets share read from that port's queues, the rail pairs at the VM's line rate, the
+    leaf's queues that moved, exit 1 exactly when a check failed. Which verdicts pass is emulation's business: three
+    TCP senders into one 20 Mb/s port under emulation on a loaded machine do not share it fairly, and a server there
+    may listen too late for its client (docs/lab.md)."""
     p, rep = run.accept, run.report
     assert rep, p.stdout + p.stderr
     res = {r["check"]: r for r in rep["results"]}
