@@ -7,7 +7,8 @@ optional), a key file, and an SSH agent when `SSH_AUTH_SOCK` is set. Host keys a
 against a known_hosts file; the one exception is `--insecure-lab`, which a lab site alone accepts.
 
 A `Site` is implemented by the inventory (`InventorySite`: the real switches and hosts at their
-management addresses) and by the lab (`fabric.lab.site.LabSite`: namespaces on this machine). Plan,
+management addresses) and by the lab (`fabric.lab.site.LabSite`: namespaces on this machine;
+`fabric.lab.site.VmSite`: namespaces in the VM lab's guest, reached by a local command per call). Plan,
 apply, rollback, acceptance, counters and the host fleet take a Site and never ask which one it is.
 """
 
@@ -16,6 +17,7 @@ from __future__ import annotations
 import logging
 import os
 import shlex
+import subprocess
 import sys
 import threading
 from abc import ABC, abstractmethod
@@ -129,6 +131,33 @@ def netmiko_params(cred: Credentials, ep: SwitchEndpoint, *, timeout: float) -> 
     return params
 
 
+COMMAND = "command"  # SwitchEndpoint.device_type of a switch reached by a local command per shell line
+
+
+class CommandConn:
+    """A switch's shell reached by running one local command per line: `options["command"]` with the line appended,
+    stdout the reply (stderr merged into it by that command, as a terminal shows it). What the drivers' shell
+    helpers (fabric.targets.shell) use of a netmiko connection: `send_command` and `disconnect`."""
+
+    def __init__(self, argv: list[str]) -> None:
+        self.argv = argv
+
+    def send_command(self, command: str, *, read_timeout: float = 60, **_kw: Any) -> str:
+        """The reply; a command that overran `read_timeout` is TimeoutError, an unreachable shell (exit 255)
+        EOFError: both a lost session (fabric.targets.session.conn_errors)."""
+        try:
+            p = subprocess.run([*self.argv, command], capture_output=True, text=True, timeout=read_timeout,
+                               start_new_session=True)
+        except subprocess.TimeoutExpired:
+            raise TimeoutError(f"no reply in {read_timeout:.0f}s") from None
+        if p.returncode == 255:
+            raise EOFError(p.stderr.strip() or "the shell could not be reached")
+        return p.stdout
+
+    def disconnect(self) -> None:
+        """Nothing stays open between commands."""
+
+
 _NETMIKO = threading.Lock()
 
 
@@ -156,7 +185,9 @@ def connect(ep: SwitchEndpoint, cred: Credentials, *, timeout: float = 10) -> An
     """An open netmiko connection to a switch. paramiko's transport thread logs a traceback when the peer
     closes before the SSH banner (or any other transport failure); the caller reports the failure itself
     (one line per device), so paramiko's log gets a handler that drops it instead of Python's last-resort
-    printing to stderr."""
+    printing to stderr. An endpoint of device type `command` gets a CommandConn instead."""
+    if ep.device_type == COMMAND:
+        return CommandConn(ep.options["command"])
     load_netmiko()
     from netmiko import ConnectHandler
 

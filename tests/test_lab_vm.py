@@ -11,6 +11,8 @@ counters sampled while both classes were backlogged); a 2-sender incast with one
 fault the incast check locates, with CE marks on the receiver's port); the ets round again on a port that does
 not classify RoCE (the fault the ets check locates); Soft-RoCE in host namespaces (it cannot cross them: why,
 below) and then with the rails in the VM's initial namespace (the real ib_write_bw, RoCE incast marks, no CNPs).
+Between the fault phase and the port without its filters a user's run: `fabric accept INV --lab` with incast, ets
+and rail-bandwidth as a subprocess against the booted VM lab (fabric.lab.site.VmSite), its JSON report read.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import json
 import re
 import shlex
 import shutil
+import subprocess
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
@@ -250,6 +253,8 @@ class Run:
     out: Path  # the phases' outputs, copied out of the VM's state dir
     up: str  # what `fabric lab up --kernel vm` printed
     lab: vm.VmLab
+    accept: subprocess.CompletedProcess[str]  # `fabric accept --lab` against the VM lab
+    report: dict  # its accept.json
 
 
 @pytest.fixture(scope="module")
@@ -268,19 +273,31 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Run]:
         assert p.returncode == 0, p.stdout + p.stderr
         lab = vm_lab()
         took = []
-        for lines in [snap_lines(lab, "idle"), *congestion_phases(fabric, lab), rxe_netns_phase(fabric),
-                      rdma_rail(fabric, lab)]:
+        ets, fault, unclassified = congestion_phases(fabric, lab)
+        accepted: list[subprocess.CompletedProcess[str]] = []
+        # the user's run between the fault phase (its throttle gone) and the one that takes swp1's filters away
+        for step in [snap_lines(lab, "idle"), ets, fault, lambda: accepted.append(accept_lab(inv, base / "accept")),
+                     unclassified, rxe_netns_phase(fabric), rdma_rail(fabric, lab)]:
             t0 = time.monotonic()
-            sh(lab, lines, timeout=420)  # a retried perftest run (pair) fits
+            step() if callable(step) else sh(lab, step, timeout=420)  # a retried perftest run (pair) fits
             took.append(f"{time.monotonic() - t0:.1f}")
         shutil.copytree(lab.path / "out", out)
-        (out / "times.txt").write_text(p.stdout + "phases (idle, ets, fault, nocls, rxe-netns, rdma): "
+        (out / "times.txt").write_text(p.stdout + "phases (idle, ets, fault, accept, nocls, rxe-netns, rdma): "
                                        + " ".join(took) + " s\n")
-        yield Run(fabric, inv, out, p.stdout, lab)
+        report = base / "accept" / "accept.json"
+        yield Run(fabric, inv, out, p.stdout, lab, accepted[0],
+                  json.loads(report.read_text()) if report.exists() else {})
     finally:
         if not out.exists() and (Path(STATE_BASE) / f"{NAME}.vm" / "out").exists():
             shutil.copytree(Path(STATE_BASE) / f"{NAME}.vm" / "out", out)
         cli("lab", "down", str(inv), timeout=120)
+
+
+def accept_lab(inv: Path, out: Path) -> subprocess.CompletedProcess[str]:
+    """What a user runs against the VM lab: `fabric accept INV --lab` with the congestion checks and the rail
+    bandwidth (one round, --quick), the JSON report and the table."""
+    return cli("accept", str(inv), "--lab", "--quick", "--tags", "incast,ets,rail-bandwidth", "--format",
+               "table,json", "-o", str(out), timeout=420)
 
 
 def port_counters(out: Path, tag: str, ports: list[str]) -> dict[str, dict[str, int]]:
@@ -397,6 +414,45 @@ def test_ets_locates_a_port_that_does_not_classify_roce(run: Run) -> None:
     verdict = Ets(EtsInput()).judge(run.fabric, ep[(SENDERS[0], RAIL)], ep[(RECEIVER, RAIL)], m, b, d)
     assert not verdict.ok and (verdict.src, verdict.dst) == (LEAF, "swp1") and verdict.value == 0, verdict.detail
     assert d[LEAF]["swp1"]["queue:0:tx_bytes"] > 0 and (m.value or 0) > 0, verdict.detail
+
+
+def test_accept_lab_runs_the_congestion_checks_in_the_vm_and_reports_them(run: Run) -> None:
+    """`fabric accept INV --lab` finds the VM lab by its state and runs incast, ets and rail-bandwidth in it, on the
+    fabric as the VM realizes it (rail 1's leaf and its 4 hosts): iperf3 in the hosts' namespaces, servers and
+    clients at once, the leaf's queue counters read in the guest by the FRR driver. The report is the native lab's:
+    every sender of the incast measured (or why not), the receiver port's CE marks counted (a number, where the
+    native kernel has none), the ets share read from that port's queues, the rail pairs at the VM's line rate, the
+    leaf's queues that moved, exit 1 exactly when a check failed. Which verdicts pass is emulation's business: three
+    TCP senders into one 20 Mb/s port under emulation on a loaded machine do not share it fairly, and a server there
+    may listen too late for its client (docs/lab.md)."""
+    p, rep = run.accept, run.report
+    assert rep, p.stdout + p.stderr
+    res = {r["check"]: r for r in rep["results"]}
+    assert rep["fabric"] == NAME and rep["mode"] == "lab" and set(res) == {"incast", "ets", "rail-bandwidth"}, res
+    incast = res["incast"]["measurements"]
+    senders = [m for m in incast if m["unit"] == "Gb/s" and m["dst"] == RECEIVER]
+    assert sorted(m["src"] for m in senders) == SENDERS, incast
+    assert all(m["value"] is not None or "no result: " in m["detail"] for m in senders), senders
+    agg = next(m for m in incast if m["dst"] == "aggregate")
+    assert 0.5 * LINE_GBPS <= agg["value"] <= 1.5 * LINE_GBPS, agg  # the shaped port, full
+    marks = next(m for m in incast if m["unit"] == "CE-marked packets")
+    assert (marks["src"], marks["dst"]) == (LEAF, "swp1") and marks["value"] is not None, marks
+    ets = res["ets"]["measurements"]
+    assert [(m["src"], m["dst"]) for m in ets] == [(LEAF, "swp1")] and "port queues" in ets[0]["detail"], ets
+    bw = res["rail-bandwidth"]["measurements"]
+    assert {(m["src"], m["dst"]) for m in bw} == {(a, b) for a, b in [(RECEIVER, SENDERS[0]), (SENDERS[1], SENDERS[2])]
+                                                  for a, b in [(a, b), (b, a)]}, bw
+    assert all(m["rail"] == RAIL and m["tool"] == "iperf3" and m["threshold"] == 0.5 * LINE_GBPS for m in bw), bw
+    # each pair alone on its ports: at the shaped rate; under emulation on a loaded machine a server now and then
+    # listened only after its client's retries (about 7.5 s) had run out: no result, and the report says why
+    got = [m for m in bw if m["value"] is not None]
+    assert got and all(0.5 * LINE_GBPS <= m["value"] <= 1.1 * LINE_GBPS and m["ok"] for m in got), bw
+    assert all(m["detail"].startswith("no result: ") for m in bw if m["value"] is None), bw
+    failed = [r for r in res.values() if r["status"] != "pass"]
+    assert p.returncode == (1 if failed else 0) and "reports:" in p.stdout, p.stdout + p.stderr
+    # the leaf's queues that moved between the run's counter snapshots (the report's switch counters)
+    moved = {(c["node"], c["port"], c["counter"]) for c in rep["switch_counters"]}
+    assert (LEAF, "swp1", "queue:3:tx_bytes") in moved and (LEAF, "swp1", "queue:0:tx_bytes") in moved, moved
 
 
 def test_soft_roce_cannot_cross_namespaces(run: Run) -> None:

@@ -205,10 +205,12 @@ def ping_p99_us(text: str) -> float:
 TOOLS: dict[str, type[Tool]] = {t.name: t for t in (Iperf3, IbWriteBw, IbWriteLat, Ping)}
 
 
-def missing(site: Site, tool: Tool, hosts: list[str], fabric: FabricIntent) -> str:
-    """Why `tool` cannot run on these hosts ('' when it can): binary absent, or no RDMA device."""
+def missing(site: Site, tool: Tool, hosts: list[str], fabric: FabricIntent, *, workers: int = 16) -> str:
+    """Why `tool` cannot run on these hosts ('' when it can): binary absent, or no RDMA device; the hosts asked at
+    once, the first of them (in order) that cannot run it named."""
     binary = tool.name
-    for host in hosts:
+
+    def why(host: str) -> str:
         if not tr.which(site, host, binary):
             return f"{binary} not found on {host}"
         if tool.needs_rdma:
@@ -217,7 +219,10 @@ def missing(site: Site, tool: Tool, hosts: list[str], fabric: FabricIntent) -> s
             path = f"{tr.SYSFS}/class/infiniband/{shlex.quote(dev)}"
             if tr.run(site, host, ["sh", "-c", f'test -e "{path}"'], timeout=10).rc != 0:
                 return f"no RDMA device {dev} on {host} (/sys/class/infiniband/{dev} missing)"
-    return ""
+        return ""
+
+    with ThreadPoolExecutor(max_workers=max(1, min(workers, len(hosts)))) as pool:
+        return next((w for w in pool.map(why, hosts) if w), "")
 
 
 def planned_links(tool: Tool, links: list[tuple[End, End]], *, seconds: float, round_: str) -> list[Planned]:

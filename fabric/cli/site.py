@@ -22,18 +22,10 @@ def open_site(inventory: Path, *, lab: bool = False, via: str = "netns",
     f = load_fabric(inventory, target="frr")  # the lab realizes every switch as Linux/FRR
     loaded, fabric = f.loaded, f.intent
     from fabric.lab.sh import require_root
-    from fabric.lab.site import LabSite
-    from fabric.lab.state import load_state
+    from fabric.lab.site import lab_site
 
-    if via not in ("netns", "ssh"):
-        raise UsageError(f"--via: expected netns or ssh, found {via!r}")
     require_root()
-    st = load_state(fabric.name)
-    assert st is not None
-    if st.phase != "up":
-        raise UsageError(f"--lab: expected a running lab of {fabric.name}, found one in phase {st.phase!r} "
-                         "(fabric lab up)")
-    return loaded, LabSite(st, fabric, via=via, insecure=insecure_lab)
+    return loaded, lab_site(fabric, via=via, insecure=insecure_lab)
 
 
 def running_lab(fabric_name: str) -> bool:

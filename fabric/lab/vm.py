@@ -7,7 +7,9 @@ file system, read-only, and one writable directory, the VM lab's state dir. The 
 (no Python: under emulation the CLI's import alone takes minutes): it builds one leaf of the fabric and up to
 four of its hosts in namespaces named after the nodes, with the `frr` target's rendered `ets` + `red … ecn`
 tree and DSCP filters on every host port (fabric.lab.qos.port_lines), then serves commands dropped into the
-state dir (`cmd/<n>.sh` → `<n>.out`, `<n>.rc`) until `stop` appears there or its lifetime ends, and powers off.
+state dir (`cmd/<n>.sh` → `<n>.out`, `<n>.rc`; each as it comes, beside the ones still running) until `stop`
+appears there or its lifetime ends, and powers off. `command_argv` runs one command in a node's namespace from this
+machine (what the VM lab's Site, fabric.lab.site.VmSite, reaches hosts and the leaf with).
 
 `up` starts the VM in its own session and returns once the lab is built; `exec` runs a command in it; `down`
 asks the guest to stop, kills the VM's whole process group (vng, QEMU, virtiofsd) and removes the state dir.
@@ -54,6 +56,7 @@ GUEST_KERNEL_ARGS = ["mitigations=off", "module_blacklist=" + ",".join([
     "evdev", "psmouse", "serio_raw", "pcspkr", "button", "ghash_clmulni_intel", "aesni_intel", "crypto_simd",
     "cryptd", "gf128mul", "sha1_ssse3", "sha256_ssse3", "sha512_ssse3", "crct10dif_pclmul"])]
 POLL_S = 0.5  # the guest's command loop: how often it looks for a command (busybox's sleep: a static binary)
+BUSY_POLL_S, BUSY_POLLS = 0.1, 20  # how often for the 20 polls after one that found a command (a check's next step)
 
 
 @dataclass(frozen=True)
@@ -183,15 +186,19 @@ def lab_script(fabric: FabricIntent, leaf: str, rail: int, hosts: list[str], rat
               f"ip netns exec {hosts[-1]} ping -c 3 -W 5 {first.address.split('/')[0]} >/dev/null "
               f"|| fail {last.ifname} of {hosts[-1]} cannot reach {hosts[0]}",
               "mkdir -p $O/cmd", "echo READY $(date +%s.%N)", "touch $O/ready",
-              f"end=$(( $(date +%s) + {int(lifetime)} )); polls=0",
+              f"end=$(( $(date +%s) + {int(lifetime)} )); polls=0; busy=0",
               "while [ ! -e $O/stop ]; do",
               "  for f in $O/cmd/*.sh; do",
               '    [ -e "$f" ] || continue',
-              '    n=${f%.sh}; mv "$f" "$n.run"; sh "$n.run" > "$n.out" 2>&1; echo $? > "$n.tmp"; mv "$n.tmp" "$n.rc"',
+              # each command in the background: an acceptance check's server and its client run at once
+              f'    n=${{f%.sh}}; mv "$f" "$n.run"; busy={BUSY_POLLS}',
+              '    (sh "$n.run" > "$n.out" 2>&1; echo $? > "$n.tmp"; mv "$n.tmp" "$n.rc") &',
               "  done",
               # every process started costs the emulated guest: the clock is read every 20th poll
               '  polls=$((polls + 1)); [ $((polls % 20)) -ne 0 ] || [ "$(date +%s)" -lt "$end" ] || break',
-              f"  busybox sleep {POLL_S}", "done", "echo STOPPED $(date +%s.%N)"]
+              f"  if [ $busy -gt 0 ]; then busy=$((busy - 1)); busybox sleep {BUSY_POLL_S}; "
+              f"else busybox sleep {POLL_S}; fi",
+              "done", "echo STOPPED $(date +%s.%N)"]
     return "\n".join(lines) + "\n"
 
 
@@ -265,6 +272,65 @@ def shell(lab: VmLab, script: str, *, timeout: float = 120) -> tuple[int, str]:
             raise StepError("vm", f"command {name} did not finish in {timeout:.0f}s")
         time.sleep(0.2)
     return int(rc.read_text().strip() or 1), (cmd / f"{name}.out").read_text(errors="replace")
+
+
+# The local half of `command_argv`, run by this machine's Python (isolated, no imports of ours): the command's text
+# goes to <n>.in, then the guest's script to <n>.sh (written whole, then named); it waits for <n>.rc, prints <n>.out
+# (and <n>.err to stderr), removes the files and exits with the command's status; 255 where there is no VM lab
+# (OpenSSH's "could not reach", fabric.accept.transport.Completed.unreachable).
+WAITER = """
+import os, sys, time
+d, guest, command = sys.argv[1:4]
+n = os.path.join(d, "cmd", f"w{os.getpid()}-{os.urandom(4).hex()}")  # a killed waiter leaves its files
+try:
+    with open(n + ".in", "w") as f:
+        f.write(command + "\\n")
+    with open(n + ".new", "w") as f:
+        f.write(guest)
+    os.rename(n + ".new", n + ".sh")
+except OSError as e:
+    sys.exit(print(f"no VM lab at {d}: {e.strerror}", file=sys.stderr) or 255)
+while not os.path.exists(n + ".rc"):
+    if not os.path.isdir(d):
+        sys.exit(print(f"the VM lab at {d} went away", file=sys.stderr) or 255)
+    time.sleep(0.1)
+def text(ext):
+    try:
+        with open(n + ext, errors="replace") as f:
+            return f.read()
+    except OSError:
+        return ""
+out, err, rc = text(".out"), text(".err"), text(".rc").strip()
+for ext in (".in", ".run", ".out", ".err", ".rc"):
+    try:
+        os.unlink(n + ext)
+    except OSError:
+        pass
+sys.stdout.write(out)
+sys.stderr.write(err)
+sys.exit(int(rc) if rc.isdigit() else 255)
+"""
+
+
+def command_argv(lab: VmLab, node: str, *, merged: bool = False) -> list[str]:
+    """The argv, run on this machine, that runs a command in `node`'s namespace in the guest: append the command as
+    one sh line (its text goes to a file the guest's sh reads, never into a script of ours). Its stdout and stderr
+    come back apart (`merged`: both in stdout, as a terminal shows them), its exit status is the command's."""
+    if node not in (lab.leaf, *lab.hosts):
+        raise UsageError(f"node: expected one of the VM lab's {', '.join([lab.leaf, *lab.hosts])}, found {node!r}")
+    errors = "2>&1" if merged else '2>"${0%.run}.err"'
+    guest = f'exec ip netns exec {shlex.quote(node)} sh "${{0%.run}}.in" {errors}\n'
+    return [sys.executable, "-I", "-c", WAITER, lab.dir, guest]
+
+
+def realized(fabric: FabricIntent, lab: VmLab) -> FabricIntent:
+    """The fabric as the VM lab realizes it: its leaf, its hosts with their rail on that leaf, the cables between
+    them."""
+    nodes = {lab.leaf, *lab.hosts}
+    hosts = {h: fabric.hosts[h].model_copy(update={"rails": [r for r in fabric.hosts[h].rails if r.rail == lab.rail]})
+             for h in lab.hosts}
+    return fabric.model_copy(update={"switches": {lab.leaf: fabric.switches[lab.leaf]}, "hosts": hosts,
+                                     "links": [x for x in fabric.links if x.a in nodes and x.b in nodes]})
 
 
 def exec_argv(lab: VmLab, node: str, argv: list[str], *, timeout: float = 120) -> tuple[int, str]:
