@@ -7,6 +7,11 @@ Nothing under /etc/frr or /var/run/frr is touched.
 
 OpenSSH: one sshd per node, listening on the node's management address only, with a config,
 host key, pid file and authorized_keys in `<state>/ssh/`; root login by key only.
+
+lldpd: one per node on the node's cable ports only (`-I`, never the management interface), with its control socket
+(`-u`), pid file (`-p`) and configuration (`-O`, instead of /etc/lldpd.*) in `<state>/lldp/`; it sends the node's
+inventory name as system name every second (`tx-interval 1`: a neighbour shows within seconds, a pulled cable is
+gone after the TTL of 4 s). `lldpctl` and `lldpcli` on the node reach that instance without flags.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ import pwd
 import shutil
 from pathlib import Path
 
-from fabric.lab.sh import FRR_DIR, SSHD, StepError, run, wait_file
+from fabric.lab.sh import FRR_DIR, LLDPD, SSHD, StepError, run, wait_file
 from fabric.lab.state import LabState
 
 FRR_DAEMONS = ("zebra", "bgpd", "staticd")
@@ -118,4 +123,28 @@ def start_sshd(st: LabState, node: str) -> int:
     run(st.ns_argv(node, [str(SSHD), "-f", str(cfg), "-E", str(d / f"sshd_{node}.log")]), f"sshd {node}")
     if not wait_file(pidfile, 10):
         raise StepError(f"sshd {node}", f"no pid file {pidfile}; see {d / f'sshd_{node}.log'}")
+    return int(pidfile.read_text().strip())
+
+
+LLDP_TX_INTERVAL = 1  # seconds between LLDPDUs (lldpd's default 30, TTL 4 × that)
+
+
+def start_lldpd(st: LabState, node: str) -> int:
+    """Start lldpd in the node's namespace on its cable ports, named as in the inventory; returns its pid."""
+    d = st.lldp_dir()
+    d.mkdir(parents=True, exist_ok=True)
+    sock, pidfile, conf = st.lldp_socket(node), d / f"{node}.pid", d / f"{node}.conf"
+    pidfile.unlink(missing_ok=True)
+    conf.write_text(f"# lldpd of lab node {node} (fabric lab)\nconfigure system hostname {node}\n"
+                    f"configure lldp tx-interval {LLDP_TX_INTERVAL}\n")
+    ports = sorted(st.node(node).ifnames.values()) or ["!*"]  # a node without cables: lldpd on no interface
+    run(st.ns_argv(node, [str(LLDPD), "-u", str(sock), "-p", str(pidfile), "-O", str(conf), "-I", ",".join(ports)]),
+        f"lldpd {node}")
+    if not wait_file(pidfile, 10):
+        raise StepError(f"lldpd {node}", f"no pid file {pidfile}")
+    for cli in ("lldpctl", "lldpcli"):
+        wrapper = st.node_bin(node) / cli
+        wrapper.parent.mkdir(parents=True, exist_ok=True)
+        wrapper.write_text(f"#!/bin/sh\nexec /usr/sbin/{cli} -u {sock} \"$@\"\n")
+        wrapper.chmod(0o755)
     return int(pidfile.read_text().strip())

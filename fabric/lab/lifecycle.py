@@ -147,6 +147,15 @@ def _create(st: LabState, fabric: FabricIntent, log: Callable[[str], None]) -> N
         _pmap(sshd, list(st.nodes))
     finally:
         st.save()
+    log("lldpd on every node")
+
+    def lldpd(name: str) -> None:
+        st.nodes[name].pids["lldpd"] = daemons.start_lldpd(st, name)
+
+    try:
+        _pmap(lldpd, list(st.nodes))
+    finally:
+        st.save()
 
 
 def _host_agent(st: LabState, name: str, intent: object) -> None:

@@ -33,7 +33,7 @@ class NodeState(_Model):
     management_ifname: str  # inside the namespace, eth0
     management_veth: str  # root-namespace end, on the management bridge
     ifnames: dict[str, str] = {}  # port name → Linux ifname (differ only when the port name does not fit)
-    pids: dict[str, int] = {}  # zebra/bgpd/staticd/sshd → pid
+    pids: dict[str, int] = {}  # zebra/bgpd/staticd/sshd/lldpd → pid
 
     @property
     def address(self) -> str:
@@ -91,8 +91,16 @@ class LabState(_Model):
     def ssh_dir(self) -> Path:
         return self.dir / "ssh"
 
+    def lldp_dir(self) -> Path:
+        return self.dir / "lldp"
+
+    def lldp_socket(self, node: str) -> Path:
+        """The control socket of the node's lldpd (its `lldpctl` and `lldpcli` wrappers pass it)."""
+        return self.lldp_dir() / f"{node}.sock"
+
     def node_bin(self, node: str) -> Path:
-        """Commands of the node (its FRR's `vtysh`), first on its PATH in `lab exec` and `lab ssh`."""
+        """Commands of the node (its FRR's `vtysh`, its lldpd's `lldpctl`), first on its PATH in `lab exec` and
+        `lab ssh`."""
         return self.dir / "bin" / node
 
     def node_path(self, node: str) -> str:
