@@ -22,7 +22,7 @@ import pwd
 import shutil
 from pathlib import Path
 
-from fabric.lab.sh import FRR_DIR, LLDPD, SSHD, StepError, run, wait_file
+from fabric.lab.sh import FRR_DIR, LLDPD, SSHD, StepError, run, terminate, wait_file
 from fabric.lab.state import LabState
 
 FRR_DAEMONS = ("zebra", "bgpd", "staticd")
@@ -148,3 +148,20 @@ def start_lldpd(st: LabState, node: str) -> int:
         wrapper.write_text(f"#!/bin/sh\nexec /usr/sbin/{cli} -u {sock} \"$@\"\n")
         wrapper.chmod(0o755)
     return int(pidfile.read_text().strip())
+
+
+def restart_lldpd(st: LabState, node: str) -> None:
+    """Stop the node's lldpd (every lldpd process in its namespace) and start it again: lldpd 1.0.16 does not take
+    up a new interface that has a port's name again (a cable fault's moved end; seen here: the port stopped sending
+    and receiving until lldpd restarted)."""
+    pids = [int(p) for p in run(["ip", "netns", "pids", st.node(node).netns], f"lldpd {node}").split()
+            if _comm(p) == "lldpd"]
+    terminate(pids)
+    st.nodes[node].pids["lldpd"] = start_lldpd(st, node)
+
+
+def _comm(pid: str) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return ""

@@ -135,7 +135,7 @@ def _create(st: LabState, fabric: FabricIntent, log: Callable[[str], None]) -> N
         st.save()
     log(f"hosts: host agent on {len(fabric.hosts)}")
     for name, intent in fabric.hosts.items():
-        _host_agent(st, name, intent)
+        host_agent(st, name, intent)
     log("sshd on every node")
     daemons.ensure_keys(st)
     st.save()
@@ -158,7 +158,7 @@ def _create(st: LabState, fabric: FabricIntent, log: Callable[[str], None]) -> N
         st.save()
 
 
-def _host_agent(st: LabState, name: str, intent: object) -> None:
+def host_agent(st: LabState, name: str, intent: object) -> None:
     """Configure a host's rails with the host agent inside its namespace."""
     try:
         from fabric.host.agent import apply
