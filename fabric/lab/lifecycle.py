@@ -55,9 +55,11 @@ def up(fabric: FabricIntent, *, inventory: str, prefix: str, management: IPv4Net
             log(f"kernel neighbour table (every namespace's): {path.removeprefix('/proc/sys/')} {before} → {after}")
         _create(st, fabric, log)
         log("waiting for BGP convergence")
-        from fabric.lab.status import wait_converged
+        from fabric.lab.status import wait_converged, wait_lldp
 
         wait_converged(st, fabric, timeout=timeout)
+        log("waiting for LLDP neighbours on every cable")
+        wait_lldp(st, timeout=timeout)
         st.phase = "up"
         st.up_seconds = round(time.monotonic() - t0, 2)
         st.save()
@@ -112,6 +114,15 @@ def _create(st: LabState, fabric: FabricIntent, log: Callable[[str], None]) -> N
     for n in st.nodes.values():
         _batch(["link set lo up", f"addr add {n.management_address} dev {n.management_ifname}",
                 f"link set {n.management_ifname} up"], f"management {n.name}", netns=n.netns)
+    log("lldpd on every node")  # first: its neighbours show while the rest is set up
+
+    def lldpd(name: str) -> None:
+        st.nodes[name].pids["lldpd"] = daemons.start_lldpd(st, name)
+
+    try:
+        _pmap(lldpd, list(st.nodes))
+    finally:
+        st.save()
     switches = list(fabric.switches)
 
     def switch(name: str) -> None:
@@ -145,15 +156,6 @@ def _create(st: LabState, fabric: FabricIntent, log: Callable[[str], None]) -> N
 
     try:
         _pmap(sshd, list(st.nodes))
-    finally:
-        st.save()
-    log("lldpd on every node")
-
-    def lldpd(name: str) -> None:
-        st.nodes[name].pids["lldpd"] = daemons.start_lldpd(st, name)
-
-    try:
-        _pmap(lldpd, list(st.nodes))
     finally:
         st.save()
 
