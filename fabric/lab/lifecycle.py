@@ -115,14 +115,7 @@ def _create(st: LabState, fabric: FabricIntent, log: Callable[[str], None]) -> N
         _batch(["link set lo up", f"addr add {n.management_address} dev {n.management_ifname}",
                 f"link set {n.management_ifname} up"], f"management {n.name}", netns=n.netns)
     log("lldpd on every node")  # first: its neighbours show while the rest is set up
-
-    def lldpd(name: str) -> None:
-        st.nodes[name].pids["lldpd"] = daemons.start_lldpd(st, name)
-
-    try:
-        _pmap(lldpd, list(st.nodes))
-    finally:
-        st.save()
+    _start_each(st, "lldpd", daemons.start_lldpd)
     switches = list(fabric.switches)
 
     def switch(name: str) -> None:
@@ -150,12 +143,16 @@ def _create(st: LabState, fabric: FabricIntent, log: Callable[[str], None]) -> N
     log("sshd on every node")
     daemons.ensure_keys(st)
     st.save()
+    _start_each(st, "sshd", daemons.start_sshd)
 
-    def sshd(name: str) -> None:
-        st.nodes[name].pids["sshd"] = daemons.start_sshd(st, name)
+
+def _start_each(st: LabState, daemon: str, start: Callable[[LabState, str], int]) -> None:
+    """Start `daemon` on every node (bounded threads), its pids recorded even when one fails."""
+    def one(name: str) -> None:
+        st.nodes[name].pids[daemon] = start(st, name)
 
     try:
-        _pmap(sshd, list(st.nodes))
+        _pmap(one, list(st.nodes))
     finally:
         st.save()
 
