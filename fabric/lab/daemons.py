@@ -20,6 +20,8 @@ import grp
 import os
 import pwd
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 from fabric.lab.sh import FRR_DIR, LLDPD, SSHD, StepError, run, terminate, wait_file
@@ -150,14 +152,50 @@ def start_lldpd(st: LabState, node: str) -> int:
     return int(pidfile.read_text().strip())
 
 
+# A switch traps LLDP to its CPU; on a Linux bridge port a frame no protocol takes counts as a receive drop
+# (`rx_dropped`: every LLDPDU a host sends to a leaf port, one a second), which the switch does not show. One
+# process per switch holds a packet socket for LLDP's ethertype on each cable port, never read (its overflow is the
+# socket's own drop count, not the port's): the frame is taken, as on the switch, after lldpd's capture has it.
+LLDP_TRAP = ("import signal, socket, sys\n"
+             "held = []\n"
+             "for name in sys.argv[1:]:\n"
+             "    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x88CC))\n"
+             "    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1)\n"
+             "    s.bind((name, 0x88CC))\n"
+             "    held.append(s)\n"
+             "signal.pause()\n")
+
+
+def start_lldp_trap(st: LabState, node: str) -> int | None:
+    """The LLDP trap of a switch (LLDP_TRAP) on its cable ports; its pid (None on a host: its NICs are no bridge
+    ports)."""
+    n = st.node(node)
+    if n.kind != "switch" or not n.ifnames:
+        return None
+    proc = subprocess.Popen(st.ns_argv(node, [sys.executable, "-c", LLDP_TRAP, *sorted(n.ifnames.values())]),
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    return proc.pid
+
+
 def restart_lldpd(st: LabState, node: str) -> None:
     """Stop the node's lldpd (every lldpd process in its namespace) and start it again: lldpd 1.0.16 does not take
     up a new interface that has a port's name again (a cable fault's moved end; seen here: the port stopped sending
     and receiving until lldpd restarted)."""
     pids = [int(p) for p in run(["ip", "netns", "pids", st.node(node).netns], f"lldpd {node}").split()
             if _comm(p) == "lldpd"]
-    terminate(pids)
-    st.nodes[node].pids["lldpd"] = start_lldpd(st, node)
+    trap = st.nodes[node].pids.pop("lldp-trap", None)
+    terminate(pids + ([trap] if trap else []))
+    start_lldp(st, node)
+
+
+def start_lldp(st: LabState, node: str) -> int:
+    """lldpd and, on a switch, its LLDP trap; returns lldpd's pid (the trap's is recorded as `lldp-trap`)."""
+    trap = start_lldp_trap(st, node)
+    if trap is not None:
+        st.nodes[node].pids["lldp-trap"] = trap
+    st.nodes[node].pids["lldpd"] = pid = start_lldpd(st, node)
+    return pid
 
 
 def _comm(pid: str) -> str:

@@ -115,7 +115,7 @@ def _create(st: LabState, fabric: FabricIntent, log: Callable[[str], None]) -> N
         _batch(["link set lo up", f"addr add {n.management_address} dev {n.management_ifname}",
                 f"link set {n.management_ifname} up"], f"management {n.name}", netns=n.netns)
     log("lldpd on every node")  # first: its neighbours show while the rest is set up
-    _start_each(st, "lldpd", daemons.start_lldpd)
+    _start_each(st, "lldpd", daemons.start_lldp)
     switches = list(fabric.switches)
 
     def switch(name: str) -> None:
