@@ -306,11 +306,9 @@ class FrrDriver(Driver):
         return port_counters(out)
 
     def lldp(self) -> Lldp:
-        """lldpd's `lldpctl -f json` (a Linux white box runs lldpd as Cumulus Linux does); option `lldp_socket`:
-        the control socket of an lldpd that does not listen on the default /run/lldpd.socket."""
-        s = self.options.get("lldp_socket")
-        command = f"lldpctl -u {shell.quote(s)} -f json" if s else "lldpctl -f json"
-        return lldp_reply("lldpctl", shell.check(self.conn, command, what="lldpctl"), self.device, command)
+        """lldpd's `lldpctl -f json` (a Linux white box runs lldpd as Cumulus Linux does)."""
+        return lldp_reply("lldpctl", shell.check(self.conn, "lldpctl -f json", what="lldpctl"), self.device,
+                          "lldpctl -f json")
 
     # -- optics ---------------------------------------------------------------------------------------
     def transceivers(self, ports: list[str]) -> dict[str, Any]:
