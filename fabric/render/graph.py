@@ -16,6 +16,7 @@ from itertools import pairwise
 
 from fabric.design.cabling import Cabling, LinkState, Status
 from fabric.design.topology import Link, Topo
+from fabric.order import natural
 from fabric.render.files import dot_id
 
 DETAIL_MAX = 300  # devices up to which the whole fabric is drawn device by device
@@ -92,7 +93,7 @@ def _switch_nodes(topo: Topo, shown: set[str]) -> list[str]:
     """Spines and super-spines, each tier on one rank above the leaves."""
     out = []
     for role in ("super-spine", "spine"):
-        names = sorted((n for n, s in topo.switches.items() if s.role == role and n in shown), key=_natural)
+        names = sorted((n for n, s in topo.switches.items() if s.role == role and n in shown), key=natural)
         if names:
             out.append(_row(names, 'fillcolor="#eceff1", penwidth=1.5'))
     other = sorted(n for n, s in topo.switches.items() if s.role not in ("leaf", "spine", "super-spine") and n in shown)
@@ -106,7 +107,7 @@ def _su_clusters(topo: Topo, shown: set[str]) -> list[str]:
     for su in sorted({s.su for n, s in topo.switches.items() if s.role == "leaf" and n in shown and s.su}):
         leaves = sorted((n for n, s in topo.switches.items() if s.role == "leaf" and s.su == su and n in shown),
                         key=lambda n: (topo.switches[n].rail or 0, n))
-        hosts = sorted((n for n, h in topo.hosts.items() if h.su == su and n in shown), key=_natural)
+        hosts = sorted((n for n, h in topo.hosts.items() if h.su == su and n in shown), key=natural)
         out += [f"  subgraph {dot_id(f'cluster_su{su}')} {{", f'    label="SU {su}"; style=rounded; color="#b0bec5";']
         out += [f'    {dot_id(n)} [color="{rail_colour(topo.switches[n].rail)}", penwidth=2];' for n in leaves]
         out += ["  " + _row(leaves, ""), "  " + _row(hosts, 'fillcolor="#fafafa"'), "  }"]
@@ -185,7 +186,7 @@ def overview(topo: Topo, cabling: Cabling | None = None) -> str:
     lines = [*HEAD, f'  label={dot_id(_title(topo, None, cabling) + " (overview: one node per SU and spine group)")};'
              " labelloc=t; ranksep=0.4;"]
     lines += _group_nodes(topo, set(group.values()), links, bad)
-    for (up, down), n in sorted(pairs.items(), key=lambda kv: _natural(kv[0][1])):
+    for (up, down), n in sorted(pairs.items(), key=lambda kv: natural(kv[0][1])):
         label = f"{n} links" + (f", {bad[down]} to fix" if bad[down] else "")
         lines.append(f'  {dot_id(up)} -- {dot_id(down)} [label={dot_id(label)}, color="#78909c", '
                      f"penwidth={1 + min(n, 4096) / 1024:.1f}];")
@@ -214,10 +215,10 @@ def _group_nodes(topo: Topo, groups: set[str], links: Counter[str], bad: Counter
             rails.setdefault(f"SU {s.su}", set()).update({s.rail} if s.rail else set())
             pod_of[f"SU {s.su}"] = s.pod
     out = []
-    for g in sorted(groups - {g for g in groups if g.startswith(("SU ", "spines"))}, key=_natural):
+    for g in sorted(groups - {g for g in groups if g.startswith(("SU ", "spines"))}, key=natural):
         out.append(f"  {dot_id(g)} [label={dot_id(_group_label(g, roles[g], bad[g]))}, fillcolor=\"#eceff1\"];")
     for pod in sorted({pod_of.get(g) for g in groups if g.startswith("SU ")}, key=lambda p: p or 0):
-        sus = sorted((g for g in groups if g.startswith("SU ") and pod_of.get(g) == pod), key=_natural)
+        sus = sorted((g for g in groups if g.startswith("SU ") and pod_of.get(g) == pod), key=natural)
         spines = f"spines-pod{pod}" if f"spines-pod{pod}" in groups else ("spines" if "spines" in groups else "")
         out += [f"  subgraph {dot_id(f'cluster_pod{pod}')} {{", f'    label="pod {pod}"; style=rounded; '
                 'color="#b0bec5";'] if pod else []
@@ -247,8 +248,3 @@ def _su_label(group: str, hosts: int, leaves: int, uplinks: int, bad: int, rails
     border = "#c62828" if bad else "#90a4ae"
     return (f'<<TABLE BORDER="1" COLOR="{border}" STYLE="rounded" CELLBORDER="0" CELLSPACING="2">'
             f'<TR><TD COLSPAN="{width}">{title}</TD></TR><TR>{cells or "<TD></TD>"}</TR>{fix}</TABLE>>')
-
-
-def _natural(name: str) -> tuple[str | int, ...]:
-    """Sort key: numbers as numbers (spine2 before spine10)."""
-    return tuple(int(t) if t.isdigit() else t for t in re.split(r"(\d+)", name))
