@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import html
 import io
-import json
 import os
 import sys
 import xml.etree.ElementTree as ET
@@ -21,6 +20,7 @@ from fabric.errors import InputError, Problem
 from fabric.parsers import read_input
 from fabric.parsers.lldp import PARSERS, Lldp
 from fabric.safefile import write_output
+from fabric.serialize import dumps_json
 
 FORMATS = ("table", "json", "junit", "svg", "dot", "html")
 PICTURES = {".svg": "svg", ".dot": "dot", ".html": "html"}  # -o FILE with these endings draws the report
@@ -102,7 +102,7 @@ def table(result: Cabling, con: Console) -> None:
 
 
 def to_json(result: Cabling) -> str:
-    return json.dumps(result.model_dump(mode="json"), indent=2, sort_keys=True) + "\n"
+    return dumps_json(result.model_dump(mode="json"))
 
 
 def to_junit(result: Cabling) -> str:
