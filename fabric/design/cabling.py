@@ -239,7 +239,7 @@ class _Evidence:
     """What each end is cabled to: its own report first, else what a read device reports of it (a nameless
     neighbour, identified by nothing, only where nothing else is known)."""
 
-    def __init__(self, own: dict[End, list[Seen]], names: Names):
+    def __init__(self, own: dict[End, list[Seen]]):
         self.reported = own
         self.own = {u: s[0] for u, s in own.items() if len(s) == 1}
         self.inferred: dict[End, Seen] = {}
@@ -268,7 +268,7 @@ class _Displaced:
 def judge(links: Sequence[Link | LinkIntent], names: Names, reports: dict[str, Lldp]) -> Cabling:
     """The model's `links` against the LLDP `reports` (device → its neighbours)."""
     own = _reports(names, reports)
-    ev = _Evidence(own, names)
+    ev = _Evidence(own)
     read = set(reports)
     states, displaced, faults = [], [], []
     for ln in links:
