@@ -307,8 +307,8 @@ class FrrDriver(Driver):
 
     def lldp(self) -> Lldp:
         """lldpd's `lldpctl -f json` (a Linux white box runs lldpd as Cumulus Linux does)."""
-        return lldp_reply("lldpctl", shell.check(self.conn, "lldpctl -f json", what="lldpctl"), self.device,
-                          "lldpctl -f json")
+        command = self.lldp_commands[0]
+        return lldp_reply("lldpctl", shell.check(self.conn, command, what="lldpctl"), self.device, command)
 
     # -- optics ---------------------------------------------------------------------------------------
     def transceivers(self, ports: list[str]) -> dict[str, Any]:

@@ -308,8 +308,8 @@ class SonicDriver(Driver):
 
     def lldp(self) -> Lldp:
         """`show lldp table` (sonic-utilities lldpshow: lldpd's neighbours in the lldp container)."""
-        return lldp_reply("lldp-sonic", shell.check(self.conn, "show lldp table", what="show lldp table"),
-                          self.device, "show lldp table")
+        command = self.lldp_commands[0]
+        return lldp_reply("lldp-sonic", shell.check(self.conn, command, what=command), self.device, command)
 
     def begin(self) -> Txn:
         doc = json.loads(self.running())
