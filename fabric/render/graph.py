@@ -61,7 +61,8 @@ def detail(topo: Topo, su: int | None = None, cabling: Cabling | None = None) ->
     numbers = fault_numbers(cabling)
     for ln in topo.links:
         if ln.a in shown and ln.b in shown:
-            lines += _edge(topo, ln, states.get(ends(ln)), shown, numbers.get(ends(ln), 0))
+            key = ends(ln)
+            lines += _edge(topo, ln, states.get(key), shown, numbers.get(key, 0))
     return "\n".join([*lines, "}", ""])
 
 
