@@ -35,6 +35,12 @@ def malformed() -> tuple[type[BaseException], ...]:
     return (*MALFORMED, yaml.YAMLError) if yaml is not None else MALFORMED
 
 
+def _within_size(text: str, command: str) -> None:
+    """A ReplyError where `text` is longer than MAX_REPLY."""
+    if len(text) > MAX_REPLY:
+        raise ReplyError(command, f"at most {MAX_REPLY // 2**20} MiB", f"{len(text) // 2**20} MiB")
+
+
 def reader(command: str) -> Callable[[F], F]:
     """Mark `fn` as the reader of `command`'s reply (module docstring)."""
     def mark(fn: F) -> F:
@@ -43,8 +49,8 @@ def reader(command: str) -> Callable[[F], F]:
         @functools.wraps(fn)
         def read(*args: Any, **kwargs: Any) -> Any:
             for text in (*args, *kwargs.values()):
-                if isinstance(text, str) and len(text) > MAX_REPLY:
-                    raise ReplyError(command, f"at most {MAX_REPLY // 2**20} MiB", f"{len(text) // 2**20} MiB")
+                if isinstance(text, str):
+                    _within_size(text, command)
             try:
                 return fn(*args, **kwargs)
             except ReplyError:
@@ -90,8 +96,7 @@ def _decode_error(exc: json.JSONDecodeError, command: str) -> ReplyError:
 
 def bounded(text: str, command: str) -> str:
     """`text`, unless it is longer than MAX_REPLY or nests brackets deeper than MAX_DEPTH (then a ReplyError)."""
-    if len(text) > MAX_REPLY:
-        raise ReplyError(command, f"at most {MAX_REPLY // 2**20} MiB", f"{len(text) // 2**20} MiB")
+    _within_size(text, command)
     if (pos := nesting_past(text)) is not None:
         raise ReplyError(command, f"JSON nested at most {MAX_DEPTH} levels", "deeper nesting",
                          where=f"line {text.count(chr(10), 0, pos) + 1}")

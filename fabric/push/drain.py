@@ -23,7 +23,7 @@ from pydantic import BaseModel
 
 from fabric.access import Credentials, SwitchEndpoint
 from fabric.push import state
-from fabric.push.engine import ApplyOptions, DeviceResult, Progress, apply_device
+from fabric.push.engine import ApplyOptions, DeviceResult, Progress, apply_device, audit_result
 from fabric.targets import driver_class
 from fabric.targets.base import Driver, TargetError
 from fabric.targets.session import close, conn_errors, open_driver
@@ -121,12 +121,7 @@ def traffic_shift(fabric: str, ep: SwitchEndpoint, cred: Credentials, opts: Appl
         close(drv)
     res.seconds = time.monotonic() - t0
     if res.status != "unchanged":
-        try:
-            state.audit(fabric, state.AuditEntry(time=state.now(), who=state.who(), fabric=fabric, device=ep.device,
-                                                 target=ep.target, action=action, diff_digest="", added=0, removed=0,
-                                                 result=res.status, detail=res.detail))
-        except OSError as exc:
-            res.detail += f"; the state directory could not be written ({exc.strerror or exc}): audit line missing"
+        audit_result(fabric, ep, action, res)
     return res
 
 

@@ -315,14 +315,28 @@ def _settle(fabric: str, ep: SwitchEndpoint, action: str, txn: Txn | None, res: 
     try:
         if txn is not None and res.status not in ("pending", "unknown"):
             state.settle_record(fabric, ep.device, applied=res.status == "applied" and action != "rollback")
-        if res.status not in ("unchanged", "unreachable", "skipped") or txn is not None:
-            d = res.diff
-            state.audit(fabric, state.AuditEntry(
-                time=state.now(), who=state.who(), fabric=fabric, device=ep.device, target=ep.target,
-                action=action, diff_digest=d.digest if d else "", added=d.added if d else 0,
-                removed=d.removed if d else 0, changed=d.changed if d else 0, result=res.status, detail=res.detail))
     except OSError as exc:
-        res.detail += f"; the state directory could not be written ({exc.strerror or exc}): audit line missing"
+        _unwritten(res, exc)
+        return
+    if res.status not in ("unchanged", "unreachable", "skipped") or txn is not None:
+        audit_result(fabric, ep, action, res)
+
+
+def audit_result(fabric: str, ep: SwitchEndpoint, action: str, res: DeviceResult) -> None:
+    """One audit line of a device's outcome (its diff's counts, if any); a state directory that fails now is
+    reported in `res.detail`, never raised."""
+    d = res.diff
+    try:
+        state.audit(fabric, state.AuditEntry(
+            time=state.now(), who=state.who(), fabric=fabric, device=ep.device, target=ep.target,
+            action=action, diff_digest=d.digest if d else "", added=d.added if d else 0,
+            removed=d.removed if d else 0, changed=d.changed if d else 0, result=res.status, detail=res.detail))
+    except OSError as exc:
+        _unwritten(res, exc)
+
+
+def _unwritten(res: DeviceResult, exc: OSError) -> None:
+    res.detail += f"; the state directory could not be written ({exc.strerror or exc}): audit line missing"
 
 
 def _undo(ep: SwitchEndpoint, cred: Credentials, opts: ApplyOptions, txn: Txn, drv: Driver | None,

@@ -355,8 +355,11 @@ def _entry_name(entry: Path, ports: set[str]) -> str | None:
     return last.split()[1] if " " in last else last.split("|")[0]
 
 
+_WORD_SEP = re.compile(r"[ |]")  # words of a text section or key, and of a SONiC `name|key`
+
+
 def _words(text: str) -> list[str]:
-    return re.split(r"[ |]", text)
+    return _WORD_SEP.split(text)
 
 
 def _refers(path: Path, value: Any, name: str) -> bool:
