@@ -59,12 +59,18 @@ def capacity_problems(loaded: Loaded, topo: Topo) -> list[Problem]:
                                 f"room for {len(leaves)} private leaf ASNs from {a.asn.leaves}",
                                 f"the last would be {top}; use a 4-byte base such as 4200000000"))
     out += kubernetes_problems(loaded, topo)
-    out += pod_problems(loaded, topo, {k: block - 3 - h for k, h in max_h.items()})
+    out += pod_problems(loaded, topo, {k: vf_room(block, h) for k, h in max_h.items()})
     spine_asns = {a.asn.spines + p for p in range(inv.topology.pods if inv.topology.pods > 1 else 1)}
     if leaves and any(a.asn.leaves <= x <= top for x in (*spine_asns, a.asn.super_spines)):
         out.append(smap.problem(("addressing", "asn", "leaves"), "leaf ASNs apart from spine and super-spine ASNs",
                                 f"{a.asn.leaves}-{top} overlapping {sorted(spine_asns)} or {a.asn.super_spines}"))
     return out
+
+
+def vf_room(block_size: int, max_h: int) -> int:
+    """The addresses an svi rail block of `block_size` leaves for VFs after its hosts' (`max_h`: the highest host
+    index in it), the network address, the leaf's and broadcast: from its base + 2 + max_h to its broadcast - 1."""
+    return block_size - 3 - max_h
 
 
 def pod_device(vfs: int, vlan: int | None, mode: str, room: int) -> tuple[Literal["pf", "vf"] | None, str]:

@@ -100,7 +100,7 @@ def lab_site(fabric: FabricIntent, *, via: str = "netns", insecure: bool = False
         if via != "netns":
             raise UsageError("--via ssh: the VM lab's nodes run no sshd; expected --via netns (the default)")
         return VmSite(guest, fabric)
-    st = load_state(fabric.name)
+    st = st or load_state(fabric.name)  # no lab at all: its UsageError
     assert st is not None
     if st.phase != "up":
         raise UsageError(f"--lab: expected a running lab of {fabric.name}, found one in phase {st.phase!r} "

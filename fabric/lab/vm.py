@@ -123,6 +123,13 @@ class VmLab(BaseModel):
         """Any process of the VM's group still there (vng, or a QEMU it left)."""
         return bool(_group(self.pid, self.dir))
 
+    def node(self, name: str) -> str:
+        """`name`, a node of this lab (its leaf or one of its hosts); else a UsageError naming them."""
+        if name not in (self.leaf, *self.hosts):
+            raise UsageError(f"node: expected one of the VM lab's {', '.join([self.leaf, *self.hosts])}, "
+                             f"found {name!r}")
+        return name
+
 
 def vm_dir(fabric_name: str) -> Path:
     """The VM lab's state dir, beside the native lab's (`<base>/<fabric>.vm`)."""
@@ -316,8 +323,7 @@ def command_argv(lab: VmLab, node: str, *, merged: bool = False) -> list[str]:
     """The argv, run on this machine, that runs a command in `node`'s namespace in the guest: append the command as
     one sh line (its text goes to a file the guest's sh reads, never into a script of ours). Its stdout and stderr
     come back apart (`merged`: both in stdout, as a terminal shows them), its exit status is the command's."""
-    if node not in (lab.leaf, *lab.hosts):
-        raise UsageError(f"node: expected one of the VM lab's {', '.join([lab.leaf, *lab.hosts])}, found {node!r}")
+    lab.node(node)
     errors = "2>&1" if merged else '2>"${0%.run}.err"'
     guest = f'exec ip netns exec {shlex.quote(node)} sh "${{0%.run}}.in" {errors}\n'
     return [sys.executable, "-I", "-c", WAITER, lab.dir, guest]
@@ -335,8 +341,7 @@ def realized(fabric: FabricIntent, lab: VmLab) -> FabricIntent:
 
 def exec_argv(lab: VmLab, node: str, argv: list[str], *, timeout: float = 120) -> tuple[int, str]:
     """`argv` in a node's namespace in the guest (`fabric lab exec INV NODE -- …`)."""
-    if node not in (lab.leaf, *lab.hosts):
-        raise UsageError(f"node: expected one of the VM lab's {', '.join([lab.leaf, *lab.hosts])}, found {node!r}")
+    lab.node(node)
     return shell(lab, f"ip netns exec {node} {shlex.join(argv)}\n", timeout=timeout)
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TypeVar
 
-from fabric.design.checks import pod_device
+from fabric.design.checks import pod_device, vf_room
 from fabric.design.derive.addressing import Addressing, dotted
 from fabric.design.derive.shapes import Shapes
 from fabric.design.intent import (
@@ -62,7 +62,7 @@ class Hosts(Addressing, Shapes):
             return self._pod_rails[key]
         name = k.network_name if pooled else f"{k.network_name}{nic.rail}"
         res = f"{k.resource_prefix}/{k.resource_name if k.resources == 'pooled' else f'{k.resource_name}{nic.rail}'}"
-        room = self.block_size - 3 - self.max_h[(host.su, nic.rail)]  # VF addresses after the hosts'
+        room = vf_room(self.block_size, self.max_h[(host.su, nic.rail)])
         device, _ = pod_device(nic.vfs, nic.vlan, self.addr.mode, room)
         pod: PodRail | None = None
         if device == "pf":
