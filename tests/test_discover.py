@@ -53,6 +53,15 @@ def discover(lldp: Path, running: Path, out: Path, *args: str):
     return fabric("discover", "--lldp", lldp, "--running", running, "-o", out, *args)
 
 
+def refused(lldp: Path, running: Path, out: Path, *messages: str) -> None:
+    """`discover` exits 2 without a traceback, says each of `messages`, and writes nothing at `out`."""
+    result = discover(lldp, running, out)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    for message in messages:
+        assert message in result.stderr, result.stderr
+    assert not out.exists()
+
+
 def same_tree(a: Path, b: Path) -> list[str]:
     """Files that differ or exist on one side only."""
     cmp = filecmp.dircmp(a, b)
@@ -142,40 +151,28 @@ def test_bad_input_is_located_and_nothing_is_written(tmp_path: Path) -> None:
     _, lldp, running = saved(inv, tmp_path)
     out = tmp_path / "draft"
     (lldp / "leaf-su1-r2.lldpctl").write_text('{"lldp": {"interface": {"swp1": {"chassis": ')
-    result = discover(lldp, running, out)
-    assert result.returncode == 2 and "Traceback" not in result.stderr
-    assert "leaf-su1-r2.lldpctl:1: json: expected valid JSON" in result.stderr
-    assert not out.exists()
+    refused(lldp, running, out, "leaf-su1-r2.lldpctl:1: json: expected valid JSON")
     L.write(topo(inv), L.hall(topo(inv)), lldp)
     (lldp / "leaf-su1-r1.lldpctl").unlink()  # EOS's text table, saved where its JSON belongs
     (lldp / "leaf-su1-r1.lldp-eos").write_text("Port          Neighbor Device ID       Neighbor Port ID    TTL\n"
                                                 "Et1           gpu-su1-01               ens1np0             120\n")
     (lldp / "leaf-su1-r2.lldp-eos").write_text("{}")
-    result = discover(lldp, running, out)
-    assert result.returncode == 2 and "Traceback" not in result.stderr
-    assert "leaf-su1-r1.lldp-eos:1: json: expected valid JSON" in result.stderr, result.stderr
-    assert ("leaf-su1-r2.lldpctl: expected one LLDP output of leaf-su1-r2, found leaf-su1-r2.lldp-eos and "
-            "leaf-su1-r2.lldpctl") in result.stderr
-    assert not out.exists()
+    refused(lldp, running, out, "leaf-su1-r1.lldp-eos:1: json: expected valid JSON",
+            "leaf-su1-r2.lldpctl: expected one LLDP output of leaf-su1-r2, found leaf-su1-r2.lldp-eos and "
+            "leaf-su1-r2.lldpctl")
     L.write(topo(inv), L.hall(topo(inv)), lldp)
     for path in (lldp / "leaf-su1-r1.lldp-eos", lldp / "leaf-su1-r2.lldp-eos"):
         path.unlink()
     (running / "spine1.conf").unlink()
     (running / "spine1.json").write_text("interface swp1\n")  # an FRR config saved under SONiC's name
-    result = discover(lldp, running, out)
-    assert result.returncode == 2 and "Traceback" not in result.stderr
-    assert "spine1.json:1: expected valid JSON" in result.stderr, result.stderr
-    assert not out.exists()
+    refused(lldp, running, out, "spine1.json:1: expected valid JSON")
 
 
 def test_a_switch_without_its_running_config_is_named(tmp_path: Path) -> None:
     _, lldp, running = saved(ROOT / "inventories" / "eos-example", tmp_path)
     (running / "leaf-su1-r2.cfg").unlink()
-    result = discover(lldp, running, tmp_path / "draft")
-    assert result.returncode == 2 and "Traceback" not in result.stderr
-    assert ("leaf-su1-r2: expected a saved running config in --running (its LLDP output is a switch's: lldp-eos), "
-            "found none") in result.stderr
-    assert not (tmp_path / "draft").exists()
+    refused(lldp, running, tmp_path / "draft", "leaf-su1-r2: expected a saved running config in --running (its "
+            "LLDP output is a switch's: lldp-eos), found none")
 
 
 def test_a_hostile_neighbour_name_is_refused_not_written(tmp_path: Path) -> None:
@@ -187,11 +184,8 @@ def test_a_hostile_neighbour_name_is_refused_not_written(tmp_path: Path) -> None
     host.write_text(host.read_text().replace('"leaf-su1-r1"', json.dumps("leaf-su1-r1\nqos: {preset: x}")))
     for path in lldp.glob("leaf-su1-r1.*"):
         path.write_text(path.read_text().replace('"gpu-su1-01"', json.dumps("gpu-su1-01\nhosts: []")))
-    result = discover(lldp, running, tmp_path / "draft")
-    assert result.returncode == 2 and "Traceback" not in result.stderr
-    assert "leaf-su1-r1's LLDP, port swp1: expected a device name matching" in result.stderr
-    assert "'gpu-su1-01\\nhosts: []'" in result.stderr
-    assert not (tmp_path / "draft").exists()
+    refused(lldp, running, tmp_path / "draft", "leaf-su1-r1's LLDP, port swp1: expected a device name matching",
+            "'gpu-su1-01\\nhosts: []'")
 
 
 def test_an_existing_inventory_is_kept_without_force(tmp_path: Path) -> None:
@@ -241,11 +235,8 @@ def test_names_that_follow_no_pattern_are_refused(tmp_path: Path) -> None:
     for path in [*lldp.iterdir(), *running.iterdir()]:
         path.write_text(path.read_text().replace("spine2", "core-b"))
         path.rename(path.with_name(path.name.replace("spine2", "core-b")))
-    result = discover(lldp, running, tmp_path / "draft")
-    assert result.returncode == 2 and "Traceback" not in result.stderr
-    assert ("LLDP: expected spine names that follow one pattern of numbers (as topology.names.spine), found "
-            "core-b, spine1") in result.stderr
-    assert not (tmp_path / "draft").exists()
+    refused(lldp, running, tmp_path / "draft", "LLDP: expected spine names that follow one pattern of numbers (as "
+            "topology.names.spine), found core-b, spine1")
 
 
 def test_a_brownfield_fabric_configured_by_hand(tmp_path: Path) -> None:

@@ -29,6 +29,11 @@ def run(name: str, cables: list[L.Cable], tmp: Path, *args: str, skip: frozenset
     return fabric("cabling", ROOT / "inventories" / name, "--from", tmp / "lldp", *args)
 
 
+def swapped(name: str, a: L.End, b: L.End, tmp: Path, *args: str, skip: frozenset[str] = frozenset()):
+    """`run` on the model's cabling with the far ends of ports `a` and `b` (device, port) swapped."""
+    return run(name, L.swap_far(L.hall(topo(name)), a, b), tmp, *args, skip=skip)
+
+
 def faults(result) -> list[str]:
     assert result.returncode in (0, 1), result.stderr
     return [f["message"] for f in json.loads(result.stdout)["faults"]]
@@ -44,8 +49,7 @@ def test_cabled_as_the_model_is_all_ok(tmp_path: Path, name: str, links: int) ->
 
 
 def test_rail_swap_on_a_host(tmp_path: Path) -> None:
-    cables = L.swap_far(L.hall(topo("example")), ("leaf-su1-r2", "swp3"), ("leaf-su1-r3", "swp3"))
-    result = run("example", cables, tmp_path, "--format", "json")
+    result = swapped("example", ("leaf-su1-r2", "swp3"), ("leaf-su1-r3", "swp3"), tmp_path, "--format", "json")
     assert result.returncode == 1
     assert faults(result) == ["gpu-su1-03 NIC 2 is in leaf-su1-r3:swp3, expected leaf-su1-r2:swp3; gpu-su1-03 NIC 3 "
                               "is in leaf-su1-r2:swp3 — NICs 2 and 3 of gpu-su1-03 are crossed: swap these two cables"]
@@ -55,16 +59,17 @@ def test_rail_swap_on_a_host(tmp_path: Path) -> None:
 
 def test_two_host_cables_swapped_at_the_leaf(tmp_path: Path) -> None:
     """SONiC: the hosts' lldpd see the leaf's port alias (etp1, etp2), resolved to Ethernet0, Ethernet4."""
-    cables = L.swap_far(L.hall(topo("sonic-example")), ("leaf-su1-r2", "Ethernet0"), ("leaf-su1-r2", "Ethernet4"))
-    assert faults(run("sonic-example", cables, tmp_path, "-f", "json")) == [
+    result = swapped("sonic-example", ("leaf-su1-r2", "Ethernet0"), ("leaf-su1-r2", "Ethernet4"), tmp_path, "-f",
+                     "json")
+    assert faults(result) == [
         "gpu-su1-01 NIC 2 is in leaf-su1-r2:Ethernet4, expected leaf-su1-r2:Ethernet0; gpu-su1-02 NIC 2 is in "
         "leaf-su1-r2:Ethernet0 — swap these two cables"]
 
 
 def test_host_on_the_wrong_rail_seen_from_the_switches_only(tmp_path: Path) -> None:
     """Only the switches read (EOS): the hosts' side is inferred from what the leaves see."""
-    cables = L.swap_far(L.hall(topo("eos-example")), ("leaf-su1-r1", "Ethernet2/1"), ("leaf-su1-r2", "Ethernet2/1"))
-    result = run("eos-example", cables, tmp_path, "-f", "json", skip=frozenset(topo("eos-example").hosts))
+    result = swapped("eos-example", ("leaf-su1-r1", "Ethernet2/1"), ("leaf-su1-r2", "Ethernet2/1"), tmp_path, "-f",
+                     "json", skip=frozenset(topo("eos-example").hosts))
     assert faults(result) == [
         "gpu-su1-02 NIC 1 is in leaf-su1-r2:Ethernet2/1, expected leaf-su1-r1:Ethernet2/1; gpu-su1-02 NIC 2 is in "
         "leaf-su1-r1:Ethernet2/1 — NICs 1 and 2 of gpu-su1-02 are crossed: swap these two cables"]
@@ -72,16 +77,15 @@ def test_host_on_the_wrong_rail_seen_from_the_switches_only(tmp_path: Path) -> N
 
 
 def test_spine_uplinks_crossed_between_two_leaves(tmp_path: Path) -> None:
-    cables = L.swap_far(L.hall(topo("example")), ("spine1", "swp1"), ("spine1", "swp3"))
-    assert faults(run("example", cables, tmp_path, "-f", "json")) == [
+    assert faults(swapped("example", ("spine1", "swp1"), ("spine1", "swp3"), tmp_path, "-f", "json")) == [
         "leaf-su1-r1:swp5 is in spine1:swp3, expected spine1:swp1; leaf-su1-r3:swp5 is in spine1:swp1 — swap these "
         "two cables"]
 
 
 def test_breakout_legs_in_the_wrong_order(tmp_path: Path) -> None:
     """NVUE, SN5600 broken out 2x400G: the two legs of leaf-su1-r1's port 1 reversed."""
-    cables = L.swap_far(L.hall(topo("h100-400g")), ("leaf-su1-r1", "swp1s0"), ("leaf-su1-r1", "swp1s1"))
-    assert faults(run("h100-400g", cables, tmp_path, "-f", "json")) == [
+    result = swapped("h100-400g", ("leaf-su1-r1", "swp1s0"), ("leaf-su1-r1", "swp1s1"), tmp_path, "-f", "json")
+    assert faults(result) == [
         "gpu-su1-01 NIC 1 is in leaf-su1-r1:swp1s1, expected leaf-su1-r1:swp1s0; gpu-su1-02 NIC 1 is in "
         "leaf-su1-r1:swp1s0 — the legs of breakout leaf-su1-r1 port 1 are in the wrong order: swap these two cables"]
 

@@ -101,10 +101,10 @@ def test_ten_thousand_neighbours_bounded(tmp_path: Path) -> None:
     body = json.loads((FX / "lldpctl-json-one.json").read_text())["lldp"]["interface"]["eth0"]
     (tmp_path / "big.json").write_text(json.dumps({"lldp": {"interface": [{f"eth{i}": body}
                                                                           for i in range(10_000)]}}))
-    t0 = time.monotonic()
+    t0 = time.process_time()  # CPU time of this process (the command runs in it): the machine's load adds none
     result = fabric("parse", "lldpctl", tmp_path / "big.json")
     assert result.returncode == 2 and "at most 4096 LLDP neighbours" in result.stderr
-    assert time.monotonic() - t0 < 5
+    assert time.process_time() - t0 < 5
 
 
 def test_sonic_count_mismatch_is_located(tmp_path: Path) -> None:

@@ -44,6 +44,17 @@ def peers(d: Path) -> dict[str, int]:
     return read_json(d / "peers.json", {})
 
 
+def on_frrcfgd(config_db: dict) -> bool:
+    """A SONiC CONFIG_DB whose bgp container runs frrcfgd (DEVICE_METADATA|localhost frr_mgmt_framework_config), not
+    bgpcfgd."""
+    return config_db.get("DEVICE_METADATA", {}).get("localhost", {}).get("frr_mgmt_framework_config") == "true"
+
+
+def tsa_enabled(config_db: dict) -> bool:
+    """TSA's mark in a SONiC CONFIG_DB: BGP_DEVICE_GLOBAL|STATE tsa_enabled."""
+    return config_db.get("BGP_DEVICE_GLOBAL", {}).get("STATE", {}).get("tsa_enabled") == "true"
+
+
 def spawn(module: str, *args: str) -> None:
     """A detached helper process (a confirm timer), surviving the SSH session."""
     import subprocess  # here: every stand-in command imports this module, few start a process

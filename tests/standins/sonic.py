@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.standins import telemetry
-from tests.standins.common import dev_dir, locked, peers, read_json, write_json
+from tests.standins.common import dev_dir, locked, on_frrcfgd, peers, read_json, tsa_enabled, write_json
 
 
 def _unescape(tok: str) -> str:
@@ -241,11 +241,10 @@ def traffic_shift(prog: str, args: list[str], d: Path) -> int:
     the isolation: TSC there reports what bgpcfgd would have left, `Normal`."""
     with locked(d):
         running = read_json(d / "running.json", {})
-        tsa = running.get("BGP_DEVICE_GLOBAL", {}).get("STATE", {}).get("tsa_enabled") == "true"
+        tsa = tsa_enabled(running)
         if prog == "TSC":
-            frrcfgd = running.get("DEVICE_METADATA", {}).get("localhost", {}).get("frr_mgmt_framework_config") == "true"
             mode = ("No external neighbors" if not running.get("BGP_NEIGHBOR")
-                    else "Maintenance" if tsa and not frrcfgd else "Normal")
+                    else "Maintenance" if tsa and not on_frrcfgd(running) else "Normal")
             print(f"System Mode: {mode}")
             return 0
         away = prog == "TSA"

@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tests.standins.common import read_json
+from tests.standins.common import on_frrcfgd, read_json, tsa_enabled
 
 TIME = "2026-11-22T18:00:00.000000"
 
@@ -45,10 +45,8 @@ def _flowing(st: dict[str, Any], d: Path) -> dict[str, Any]:
     graceful_shutdown, RFC 8326, with frrcfgd; TSA's BGP_DEVICE_GLOBAL|STATE tsa_enabled, with bgpcfgd) makes the
     peers route around the switch: the flow stops when the running config that set it was written."""
     running = read_json(d / "running.json", {})
-    frrcfgd = running.get("DEVICE_METADATA", {}).get("localhost", {}).get("frr_mgmt_framework_config") == "true"
-    drained = (running.get("BGP_GLOBALS", {}).get("default", {}).get("graceful_shutdown") == "true" if frrcfgd
-               else running.get("BGP_DEVICE_GLOBAL", {}).get("STATE", {}).get("tsa_enabled") == "true"
-               and bool(running.get("BGP_NEIGHBOR")))
+    drained = (running.get("BGP_GLOBALS", {}).get("default", {}).get("graceful_shutdown") == "true"
+               if on_frrcfgd(running) else tsa_enabled(running) and bool(running.get("BGP_NEIGHBOR")))
     until = (d / "running.json").stat().st_mtime if drained else time.time()
     for port in st["ports"].values():
         if flow := port.get("flow"):
