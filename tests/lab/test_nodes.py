@@ -1,0 +1,223 @@
+"""Real Kubernetes nodes in the namespace lab (`fabric lab up INV --k8s --real-nodes N`, fabric.lab.nodes): the
+rendered worker pods run on a real kubelet and containerd, get their rails through multus, the node's CNI chain
+and whereabouts, and measure the fabric pod to pod.
+
+The pods are the rendered perftest job's workers (`fabric accept --launcher k8s --render-only`): their
+networks annotation, rail resources, capabilities, volumes and environment as rendered; only the command is
+replaced by one that writes the pod entrypoint and waits, and they are placed by the default scheduler instead of
+Volcano's gang (whose PodGroup also counts the launcher, which needs OpenMPI in the image).
+"""
+
+from __future__ import annotations
+
+import copy
+import ipaddress
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from fabric.lab.kube import bins_dir, missing_bins
+from tests.conftest import ROOT, require
+
+pytestmark = [pytest.mark.lab, pytest.mark.k8s, pytest.mark.root]
+
+INV = ROOT / "tests" / "fixtures" / "inventories" / "k8s-lab2"
+FAB = str(Path(sys.executable).parent / "fabric")
+IMAGE = "localhost/roce-fabric/pod:lab"
+HOLD = ("mkdir -p /var/run/roce-fabric && printf '%s' \"$ROCE_FABRIC_POD_SH\" > /var/run/roce-fabric/pod.sh "
+        "&& exec sleep 2147483647")
+
+
+class Cluster:
+    def __init__(self, kubeconfig: str, kubectl: str, render: Path, env: dict[str, str]) -> None:
+        self.kubeconfig, self.kubectl_bin, self.render, self.env = kubeconfig, kubectl, render, env
+
+    def kubectl(self, *args: str, stdin: str | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([self.kubectl_bin, "--kubeconfig", self.kubeconfig, *args], input=stdin,
+                              capture_output=True, text=True, timeout=timeout)
+
+    def exec(self, pod: str, *argv: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+        return self.kubectl("-n", "training", "exec", pod, "--", *argv, timeout=timeout)
+
+
+def _leftovers(state: Path) -> list[str]:
+    """What a stopped lab must not leave: node processes, their cgroups, the kubelet mount point."""
+    out = []
+    for p in Path("/proc").iterdir():
+        if p.name.isdigit():
+            try:
+                cmd = p.joinpath("cmdline").read_bytes().decode(errors="replace")
+            except OSError:
+                continue
+            if str(state) in cmd and p.name != str(os.getpid()):
+                out.append(f"pid {p.name}: {cmd[:120]}")
+    out += [str(c) for c in Path("/sys/fs/cgroup").glob("*/roce-fabric-gpu-*")]
+    if Path("/var/lib/kubelet").exists():
+        out.append("/var/lib/kubelet")
+    return out
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory):
+    from fabric.lab import nodes
+    from fabric.lab.sh import missing_prerequisites
+
+    require(os.geteuid() == 0, "root (namespaces, kubelet)")
+    require(not missing_prerequisites(), "the namespace lab's programs (make deps)")
+    bins = bins_dir()
+    require(not missing_bins(bins), f"the Kubernetes binaries in {bins}: make k8s-bins")
+    require(not nodes.missing(nodes.bins_dir()), f"the node programs: {', '.join(nodes.missing(nodes.bins_dir()))}")
+    tmp = tmp_path_factory.mktemp("real-nodes")
+    state = tmp / "state"
+    env = {**os.environ, "FABRIC_K8S_LAB_STATE": str(state)}
+    try:
+        up = subprocess.run([FAB, "lab", "up", str(INV)], capture_output=True, text=True, env=env, timeout=300)
+        assert up.returncode == 0, up.stderr
+        k8s = subprocess.run([FAB, "lab", "up", str(INV), "--k8s", "--real-nodes", "2"], capture_output=True,
+                             text=True, env=env, timeout=400)
+        assert k8s.returncode == 0, k8s.stdout + k8s.stderr
+        assert "2 real nodes (gpu-su1-01, gpu-su1-02), 0 kwok nodes" in k8s.stdout
+        kubeconfig = k8s.stdout.split("export KUBECONFIG=", 1)[1].split()[0]
+        render = tmp / "render"
+        r = subprocess.run([FAB, "accept", str(INV), "--launcher", "k8s", "--render-only", "--image", IMAGE, "-o",
+                            str(render)], capture_output=True, text=True, env=env, timeout=120)
+        assert r.returncode == 0, r.stderr
+        yield Cluster(kubeconfig, str(bins / "bin" / "kubectl"), render, env)
+    finally:
+        down = subprocess.run([FAB, "lab", "down", str(INV)], capture_output=True, text=True, env=env, timeout=300)
+        assert down.returncode == 0, down.stderr
+        assert not _leftovers(state), _leftovers(state)
+
+
+def worker_pods(render: Path, job: str) -> list[dict[str, Any]]:
+    """The rendered job's worker pods, one per host (see the module docstring for what is changed)."""
+    mpijob = next(d for d in yaml.safe_load_all((render / "jobs" / f"{job}.yaml").read_text())
+                  if d and d["kind"] == "MPIJob")
+    worker = mpijob["spec"]["mpiReplicaSpecs"]["Worker"]
+    pods = []
+    for i in range(worker["replicas"]):
+        t = copy.deepcopy(worker["template"])
+        t["metadata"]["annotations"].pop("scheduling.k8s.io/group-name")
+        t["spec"].pop("schedulerName")
+        t["spec"]["terminationGracePeriodSeconds"] = 1
+        t["spec"]["containers"][0]["command"] = ["/bin/sh", "-c", HOLD]
+        pods.append({"apiVersion": "v1", "kind": "Pod", "metadata": {
+            **t["metadata"], "name": f"{job}-worker-{i}", "namespace": mpijob["metadata"]["namespace"]},
+            "spec": t["spec"]})
+    return pods
+
+
+def _wait_running(c: Cluster, names: list[str], timeout: float = 120) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while True:
+        got = json.loads(c.kubectl("-n", "training", "get", "pods", "-o", "json").stdout)
+        pods = {p["metadata"]["name"]: p for p in got["items"] if p["metadata"]["name"] in names}
+        if len(pods) == len(names) and all(p["status"].get("phase") == "Running" for p in pods.values()):
+            return pods
+        if time.monotonic() > deadline:
+            events = c.kubectl("-n", "training", "get", "events", "-o", "custom-columns=R:.reason,M:.message").stdout
+            pytest.fail(f"pods not Running after {timeout}s: {[p['status'] for p in pods.values()]}\n{events}")
+        time.sleep(1)
+
+
+@pytest.fixture(scope="module")
+def workers(cluster: Cluster):
+    pods = worker_pods(cluster.render, "pods-su1-bw")
+    applied = cluster.kubectl("apply", "-f", "-", stdin=yaml.safe_dump_all(pods))
+    assert applied.returncode == 0, applied.stderr
+    running = _wait_running(cluster, [p["metadata"]["name"] for p in pods])
+    yield running
+    cluster.kubectl("-n", "training", "delete", "pods", "--all", "--wait=true", timeout=120)
+
+
+def _pool_addresses(c: Cluster) -> dict[tuple[str, str], str]:
+    """(pod, range) → address, from whereabouts' IPPools (what whereabouts gave)."""
+    pools = json.loads(c.kubectl("get", "ippools.whereabouts.cni.cncf.io", "-A", "-o", "json").stdout)["items"]
+    out = {}
+    for pool in pools:
+        net = ipaddress.ip_network(pool["spec"]["range"])
+        for offset, alloc in pool["spec"].get("allocations", {}).items():
+            out[(alloc["podref"].split("/", 1)[1], str(net))] = str(net.network_address + int(offset))
+    return out
+
+
+def test_each_pod_gets_its_rails_from_whereabouts_with_the_rendered_routes(cluster: Cluster,
+                                                                         workers: dict[str, Any]) -> None:
+    """Each worker has one interface per rail (named as its networks annotation names them), the address
+    whereabouts allocated to it in the rail's rendered range, and sbr's routing: a `from <address>` rule to a
+    table whose default route goes through the rail's gateway on that interface."""
+    from fabric.design.load import load_fabric
+
+    fabric = load_fabric(INV).intent
+    pools = _pool_addresses(cluster)
+    nodes = set()
+    for name, pod in workers.items():
+        nodes.add(pod["spec"]["nodeName"])
+        host = fabric.hosts[pod["spec"]["nodeName"]]
+        addrs = {a["ifname"]: a for a in json.loads(cluster.exec(name, "ip", "-j", "addr").stdout)}
+        rules = json.loads(cluster.exec(name, "ip", "-j", "rule").stdout)
+        for rail in host.rails:
+            ifname = rail.pod.network
+            assert ifname in addrs, f"{name}: no {ifname} in {sorted(addrs)}"
+            inet = [a for a in addrs[ifname]["addr_info"] if a["family"] == "inet"]
+            assert len(inet) == 1
+            address = inet[0]["local"]
+            assert pools[(name, rail.subnet)] == address
+            assert ipaddress.ip_address(rail.pod.range_start) <= ipaddress.ip_address(address) \
+                <= ipaddress.ip_address(rail.pod.range_end)
+            assert f"{address}/{inet[0]['prefixlen']}" in ipaddress.ip_network(rail.subnet).__str__() or \
+                ipaddress.ip_address(address) in ipaddress.ip_network(rail.subnet)
+            table = next(r["table"] for r in rules if r.get("src") == address)
+            routes = json.loads(cluster.exec(name, "ip", "-j", "route", "show", "table", str(table)).stdout)
+            assert {"dst": "default", "gateway": rail.gateway, "dev": ifname} in [
+                {k: r.get(k) for k in ("dst", "gateway", "dev")} for r in routes]
+    assert nodes == set(fabric.hosts)
+
+
+def test_pod_entrypoint_says_no_rdma_device_without_soft_roce(cluster: Cluster, workers: dict[str, Any]) -> None:
+    """The rendered pod entrypoint runs in the pod; this kernel has no rdma_rxe, so no rail interface has an RDMA
+    device and the entrypoint refuses in words (NCCL would fall back to TCP) instead of exporting a NCCL_IB_HCA."""
+    name = sorted(workers)[0]
+    r = cluster.exec(name, "env", "ROCE_FABRIC_RAILS=2", "sh", "/var/run/roce-fabric/pod.sh", "true")
+    assert r.returncode == 1
+    assert "no RDMA device behind any interface of this pod: NCCL would fall back to TCP sockets" in r.stderr
+
+
+def test_pod_to_pod_bandwidth_across_the_lab_fabric(cluster: Cluster, workers: dict[str, Any]) -> None:
+    """iperf3 between the two workers' rail-1 addresses (pods on different hosts, through the rail leaf), with the
+    host check's own argv (fabric.accept.tools.Iperf3) and judged by its threshold for the lab."""
+    from fabric.accept.catalog import default_catalog
+    from fabric.accept.tools import End, Iperf3
+    from fabric.design.load import load_fabric
+
+    fabric = load_fabric(INV).intent
+    pools = _pool_addresses(cluster)
+    server, client = sorted(workers)
+    rail = fabric.hosts[workers[server]["spec"]["nodeName"]].rails[0]
+    dst = End(host=server, rail=1, ip=pools[(server, rail.subnet)], rdma="", netdev=rail.pod.network, gid_index=0,
+              tos=fabric.hosts[workers[server]["spec"]["nodeName"]].nic_qos.roce_tos)
+    src = End(host=client, rail=1, ip=pools[(client, rail.subnet)], rdma="", netdev=rail.pod.network, gid_index=0,
+              tos=dst.tos)
+    tool = Iperf3()
+    srv = subprocess.Popen([cluster.kubectl_bin, "--kubeconfig", cluster.kubeconfig, "-n", "training", "exec", server,
+                            "--", *tool.server(dst, 5201, 2)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True)
+    try:
+        for _ in range(20):
+            out = cluster.exec(client, *tool.client(src, dst, 5201, 2), timeout=30)
+            if "unable to connect to server" not in out.stdout:
+                break
+            time.sleep(0.5)
+    finally:
+        srv.wait(timeout=30)
+    gbps = tool.value(out.stdout, "")
+    entry = next(e for e in default_catalog(fabric, rdma=False).entries if e.check == "rail-bandwidth")
+    threshold = entry.input["threshold_gbps"]
+    assert gbps >= threshold, f"{gbps:.3f} Gb/s < {threshold}"
