@@ -184,6 +184,7 @@ def _containerd_config(node: RealNode) -> str:
         '  stream_server_address = "127.0.0.1"', "  enable_cdi = false",
         '[plugins."io.containerd.grpc.v1.cri".cni]', f'  bin_dir = "{d / "cni-bin"}"',
         f'  conf_dir = "{d / "cni-conf"}"', "  max_conf_num = 1",
+        '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]', '  runtime_type = "io.containerd.runc.v2"',
         '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]', "  SystemdCgroup = false", ""])
 
 
@@ -213,6 +214,8 @@ mkdir -p /var/lib/kubelet "$d/kubelet"
 mount --bind "$d/kubelet" /var/lib/kubelet
 mount -t tmpfs -o mode=0755 roce-fabric-node /run/netns
 for h in /sys/fs/cgroup/*/; do [ -f "$h/cgroup.procs" ] && mkdir -p "$h/roce-fabric-$3"; done
+# a new v1 cpuset has no CPUs or memory nodes (nothing could join it): the root's
+for f in cpus mems; do cat "/sys/fs/cgroup/cpuset/cpuset.$f" > "/sys/fs/cgroup/cpuset/roce-fabric-$3/cpuset.$f"; done
 containerd --config "$d/containerd.toml" >"$d/containerd.log" 2>&1 &
 i=0; until ctr --address "$d/containerd.sock" version >/dev/null 2>&1; do
   i=$((i + 1)); [ $i -lt 150 ] || { echo "containerd did not start: see $d/containerd.log" >&2; exit 1; }
@@ -382,9 +385,6 @@ def preflight(fabric: FabricIntent, hosts: list[str], bins: Path) -> LabState:
     and 802.1Q where a pod's rail is tagged. Returns the namespace lab's state."""
     from fabric.lab.state import load_state
 
-    st = load_state(fabric.name, required=False)
-    if st is None or not st.bridge_address:
-        raise NodeError(f"real nodes run in the namespace lab's hosts: `fabric lab up` of {fabric.name} first")
     if lacking := missing(bins):
         raise NodeError(f"real nodes: missing {', '.join(lacking)}")
     tagged = [f"{h} rail {r.rail} (VLAN {r.vlan})" for h in hosts for r in fabric.hosts[h].rails
@@ -393,6 +393,9 @@ def preflight(fabric: FabricIntent, hosts: list[str], bins: Path) -> LabState:
         raise NodeError(f"{', '.join(tagged[:3])}: pods of a host-tagged rail get an 802.1Q VLAN device, and this "
                         f"kernel ({os.uname().release}) has no 802.1Q support (module 8021q neither built in nor "
                         "loadable); the VM lab's kernel has it")
+    st = load_state(fabric.name, required=False)
+    if st is None or not st.bridge_address:
+        raise NodeError(f"real nodes run in the namespace lab's hosts: `fabric lab up` of {fabric.name} first")
     return st
 
 
