@@ -11,6 +11,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 
 class K8sRunner:
     """Applies a job's manifests with kubectl, follows the MPIJob to Succeeded/Failed, returns the launcher's
@@ -77,6 +79,18 @@ class K8sRunner:
         except json.JSONDecodeError:
             return []
 
+    def topology_problems(self, manifest: Path) -> list[str]:
+        """What in the cluster's HyperNodes keeps the job's `networkTopology` tier from meaning what it says
+        (fabric.export.kubernetes.hypernode_problems); none for a job without one."""
+        from fabric.export.kubernetes import hypernode_problems
+
+        groups = [d["spec"] for d in yaml.safe_load_all(manifest.read_text())
+                  if isinstance(d, dict) and d.get("kind") == "PodGroup" and isinstance(d.get("spec"), dict)]
+        tiers = [g["networkTopology"].get("highestTierAllowed") for g in groups if g.get("networkTopology")]
+        if not tiers:
+            return []
+        return hypernode_problems(self._items(["get", "hypernodes.topology.volcano.sh", "-o", "json"]), tiers[0])
+
     def logs(self, name: str) -> str:
         """The launcher's log: its container's output, as the kubelet serves it through the API server."""
         return self._k(["logs", "-n", self.namespace, f"job/{name}-launcher", "--tail=-1"], timeout=60).stdout
@@ -86,6 +100,13 @@ class K8sRunner:
         """(launcher log, error); the error is empty when the MPIJob succeeded."""
         files = [*(["-f", str(networks)] if networks else []), "-f", str(manifest)]
         try:
+            # first as the API server would take it, then the HyperNodes the job's tier needs: a refusal leaves
+            # nothing on the cluster
+            p = self._k(["apply", "--server-side", "--force-conflicts", "--dry-run=server", *files], timeout=60)
+            if p.returncode != 0:
+                return "", f"kubectl apply: {_why_refused(p.stderr.strip())}"
+            if problems := self.topology_problems(manifest):
+                return "", f"{manifest.name}: not applied: " + "; ".join(problems)
             p = self._k(["apply", "--server-side", "--force-conflicts", *files], timeout=60)
             if p.returncode != 0:
                 return "", f"kubectl apply: {_why_refused(p.stderr.strip())}"
