@@ -13,6 +13,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -128,9 +129,9 @@ def workers_on(kube: KubeLab, ns: str, job: str, count: int) -> list[str]:
 
 
 def gang_waits(kube: KubeLab, ns: str, job: str) -> str:
-    """The runner's reason for a gang that waits whole, once Volcano has written it ('' before)."""
+    """The runner's reason for a gang that waits whole, once Volcano counts all its pods ('' before)."""
     why = K8sRunner(ns).pending(job)
-    return why if "Unschedulable" in why or "NotEnoughResources" in why else ""
+    return why if re.search(r"(\d+)/\1 tasks in gang unschedulable", why) else ""
 
 
 @pytest.fixture
@@ -177,6 +178,8 @@ def test_a_tier_1_job_lands_inside_one_su_or_waits_whole(kube: KubeLab, on_path:
                        lambda: gang_waits(kube, ns, "tier1-four"))
         assert why.startswith("PodGroup tier1-four-gang NotEnoughResources: 5/5 tasks in gang unschedulable: pod "
                               "group is not ready, 5 Pending, 5 minAvailable"), why
+        assert "(networkTopology hard, highestTierAllowed 1: no HyperNode of that tier or below holds the whole " \
+               "gang" in why, why
         assert job_nodes(kube, ns, "tier1-four") == [], "the gang is all or nothing: no pod of it may be bound"
         gone(kube, ns, paths[-1], "tier1-four")
 
@@ -203,6 +206,7 @@ def test_a_cross_su_job_spreads_only_as_far_as_its_tier_allows(kube: KubeLab, on
         kube.apply(seven)
         why = wait_for("the tier-2 gang of seven waiting", lambda: gang_waits(kube, ns, "tier2-seven"))
         assert why.startswith("PodGroup tier2-seven-gang NotEnoughResources: 8/8 tasks in gang unschedulable"), why
+        assert "highestTierAllowed 2: no HyperNode of that tier or below holds the whole gang" in why, why
         assert job_nodes(kube, ns, "tier2-seven") == []
         gone(kube, ns, paths[-1], "tier2-seven")
 

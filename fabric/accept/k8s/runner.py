@@ -52,12 +52,14 @@ class K8sRunner:
 
     def pending(self, name: str) -> str:
         """Why the job waits, in the scheduler's words: its PodGroup's Unschedulable condition where Volcano
-        wrote one (the gang's reason, with the origin: `PodGroup nccl-su1-gang NotEnoughResources: 2/5 tasks in
-        gang unschedulable: pod group is not ready, 5 Pending, 5 minAvailable; … Origin reason is …: 0/12 nodes
-        are unavailable: …`), else the unscheduled pods' PodScheduled conditions (`2 pods Pending: 0/16 nodes are
+        wrote one (the gang's reason, with the origin where Volcano names one: `PodGroup nccl-su1-gang
+        NotEnoughResources: 2/5 tasks in gang unschedulable: pod group is not ready, 5 Pending, 5 minAvailable; …
+        Origin reason is …: 0/12 nodes are unavailable: …`, and what a hard tier means where it names none),
+        else the unscheduled pods' PodScheduled conditions (`2 pods Pending: 0/16 nodes are
         available: …`); '' when none waits."""
         sel = ["-n", self.namespace, "-l", f"roce-fabric/job={name}", "-o", "json"]
         gang = [f"PodGroup {g['metadata']['name']} {c.get('reason') or 'Unschedulable'}: {c.get('message', '')}"
+                + _tier_note(g, c.get("message", ""))
                 for g in self._items(["get", "podgroups.scheduling.volcano.sh", *sel])
                 for c in g.get("status", {}).get("conditions", [])
                 if c.get("type") == "Unschedulable" and c.get("status") == "True"]
@@ -131,6 +133,18 @@ class K8sRunner:
         finally:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self._k(["delete", "-f", str(manifest), "--ignore-not-found", "--wait=false"], timeout=60)
+
+
+def _tier_note(group: dict[str, Any], message: str) -> str:
+    """What Volcano leaves unsaid for a gang with a hard `networkTopology`: it tries the gang whole in each
+    HyperNode up to the tier, and its reason names no node (v1.15.1: `… 5 minAvailable; Pending: 5
+    Unschedulable`) or only those of the last HyperNode it tried (`Origin reason is …: In hyperNode …-su2: …`)."""
+    topo = (group.get("spec") or {}).get("networkTopology") or {}
+    if topo.get("mode") != "hard":
+        return ""
+    last = "; Volcano's origin reason is the last HyperNode it tried" if "In hyperNode" in message else ""
+    return (f" (networkTopology hard, highestTierAllowed {topo.get('highestTierAllowed')}: no HyperNode of that tier "
+            f"or below holds the whole gang{last})")
 
 
 def _why_refused(stderr: str) -> str:
