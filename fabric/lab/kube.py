@@ -3,24 +3,27 @@ and the K8s tests' cluster).
 
 The parts are the upstream programs built by `make k8s-bins` (tools/k8s-bins: versions in its go.mod files):
 etcd, kube-apiserver, kube-controller-manager (the MPI Operator's launcher is a batch/v1 Job), kube-scheduler
-(the default profile only), Volcano v1.10.0's scheduler and controller manager, kwok (the nodes and their
-kubelets: kwok's own "general" pod stages, less a step: a bound pod without init containers becomes Running and
-Ready at once, a pod owned by a Job Succeeded, each step 0.1-0.5 s later here (`lab_stages`), or after the pod's
-`pod-complete.stage.kwok.x-k8s.io/delay` annotation; kwok's ClusterLogs
-serves a log file as the container's log) and the MPI Operator v2 controller. Everything listens on 127.0.0.1
-on ephemeral ports; the certificates and the one admin token are made here, in a 0700 directory.
+(the default profile only), Volcano's scheduler and controller manager (v1.15.1 built from source by
+tools/k8s-bins/volcano-src.sh; v1.10.0 where that is not built), kwok (the nodes and their kubelets: kwok's own
+"general" pod stages, less a step: a bound pod without init containers becomes Running and Ready at once, a pod
+owned by a Job Succeeded, each step 0.1-0.5 s later here (`lab_stages`), or after the pod's
+`pod-complete.stage.kwok.x-k8s.io/delay` annotation; kwok's ClusterLogs serves a log file as the container's log)
+and the MPI Operator v2 controller. Everything listens on 127.0.0.1 on ephemeral ports; the MPI Operator, which
+binds :8080 whatever it is told, runs in a network namespace of its own (fabric.lab.relay), so two labs run at
+once. The certificates and the one admin token are made here, in a 0700 directory.
 
 Scheduling: pods with `schedulerName: volcano` are placed by Volcano's own scheduler (vc-scheduler) with the
-configuration v1.10.0 uses when given none (pkg/scheduler/util.go DefaultSchedulerConf: actions enqueue,
-allocate, backfill; plugins priority, gang, conformance | overcommit, drf, predicates, proportion, nodeorder),
-so the gang (PodGroup minMember: all or nothing) is enforced. v1.10.0 is the one release the Go module proxy
-serves; it predates HyperNodes (Volcano v1.11), so its PodGroup CRD has no `networkTopology` and the HyperNode
-CRD here is a copy from a later release (../shared/k8s-crds): HyperNodes are admitted and nothing reads them.
+configuration it uses when given none (pkg/scheduler/util.go DefaultSchedulerConf: actions enqueue, allocate,
+backfill; plugins priority, gang, conformance | overcommit, drf, predicates, proportion, nodeorder), so the gang
+(PodGroup minMember: all or nothing) is enforced; with v1.15.1 also the plugin network-topology-aware and the
+fabric's HyperNodes, so a PodGroup's `networkTopology` (mode hard, highestTierAllowed) is enforced. v1.10.0
+predates HyperNodes (Volcano v1.11): its PodGroup CRD has no `networkTopology` and the HyperNode CRD there is a
+copy from a later release (../shared/k8s-crds), admitted and read by nobody (`Volcano.describe` says so).
 Volcano's controller manager runs the PodGroup controller (a PodGroup for a volcano pod that names none) and
 the queue controller (Queue status); the scheduler creates the `default` Queue itself (pkg/scheduler/cache
 newDefaultQueue) and puts a PodGroup without a queue in it (setPodGroup). Not run: the webhook manager (for
 these objects it would only default the PodGroup's queue and check that a pod's PodGroup exists and its queue
-is open) and the controllers of Volcano's own Job kinds (vcjob, jobflow).
+is open), the controllers of Volcano's own Job kinds (vcjob, jobflow) and its HyperNode discovery.
 
 Node resources: `nvidia.com/gpu` = the host's GPUs; each rail's device-plugin resource counts the devices the
 plugin would advertise on that node (the NIC's VFs, or the NIC itself in PF mode; a pooled resource sums them);
