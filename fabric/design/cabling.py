@@ -10,12 +10,13 @@ cable may report it; a cable is known where either does. Every link of the model
 - unexpected: an end sees a device the inventory does not have, or no name, or more than one neighbour;
 - unread: neither device was read.
 
-Miswires are explained as cables, anchored at the lower end (a host's NIC, a leaf's uplink, a spine's uplink):
-"gpu-su1-07 NIC 3 is in leaf-su1-r4:swp12, expected leaf-su1-r3:swp12". Two cables each in the other's port are
-one swap; a longer cycle is a rotation; a swap whose far ends share one front-panel port is a breakout's legs in
-the wrong order. A neighbour is named by its system name (or its short name, before the first dot) and its port
-by the port id, or else the port description (lldpd on a Linux host sends its MAC as port id), or the SONiC alias
-(lldpmgrd sends it as port id).
+Each link's state keeps, besides what its ends see, the port of the fabric each end is really cabled to where that
+is not the model's far end (what the picture draws). Miswires are explained as cables, anchored at the lower end (a
+host's NIC, a leaf's uplink, a spine's uplink): "gpu-su1-07 NIC 3 is in leaf-su1-r4:swp12, expected
+leaf-su1-r3:swp12". Two cables each in the other's port are one swap; a longer cycle is a rotation; a swap whose far
+ends share one front-panel port is a breakout's legs in the wrong order. A neighbour is named by its system name (or
+its short name, before the first dot) and its port by the port id, or else the port description (lldpd on a Linux
+host sends its MAC as port id), or the SONiC alias (lldpmgrd sends it as port id).
 """
 
 from __future__ import annotations
@@ -59,6 +60,8 @@ class LinkState:
     kind: str  # host-leaf | leaf-spine | spine-super-spine | explicit
     status: Status
     found: str = ""  # what the ends see, where not what the model has
+    a_cabled_to: str = ""  # device:port of the fabric that a's cable really reaches, where LLDP shows one not b
+    b_cabled_to: str = ""  # device:port whose cable is really in b, where LLDP shows one not a
 
 
 class Fault(BaseModel):
@@ -342,6 +345,7 @@ def _link(ln: Link | LinkIntent, ev: _Evidence, read: set[str], names: Names) ->
         return state, None, Fault(status=Status.missing, links=[_name(ln)], message=(
             f"{names.label(a)} — {names.label(b)}: no neighbour on either end (cable out, or the link down)"))
     state.found = "; ".join(f"{names.label(u)} sees {names.say(v)}" for u, v in ((a, va), (b, vb)) if v is not None)
+    state.a_cabled_to, state.b_cabled_to = _elsewhere(va, b), _elsewhere(vb, a)
     if va is not None and vb is not None and va.named and vb.named and ev.firsthand(a) and ev.firsthand(b) \
             and (va.end == b) != (vb.end == a):
         state.status = Status.unexpected
@@ -350,6 +354,11 @@ def _link(ln: Link | LinkIntent, ev: _Evidence, read: set[str], names: Names) ->
     foreign = any(v is not None and v.end is None for v in (va, vb))
     state.status = Status.unexpected if foreign else Status.miswired
     return state, _Displaced(ln, a, b, va, vb), None
+
+
+def _elsewhere(seen: Seen | None, expected: End) -> str:
+    """`device:port` of the port of the fabric an end is really cabled to, where not the `expected` one."""
+    return f"{seen.end[0]}:{seen.end[1]}" if seen is not None and seen.end is not None and seen.end != expected else ""
 
 
 def _cycles(displaced: list[_Displaced]) -> Iterator[list[_Displaced]]:
