@@ -140,13 +140,15 @@ def load(page: Path, width: int = 1280, timeout_s: float = 60.0) -> Loaded:
                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log)
         os.close(to_chrome_r)
         os.close(from_chrome_w)
+        pipe = _Pipe(to_chrome_w, from_chrome_r, time.monotonic() + timeout_s)
         try:
-            return _drive(_Pipe(to_chrome_w, from_chrome_r, time.monotonic() + timeout_s), page, width)
+            return _drive(pipe, page, width)
         except (EOFError, TimeoutError) as exc:
             log.seek(0)
             raise RuntimeError(f"{exc}; chromium's stderr ends: {log.read()[-2000:].decode(errors='replace')}") \
                 from exc
         finally:
+            pipe.selector.close()
             os.close(to_chrome_w)
             os.close(from_chrome_r)
             try:
