@@ -21,6 +21,7 @@ from fabric.nos import NOS
 
 
 def _named(device: str, _kind: str) -> str | None:
+    """Every LLDP output is read, its file named by a device name the inventory would take."""
     return None if re.match(NAME, device) else f"a file named <device>.<format>, the device's name matching {NAME}"
 
 

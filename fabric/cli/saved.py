@@ -46,9 +46,9 @@ def read_lldp(directory: Path, option: str, admit: Admit, wanted: str) -> dict[s
     problems: list[Problem] = []
     for entry in files(directory, option, "saved LLDP outputs"):
         kind = next((k for k in LLDP_KINDS if entry.name.endswith(f".{k}")), None)
-        device = entry.name[: -len(kind) - 1] if kind else ""
-        verdict = admit(device, kind) if kind else False
-        if verdict is False:
+        device = entry.name[: -len(kind) - 1] if kind is not None else ""
+        verdict = admit(device, kind) if kind is not None else False
+        if kind is None or verdict is False:
             continue
         if isinstance(verdict, str):
             problems.append(Problem(entry.path, None, "", verdict, entry.name))
@@ -58,7 +58,7 @@ def read_lldp(directory: Path, option: str, admit: Admit, wanted: str) -> dict[s
         else:
             names[device] = entry.name
             try:
-                reports[device] = PARSERS[str(kind)](read_input(entry.path), entry.path)
+                reports[device] = PARSERS[kind](read_input(entry.path), entry.path)
             except InputError as exc:
                 problems += exc.problems
     raise_problems(problems, bool(reports), Problem(str(directory), None, option, f"{wanted} ({LLDP_FILES})",
