@@ -7,10 +7,11 @@ has a miswire to explain. The command runs as a user runs it (a new process); th
 CPU time (user + system), per link too: linear in links means a flat µs/link. Target: 32,768 GPUs judged in ≤ 5 s.
 
 On a machine shared with other work the wall time says how busy it was. The wall time on an idle machine is
-estimated from ratios taken in the same run: a fixed single-threaded loop without I/O (whose wall time on an idle
-machine is its CPU time) runs just before and just after each `fabric cabling`; the command's wall time divided by
-the loop's wall/CPU ratio (the slowdown the other work caused at that moment) is its idle wall time. Each figure is
-the median of `--runs` runs (default 3).
+estimated from a ratio taken over the same seconds: `fabric cabling` is one process on one core, and beside it a
+probe, a single-threaded loop without I/O (whose wall time on an idle machine is its CPU time), runs from just
+before the command starts until it ends; the other work slows both alike, so the command's wall time divided by
+the probe's wall/CPU ratio is its wall time on an idle machine. Each figure is the median of `--runs` runs
+(default 3).
 
 Run: .venv/bin/python bench/cabling_scale.py [--runs N] [GPUS …]
 """
@@ -40,20 +41,25 @@ def cpu_of_children() -> float:
     return r.ru_utime + r.ru_stime
 
 
-LOOP = "x = 0\nfor i in range(12_000_000):\n    x += i"  # about 0.5 CPU-s of one core, no I/O
+# busy until its stdin closes, then prints its wall and CPU seconds (checks stdin every ~1 ms of work)
+PROBE = """import select, sys, time
+w0, c0 = time.perf_counter(), time.process_time()
+x = 0
+while not select.select([sys.stdin], [], [], 0)[0]:
+    for i in range(20_000):
+        x += i
+print(time.perf_counter() - w0, time.process_time() - c0)"""
 
 
-def timed(argv: list[str]) -> tuple[float, float, subprocess.CompletedProcess[str]]:
-    """(wall s, CPU s of the process and its children, the result) of running `argv`."""
+def timed(argv: list[str]) -> tuple[float, float, float, subprocess.CompletedProcess[str]]:
+    """(wall s, CPU s, the probe's slowdown over the same seconds, the result) of running `argv`."""
+    probe = subprocess.Popen([sys.executable, "-c", PROBE], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     cpu0, t0 = cpu_of_children(), time.perf_counter()
     p = subprocess.run(argv, capture_output=True, text=True)
-    return time.perf_counter() - t0, cpu_of_children() - cpu0, p
-
-
-def slowdown() -> float:
-    """Wall / CPU of the fixed loop now: 1.0 on an idle machine, more as other work takes the cores."""
-    wall, cpu, _ = timed([sys.executable, "-c", LOOP])
-    return wall / cpu
+    wall, cpu = time.perf_counter() - t0, cpu_of_children() - cpu0
+    out, _ = probe.communicate("")  # closing its stdin stops it
+    probe_wall, probe_cpu = map(float, out.split())
+    return wall, cpu, probe_wall / probe_cpu, p
 
 
 def prepared(gpus: int, tmp: Path) -> tuple[Path, Path, int]:
@@ -69,13 +75,11 @@ def prepared(gpus: int, tmp: Path) -> tuple[Path, Path, int]:
 
 
 def one(inv: Path, lldp: Path, links: int) -> tuple[float, float, float]:
-    """(wall s, CPU s, idle wall s estimated) of one `fabric cabling` run, between two slowdown measures."""
-    before = slowdown()
-    wall, cpu, p = timed([FABRIC, "cabling", str(inv), "--from", str(lldp)])
-    after = slowdown()
+    """(wall s, CPU s, idle wall s estimated) of one `fabric cabling` run."""
+    wall, cpu, slowdown, p = timed([FABRIC, "cabling", str(inv), "--from", str(lldp)])
     assert p.returncode == 1 and f"{links} links: {links - 2} ok, 2 miswired" in p.stdout, (
         p.stdout[-2000:] + p.stderr[-2000:])
-    return wall, cpu, wall / ((before + after) / 2)
+    return wall, cpu, wall / slowdown
 
 
 def main() -> None:
