@@ -99,7 +99,8 @@ def test_a_neighbour_without_a_system_name_is_named_by_its_chassis(tmp_path: Pat
 
 
 def _chassis_named(path: Path, port: str) -> str:
-    """The NVUE neighbour on `port` without its system name, keyed by its chassis ID (as NVUE names it then)."""
+    """The NVUE neighbour on `port` without its system name and keyed by its chassis ID, which the parser then takes
+    for its name (what NVUE keys a nameless neighbour by is not documented; the chassis ID is the one id it has)."""
     doc = json.loads(path.read_text())
     [(_, n)] = doc[port]["neighbor"].items()
     del n["chassis"]["system-name"]
