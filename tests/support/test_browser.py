@@ -1,6 +1,6 @@
-"""The headless-chromium check itself (tests/support/browser.py): a page with a deliberate console error, an uncaught
-exception, a resource that does not load (a file not there, or anything from the network: nothing leaves the
-machine), or nothing on it is caught; a plain page is clean."""
+"""The headless-chromium check itself (tests/support/browser.py, Playwright driving Debian's chromium): a page
+with a deliberate console error, an uncaught exception, a resource that does not load (a file not there, or anything
+from the network: nothing leaves the machine), or nothing on it is caught; a plain page is clean."""
 
 from __future__ import annotations
 
@@ -36,8 +36,9 @@ def test_a_clean_page_loads_without_errors(tmp_path: Path) -> None:
     ("<p>x</p><script>console.error('deliberate console error')</script>", "console.error: deliberate console error"),
     ("<p>x</p><script>notAFunction()</script>", "exception: ReferenceError: notAFunction is not defined"),
     ("<p>x</p><script>setTimeout(() => { throw new Error('late') }, 0)</script>", "exception: Error: late"),
-    ("<p>x</p><img src='missing.png'>", "log: Failed to load resource: net::ERR_FILE_NOT_FOUND"),
-    ("<p>x</p><img src='https://example.com/a.png'>", "log: Failed to load resource: net::ERR_PROXY_CONNECTION_FAILED"),
+    ("<p>x</p><img src='missing.png'>", "console.error: Failed to load resource: net::ERR_FILE_NOT_FOUND"),
+    ("<p>x</p><img src='https://example.com/a.png'>",
+     "console.error: Failed to load resource: net::ERR_BLOCKED_BY_CLIENT"),
 ])
 def test_a_deliberate_error_is_caught(tmp_path: Path, body: str, error: str) -> None:
     loaded = load(page(tmp_path, body))
