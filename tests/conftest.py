@@ -10,8 +10,10 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-EXAMPLE = ROOT / "inventories" / "example"
+from tests.support.paths import INVENTORIES
+from tests.support.paths import ROOT as ROOT  # the tests import it from here too
+
+EXAMPLE = INVENTORIES / "example"
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
 
