@@ -13,8 +13,8 @@ import pytest
 
 from fabric.lab import vm
 from tests.conftest import require
-from tests.test_lab_support import FABRIC, ROOT
-from tests.test_lab_vm import NAME, vm_fabric
+from tests.lab.test_vm import NAME, vm_fabric
+from tests.support.lab import FABRIC, ROOT
 
 pytestmark = pytest.mark.root
 

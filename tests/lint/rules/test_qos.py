@@ -1,0 +1,144 @@
+"""Lint rules that judge a switch once per shape or through C loops — RF111 its NOS-dependent settings once
+per switch shape (the NOS, the watchdog facts, the MTU, whether a port runs the watchdog, how many run adaptive
+routing and where the inventory sets it), RF402 no port where every speed of the switch supports adaptive routing —
+find what the rules as they read before (kept below, verbatim) found, on every example and fixture inventory
+(SONiC, NVUE, EOS and Linux/FRR switches, a written PFC watchdog, waivers), each changed in the ways
+tests/test_lint_fast.py changes them and in the values these rules read, switch by switch. (RF301, RF302 and
+RF304, with a shortcut for the usual fabric, are held to their earlier code by tests/test_lint_fast.py.)"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+
+import pytest
+
+from fabric.lint.context import Context
+from fabric.lint.core import RULES, Finding, Rule, Severity
+from fabric.lint.engine import run
+from fabric.lint.rules import all_rules
+from fabric.model.load import load
+from tests.lint.rules.test_rules import INVENTORIES, MUTATIONS
+
+
+# -- the rule as it read before -----------------------------------------------------------------------------------
+def _rf111(self: Rule, ctx: Context) -> Iterator[Finding]:
+    from fabric.design.effective import settings
+    from fabric.nos import NOS
+
+    hits = []
+    for sw in ctx.switches:
+        for s in settings(ctx.loaded, sw):
+            if s.written and s.differs:  # an MTU 2 bytes short still carries the hosts' 9000, and a fabric
+                # without AR still forwards (as RF402 says where the platform lacks it): warnings
+                hits.append((sw.name, f"{s.key}: requested {s.requested}, {NOS[sw.target].title} runs "
+                             f"{s.effective} ({s.how})", ctx.at(*s.loc), s.key,
+                             self.severity if s.key.startswith("qos.") else Severity.warning))
+    yield from self.grouped(hits, "switches", "switches")
+
+
+from fabric.model.platforms import PLATFORMS  # noqa: E402 (the rules' own import)
+
+
+def _rf402(self: Rule, ctx: Context) -> Iterator[Finding]:
+    glob = ctx.inv.switching.adaptive_routing.enabled
+    hits = []
+    for sw in ctx.switches:
+        plat = PLATFORMS[sw.platform]
+        for p in sw.ports:
+            if p.adaptive_routing and p.speed not in plat.adaptive_routing_speeds:
+                yield self.finding(
+                    sw.name,
+                    f"adaptive routing on {p.name} at {p.speed}G: expected only at "
+                    f"{', '.join(f'{s}G' for s in plat.adaptive_routing_speeds) or 'no speed'} "
+                    f"on {sw.platform}, found enabled",
+                    ctx.switch_at(sw.name),
+                    p.name,
+                    Severity.error,
+                )
+        over = ctx.topo.switches[sw.name].adaptive_routing if sw.name in ctx.topo.switches else None
+        wanted = over if over is not None else glob
+        fabric = sorted({p.speed for p in sw.ports if p.kind == "fabric"})
+        cannot = [s for s in fabric if s not in plat.adaptive_routing_speeds]
+        if wanted and cannot:
+            where = (
+                ctx.switch_at(sw.name, "adaptive_routing")
+                if over is not None
+                else ctx.at("switching", "adaptive_routing", "enabled")
+            )
+            hits.append(
+                (
+                    sw.name,
+                    f"adaptive routing: enabled in the inventory, but {sw.platform} "
+                    f"({plat.asic}) supports it at "
+                    f"{', '.join(f'{s}G' for s in plat.adaptive_routing_speeds) or 'no speed'}; "
+                    f"left off on its {', '.join(f'{s}G' for s in cannot)} fabric ports",
+                    where,
+                    "platform",
+                )
+            )
+    yield from self.grouped(hits, "switching", "switches")
+
+
+REFERENCE = {"RF111": _rf111, "RF402": _rf402}
+
+
+# -- changes, switch by switch, of what RF111 reads ---------------------------------------------------------------
+def _per_switch(ctx: Context) -> None:
+    for i, sw in enumerate(ctx.intent.switches.values()):
+        if i % 4 == 1 and sw.ports:  # no watchdog on this switch's ports
+            for p in sw.ports:
+                p.watchdog = False
+        if i % 4 == 2:  # another MTU on this one
+            ctx.intent.switches[sw.name] = sw.model_copy(update={"mtu": sw.mtu - 2})
+        if i % 5 == 3 and sw.ports:  # AR on one more port, at a speed the platform may not support
+            sw.ports[-1].adaptive_routing = True
+            sw.ports[-1].speed = 100
+        if i % 6 == 5 and sw.ports:  # a port without headroom, one lossy, one with a larger headroom
+            sw.ports[0].headroom = None
+            sw.ports[-1].lossless = False
+            if sw.ports[1:2] and sw.ports[1].headroom is not None:
+                sw.ports[1].headroom = sw.ports[1].headroom.model_copy(update={"size": sw.buffer_bytes})
+        if i % 7 == 6:  # another watchdog object (the same values) and another target
+            ctx.intent.switches[sw.name] = sw.model_copy(update={
+                "qos": sw.qos.model_copy(update={"watchdog": dataclasses.replace(sw.qos.watchdog)
+                                                 if dataclasses.is_dataclass(sw.qos.watchdog)
+                                                 else (sw.qos.watchdog.model_copy() if sw.qos.watchdog else None)}),
+                "target": "eos" if sw.target != "eos" else "nvue"})
+
+
+CHANGES = {**MUTATIONS, "per-switch": _per_switch}
+
+
+@pytest.fixture(scope="module", params=INVENTORIES, ids=lambda p: p.name)
+def loaded(request: pytest.FixtureRequest):
+    return load(request.param)
+
+
+@pytest.mark.parametrize("change", list(CHANGES))
+def test_rules_find_what_they_found_before(loaded, change: str) -> None:
+    ctx = Context(loaded)
+    CHANGES[change](ctx)
+    all_rules()
+    for rule_id, reference in REFERENCE.items():
+        rule = RULES[rule_id]
+        ctx.reset()
+        want = sorted(set(reference(rule, ctx)), key=Finding.sort_key)
+        ctx.reset()
+        got = sorted(set(rule.check(ctx)), key=Finding.sort_key)
+        assert got == want, (rule_id, change)
+    assert run(ctx, select=list(REFERENCE)).findings == run(ctx, select=list(REFERENCE)).findings
+
+
+@pytest.mark.parametrize("rule_id", ["RF111", "RF402"])
+def test_the_changes_reach_the_rules(rule_id: str) -> None:
+    """Each rule finds something on some inventory changed switch by switch, and other findings than unchanged."""
+    found = {}
+    for inv in INVENTORIES:
+        for change in ("as-is", "per-switch"):
+            ctx = Context(load(inv))
+            CHANGES[change](ctx)
+            all_rules()
+            found[(inv.name, change)] = {f.message for f in RULES[rule_id].check(ctx)}
+    assert any(found[(i.name, "per-switch")] for i in INVENTORIES)
+    assert any(found[(i.name, "per-switch")] != found[(i.name, "as-is")] for i in INVENTORIES)
