@@ -51,12 +51,12 @@ def accept_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 SERIAL_GROUPS = (("lab", "lab"), ("root", "root"), ("k8s", "k8s"))
 # Modules in a group of their own, on another worker than the rest of their marker's group, because they share
 # nothing with it: the VM test builds its namespaces inside the guest; the stand-in modules name their namespace
-# and sshd per process (tests/standins/harness.py), as test_accept_production.py and test_switch_telemetry.py,
+# and sshd per process (tests/standins/harness.py), as accept/test_production.py and nos/test_telemetry.py,
 # not marked root, always did beside them.
-# The push and fetch modules' labs (tests/test_push_frr.py, tests/test_fetch.py) have a fabric name, namespace prefix
-# and management subnet of their own, as every lab of the tests but the example's: their group runs beside the
-# lab group, whose chain was the whole run's longest (450 s of 458).
-# test_brownfield_standins.py stays in group root: as a group of its own (seven serial groups at once) the lab's
+# The push and fetch modules' labs (tests/nos/frr/test_driver.py, tests/push/test_fetch.py) have a fabric name,
+# namespace prefix and management subnet of their own, as every lab of the tests but the example's: their group runs
+# beside the lab group, whose chain was the whole run's longest (450 s of 458).
+# brownfield/test_standins.py stays in group root: as a group of its own (seven serial groups at once) the lab's
 # accept measurements were starved on two cores in two of four runs.
 OWN_GROUPS = {"lab/test_vm.py": "vm", "push/test_standins.py": "root-standins", "push/test_faults.py": "root-faults",
               "nos/frr/test_driver.py": "lab-push", "push/test_fetch.py": "lab-push"}

@@ -229,7 +229,7 @@ def test_launchers_render_nccl_env_hostfile_sbatch_and_mpijob(example, tmp_path:
     assert "#SBATCH --nodes=4" in sb and "#SBATCH --ntasks-per-node=4" in sb and "NCCL_IB_TC=106" in sb
     assert "srun --mpi=pmix sh -c" in sb and "nccl-env all_reduce_perf -b 8" in sb
     # k8s: the PodGroup is the gang (launcher and workers), pods find their own NCCL devices
-    # (in depth: tests/test_k8s.py)
+    # (in depth: tests/render/test_k8s.py)
     docs = [d for d in yaml.safe_load_all(launchers.render(job, "k8s", example, tmp_path)[0].read_text()) if d]
     group, mpijob = docs
     assert group["kind"] == "PodGroup" and group["spec"]["minMember"] == 5

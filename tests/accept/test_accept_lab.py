@@ -18,7 +18,7 @@ NAME = ACCEPT_LAB
 @pytest.fixture
 def inv(accept_lab: str) -> str:
     """The example fabric under its own name, namespace prefix and management subnet (no clash with other labs on
-    the machine), shared with tests/test_accept_congestion_lab.py; always torn down, nothing left."""
+    the machine), shared with tests/accept/checks/test_congestion_lab.py; always torn down, nothing left."""
     return accept_lab
 
 

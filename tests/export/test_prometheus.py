@@ -4,7 +4,7 @@ the rules running in a real Prometheus server (Debian's `prometheus` 2.42) that 
 The stand-in exporter serves what node_exporter and the frr row's textfile collector would serve, in their metric
 names (fabric/export/sources.py), computed from real output formats through the parsers `fabric counters` uses:
 `ethtool -S` (tests/fixtures/samples/extra_ethtool_S_mlx5_prio3.txt, mlx5 names) and RDMA hw_counters through
-`parse_host_dump`, a lab leaf port's `tc -s class show` (captured in the lab, tests/test_switch_queues.py) through
+`parse_host_dump`, a lab leaf port's `tc -s class show` (captured in the lab, tests/nos/frr/test_render.py) through
 `queue_counters`. Each scrape advances the counters at the rates of a simulated healthy fabric, then with four
 faults injected, and the test asserts through Prometheus' HTTP API which alerts fire, with which labels.
 """

@@ -442,7 +442,7 @@ def _switch_state_replies() -> list[tuple[str, tuple[str, ...]]]:
         ("nvue-revisions", ((nv / "config-revision.json").read_text(),)),
         ("eos-bgp", (json.dumps({"vrfs": {"default": {"asn": "65101", "peers": {
             "10.0.0.1": {"peerState": "Established"}, "10.0.0.3": {"peerState": "Idle"}}}}}),)),
-        ("eos-inventory", (json.dumps({"xcvrSlots": {  # aristanetworks/anta unit data (tests/test_optics.py)
+        ("eos-inventory", (json.dumps({"xcvrSlots": {  # aristanetworks/anta unit data (tests/optics/test_optics.py)
             "1": {"mfgName": "Arista Networks", "modelName": "QSFP-100G-DR", "serialNum": "XKT203501340",
                   "hardwareRev": "21"}, "2": {"mfgName": "", "modelName": "", "serialNum": ""}}}),)),
         ("hgetall", (repr({"type": "QSFP28 or later", "manufacturer": "Mellanox", "model": "MFA1A00-C003",

@@ -2,7 +2,7 @@
 
 Its own module: the MPI Operator v0.6.0 binds its health check to :8080 whatever its flags
 (cmd/mpi-operator/app/server.go, `healthCheckPort`), so two control planes cannot run at once; the cluster of
-tests/test_k8s_cluster.py is module-scoped and stopped before this one starts (both in the xdist group "k8s")."""
+tests/accept/k8s/test_cluster.py is module-scoped and stopped before this one starts (both in the xdist group "k8s")."""
 
 from __future__ import annotations
 

@@ -11,8 +11,8 @@
 - Facts: EOS's MTU ceiling, the host's `--cable_len` from `links:`, SONiC breakout modes from the platform data,
   PFC watchdog settings a NOS cannot render refused naming the field.
 
-The independent references (SONiC YANG, pyavd, the NVUE path table) are tests/test_sonic_yang.py,
-tests/test_eos_pyavd.py and tests/test_nvue_paths.py.
+The independent references (SONiC YANG, pyavd, the NVUE path table) are tests/nos/sonic/test_yang.py,
+tests/nos/eos/test_render.py and tests/nos/nvue/test_paths.py.
 """
 
 from __future__ import annotations
@@ -144,7 +144,7 @@ def test_own_output_lints_clean(case: Case, tmp_path: Path) -> None:
     assert [b for b in bad if " ".join(b.split()[:3:2]).replace("switches:", "") not in case.expect] == [], \
         "\n".join(bad)
     assert len(bad) == len(case.expect), bad
-    # NVUE: every path in the documented form of the switch's release (the table of tests/test_nvue_paths.py)
+    # NVUE: every path in the documented form of the switch's release (the table of tests/nos/nvue/test_paths.py)
     fabric = derive(load(inv))
     for sw in sorted((out / "switches").glob("*/nv-set.txt")):
         release = fabric.switches[sw.parent.name].release

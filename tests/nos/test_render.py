@@ -2,7 +2,7 @@
 
 No SONiC/NVUE/EOS device exists here; the stand-ins are the documented schemas: CONFIG_DB table and
 field names from the sonic-yang-models, NVUE `nv set` paths, EOS CLI as in Arista's AVD templates.
-Refresh golden files with `UPDATE_GOLDEN=1 .venv/bin/pytest tests/test_render_switches.py` and review
+Refresh golden files with `UPDATE_GOLDEN=1 .venv/bin/pytest tests/nos/test_render.py` and review
 the diff by hand before committing it.
 """
 

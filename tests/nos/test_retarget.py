@@ -1,7 +1,7 @@
 """One fabric, any NOS. Every shipped inventory, with only `roles.<role>.target` and `platform` changed,
 validates, lints and renders on every NOS: SONiC renders pass SONiC's YANG models (../shared/tools/
 sonic_yang_check.py), NVUE renders use only documented NVUE paths (tests/fixtures/nvue/paths.yaml), EOS renders of
-every switch match Arista's pyavd rendering the same intent section for section (tests/test_eos_pyavd.py's
+every switch match Arista's pyavd rendering the same intent section for section (tests/nos/eos/test_render.py's
 sections and deliberate differences), and a link written with NOS-neutral ports (`12/2`) gets each NOS's own port
 name."""
 
@@ -128,7 +128,7 @@ def test_nvue_renders_use_documented_paths(renders: dict[tuple[str, str], Path])
 @pytest.fixture(scope="module")
 def eos_parity(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """Every shipped inventory re-targeted to EOS: ours (every switch, rendered by the CLI) and pyavd's rendering of
-    the same intent, through tests/test_eos_pyavd.py (one pyavd subprocess for all of them)."""
+    the same intent, through tests/nos/eos/test_render.py (one pyavd subprocess for all of them)."""
     from tests.nos.eos import test_render as avd
 
     require(avd.avd_python_ok(), f"pyavd {avd.PYAVD_VERSION} in {avd.AVD_PYTHON.parent.parent} (run `make refs-avd`)")
@@ -147,8 +147,8 @@ def eos_parity(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 @pytest.mark.parametrize("name", INVENTORIES)
 def test_eos_renders_match_pyavd(eos_parity: dict[str, Any], name: str) -> None:
-    """Every switch of the re-targeted inventory, every section tests/test_eos_pyavd.py compares: a difference not in
-    its DELIBERATE list fails as `device: section: key: ours …, pyavd …`."""
+    """Every switch of the re-targeted inventory, every section tests/nos/eos/test_render.py compares: a difference
+    not in its DELIBERATE list fails as `device: section: key: ours …, pyavd …`."""
     from tests.nos.eos.test_render import SECTIONS, differences
 
     f = eos_parity[name]

@@ -1,6 +1,6 @@
 """The import graph of `fabric` has no loops between modules, function-level imports included (grimp, the graph
 `lint-imports` checks the layer contracts on), every top-level module sits in one layer of the contract, and
-`row_of` finds only NOS folders (each folder's own name from the table: tests/test_nos_table.py)."""
+`row_of` finds only NOS folders (each folder's own name from the table: tests/nos/test_table.py)."""
 
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ operator chose) and that the next run says clearly what happened:
 - a read-only or full state directory: refused before any device is touched;
 - a failed batch: the rollout stops and `--rollback-on-failure` returns the earlier batch;
 - drain/undrain go through the same transaction.
-(FRR against real FRR: tests/test_push_frr.py.)
+(FRR against real FRR: tests/nos/frr/test_driver.py.)
 """
 
 from __future__ import annotations
@@ -327,7 +327,7 @@ def _eos_waiting(d: Path) -> bool:
 
 @pytest.mark.parametrize("target", ["nvue", "eos"])
 def test_session_dropped_after_commit_on_nvue_and_eos(target: str, request: pytest.FixtureRequest) -> None:
-    """The same fault as on SONiC (above) and FRR (test_push_frr.py): read back, rolled back."""
+    """The same fault as on SONiC (above) and FRR (nos/frr/test_driver.py): read back, rolled back."""
     from tests.push.test_standins import LEAF
 
     net, inv, state = request.getfixturevalue(target)[:3]

@@ -197,7 +197,7 @@ kubernetes:""")
 
 
 def test_pooled_resource_on_multi_nic_hosts_needs_what_the_pod_can_map(tmp_path: Path, example_copy: Path) -> None:
-    """Slot-style names carry no PCI address, and a pod knows its NICs only by that (tests/test_k8s_pooled.py has
+    """Slot-style names carry no PCI address, and a pod knows its NICs only by that (tests/render/test_k8s_pooled.py has
     the rest of the pooled path); one NIC per host needs no mapping."""
     (example_copy / "k8s.yaml").write_text("kubernetes:\n  resources: pooled\n  resource_name: rdma_vf\n")
     with pytest.raises(InputError) as exc:

@@ -11,7 +11,7 @@ its `physfn` to the node's rail map, then sets the rail's interface name, VLAN, 
 tests run that script with the real `ip` in a network namespace of dummy interfaces (root), the sysfs side built
 after the kernel's documented layout (a VF's `physfn` link, a function's `net/` and `infiniband/` entries), with the
 devices granted and attached in another order than the rails. The pooled jobs on the real control plane are in
-tests/test_k8s_cluster.py, on that module's cluster (one control plane start, not two).
+tests/accept/k8s/test_cluster.py, on that module's cluster (one control plane start, not two).
 """
 
 from __future__ import annotations

@@ -156,7 +156,7 @@ def test_nccl_env() -> None:
 def test_k8s_networks_are_one_per_rail_with_the_config_on_each_node() -> None:
     """One NAD per rail without a spec (multus then reads the node's file of that name); the node's file
     holds its SU's address: here the PF itself (vfs: 0, host-device) with the host's own rail address.
-    The Kubernetes path in depth: tests/test_k8s.py."""
+    The Kubernetes path in depth: tests/render/test_k8s.py."""
     k8s = render_fabric(fabric())["k8s"]
     docs = [d for d in yaml.safe_load_all(k8s["networks.yaml"]) if d]
     assert [d["metadata"]["name"] for d in docs] == ["rail1", "rail2", "rail3", "rail4"]

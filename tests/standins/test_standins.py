@@ -15,7 +15,7 @@ because the tool handled what the real device or program says.
   `ethtool -S`; a perftest call without the lossless class or on a NIC the host lacks is refused;
 - NVUE (nvue.py): `nv config diff` and `nv config revision -o json` in the documented shapes.
 - EOS (eos.py): a session kept apart from the running-config, its diff, `% Invalid input` (the commit timer is
-  checked through sshd in tests/test_push_standins.py).
+  checked through sshd in tests/push/test_standins.py).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Shared helpers of the tests/test_host_*.py files (no tests here): namespaces, prerequisites, intents."""
+"""Shared helpers of the host tests (tests/host/) (no tests here): namespaces, prerequisites, intents."""
 
 from __future__ import annotations
 

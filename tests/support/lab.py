@@ -117,9 +117,9 @@ ACCEPT_LAB = "acclab"
 
 
 def accept_lab(tmp: Path) -> Iterator[str]:
-    """The lab of the accept modules (tests/test_accept_lab.py, tests/test_accept_congestion_lab.py): the example
-    under its own name, prefix and management subnet, brought up once for both (tests/conftest.py `accept_lab`:
-    each of their tests clears its faults), torn down with nothing left."""
+    """The lab of the accept modules (tests/accept/test_accept_lab.py, tests/accept/checks/test_congestion_lab.py):
+    the example under its own name, prefix and management subnet, brought up once for both (tests/conftest.py
+    `accept_lab`: each of their tests clears its faults), torn down with nothing left."""
     from tests.conftest import require
 
     require_lab()

@@ -21,7 +21,7 @@ NAME = ACCEPT_LAB
 
 @pytest.fixture
 def inv(accept_lab: str) -> str:
-    """The example fabric under its own name, prefix and management subnet, shared with tests/test_accept_lab.py.
+    """The example fabric under its own name, prefix and management subnet, shared with tests/accept/test_accept_lab.py.
     (Other labs stay away by the root/lab xdist group of tests/conftest.py; a shared machine's lock is taken around
     the pytest run, not here, where a second flock on the same file would wait for the first forever.)"""
     return accept_lab
@@ -111,7 +111,7 @@ def test_throttled_sender_and_misshaped_port_are_located(inv: str, tmp_path: Pat
     # below its share there is the machine's choice (the receiver gpu-su1-01 on an idle machine, a sender under
     # load: 2026-11-26), the port is named below; the healthy rails 1 and 4 are never named
     # (under the whole suite's load on two cores, 2026-11-26, rail 2 was once pinned on gpu-su1-03 instead of the
-    # receiver's 200 Mb/s port, so that port is not asserted; the VM test, tests/test_lab_vm.py, locates a
+    # receiver's 200 Mb/s port, so that port is not asserted; the VM test, tests/lab/test_vm.py, locates a
     # throttled sender with CE marks and a port that does not classify RoCE, each run)
     located = {(loc["rail"], tuple(loc["hosts"])) for loc in r["incast"]["locations"]}
     assert (3, ("gpu-su1-03",)) in located and {rail for rail, _ in located} == {2, 3}, located

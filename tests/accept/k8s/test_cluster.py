@@ -100,7 +100,7 @@ def use(kube: KubeLab, fabric: FabricIntent) -> KubeLab:
     return kube
 
 
-@pytest.fixture(scope="module")  # stopped before test_k8s_lab_up.py starts its own (the MPI Operator binds :8080)
+@pytest.fixture(scope="module")  # stopped before lab/test_kube.py starts its own (the MPI Operator binds :8080)
 def kube(tmp_path_factory: pytest.TempPathFactory, h100: FabricIntent) -> Iterator[KubeLab]:
     """The control plane with one kwok node per host of h100-400g; stopped (every process) at the end."""
     bins = bins_dir()
@@ -427,7 +427,8 @@ def test_two_jobs_applied_at_once_on_the_same_hosts_run_one_after_the_other(kube
 
 @pytest.fixture(scope="module")
 def pooled(tmp_path_factory: pytest.TempPathFactory) -> FabricIntent:
-    """k8s-vlan16 with one pooled rail resource (tests/test_k8s_pooled.py renders and checks it without a cluster)."""
+    """k8s-vlan16 with one pooled rail resource (tests/render/test_k8s_pooled.py renders and checks it without a
+    cluster)."""
     from tests.render.test_k8s_pooled import pooled_copy
 
     return derive(load(pooled_copy(tmp_path_factory.mktemp("pooled"))))

@@ -3,8 +3,8 @@ per switch shape (the NOS, the watchdog facts, the MTU, whether a port runs the 
 routing and where the inventory sets it), RF402 no port where every speed of the switch supports adaptive routing —
 find what the rules as they read before (kept below, verbatim) found, on every example and fixture inventory
 (SONiC, NVUE, EOS and Linux/FRR switches, a written PFC watchdog, waivers), each changed in the ways
-tests/test_lint_fast.py changes them and in the values these rules read, switch by switch. (RF301, RF302 and
-RF304, with a shortcut for the usual fabric, are held to their earlier code by tests/test_lint_fast.py.)"""
+tests/lint/rules/test_rules.py changes them and in the values these rules read, switch by switch. (RF301, RF302 and
+RF304, with a shortcut for the usual fabric, are held to their earlier code by tests/lint/rules/test_rules.py.)"""
 
 from __future__ import annotations
 
