@@ -1,7 +1,7 @@
 """Lint rules that judge a switch once per shape or through C loops — RF111 its NOS-dependent settings once
 per switch shape (the NOS, the watchdog facts, the MTU, whether a port runs the watchdog, how many run adaptive
 routing and where the inventory sets it), RF402 no port where every speed of the switch supports adaptive routing —
-find what the rules as they read before (kept below, verbatim) found, on every example and fixture inventory
+find what the rules as they read before (tests/oracles/lint_qos.py) found, on every example and fixture inventory
 (SONiC, NVUE, EOS and Linux/FRR switches, a written PFC watchdog, waivers), each changed in the ways
 tests/lint/rules/test_rules.py changes them and in the values these rules read, switch by switch. (RF301, RF302 and
 RF304, with a shortcut for the usual fabric, are held to their earlier code by tests/lint/rules/test_rules.py.)"""
@@ -9,78 +9,16 @@ RF304, with a shortcut for the usual fabric, are held to their earlier code by t
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
 
 import pytest
 
 from fabric.lint.context import Context
-from fabric.lint.core import RULES, Finding, Rule, Severity
+from fabric.lint.core import RULES, Finding
 from fabric.lint.engine import run
 from fabric.lint.rules import all_rules
 from fabric.model.load import load
 from tests.lint.rules.test_rules import INVENTORIES, MUTATIONS
-
-
-# -- the rule as it read before -----------------------------------------------------------------------------------
-def _rf111(self: Rule, ctx: Context) -> Iterator[Finding]:
-    from fabric.design.effective import settings
-    from fabric.nos import NOS
-
-    hits = []
-    for sw in ctx.switches:
-        for s in settings(ctx.loaded, sw):
-            if s.written and s.differs:  # an MTU 2 bytes short still carries the hosts' 9000, and a fabric
-                # without AR still forwards (as RF402 says where the platform lacks it): warnings
-                hits.append((sw.name, f"{s.key}: requested {s.requested}, {NOS[sw.target].title} runs "
-                             f"{s.effective} ({s.how})", ctx.at(*s.loc), s.key,
-                             self.severity if s.key.startswith("qos.") else Severity.warning))
-    yield from self.grouped(hits, "switches", "switches")
-
-
-from fabric.model.platforms import PLATFORMS  # noqa: E402 (the rules' own import)
-
-
-def _rf402(self: Rule, ctx: Context) -> Iterator[Finding]:
-    glob = ctx.inv.switching.adaptive_routing.enabled
-    hits = []
-    for sw in ctx.switches:
-        plat = PLATFORMS[sw.platform]
-        for p in sw.ports:
-            if p.adaptive_routing and p.speed not in plat.adaptive_routing_speeds:
-                yield self.finding(
-                    sw.name,
-                    f"adaptive routing on {p.name} at {p.speed}G: expected only at "
-                    f"{', '.join(f'{s}G' for s in plat.adaptive_routing_speeds) or 'no speed'} "
-                    f"on {sw.platform}, found enabled",
-                    ctx.switch_at(sw.name),
-                    p.name,
-                    Severity.error,
-                )
-        over = ctx.topo.switches[sw.name].adaptive_routing if sw.name in ctx.topo.switches else None
-        wanted = over if over is not None else glob
-        fabric = sorted({p.speed for p in sw.ports if p.kind == "fabric"})
-        cannot = [s for s in fabric if s not in plat.adaptive_routing_speeds]
-        if wanted and cannot:
-            where = (
-                ctx.switch_at(sw.name, "adaptive_routing")
-                if over is not None
-                else ctx.at("switching", "adaptive_routing", "enabled")
-            )
-            hits.append(
-                (
-                    sw.name,
-                    f"adaptive routing: enabled in the inventory, but {sw.platform} "
-                    f"({plat.asic}) supports it at "
-                    f"{', '.join(f'{s}G' for s in plat.adaptive_routing_speeds) or 'no speed'}; "
-                    f"left off on its {', '.join(f'{s}G' for s in cannot)} fabric ports",
-                    where,
-                    "platform",
-                )
-            )
-    yield from self.grouped(hits, "switching", "switches")
-
-
-REFERENCE = {"RF111": _rf111, "RF402": _rf402}
+from tests.oracles.lint_qos import REFERENCE
 
 
 # -- changes, switch by switch, of what RF111 reads ---------------------------------------------------------------
