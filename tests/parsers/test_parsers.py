@@ -6,6 +6,7 @@ import json
 import random
 import subprocess
 import sys
+from collections.abc import Callable
 
 import pytest
 from typer.testing import CliRunner
@@ -154,13 +155,6 @@ def test_perftest_server_without_table_is_valid() -> None:
     assert res.gid_index == 3 and res.remote_ip == "10.20.1.11"
 
 
-def test_perftest_client_without_table_is_an_error() -> None:
-    name = "extra_ib_write_bw_client_no_table.txt"
-    with pytest.raises(InputError) as exc:
-        parse_perftest(text(name), name)
-    assert error_of(exc).startswith(f"{name}:20: perftest: expected a '#bytes' result table")
-
-
 def test_perftest_truncated_keeps_complete_rows_only() -> None:
     name = "extra_ib_write_bw_truncated.txt"
     res = parse_perftest(text(name), name)
@@ -187,15 +181,6 @@ def test_unterminated_last_line_never_gives_a_number() -> None:
         parse_mlnx_qos(head)  # the unterminated 'enabled' line is not trusted
     qos = parse_mlnx_qos(head + "\ntc: 0 ratelimit: unlim")
     assert qos.pfc_enabled[3] and qos.tcs == [] and any("no newline" in w for w in qos.warnings)
-
-
-def test_perftest_fused_columns_only_row_is_an_error_with_line() -> None:
-    name = "extra_ib_send_lat_fused_columns.txt"
-    with pytest.raises(InputError) as exc:
-        parse_perftest(text(name), name)
-    assert error_of(exc).startswith(
-        f"{name}:17: perftest.row: expected a complete result row, found 8 of 9 columns"
-    )
 
 
 def test_perftest_latency_duration_mode() -> None:
@@ -237,37 +222,6 @@ def test_perftest_out_json_latency() -> None:
 def test_perftest_out_json_trailing_commas_and_bare_words() -> None:
     res = parse_perftest_json(text("extra_perftest_out_json_quirks.json"))
     assert res.bidirectional and res.device == "mlx5_0" and res.bw_rows[0].bw_average == 98.02
-
-
-def test_perftest_out_json_truncated_names_line() -> None:
-    name = "extra_perftest_out_json_truncated.json"
-    with pytest.raises(InputError) as exc:
-        parse_perftest(text(name), name)
-    assert error_of(exc).startswith(f"{name}:12: json: expected valid JSON")
-    assert "truncated" in error_of(exc)
-
-
-def test_perftest_out_json_non_numeric_value_is_an_error() -> None:
-    doc = (
-        '{"test_info": {"test": "RDMA_Write_BW_Test"},\n"results": {"MsgSize": 65536, "n_iterations": 5000,\n'
-        '"BW_peak": "-nan", "BW_average": 1.0, "MsgRate": 1.0}}'
-    )
-    with pytest.raises(InputError) as exc:
-        parse_perftest(doc, "run.json")
-    assert error_of(exc) == "run.json:3: results.BW_peak: expected a number, found '-nan'"
-
-
-def test_perftest_unknown_table_header_is_an_error() -> None:
-    with pytest.raises(InputError) as exc:
-        parse_perftest(" #bytes     #iterations    BW average[Gb/sec]\n 65536      5000       1.0\n", "h.txt")
-    assert error_of(exc).startswith("h.txt:1: perftest.header: expected '#bytes #iterations' then BW peak")
-    assert "found '#bytes     #iterations    BW average[Gb/sec]'" in error_of(exc)
-
-
-def test_perftest_text_rejects_other_output() -> None:
-    with pytest.raises(InputError) as exc:
-        parse_perftest_text("hello\nworld\n", "x.txt")
-    assert "expected perftest output" in error_of(exc)
 
 
 # ---------------------------------------------------------------- nccl-tests
@@ -356,24 +310,49 @@ def test_nccl_truncated_run() -> None:
     assert busbw_at_largest(res) == 336.57
 
 
-def test_nccl_failure_names_the_failure_line() -> None:
-    name = "extra_nccl_test_failure.txt"
-    with pytest.raises(InputError) as exc:
-        parse_nccl(text(name), name)
-    assert error_of(exc).startswith(f"{name}:11: nccl.rows: expected nccl-tests result rows")
-    assert "Test NCCL failure" in error_of(exc)
+# ---------------------------------------------------------------- outputs that are no result: a located error
+
+# (parser, the output's name, the output: its text, or None for the sample of that name, the error it gives,
+# whether the error is all of it or where it starts, words it also holds)
+ERRORS = [
+    pytest.param(parse_perftest, "extra_ib_write_bw_client_no_table.txt", None,
+                 "extra_ib_write_bw_client_no_table.txt:20: perftest: expected a '#bytes' result table", "starts", "",
+                 id="perftest-client-without-table"),
+    pytest.param(parse_perftest, "extra_ib_send_lat_fused_columns.txt", None,
+                 "extra_ib_send_lat_fused_columns.txt:17: perftest.row: expected a complete result row, found 8 of 9 "
+                 "columns", "starts", "", id="perftest-fused-columns-only-row"),
+    pytest.param(parse_perftest, "extra_perftest_out_json_truncated.json", None,
+                 "extra_perftest_out_json_truncated.json:12: json: expected valid JSON", "starts", "truncated",
+                 id="perftest-out-json-truncated"),
+    pytest.param(parse_perftest, "run.json",
+                 '{"test_info": {"test": "RDMA_Write_BW_Test"},\n"results": {"MsgSize": 65536, "n_iterations": 5000,\n'
+                 '"BW_peak": "-nan", "BW_average": 1.0, "MsgRate": 1.0}}',
+                 "run.json:3: results.BW_peak: expected a number, found '-nan'", "is", "",
+                 id="perftest-out-json-non-numeric-value"),
+    pytest.param(parse_perftest, "h.txt", " #bytes     #iterations    BW average[Gb/sec]\n 65536      5000       1.0\n",
+                 "h.txt:1: perftest.header: expected '#bytes #iterations' then BW peak", "starts",
+                 "found '#bytes     #iterations    BW average[Gb/sec]'", id="perftest-unknown-table-header"),
+    pytest.param(parse_perftest_text, "x.txt", "hello\nworld\n", "", "starts", "expected perftest output",
+                 id="perftest-text-of-other-output"),
+    pytest.param(parse_nccl, "extra_nccl_test_failure.txt", None,
+                 "extra_nccl_test_failure.txt:11: nccl.rows: expected nccl-tests result rows", "starts",
+                 "Test NCCL failure", id="nccl-failure-line"),
+    pytest.param(parse_nccl, "-",
+                 "#  size count type redop root time algbw busbw #wrong time algbw busbw #wrong\n"
+                 "  1024   256  float  sum  -1  45.06  0.02  x.04  0  43.74  0.02  0.04  0\n",
+                 "-:2: nccl.row: expected a complete result row, found busbw is not a number: 'x.04'", "starts", "",
+                 id="nccl-only-broken-rows"),
+]
 
 
-def test_nccl_only_broken_rows_is_an_error_with_line() -> None:
-    bad = (
-        "#  size count type redop root time algbw busbw #wrong time algbw busbw #wrong\n"
-        "  1024   256  float  sum  -1  45.06  0.02  x.04  0  43.74  0.02  0.04  0\n"
-    )
+@pytest.mark.parametrize(("parse", "name", "output", "error", "how", "holds"), ERRORS)
+def test_an_output_that_is_no_result_is_an_error_at_its_line(parse: Callable[[str, str], object], name: str,
+                                                             output: str | None, error: str, how: str,
+                                                             holds: str) -> None:
     with pytest.raises(InputError) as exc:
-        parse_nccl(bad, "-")
-    assert error_of(exc).startswith(
-        "-:2: nccl.row: expected a complete result row, found busbw is not a number: 'x.04'"
-    )
+        parse(text(name) if output is None else output, name)
+    assert error_of(exc) == error if how == "is" else error_of(exc).startswith(error)
+    assert holds in error_of(exc)
 
 
 # ---------------------------------------------------------------- iperf3
