@@ -21,9 +21,11 @@ from fabric.targets.base import TargetError
 from fabric.targets.owned import parse_text
 from tests.conftest import ROOT
 from tests.push.test_plan_running import _applied, _driver, _inventory
+from tests.support.nos import INVENTORY as NOS_INVENTORY
 
 CORPUS = ROOT / "tests" / "fixtures" / "brownfield"
-INVENTORY = {"eos": "eos-example", "frr": "example", "nvue": "h100-400g"}
+# SONiC's corpus has a module of its own: tests/nos/sonic/test_brownfield.py
+INVENTORY = {nos: inv for nos, inv in NOS_INVENTORY.items() if nos != "sonic"}
 SUFFIX = {"eos": ".cfg", "frr": ".conf", "nvue": ".yaml"}
 CASES = [(nos, p.stem) for nos in sorted(INVENTORY) for p in sorted((CORPUS / nos).glob(f"*{SUFFIX[nos]}"))]
 # what a running config keeps whatever the inventory says: (nos, pattern every file of the corpus matches)

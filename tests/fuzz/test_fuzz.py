@@ -311,7 +311,6 @@ def test_special_files_everywhere(tmp_path: Path, kind: str) -> None:
 
 
 # -- saved running configs, host and switch replies, logs handed to a scheduler -----------------
-RUNNING_INV = {"sonic": "sonic-example", "nvue": "h100-400g", "eos": "eos-example", "frr": "example"}
 RUN_STATS = Stats("running")
 
 
@@ -324,7 +323,9 @@ def running_bases() -> list[tuple[str, str, str, str]]:
     from fabric.render import render_switch
 
     out = []
-    for target, inv in RUNNING_INV.items():
+    from tests.support.nos import INVENTORY
+
+    for target, inv in INVENTORY.items():
         fabric = derive(load(ROOT / "inventories" / inv))
         sw = fabric.switches["leaf-su1-r1"]
         out.append((inv, "leaf-su1-r1", NOS[target].running_suffix, render_switch(sw, fabric)[NOS[target].intended]))

@@ -18,8 +18,8 @@ from fabric.model.load import load
 from fabric.nos import NOS
 from fabric.push.engine import plan_saved
 from tests.conftest import ROOT
+from tests.support.nos import INVENTORY
 
-INVENTORY = {"sonic": "sonic-example", "nvue": "h100-400g", "eos": "eos-example", "frr": "example"}
 BAD = "leaf-su1-r1"
 MEMORY = 2 << 30  # address space of the plan process
 BOMB = "a: &a [x,x,x,x,x,x,x,x,x]\n" + "".join(

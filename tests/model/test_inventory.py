@@ -18,6 +18,7 @@ from fabric.model.load import load
 from tests.hostile.helpers import EXAMPLE, ROOT
 from tests.hostile.test_loader import BOMB
 from tests.support import docs
+from tests.support.nos import retarget
 
 HOSTS = """\
 x-nic: &nic {vfs: 0}
@@ -101,7 +102,6 @@ def test_the_docs_crd_check_runs_as_written(tmp_path: Path) -> None:
     """The docs' k8s_crd_check example, from a checkout with the reference folder beside it, after the
     docs' own `--render-only` command: the same command line, the same output."""
     import os
-    import re
 
     from tests.conftest import require
     from tests.render.test_k8s import CHECKER, SHARED
@@ -181,11 +181,7 @@ def test_sections_missing_from_an_emptied_file_are_located_at_it(tmp_path: Path)
 
 # -- values by meaning per NOS (RF111, explain effective) --------------------------------------------------
 def _retargeted(tmp_path: Path, shipped: str, target: str, platform: str, qos: str = "") -> Path:
-    inv = tmp_path / f"{shipped}-{target}"
-    shutil.copytree(ROOT / "inventories" / shipped, inv)
-    text = (inv / "fabric.yaml").read_text()
-    text = re.sub(r"\{platform: [\w-]+, target: \w+", f"{{platform: {platform}, target: {target}", text)
-    (inv / "fabric.yaml").write_text(text)
+    inv = retarget(shipped, target, tmp_path / f"{shipped}-{target}", platform=platform)
     if qos:
         (inv / "qos.yaml").write_text(qos)
     return inv

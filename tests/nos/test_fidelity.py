@@ -37,6 +37,7 @@ from fabric.model.load import load
 from fabric.nos import NOS
 from tests import inproc
 from tests.nos.nvue import test_paths as nvue_paths
+from tests.support.nos import keep, retarget
 from tests.support.paths import ROOT
 
 INVENTORIES = ROOT / "inventories"
@@ -55,15 +56,6 @@ def edit(path: Path, change: Any) -> None:
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
 
 
-def retarget(target: str, release: str | None = None) -> Any:
-    def change(doc: dict[str, Any]) -> None:
-        for role in doc["roles"].values():
-            role["target"] = target
-            if release:
-                role["release"] = release
-    return change
-
-
 def tag_rails(doc: dict[str, Any]) -> None:
     """Every host NIC tags its rail's VLAN (addressing.vlan_base 1000 + rail)."""
     for nic in doc["hosts"]["defaults"]["nics"]:
@@ -75,7 +67,8 @@ class Case:
     name: str
     inventory: str = ""  # a shipped inventory, or
     generate: tuple[str, ...] = ()  # `fabric generate gpu-rail` arguments
-    fabric_yaml: Any = None  # an edit of fabric.yaml
+    target: str = ""  # every role re-targeted to this NOS, on its own platform
+    release: str | None = None  # and this release of it
     hosts_yaml: Any = None  # an edit of hosts.yaml
     expect: tuple[str, ...] = ()  # "rule item" findings the case has by design (what its NOS cannot run)
 
@@ -87,11 +80,11 @@ def gen(target: str, platform: str, breakout: str, *extra: str) -> tuple[str, ..
 
 CASES = [
     *(Case(name, inventory=name) for name in sorted(p.name for p in INVENTORIES.iterdir() if p.is_dir())),
-    Case("h100-400g-sonic", inventory="h100-400g", fabric_yaml=retarget("sonic"),
+    Case("h100-400g-sonic", inventory="h100-400g", target="sonic",
          expect=("RF111 switching.adaptive_routing",)),  # only NVUE renders AR
-    Case("h100-400g-nvue-5.9", inventory="h100-400g", fabric_yaml=retarget("nvue", "5.9")),
-    Case("sonic-example-nvue", inventory="sonic-example", fabric_yaml=retarget("nvue")),
-    Case("eos-example-frr", inventory="eos-example", fabric_yaml=retarget("frr")),
+    Case("h100-400g-nvue-5.9", inventory="h100-400g", target="nvue", release="5.9"),
+    Case("sonic-example-nvue", inventory="sonic-example", target="nvue"),
+    Case("eos-example-frr", inventory="eos-example", target="frr"),
     Case("gen-sonic-sn5600-2x400G", generate=gen("sonic", "sn5600", "2x400G", "--speed", "400G")),
     Case("gen-sonic-sn4600c-p2p31", generate=gen("sonic", "sn4600c", "none", "--speed", "100G", "--mode", "p2p31")),
     Case("gen-nvue-sn5600-2x400G", generate=gen("nvue", "sn5600", "2x400G", "--speed", "400G")),
@@ -108,10 +101,10 @@ def materialize(case: Case, tmp: Path) -> Path:
     inv = tmp / "inv" / case.name
     if case.generate:
         cli("generate", "gpu-rail", "-o", str(inv), "--name", case.name, *case.generate)
+    elif case.target:
+        retarget(case.inventory, case.target, inv, platform=keep, release=case.release)
     else:
         shutil.copytree(INVENTORIES / case.inventory, inv)
-    if case.fabric_yaml:
-        edit(inv / "fabric.yaml", case.fabric_yaml)
     if case.hosts_yaml:
         edit(inv / "hosts.yaml", case.hosts_yaml)
     return inv

@@ -9,48 +9,22 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from fabric.model.platforms import PLATFORMS
 from fabric.nos import NOS
 from tests import inproc
 from tests.conftest import ROOT, require
+from tests.support.nos import platform_for, retarget
 
 # every shipped inventory, and one written as engineers write them (anchors, merge keys, the preset's
 # watchdog spelt out, per-link cable lengths, NOS-neutral ports, a mixed DGX/HGX fleet)
 SOURCES = {p.name: p for p in (ROOT / "inventories").iterdir() if p.is_dir()} | {
     "dgx-hgx-2su": ROOT / "tests" / "fixtures" / "inventories" / "dgx-hgx-2su"}
 INVENTORIES = sorted(SOURCES)
-SPECTRUM = {name for name, p in PLATFORMS.items() if p.asic.startswith("spectrum")}
-
-
-def platform_for(target: str, platform: str) -> str:
-    """A platform of `target` for an inventory written for `platform`: the same where the NOS runs on it (SONiC
-    and NVUE on Spectrum, EOS on Arista, FRR on a Linux white-box), else one with the same port speed."""
-    fast = PLATFORMS[platform].max_speed >= 800
-    if target in ("sonic", "nvue"):
-        return platform if platform in SPECTRUM else ("sn5600" if fast else "sn5400")
-    if target == "eos":
-        return platform if platform.startswith("7060") else ("7060x6" if fast else "7060x5")
-    return "linux-frr"
-
-
-def retarget(name: str, target: str, dst: Path) -> Path:
-    """A copy of inventory `name` with every role's target (and platform) changed — nothing else."""
-    inv = dst / f"{name}-{target}"
-    shutil.copytree(SOURCES[name], inv)
-    text = (inv / "fabric.yaml").read_text()
-    new = re.sub(r"\{platform: ([\w-]+), target: \w+",
-                 lambda m: f"{{platform: {platform_for(target, m[1])}, target: {target}", text)
-    assert new != text or f"target: {target}" in text
-    (inv / "fabric.yaml").write_text(new)
-    return inv
-
 
 def fabric(*args: str, ok: tuple[int, ...] = (0,)) -> subprocess.CompletedProcess[str]:
     p = inproc.fabric(*args)  # in this process (tests.inproc)
@@ -67,7 +41,7 @@ def renders(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str], P
     out: dict[tuple[str, str], Path] = {}
     for name in INVENTORIES:
         for target in NOS:
-            inv = retarget(name, target, tmp / "inv")
+            inv = retarget(name, target, tmp / "inv" / f"{name}-{target}")
             fabric("validate", str(inv))
             lint = json.loads(fabric("lint", str(inv), "--format", "json", ok=(0, 1)).stdout)
             errors = sorted(f["item"] for f in lint["findings"] if f["severity"] == "error" and not f["waived"])
@@ -133,7 +107,7 @@ def eos_parity(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
     require(avd.avd_python_ok(), f"pyavd {avd.PYAVD_VERSION} in {avd.AVD_PYTHON.parent.parent} (run `make refs-avd`)")
     tmp = tmp_path_factory.mktemp("retarget-eos")
-    inventories = {name: retarget(name, "eos", tmp / "inv") for name in INVENTORIES}
+    inventories = {name: retarget(name, "eos", tmp / "inv" / f"{name}-eos") for name in INVENTORIES}
     intents = {name: avd.intent_of(inv) for name, inv in inventories.items()}
     done = subprocess.run([str(avd.AVD_PYTHON), str(avd.AVD_SCRIPT)],
                           input=json.dumps({k: avd.avd_inputs(i) for k, i in intents.items()}),
@@ -166,7 +140,7 @@ def test_a_nos_neutral_port_gets_each_nos_name(tmp_path: Path, target: str, plat
     """`leaf-su1-r1:60/2` is the second port of front-panel port 60's 2x400G breakout: NVUE swp60s1, EOS
     Ethernet60/5 (lanes 5-8), SONiC Ethernet<first lane> from the platform's port map; explain and the rendered
     file name it so."""
-    inv = retarget("h100-400g", target, tmp_path)
+    inv = retarget("h100-400g", target, tmp_path / f"h100-400g-{target}")
     (inv / "links.yaml").write_text('links:\n  - {a: "leaf-su1-r1:60/2", b: "spine1:60/1", cable: 30m}\n')
     rows = json.loads(fabric("explain", str(inv), "leaf-su1-r1", "ports", "--format", "json").stdout)
     port = next(r["path"].removesuffix(".peer_port") for r in rows
@@ -178,7 +152,7 @@ def test_a_nos_neutral_port_gets_each_nos_name(tmp_path: Path, target: str, plat
 
 
 def test_a_neutral_port_the_platform_lacks_is_located(tmp_path: Path) -> None:
-    inv = retarget("h100-400g", "nvue", tmp_path)
+    inv = retarget("h100-400g", "nvue", tmp_path / "h100-400g-nvue")
     (inv / "links.yaml").write_text('links:\n  - {a: "leaf-su1-r1:65/1", b: "spine1:60", cable: 30m}\n')
     said = fabric("validate", str(inv), ok=(2,)).stderr
     assert f"{inv}/links.yaml:2: links[0].a: expected a port of leaf-su1-r1: front-panel 1-64, each broken out " \
@@ -199,7 +173,7 @@ def nvue_uplinks(inv: Path) -> None:
 
 def test_an_nvue_inventorys_port_names_match_its_links(tmp_path: Path) -> None:
     """On NVUE those names are the leaf's own: the 50 m reach the generated uplinks (768 links, none added)."""
-    inv = retarget("dgx-hgx-2su", "nvue", tmp_path)
+    inv = retarget("dgx-hgx-2su", "nvue", tmp_path / "dgx-hgx-2su-nvue")
     nvue_uplinks(inv)
     assert "768 links" in fabric("validate", str(inv)).stdout
     rows = json.loads(fabric("explain", str(inv), "leaf-su1-r1", "ports", "--format", "json").stdout)
@@ -218,7 +192,7 @@ def test_port_names_of_another_nos_are_located(tmp_path: Path, target: str) -> N
     """The same inventory re-targeted by its one target line: each NVUE name is a located error naming the NOS
     whose name it is and what to write instead; lint, render and plan refuse with the same words, render writes
     nothing (no phantom `PORT swp19s0`)."""
-    inv = retarget("dgx-hgx-2su", target, tmp_path)
+    inv = retarget("dgx-hgx-2su", target, tmp_path / f"dgx-hgx-2su-{target}")
     nvue_uplinks(inv)
     said = fabric("validate", str(inv), ok=(2,)).stderr
     title = NOS[target].short
@@ -237,7 +211,7 @@ def test_port_names_of_another_nos_are_located(tmp_path: Path, target: str) -> N
 def test_a_port_name_no_port_has_is_located(tmp_path: Path) -> None:
     """A name in the target's own style that the platform lacks (SONiC's lanes start at 0, 4, 8 … on a 2x400G
     SN5600; it has 64 ports) is located with the names and numbers it has."""
-    inv = retarget("dgx-hgx-2su", "sonic", tmp_path)
+    inv = retarget("dgx-hgx-2su", "sonic", tmp_path / "dgx-hgx-2su-sonic")
     (inv / "links.yaml").write_text('links:\n  - {a: "leaf-su1-r1:Ethernet146", b: "spine1:eth0"}\n')
     said = fabric("validate", str(inv), ok=(2,)).stderr
     has = "front-panel 1-64, each broken out into /1-/2 (sn5600, 2 ways), or its SONiC name, Ethernet0 to Ethernet508"
@@ -266,7 +240,7 @@ def test_an_engineers_inventory_loads_as_written_on_every_nos(tmp_path: Path, ta
     from fabric.lint.engine import run
     from fabric.model.load import load
 
-    inv = retarget("dgx-hgx-2su", target, tmp_path)
+    inv = retarget("dgx-hgx-2su", target, tmp_path / f"dgx-hgx-2su-{target}")
     loaded = load(inv)
     fab = derive(loaded)
     assert (len(fab.switches), len(fab.hosts)) == (24, 48)

@@ -33,6 +33,7 @@ from tests.conftest import require
 from tests.push.test_drain import _nvue_running as nvue_running
 from tests.push.test_drain import _sonic_running as sonic_running
 from tests.support import docs
+from tests.support.nos import retarget
 from tests.support.paths import ROOT
 
 PLATFORM = {"sonic": "sn5600", "nvue": "sn5600", "eos": "7060x6"}  # where each NOS runs; others a Linux white-box
@@ -40,13 +41,7 @@ PLATFORM = {"sonic": "sn5600", "nvue": "sn5600", "eos": "7060x6"}  # where each 
 
 def retargeted(target: str, tmp: Path) -> FabricIntent:
     """inventories/example with every role on `target` (and a platform it runs on; a policy it renders)."""
-    inv = tmp / f"example-{target}"
-    shutil.copytree(ROOT / "inventories" / "example", inv)
-    text = (inv / "fabric.yaml").read_text()
-    new = re.sub(r"\{platform: [\w-]+, target: \w+", f"{{platform: {PLATFORM.get(target, 'linux-frr')}, "
-                 f"target: {target}", text)
-    assert new != text or f"target: {target}" in text
-    (inv / "fabric.yaml").write_text(new)
+    inv = retarget("example", target, tmp / f"example-{target}", platform=PLATFORM.get(target, "linux-frr"))
     if not NOS[target].renders_qos:  # a lossless policy is refused there: the example's without lossless priorities
         (inv / "qos.yaml").write_text("qos:\n  preset: nvidia-roce\n  lossless_priorities: []\n")
     return derive(load(inv))

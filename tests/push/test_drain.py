@@ -22,8 +22,8 @@ from fabric.nos import NOS
 from fabric.render import render_switch
 from fabric.targets import driver, driver_class
 from tests.conftest import ROOT
+from tests.support.nos import INVENTORY
 
-INVENTORY = {"eos": "eos-example", "frr": "example", "nvue": "h100-400g", "sonic": "sonic-example"}
 EXPECT = {  # (nos, release) → the drain's plan: {section: lines}
     ("eos", "4.32"): {"maintenance / unit System": ["+ quiesce"]},
     ("frr", "8.4"): {"router bgp {asn}": ["+ bgp graceful-shutdown"]},

@@ -18,7 +18,6 @@ from pathlib import Path
 
 import jsonpatch
 import pytest
-import yaml
 
 from fabric.design.derive import derive
 from fabric.model.load import load
@@ -36,6 +35,7 @@ from fabric.targets.owned import (
     tree_leaves,
 )
 from tests.conftest import ROOT
+from tests.support.nos import keep, retarget
 
 RUNNING = ROOT / "tests" / "fixtures" / "running"
 # (inventory, target to set on every role or None, switch, fixture)
@@ -54,13 +54,10 @@ CASES = [
 def _inventory(tmp: Path, name: str, target: str | None) -> Path:
     dst = tmp / f"{name}-{target or 'as-is'}"
     if not dst.exists():
-        shutil.copytree(ROOT / "inventories" / name, dst)
         if target:
-            fab = dst / "fabric.yaml"
-            doc = yaml.safe_load(fab.read_text())
-            for role in doc["roles"].values():
-                role["target"] = target
-            fab.write_text(yaml.safe_dump(doc, sort_keys=False))
+            retarget(name, target, dst, platform=keep)
+        else:
+            shutil.copytree(ROOT / "inventories" / name, dst)
     return dst
 
 

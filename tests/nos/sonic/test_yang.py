@@ -41,10 +41,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-import yaml
 
 from tests import inproc
 from tests.conftest import ROOT, require
+from tests.support.nos import keep, retarget
 
 # The shared folder sits beside the checkout (CI: ../shared); ROCE_FABRIC_SHARED points elsewhere (worktrees).
 SHARED = Path(os.environ.get("ROCE_FABRIC_SHARED", ROOT.parent / "shared"))
@@ -93,13 +93,9 @@ def _inventory(case: Case, tmp: Path) -> Path:
     if case.generate:
         fabric("generate", "gpu-rail", "-o", str(inv), "--name", case.name, *case.generate)
         return inv
-    shutil.copytree(ROOT / "inventories" / case.inventory, inv)
     if case.to_sonic:
-        path = inv / "fabric.yaml"
-        doc = yaml.safe_load(path.read_text())
-        for role in doc["roles"].values():
-            role["target"] = "sonic"
-        path.write_text(yaml.safe_dump(doc, sort_keys=False))
+        return retarget(case.inventory, "sonic", inv, platform=keep)
+    shutil.copytree(ROOT / "inventories" / case.inventory, inv)
     return inv
 
 
