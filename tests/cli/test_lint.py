@@ -2,10 +2,15 @@
 compare it with the saved one and runs the intent's rules while this one builds the configs from the renderer's
 trees (`fabric.cli.lint._split`). The same findings, problems and outputs as one process doing it all, on renders,
 edited and malformed copies, a `fabric render` directory, a bad `--select`, and where the other process fails.
+
+A cold `fabric lint INV` (cache off, output not a terminal) imports neither the progress display
+(rich.progress), nor what `--configs` reads configs with (fabric.lint.configs, its model and the running-config
+parsers), nor multiprocessing; `lint --configs` and a display on a terminal still import what they use.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -215,3 +220,35 @@ def test_qos_of_a_rendered_patch_shared_is_qos_of_it(generated: Path) -> None:
         assert q == nvue_configs._Qos.of(tree["qos"], plain, nvue_configs._PatchLines(patch, rendered_tree(patch)))
         assert shared.lines == plain.lines and plain.lines, name
     assert hits >= len(fabric.switches) - 4
+
+
+# -- what a cold lint imports ----------------------------------------------------------------------------------------
+NEVER = ("rich.progress", "fabric.lint.configs", "fabric.lint.configs.model", "fabric.model.running", "multiprocessing")
+
+PROBE = """
+import json, sys, contextlib, io
+sys.argv = ["fabric", *sys.argv[1:]]
+from fabric.cli.main import main
+out = io.StringIO()
+with contextlib.redirect_stdout(out), contextlib.suppress(SystemExit):
+    main()
+sys.stderr.write(json.dumps(sorted(sys.modules)))
+"""
+
+
+def _modules(*argv: str) -> set[str]:
+    p = subprocess.run([sys.executable, "-c", PROBE, *argv], capture_output=True, text=True, check=False,
+                       cwd=ROOT, stdin=subprocess.DEVNULL)
+    return set(json.loads(p.stderr.strip().splitlines()[-1]))
+
+
+def test_cold_lint_imports_only_what_it_needs() -> None:
+    mods = _modules("lint", str(ROOT / "inventories" / "example"), "--format", "json")
+    assert "fabric.lint.engine" in mods and "fabric.design.derive" in mods  # it did lint
+    assert not set(NEVER) & mods, set(NEVER) & mods
+
+
+def test_lint_configs_still_imports_them(tmp_path: Path) -> None:
+    (tmp_path / "leaf1.cfg").write_text("hostname leaf1\n")
+    mods = _modules("lint", "--configs", str(tmp_path), "--format", "json")
+    assert "fabric.lint.configs" in mods and "fabric.lint.configs.model" in mods
