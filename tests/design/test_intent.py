@@ -14,7 +14,8 @@ def test_the_intents_links_are_the_topologys_with_where_the_inventory_names_them
     the same objects, each explicit `links:` entry still carrying its inventory location."""
     fabric = load_fabric(ROOT / "tests" / "fixtures" / "inventories" / "irregular")
     topo_links = fabric.deriver.topo.links
-    assert fabric.intent.links == topo_links and all(a is b for a, b in zip(fabric.intent.links, topo_links))
+    assert fabric.intent.links == topo_links
+    assert all(a is b for a, b in zip(fabric.intent.links, topo_links, strict=True))
     explicit = {(ln.a, ln.a_port, ln.b, ln.b_port): ln for ln in fabric.intent.links if ln.loc[:1] == ("links",)}
     assert explicit[("l1", "Ethernet248", "s1", "Ethernet0")].loc == ("links", 0)
     assert (explicit[("l1", "Ethernet248", "s1", "Ethernet0")].speed,
