@@ -158,8 +158,11 @@ class SonicDriver(Driver):
     def _workdir(self) -> str:
         return self.options.get("workdir") or ".roce-fabric"  # relative: the login directory
 
+    _read_ahead: dict | None = None  # CONFIG_DB as `traffic_shift` read it, for the next read on this session
+
     def _running(self) -> dict:
-        return config_db_reply(shell.check(self.conn, SHOW_RUNNING, what=SHOW_RUNNING))
+        doc, self._read_ahead = self._read_ahead, None
+        return doc if doc is not None else config_db_reply(shell.check(self.conn, SHOW_RUNNING, what=SHOW_RUNNING))
 
     def running(self) -> str:
         """CONFIG_DB, and under `sysctl.conf` the kernel settings the intent names (module docstring)."""
@@ -206,8 +209,11 @@ class SonicDriver(Driver):
         return json.dumps(data, indent=2, sort_keys=True)
 
     def traffic_shift(self, away: bool) -> Shifted | None:
-        """TSA (`away`) or TSB on a switch that runs bgpcfgd, checked with TSC (module docstring); None on frrcfgd."""
-        if runs_frrcfgd(self._running()):
+        """TSA (`away`) or TSB on a switch that runs bgpcfgd, checked with TSC (module docstring); None on frrcfgd,
+        where the drain's diff on this session comes next: it takes the running config read here (read once)."""
+        running = self._running()
+        if runs_frrcfgd(running):
+            self._read_ahead = running
             return None
         cmd, want = ("TSA", "Maintenance") if away else ("TSB", "Normal")
         before = self._system_mode()
