@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import json
 import os
 import shutil
@@ -548,8 +549,7 @@ def parse_reply(kind: str, parts: list[str]) -> None:
     from fabric.accept.counters import rates
     from fabric.replies import json_reply
 
-    def j(text: str) -> object:
-        return json_reply(text, "a JSON reply")
+    j = functools.partial(json_reply, command="a JSON reply")
 
     first, *more = FEEDS[kind]
     fn = reader_of(first)
