@@ -7,6 +7,8 @@ RETRY := tools/retry.sh
 FABRIC := $(VENV)/bin/fabric
 APT_PACKAGES := frr frr-pythontools openssh-server openssh-client iperf3 iproute2 iputils-ping fping strace ethtool procps python3-venv \
   libyang2-dev prometheus systemd netplan.io graphviz
+# Headless chromium: the HTML reports (cabling, accept) loaded in a real browser by the tests (tests/support/browser.py)
+APT_PACKAGES += chromium
 # The lab's real-kernel checks (tests/test_lab_vm.py, fabric/lab/vm.py): QEMU, busybox for virtme-ng's guest, the
 # Debian 6.12 kernel (bookworm-security; sch_ets, sch_red, rdma_rxe), perftest and the RDMA tools
 APT_PACKAGES += qemu-system-x86 busybox-static linux-image-6.12-amd64 perftest rdma-core ibverbs-utils
