@@ -30,8 +30,8 @@ from fabric.design.intent import FabricIntent
 from fabric.export.tiers import tiers
 from fabric.lab.kube import KubeLab, Volcano, bins_dir, missing_bins, volcano_dir
 from fabric.model.load import load
+from tests.accept.k8s.test_cluster import IMAGE, gone, job_nodes, launcher_runs, wait_for
 from tests.conftest import ROOT, require
-from tests.test_k8s_cluster import IMAGE, gone, job_nodes, launcher_runs, wait_for
 
 pytestmark = pytest.mark.k8s
 
