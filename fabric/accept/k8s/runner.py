@@ -83,7 +83,8 @@ class K8sRunner:
 
     def topology_problems(self, manifest: Path) -> list[str]:
         """What in the cluster's HyperNodes keeps the job's `networkTopology` tier from meaning what it says
-        (fabric.export.kubernetes.hypernode_problems); none for a job without one."""
+        (fabric.export.kubernetes.hypernode_problems); none for a job without one, or where the HyperNodes cannot
+        be listed (no such kind, not allowed to: the tool cannot know, Volcano still enforces the tier)."""
         from fabric.export.kubernetes import hypernode_problems
 
         groups = [d["spec"] for d in yaml.safe_load_all(manifest.read_text())
@@ -91,7 +92,12 @@ class K8sRunner:
         tiers = [g["networkTopology"].get("highestTierAllowed") for g in groups if g.get("networkTopology")]
         if not tiers:
             return []
-        return hypernode_problems(self._items(["get", "hypernodes.topology.volcano.sh", "-o", "json"]), tiers[0])
+        p = self._k(["get", "hypernodes.topology.volcano.sh", "-o", "json"], timeout=30)
+        try:
+            listed = json.loads(p.stdout).get("items", []) if p.returncode == 0 else None
+        except json.JSONDecodeError:
+            listed = None
+        return [] if listed is None else hypernode_problems(listed, tiers[0])
 
     def logs(self, name: str) -> str:
         """The launcher's log: its container's output, as the kubelet serves it through the API server."""
