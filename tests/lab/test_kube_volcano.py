@@ -260,7 +260,8 @@ def test_the_daocloud_loop_a_straggler_diagnosed_shielded_and_the_job_moved_with
     with the job's two hosts in it) goes to `fabric diagnose`, which names the straggler's host (DG906);
     `fabric remediate --execute` cordons and taints that node through the API server. The straggler's worker
     ends (its pod deleted, as the job's restart does); the MPI Operator creates it again and Volcano places it
-    inside the job's SU on the host the job did not use: the other worker stays, the shielded node is left."""
+    inside the job's SU on the host the job did not use (the PodGroup keeps its allocated HyperNode: the
+    network-topology-aware plugin's gradient starts from it): the other worker stays, the shielded node is left."""
     ns = fabric.kubernetes.namespace
     su = su_of(fabric)
     job = unpinned(rendered, "loop", 2, 1)

@@ -293,8 +293,8 @@ def test_a_cordoned_node_and_one_without_rail_devices_are_never_chosen(kube: Kub
 
         two, group2 = copy.deepcopy(mpijob), copy.deepcopy(group)
         two["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"], group2["spec"]["minMember"] = 2, 3
-        # the gang's minimum resources halved with it: Volcano v1.15.1 holds a gang back whose minResources exceed
-        # what its HyperNode has free
+        # the gang's minimum resources halved with it: Volcano v1.15.1's network-topology-aware plugin offers a hard
+        # gang only the HyperNodes whose free resources cover its minResources (hyperNodeGradientFn)
         group2["spec"]["minResources"] = {r: str(int(v) // 2) for r, v in group["spec"]["minResources"].items()}
         kube.delete_all(f"/api/v1/namespaces/{ns}/events")
         apply_job(kube, [group2, launcher_runs(two, "5s")])
