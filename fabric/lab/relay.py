@@ -80,7 +80,12 @@ def unix_to_tcp(path: str, port: int) -> None:
     listener.bind(path)
     os.umask(old)
     listener.listen(64)
-    serve(listener, lambda: socket.create_connection(("127.0.0.1", port), timeout=10))
+    def connect() -> socket.socket:  # a bounded connect, then no time-out: a watch stays quiet for minutes
+        s = socket.create_connection(("127.0.0.1", port), timeout=10)
+        s.settimeout(None)
+        return s
+
+    serve(listener, connect)
 
 
 def _unix(path: str) -> socket.socket:
