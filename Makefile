@@ -109,9 +109,11 @@ fuzz: venv
 	FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) FUZZ_CHUNK=$(FUZZ_CHUNK) FUZZ_SEED=$(FUZZ_SEED) FUZZ_JOBS=$(FUZZ_JOBS) nice -n 19 $(PY) -m tests.fuzz.long
 
 # The Kubernetes control plane of the K8s tests and `fabric lab up --k8s`, built from the Go modules pinned in
-# tools/k8s-bins/*/go.mod into ~/.cache/roce-fabric/k8s-bins/<versions-key>/ (reused when present).
+# tools/k8s-bins/*/go.mod into ~/.cache/roce-fabric/k8s-bins/<versions-key>/ (reused when present), and Volcano
+# v1.15.1 (HyperNode tiers) from its source in ../shared/volcano-src into a keyed directory of its own beside it.
 k8s-bins:
 	@$(RETRY) tools/k8s-bins/build.sh >/dev/null
+	@$(RETRY) tools/k8s-bins/volcano-src.sh >/dev/null
 
 # The reference site (docs/, mkdocs.yml) into build/site, strict: a broken link or anchor, or a page left out of the
 # nav, fails; the pages made from the code (docs/reference/) must be current (tools/docs_reference.py).

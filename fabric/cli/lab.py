@@ -113,7 +113,8 @@ def _k8s_up(inventory: Path) -> None:
     except kube.KubeLabError as exc:
         raise UsageError(f"lab up --k8s: {exc}") from None
     out.print(f"Kubernetes lab {fabric.name} up in {lab.start_s:.1f}s: {len(fabric.hosts)} kwok nodes; state "
-              f"{lab.workdir}\nexport KUBECONFIG={lab.kubeconfig}")
+              f"{lab.workdir}\n{lab.volcano.describe() if lab.volcano else ''}\nexport KUBECONFIG={lab.kubeconfig}",
+              markup=False)
 
 
 @lab_app.command()

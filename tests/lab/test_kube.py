@@ -1,8 +1,7 @@
 """`fabric lab up INV --k8s` / `fabric lab down INV`: the control plane for users (fabric.lab.kube).
 
-Its own module: the MPI Operator v0.6.0 binds its health check to :8080 whatever its flags
-(cmd/mpi-operator/app/server.go, `healthCheckPort`), so two control planes cannot run at once; the cluster of
-tests/accept/k8s/test_cluster.py is module-scoped and stopped before this one starts (both in the xdist group "k8s")."""
+Each lab runs the MPI Operator in a network namespace of its own (fabric.lab.relay), so this one may run beside the
+cluster of another module (tests/lab/test_kube_volcano.py runs two at once)."""
 
 from __future__ import annotations
 
@@ -12,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from fabric.lab.kube import bins_dir, missing_bins
+from fabric.lab.kube import bins_dir, missing_bins, volcano_dir
 from tests.conftest import ROOT, require
 
 pytestmark = pytest.mark.k8s
@@ -27,6 +26,7 @@ def test_lab_up_k8s_prints_a_kubeconfig_and_down_ends_it(tmp_path: Path, monkeyp
 
     bins = bins_dir()
     require(not missing_bins(bins), f"the Kubernetes binaries in {bins}: make k8s-bins")
+    require(volcano_dir(bins).tiers, "Volcano with HyperNodes: make k8s-bins (../shared/volcano-src)")
     inv = ROOT / "tests" / "fixtures" / "inventories" / "k8s-vlan16"
     fab = str(Path(sys.executable).parent / "fabric")
     env = {**os.environ, "FABRIC_K8S_LAB_STATE": str(tmp_path / "state")}
@@ -34,11 +34,15 @@ def test_lab_up_k8s_prints_a_kubeconfig_and_down_ends_it(tmp_path: Path, monkeyp
         up = subprocess.run([fab, "lab", "up", str(inv), "--k8s"], capture_output=True, text=True, env=env,
                             timeout=300)
         assert up.returncode == 0, up.stderr
+        assert "Volcano v1.15.1: HyperNode tiers enforced (network-topology-aware)" in up.stdout.splitlines(), up.stdout
         kubeconfig = up.stdout.split("export KUBECONFIG=", 1)[1].split()[0]
         assert oct(Path(kubeconfig).stat().st_mode & 0o777) == "0o600"
         nodes = subprocess.run([str(bins / "bin" / "kubectl"), "--kubeconfig", kubeconfig, "get", "nodes", "-o",
                                 "name"], capture_output=True, text=True, timeout=60)
         assert len(nodes.stdout.split()) == 16, nodes.stderr
+        hypernodes = subprocess.run([str(bins / "bin" / "kubectl"), "--kubeconfig", kubeconfig, "get", "hypernodes",
+                                     "-o", "name"], capture_output=True, text=True, timeout=60)
+        assert "hypernode.topology.volcano.sh/k8s-vlan16-su1" in hypernodes.stdout.split(), hypernodes.stderr
         again = subprocess.run([fab, "lab", "up", str(inv), "--k8s"], capture_output=True, text=True, env=env,
                                timeout=120)
         assert again.returncode == 2 and "runs already" in again.stderr and "Traceback" not in again.stderr

@@ -546,7 +546,10 @@ def test_nccl_through_the_k8s_launcher_applies_follows_judges_and_deletes(h100: 
     calls = standin_calls(kubectl, "kubectl")
     job = Path(res.rendered[0])
     assert calls[0] == "get --raw /readyz --request-timeout=5s"
-    assert calls[1] == f"apply --server-side --force-conflicts -f {job.parent / 'networks.yaml'} -f {job}"
+    files = f"-f {job.parent / 'networks.yaml'} -f {job}"
+    assert calls[1:4] == [f"apply --server-side --force-conflicts --dry-run=server {files}",  # the API server's word
+                          "get hypernodes.topology.volcano.sh -o json",  # then the HyperNodes its tier needs
+                          f"apply --server-side --force-conflicts {files}"]
     assert [c for c in calls if c.startswith("get mpijob")] == ["get mpijob nccl-allreduce-0 -n default -o json"] * 2
     assert "logs -n default job/nccl-allreduce-0-launcher --tail=-1" in calls
     assert calls[-1] == f"delete -f {job} --ignore-not-found --wait=false"

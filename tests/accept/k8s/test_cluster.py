@@ -1,13 +1,11 @@
 """Kubernetes acceptance on a real control plane (fabric.lab.kube): the rendered jobs go through the real API
-server (admission, defaulting, CRD schemas), kube-controller-manager, Volcano v1.10.0's scheduler and controller
-manager, the MPI Operator v2 controller and kwok nodes, one per host of inventories/h100-400g with its GPUs, rail
-resources and fabric labels.
+server (admission, defaulting, CRD schemas), kube-controller-manager, Volcano v1.15.1's scheduler (with the
+network-topology-aware plugin and the fabric's HyperNodes) and controller manager, the MPI Operator v2 controller and
+kwok nodes, one per host of inventories/h100-400g with its GPUs, rail resources and fabric labels.
 
 What kwok stands in for: the kubelet (a bound pod becomes Running and Ready; the launcher, owned by a Job,
-Succeeded) and the container log (a real nccl-tests output). What is not here: Volcano's HyperNode tiers
-(v1.11 and later; the Go module proxy serves only v1.10.0, whose PodGroup has no `networkTopology`: the jobs
-are applied with kubectl's field validation `warn` and each test checks that the API server dropped exactly
-that field), multus and the CNI plugins, and a real NIC.
+Succeeded) and the container log (a real nccl-tests output). What is not here: multus and the CNI plugins, and a
+real NIC. The tiers themselves, two control planes at once and Volcano v1.10's refusal: tests/lab/test_kube_volcano.py.
 """
 
 from __future__ import annotations
@@ -33,7 +31,7 @@ from fabric.accept.checks.nccl import NcclInput, expected_busbw, judge_nccl
 from fabric.accept.k8s import K8sRunner
 from fabric.design.derive import derive
 from fabric.design.intent import FabricIntent
-from fabric.lab.kube import KubeLab, bins_dir, missing_bins, node_resources
+from fabric.lab.kube import KubeLab, bins_dir, missing_bins, node_resources, volcano_dir
 from fabric.model.load import load
 from fabric.remediate import TAINT_KEY
 from tests.conftest import ROOT, require
@@ -44,18 +42,14 @@ H100 = ROOT / "inventories" / "h100-400g"
 NCCL_LOG = ROOT / "tests" / "fixtures" / "samples" / "nccl_all_reduce_2node_h200_v2.18_format.txt"
 IMAGE = "registry.example/roce-tests:1"
 KWOK_DELAY = "pod-complete.stage.kwok.x-k8s.io/delay"  # kwok's general pod-complete stage reads it
-# What Volcano v1.10.0's PodGroup lacks of what the tool renders: the HyperNode tier (Volcano v1.11+).
-NOT_IN_V1_10 = {"spec.networkTopology"}
 # How the tool's runner reports a gang Volcano cannot place (K8sRunner.pending, from the PodGroup's condition):
-# every member Pending, and the scheduler's reason for one that fits nowhere.
-GANG_WAITS = re.compile(r"PodGroup \S+-gang NotEnoughResources: \d+/(\d+) tasks in gang unschedulable: pod group is "
-                        r"not ready, \1 Pending, \1 minAvailable; .* Origin reason is \S+: 0/(\d+) nodes are "
-                        r"unavailable: ")
-
-
-def insufficient(why: str) -> int:
-    """How many nodes the scheduler found short of a device (`N Insufficient nvidia.com/…`, summed)."""
-    return sum(int(n) for n in re.findall(r"\b(\d+) Insufficient nvidia\.com/[\w.-]+", why))
+# every member Pending; for a gang with a hard tier Volcano v1.15.1 names no node, or those of the last HyperNode it
+# tried, and the runner says what that means.
+GANG_WAITS = re.compile(r"PodGroup \S+-gang NotEnoughResources: (\d+)/\1 tasks in gang unschedulable: pod group is "
+                        r"not ready, \1 Pending, \1 minAvailable; Pending: \1 Unschedulable(\. Origin reason is \S+: "
+                        r"In hyperNode \S+: .*)? \(networkTopology hard, highestTierAllowed 1: no HyperNode of that "
+                        r"tier or below holds the whole gang(; Volcano's origin reason is the last HyperNode it "
+                        r"tried)?\)$")
 
 
 def unknown_fields(stderr: str) -> set[str]:
@@ -64,10 +58,10 @@ def unknown_fields(stderr: str) -> set[str]:
 
 
 def apply_job(kube: KubeLab, objects: list[dict]) -> None:
-    """Applies a job's PodGroup and MPIJob as `kubectl apply --server-side --validate=warn` does; the API server
-    drops the fields Volcano v1.10.0's PodGroup lacks, and nothing else."""
+    """Applies a job's PodGroup and MPIJob as `kubectl apply --validate=warn` does: the API server drops no field
+    (Volcano v1.15.1's PodGroup declares the HyperNode tier)."""
     out = kube.apply(objects, validate="warn")
-    assert unknown_fields(out.stderr) == NOT_IN_V1_10, out.stderr
+    assert unknown_fields(out.stderr) == set(), out.stderr
 
 
 @pytest.fixture(scope="session")
@@ -106,7 +100,9 @@ def kube(tmp_path_factory: pytest.TempPathFactory, h100: FabricIntent) -> Iterat
     bins = bins_dir()
     missing = missing_bins(bins)
     require(not missing, f"the Kubernetes binaries in {bins} ({', '.join(missing)}): make k8s-bins")
-    lab = KubeLab(tmp_path_factory.mktemp("kube"), bins)
+    vc = volcano_dir(bins)
+    require(vc.tiers, f"Volcano with HyperNodes (make k8s-bins builds it from ../shared/volcano-src), found {vc.dir}")
+    lab = KubeLab(tmp_path_factory.mktemp("kube"), bins, vc)
     try:
         lab.start(log_file=NCCL_LOG)
         lab.add_nodes(h100)
@@ -211,30 +207,11 @@ def test_the_control_plane_reports_the_pinned_versions(kube: KubeLab) -> None:
     for prog in ("kube-apiserver", "kube-scheduler", "kube-controller-manager"):
         out = subprocess.run([str(kube.bins / "bin" / prog), "--version"], capture_output=True, text=True, timeout=30)
         assert out.stdout.strip() == f"Kubernetes {pin}", prog
-    vc = (ROOT / "tools" / "k8s-bins" / "volcano" / "go.mod").read_text()
-    vcpin = next(line.split()[1] for line in vc.splitlines() if line.startswith("\tvolcano.sh/volcano "))
-    assert vcpin == "v1.10.0"
-    for prog in ("vc-scheduler", "vc-controller-manager"):
-        out = subprocess.run([str(kube.bins / "bin" / prog), "--version"], capture_output=True, text=True, timeout=30)
-        assert f"Version: {vcpin}" in out.stdout.splitlines(), (prog, out.stdout)
-
-
-def test_the_tool_on_volcano_v1_10_refuses_the_job_naming_the_tier_field(kube: KubeLab, on_path: KubeLab,
-                                                                        h100: FabricIntent, tmp_path: Path) -> None:
-    """The tool applies as kubectl does by default (strict field validation), so on a cluster whose Volcano
-    predates HyperNodes (here v1.10.0) the API server refuses the PodGroup and the tool says which field: a job
-    whose tier nobody would enforce is not run silently (server-side apply refuses an undeclared field whatever
-    the field validation). Nothing of the job is left behind."""
-    ns, name = h100.kubernetes.namespace, "nccl-su1"
-    bundle.render_bundle(h100, tmp_path, IMAGE)
-    _log, err = K8sRunner(ns, poll_s=1).run(tmp_path / "jobs" / f"{name}.yaml", name, timeout=10)
-    assert err.startswith("kubectl apply: this cluster's Volcano PodGroup has no spec.networkTopology"), err
-    assert ".spec.networkTopology: field not declared in schema" in err, err
-    def left() -> str:  # the runner deletes without waiting; the garbage collector takes the pods after
-        return kube.kubectl("get", "podgroups,mpijobs,pods", "-n", ns, "-l", f"roce-fabric/job={name}",
-                            "-o", "name").stdout.strip()
-
-    wait_for(f"nothing of {name} left", lambda: left() == "", timeout=120)
+    assert kube.volcano is not None
+    for prog in ("vc-scheduler", "vc-controller-manager"):  # built from ../shared/volcano-src/v1.15.1
+        out = subprocess.run([str(kube.volcano.dir / "bin" / prog), "--version"], capture_output=True, text=True,
+                             timeout=30)
+        assert "Version: v1.15.1" in out.stdout.splitlines(), (prog, out.stdout)
 
 
 @pytest.mark.parametrize("which", ["h100-400g", "two-su", "three-su"])
@@ -243,9 +220,9 @@ def test_every_rendered_job_is_admitted_placed_on_its_hosts_and_completes(kube: 
                                                                          generated: dict[str, FabricIntent],
                                                                          which: str, tmp_path: Path) -> None:
     """The --render-only bundle as an engineer applies it: networks, HyperNodes, then each job. The API server
-    admits every object (schemas of the real CRDs, server-side; the PodGroup less its HyperNode tier), Volcano
-    binds the gang, one worker per intended host and the launcher on one of them, the MPI Operator runs the
-    launcher Job to completion. The 64-host NCCL job's launcher log, read by the tool through the API server
+    admits every object (schemas of the real CRDs, server-side, the PodGroup with its HyperNode tier), Volcano
+    binds the gang inside its tier, one worker per intended host and the launcher on one of them, the MPI Operator
+    runs the launcher Job to completion. The 64-host NCCL job's launcher log, read by the tool through the API server
     (kwok serves a real nccl-tests output as the container's log), is judged as the same output on hosts is."""
     fabric = h100 if which == "h100-400g" else generated[which]
     use(kube, fabric)
@@ -316,6 +293,9 @@ def test_a_cordoned_node_and_one_without_rail_devices_are_never_chosen(kube: Kub
 
         two, group2 = copy.deepcopy(mpijob), copy.deepcopy(group)
         two["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"], group2["spec"]["minMember"] = 2, 3
+        # the gang's minimum resources halved with it: Volcano v1.15.1's network-topology-aware plugin offers a hard
+        # gang only the HyperNodes whose free resources cover its minResources (hyperNodeGradientFn)
+        group2["spec"]["minResources"] = {r: str(int(v) // 2) for r, v in group["spec"]["minResources"].items()}
         kube.delete_all(f"/api/v1/namespaces/{ns}/events")
         apply_job(kube, [group2, launcher_runs(two, "5s")])
         assert wait_mpijob(kube, ns, name) == "Succeeded", kube.kubectl("describe", "mpijob", name, "-n", ns).stdout
@@ -328,8 +308,8 @@ def test_a_cordoned_node_and_one_without_rail_devices_are_never_chosen(kube: Kub
         kube.delete_all(f"/api/v1/namespaces/{ns}/events")
         apply_job(kube, [group, launcher_runs(mpijob, "3600s")])
         why = wait_for(f"{name}'s gang waiting, with the scheduler's reason", lambda: gang_reason(ns, name))
-        # one member fits nowhere: su1-01 cordoned, su1-02 without rails, su1-03/04 held for the gang's others
-        assert GANG_WAITS.match(why) and insufficient(why) == 3 and "1 node(s) were unschedulable" in why, why
+        # one member fits nowhere in su1: su1-01 cordoned, su1-02 without rails, su1-03/04 held for the others
+        assert GANG_WAITS.match(why), why
         assert job_nodes(kube, ns, name) == [], "the gang is all or nothing: no pod of it may be bound"
         assert not scheduled(kube, ns, name, expect=0)
     finally:
@@ -362,7 +342,7 @@ def gang_reason(ns: str, name: str) -> str:
     """The runner's reason once Volcano counts the gang's pods ('' before: until the MPI Operator has created them,
     the PodGroup's condition reads `5/0 tasks in gang unschedulable: pod group is not ready, 5 minAvailable`)."""
     why = K8sRunner(ns).pending(name)
-    return why if GANG_WAITS.match(why) else ""
+    return why if re.search(r"(\d+)/\1 tasks in gang unschedulable", why) else ""
 
 
 def wait_for(what: str, probe: Callable[[], Any], timeout: float = 120) -> Any:
@@ -412,7 +392,7 @@ def test_two_jobs_applied_at_once_on_the_same_hosts_run_one_after_the_other(kube
                          lambda: next((n for n in names if running_on(kube, ns, n) == hosts), None))
         (second,) = (n for n in names if n != first)
         why = wait_for(f"{second}'s gang waiting, with the scheduler's reason", lambda: gang_reason(ns, second))
-        assert GANG_WAITS.match(why) and insufficient(why) == 4, why  # the first holds the four hosts' devices
+        assert GANG_WAITS.match(why), why  # the first holds the four hosts' devices
         assert job_nodes(kube, ns, second) == []
         launcher_ends(kube, ns, first)
         assert wait_mpijob(kube, ns, first) == "Succeeded"
@@ -448,11 +428,9 @@ def test_pooled_jobs_are_admitted_and_each_worker_takes_its_nodes_whole_pool(kub
         node = json.loads(kube.kubectl("get", "node", "gpu-su1-01", "-o", "json").stdout)
         assert node["status"]["allocatable"]["nvidia.com/rail"] == "8"
         kube.kubectl("apply", "--server-side", "-f", str(tmp_path / "b" / "networks.yaml"))
-        for path in sorted((tmp_path / "b" / "jobs").glob("*.yaml")):  # Volcano v1.10.0 lacks only the tier field
-            run = kube.kubectl("apply", "--validate=warn", "--dry-run=server", "-f", str(path), check=False)
+        for path in sorted((tmp_path / "b" / "jobs").glob("*.yaml")):  # every field declared, the tier too
+            run = kube.kubectl("apply", "--server-side", "--dry-run=server", "-f", str(path), check=False)
             assert run.returncode == 0, run.stderr
-            dropped = set(re.findall(r'^Warning: unknown field "([^"]+)"', run.stderr, re.MULTILINE))
-            assert dropped == {"spec.networkTopology"}, run.stderr
         jobs = {j: list(yaml.safe_load_all((tmp_path / "b" / "jobs" / f"{j}.yaml").read_text()))
                 for j in ("nccl-su1", "pods-su1-bw")}
 
