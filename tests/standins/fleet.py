@@ -35,9 +35,11 @@ import signal
 import struct
 import sys
 import termios
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import TextIO
 
 import asyncssh
 
@@ -47,6 +49,41 @@ from tests.standins.eos import Cli
 CMD_PORT = 2200  # the commands' port on 127.0.0.1 of the namespace
 GARBAGE = "\x1b[?2004h%%\x07 �\x00$#> ~~ ;{[\n" * 3  # noise, as a console with a wrong line setting prints
 PR_SET_CHILD_SUBREAPER = 36
+
+
+class Output:
+    """sys.stdout and sys.stderr of this process, written to a command's buffers by the thread that runs it
+    (`to`) and to the real streams by every other (the event loop's own messages never reach a device's reply)."""
+
+    def __init__(self) -> None:
+        self.local = threading.local()
+        self.real = {"stdout": sys.stdout, "stderr": sys.stderr}
+        sys.stdout, sys.stderr = _Stream(self, "stdout"), _Stream(self, "stderr")  # type: ignore[assignment]
+
+    @contextlib.contextmanager
+    def to(self, out: io.StringIO, err: io.StringIO) -> Iterator[None]:
+        self.local.streams = {"stdout": out, "stderr": err}
+        try:
+            yield
+        finally:
+            self.local.streams = None
+
+    def stream(self, name: str) -> TextIO:
+        return (getattr(self.local, "streams", None) or self.real)[name]
+
+
+class _Stream(io.TextIOBase):
+    def __init__(self, output: Output, name: str) -> None:
+        self.output, self.name = output, name
+
+    def write(self, text: str) -> int:
+        return self.output.stream(self.name).write(text)
+
+    def flush(self) -> None:
+        self.output.stream(self.name).flush()
+
+
+OUTPUT: Output  # set by `serve`
 
 
 def fault(d: Path) -> str:
@@ -75,7 +112,7 @@ class Fleet:
         here = os.getcwd()
         try:
             os.chdir(cwd)
-            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            with OUTPUT.to(out, err):
                 try:
                     rc = importlib.import_module(f"tests.standins.{module}").main(argv)
                 except SystemExit as exc:
@@ -194,14 +231,16 @@ class Fleet:
                 self.loop.remove_reader(master)
                 closed.set()
                 return
-            process.stdout.write(text.decode(data))
+            with contextlib.suppress(BrokenPipeError):  # the client has gone: the session ends below
+                process.stdout.write(text.decode(data))
 
         self.loop.add_reader(master, readable)
-        pump = asyncio.ensure_future(self._to_pty(process, master))
+        pump, ended = asyncio.ensure_future(self._to_pty(process, master)), asyncio.ensure_future(closed.wait())
         try:
-            await asyncio.wait([pump, asyncio.ensure_future(closed.wait())], return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait([pump, ended], return_when=asyncio.FIRST_COMPLETED)
         finally:
             pump.cancel()
+            ended.cancel()
             self.loop.remove_reader(master)
             kill_session(proc.pid)
             os.close(master)
@@ -292,6 +331,8 @@ class Server(asyncssh.SSHServer):
 
 async def serve(root: Path, host_key: Path, authorized_keys: Path, ready: Path,
                 stopped: Callable[[], asyncio.Future[None]] | None = None) -> None:
+    global OUTPUT
+    OUTPUT = Output()
     fleet = Fleet(root, asyncssh.load_public_keys(str(authorized_keys)))
     commands = await asyncio.start_server(fleet.command, "127.0.0.1", CMD_PORT)
     ssh = await asyncssh.listen("", 22, server_factory=lambda: Server(fleet), server_host_keys=[str(host_key)],
