@@ -63,21 +63,10 @@ def endpoints(inv: Path) -> dict[str, Any]:
 
 def seed_all(devices: dict[str, Path], eps: dict[str, Any], nos: str) -> None:
     """Each device's running configuration: its own render (as after an earlier apply)."""
-    from fabric.nos.nvue.driver import load_running
-    from tests.standins.harness import seed
+    from tests.standins.harness import seed_render
 
     for name, d in devices.items():
-        ep = eps[name]
-        if nos == "nvue":
-            seed(d, nos, json.dumps(load_running(ep.intended)), {})
-        elif nos == "frr":
-            (d / "running.conf").write_text(ep.intended)
-            kept = d / "etc-frr" / "roce-fabric"
-            kept.mkdir(parents=True)
-            for script in ("interfaces.sh", "qos.sh"):
-                (kept / script).write_text(ep.options["files"][script])
-        else:
-            seed(d, nos, ep.intended, {})
+        seed_render(d, nos, eps[name].intended, eps[name].options["files"])
 
 
 def plant_faults(devices: dict[str, Path], percent: float) -> dict[str, str]:

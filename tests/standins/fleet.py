@@ -96,7 +96,7 @@ class Fleet:
 
     def __init__(self, root: Path, authorized: list[asyncssh.SSHKey]) -> None:
         self.root, self.authorized = root, authorized
-        self.work = ThreadPoolExecutor(max_workers=1)  # the commands, one at a time: they chdir and take stdout
+        self.work = started_pool(1)  # the commands, one at a time: they chdir and take stdout
         self.loop = asyncio.get_running_loop()
         self.hung: dict[Path, list[asyncio.StreamWriter]] = {}  # command connections a `hang` device never answers
         self.shells: set[int] = set()  # the pids of the sessions' shells
@@ -304,6 +304,15 @@ def end_orphans() -> None:
             pass
 
 
+def started_pool(workers: int) -> ThreadPoolExecutor:
+    """A thread pool with all its threads started: the server's thread count stays what it is at the start."""
+    pool, barrier = ThreadPoolExecutor(max_workers=workers), threading.Barrier(workers + 1)
+    for _ in range(workers):
+        pool.submit(barrier.wait)
+    barrier.wait()
+    return pool
+
+
 class Server(asyncssh.SSHServer):
     """Public-key logins with the harness's client key, refused where the device's fault says so."""
 
@@ -333,6 +342,7 @@ async def serve(root: Path, host_key: Path, authorized_keys: Path, ready: Path,
                 stopped: Callable[[], asyncio.Future[None]] | None = None) -> None:
     global OUTPUT
     OUTPUT = Output()
+    asyncio.get_running_loop().set_default_executor(started_pool(2))  # asyncssh's own blocking calls
     fleet = Fleet(root, asyncssh.load_public_keys(str(authorized_keys)))
     commands = await asyncio.start_server(fleet.command, "127.0.0.1", CMD_PORT)
     ssh = await asyncssh.listen("", 22, server_factory=lambda: Server(fleet), server_host_keys=[str(host_key)],

@@ -8,6 +8,7 @@ and its ForceCommand starts `tests.standins.device`. Run the tool inside the nam
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -146,3 +147,29 @@ def seed(d: Path, kind: str, running: str, peers: dict[str, int]) -> None:
         (d / "running.cfg").write_text(running)
 
 
+
+
+def seed_render(d: Path, kind: str, intended: str, files: dict[str, str]) -> None:
+    """A device whose running configuration is its own render (`intended`, and the other rendered `files`), as
+    after an earlier apply; no BGP peer expects anything."""
+    if kind == "nvue":
+        from fabric.nos.nvue.driver import load_running
+
+        seed(d, kind, json.dumps(load_running(intended)), {})
+    elif kind == "frr":
+        (d / "running.conf").write_text(intended)
+        kept = d / "etc-frr" / "roce-fabric"  # the setup scripts an apply keeps (tests.standins.frr)
+        kept.mkdir(parents=True)
+        for script in ("interfaces.sh", "qos.sh"):
+            (kept / script).write_text(files[script])
+    elif kind == "sonic":  # CONFIG_DB, and the kernel settings an apply persists and sets (tests.standins.sonic)
+        from fabric.nos.sonic.driver import parse_sysctl
+        from tests.standins.sonic import SONIC_SYSCTL
+
+        seed(d, kind, intended, {})
+        if (text := files.get("sysctl.conf")) is not None:
+            write_json(d / "sysctl.json", {**SONIC_SYSCTL, **parse_sysctl(text)})
+            (d / "sysctl.d").mkdir(exist_ok=True)
+            (d / "sysctl.d" / "95-roce-fabric.conf").write_text(text)
+    else:
+        seed(d, kind, intended, {})

@@ -170,3 +170,94 @@ def test_fleet_answers_and_changes_state_as_the_sshd_standins(tmp_path: Path) ->
         assert diffs["diff after confirm"] == [], kind
     assert [how for _rev, how in fleet["state"]["nvue"]["history"]] == ["apply", "auto-rollback", "apply",
                                                                        "confirm-no", "apply"]
+
+
+FAST = ("--settle", "0.5", "--postcheck-timeout", "3", "--confirm-timer", "20")
+KNOB = "qos:\n  preset: nvidia-roce\n  ecn:\n    3: {min_bytes: 160000}\n"  # every switch's ECN threshold changes
+
+
+def _census(net: Any, server: int) -> dict[str, int]:
+    """What is open in the namespace: processes besides the fleet's server, TCP connections, the server's threads
+    and descriptors."""
+    pids = subprocess.run(["ip", "netns", "pids", net.netns], capture_output=True, text=True).stdout.split()
+    tcp = subprocess.run(net.argv(["ss", "-Htn"]), capture_output=True, text=True).stdout.splitlines()
+    status = Path(f"/proc/{server}/status").read_text()
+    return {"processes": len([p for p in pids if int(p) != server]), "tcp": len(tcp),
+            "threads": int(next(ln.split()[1] for ln in status.splitlines() if ln.startswith("Threads:"))),
+            "descriptors": len(os.listdir(f"/proc/{server}/fd"))}
+
+
+def _fabric(net: Any, *args: str, state: Path) -> tuple[subprocess.CompletedProcess[str], float]:
+    env = {**os.environ, "FABRIC_STATE": str(state), "COLUMNS": "200", "FABRIC_LAB_STATE": str(state / "no-lab")}
+    env.pop("SSH_AUTH_SOCK", None)
+    t0 = time.monotonic()
+    p = subprocess.run(net.argv([str(Path(sys.executable).with_name("fabric")), *args]), capture_output=True,
+                       text=True, timeout=600, env=env, cwd=ROOT, stdin=subprocess.DEVNULL)
+    return p, time.monotonic() - t0
+
+
+def _devices(p: subprocess.CompletedProcess[str]) -> dict[str, dict[str, Any]]:
+    assert p.stdout.strip().startswith("{"), p.stdout[-2000:] + p.stderr[-2000:]
+    return {d["device"]: d for d in json.loads(p.stdout)["devices"]}
+
+
+def test_fleet_faults_plan_reports_each_and_a_failed_canary_rolls_back(tmp_path: Path) -> None:
+    """96 SONiC switches of a generated fabric, one refusing the login, one hanging after it, one answering noise:
+    the plan reports each as its own one-line problem within the read timeout and plans the rest; an apply whose
+    canary batch has a switch that refuses the patch stops there, and rolls the canaries it applied back; nothing
+    is left open (processes, connections, the server's threads and descriptors)."""
+    require(os.geteuid() == 0, "root (network namespaces)")
+    from fabric.access import InventorySite
+    from fabric.design.derive import derive
+    from fabric.model.inventory import Access
+    from fabric.model.load import load
+    from tests.standins.harness import seed_render
+
+    inv = tmp_path / "inv"
+    subprocess.run([str(Path(sys.executable).with_name("fabric")), "generate", "gpu-rail", "--gpus", "2048",
+                    "--target", "sonic", "--platform", "sn5600", "-o", str(inv)], check=True, capture_output=True)
+    site = InventorySite(derive(load(inv)), Access(known_hosts=__file__))
+    eps = {name: site.switch(name) for name in site.fabric.switches}
+    names = list(eps)
+    faulted = {names[10]: "refuse-login", names[40]: "hang", names[70]: "garbage"}
+    canary = [n for n in names if n not in faulted][:3]
+    state = tmp_path / "state"
+    with standins(tmp_path, {n: ("sonic", ep.address) for n, ep in eps.items()}, server="fleet") as net:
+        for name, ep in eps.items():
+            seed_render(net.devices[name], "sonic", ep.intended, ep.options["files"])
+        for name, fault in faulted.items():
+            (net.devices[name] / "fault").write_text(fault)
+        with (inv / "fabric.yaml").open("a") as f:
+            f.write(f"access:\n  username: root\n  key_file: {net.key}\n  known_hosts: {net.known_hosts}\n")
+        server = int((tmp_path / "fleet.ready").read_text())
+        before = _census(net, server)
+
+        p, seconds = _fabric(net, "plan", str(inv), "--format", "json", "--workers", "16", state=state)
+        planned = _devices(p)
+        assert p.returncode == 1 and seconds < 60 + 60  # the hung switch's read timeout (60 s), the rest around it
+        for name, fault in faulted.items():
+            assert planned[name]["status"] in ("unreachable", "error"), (fault, planned[name])
+            assert "\n" not in planned[name]["detail"] and planned[name]["detail"], (fault, planned[name])
+        assert "Authentication" in planned[names[10]]["detail"]
+        assert "expected" in planned[names[70]]["detail"]  # the noise is located and named as such
+        assert {d["status"] for n, d in planned.items() if n not in faulted} == {"unchanged"}
+
+        (inv / "qos.yaml").write_text(KNOB)
+        (net.devices[canary[1]] / "refuse-patch").write_text("")  # its Generic Config Updater refuses the patch
+        running = {n: read_json(d / "running.json") for n, d in net.devices.items()}
+        p, _ = _fabric(net, "apply", str(inv), "--yes", "--canary", "3", "--batch", "25%", "--rollback-on-failure",
+                       "--workers", "16", "--format", "json", *FAST, state=state)
+        applied = _devices(p)
+        assert p.returncode == 1
+        refused = applied[canary[1]]  # its own transaction undid it: the patch never took
+        assert refused["status"] == "rolled-back" and "apply-patch failed" in refused["detail"], refused
+        for name in (canary[0], canary[2]):  # applied, then undone when their batch failed
+            assert applied[name]["status"] == "rolled-back", applied[name]
+            assert applied[name]["detail"].startswith("applied, then rolled back"), applied[name]
+        rest = {applied[n]["status"] for n in names if n not in faulted and n not in canary}
+        assert rest == {"skipped"}
+        assert {n: read_json(d / "running.json") for n, d in net.devices.items()} == running
+        deadline = time.monotonic() + 30  # the canaries' device-side jobs end once reverted
+        while (after := _census(net, server)) != before and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert after == before
