@@ -111,15 +111,22 @@ class Peaks:
                               text=True).stdout.split()
 
 
-def step(label: str, ns: str, argv: list[str], n: int, env: dict[str, str], out: Path) -> dict[str, Any]:
-    before = open_in(ns)
+def server_cpu(pid: int) -> float:
+    """CPU seconds the fleet's server has used, with the shells it started and waited for (and what they ran)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+
+
+def step(label: str, ns: str, argv: list[str], n: int, env: dict[str, str], out: Path, server: int) -> dict[str, Any]:
+    before, cpu0 = open_in(ns), server_cpu(server)
     peaks = Peaks(argv[2])
     with out.open("w") as f:
         fig = run(["ip", "netns", "exec", ns, *argv], stdout=f.fileno(), env=env, watch=peaks)
-    after = open_in(ns)
+    after, served = open_in(ns), server_cpu(server) - cpu0
     print(f"  {label}: {fig}; {fig.wall / n * 1000:.1f} ms and {fig.cpu / n * 1000:.1f} CPU-ms per switch; "
-          f"threads ≤ {peaks.threads}, descriptors ≤ {peaks.fds}; open in the namespace before {before}, "
-          f"after {after}; {load()}", flush=True)
+          f"threads ≤ {peaks.threads}, descriptors ≤ {peaks.fds}; the fleet (server and shells) {served:.1f} "
+          f"CPU-s ({served / n * 1000:.1f} per switch); open in the namespace before {before}, after {after}; {load()}",
+          flush=True)
     return {"wall": fig.wall, "cpu": fig.cpu, "rss": fig.rss_mib, "rc": fig.rc, "after": after}
 
 
@@ -157,21 +164,22 @@ def one_size(nos: str, size: int, workers: int, faults: float, tmp: Path) -> dic
         planted = plant_faults(net.devices, faults)
         with (inv / "fabric.yaml").open("a") as f:
             f.write(f"access:\n  username: root\n  key_file: {net.key}\n  known_hosts: {net.known_hosts}\n")
+        server = int((net.root.parent / "fleet.ready").read_text())
         env = {"FABRIC_STATE": str(tmp / f"state-{nos}-{size}"), "COLUMNS": "200"}
         common = [str(inv), "--workers", str(workers)]
         res = {"n": n}
         out = tmp / "out.json"
         res["plan"] = step("plan, nothing to change", net.netns, [FABRIC, "plan", *common, "--format", "json"], n,
-                           env, out)
+                           env, out, server)
         summarize(out, planted)
         (inv / "qos.yaml").write_text(KNOB)
         res["plan1"] = step("plan, one knob changed", net.netns, [FABRIC, "plan", *common, "--format", "json"], n,
-                            env, out)
+                            env, out, server)
         summarize(out, planted)
         if nos != "frr":
             res["apply"] = step("apply --canary 1 --batch 10%", net.netns,
                                 [FABRIC, "apply", *common, "--yes", "--canary", "1", "--batch", "10%",
-                                 "--format", "json", *FAST], n, env, out)
+                                 "--format", "json", *FAST], n, env, out, server)
             summarize(out, planted)
     return res
 
