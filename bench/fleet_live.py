@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.measure import FABRIC, ROOT, load, run
 
 PLATFORM = {"nvue": ["--platform", "sn5600"], "sonic": ["--platform", "sn5600"], "eos": ["--platform", "7060x5"],
-            "frr": ["--platform", "linux-frr", "--breakout", "none"]}
+            "frr": ["--platform", "sn5600"]}  # FRR on a Spectrum white-box (linux-frr lacks the super-spine ports)
 KNOB = "qos:\n  preset: nvidia-roce\n  ecn:\n    3: {min_bytes: 160000}\n"
 FAST = ["--settle", "0", "--postcheck-timeout", "5", "--confirm-timer", "60"]
 FAULTS = ("refuse-login", "hang", "garbage")
