@@ -14,7 +14,7 @@ of wall time from the smallest to the largest size last. `--faults P` makes P % 
 login, hang after it, or answer noise, and prints how each step reported them.
 
     sudo nice .venv/bin/python bench/fleet_live.py [--nos nvue sonic eos frr] [--switches 224 448 896 1792]
-        [--workers 64] [--faults 1]
+        [--workers 64] [--faults 1] [--plan-only]
 """
 
 from __future__ import annotations
@@ -151,7 +151,7 @@ def _why(d: dict[str, Any]) -> str:
     return f"{d.get('status')}: {' '.join(str(d.get('error') or d.get('detail') or '').split())[:160]}"
 
 
-def one_size(nos: str, size: int, workers: int, faults: float, tmp: Path) -> dict[str, Any]:
+def one_size(nos: str, size: int, workers: int, faults: float, tmp: Path, *, plan_only: bool) -> dict[str, Any]:
     from tests.standins.harness import standins
 
     inv = generate(nos, size, tmp)
@@ -172,6 +172,8 @@ def one_size(nos: str, size: int, workers: int, faults: float, tmp: Path) -> dic
         res["plan"] = step("plan, nothing to change", net.netns, [FABRIC, "plan", *common, "--format", "json"], n,
                            env, out, server)
         summarize(out, planted)
+        if plan_only:
+            return res
         (inv / "qos.yaml").write_text(KNOB)
         res["plan1"] = step("plan, one knob changed", net.netns, [FABRIC, "plan", *common, "--format", "json"], n,
                             env, out, server)
@@ -196,6 +198,7 @@ def main() -> int:
     ap.add_argument("--switches", nargs="+", type=int, choices=sorted(SIZES), default=sorted(SIZES))
     ap.add_argument("--workers", type=int, default=64)
     ap.add_argument("--faults", type=float, default=0.0, help="percent of switches for each fault")
+    ap.add_argument("--plan-only", action="store_true", help="the first plan alone")
     args = ap.parse_args()
     if os.geteuid() != 0:
         print("bench/fleet_live.py needs root (a network namespace)", file=sys.stderr)
@@ -205,7 +208,7 @@ def main() -> int:
         results = []
         with tempfile.TemporaryDirectory(prefix="fleet-live-") as tmp:
             for size in args.switches:
-                results.append(one_size(nos, size, args.workers, args.faults, Path(tmp)))
+                results.append(one_size(nos, size, args.workers, args.faults, Path(tmp), plan_only=args.plan_only))
         if len(results) > 1:
             first, last = results[0], results[-1]
             print(f"{nos}: exponent of wall time {first['n']}→{last['n']} switches: plan "
