@@ -55,7 +55,7 @@ def trusted(model: type[_M], fields: dict[str, Any]) -> _M:
     model's order, the same value objects), for intents derived from values that were validated already —
     the inventory's, or those of an instance of the same shape made by `model(**fields)` (fabric.design.derive:
     thousands of hosts share all but their names and addresses). Any field missing, or an unknown one: the
-    validating constructor, with its own messages. tests/test_derive_trusted.py holds it equal to validation."""
+    validating constructor, with its own messages. tests/design/derive/test_shapes.py holds it equal to validation."""
     names = _field_names(model)
     if tuple(fields) != names:  # a field missing, an unknown one, or another order
         if fields.keys() != set(names):

@@ -188,7 +188,7 @@ class Hosts(Addressing, Shapes):
             block = blocks.get((su, rail))
             if block is None:
                 block = blocks[(su, rail)] = self._block(su, rail)
-            # what host_address and subnet give (tests/test_derive_host_fast.py holds them equal)
+            # what host_address and subnet give (tests/design/derive/test_host.py holds them equal)
             if svi:
                 addr, gw, subnet = f"{dotted(block[0] + 1 + h)}{block[2]}", block[1], block[3]
             else:

@@ -158,7 +158,7 @@ class NvueDriver(Driver):
     def diff_of(self, running: str) -> DeviceDiff:
         """`Driver.diff_of`; a device whose applied tree equals the intent's (every key a str or an int on both
         sides: the same leaves) has nothing to change and nothing unmanaged, which the leaf-by-leaf scope and diff
-        (`scoped`) would find at a hundred times the cost (tests/test_plan_running_fast.py compares both)."""
+        (`scoped`) would find at a hundred times the cost (tests/nos/nvue/test_driver.py compares both)."""
         tree, plain = _running_tree(running)
         intent, intent_plain = self._intent()
         if (self.options.get("scope") is None and tree == intent and (plain or _plain_keys(tree))
