@@ -1,6 +1,6 @@
 """`fabric export`: Slurm tree/block, Kubernetes labels, Volcano HyperNodes and the MPI hostfile.
 
-Every format is checked against the cabling itself (the LinkIntents), not against the exporter's own
+Every format is checked against the cabling itself (the links of the derived intent), not against the exporter's own
 grouping: each host appears exactly once per tier, a host's SU is the SU of the leaves its NICs are
 cabled to, and a spine group holds exactly the SUs whose leaves reach its spines.
 """

@@ -63,7 +63,7 @@ def test_promtool_accepts_rules_and_their_unit_tests(inv: Path, tmp_path: Path) 
     require(PROMTOOL is not None, "promtool (Debian package prometheus)")
     loaded = load(inv)
     fabric = derive(loaded)
-    files = monitoring.files(fabric, loaded.inv.monitoring)
+    files = monitoring.files(fabric, loaded.inv.monitoring).texts
     _write(files, tmp_path)
     rules = tmp_path / f"{fabric.name}.rules.yml"
     check = subprocess.run([PROMTOOL, "check", "rules", str(rules)], capture_output=True, text=True, timeout=60)
@@ -95,7 +95,7 @@ def test_promtool_unit_test_fails_on_a_wrong_label(tmp_path: Path) -> None:
     """The generated unit tests can fail: the expected cable of the storm alert changed → promtool fails."""
     require(PROMTOOL is not None, "promtool (Debian package prometheus)")
     loaded = load(ROOT / "inventories" / "example")
-    files = monitoring.files(derive(loaded), loaded.inv.monitoring)
+    files = monitoring.files(derive(loaded), loaded.inv.monitoring).texts
     doc = yaml.safe_load(files["example.rules.test.yml"])
     storm = next(t for t in doc["tests"] if t["alert_rule_test"][0]["alertname"] == "RocePfcPauseStorm")
     storm["alert_rule_test"][0]["exp_alerts"][0]["exp_labels"]["cable"] = "gpu-su1-01:rail1 <-> leaf-su1-r1:swp9, 5 m"
@@ -117,14 +117,15 @@ def test_labels_name_host_nic_leaf_port_and_cable() -> None:
                     "cable": "gpu-su1-02:rail1 <-> leaf-su1-r1:swp2, 5 m", "speed": "100",
                     "adaptive_routing": "false"}
     assert leaf["cable"] == host["cable"] and leaf["peer"] == "gpu-su1-02:rail1" and leaf["nos"] == "frr"
-    rules = prom.rule_groups(fabric, Monitoring())
+    rules = prom.rule_groups(fabric, Monitoring(), prom.switch_groups(fabric))
     alerts = {r["alert"]: r for g in rules["groups"] for r in g["rules"] if "alert" in r}
     assert 'queue=~"3"' in alerts["RoceLosslessQueueDrops"]["expr"]  # TC of the PFC priority
     assert "prio3_pause_duration" in json.dumps(rules) and "RocePfcWatchdogFired" in alerts
     assert "RoceOpticsNearThreshold" not in alerts  # no threshold set, no SONiC exporter optics here
     # SONiC's exporter has no PFC/ECN counters: on a SONiC-only fabric the switch-side pause rules are absent
     sonic = derive(load(ROOT / "inventories" / "sonic-example"))
-    recs = {r["record"] for g in prom.rule_groups(sonic, Monitoring())["groups"] for r in g["rules"] if "record" in r}
+    rules = prom.rule_groups(sonic, Monitoring(), prom.switch_groups(sonic))
+    recs = {r["record"] for g in rules["groups"] for r in g["rules"] if "record" in r}
     assert "fabric:switch_queue_drops:rate" in recs and "fabric:switch_tx_pause:ratio" not in recs
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import json
 import os
 import shutil
@@ -547,7 +548,9 @@ def parse_reply(kind: str, parts: list[str]) -> None:
     """Parse one reply as the command that reads it does (its readers: FEEDS); raises InputError (a located problem)
     or ReplyError (a reply not in its command's form, fabric.replies) for a malformed reply, nothing else."""
     from fabric.accept.counters import rates
-    from fabric.parsers.frr import reply_json as j
+    from fabric.replies import json_reply
+
+    j = functools.partial(json_reply, command="a JSON reply")
 
     first, *more = FEEDS[kind]
     fn = reader_of(first)

@@ -214,8 +214,8 @@ READERS = {  # a malformed reply of each switch or host → the located problem 
                     "reply of `vtysh -c 'show running-config'`, line 66: expected at most 64 levels of indentation"),
     "eos running": ("fabric.nos.eos.driver.running_reply", "".join(" " * i + "x\n" for i in range(100)),
                     "reply of `show running-config`, line 65: expected at most 64 levels of indentation"),
-    "frr routes": ("fabric.parsers.frr.reply_json", DEEP_ROUTES, "reply of `a JSON reply`, line 2: expected JSON "
-                   "nested at most 64 levels, found deeper nesting"),
+    "frr nested": ("fabric.parsers.frr.bgp_peers", DEEP_ROUTES, "reply of `vtysh -c 'show bgp summary json'`, line 2: "
+                   "expected JSON nested at most 64 levels, found deeper nesting"),
     "frr bgp": ("fabric.parsers.frr.bgp_peers", '{"ipv4Unicast": {"peers": {"swp1": {"state": "Established"}}}',
                 "reply of `vtysh -c 'show bgp summary json'`, line 1 column 62: expected JSON, found Expecting ','"),
     "host report": ("fabric.host.model.host_report", '{"host": "gpu1", "items": [{"section": "s", "target": "t", '

@@ -24,7 +24,6 @@ import json
 import re
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 from tests.standins import telemetry
@@ -178,9 +177,30 @@ def expire(d: Path, name: str, secs: int) -> None:
             (d / "pending.json").unlink()
 
 
+def out(text: str) -> None:
+    sys.stdout.write(text.rstrip("\n") + "\n" if text else "")
+
+
+def show(d: Path, cmd: str, running: str) -> str | None:
+    """What a privileged `show` command prints; None: not a show command the stand-in answers."""
+    if cmd == "show running-config":
+        return running
+    if cmd.startswith("show configuration sessions"):
+        # shape: arista.com um-eos "Configure Session" / null.53bits.co.uk "Configuration Session"
+        # (`show configuration sessions` after `commit timer`); the state names are inferred
+        pend = read_json(d / "pending.json")
+        rows = [(p.stem, "pending") for p in sorted((d / "sessions").glob("*.cfg"))]
+        rows += [(pend["session"], "pending-commit-timer")] if pend else []
+        return ("Maximum number of completed sessions: 1\nMaximum number of pending sessions: 5\n\n"
+                f"  {'Name':<24} {'State':<24} {'User':<8} Terminal\n  {'-' * 24} {'-' * 24} {'-' * 8} --------\n"
+                + "".join(f"  {n:<24} {st:<24} {'admin':<8} vty3\n" for n, st in rows))
+    if cmd == "show ip bgp summary | json":
+        return json.dumps(bgp_summary(d, running), indent=2)
+    return telemetry.answer_eos(cmd, d)
+
+
 class Cli:
-    """One CLI session: `prompt()`, then `line(text)` for each line typed, which returns what the CLI prints, or
-    None when the session ends (`exit`, or the line dropped after a commit: a fault the tests inject)."""
+    """One CLI login: privileged mode, the configuration session it is in and its configuration-mode context."""
 
     def __init__(self, d: Path) -> None:
         self.d = d
@@ -190,24 +210,20 @@ class Cli:
 
     def prompt(self) -> str:
         host = hostname((self.d / "running.cfg").read_text())
-        if self.session:
-            return f"{host}(config-s-{self.session[:6]})#"
-        return f"{host}{'#' if self.enabled else '>'}"
+        return f"{host}(config-s-{self.session[:6]})#" if self.session else f"{host}{'#' if self.enabled else '>'}"
 
-    def line(self, line: str) -> str | None:
+    def typed(self, line: str) -> bool:
+        """A line typed at the prompt (blank and `!` lines do nothing), under the device's lock; False: the login
+        ends."""
         cmd = line.strip()
         if not cmd or cmd.startswith("!"):
-            return ""
-        printed: list[str] = []
+            return True
         with locked(self.d):
-            if not self._command(cmd, line, printed.append):
-                return None
-        return "".join(text.rstrip("\n") + "\n" for text in printed if text)
+            return self.command(cmd, line)
 
-    def _command(self, cmd: str, line: str, out: Callable[[str], None]) -> bool:
-        """Run one command; False: the session ends."""
-        d = self.d
-        running = (d / "running.cfg").read_text()
+    def command(self, cmd: str, line: str) -> bool:
+        """Act on one command line (`cmd`: stripped); False: the login ends."""
+        running = (self.d / "running.cfg").read_text()
         if (t := re.fullmatch(r"terminal width (\d+)", cmd)):
             out(f"Width set to {t.group(1)} columns.")
         elif cmd.startswith("terminal length"):
@@ -218,34 +234,19 @@ class Cli:
             return False
         elif not self.enabled:
             out("% Invalid input (privileged mode required)")
-        elif (answer := self._show(cmd, running)) is not None:
+        elif (answer := show(self.d, cmd, running)) is not None:
             out(answer)
-        elif (m := re.fullmatch(r"configure session (\S+)(?: (commit|abort))?", cmd)):
-            return self._configure_session(m.group(1), m.group(2), running, out)
+        elif m := re.fullmatch(r"configure session (\S+)(?: (commit|abort))?", cmd):
+            return self.configure_session(m.group(1), m.group(2), running)
         elif self.session:
-            self._in_session(cmd, line, running, out)
+            self.in_session(self.session, cmd, line, running)
         else:
             out(f"% Invalid input: {cmd}")
         return True
 
-    def _show(self, cmd: str, running: str) -> str | None:
-        d = self.d
-        if cmd == "show running-config":
-            return running
-        if cmd.startswith("show configuration sessions"):
-            # shape: arista.com um-eos "Configure Session" / null.53bits.co.uk "Configuration Session"
-            # (`show configuration sessions` after `commit timer`); the state names are inferred
-            pend = read_json(d / "pending.json")
-            rows = [(p.stem, "pending") for p in sorted((d / "sessions").glob("*.cfg"))]
-            rows += [(pend["session"], "pending-commit-timer")] if pend else []
-            return ("Maximum number of completed sessions: 1\nMaximum number of pending sessions: 5\n\n"
-                    f"  {'Name':<24} {'State':<24} {'User':<8} Terminal\n  {'-' * 24} {'-' * 24} {'-' * 8} --------\n"
-                    + "".join(f"  {n:<24} {st:<24} {'admin':<8} vty3\n" for n, st in rows))
-        if cmd == "show ip bgp summary | json":
-            return json.dumps(bgp_summary(d, running), indent=2)
-        return telemetry.answer_eos(cmd, d)
-
-    def _configure_session(self, name: str, action: str | None, running: str, out: Callable[[str], None]) -> bool:
+    def configure_session(self, name: str, action: str | None, running: str) -> bool:
+        """`configure session NAME [commit|abort]`; False: the line dropped after a commit (a fault the tests
+        inject)."""
         d = self.d
         pend = read_json(d / "pending.json")
         if action == "commit":
@@ -270,15 +271,16 @@ class Cli:
                 f.write_text(running)  # a new session starts from the running-config
         return True
 
-    def _in_session(self, cmd: str, line: str, running: str, out: Callable[[str], None]) -> None:
-        d, session = self.d, self.session
-        sess_file = d / "sessions" / f"{session}.cfg"
+    def in_session(self, session: str, cmd: str, line: str, running: str) -> None:
+        """A command inside configuration session `session`: leave, diff, abort, commit (with a timer) or a
+        configuration line merged into the session's config."""
+        d, sess_file = self.d, self.d / "sessions" / f"{session}.cfg"
         if cmd in ("end", "exit"):
             self.session = None
         elif cmd == "rollback clean-config":
             sess_file.write_text("")
         elif cmd == "show session-config diffs":
-            out(session_diff(running, shown(sess_file.read_text()), str(session)))
+            out(session_diff(running, shown(sess_file.read_text()), session))
         elif cmd == "abort":
             sess_file.unlink(missing_ok=True)
             self.session = None
@@ -290,7 +292,7 @@ class Cli:
             secs = int(t.group(1)) * 3600 + int(t.group(2)) * 60 + int(t.group(3))
             write_json(d / "pending.json", {"session": session, "before": running, "deadline": time.time() + secs})
             (d / "running.cfg").write_text(shown(sess_file.read_text()))
-            spawn("tests.standins.eos", "--expire", str(d), str(session), str(secs))
+            spawn("tests.standins.eos", "--expire", str(d), session, str(secs))
             sess_file.unlink()
             self.session = None
         else:
@@ -302,7 +304,6 @@ class Cli:
 
 
 def repl(d: Path) -> None:
-    """The CLI on stdin/stdout (the sshd stand-in's session)."""
     cli = Cli(d)
     while True:
         sys.stdout.write(cli.prompt())
@@ -310,10 +311,8 @@ def repl(d: Path) -> None:
         line = sys.stdin.readline()
         if not line:
             return
-        printed = cli.line(line)
-        if printed is None:
+        if not cli.typed(line):
             return
-        sys.stdout.write(printed)
 
 
 def main(argv: list[str]) -> int:

@@ -200,12 +200,17 @@ class Fleet:
             term.write(GARBAGE if what == "garbage" and line.strip().startswith("show") else printed)
 
     def _eos_line(self, cli: Cli, line: str) -> str | None:
+        """What the CLI prints for a typed line; None: the login ends."""
+        out = io.StringIO()
         dev, timer = common.DEVICE.set(cli.d), common.TIMER.set(self.timer)
         try:
-            return cli.line(line)
+            with OUTPUT.to(out, out):
+                if not cli.typed(line):
+                    return None
         finally:
             common.DEVICE.reset(dev)
             common.TIMER.reset(timer)
+        return out.getvalue()
 
     async def shell(self, process: asyncssh.SSHServerProcess, d: Path, kind: str) -> None:
         """The device's bash (device.shell) on a pty, its bytes to and from the SSH channel."""

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from fabric.parsers.frr import json_docs
+from fabric.replies import json_replies
 from tests.support.lab import FABRIC, ROOT, env, lab_state, require_lab
 
 pytestmark = [pytest.mark.root, pytest.mark.lab]
@@ -219,7 +219,7 @@ def test_killing_sshd_mid_apply_leaves_the_device_as_it_was(lab: dict) -> None:
 
 def _path_to(prefix: str) -> tuple[int, list[int]]:
     """On LEAF: the ECMP width of `prefix` and the local preference of each of its BGP paths (one vtysh)."""
-    docs = json_docs(vtysh(f"show bgp ipv4 unicast {prefix} json", f"show ip route {prefix} json"))
+    docs = json_replies(vtysh(f"show bgp ipv4 unicast {prefix} json", f"show ip route {prefix} json"), "vtysh")
     data, routes = (*docs, {}, {})[:2]
     prefs = sorted(int(p.get("locPrf", 100)) for p in data.get("paths", []))
     route = routes.get(prefix, [{}])[0]
