@@ -108,20 +108,27 @@ class Fleet:
     def run_command(self, d: Path, cwd: str, module: str, argv: list[str]) -> tuple[int, str, str]:
         """The stand-in module's `main(argv)` for device `d` in `cwd`: (exit code, stdout, stderr)."""
         out, err = io.StringIO(), io.StringIO()
-        dev, timer = common.DEVICE.set(d), common.TIMER.set(self.timer)
         here = os.getcwd()
         try:
             os.chdir(cwd)
-            with OUTPUT.to(out, err):
+            with self.as_device(d), OUTPUT.to(out, err):
                 try:
                     rc = importlib.import_module(f"tests.standins.{module}").main(argv)
                 except SystemExit as exc:
                     rc = exc.code if isinstance(exc.code, int) else 1
         finally:
             os.chdir(here)
+        return rc or 0, out.getvalue(), err.getvalue()
+
+    @contextlib.contextmanager
+    def as_device(self, d: Path) -> Iterator[None]:
+        """The stand-in code called inside is for device `d`, its confirm timers this process's (`timer`)."""
+        dev, timer = common.DEVICE.set(d), common.TIMER.set(self.timer)
+        try:
+            yield
+        finally:
             common.DEVICE.reset(dev)
             common.TIMER.reset(timer)
-        return rc or 0, out.getvalue(), err.getvalue()
 
     def timer(self, module: str, args: tuple[str, ...]) -> None:
         """common.spawn's `--expire DIR X SECONDS` timer: that module's expiry, SECONDS from now, in this process."""
@@ -202,15 +209,9 @@ class Fleet:
     def _eos_line(self, cli: Cli, line: str) -> str | None:
         """What the CLI prints for a typed line; None: the login ends."""
         out = io.StringIO()
-        dev, timer = common.DEVICE.set(cli.d), common.TIMER.set(self.timer)
-        try:
-            with OUTPUT.to(out, out):
-                if not cli.typed(line):
-                    return None
-        finally:
-            common.DEVICE.reset(dev)
-            common.TIMER.reset(timer)
-        return out.getvalue()
+        with self.as_device(cli.d), OUTPUT.to(out, out):
+            goes_on = cli.typed(line)
+        return out.getvalue() if goes_on else None
 
     async def shell(self, process: asyncssh.SSHServerProcess, d: Path, kind: str) -> None:
         """The device's bash (device.shell) on a pty, its bytes to and from the SSH channel."""
