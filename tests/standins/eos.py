@@ -212,6 +212,15 @@ class Cli:
         host = hostname((self.d / "running.cfg").read_text())
         return f"{host}(config-s-{self.session[:6]})#" if self.session else f"{host}{'#' if self.enabled else '>'}"
 
+    def typed(self, line: str) -> bool:
+        """A line typed at the prompt (blank and `!` lines do nothing), under the device's lock; False: the login
+        ends."""
+        cmd = line.strip()
+        if not cmd or cmd.startswith("!"):
+            return True
+        with locked(self.d):
+            return self.command(cmd, line)
+
     def command(self, cmd: str, line: str) -> bool:
         """Act on one command line (`cmd`: stripped); False: the login ends."""
         running = (self.d / "running.cfg").read_text()
@@ -302,12 +311,8 @@ def repl(d: Path) -> None:
         line = sys.stdin.readline()
         if not line:
             return
-        cmd = line.strip()
-        if not cmd or cmd.startswith("!"):
-            continue
-        with locked(d):
-            if not cli.command(cmd, line):
-                return
+        if not cli.typed(line):
+            return
 
 
 def main(argv: list[str]) -> int:

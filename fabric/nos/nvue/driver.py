@@ -22,7 +22,7 @@ from typing import Any
 import yaml
 
 from fabric.fast.blockyaml import load_block
-from fabric.model.running import check_reply, taken_document
+from fabric.model.running import NO_DOC, check_reply, json_document, taken_document
 from fabric.nos import row_of
 from fabric.nos.nvue.render import rendered_tree
 from fabric.parsers import switch_counters
@@ -41,8 +41,10 @@ def _lines(path: Path, value: object) -> tuple[str, list[str]]:
 
 
 def _yaml(text: str) -> tuple[Any, bool]:
-    """Plain block YAML in one pass (fabric.fast.blockyaml), anything else (JSON, flow style) by libyaml; and
-    whether the one-pass reader read it (then every key is a str or an int)."""
+    """Plain block YAML in one pass (fabric.fast.blockyaml), JSON by the JSON reader (fabric.model.running), anything
+    else (flow style) by libyaml; and whether every key is known to be a str or an int (the first two)."""
+    if (doc := json_document(text)) is not NO_DOC:
+        return doc, True
     try:
         return load_block(text), True
     except LookupError:
