@@ -50,3 +50,27 @@ def test_accept_lab_plans_on_the_fabric_the_vm_lab_realizes(tmp_path: Path) -> N
     assert incast.count("[client]: iperf3 -c 10.100.0.2 ") == 3, incast  # 3 senders into the first host
     bad = accept(inv, state, "--via", "ssh", "--tags", "incast")
     assert bad.returncode == 2 and "the VM lab's nodes run no sshd" in bad.stderr, bad.stderr
+
+
+def test_accept_lab_plans_soft_roce_bandwidth_and_incast_streams_on_the_vm_lab(tmp_path: Path) -> None:
+    """On a VM lab `fabric accept --lab` measures the rails with ib_write_bw over each host's own Soft-RoCE device
+    (rxe1… in the lab's host order, the RoCEv2 IPv4 GID 1, the inventory's RoCE ToS), and the incast sends 4
+    iperf3 streams per sender (enough to hold the receiver's queue above its marking threshold)."""
+    require(os.geteuid() == 0, "root (fabric accept --lab)")
+    inv, state = tmp_path / NAME, tmp_path / "state"
+    fabric = vm_fabric(inv)
+    leaf, rail, hosts = vm.lab_nodes(fabric)
+    (state / f"{NAME}.vm").mkdir(parents=True)
+    vm.VmLab(fabric=NAME, dir=str(state / f"{NAME}.vm"), pid=0, kernel="6.12", leaf=leaf, rail=rail, hosts=hosts,
+             rate=vm.PORT_RATE).save()
+    p = accept(inv, state, "--quick", "--dry-run", "--tags", "incast,rail-bandwidth", "-o", str(tmp_path / "out"))
+    assert p.returncode == 0, p.stdout + p.stderr
+    bw = p.stdout.split("== rail-bandwidth")[1].split("==")[0]
+    where = re.findall(r"^  round \S+ (?:reverse )?(\S+) \[(\w+)\]: (.*)$", bw, re.M)
+    assert len(where) == 8 and {h for h, _, _ in where} == set(hosts), bw  # 2 pairs, both ways, server and client
+    tos = fabric.hosts[hosts[0]].nic_qos.roce_tos
+    for host, _role, cmd in where:
+        assert cmd.startswith(f"ib_write_bw -d rxe{hosts.index(host) + 1} -x 1 --tclass={tos} -F "), cmd
+        assert "-s 65536 -q 2 " in cmd and cmd.split(" -p ")[1].split()[1:3] == ["-u", "18"], cmd
+    incast = p.stdout.split("== incast")[1].split("==")[0]
+    assert incast.count(" -P 4") == 3, incast

@@ -26,6 +26,8 @@ class TrafficInput(Input):
     message_size: int = Field(1 << 20, description="ib_write_bw -s (large messages)")
     qps: int = Field(4, ge=1)
     rdma_cm: bool = Field(False, description="perftest -R: connect with rdma_cm, ToS by -T (else --tclass)")
+    qp_timeout: int | None = Field(None, ge=0, le=31, description="perftest -u: the QPs' ACK timeout, 4.096 µs × "
+                                   "2^value (default perftest's 14, 67 ms)")
     parallel: int = Field(16, ge=1, description="concurrent tests (bounded)")
     quick: bool | None = Field(None, description="pair every host once (default: --quick)")
     locate: bool = Field(True, description="bisect failures down to a host and rail")
@@ -37,7 +39,8 @@ def _tool(inputs: TrafficInput) -> Tool:
         raise ValueError(f"tool: expected one of {', '.join(TOOLS)}, found {inputs.tool!r}")
     cls = TOOLS[inputs.tool]
     if inputs.tool == "ib_write_bw":
-        return cls(size=inputs.message_size, qps=inputs.qps, rdma_cm=inputs.rdma_cm)  # type: ignore[call-arg]
+        return cls(size=inputs.message_size, qps=inputs.qps, rdma_cm=inputs.rdma_cm,  # type: ignore[call-arg]
+                   qp_timeout=inputs.qp_timeout)
     return cls()
 
 
@@ -139,13 +142,14 @@ class PairBandwidth(Check):
         ctx.traffic += ms
         bad = [m for m in ms if not m.ok]
         res = self.result("pass" if not bad else "fail", measurements=ms, rounds=len(rounds))
+        how = tool.name + (" over Soft-RoCE" if tool.needs_rdma and ctx.site.soft_roce else "")
         if not bad:
             low = min(ms, key=lambda m: m.value or 0.0)
-            res.message = (f"{len(ms)} tests ≥ threshold; lowest {low.value:g} {tool.unit} "
+            res.message = (f"{len(ms)} tests ≥ threshold ({how}); lowest {low.value:g} {tool.unit} "
                            f"({low.src}→{low.dst} rail {low.rail})")
             return res
         worst = min(bad, key=lambda m: m.value or 0.0)
-        res.message = (f"Expected ≥ {worst.threshold:g} {tool.unit} on every rail and direction. Actual: "
+        res.message = (f"Expected ≥ {worst.threshold:g} {tool.unit} on every rail and direction ({how}). Actual: "
                        f"{len(bad)}/{len(ms)} below, worst {worst.src}→{worst.dst} rail {worst.rail} "
                        + (f"{worst.value:g} {tool.unit}" if worst.value is not None else worst.detail))
         if inputs.locate:
