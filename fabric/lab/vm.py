@@ -6,7 +6,8 @@ QEMU software emulation (`--disable-kvm`: nested KVM does not boot a guest here)
 file system, read-only, and one writable directory, the VM lab's state dir. The guest runs one sh script of ours
 (no Python: under emulation the CLI's import alone takes minutes): it builds one leaf of the fabric and up to
 four of its hosts in namespaces named after the nodes, with the `frr` target's rendered `ets` + `red … ecn`
-tree and DSCP filters on every host port (fabric.lab.qos.port_lines), then serves commands dropped into the
+tree and DSCP filters on every host port (fabric.lab.qos.port_lines), each host's rail with a Soft-RoCE device
+(`soft_roce_lines`: rxe sends from the initial namespace only), then serves commands dropped into the
 state dir (`cmd/<n>.sh` → `<n>.out`, `<n>.rc`; each as it comes, beside the ones still running) until `stop`
 appears there or its lifetime ends, and powers off. `command_argv` runs one command in a node's namespace from this
 machine (what the VM lab's Site, fabric.lab.site.VmSite, reaches hosts and the leaf with).
@@ -211,7 +212,7 @@ def lab_script(fabric: FabricIntent, leaf: str, rail: int, hosts: list[str], rat
                lifetime: float) -> str:
     """The guest's whole job as one sh script of our own (every value from the intent, nothing untrusted): the leaf
     and hosts in namespaces named after them, the leaf's host ports joined by its SVI bridge `br0` and queued by
-    the rendered tree, then the command loop."""
+    the rendered tree, the hosts' Soft-RoCE devices, then the command loop."""
     qos_sh = render_switch(fabric.switches[leaf], fabric)["qos.sh"]
     rails = {h: next(r for r in fabric.hosts[h].rails if r.rail == rail) for h in hosts}
     tc_lines = [ln for r in rails.values() for ln in port_lines(fabric, leaf, r.leaf_port, r.leaf_port, qos_sh, rate)]
@@ -226,6 +227,7 @@ def lab_script(fabric: FabricIntent, leaf: str, rail: int, hosts: list[str], rat
                        f"link add link {r.ifname} name {soft_roce_netdev(k)} address {soft_roce_mac(rail, k)} "
                        "type macvlan mode bridge", f"link set {soft_roce_netdev(k)} netns 1"]
                    for k, (h, r) in enumerate(rails.items(), 1)}
+    # the initial namespace again, once the hosts' batches have moved their macvlans into it
     ip_batches["init"] = soft_roce_lines(rail, [r.address for r in rails.values()], rails[hosts[0]].subnet)
     lines = ["set -u", f"O={out}", "exec >$O/guest.log 2>&1", "echo BOOTED $(date +%s.%N)", "fail() { echo \"$*\" "
              "> $O/failed; exit 1; }",
