@@ -98,8 +98,10 @@ def default_catalog(fabric: FabricIntent, *, rdma: bool = True, launcher: str = 
         bw = {"tool": "iperf3", "threshold_gbps": round(0.5 * line_gbps, 6), "seconds": 1, "timeout_s": 15,
               "parallel": 4}
         if soft_roce:  # rxe, the CPU's work: one pair at a time, messages of 64 KiB on 2 QPs, a QP timeout past an
-            # emulated CPU's stalls (two pairs at once on the VM's 2 emulated CPUs: one pair fell to 0.010 Gb/s)
-            bw |= {"tool": "ib_write_bw", "seconds": 3, "timeout_s": 45, "message_size": 65536, "qps": 2,
+            # emulated CPU's stalls, 5 s to average them (two pairs at once on the VM's 2 emulated CPUs: one pair fell
+            # to 0.010 Gb/s; over 3 s one pair read 0.008 at load 16-18 and 0.016 when measured again); every server
+            # waits for its client from the start: 90 s (at 45 s, load 26-37, a server ended before its client did)
+            bw |= {"tool": "ib_write_bw", "seconds": 5, "timeout_s": 90, "message_size": 65536, "qps": 2,
                    "qp_timeout": 18, "parallel": 1}
         lat = {"tool": "ping", "max_p99_us": 5000.0, "timeout_s": 15, "parallel": 8}
         incast: dict[str, Any] = {"tool": "iperf3", "threshold_gbps": round(0.8 * line_gbps, 6), "seconds": 3,
