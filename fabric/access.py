@@ -261,6 +261,7 @@ class Site(ABC):
     fabric: FabricIntent  # the intent as this site realizes it
     rdma: bool = True  # hosts have RDMA NICs (perftest); False: TCP/ICMP stand-ins (iperf3, ping)
     line_gbps: float = 1.0  # without RDMA (the lab): the rate the switch ports are shaped to, for the thresholds
+    soft_roce: bool = False  # a lab whose hosts have Soft-RoCE devices: ib_write_bw measures its rails
     agent: str = "fabric"  # the fabric executable on the hosts
     python: str | None = None  # the hosts' Python for Ansible (None: discovered)
 

@@ -65,7 +65,8 @@ class VmSite(Site):
     rendered tc tree, not FRR: the FRR driver reads its counters; nothing is pushed to it."""
 
     kind = "lab"
-    rdma = False  # the hosts' rails are in their namespaces, where rxe sends nothing (docs/lab.md)
+    rdma = False  # iperf3 and ping for the congestion and latency checks, at the VM's port rate
+    soft_roce = True  # each host's rail has a Soft-RoCE device (fabric.lab.vm.soft_roce_lines): ib_write_bw
 
     def __init__(self, lab: vm.VmLab, fabric: FabricIntent):
         self.lab, self.fabric = lab, vm.realized(fabric, lab)

@@ -27,6 +27,8 @@ class TrafficInput(Input):
     message_size: int = Field(1 << 20, description="ib_write_bw -s (large messages)")
     qps: int = Field(4, ge=1)
     rdma_cm: bool = Field(False, description="perftest -R: connect with rdma_cm, ToS by -T (else --tclass)")
+    qp_timeout: int | None = Field(None, ge=0, le=31, description="perftest -u: the QPs' ACK timeout, 4.096 µs × "
+                                   "2^value (default perftest's 14, 67 ms)")
     parallel: int = Field(16, ge=1, description="concurrent tests (bounded)")
     quick: bool | None = Field(None, description="pair every host once (default: --quick)")
     locate: bool = Field(True, description="bisect failures down to a host and rail")
@@ -38,7 +40,8 @@ def _tool(inputs: TrafficInput) -> Tool:
         raise ValueError(f"tool: expected one of {', '.join(TOOLS)}, found {inputs.tool!r}")
     cls = TOOLS[inputs.tool]
     if inputs.tool == "ib_write_bw":
-        return cls(size=inputs.message_size, qps=inputs.qps, rdma_cm=inputs.rdma_cm)  # type: ignore[call-arg]
+        return cls(size=inputs.message_size, qps=inputs.qps, rdma_cm=inputs.rdma_cm,  # type: ignore[call-arg]
+                   qp_timeout=inputs.qp_timeout)
     return cls()
 
 
@@ -102,21 +105,23 @@ class Judged(NamedTuple):
     failing: dict[int, list[str]]  # rail → the hosts measured on it, for each rail with a test below (to locate)
 
 
-def judge_bandwidth(measured: list[Measurement], thresholds: dict[int, float], unit: str) -> Judged:
+def judge_bandwidth(measured: list[Measurement], thresholds: dict[int, float], unit: str, how: str = "") -> Judged:
     """Each measurement against its rail's threshold (one that measured nothing fails), and the check's message:
-    the lowest result when every test reached its threshold, else the worst and how many fell short."""
+    the lowest result when every test reached its threshold, else the worst and how many fell short (`how`: what
+    measured, named in the message)."""
+    by = f" ({how})" if how else ""
     ms = [m.model_copy(update={"threshold": thresholds[m.rail or 0],
                                "ok": m.value >= thresholds[m.rail or 0] if m.value is not None else m.ok})
           for m in measured]
     bad = [m for m in ms if not m.ok]
     if not bad:
         low = min(ms, key=lambda m: m.value or 0.0)
-        return Judged(ms, "pass", f"{len(ms)} tests ≥ threshold; lowest {low.value:g} {unit} "
+        return Judged(ms, "pass", f"{len(ms)} tests ≥ threshold{by}; lowest {low.value:g} {unit} "
                                   f"({low.src}→{low.dst} rail {low.rail})", {})
     worst = min(bad, key=lambda m: m.value or 0.0)
     failing = {rail: sorted({h for m in ms if m.rail == rail for h in (m.src, m.dst)})
                for rail in dict.fromkeys(m.rail or 0 for m in bad)}
-    return Judged(ms, "fail", f"Expected ≥ {worst.threshold:g} {unit} on every rail and direction. Actual: "
+    return Judged(ms, "fail", f"Expected ≥ {worst.threshold:g} {unit} on every rail and direction{by}. Actual: "
                               f"{len(bad)}/{len(ms)} below, worst {worst.src}→{worst.dst} rail {worst.rail} "
                               + (f"{worst.value:g} {unit}" if worst.value is not None else worst.detail), failing)
 
@@ -159,7 +164,8 @@ class PairBandwidth(Check):
             return self.result("skipped", f"{tool.name} cannot run: {why}")
         rails = sorted({rail for rd in rounds for rail, ps in rd.items() if ps})
         judged = judge_bandwidth(self._measure(ctx, tool, rounds),
-                                 {rail: _threshold(inputs, ctx.fabric, rail) for rail in rails}, tool.unit)
+                                 {rail: _threshold(inputs, ctx.fabric, rail) for rail in rails}, tool.unit,
+                                 tool.name + (" over Soft-RoCE" if tool.needs_rdma and ctx.site.soft_roce else ""))
         ctx.traffic += judged.measurements
         res = self.result(judged.status, judged.message, measurements=judged.measurements, rounds=len(rounds))
         if judged.failing and inputs.locate:
