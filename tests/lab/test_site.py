@@ -33,8 +33,9 @@ def test_accept_lab_plans_on_the_fabric_the_vm_lab_realizes(tmp_path: Path) -> N
     inv, state = tmp_path / NAME, tmp_path / "state"
     fabric = vm_fabric(inv)
     leaf, rail, hosts = vm.lab_nodes(fabric)
-    (state / f"{NAME}.vm").mkdir(parents=True)
-    vm.VmLab(fabric=NAME, dir=str(state / f"{NAME}.vm"), pid=0, kernel="6.12", leaf=leaf, rail=rail, hosts=hosts,
+    guest = state / vm.vm_dir(NAME).name  # <fabric>.vm, of this run's lab instance
+    guest.mkdir(parents=True)
+    vm.VmLab(fabric=NAME, dir=str(guest), pid=0, kernel="6.12", leaf=leaf, rail=rail, hosts=hosts,
              rate=vm.PORT_RATE).save()
     p = accept(inv, state, "--quick", "--dry-run", "--tags", "incast,ets,rail-bandwidth,lossless-counters", "-o",
                str(tmp_path / "out"))
