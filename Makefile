@@ -9,7 +9,7 @@ APT_PACKAGES := frr frr-pythontools openssh-server openssh-client iperf3 iproute
   libyang2-dev prometheus systemd netplan.io graphviz
 # Headless chromium: the HTML reports (cabling, accept) loaded in a real browser by the tests (tests/support/browser.py)
 APT_PACKAGES += chromium
-# The lab's real-kernel checks (tests/test_lab_vm.py, fabric/lab/vm.py): QEMU, busybox for virtme-ng's guest, the
+# The lab's real-kernel checks (tests/lab/test_vm.py, fabric/lab/vm.py): QEMU, busybox for virtme-ng's guest, the
 # Debian 6.12 kernel (bookworm-security; sch_ets, sch_red, rdma_rxe), perftest and the RDMA tools
 APT_PACKAGES += qemu-system-x86 busybox-static linux-image-6.12-amd64 perftest rdma-core ibverbs-utils
 # Side venv for ../shared/tools/sonic_yang_check.py (libyang C 2 from Debian, its PyPI bindings)
@@ -31,10 +31,10 @@ $(YANG_VENV)/.installed:
 	$(RETRY) $(YANG_VENV)/bin/pip install -q cffi 'libyang==2.7.1'
 	touch $@
 
-# The SONiC YANG checker's side venv (tests/test_sonic_yang.py); needs libyang2-dev (`make deps`).
+# The SONiC YANG checker's side venv (tests/nos/sonic/test_yang.py); needs libyang2-dev (`make deps`).
 refs-yang: deps $(YANG_VENV)/.installed
 
-# pyavd (Arista AVD) renders the same intent as tests/test_eos_pyavd.py compares with ours; the version is the one
+# pyavd (Arista AVD) renders the same intent as tests/nos/eos/test_render.py compares with ours; the version is the one
 # bench/pyavd_compare.py measures, and the test checks it.
 PYAVD_VERSION := 6.4.0
 AVD_VENV := .refs/avd-venv

@@ -30,8 +30,8 @@ from functools import lru_cache
 
 from pydantic import BaseModel
 
-from fabric.design.intent import FabricIntent, LinkIntent, SwitchIntent
-from fabric.design.topology import Link, Switch, Topo, port_indexes
+from fabric.design.intent import FabricIntent, Link, SwitchIntent
+from fabric.design.topology import Switch, Topo, port_indexes
 from fabric.errors import printable
 from fabric.model.platforms import PLATFORMS
 from fabric.model.ports import sonic_port_map
@@ -270,7 +270,7 @@ class _Evidence:
 
 @dataclass(slots=True)
 class _Displaced:
-    link: Link | LinkIntent
+    link: Link
     anchor: End
     far: End
     actual: Seen | None  # what the anchor is cabled to
@@ -278,7 +278,7 @@ class _Displaced:
     anchor_read: bool = True  # the anchor's device was read (else it sees nothing only for want of its report)
 
 
-def judge(links: Sequence[Link | LinkIntent], names: Names, reports: dict[str, Lldp]) -> Cabling:
+def judge(links: Sequence[Link], names: Names, reports: dict[str, Lldp]) -> Cabling:
     """The model's `links` against the LLDP `reports` (device → its neighbours)."""
     own = _reports(names, reports)
     ev = _Evidence(own)
@@ -311,7 +311,7 @@ def judge_topology(topo: Topo, reports: dict[str, Lldp]) -> Cabling:
     return judge(topo.links, Names.of_topology(topo), reports)
 
 
-def _quiet(half: list[tuple[Link | LinkIntent, LinkState]], ev: _Evidence, names: Names) -> list[Fault]:
+def _quiet(half: list[tuple[Link, LinkState]], ev: _Evidence, names: Names) -> list[Fault]:
     """The half-seen links, one fault per device that sees nothing where its neighbours see it (lldpd not running
     on a host shows on all its NICs at once)."""
     by_device: dict[str, list[tuple[End, End, str]]] = {}
@@ -332,11 +332,11 @@ def _quiet(half: list[tuple[Link | LinkIntent, LinkState]], ev: _Evidence, names
     return faults
 
 
-def _name(ln: Link | LinkIntent) -> str:
+def _name(ln: Link) -> str:
     return f"{ln.a}:{ln.a_port} — {ln.b}:{ln.b_port}"
 
 
-def _link(ln: Link | LinkIntent, ev: _Evidence, read: set[str], names: Names) -> tuple[LinkState, _Displaced | None,
+def _link(ln: Link, ev: _Evidence, read: set[str], names: Names) -> tuple[LinkState, _Displaced | None,
                                                                            Fault | None]:
     a, b = (ln.a, ln.a_port), (ln.b, ln.b_port)
     va, vb = ev.view(a), ev.view(b)
@@ -438,7 +438,7 @@ def _alone(d: _Displaced, names: Names, links: list[str]) -> Fault:
     return Fault(status=Status.miswired, links=links, message=f"{anchor} is in {names.say(d.actual)}, expected {far}")
 
 
-def _strays(own: dict[End, list[Seen]], links: Sequence[Link | LinkIntent], names: Names) -> list[Fault]:
+def _strays(own: dict[End, list[Seen]], links: Sequence[Link], names: Names) -> list[Fault]:
     """Neighbours the model has no link for: more than one on a port, or a cable between two ports the model
     leaves free (each such cable once)."""
     expected = {e for ln in links for e in ((ln.a, ln.a_port), (ln.b, ln.b_port))}

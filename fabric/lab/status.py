@@ -15,7 +15,8 @@ from fabric.design.bgp import expectation
 from fabric.design.intent import FabricIntent, HostIntent, SwitchIntent
 from fabric.lab.sh import StepError
 from fabric.lab.state import Fault, LabState
-from fabric.parsers.frr import json_docs, route_widths
+from fabric.parsers.frr import route_widths
+from fabric.replies import json_replies
 
 PROBE_WORKERS = 16  # fping processes at once, each mostly waiting for replies
 VTY_WORKERS = 4
@@ -87,7 +88,7 @@ def switch_status(st: LabState, sw: SwitchIntent, fabric: FabricIntent) -> Switc
     status = SwitchStatus(name=sw.name, role=sw.role, sessions=[])
     try:
         out = st.vtysh(sw.name, "show bgp ipv4 unicast summary json", "show ip route json")
-        docs = json_docs(out)
+        docs = json_replies(out, "vtysh")
         summary, routes = docs[0], docs[1]
     except (subprocess.TimeoutExpired, ValueError, IndexError) as exc:
         status.error = f"FRR not answering ({type(exc).__name__})"

@@ -14,7 +14,8 @@ from collections import Counter
 from itertools import pairwise
 
 from fabric.design.cabling import Cabling, LinkState, Status
-from fabric.design.topology import Link, Topo
+from fabric.design.intent import Link
+from fabric.design.topology import Topo
 from fabric.order import natural
 from fabric.render.files import dot_id
 

@@ -2,7 +2,7 @@
 (tests/support/browser.py): no console error, exception or failed load, and the results shown.
 
 No lab: the checks run through `--launcher k8s` against the kubectl stand-in (tests/standins/schedulers.py), as
-tests/test_k8s.py runs them: pod-rail-bandwidth on rail 1 reads a real ib_write_bw output (a 100G run, below the
+tests/render/test_k8s.py runs them: pod-rail-bandwidth on rail 1 reads a real ib_write_bw output (a 100G run, below the
 400G fabric's threshold: a red heatmap), the MPIJob of nccl-allreduce fails."""
 
 from __future__ import annotations

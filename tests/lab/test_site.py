@@ -1,6 +1,6 @@
 """The VM lab as the `--lab` Site (fabric.lab.site.lab_site, VmSite) without booting it: `fabric accept --lab
 --dry-run` plans the checks on the fabric as the VM lab's state (vm.json) says the VM realizes it. The checks run in
-a booted VM in tests/test_lab_vm.py."""
+a booted VM in tests/lab/test_vm.py."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ import pytest
 
 from fabric.lab import vm
 from tests.conftest import require
-from tests.test_lab_support import FABRIC, ROOT
-from tests.test_lab_vm import NAME, vm_fabric
+from tests.lab.test_vm import NAME, vm_fabric
+from tests.support.lab import FABRIC, ROOT
 
 pytestmark = pytest.mark.root
 

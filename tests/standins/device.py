@@ -35,8 +35,10 @@ esac
 
 # SONiC's `show runningconfiguration all` (read several times by every plan and apply) depends on running.json alone:
 # the answer kept in answers/ (tests.standins.sonic.show_running) carries the modification time of the running.json
-# it was read from, and is given again while running.json has that time (replaced since: Python answers anew).
+# it was read from, and is given again while running.json has that time (replaced since: Python answers anew). Each
+# read is one line of running-reads (the tests count the tool's reads, as a switch's command accounting would).
 SHOW_CACHED = """[ "$#:$1:$2" = 2:runningconfiguration:all ] && {
+  echo "$1 $2" >> "$STANDIN_DEV/running-reads"
   f="$STANDIN_DEV/answers/running" t="$STANDIN_DEV/running.json"
   [ -f "$f" ] && [ -f "$t" ] && [ ! "$f" -nt "$t" ] && [ ! "$f" -ot "$t" ] && exec cat "$f"
 }
