@@ -146,7 +146,8 @@ class _XdistGroupIds:
 def pytest_configure(config: pytest.Config) -> None:
     """Each test process (each xdist worker) gets its own push and lab state base, so no test reads or writes the
     operator's `~/.local/state/roce-fabric` or `/run/roce-fabric/lab`, and workers never share an apply lock or
-    an audit log. Tests that need a particular directory still pass their own FABRIC_STATE/FABRIC_LAB_STATE."""
+    an audit log; the run gets a lab instance of its own. Tests that need a particular directory still pass their
+    own FABRIC_STATE/FABRIC_LAB_STATE."""
     config.pluginmanager.register(_XdistGroupIds(), "fabric-xdist-group-ids")
     if config.getoption("dist", None) == "loadgroup":  # the controller hands out groups in collection order
         config.option.loadscopereorder = False
@@ -154,6 +155,9 @@ def pytest_configure(config: pytest.Config) -> None:
     config._fabric_state_base = base  # type: ignore[attr-defined]
     os.environ["FABRIC_STATE"] = str(base / "push")
     os.environ["FABRIC_LAB_STATE"] = str(base / "lab")
+    # This run's lab instance (the xdist workers inherit the controller's): its labs take no name or management
+    # subnet of another run's, nor of `make demo`'s (the default instance).
+    os.environ.setdefault("FABRIC_LAB_INSTANCE", f"t{os.getpid()}")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

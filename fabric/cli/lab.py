@@ -75,9 +75,12 @@ def up(inventory: InventoryArg,
                     log=lambda m: err.print(Text.assemble((f"{time.monotonic() - t0:5.1f}s", "dim"), f" {m}")))
     except StepError as exc:
         raise UsageError(f"lab up failed at {exc.step}: {exc.detail} (lab torn down)") from None
-    out.print(f"lab {st.fabric} up in {st.up_seconds:.1f}s: {len(fabric.switches)} switches, "
-              f"{len(fabric.hosts)} hosts, {len(st.links)} cables; state {st.dir}; "
-              f"ssh key {st.ssh_key} (user {st.ssh_user})")
+    from fabric.lab.state import instance_key
+
+    reach = f"; reached at {st.bridge_address} (instance {st.instance})" if st.instance else ""
+    out.print(f"lab {instance_key(st.fabric, st.instance)} up in {st.up_seconds:.1f}s: {len(fabric.switches)} "
+              f"switches, {len(fabric.hosts)} hosts, {len(st.links)} cables; state {st.dir}; "
+              f"ssh key {st.ssh_key} (user {st.ssh_user}){reach}")
 
 
 def _vm_up(inventory: Path) -> None:
@@ -137,13 +140,16 @@ def down(inventory: InventoryArg) -> None:
     gone = vm.down(fabric.name)
     if gone:
         out.print(f"VM lab {fabric.name} down: {sum(g.startswith('pid ') for g in gone)} processes stopped")
+    from fabric.lab.state import instance, instance_key
+
     removed = lab_down(fabric.name)
     if gone and not removed:
         return
     ns = sum(r.startswith("netns ") for r in removed)
     pids = sum(r.startswith("pid ") for r in removed)
-    out.print(f"lab {fabric.name} down: {ns} namespaces, {pids} processes removed" if removed
-              else f"lab {fabric.name}: nothing to remove")
+    key = instance_key(fabric.name, instance())
+    out.print(f"lab {key} down: {ns} namespaces, {pids} processes removed" if removed
+              else f"lab {key}: nothing to remove")
 
 
 @lab_app.command()

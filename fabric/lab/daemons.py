@@ -5,7 +5,7 @@ socket), `-i` (pid file) and `--log` pointing into `<state>/frr/<node>/`; then `
 --config_dir <that dir>` loads the rendered integrated `frr.conf` into them, as frrinit.sh does.
 Nothing under /etc/frr or /var/run/frr is touched.
 
-OpenSSH: one sshd per node, listening on the node's management address only, with a config,
+OpenSSH: one sshd per node, listening on the node's management (and access) address only, with a config,
 host key, pid file and authorized_keys in `<state>/ssh/`; root login by key only.
 """
 
@@ -75,7 +75,7 @@ def ensure_keys(st: LabState) -> None:
     (d / "authorized_keys").chmod(0o600)
     host_pub = (d / "host_ed25519.pub").read_text().split()
     (d / "known_hosts").write_text(
-        "".join(f"{n.address} {host_pub[0]} {host_pub[1]}\n" for n in st.nodes.values()))
+        "".join(f"{a} {host_pub[0]} {host_pub[1]}\n" for n in st.nodes.values() for a in n.addresses))
     st.ssh_key = str(d / "id_ed25519")
     st.known_hosts = str(d / "known_hosts")
 
@@ -107,7 +107,7 @@ def start_sshd(st: LabState, node: str) -> int:
                  if Path(p).exists()), None)
     cfg.write_text("\n".join([
         f"# sshd of lab node {node} (fabric lab); not the system sshd",
-        "Port 22", f"ListenAddress {n.address}", f"HostKey {d / 'host_ed25519'}", f"PidFile {pidfile}",
+        "Port 22", *(f"ListenAddress {a}" for a in n.addresses), f"HostKey {d / 'host_ed25519'}", f"PidFile {pidfile}",
         f"AuthorizedKeysFile {d / 'authorized_keys'}", "PermitRootLogin prohibit-password",
         "PubkeyAuthentication yes", "PasswordAuthentication no", "KbdInteractiveAuthentication no",
         "UsePAM no", "StrictModes no", "PrintMotd no", "UseDNS no", "MaxStartups 64:30:128",

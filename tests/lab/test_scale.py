@@ -7,18 +7,18 @@ import os
 import signal
 import subprocess
 import time
-from pathlib import Path
 
 import pytest
 
 from tests.support.lab import (
     FABRIC,
     ROOT,
-    STATE_BASE,
     assert_nothing_left,
     env,
     fabric,
+    lab_dir,
     lab_namespaces,
+    netns_prefix,
     require_lab,
     status_json,
 )
@@ -45,7 +45,7 @@ def test_two_su_eight_rails_converge_and_reach_across_sus() -> None:
 
 def test_down_cleans_up_after_a_crashed_up() -> None:
     require_lab()
-    state = Path(STATE_BASE) / "example" / "state.json"
+    state = lab_dir("example") / "state.json"
     proc = subprocess.Popen([FABRIC, "lab", "up", "inventories/example"], env=env(), cwd=ROOT,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
@@ -56,7 +56,7 @@ def test_down_cleans_up_after_a_crashed_up() -> None:
             time.sleep(0.05)
         proc.send_signal(signal.SIGKILL)
         proc.wait(10)
-        assert lab_namespaces("rf-example-"), "the crashed up left nothing to clean (crashed too early?)"
+        assert lab_namespaces(netns_prefix("example")), "the crashed up left nothing to clean (crashed too early?)"
     finally:
         p = fabric("lab", "down", "inventories/example")
         assert p.returncode == 0, p.stderr

@@ -32,8 +32,9 @@ def vm_state(tmp_path: Path) -> tuple[Path, Path, FabricIntent]:
     inv, state = tmp_path / NAME, tmp_path / "state"
     fabric = vm_fabric(inv)
     leaf, rail, hosts = vm.lab_nodes(fabric)
-    (state / f"{NAME}.vm").mkdir(parents=True)
-    vm.VmLab(fabric=NAME, dir=str(state / f"{NAME}.vm"), pid=0, kernel="6.12", leaf=leaf, rail=rail, hosts=hosts,
+    guest = state / vm.vm_dir(NAME).name  # <fabric>.vm, of this run's lab instance
+    guest.mkdir(parents=True)
+    vm.VmLab(fabric=NAME, dir=str(guest), pid=0, kernel="6.12", leaf=leaf, rail=rail, hosts=hosts,
              rate=vm.PORT_RATE).save()
     return inv, state, fabric
 

@@ -82,7 +82,7 @@ def vm_fabric(d: Path) -> FabricIntent:
 
 
 def vm_lab(name: str = NAME) -> vm.VmLab:
-    return vm.VmLab.model_validate_json((Path(STATE_BASE) / f"{name}.vm" / "vm.json").read_text())
+    return vm.VmLab.model_validate_json((Path(STATE_BASE) / vm.vm_dir(name).name / "vm.json").read_text())
 
 
 def sh(lab: vm.VmLab, lines: list[str], timeout: float = 240) -> str:
@@ -282,8 +282,9 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Run]:
         yield Run(fabric, inv, out, p.stdout, lab, accepted[0], report_of(base / "accept"), accepted[1],
                   report_of(base / "no-ecn"))
     finally:
-        if not out.exists() and (Path(STATE_BASE) / f"{NAME}.vm" / "out").exists():
-            shutil.copytree(Path(STATE_BASE) / f"{NAME}.vm" / "out", out)
+        guest_out = Path(STATE_BASE) / vm.vm_dir(NAME).name / "out"
+        if not out.exists() and guest_out.exists():
+            shutil.copytree(guest_out, out)
         cli("lab", "down", str(inv), timeout=120)
 
 

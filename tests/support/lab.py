@@ -50,11 +50,26 @@ def status_json(inventory: str, *extra: str) -> tuple[int, dict]:
     return p.returncode, json.loads(p.stdout)
 
 
+def lab_dir(fabric_name: str) -> Path:
+    """The test state dir of a fabric's lab, of this run's lab instance (tests/conftest.py)."""
+    from fabric.lab.state import instance, instance_key
+
+    return Path(STATE_BASE) / instance_key(fabric_name, instance())
+
+
 def lab_state(fabric_name: str):
     """The LabState of a test lab (read straight from the test state dir)."""
     from fabric.lab.state import LabState
 
-    return LabState.model_validate_json((Path(STATE_BASE) / fabric_name / "state.json").read_text())
+    return LabState.model_validate_json((lab_dir(fabric_name) / "state.json").read_text())
+
+
+def netns_prefix(fabric_name: str, prefix: str = "rf") -> str:
+    """The start of every namespace name of the fabric's lab in this run's instance."""
+    from fabric.lab.plan import netns_name
+    from fabric.lab.state import instance
+
+    return netns_name(prefix, fabric_name, "", instance())
 
 
 def lab_namespaces(prefix: str = "rf-") -> list[str]:
@@ -67,7 +82,7 @@ def lab_processes(fabric_name: str) -> list[str]:
     VM lab's processes, in another group, may run beside it)."""
     from fabric.lab.sh import alive, cmdline
 
-    mine = f"{STATE_BASE}/{fabric_name}/"
+    mine = f"{lab_dir(fabric_name)}/"
     found = []
     for d in Path("/proc").iterdir():
         if d.name.isdigit() and mine in cmdline(int(d.name)) and alive(int(d.name)):
@@ -83,14 +98,15 @@ def lab_links(prefix: str = "rf-") -> list[str]:
 def assert_nothing_left(fabric_name: str, prefix: str = "rf") -> None:
     """No namespace, root-namespace link or process of this fabric's lab (namespace prefix `prefix`) remains.
 
-    Scoped to the fabric (`rf-<fabric>-…`, `rf-<tag>…`) because other engineers' tests on a shared
-    machine create their own `rf…` namespaces; in CI this is every `rf-` name the lab makes.
+    Scoped to the fabric and this run's lab instance (`rf-<fabric>@<instance>-…`, `rf-<tag>…`) because other
+    test runs and engineers' labs on a shared machine create their own `rf…` namespaces.
     """
     from fabric.lab.plan import tag
+    from fabric.lab.state import instance
 
-    assert lab_namespaces(f"{prefix}-{fabric_name}-") == []
+    assert lab_namespaces(netns_prefix(fabric_name, prefix)) == []
     assert lab_processes(fabric_name) == []
-    assert lab_links(f"{prefix}-{tag(fabric_name)}") == []
+    assert lab_links(f"{prefix}-{tag(fabric_name, instance())}") == []
 
 
 @contextmanager
