@@ -5,7 +5,7 @@ configs apply unchanged; a port name that is not a valid Linux ifname (over 15 c
 `/`, `:` or spaces) is mapped to a short one and the mapping is kept in the state file. Names in the
 root namespace (management bridge and veth ends) start with the lab prefix and a tag of the fabric
 name and instance, namespaces with the prefix, fabric name and instance (`rf-example-spine1`,
-`rf-example@b-spine1`), so two labs, also two instances of one inventory, never collide. A named instance
+`rf-example+b-spine1`), so two labs, also two instances of one inventory, never collide. A named instance
 is reached from this machine at access addresses: the management addresses moved into a subnet of its own
 (`access_networks`), added beside them on each node's management interface, so its management network
 takes no route of another lab's.

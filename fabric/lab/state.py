@@ -2,7 +2,7 @@
 
 `state.json` lives in the state dir, `/run/roce-fabric/lab/<fabric>/` by default; the environment
 variable `FABRIC_LAB_STATE` replaces the base `/run/roce-fabric/lab`. `FABRIC_LAB_INSTANCE` names a lab
-instance: a second lab of the same inventory on this machine, with its own state dir (`<fabric>@<instance>`),
+instance: a second lab of the same inventory on this machine, with its own state dir (`<fabric>+<instance>`),
 namespace and link names and management access subnet (fabric.lab.plan); every lab command of that
 environment finds that instance.
 """
@@ -150,9 +150,10 @@ def instance() -> str:
 
 
 def instance_key(fabric_name: str, lab_instance: str) -> str:
-    """The fabric's name qualified by its instance (`example@b`; `example` for the default lab): its state dir's
-    name and the root of its kernel-visible names. `@` is in no fabric name, so no two keys are alike."""
-    return f"{fabric_name}@{lab_instance}" if lab_instance else fabric_name
+    """The fabric's name qualified by its instance (`example+b`; `example` for the default lab): its state dir's
+    name and the root of its kernel-visible names. `+` is in no fabric name, so no two keys are alike (and,
+    unlike `@`, virtme-ng's --rwdir takes it: the VM lab shares its state dir with the guest)."""
+    return f"{fabric_name}+{lab_instance}" if lab_instance else fabric_name
 
 
 def state_dir(fabric_name: str) -> Path:

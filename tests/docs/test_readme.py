@@ -73,7 +73,11 @@ class Example:
 
     @property
     def words(self) -> list[str]:
-        return shlex.split(self.command, comments=True)
+        """The command's words after any leading `NAME=value` environment assignments."""
+        words = shlex.split(self.command, comments=True)
+        while words and re.fullmatch(r"[A-Z_][A-Z0-9_]*=\S*", words[0]):
+            words = words[1:]
+        return words
 
     @property
     def kind(self) -> str:
@@ -217,13 +221,19 @@ def test_lab_examples_in_order(workdir: Path) -> None:
     up = [e for e in lab if e.words[1:3] == ["lab", "up"]]
     down = [e for e in lab if e.words[1:3] == ["lab", "down"]]
     assert up and down
+    # an example's second lab instance becomes this run's own (t<pid> → u<pid>), so two runs never share it
+    second = "u" + os.environ.get("FABRIC_LAB_INSTANCE", "t")[1:]
+
+    def command(e: Example) -> str:
+        return re.sub(r"\bFABRIC_LAB_INSTANCE=\w+", f"FABRIC_LAB_INSTANCE={second}", e.command)
+
     try:
         for e in [*up, *(e for e in lab if e not in up and e not in down)]:
-            p = shell(e.command, workdir)
+            p = shell(command(e), workdir)
             assert p.returncode == 0 and "Traceback" not in p.stderr, f"{e.command}\n{p.stdout}\n{p.stderr}"
             if e.expected:
                 assert matches(e.expected, (p.stdout + p.stderr).splitlines()), p.stdout + p.stderr
     finally:
         for e in down:
-            p = shell(e.command, workdir)
+            p = shell(command(e), workdir)
             assert p.returncode == 0, p.stderr

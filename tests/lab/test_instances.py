@@ -74,7 +74,7 @@ def test_each_owns_its_names_and_management_subnet(two_labs: tuple[str, str]) ->
     assert max(len(x) for x in a[1] + b[1]) <= IFNAMSIZ
     routes = {}
     for i in two_labs:
-        st = json.loads((Path(STATE_BASE) / f"example@{i}" / "state.json").read_text())
+        st = json.loads((Path(STATE_BASE) / f"example+{i}" / "state.json").read_text())
         routes[i] = IPv4Interface(st["bridge_address"]).network
         assert st["nodes"]["leaf-su1-r1"]["management_address"] == "198.18.0.3/24"  # the inventory's, inside
     assert not routes[two_labs[0]].overlaps(routes[two_labs[1]])

@@ -30,7 +30,7 @@ def test_an_instance_names_everything_apart_within_ifnamsiz() -> None:
     assert _root_names(default).isdisjoint(_root_names(named))
     longest = max(_root_names(named) | _root_names(default), key=len)
     assert len(longest.encode()) <= IFNAMSIZ, longest
-    assert named.nodes["spine1"].netns == "abcd-lab-2su8r@t4194303-spine1"
+    assert named.nodes["spine1"].netns == "abcd-lab-2su8r+t4194303-spine1"
     assert default.nodes["spine1"].netns == "abcd-lab-2su8r-spine1"  # the default lab's names as they were
 
 
