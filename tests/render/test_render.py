@@ -318,3 +318,24 @@ def test_rail_addresses_are_ipaddress_text() -> None:
                 _interface_ip(text)
         else:
             assert _interface_ip(text) == want, text
+
+
+def test_a_first_render_opens_each_file_once_and_a_rerender_reads_before_writing(tmp_path: Path,
+                                                                                  monkeypatch) -> None:
+    """Into a new tree every device file is written straight away (no look for one that cannot be there yet);
+    over the last render each is read first and, being unchanged, not written again."""
+    f = fabric()
+    opened: list[tuple[str, bool]] = []
+    real_open = os.open
+
+    def counting_open(path, flags, *args):  # the real call, noted with whether it writes
+        opened.append((str(path), bool(flags & os.O_WRONLY)))
+        return real_open(path, flags, *args)
+
+    monkeypatch.setattr(os, "open", counting_open)
+    render_to(tmp_path / "out", f, workers=1)
+    devices = [str(p) for p in (tmp_path / "out").rglob("*") if p.is_file() and "k8s" not in p.parts]
+    assert len(devices) > 20 and sorted(opened) == sorted((p, True) for p in devices)
+    opened.clear()
+    render_to(tmp_path / "out", f, workers=1)
+    assert sorted(opened) == sorted((p, False) for p in devices)
