@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 # network failure is tried again with back-off, any other failure stops at once.
 RETRY := tools/retry.sh
 FABRIC := $(VENV)/bin/fabric
-APT_PACKAGES := frr frr-pythontools openssh-server openssh-client iperf3 iproute2 iputils-ping fping strace ethtool procps python3-venv \
+APT_PACKAGES := frr frr-pythontools openssh-server openssh-client lldpd iperf3 iproute2 iputils-ping fping strace ethtool procps python3-venv \
   libyang2-dev prometheus systemd netplan.io graphviz
 # The lab's real-kernel checks (tests/test_lab_vm.py, fabric/lab/vm.py): QEMU, busybox for virtme-ng's guest, the
 # Debian 6.12 kernel (bookworm-security; sch_ets, sch_red, rdma_rxe), perftest and the RDMA tools

@@ -1,4 +1,5 @@
-"""The example fabric in the lab: convergence, ECMP, reachability, exec, real ssh, faults, clean down."""
+"""The example fabric in the lab: convergence, ECMP, reachability, exec, real ssh, faults, cabling (real LLDP),
+clean down."""
 
 from __future__ import annotations
 
@@ -144,7 +145,7 @@ def test_link_down_shows_in_status_and_clears(lab: None) -> None:
         assert r1["swp5"] != "Established" and r1["swp6"] == "Established"
         assert sws["leaf-su1-r2"]["ecmp_min"] == 1  # leaf-su1-r1's prefixes only via spine2 now
         assert data["faults"] == [{"kind": "link", "node": "leaf-su1-r1", "port": "swp5", "ifname": "swp5",
-                                   "rate": None}]
+                                   "rate": None, "other": None, "moves": []}]
     finally:
         p = fabric("lab", "fault", INV, "clear", check=True)
     assert "converged again in" in p.stdout  # `clear` returns once BGP is back: nothing left to wait for
@@ -189,3 +190,101 @@ def test_bad_fault_arguments_are_usage_errors(lab: None) -> None:
 def test_second_up_refused(lab: None) -> None:
     p = fabric("lab", "up", INV)
     assert p.returncode == 2 and "lab down" in p.stderr
+
+
+# -- cabling: lldpd in every namespace, cable faults, `fabric cabling --lab` ---------------------------------------
+HOST_NICS = ("gpu-su1-01 NIC 1 is in leaf-su1-r2:swp1, expected leaf-su1-r1:swp1; gpu-su1-01 NIC 2 is in "
+             "leaf-su1-r1:swp1 — NICs 1 and 2 of gpu-su1-01 are crossed: swap these two cables")
+LEAF_PORTS = ("gpu-su1-02 NIC 3 is in leaf-su1-r4:swp2, expected leaf-su1-r3:swp2; gpu-su1-02 NIC 4 is in "
+              "leaf-su1-r3:swp2 — NICs 3 and 4 of gpu-su1-02 are crossed: swap these two cables")
+UPLINKS = ("leaf-su1-r1:swp5 is in spine2:swp1, expected spine1:swp1; leaf-su1-r1:swp6 is in spine1:swp1 — swap "
+           "these two cables")
+PULLED = "leaf-su1-r3:swp6 — spine2:swp3: no neighbour on either end (cable out, or the link down)"
+
+
+def _cabling(expected: set[str], timeout: float = 20) -> tuple[int, set[str], dict]:
+    """`fabric cabling --lab` until its faults are `expected` (LLDP settles within its TTL, 4 s) or `timeout`."""
+    deadline = time.monotonic() + timeout
+    while True:
+        p = fabric("cabling", INV, "--lab", "--format", "json")
+        assert p.returncode in (0, 1), p.stderr
+        data = json.loads(p.stdout)
+        found = {f["message"] for f in data["faults"]}
+        if found == expected or time.monotonic() > deadline:
+            return p.returncode, found, data
+        time.sleep(1)
+
+
+def _converged(timeout: float = 30) -> tuple[int, dict]:
+    """`lab status --no-pings` once every session is up and ECMP full again, or at `timeout`."""
+    deadline = time.monotonic() + timeout
+    while True:
+        rc, data = status_json(INV, "--no-pings")
+        if rc == 0 or time.monotonic() > deadline:
+            return rc, data
+        time.sleep(1)
+
+
+def test_the_healthy_lab_is_all_ok_in_cabling_read_live(lab: None) -> None:
+    rc, found, data = _cabling(set())
+    assert rc == 0 and found == set()
+    assert data["counts"]["ok"] == 24 and data["read"] == 10 and data["unread"] == []
+    p = fabric("cabling", INV, "--lab", check=True)
+    assert p.stdout.strip() == "24 links: 24 ok; LLDP read from 10 of 10 devices"
+    # the node's own lldpd, its inventory name sent as system name, on the cable ports only
+    p = fabric("lab", "exec", INV, "leaf-su1-r1", "--", "lldpcli", "show", "neighbors", "ports", "swp1", check=True)
+    assert "SysName:      gpu-su1-01" in p.stdout and "PortDescr:    rail1" in p.stdout
+    p = fabric("lab", "exec", INV, "gpu-su1-01", "--", "lldpcli", "show", "interfaces", check=True)
+    assert "Interface:    rail1" in p.stdout and "eth0" not in p.stdout
+
+
+def test_crossed_uplinks_keep_bgp_up_and_only_cabling_names_them(lab: None) -> None:
+    fabric("lab", "fault", INV, "cross-uplinks", "leaf-su1-r1:swp5", "leaf-su1-r1:swp6", check=True)
+    try:
+        rc, found, _ = _cabling({UPLINKS})
+        assert rc == 1 and found == {UPLINKS}
+        # BGP unnumbered comes up again with whichever spine is at the port: sessions and ECMP as the model has them
+        rc, data = _converged()
+        assert rc == 0, data["problems"]
+        assert data["faults"][0]["kind"] == "cross-uplinks" and data["faults"][0]["other"] == "leaf-su1-r1:swp6"
+    finally:
+        fabric("lab", "fault", INV, "clear", check=True)
+    assert _cabling(set())[:2] == (0, set())
+
+
+def test_cable_faults_are_named_with_their_fix_and_gate_acceptance(lab: None, tmp_path: Path) -> None:
+    fabric("lab", "fault", INV, "swap-cables", "gpu-su1-01:rail1", "gpu-su1-01:rail2", check=True)
+    fabric("lab", "fault", INV, "swap-cables", "leaf-su1-r3:swp2", "leaf-su1-r4:swp2", check=True)
+    p = fabric("lab", "fault", INV, "pull", "spine2:swp3", check=True)
+    assert p.stdout.strip() == "cable pulled out of spine2:swp3 (fault recorded)"
+    try:
+        rc, found, _ = _cabling({HOST_NICS, LEAF_PORTS, PULLED})
+        assert rc == 1 and found == {HOST_NICS, LEAF_PORTS, PULLED}
+        # the port a cable was pulled out of is still there, up, without carrier
+        p = fabric("lab", "exec", INV, "spine2", "--", "ip", "-br", "link", "show", "swp3", check=True)
+        assert "NO-CARRIER" in p.stdout and ",UP" in p.stdout
+        p = fabric("accept", INV, "--lab", "--quick", "--tags", "cabling,rail-latency", "--format", "json",
+                   "-o", str(tmp_path), timeout=120)
+        assert p.returncode == 1, p.stderr
+        results = json.loads((tmp_path / "accept.json").read_text())["results"]
+        assert [r["name"] for r in results] == ["cabling", "rail-latency"]
+        assert results[0]["status"] == "fail" and PULLED in results[0]["message"]
+        assert {m["detail"] for m in results[0]["measurements"] if not m["ok"]} == {HOST_NICS, LEAF_PORTS, PULLED}
+        assert results[1]["status"] == "skipped" and results[1]["message"].startswith("not run: cabling failed")
+    finally:
+        p = fabric("lab", "fault", INV, "clear", check=True)
+    assert "3 faults cleared" in p.stdout and "converged again in" in p.stdout
+    assert _cabling(set())[:2] == (0, set())
+    rc, data = status_json(INV)  # every port configured again: sessions, ECMP and every rail's pings as before
+    assert rc == 0 and data["ok"], data["problems"]
+
+
+def test_bad_cable_faults_are_usage_errors(lab: None) -> None:
+    p = fabric("lab", "fault", INV, "swap-cables", "leaf-su1-r1:swp5", "leaf-su1-r1:swp1")
+    assert p.returncode == 2 and "swap-cables: expected a host cable at leaf-su1-r1:swp5, found a cable between two " \
+        "switches (leaf-su1-r1:swp5 — spine1:swp1)" in p.stderr, p.stderr
+    p = fabric("lab", "fault", INV, "cross-uplinks", "leaf-su1-r1:swp1", "gpu-su1-01:rail1")
+    assert p.returncode == 2 and "found leaf-su1-r1:swp1 and gpu-su1-01:rail1 are the two ends of one cable" in p.stderr
+    p = fabric("lab", "fault", INV, "pull", "spine2:swp99")
+    assert p.returncode == 2 and "spine2 has no lab port 'swp99'" in p.stderr
+    assert status_json(INV, "--no-pings")[1]["faults"] == []

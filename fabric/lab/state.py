@@ -33,7 +33,7 @@ class NodeState(_Model):
     management_ifname: str  # inside the namespace, eth0
     management_veth: str  # root-namespace end, on the management bridge
     ifnames: dict[str, str] = {}  # port name → Linux ifname (differ only when the port name does not fit)
-    pids: dict[str, int] = {}  # zebra/bgpd/staticd/sshd → pid
+    pids: dict[str, int] = {}  # zebra/bgpd/staticd/sshd/lldpd → pid
 
     @property
     def address(self) -> str:
@@ -50,12 +50,24 @@ class LinkState(_Model):
     b_ifname: str
 
 
+class Move(_Model):
+    """One cable end a cable fault moved: the veth end `ifname` of `node` is now `to_ifname` of `to_node` ("" is the
+    lab's namespace of unplugged cable ends); `lab fault clear` moves it back."""
+
+    node: str
+    ifname: str
+    to_node: str
+    to_ifname: str
+
+
 class Fault(_Model):
-    kind: Literal["link", "throttle"]
+    kind: Literal["link", "throttle", "swap-cables", "cross-uplinks", "pull"]
     node: str
     port: str
     ifname: str
     rate: str | None = None  # throttle: tc rate, e.g. 100mbit
+    other: str | None = None  # swap-cables, cross-uplinks: the other port, DEV:PORT
+    moves: list[Move] = []  # cable faults: the veth ends moved, in order
 
 
 class LabState(_Model):
@@ -91,8 +103,25 @@ class LabState(_Model):
     def ssh_dir(self) -> Path:
         return self.dir / "ssh"
 
+    def lldp_dir(self) -> Path:
+        return self.dir / "lldp"
+
+    def lldp_socket(self, node: str) -> Path:
+        """The control socket of the node's lldpd (its `lldpctl` and `lldpcli` wrappers pass it)."""
+        return self.lldp_dir() / f"{node}.sock"
+
+    @property
+    def unplugged_netns(self) -> str:
+        """The namespace that holds cable ends pulled out of their ports (created by the first `lab fault pull`)."""
+        return f"{self.prefix}-{self.fabric}.unplugged"
+
+    def netns_of(self, node: str) -> str:
+        """The namespace of a node, or of the unplugged cable ends for `""`."""
+        return self.node(node).netns if node else self.unplugged_netns
+
     def node_bin(self, node: str) -> Path:
-        """Commands of the node (its FRR's `vtysh`), first on its PATH in `lab exec` and `lab ssh`."""
+        """Commands of the node (its FRR's `vtysh`, its lldpd's `lldpctl`), first on its PATH in `lab exec` and
+        `lab ssh`."""
         return self.dir / "bin" / node
 
     def node_path(self, node: str) -> str:
