@@ -52,8 +52,11 @@ deps:
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" != 0 ]; then echo "need root to install:$$missing" >&2; exit 2; fi; \
 	  $(RETRY) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(RETRY) apt-get install -y -qq $$missing; \
-	  if [ -d /run/systemd/system ]; then systemctl disable --now prometheus prometheus-node-exporter \
-	    >/dev/null 2>&1 || true; fi; \
+	  # the tests need their binaries only; lldpd runs in the lab's namespaces alone (nothing speaks LLDP on the host)
+	  for s in prometheus prometheus-node-exporter lldpd; do \
+	    if [ -d /run/systemd/system ]; then systemctl disable --now $$s >/dev/null 2>&1 || true; \
+	    elif [ -x /etc/init.d/$$s ]; then /etc/init.d/$$s stop >/dev/null 2>&1; update-rc.d $$s disable >/dev/null 2>&1 || true; fi; \
+	  done; \
 	fi
 
 DEMO_INV ?= inventories/example
