@@ -1,15 +1,17 @@
 """Faults injected into the lab: a link taken down, a port throttled with a tbf qdisc, cables miswired or pulled.
 Recorded in state; `clear` undoes them all.
 
-A cable is a veth pair, so a cable fault moves veth ends: `swap-cables` and `cross-uplinks` exchange the cables in
-two ports (each end moves to the other port's namespace and takes its name); `pull` moves the cable's end out of
-its port into the lab's namespace of unplugged ends and leaves an empty port behind (a veth whose peer lies there,
-down: no carrier, as a port without a cable). A port that gets a new end is configured again as `lab up` configured
-it (the switch's interfaces.sh and queues, the host agent, lldpd), so only the cabling differs from the model."""
+A cable is a veth pair, and a veth's peer cannot change, so a cable fault makes the cables again: the affected pairs
+are deleted and made anew, each port's device under its own name and MAC in its own namespace, only its peer
+different. `swap-cables` and `cross-uplinks` exchange the cables in two ports; `pull` leaves the port empty (its
+device's peer lies in the lab's namespace of unplugged ends, down: no carrier) and the cable's far end leading
+nowhere. Every port of the cables is configured again as `lab up` configured it (the switch's interfaces.sh and
+queues, the host agent, lldpd), so only the cabling differs from the model; `clear` makes the original pairs again."""
 
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -17,7 +19,7 @@ from typing import TYPE_CHECKING
 from fabric.errors import UsageError
 from fabric.lab import daemons
 from fabric.lab.sh import quiet, run
-from fabric.lab.state import Fault, LabState, LinkState, Move
+from fabric.lab.state import Cable, End, Fault, LabState, LinkState
 
 if TYPE_CHECKING:
     from fabric.design.intent import FabricIntent
@@ -72,8 +74,8 @@ def clear(st: LabState, fabric: FabricIntent | None = None) -> list[Fault]:
     qdiscs removed (a switch port gets its queues back)."""
     cleared = list(st.faults)
     for f in reversed(cleared):
-        if f.moves:
-            _unmove(st, f)
+        if f.was:
+            _recable(st, f.now, f.was, "clear")
             _configure(st, fabric or _fabric(st), _ends(f))
         elif f.kind == "link":
             quiet(st.ns_argv(f.node, ["ip", "link", "set", "dev", f.ifname, "up"]))
@@ -99,14 +101,29 @@ def _free(st: LabState, *ends: tuple[str, str]) -> None:
     """A port already in a cable fault takes no second one (clear first)."""
     for f in st.faults:
         for node, port in ends:
-            if f.moves and (node, port) in _ends(f):
+            if f.was and (node, port) in _ends(f):
                 raise UsageError(f"{node}:{port} is already in a {f.kind} fault; run `fabric lab fault clear` first")
 
 
 def _ends(f: Fault) -> list[tuple[str, str]]:
-    """The ports a cable fault changed (the one or two named)."""
-    other = f.other.partition(":") if f.other else None
-    return [(f.node, f.port)] + ([(other[0], other[2])] if other else [])
+    """The ports a cable fault changed: every port end of its cables (the named ones and their far ends)."""
+    return sorted({(e.node, e.port) for c in f.was for e in (c.a, c.b) if e.node})
+
+
+def _end(st: LabState, node: str, port: str) -> End:
+    ifname = st.nodes[node].ifnames[port]
+    shown = json.loads(run(["ip", "-n", st.netns_of(node), "-j", "link", "show", "dev", ifname], f"{node}:{port}"))
+    return End(node=node, port=port, ifname=ifname, mac=shown[0]["address"])
+
+
+def _far(st: LabState, node: str, port: str) -> tuple[str, str]:
+    ln = _cable(st, node, port)
+    return (ln.b, ln.b_port) if (ln.a, ln.a_port) == (node, port) else (ln.a, ln.a_port)
+
+
+def _unplugged(node: str, port: str) -> End:
+    """The free end of the cable pulled out of `node:port` (or left in it), in the unplugged namespace."""
+    return End(node="", port="", ifname="c" + hashlib.sha1(f"{node}:{port}".encode()).hexdigest()[:10], mac="")
 
 
 def swap(st: LabState, fabric: FabricIntent, kind: str, spec_a: str, spec_b: str) -> Fault:
@@ -122,62 +139,54 @@ def swap(st: LabState, fabric: FabricIntent, kind: str, spec_a: str, spec_b: str
             found = "a host cable" if _host_cable(st, cable) else "a cable between two switches"
             raise UsageError(f"{kind}: expected {'a host cable' if want_host else 'an uplink'} at {spec}, found "
                              f"{found} ({cable.a}:{cable.a_port} — {cable.b}:{cable.b_port})")
-    _free(st, a[:2], b[:2])
-    moves = [Move(node=a[0], ifname=a[2], to_node=b[0], to_ifname=b[2]),
-             Move(node=b[0], ifname=b[2], to_node=a[0], to_ifname=a[2])]
-    fault = Fault(kind=kind, node=a[0], port=a[1], ifname=a[2], other=f"{b[0]}:{b[1]}", moves=moves)  # type: ignore[arg-type]
+    far_a, far_b = _far(st, a[0], a[1]), _far(st, b[0], b[1])
+    _free(st, a[:2], b[:2], far_a, far_b)
+    ea, eb, fa, fb = (_end(st, *x) for x in (a[:2], b[:2], far_a, far_b))
+    fault = Fault(kind=kind, node=a[0], port=a[1], ifname=a[2], other=f"{b[0]}:{b[1]}",  # type: ignore[arg-type]
+                  was=[Cable(a=ea, b=fa), Cable(a=eb, b=fb)], now=[Cable(a=ea, b=fb), Cable(a=eb, b=fa)])
     return _inject(st, fabric, fault)
 
 
 def pull(st: LabState, fabric: FabricIntent, spec: str) -> Fault:
-    """Pull the cable out of a port: its end goes to the unplugged namespace, the port stays, empty."""
+    """Pull the cable out of a port: the port stays, empty (its device's peer lies unplugged, down: no carrier), and
+    the cable's far end, still in its port, leads nowhere (no carrier there either)."""
     node, port, ifname = _port(st, spec)
-    _free(st, (node, port))
+    far = _far(st, node, port)
+    _free(st, (node, port), far)
     if quiet(["ip", "netns", "pids", st.unplugged_netns]) != 0:
         st.namespaces.append(st.unplugged_netns)  # recorded first: `lab down` removes it
         st.save()
         run(["ip", "netns", "add", st.unplugged_netns], "unplugged namespace")
-    parked = "c" + hashlib.sha1(f"{node}:{port}".encode()).hexdigest()[:10]
-    fault = Fault(kind="pull", node=node, port=port, ifname=ifname,
-                  moves=[Move(node=node, ifname=ifname, to_node="", to_ifname=parked)])
+    e, f = _end(st, node, port), _end(st, *far)
+    fault = Fault(kind="pull", node=node, port=port, ifname=ifname, was=[Cable(a=e, b=f)],
+                  now=[Cable(a=e, b=_unplugged(node, port)), Cable(a=f, b=_unplugged(*far))])
     return _inject(st, fabric, fault)
 
 
 def _inject(st: LabState, fabric: FabricIntent, fault: Fault) -> Fault:
-    """Move the cable ends, then record the fault (one that fails half-way is not: `fabric lab down` removes it)."""
-    _move(st, fault.moves, fault.kind)
-    if fault.kind == "pull":  # the empty port: a veth end whose peer lies unplugged, down
-        m = fault.moves[0]
-        run(["ip", "-n", st.netns_of(m.node), "link", "add", "name", m.ifname, "type", "veth", "peer", "name",
-             m.to_ifname + "e", "netns", st.unplugged_netns], f"pull {m.node}:{fault.port}")
+    """Recable, then record the fault (one that fails half-way is not: `fabric lab down` removes it)."""
+    _recable(st, fault.was, fault.now, fault.kind)
     st.faults.append(fault)
     st.save()
     _configure(st, fabric, _ends(fault))
     return fault
 
 
-def _move(st: LabState, moves: list[Move], step: str) -> None:
-    """Carry out `moves` through temporary names, so that two ends may trade names and namespaces."""
-    for i, m in enumerate(moves):
-        src, dst = st.netns_of(m.node), st.netns_of(m.to_node)
-        run(["ip", "-n", src, "link", "set", "dev", m.ifname, "down"], step)
-        where = [] if src == dst else ["netns", dst]
-        run(["ip", "-n", src, "link", "set", "dev", m.ifname, *where, "name", f"fabricmv{i}"], step)
-    for i, m in enumerate(moves):
-        dst = st.netns_of(m.to_node)
-        run(["ip", "-n", dst, "link", "set", "dev", f"fabricmv{i}", "name", m.to_ifname], step)
-
-
-def _unmove(st: LabState, f: Fault) -> None:
-    """Put a cable fault's ends back where `lab up` made them (the empty port of a pull removed first)."""
-    if f.kind == "pull":
-        quiet(["ip", "-n", st.netns_of(f.node), "link", "del", "dev", f.ifname])
-    _move(st, [Move(node=m.to_node, ifname=m.to_ifname, to_node=m.node, to_ifname=m.ifname) for m in f.moves],
-          "clear")
+def _recable(st: LabState, old: list[Cable], new: list[Cable], step: str) -> None:
+    """Replace the veth pairs `old` by `new`. A port's device is made again under its name and MAC, never renamed
+    or moved: FRR keys an interface by its name and holds one ifindex per name (zebra: a rename's "results are
+    uncertain"), and a port of a real switch keeps its name whatever cable is plugged in."""
+    for c in old:
+        run(["ip", "-n", st.netns_of(c.a.node), "link", "del", "dev", c.a.ifname], step)
+    for c in new:
+        mac_a = ["address", c.a.mac] if c.a.mac else []
+        mac_b = ["address", c.b.mac] if c.b.mac else []
+        run(["ip", "-n", st.netns_of(c.a.node), "link", "add", "name", c.a.ifname, *mac_a, "type", "veth", "peer",
+             "name", c.b.ifname, *mac_b, "netns", st.netns_of(c.b.node)], step)
 
 
 def _configure(st: LabState, fabric: FabricIntent, ends: list[tuple[str, str]]) -> None:
-    """Configure ports that got a new cable end as `lab up` did: the switch's interfaces.sh (idempotent) and
+    """Configure ports whose device was made again as `lab up` did: the switch's interfaces.sh (idempotent) and
     queues, the host agent on a host; every port up, the node's lldpd started again."""
     from fabric.lab.lifecycle import host_agent
 

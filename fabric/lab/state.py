@@ -50,14 +50,21 @@ class LinkState(_Model):
     b_ifname: str
 
 
-class Move(_Model):
-    """One cable end a cable fault moved: the veth end `ifname` of `node` is now `to_ifname` of `to_node` ("" is the
-    lab's namespace of unplugged cable ends); `lab fault clear` moves it back."""
+class End(_Model):
+    """One end of a lab cable: the device `ifname` of the node's `port` (node "": an end in the lab's namespace of
+    unplugged cable ends, port "") and its MAC address, which the port keeps whatever cable is in it."""
 
     node: str
+    port: str
     ifname: str
-    to_node: str
-    to_ifname: str
+    mac: str
+
+
+class Cable(_Model):
+    """A veth pair as it is cabled: its two ends."""
+
+    a: End
+    b: End
 
 
 class Fault(_Model):
@@ -67,7 +74,8 @@ class Fault(_Model):
     ifname: str
     rate: str | None = None  # throttle: tc rate, e.g. 100mbit
     other: str | None = None  # swap-cables, cross-uplinks: the other port, DEV:PORT
-    moves: list[Move] = []  # cable faults: the veth ends moved, in order
+    was: list[Cable] = []  # cable faults: the cables as `lab up` made them, put back by `lab fault clear`
+    now: list[Cable] = []  # cable faults: the cables made in their place
 
 
 class LabState(_Model):
