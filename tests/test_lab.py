@@ -333,7 +333,7 @@ def _differences(original: Path, draft: Path) -> list[str]:
 # What the draft cannot know, and so renders differently (docs/discover.md "What is read, and what is guessed"): the
 # management network's prefix (not in LLDP of the cable ports nor in a switch config: the draft keeps 198.18.0.0/16,
 # the example has a /24), and the host link speed (frr.conf sets no port speed: the draft guesses 400G, the example
-# has 200G). Each host file differs in those lines only; every switch file is equal.
+# has 100G). Each host file differs in those lines only; every switch file is equal.
 EXPLAINED_DRAFT = ("management_address", "198.18.0.", '"speed"', "G to leaf-")
 
 
