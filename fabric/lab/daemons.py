@@ -10,8 +10,10 @@ host key, pid file and authorized_keys in `<state>/ssh/`; root login by key only
 
 lldpd: one per node on the node's cable ports only (`-I`, never the management interface), with its control socket
 (`-u`), pid file (`-p`) and configuration (`-O`, instead of /etc/lldpd.*) in `<state>/lldp/`; it sends the node's
-inventory name as system name every second (`tx-interval 1`: a neighbour shows within seconds, a pulled cable is
-gone after the TTL of 4 s). `lldpctl` and `lldpcli` on the node reach that instance without flags.
+inventory name as system name every second (`tx-interval 1`: a neighbour shows within seconds) with a TTL of 10 s
+(`tx-hold 10`: a daemon starved of CPU for a few seconds on a loaded machine does not lose its neighbours; a cable
+fault restarts the lldpd of every port it touches, so no neighbour outlives its cable). `lldpctl` and `lldpcli` on
+the node reach that instance without flags.
 """
 
 from __future__ import annotations
@@ -128,7 +130,8 @@ def start_sshd(st: LabState, node: str) -> int:
     return int(pidfile.read_text().strip())
 
 
-LLDP_TX_INTERVAL = 1  # seconds between LLDPDUs (lldpd's default 30, TTL 4 × that)
+LLDP_TX_INTERVAL = 1  # seconds between LLDPDUs (lldpd's default 30)
+LLDP_TX_HOLD = 10  # TTL = hold × interval (lldpd's default 4: 4 s at 1 s expired a busy machine's neighbours)
 
 
 def start_lldpd(st: LabState, node: str) -> int:
@@ -138,7 +141,7 @@ def start_lldpd(st: LabState, node: str) -> int:
     sock, pidfile, conf = st.lldp_socket(node), d / f"{node}.pid", d / f"{node}.conf"
     pidfile.unlink(missing_ok=True)
     conf.write_text(f"# lldpd of lab node {node} (fabric lab)\nconfigure system hostname {node}\n"
-                    f"configure lldp tx-interval {LLDP_TX_INTERVAL}\n")
+                    f"configure lldp tx-interval {LLDP_TX_INTERVAL}\nconfigure lldp tx-hold {LLDP_TX_HOLD}\n")
     ports = sorted(st.node(node).ifnames.values()) or ["!*"]  # a node without cables: lldpd on no interface
     run(st.ns_argv(node, [str(LLDPD), "-u", str(sock), "-p", str(pidfile), "-O", str(conf), "-I", ",".join(ports)]),
         f"lldpd {node}")
