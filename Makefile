@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 # network failure is tried again with back-off, any other failure stops at once.
 RETRY := tools/retry.sh
 FABRIC := $(VENV)/bin/fabric
-APT_PACKAGES := frr frr-pythontools openssh-server openssh-client iperf3 iproute2 iputils-ping fping strace ethtool procps python3-venv \
+APT_PACKAGES := frr frr-pythontools openssh-server openssh-client lldpd iperf3 iproute2 iputils-ping fping strace ethtool procps python3-venv \
   libyang2-dev prometheus systemd netplan.io graphviz
 # Headless chromium: the HTML reports (cabling, accept) loaded in a real browser by the tests (tests/support/browser.py)
 APT_PACKAGES += chromium
@@ -54,8 +54,11 @@ deps:
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" != 0 ]; then echo "need root to install:$$missing" >&2; exit 2; fi; \
 	  $(RETRY) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(RETRY) apt-get install -y -qq $$missing; \
-	  if [ -d /run/systemd/system ]; then systemctl disable --now prometheus prometheus-node-exporter \
-	    >/dev/null 2>&1 || true; fi; \
+	  # the tests need their binaries only; lldpd runs in the lab's namespaces alone (nothing speaks LLDP on the host)
+	  for s in prometheus prometheus-node-exporter lldpd; do \
+	    if [ -d /run/systemd/system ]; then systemctl disable --now $$s >/dev/null 2>&1 || true; \
+	    elif [ -x /etc/init.d/$$s ]; then /etc/init.d/$$s stop >/dev/null 2>&1; update-rc.d $$s disable >/dev/null 2>&1 || true; fi; \
+	  done; \
 	fi
 
 DEMO_INV ?= inventories/example

@@ -1,4 +1,5 @@
-"""`fabric cabling INV --from DIR`: the cabling LLDP shows against the model's, cable by cable."""
+"""`fabric cabling INV --from DIR` (saved outputs) or `--lab` (the running lab, live): the cabling LLDP shows
+against the model's, cable by cable."""
 
 from __future__ import annotations
 
@@ -14,9 +15,9 @@ from rich.text import Text
 
 from fabric.cli.console import console, styled
 from fabric.cli.saved import read_lldp
-from fabric.design.cabling import Cabling, Status, judge_topology
+from fabric.design.cabling import Cabling, Names, Status, judge, judge_topology
 from fabric.design.topology import Topo
-from fabric.errors import InputError, Problem
+from fabric.errors import InputError, Problem, UsageError
 from fabric.parsers.lldp import Lldp
 from fabric.safefile import write_output
 from fabric.serialize import dumps_json
@@ -29,9 +30,11 @@ STYLE = {Status.miswired: "red", Status.unexpected: "red", Status.missing: "red"
 
 def cabling(
     inventory: Path = typer.Argument(..., help="inventory directory (inventories/<name>)"),
-    source: Path = typer.Option(..., "--from", help="directory of saved LLDP outputs: <device>.lldp-sonic (show "
-                                "lldp table), .lldp-nvue, .lldp-eos (show lldp neighbors detail | json), .lldpctl "
-                                "(lldpctl -f json: hosts, FRR, or SONiC's and Cumulus' lldpd)"),
+    source: Path | None = typer.Option(None, "--from", help="directory of saved LLDP outputs: <device>.lldp-sonic "
+                                       "(show lldp table), .lldp-nvue, .lldp-eos (show lldp neighbors detail | json), "
+                                       ".lldpctl (lldpctl -f json: hosts, FRR, or SONiC's and Cumulus' lldpd)"),
+    lab: bool = typer.Option(False, "--lab", help="instead: read the running lab's LLDP live (each switch's driver, "
+                             "each host's lldpctl), as the acceptance check `cabling` does"),
     fmt: str | None = typer.Option(None, "--format", "-f", help="table, json, junit, or a picture of every link "
                                    "coloured by its state: svg, dot or html (default: table, or the ending of -o)"),
     output: Path | None = typer.Option(None, "--output", "-o", help="write the report here instead of stdout"),
@@ -46,8 +49,10 @@ def cabling(
         raise InputError(Problem("--format", None, "", f"one of {', '.join(FORMATS)}", repr(fmt)))
     if su is not None and fmt not in PICTURES.values():
         raise InputError(Problem("--su", None, "", "a picture (--format svg, dot or html)", f"--format {fmt}"))
+    if (source is None) == (not lab):
+        raise UsageError(f"expected one of --from DIR or --lab, found {'both' if lab else 'neither'}")
     topo = load_deriver(inventory).topo
-    result = judge_topology(topo, read_saved(source, topo))
+    result = _live(inventory) if lab else judge_topology(topo, read_saved(source, topo))  # type: ignore[arg-type]
     if fmt == "table" and output is None:
         table(result, console(soft_wrap=True))
     else:
@@ -77,6 +82,17 @@ def drawn(topo: Topo, result: Cabling, fmt: str, su: int | None) -> str:
                                  for i, line in enumerate(_table_text(result).splitlines(), 1)))
     return (f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>fabric cabling</title></head><body>\n"
             f"<pre>{faults}</pre>\n{body}</body></html>\n")
+
+
+def _live(inventory: Path) -> Cabling:
+    """The running lab's LLDP, read through its Site as the acceptance check reads a fabric's."""
+    from fabric.accept.checks.cabling import read_lldp
+    from fabric.cli.site import open_site
+
+    _loaded, site = open_site(inventory, lab=True)
+    fabric = site.fabric
+    reports, _unread = read_lldp(site, fabric, sorted(fabric.switches) + sorted(fabric.hosts))
+    return judge(fabric.links, Names.of_intent(fabric), reports)
 
 
 def _table_text(result: Cabling) -> str:

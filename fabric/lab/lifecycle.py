@@ -69,9 +69,11 @@ def up(fabric: FabricIntent, *, inventory: str, prefix: str, management: IPv4Net
             log(f"kernel neighbour table (every namespace's): {path.removeprefix('/proc/sys/')} {before} → {after}")
         _create(st, fabric, log)
         log("waiting for BGP convergence")
-        from fabric.lab.status import wait_converged
+        from fabric.lab.status import wait_converged, wait_lldp
 
         wait_converged(st, fabric, timeout=timeout)
+        log("waiting for LLDP neighbours on every cable")
+        wait_lldp(st, timeout=timeout)
         st.phase = "up"
         st.up_seconds = round(time.monotonic() - t0, 2)
         st.save()
@@ -161,6 +163,8 @@ def _create(st: LabState, fabric: FabricIntent, log: Callable[[str], None]) -> N
         access = [f"addr add {n.access_address} dev {n.management_ifname}"] if n.access_address else []
         _batch(["link set lo up", f"addr add {n.management_address} dev {n.management_ifname}", *access,
                 f"link set {n.management_ifname} up"], f"management {n.name}", netns=n.netns)
+    log("lldpd on every node")  # first: its neighbours show while the rest is set up
+    _start_each(st, "lldpd", daemons.start_lldp)
     switches = list(fabric.switches)
 
     def switch(name: str) -> None:
@@ -184,21 +188,25 @@ def _create(st: LabState, fabric: FabricIntent, log: Callable[[str], None]) -> N
         st.save()
     log(f"hosts: host agent on {len(fabric.hosts)}")
     for name, intent in fabric.hosts.items():
-        _host_agent(st, name, intent)
+        host_agent(st, name, intent)
     log("sshd on every node")
     daemons.ensure_keys(st)
     st.save()
+    _start_each(st, "sshd", daemons.start_sshd)
 
-    def sshd(name: str) -> None:
-        st.nodes[name].pids["sshd"] = daemons.start_sshd(st, name)
+
+def _start_each(st: LabState, daemon: str, start: Callable[[LabState, str], int]) -> None:
+    """Start `daemon` on every node (bounded threads), its pids recorded even when one fails."""
+    def one(name: str) -> None:
+        st.nodes[name].pids[daemon] = start(st, name)
 
     try:
-        _pmap(sshd, list(st.nodes))
+        _pmap(one, list(st.nodes))
     finally:
         st.save()
 
 
-def _host_agent(st: LabState, name: str, intent: object) -> None:
+def host_agent(st: LabState, name: str, intent: object) -> None:
     """Configure a host's rails with the host agent inside its namespace."""
     try:
         from fabric.host.agent import apply

@@ -36,7 +36,8 @@ class LabSite(Site):
         files = render_switch(self.fabric.switches[name], self.fabric)
         return SwitchEndpoint(device=name, target="frr", address=node.address, device_type="linux",
                               intended=rename_ports(files["frr.conf"], node.ifnames),
-                              options={"confdir": d, "vty_socket": d, "workdir": str(self.state.dir / "push"),
+                              options={"confdir": d, "vty_socket": d, "lldp_socket": str(self.state.lldp_socket(name)),
+                                       "workdir": str(self.state.dir / "push"),
                                        "files": {"interfaces.sh": rename_ports(files["interfaces.sh"], node.ifnames)}})
 
     def _cred(self) -> Credentials:

@@ -40,7 +40,7 @@ class NodeState(_Model):
     management_ifname: str  # inside the namespace, eth0
     management_veth: str  # root-namespace end, on the management bridge
     ifnames: dict[str, str] = {}  # port name → Linux ifname (differ only when the port name does not fit)
-    pids: dict[str, int] = {}  # zebra/bgpd/staticd/sshd → pid
+    pids: dict[str, int] = {}  # zebra/bgpd/staticd/sshd/lldpd → pid
 
     @property
     def address(self) -> str:
@@ -64,12 +64,32 @@ class LinkState(_Model):
     b_ifname: str
 
 
+class End(_Model):
+    """One end of a lab cable: the device `ifname` of the node's `port` (node "": an end in the lab's namespace of
+    unplugged cable ends, port "") and its MAC address, which the port keeps whatever cable is in it."""
+
+    node: str
+    port: str
+    ifname: str
+    mac: str
+
+
+class Cable(_Model):
+    """A veth pair as it is cabled: its two ends."""
+
+    a: End
+    b: End
+
+
 class Fault(_Model):
-    kind: Literal["link", "throttle"]
+    kind: Literal["link", "throttle", "swap-cables", "cross-uplinks", "pull"]
     node: str
     port: str
     ifname: str
     rate: str | None = None  # throttle: tc rate, e.g. 100mbit
+    other: str | None = None  # swap-cables, cross-uplinks: the other port, DEV:PORT
+    was: list[Cable] = []  # cable faults: the cables as `lab up` made them, put back by `lab fault clear`
+    now: list[Cable] = []  # cable faults: the cables made in their place
 
 
 class LabState(_Model):
@@ -106,8 +126,25 @@ class LabState(_Model):
     def ssh_dir(self) -> Path:
         return self.dir / "ssh"
 
+    def lldp_dir(self) -> Path:
+        return self.dir / "lldp"
+
+    def lldp_socket(self, node: str) -> Path:
+        """The control socket of the node's lldpd (its `lldpctl` and `lldpcli` wrappers pass it)."""
+        return self.lldp_dir() / f"{node}.sock"
+
+    @property
+    def unplugged_netns(self) -> str:
+        """The namespace that holds cable ends pulled out of their ports (created by the first `lab fault pull`)."""
+        return f"{self.prefix}-{instance_key(self.fabric, self.instance)}.unplugged"
+
+    def netns_of(self, node: str) -> str:
+        """The namespace of a node, or of the unplugged cable ends for `""`."""
+        return self.node(node).netns if node else self.unplugged_netns
+
     def node_bin(self, node: str) -> Path:
-        """Commands of the node (its FRR's `vtysh`), first on its PATH in `lab exec` and `lab ssh`."""
+        """Commands of the node (its FRR's `vtysh`, its lldpd's `lldpctl`), first on its PATH in `lab exec` and
+        `lab ssh`."""
         return self.dir / "bin" / node
 
     def node_path(self, node: str) -> str:

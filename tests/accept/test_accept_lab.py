@@ -66,7 +66,7 @@ def test_healthy_lab_passes_and_skips_what_it_cannot_run(inv: str, tmp_path: Pat
         r["rail-bandwidth"] = _by_name(again)["rail-bandwidth"]
         data["results"] = [r[x["name"]] for x in data["results"]]
     assert rc == 0, [(x["name"], x["status"], x["message"]) for x in data["results"] if x["status"] != "pass"]
-    for name in ("host-config", "bgp", "rail-bandwidth", "rail-latency", "lossless-counters"):
+    for name in ("cabling", "host-config", "bgp", "rail-bandwidth", "rail-latency", "lossless-counters"):
         assert r[name]["status"] == "pass", r[name]
     bw = r["rail-bandwidth"]
     assert bw["rounds"] == 3 and len(bw["measurements"]) == 4 * 6 * 2  # rails × pairs × directions

@@ -196,6 +196,15 @@ def test_bad_input_is_located(tmp_path: Path) -> None:
     assert result.returncode == 2 and "--format: expected one of table, json, junit" in result.stderr
 
 
+def test_one_source_saved_or_the_lab(tmp_path: Path) -> None:
+    inv = ROOT / "inventories" / "example"
+    result = fabric("cabling", inv)
+    assert result.returncode == 2 and "expected one of --from DIR or --lab, found neither" in result.stderr
+    result = fabric("cabling", inv, "--from", tmp_path, "--lab")
+    assert result.returncode == 2 and "expected one of --from DIR or --lab, found both" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
 @pytest.mark.parametrize("name", ["example", "h100-400g", "sonic-example", "eos-example"])
 def test_accept_reads_port_names_from_the_intent_as_cabling_from_the_topology(name: str) -> None:
     """`fabric accept` has the derived intent, `fabric cabling` the topology: both name every port alike (a Linux

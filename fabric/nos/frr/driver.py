@@ -306,8 +306,10 @@ class FrrDriver(Driver):
         return port_counters(out)
 
     def lldp(self) -> Lldp:
-        """lldpd's `lldpctl -f json` (a Linux white box runs lldpd as Cumulus Linux does)."""
-        command = self.lldp_commands[0]
+        """lldpd's `lldpctl -f json` (a Linux white box runs lldpd as Cumulus Linux does); option `lldp_socket`:
+        the control socket of an lldpd that does not listen on the default /run/lldpd.socket."""
+        s = self.options.get("lldp_socket")
+        command = f"lldpctl -u {shell.quote(s)} -f json" if s else self.lldp_commands[0]
         return lldp_reply("lldpctl", shell.check(self.conn, command, what="lldpctl"), self.device, command)
 
     # -- optics ---------------------------------------------------------------------------------------
