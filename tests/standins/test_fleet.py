@@ -54,7 +54,7 @@ def _endpoints() -> dict[str, dict[str, Any]]:
 
 
 def _seed(devices: dict[str, Path], endpoints: dict[str, dict[str, Any]]) -> None:
-    """Each device as tests/test_push_standins.py seeds it: the fixture's running config and a hand change."""
+    """Each device as tests/push/test_standins.py seeds it: the fixture's running config and a hand change."""
     from fabric.nos.nvue.driver import load_running
     from fabric.targets.owned import apply_leaves, tree_leaves
 
