@@ -49,12 +49,13 @@ refs-avd: $(AVD_VENV)/.installed-pyavd-$(PYAVD_VERSION)
 
 refs: refs-yang refs-avd
 
+# The packages' own services stay off: the tests need their binaries only; lldpd runs in the lab's namespaces alone
+# (nothing speaks LLDP on the machine's own interfaces).
 deps:
 	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" != 0 ]; then echo "need root to install:$$missing" >&2; exit 2; fi; \
 	  $(RETRY) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(RETRY) apt-get install -y -qq $$missing; \
-	  # the tests need their binaries only; lldpd runs in the lab's namespaces alone (nothing speaks LLDP on the host)
 	  for s in prometheus prometheus-node-exporter lldpd; do \
 	    if [ -d /run/systemd/system ]; then systemctl disable --now $$s >/dev/null 2>&1 || true; \
 	    elif [ -x /etc/init.d/$$s ]; then /etc/init.d/$$s stop >/dev/null 2>&1; update-rc.d $$s disable >/dev/null 2>&1 || true; fi; \
