@@ -24,6 +24,7 @@ from fabric.parsers.lldp import parse_lldpctl
 TIMEOUT_S = 10.0
 MAX_REPLY = 16 * 2**20
 INSTALL = "apt install lldpd; systemctl enable --now lldpd"
+CANNOT = "`fabric cabling` cannot read this host's end"
 # ethtool private flag → the value at which the NIC's firmware LLDP agent runs, and the command that stops it
 FW_AGENT_FLAGS = {"disable-fw-lldp": ("off", "on"), "fw-lldp-agent": ("on", "off")}
 
@@ -60,25 +61,29 @@ def firmware_agent(netdev: str, ethtool: str | None) -> str:
     return ""
 
 
+def _neighbours(exe: str | None, host: str) -> tuple[dict[str, str], tuple[str, str] | None]:
+    """The neighbour lldpd sees per local port ("system port"); or lldpd's state and the finding to report."""
+    reply = _output([exe, "-f", "json"]) if exe else None
+    if reply is None:
+        state = "not running" if exe else "not installed"
+        return {}, (state, f"lldpd {state} on {host}: {CANNOT} ({INSTALL})")
+    try:
+        found = parse_lldpctl(reply, "lldpctl -f json").neighbors
+    except InputError as exc:
+        detail = exc.problems[0].expected
+        return {}, ("unreadable reply", f"lldpd's `lldpctl -f json` on {host} replied unreadably ({detail}): {CANNOT}")
+    return {n.port: f"{n.system_name or n.chassis_id} {' '.join(n.remote_ports()[:1])}".strip() for n in found}, ""
+
+
 def lldp_steps(intent: HostIntent, lldpctl: str | None, ethtool: str | None) -> list[Step]:
     """One item for lldpd on this host, one per rail NIC for the neighbour it sees there."""
     netdevs = sorted({r.netdev for r in intent.rails})
-    exe = lldpctl or shutil.which("lldpctl")
-    reply = _output([exe, "-f", "json"]) if exe else None
-    seen: dict[str, str] = {}
-    state = "running" if reply is not None else ("not running" if exe else "not installed")
-    if reply is not None:
-        try:
-            seen = {n.port: f"{n.system_name or n.chassis_id} {' '.join(n.remote_ports()[:1])}".strip()
-                    for n in parse_lldpctl(reply, "lldpctl -f json").neighbors}
-        except InputError as exc:
-            state = f"unreadable reply ({exc.problems[0].expected})"
-    base = dict(section="lldp", op="check", desired="running")
-    if state != "running":
-        why = f"lldpd {state} on {intent.name}: `fabric cabling` cannot read this host's end ({INSTALL})"
+    seen, problem = _neighbours(lldpctl or shutil.which("lldpctl"), intent.name)
+    base = dict(section="lldp", op="check", target="lldpd", name="lldpd", desired="running")
+    if problem:
         notes = "".join(firmware_agent(n, ethtool) for n in netdevs)
-        return [same(**base, target="lldpd", name="lldpd", current=state, warning=why + notes)]
-    steps = [same(**base, target="lldpd", name="lldpd", current=state)]
+        return [same(**base, current=problem[0], warning=problem[1] + notes)]
+    steps = [same(**base, current="running")]
     for netdev in netdevs:
         item = dict(section="lldp", op="check", target=netdev, name="neighbour", desired="a neighbour")
         if netdev in seen:

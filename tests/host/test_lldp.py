@@ -101,3 +101,12 @@ def test_a_firmware_lldp_agent_on_the_nic_is_named_with_the_fix(tmp_path: Path) 
     warning = _lldp(report)["lldpd"]["warning"]
     assert "rail1's firmware LLDP agent is on (private flag disable-fw-lldp off)" in warning
     assert "ethtool --set-priv-flags rail1 disable-fw-lldp on" in warning
+
+
+def test_an_unreadable_lldpctl_reply_is_a_located_finding(tmp_path: Path) -> None:
+    garbled = _script(tmp_path / "lldpctl", "echo '{\"lldp\": ['")
+    with namespace() as ns:
+        _, report = _plan(tmp_path, ns, "--lldpctl", garbled)
+    item = _lldp(report)["lldpd"]
+    assert item["current"] == "unreadable reply"
+    assert item["warning"].startswith("lldpd's `lldpctl -f json` on gpu-su1-01 replied unreadably (valid JSON")
