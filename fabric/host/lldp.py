@@ -5,7 +5,8 @@ Findings are warnings on `check` items (section `lldp`): they never fail a plan 
 
 A NIC firmware LLDP agent takes LLDPDUs before the OS sees them. Intel's drivers expose it as an ethtool private
 flag, read here with `ethtool --show-priv-flags IF` (i40e: `disable-fw-lldp`, on when the agent is off; ice:
-`fw-lldp-agent`, on when the agent runs). NVIDIA ConnectX (mlx5) keeps its firmware LLDP agent in non-volatile
+`fw-lldp-agent`, on when the agent runs; Linux Documentation/networking/device_drivers/ethernet/intel/i40e.rst and
+ice.rst, "FW-LLDP"). NVIDIA ConnectX (mlx5) keeps its firmware LLDP agent in non-volatile
 firmware settings instead, per port: `LLDP_NB_RX_MODE_P<n>`/`LLDP_NB_TX_MODE_P<n>` (OFF(0) … ALL(2)) and
 `LLDP_NB_DCBX_P<n>`, shown by `mlxconfig -d DEV query` (NVIDIA MFT mlxconfig; real query outputs list them next to
 `CNP_DSCP_P<n>`); reading them needs the MST device, so the plan does not, and docs/hosts.md says how to check.
