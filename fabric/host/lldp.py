@@ -73,7 +73,7 @@ def _neighbours(exe: str | None, host: str) -> tuple[dict[str, str], tuple[str, 
     except InputError as exc:
         detail = exc.problems[0].expected
         return {}, ("unreadable reply", f"lldpd's `lldpctl -f json` on {host} replied unreadably ({detail}): {CANNOT}")
-    return {n.port: f"{n.system_name or n.chassis_id} {' '.join(n.remote_ports()[:1])}".strip() for n in found}, ""
+    return {n.port: f"{n.system_name or n.chassis_id} {' '.join(n.remote_ports()[:1])}".strip() for n in found}, None
 
 
 def lldp_steps(intent: HostIntent, lldpctl: str | None, ethtool: str | None) -> list[Step]:
