@@ -201,3 +201,14 @@ def test_fleet_verifies_host_keys_and_never_skips_them_for_real_hosts(fleet: dic
     p = subprocess.run([FABRIC, "hosts", "plan", str(fleet["inventory"]), "--limit", "gpu-su1-02", "--insecure-lab"],
                        capture_output=True, text=True, timeout=60)
     assert p.returncode == 2 and p.stderr.startswith("error: --insecure-lab: expected --lab as well"), p.stderr
+
+
+@pytest.mark.root
+def test_fleet_plan_names_each_host_without_lldpd_and_still_succeeds(fleet: dict) -> None:
+    rc, data = _hosts(fleet, "plan", "--limit", "gpu-su1-01:gpu-su1-02")
+    assert rc == 0 and data["ok"]
+    for h in data["hosts"]:  # no lldpd runs in the test namespaces (nor on this machine's default socket)
+        finding = f"lldpd not running on {h['host']}: `fabric cabling` cannot read this host's end"
+        assert h["status"] == "ok" and finding in h["note"], h["note"]
+        lldpd = next(i for i in h["items"] if i["section"] == "lldp" and i["target"] == "lldpd")
+        assert lldpd["current"] == "not running" and lldpd["warning"].startswith(finding)
