@@ -15,11 +15,11 @@ firmware settings instead, per port: `LLDP_NB_RX_MODE_P<n>`/`LLDP_NB_TX_MODE_P<n
 from __future__ import annotations
 
 import shutil
-import subprocess
 
 from fabric.design.intent import HostIntent
 from fabric.errors import InputError
 from fabric.host.step import Step, same
+from fabric.host.tools import tool_output
 from fabric.parsers.lldp import parse_lldpctl
 
 TIMEOUT_S = 10.0
@@ -31,12 +31,7 @@ FW_AGENT_FLAGS = {"disable-fw-lldp": ("off", "on"), "fw-lldp-agent": ("on", "off
 
 
 def _output(argv: list[str]) -> str | None:
-    """stdout of `argv` (no shell), None when it cannot run, fails, runs past TIMEOUT_S or says too much."""
-    try:
-        res = subprocess.run(argv, capture_output=True, text=True, timeout=TIMEOUT_S, check=False)
-    except (OSError, subprocess.SubprocessError, UnicodeDecodeError):
-        return None
-    return res.stdout if res.returncode == 0 and len(res.stdout) <= MAX_REPLY else None
+    return tool_output(argv, timeout=TIMEOUT_S, max_chars=MAX_REPLY)
 
 
 def priv_flags(text: str) -> dict[str, str]:
