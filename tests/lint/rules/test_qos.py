@@ -13,11 +13,10 @@ import dataclasses
 import pytest
 
 from fabric.lint.context import Context
-from fabric.lint.core import RULES, Finding
-from fabric.lint.engine import run
+from fabric.lint.core import RULES
 from fabric.lint.rules import all_rules
 from fabric.model.load import load
-from tests.lint.rules.test_rules import INVENTORIES, MUTATIONS
+from tests.lint.rules.test_rules import INVENTORIES, MUTATIONS, assert_rules_find_what_the_oracle_finds
 from tests.oracles.lint_qos import REFERENCE
 
 
@@ -57,15 +56,7 @@ def loaded(request: pytest.FixtureRequest):
 def test_rules_find_what_they_found_before(loaded, change: str) -> None:
     ctx = Context(loaded)
     CHANGES[change](ctx)
-    all_rules()
-    for rule_id, reference in REFERENCE.items():
-        rule = RULES[rule_id]
-        ctx.reset()
-        want = sorted(set(reference(rule, ctx)), key=Finding.sort_key)
-        ctx.reset()
-        got = sorted(set(rule.check(ctx)), key=Finding.sort_key)
-        assert got == want, (rule_id, change)
-    assert run(ctx, select=list(REFERENCE)).findings == run(ctx, select=list(REFERENCE)).findings
+    assert_rules_find_what_the_oracle_finds(ctx, REFERENCE, change)
 
 
 @pytest.mark.parametrize("rule_id", ["RF111", "RF402"])
