@@ -157,12 +157,13 @@ def hypernode_problems(objs: list[dict], tier: int | None = None) -> list[str]:
     for a job that asks `highestTierAllowed: tier`: a HyperNode member that does not exist or is not of a lower
     tier, a HyperNode in two parents or in a cycle (not a tree), a node in two HyperNodes of one tier, and a tier
     the job asks for that no HyperNode has. Empty when fit."""
-    tiers = {o["metadata"]["name"]: (o.get("spec") or {}).get("tier") for o in objs}
+    by_name = {o["metadata"]["name"]: o for o in objs}
+    tiers = {name: (o.get("spec") or {}).get("tier") for name, o in by_name.items()}
     out: list[str] = []
     parents: dict[str, list[str]] = {}
     node_in: dict[tuple[object, str], list[str]] = {}
     for name in sorted(tiers):
-        hn = next(o for o in objs if o["metadata"]["name"] == name)
+        hn = by_name[name]
         if not isinstance(tiers[name], int) or tiers[name] < 1:
             out.append(f"HyperNode {name}: tier expected a whole number from 1, found {tiers[name]!r}")
             continue
