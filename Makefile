@@ -5,9 +5,11 @@ PY := $(VENV)/bin/python
 # network failure is tried again with back-off, any other failure stops at once.
 RETRY := tools/retry.sh
 FABRIC := $(VENV)/bin/fabric
-APT_PACKAGES := frr frr-pythontools openssh-server openssh-client iperf3 iproute2 iputils-ping fping strace ethtool procps python3-venv \
+APT_PACKAGES := frr frr-pythontools openssh-server openssh-client lldpd iperf3 iproute2 iputils-ping fping strace ethtool procps python3-venv \
   libyang2-dev prometheus systemd netplan.io graphviz
-# The lab's real-kernel checks (tests/test_lab_vm.py, fabric/lab/vm.py): QEMU, busybox for virtme-ng's guest, the
+# Headless chromium: the HTML reports (cabling, accept) loaded in a real browser by the tests (tests/support/browser.py)
+APT_PACKAGES += chromium
+# The lab's real-kernel checks (tests/lab/test_vm.py, fabric/lab/vm.py): QEMU, busybox for virtme-ng's guest, the
 # Debian 6.12 kernel (bookworm-security; sch_ets, sch_red, rdma_rxe), perftest and the RDMA tools
 APT_PACKAGES += qemu-system-x86 busybox-static linux-image-6.12-amd64 perftest rdma-core ibverbs-utils
 # Real Kubernetes nodes in the namespace lab (fabric/lab/nodes.py): the container runtime and the CNI plugins
@@ -31,10 +33,10 @@ $(YANG_VENV)/.installed:
 	$(RETRY) $(YANG_VENV)/bin/pip install -q cffi 'libyang==2.7.1'
 	touch $@
 
-# The SONiC YANG checker's side venv (tests/test_sonic_yang.py); needs libyang2-dev (`make deps`).
+# The SONiC YANG checker's side venv (tests/nos/sonic/test_yang.py); needs libyang2-dev (`make deps`).
 refs-yang: deps $(YANG_VENV)/.installed
 
-# pyavd (Arista AVD) renders the same intent as tests/test_eos_pyavd.py compares with ours; the version is the one
+# pyavd (Arista AVD) renders the same intent as tests/nos/eos/test_render.py compares with ours; the version is the one
 # bench/pyavd_compare.py measures, and the test checks it.
 PYAVD_VERSION := 6.4.0
 AVD_VENV := .refs/avd-venv
@@ -49,13 +51,17 @@ refs-avd: $(AVD_VENV)/.installed-pyavd-$(PYAVD_VERSION)
 
 refs: refs-yang refs-avd
 
+# The packages' own services stay off: the tests need their binaries only; lldpd runs in the lab's namespaces alone
+# (nothing speaks LLDP on the machine's own interfaces).
 deps:
 	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" != 0 ]; then echo "need root to install:$$missing" >&2; exit 2; fi; \
 	  $(RETRY) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(RETRY) apt-get install -y -qq $$missing; \
-	  if [ -d /run/systemd/system ]; then systemctl disable --now prometheus prometheus-node-exporter \
-	    >/dev/null 2>&1 || true; fi; \
+	  for s in prometheus prometheus-node-exporter lldpd; do \
+	    if [ -d /run/systemd/system ]; then systemctl disable --now $$s >/dev/null 2>&1 || true; \
+	    elif [ -x /etc/init.d/$$s ]; then /etc/init.d/$$s stop >/dev/null 2>&1; update-rc.d $$s disable >/dev/null 2>&1 || true; fi; \
+	  done; \
 	fi
 
 DEMO_INV ?= inventories/example
@@ -110,9 +116,11 @@ fuzz: venv
 	FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) FUZZ_CHUNK=$(FUZZ_CHUNK) FUZZ_SEED=$(FUZZ_SEED) FUZZ_JOBS=$(FUZZ_JOBS) nice -n 19 $(PY) -m tests.fuzz.long
 
 # The Kubernetes control plane of the K8s tests and `fabric lab up --k8s`, built from the Go modules pinned in
-# tools/k8s-bins/*/go.mod into ~/.cache/roce-fabric/k8s-bins/<versions-key>/ (reused when present).
+# tools/k8s-bins/*/go.mod into ~/.cache/roce-fabric/k8s-bins/<versions-key>/ (reused when present), and Volcano
+# v1.15.1 (HyperNode tiers) from its source in ../shared/volcano-src into a keyed directory of its own beside it.
 k8s-bins:
 	@$(RETRY) tools/k8s-bins/build.sh >/dev/null
+	@$(RETRY) tools/k8s-bins/volcano-src.sh >/dev/null
 
 # What the lab's real nodes run besides Debian's packages (`fabric lab up --k8s --real-nodes N`): the kubelet,
 # multus and whereabouts, from tools/k8s-nodes/*/go.mod into ~/.cache/roce-fabric/k8s-nodes/<versions-key>/.

@@ -29,8 +29,9 @@ import shutil
 import statistics
 import subprocess
 import tempfile
-import time
 from pathlib import Path
+
+from measure import run
 
 HERE = Path(__file__).resolve().parent.parent
 FABRIC = str(HERE / ".venv" / "bin" / "fabric")
@@ -58,18 +59,13 @@ RSS: dict[str, list[float]] = {}  # "size command exe" → peak RSS of each run,
 
 
 def seconds(exe: str, argv: list[str], label: str = "") -> float:
-    """Wall seconds of one run; its CPU seconds (the command and every process it waited for, such as render's
-    workers) go to CPU[label]: on a shared machine they say more than the wall time."""
-    env = {**os.environ, "ROCE_FABRIC_CACHE": "off"} if exe.startswith(NO_CACHE) else None
-    t0 = time.perf_counter()
-    proc = subprocess.Popen([exe.removeprefix(NO_CACHE), *argv], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, env=env)
-    _, _, usage = os.wait4(proc.pid, 0)  # this run's own figures (its workers' CPU time included)
-    proc.returncode = 0  # reaped here
-    wall = time.perf_counter() - t0
-    CPU.setdefault(label, []).append(usage.ru_utime + usage.ru_stime)
-    RSS.setdefault(label, []).append(usage.ru_maxrss / 1024)
-    return wall
+    """Wall seconds of one run (`measure.run`); its CPU seconds (the command and every process it waited for, such
+    as render's workers) go to CPU[label]: on a shared machine they say more than the wall time."""
+    figures = run([exe.removeprefix(NO_CACHE), *argv],
+                  env={"ROCE_FABRIC_CACHE": "off"} if exe.startswith(NO_CACHE) else None)
+    CPU.setdefault(label, []).append(figures.cpu)
+    RSS.setdefault(label, []).append(figures.rss_mib)
+    return figures.wall
 
 
 def warm(exe: str) -> None:

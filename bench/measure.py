@@ -45,13 +45,15 @@ def run(argv: list[str], *, limit_s: float | None = None, stdout: int | None = s
         env: dict[str, str] | None = None, watch: Callable[[float], None] | None = None) -> Figures:
     """Run `argv` (stdout to /dev/null unless given), stopped with SIGINT (as by Ctrl-C) after `limit_s` seconds;
     the figures of that one process (os.wait4: its own rusage, not every child's of the bench). `watch` is called
-    with the seconds since the start every 50 ms while it runs (and last just before the stop)."""
+    with the seconds since the start every 50 ms while it runs (and last just before the stop); with neither, the
+    bench waits for the end itself (the wall time exact, not to the 50 ms of a poll)."""
     proc = subprocess.Popen(argv, stdout=stdout, stderr=subprocess.DEVNULL, env={**os.environ, **(env or {})},
                             preexec_fn=_interruptible)
     t0 = time.perf_counter()
     stopped = False
+    poll = os.WNOHANG if limit_s is not None or watch is not None else 0
     while True:
-        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        pid, status, usage = os.wait4(proc.pid, poll)
         if pid:
             break
         if watch is not None and not stopped:

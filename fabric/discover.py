@@ -124,7 +124,7 @@ def layout(seen: Seen, reports: dict[str, Lldp], switches: set[str]) -> Layout:
     netdevs: dict[str, list[str]] = {}
     for hosts in sus:
         first = seen.host_nics[hosts[0]]
-        order = list(first.values()) if hosts[0] in reports else [first[n] for n in sorted(first, key=natural)]
+        order = [first[n] for n in sorted(first, key=natural)]  # not lldpctl's order (ifindex: new when remade)
         su_leaves = list(dict.fromkeys(order))
         if sorted(su_leaves) != sorted(groups[frozenset(hosts)]):
             raise _fail(hosts[0], "one NIC on each rail leaf of its scalable unit",

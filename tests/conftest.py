@@ -10,8 +10,10 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-EXAMPLE = ROOT / "inventories" / "example"
+from tests.support.paths import INVENTORIES, TESTS
+from tests.support.paths import ROOT as ROOT  # the tests import it from here too
+
+EXAMPLE = INVENTORIES / "example"
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
 
@@ -33,8 +35,8 @@ def example_copy(tmp_path: Path) -> Path:
 
 @pytest.fixture(scope="session")
 def accept_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """The accept modules' lab (tests/test_lab_support.py accept_lab), one bring-up in a test process for both."""
-    from tests.test_lab_support import accept_lab
+    """The accept modules' lab (tests/support/lab.py accept_lab), one bring-up in a test process for both."""
+    from tests.support.lab import accept_lab
 
     yield from accept_lab(tmp_path_factory.mktemp("acclab"))
 
@@ -49,25 +51,33 @@ def accept_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 SERIAL_GROUPS = (("lab", "lab"), ("root", "root"), ("k8s", "k8s"))
 # Modules in a group of their own, on another worker than the rest of their marker's group, because they share
 # nothing with it: the VM test builds its namespaces inside the guest; the stand-in modules name their namespace
-# and sshd per process (tests/standins/harness.py), as test_accept_production.py and test_switch_telemetry.py,
+# and sshd per process (tests/standins/harness.py), as accept/test_production.py and nos/test_telemetry.py,
 # not marked root, always did beside them.
-# The push and fetch modules' labs (tests/test_push_frr.py, tests/test_fetch.py) have a fabric name, namespace prefix
-# and management subnet of their own, as every lab of the tests but the example's: their group runs beside the
-# lab group, whose chain was the whole run's longest (450 s of 458).
-# test_brownfield_standins.py stays in group root: as a group of its own (seven serial groups at once) the lab's
+# The push and fetch modules' labs (tests/nos/frr/test_driver.py, tests/push/test_fetch.py) have a fabric name,
+# namespace prefix and management subnet of their own, as every lab of the tests but the example's: their group runs
+# beside the lab group, whose chain was the whole run's longest (450 s of 458).
+# brownfield/test_standins.py stays in group root: as a group of its own (seven serial groups at once) the lab's
 # accept measurements were starved on two cores in two of four runs.
-OWN_GROUPS = {"test_lab_vm.py": "vm", "test_push_standins.py": "root-standins", "test_push_faults.py": "root-faults",
-              "test_push_frr.py": "lab-push", "test_fetch.py": "lab-push"}
+OWN_GROUPS = {"lab/test_vm.py": "vm", "push/test_standins.py": "root-standins", "push/test_faults.py": "root-faults",
+              "nos/frr/test_driver.py": "lab-push", "push/test_fetch.py": "lab-push",
+              "standins/test_fleet.py": "root-fleet"}
 # xdist hands out its work in collection order: these groups first, the longest first (measured: docs/development.md
 # "The test suite"), each on a worker of its own from the start; then the longest CPU-bound modules, then the rest.
-FIRST = ("k8s", "lab", "lab-push", "root", "root-standins", "root-faults", "vm")
+FIRST = ("k8s", "lab", "lab-push", "root", "root-standins", "root-faults", "root-fleet", "vm")
 # Within the lab group, the modules that measure the lab's bandwidth (iperf3 through veths, which moves bytes with
 # this machine's CPUs) run last: at a whole run's start the control plane's jobs and the VM's traffic (both at the
 # normal priority) took enough CPU that 2 of 48 links of the healthy lab fell under the 0.5 Gb/s floor twice in a row.
-MEASURED_LAST = ("test_accept_lab.py", "test_accept_congestion_lab.py")
+MEASURED_LAST = ("accept/test_accept_lab.py", "accept/checks/test_congestion_lab.py")
 # (CPU seconds of each, FABRIC_TEST_CPU: docs/development.md "The test suite")
-LONG_MODULES = ("test_accept_production.py", "fuzz/test_fuzz.py", "test_retarget.py", "test_k8s.py", "test_cli.py",
-                "test_install.py", "test_sonic_yang.py", "test_nos_fidelity.py", "test_eos_pyavd.py")
+LONG_MODULES = ("accept/test_production.py", "fuzz/test_fuzz.py", "nos/test_retarget.py", "render/test_k8s.py",
+                "cli/test_main.py", "project/test_install.py", "nos/sonic/test_yang.py", "nos/test_fidelity.py",
+                "nos/eos/test_render.py")
+
+
+def _module(item: pytest.Item) -> str:
+    """The test's module, relative to tests/ (`push/test_faults.py`), as the tables above name it."""
+    path = item.path.resolve()
+    return path.relative_to(TESTS).as_posix() if path.is_relative_to(TESTS) else path.name
 
 
 def _group(item: pytest.Item) -> str | None:
@@ -75,7 +85,7 @@ def _group(item: pytest.Item) -> str | None:
         return mark.args[0] if mark.args else mark.kwargs.get("name", "default")
     group = next((g for marker, g in SERIAL_GROUPS if item.get_closest_marker(marker)), None)
     if group is not None:
-        return OWN_GROUPS.get(item.path.name, group)
+        return OWN_GROUPS.get(_module(item), group)
     # a test that uses a module- or session-scoped fixture of its own module runs on the worker of the module's
     # other such tests, so that the fixture (a render of every inventory, a built wheel) is built once, not on
     # every worker
@@ -88,9 +98,8 @@ def _group(item: pytest.Item) -> str | None:
 
 def _start_rank(item: pytest.Item, group: str | None) -> tuple[int, bool]:
     if group in FIRST:
-        return FIRST.index(group), item.path.name in MEASURED_LAST
-    path = item.path.as_posix()
-    long = next((i for i, m in enumerate(LONG_MODULES) if path.endswith("/" + m)), len(LONG_MODULES))
+        return FIRST.index(group), _module(item) in MEASURED_LAST
+    long = LONG_MODULES.index(_module(item)) if _module(item) in LONG_MODULES else len(LONG_MODULES)
     return len(FIRST) + long, False
 
 
@@ -137,7 +146,8 @@ class _XdistGroupIds:
 def pytest_configure(config: pytest.Config) -> None:
     """Each test process (each xdist worker) gets its own push and lab state base, so no test reads or writes the
     operator's `~/.local/state/roce-fabric` or `/run/roce-fabric/lab`, and workers never share an apply lock or
-    an audit log. Tests that need a particular directory still pass their own FABRIC_STATE/FABRIC_LAB_STATE."""
+    an audit log; the run gets a lab instance of its own. Tests that need a particular directory still pass their
+    own FABRIC_STATE/FABRIC_LAB_STATE."""
     config.pluginmanager.register(_XdistGroupIds(), "fabric-xdist-group-ids")
     if config.getoption("dist", None) == "loadgroup":  # the controller hands out groups in collection order
         config.option.loadscopereorder = False
@@ -145,6 +155,9 @@ def pytest_configure(config: pytest.Config) -> None:
     config._fabric_state_base = base  # type: ignore[attr-defined]
     os.environ["FABRIC_STATE"] = str(base / "push")
     os.environ["FABRIC_LAB_STATE"] = str(base / "lab")
+    # This run's lab instance (the xdist workers inherit the controller's): its labs take no name or management
+    # subnet of another run's, nor of `make demo`'s (the default instance).
+    os.environ.setdefault("FABRIC_LAB_INSTANCE", f"t{os.getpid()}")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

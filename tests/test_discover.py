@@ -277,3 +277,18 @@ def test_a_host_with_its_own_nic_names_gets_its_entry(tmp_path: Path) -> None:
     assert "netdev: ens1f0np0" in hosts
     assert fabric("render", tmp_path / "draft", "-o", tmp_path / "again").returncode == 0
     assert same_tree(rendered / "switches", tmp_path / "again" / "switches") == []
+
+
+def test_rails_follow_the_nic_names_not_the_order_lldpctl_lists_them(tmp_path: Path) -> None:
+    """lldpctl lists a host's interfaces in lldpd's order (by interface index, which a NIC's device made again
+    changes: the lab's cable faults do): listed last rail first, the draft still puts each leaf on its rail."""
+    inv = ROOT / "inventories" / "example"
+    rendered, lldp, running = saved(inv, tmp_path)
+    for path in lldp.glob("gpu-*.lldpctl"):
+        doc = json.loads(path.read_text())
+        doc["lldp"]["interface"].reverse()
+        path.write_text(json.dumps(doc))
+    result = discover(lldp, running, tmp_path / "draft", "--name", "example")
+    assert result.returncode == 0, result.stderr
+    assert fabric("render", tmp_path / "draft", "-o", tmp_path / "again").returncode == 0
+    assert same_tree(rendered / "switches", tmp_path / "again" / "switches") == []

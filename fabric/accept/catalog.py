@@ -84,21 +84,28 @@ def load_catalog(path: Path) -> list[Check]:
 
 
 def default_catalog(fabric: FabricIntent, *, rdma: bool = True, launcher: str = "mpirun",
-                    image: str | None = None, line_gbps: float = 1.0) -> Catalog:
+                    image: str | None = None, line_gbps: float = 1.0, soft_roce: bool = False) -> Catalog:
     """Every check, parameterized from the inventory. RDMA tools where the hosts have RDMA NICs; where
     they have not (the lab's veths) iperf3 and ping stand in, with absolute thresholds for the veth rate.
     `launcher` runs nccl-tests; with `k8s` the pod-to-pod checks join (pod-rail-bandwidth, and across
     SUs pod-cross-su-bandwidth), all with `image`. `line_gbps`: the lab's port rate the stand-ins' thresholds
-    scale with."""
+    scale with. `soft_roce`: a lab whose hosts have Soft-RoCE devices (the VM lab): the bandwidth checks run
+    ib_write_bw on the RoCE class at those thresholds."""
     sus = len({h.su for h in fabric.hosts.values()})
     if not rdma:  # the lab: its switch ports are shaped to line_gbps (fabric.lab.qos.PORT_RATE, 1 Gb/s by default)
         # 4 links at a time: the lab's veths move bytes with the machine's CPUs (8 links at 1 Gb/s each are about 4
         # cores of work on a 2-core machine)
         bw = {"tool": "iperf3", "threshold_gbps": round(0.5 * line_gbps, 6), "seconds": 1, "timeout_s": 15,
               "parallel": 4}
+        if soft_roce:  # rxe, the CPU's work: one pair at a time, messages of 64 KiB on 2 QPs, a QP timeout past an
+            # emulated CPU's stalls, 5 s to average them (two pairs at once on the VM's 2 emulated CPUs: one pair fell
+            # to 0.010 Gb/s; over 3 s one pair read 0.008 at load 16-18 and 0.016 when measured again); every server
+            # waits for its client from the start: 90 s (at 45 s, load 26-37, a server ended before its client did)
+            bw |= {"tool": "ib_write_bw", "seconds": 5, "timeout_s": 90, "message_size": 65536, "qps": 2,
+                   "qp_timeout": 18, "parallel": 1}
         lat = {"tool": "ping", "max_p99_us": 5000.0, "timeout_s": 15, "parallel": 8}
         incast: dict[str, Any] = {"tool": "iperf3", "threshold_gbps": round(0.8 * line_gbps, 6), "seconds": 3,
-                                  "timeout_s": 20}
+                                  "timeout_s": 20, "streams": 4}
         ets: dict[str, Any] = {"tool": "iperf3", "seconds": 3, "timeout_s": 20}
     else:
         bw = {"tool": "ib_write_bw", "fraction_of_link": 0.9, "seconds": 5}

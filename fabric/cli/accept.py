@@ -94,7 +94,8 @@ def accept(
     _loaded, site = open_site(inventory, lab=lab, via=via)
     fabric = site.fabric
     checks = cat.load_catalog(catalog) if catalog else cat.build(
-        cat.default_catalog(fabric, rdma=site.rdma, launcher=launcher, image=image, line_gbps=site.line_gbps))
+        cat.default_catalog(fabric, rdma=site.rdma, launcher=launcher, image=image, line_gbps=site.line_gbps,
+                            soft_roce=site.soft_roce))
     tag_list = [t.strip() for v in tags or [] for t in v.split(",") if t.strip()]
     selected = cat.select(checks, tag_list)
     if not selected:

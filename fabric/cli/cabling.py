@@ -1,10 +1,10 @@
-"""`fabric cabling INV --from DIR`: the cabling LLDP shows against the model's, cable by cable."""
+"""`fabric cabling INV --from DIR` (saved outputs) or `--lab` (the running lab, live): the cabling LLDP shows
+against the model's, cable by cable."""
 
 from __future__ import annotations
 
 import html
 import io
-import os
 import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -14,11 +14,11 @@ from rich.console import Console
 from rich.text import Text
 
 from fabric.cli.console import console, styled
-from fabric.design.cabling import Cabling, Status, judge_topology
+from fabric.cli.saved import read_lldp
+from fabric.design.cabling import Cabling, Names, Status, judge, judge_topology
 from fabric.design.topology import Topo
-from fabric.errors import InputError, Problem
-from fabric.parsers import read_input
-from fabric.parsers.lldp import PARSERS, Lldp
+from fabric.errors import InputError, Problem, UsageError
+from fabric.parsers.lldp import Lldp
 from fabric.safefile import write_output
 from fabric.serialize import dumps_json
 
@@ -30,9 +30,11 @@ STYLE = {Status.miswired: "red", Status.unexpected: "red", Status.missing: "red"
 
 def cabling(
     inventory: Path = typer.Argument(..., help="inventory directory (inventories/<name>)"),
-    source: Path = typer.Option(..., "--from", help="directory of saved LLDP outputs: <device>.lldp-sonic (show "
-                                "lldp table), .lldp-nvue, .lldp-eos (show lldp neighbors detail | json), .lldpctl "
-                                "(lldpctl -f json: hosts, FRR, or SONiC's and Cumulus' lldpd)"),
+    source: Path | None = typer.Option(None, "--from", help="directory of saved LLDP outputs: <device>.lldp-sonic "
+                                       "(show lldp table), .lldp-nvue, .lldp-eos (show lldp neighbors detail | json), "
+                                       ".lldpctl (lldpctl -f json: hosts, FRR, or SONiC's and Cumulus' lldpd)"),
+    lab: bool = typer.Option(False, "--lab", help="instead: read the running lab's LLDP live (each switch's driver, "
+                             "each host's lldpctl), as the acceptance check `cabling` does"),
     fmt: str | None = typer.Option(None, "--format", "-f", help="table, json, junit, or a picture of every link "
                                    "coloured by its state: svg, dot or html (default: table, or the ending of -o)"),
     output: Path | None = typer.Option(None, "--output", "-o", help="write the report here instead of stdout"),
@@ -47,8 +49,10 @@ def cabling(
         raise InputError(Problem("--format", None, "", f"one of {', '.join(FORMATS)}", repr(fmt)))
     if su is not None and fmt not in PICTURES.values():
         raise InputError(Problem("--su", None, "", "a picture (--format svg, dot or html)", f"--format {fmt}"))
+    if (source is None) == (not lab):
+        raise UsageError(f"expected one of --from DIR or --lab, found {'both' if lab else 'neither'}")
     topo = load_deriver(inventory).topo
-    result = judge_topology(topo, read_saved(source, topo))
+    result = _live(inventory) if lab else judge_topology(topo, read_saved(source, topo))  # type: ignore[arg-type]
     if fmt == "table" and output is None:
         table(result, console(soft_wrap=True))
     else:
@@ -78,6 +82,17 @@ def drawn(topo: Topo, result: Cabling, fmt: str, su: int | None) -> str:
                                  for i, line in enumerate(_table_text(result).splitlines(), 1)))
     return (f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>fabric cabling</title></head><body>\n"
             f"<pre>{faults}</pre>\n{body}</body></html>\n")
+
+
+def _live(inventory: Path) -> Cabling:
+    """The running lab's LLDP, read through its Site as the acceptance check reads a fabric's."""
+    from fabric.accept.checks.cabling import read_lldp
+    from fabric.cli.site import open_site
+
+    _loaded, site = open_site(inventory, lab=True)
+    fabric = site.fabric
+    reports, _unread = read_lldp(site, fabric, sorted(fabric.switches) + sorted(fabric.hosts))
+    return judge(fabric.links, Names.of_intent(fabric), reports)
 
 
 def _table_text(result: Cabling) -> str:
@@ -124,51 +139,15 @@ def to_junit(result: Cabling) -> str:
 SAVED: dict[str, tuple[str, ...]] = {  # a device's NOS (`host` for hosts) → the extensions (parse kinds) it may have
     "sonic": ("lldp-sonic", "lldpctl"), "nvue": ("lldp-nvue", "lldpctl"), "eos": ("lldp-eos",), "frr": ("lldpctl",),
     "host": ("lldpctl",)}
-MAX_PROBLEMS = 50  # unreadable files listed; the rest are counted
-
-
-def saved_files(directory: Path, topo: Topo) -> tuple[dict[str, tuple[str, Path]], list[Problem]]:
-    """Device → (kind, file) of the saved outputs in `directory` that name a device of the model; a file of a device
-    in a format its NOS does not print, or two files of one device, is a problem. Other files are left alone."""
-    kinds = sorted({k for ks in SAVED.values() for k in ks}, key=len, reverse=True)
-    found: dict[str, tuple[str, Path]] = {}
-    problems: list[Problem] = []
-    for entry in sorted(os.scandir(directory), key=lambda e: e.name):
-        kind = next((k for k in kinds if entry.name.endswith(f".{k}")), None)
-        device = entry.name[: -len(kind) - 1] if kind else ""
-        nos = "host" if device in topo.hosts else topo.switches[device].target if device in topo.switches else ""
-        if not nos:
-            continue
-        path = Path(entry.path)
-        if kind not in SAVED[nos]:
-            problems.append(Problem(str(path), None, "", f"{device}.{' or .'.join(SAVED[nos])} ({device} "
-                                    f"runs {nos})", entry.name))
-        elif device in found:
-            problems.append(Problem(str(path), None, "", f"one LLDP output of {device}",
-                                    f"{found[device][1].name} and {entry.name}"))
-        else:
-            found[device] = (str(kind), path)
-    return found, problems
 
 
 def read_saved(directory: Path, topo: Topo) -> dict[str, Lldp]:
-    """The LLDP reports saved in `directory` for the devices of `topo` (`saved_files`); every unreadable file is a
-    located problem, all raised together as one InputError."""
-    if not directory.is_dir():
-        raise InputError(Problem(str(directory), None, "--from", "a directory of saved LLDP outputs",
-                                 "no such directory"))
-    found, problems = saved_files(directory, topo)
-    reports: dict[str, Lldp] = {}
-    for device, (kind, path) in found.items():
-        try:
-            reports[device] = PARSERS[kind](read_input(str(path)), str(path))
-        except InputError as exc:
-            problems += exc.problems
-    if not found and not problems:
-        raise InputError(Problem(str(directory), None, "", "a saved LLDP output of a device of the model "
-                                 "(<device>.lldp-sonic|lldp-nvue|lldp-eos|lldpctl)", "none"))
-    if problems:
-        more = len(problems) - MAX_PROBLEMS
-        rest = [Problem(str(directory), None, "", "readable outputs", f"{more} more unreadable")] if more > 0 else []
-        raise InputError(problems[:MAX_PROBLEMS] + rest)
-    return reports
+    """The LLDP reports saved in `directory` for the devices of `topo` (fabric.cli.saved.read_lldp): a file of
+    another name is left alone, one in a format its device's NOS does not print is a problem."""
+    def admit(device: str, kind: str) -> str | bool | None:
+        nos = "host" if device in topo.hosts else topo.switches[device].target if device in topo.switches else ""
+        if not nos:
+            return False
+        return None if kind in SAVED[nos] else f"{device}.{' or .'.join(SAVED[nos])} ({device} runs {nos})"
+
+    return read_lldp(directory, "--from", admit, "a saved LLDP output of a device of the model")

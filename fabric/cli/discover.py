@@ -4,7 +4,6 @@ outputs (as `fabric cabling --from` reads them) and running configs (as `fabric 
 from __future__ import annotations
 
 import json
-import os
 import re
 from pathlib import Path
 from typing import Any
@@ -12,63 +11,18 @@ from typing import Any
 import typer
 
 from fabric.cli.console import console
+from fabric.cli.saved import files, raise_problems, read_lldp
 from fabric.discover import Running, draft
 from fabric.errors import InputError, Problem
 from fabric.lint.configs import parse_file
 from fabric.model.inventory import NAME
 from fabric.model.running import nvue_document, read_running
 from fabric.nos import NOS
-from fabric.parsers import read_input
-from fabric.parsers.lldp import PARSERS, Lldp
-
-LLDP_KINDS = sorted(PARSERS, key=len, reverse=True)
 
 
-def _directory(path: Path, option: str, what: str) -> list[os.DirEntry[str]]:
-    if not path.is_dir():
-        raise InputError(Problem(str(path), None, option, f"a directory of {what}", "no such directory"))
-    return sorted((e for e in os.scandir(path) if e.is_file()), key=lambda e: e.name)
-
-
-MAX_PROBLEMS = 50  # unreadable files listed; the rest are counted
-
-
-def _raise(problems: list[Problem], found: bool, empty: Problem) -> None:
-    """Every unreadable file at once (at most MAX_PROBLEMS listed), or `empty` where nothing was found."""
-    if problems:
-        more = len(problems) - MAX_PROBLEMS
-        rest = [Problem(empty.file, None, "", "readable files", f"{more} more unreadable")] if more > 0 else []
-        raise InputError(problems[:MAX_PROBLEMS] + rest)
-    if not found:
-        raise InputError(empty)
-
-
-def read_lldp(directory: Path) -> dict[str, Lldp]:
-    """Device → its LLDP report, from DIR/<device>.lldp-sonic|.lldp-nvue|.lldp-eos|.lldpctl; every unreadable file
-    a located problem, raised together."""
-    reports: dict[str, Lldp] = {}
-    files: dict[str, str] = {}
-    problems: list[Problem] = []
-    for entry in _directory(directory, "--lldp", "saved LLDP outputs"):
-        kind = next((k for k in LLDP_KINDS if entry.name.endswith(f".{k}")), None)
-        if kind is None:
-            continue
-        device = entry.name[: -len(kind) - 1]
-        if not re.match(NAME, device):
-            problems.append(Problem(entry.path, None, "", f"a device name matching {NAME}", repr(device[:80])))
-            continue
-        if device in files:
-            problems.append(Problem(entry.path, None, "", f"one LLDP output of {device}",
-                                    f"{files[device]} and {entry.name}"))
-            continue
-        files[device] = entry.name
-        try:
-            reports[device] = PARSERS[kind](read_input(entry.path), entry.path)
-        except InputError as exc:
-            problems += exc.problems
-    _raise(problems, bool(reports), Problem(str(directory), None, "--lldp", "saved LLDP outputs "
-                                            "(<device>.lldp-sonic|lldp-nvue|lldp-eos|lldpctl)", "none"))
-    return reports
+def _named(device: str, _kind: str) -> str | None:
+    """Every LLDP output is read, its file named by a device name the inventory would take."""
+    return None if re.match(NAME, device) else f"a file named <device>.<format>, the device's name matching {NAME}"
 
 
 def _document(target: str, path: Path, text: str) -> Any:
@@ -85,7 +39,7 @@ def read_configs(directory: Path) -> dict[str, Running]:
     suffixes = {n.running_suffix: n.name for n in NOS.values()}
     found: dict[str, Running] = {}
     problems: list[Problem] = []
-    for entry in _directory(directory, "--running", "saved running configs"):
+    for entry in files(directory, "--running", "saved running configs"):
         suffix = next((s for s in suffixes if entry.name.endswith(s)), None)
         if suffix is None:
             continue
@@ -100,7 +54,7 @@ def read_configs(directory: Path) -> dict[str, Running]:
                 found[name] = Running(target=target, config=config, text=text, document=_document(target, path, text))
         except InputError as exc:
             problems += exc.problems
-    _raise(problems, bool(found), Problem(str(directory), None, "--running", "saved running configs "
+    raise_problems(problems, bool(found), Problem(str(directory), None, "--running", "saved running configs "
                                           "(<switch>.json|.yaml|.cfg|.conf, as fabric fetch saves them)", "none"))
     return found
 
@@ -118,7 +72,8 @@ def discover(
     from fabric.design.load import load_deriver
     from fabric.generate import write_staged
 
-    result = draft(read_lldp(lldp), read_configs(running), name or output.name)
+    result = draft(read_lldp(lldp, "--lldp", _named, "saved LLDP outputs"), read_configs(running),
+                   name or output.name)
     checked = []
     paths = write_staged(result.files, output, check=lambda d: checked.append(load_deriver(d).topo), force=force)
     out = console()

@@ -46,14 +46,13 @@ def export_command(
 def _prometheus(loaded: Loaded, fabric: FabricIntent, output: Path | None) -> None:
     from fabric.errors import UsageError
     from fabric.export.monitoring import files
-    from fabric.export.prometheus import telemetry_gaps
 
     if output is None:
         raise UsageError("--output: expected a directory for -f prometheus (rules, tests, targets, dashboards)")
-    written = files(fabric, loaded.inv.monitoring)
+    written, warnings = files(fabric, loaded.inv.monitoring)
     root = Path(os.path.realpath(output_dir(output)))  # the operator's link to a directory: followed once, here
     for rel, text in written.items():
         write_private(root / rel, text, mode=0o644)
-    for line in telemetry_gaps(fabric, loaded.inv.monitoring):
+    for line in warnings:
         typer.echo(f"warning: {line}", err=True)
     typer.echo(f"wrote {len(written)} files to {printable(str(output))} (prometheus)", err=True)

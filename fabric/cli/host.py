@@ -79,7 +79,8 @@ def _run(apply: bool, hi: HostIntent, opts: AgentOptions, out: Output) -> None:
         from fabric.host import agent
         from fabric.host.report import render
 
-    for opt, value in (("--mlnx-qos", opts.mlnx_qos), ("--mlxconfig", opts.mlxconfig), ("--rdma", opts.rdma_tool)):
+    for opt, value in (("--mlnx-qos", opts.mlnx_qos), ("--mlxconfig", opts.mlxconfig), ("--rdma", opts.rdma_tool),
+                       ("--lldpctl", opts.lldpctl), ("--ethtool", opts.ethtool)):
         if value is not None and not Path(value).is_file():
             raise UsageError(f"{opt} {value}: no such file")
     result = (agent.apply if apply else agent.plan)(hi, opts)
@@ -106,6 +107,10 @@ _MLNX = typer.Option(None, "--mlnx-qos", help="mlnx_qos executable (default: the
 _MLXCONFIG = typer.Option(None, "--mlxconfig", help="mlxconfig (or mstconfig) for the firmware VF limit "
                           "(default: the one on PATH).")
 _RDMA = typer.Option(None, "--rdma", help="iproute2 rdma tool for the RDMA netns mode (default: the one on PATH).")
+_LLDPCTL = typer.Option(None, "--lldpctl", help="lldpd's lldpctl, to check that lldpd runs and sees each rail's "
+                        "neighbour (default: the one on PATH).")
+_ETHTOOL = typer.Option(None, "--ethtool", help="ethtool, to read a NIC's firmware LLDP agent (default: the one on "
+                        "PATH).")
 _STRICT = typer.Option(False, "--strict", help="Items skipped on this host count as failures.")
 _FORMAT = typer.Option(Format.text, "--format", help="text or json.")
 _VERBOSE = typer.Option(False, "--verbose", "-v", help="Also list unchanged items.")
@@ -122,6 +127,8 @@ def plan_cmd(
     mlnx_qos: str | None = _MLNX,
     mlxconfig: str | None = _MLXCONFIG,
     rdma_tool: str | None = _RDMA,
+    lldpctl: str | None = _LLDPCTL,
+    ethtool: str | None = _ETHTOOL,
     strict: bool = _STRICT,
     fmt: Format = _FORMAT,
     verbose: bool = _VERBOSE,
@@ -130,7 +137,8 @@ def plan_cmd(
     """Show what apply would change on this host; changes nothing. Exit 1 if an item cannot be done."""
     _run(False, load_intent(intent, inventory, host),
          AgentOptions(netns=netns, sysfs_root=sysfs_root, procfs_root=procfs_root, mlnx_qos=mlnx_qos,
-                      persist_root=persist_root, mlxconfig=mlxconfig, rdma_tool=rdma_tool),
+                      persist_root=persist_root, mlxconfig=mlxconfig, rdma_tool=rdma_tool,
+                      lldpctl=lldpctl, ethtool=ethtool),
          Output(strict, fmt, verbose))
 
 
@@ -145,6 +153,8 @@ def apply_cmd(
     mlnx_qos: str | None = _MLNX,
     mlxconfig: str | None = _MLXCONFIG,
     rdma_tool: str | None = _RDMA,
+    lldpctl: str | None = _LLDPCTL,
+    ethtool: str | None = _ETHTOOL,
     strict: bool = _STRICT,
     fmt: Format = _FORMAT,
     verbose: bool = _VERBOSE,
@@ -155,7 +165,8 @@ def apply_cmd(
     """Apply only the differences; skipped items are reported with the reason. Exit 1 on any failure."""
     _run(True, load_intent(intent, inventory, host),
          AgentOptions(netns=netns, sysfs_root=sysfs_root, procfs_root=procfs_root, mlnx_qos=mlnx_qos,
-                      persist_root=persist_root if persist else None, mlxconfig=mlxconfig, rdma_tool=rdma_tool),
+                      persist_root=persist_root if persist else None, mlxconfig=mlxconfig, rdma_tool=rdma_tool,
+                      lldpctl=lldpctl, ethtool=ethtool),
          Output(strict, fmt, verbose))
 
 

@@ -80,9 +80,12 @@ def up(inventory: InventoryArg,
                     log=lambda m: err.print(Text.assemble((f"{time.monotonic() - t0:5.1f}s", "dim"), f" {m}")))
     except StepError as exc:
         raise UsageError(f"lab up failed at {exc.step}: {exc.detail} (lab torn down)") from None
-    out.print(f"lab {st.fabric} up in {st.up_seconds:.1f}s: {len(fabric.switches)} switches, "
-              f"{len(fabric.hosts)} hosts, {len(st.links)} cables; state {st.dir}; "
-              f"ssh key {st.ssh_key} (user {st.ssh_user})")
+    from fabric.lab.state import instance_key
+
+    reach = f"; reached at {st.bridge_address} (instance {st.instance})" if st.instance else ""
+    out.print(f"lab {instance_key(st.fabric, st.instance)} up in {st.up_seconds:.1f}s: {len(fabric.switches)} "
+              f"switches, {len(fabric.hosts)} hosts, {len(st.links)} cables; state {st.dir}; "
+              f"ssh key {st.ssh_key} (user {st.ssh_user}){reach}")
 
 
 def _vm_up(inventory: Path) -> None:
@@ -126,7 +129,8 @@ def _k8s_up(inventory: Path, real_nodes: int = 0) -> None:
     kinds = f"{len(real)} real nodes ({', '.join(real)}), {len(fabric.hosts) - len(real)} kwok nodes" if real \
         else f"{len(fabric.hosts)} kwok nodes"
     out.print(f"Kubernetes lab {fabric.name} up in {lab.start_s:.1f}s: {kinds}; state "
-              f"{lab.workdir}\nexport KUBECONFIG={lab.kubeconfig}")
+              f"{lab.workdir}\n{lab.volcano.describe() if lab.volcano else ''}\nexport KUBECONFIG={lab.kubeconfig}",
+              markup=False)
 
 
 def _real_hosts(fabric: FabricIntent, count: int) -> list[str]:
@@ -172,13 +176,16 @@ def down(inventory: InventoryArg) -> None:
     gone = vm.down(fabric.name)
     if gone:
         out.print(f"VM lab {fabric.name} down: {sum(g.startswith('pid ') for g in gone)} processes stopped")
+    from fabric.lab.state import instance, instance_key
+
     removed = lab_down(fabric.name)
     if gone and not removed:
         return
     ns = sum(r.startswith("netns ") for r in removed)
     pids = sum(r.startswith("pid ") for r in removed)
-    out.print(f"lab {fabric.name} down: {ns} namespaces, {pids} processes removed" if removed
-              else f"lab {fabric.name}: nothing to remove")
+    key = instance_key(fabric.name, instance())
+    out.print(f"lab {key} down: {ns} namespaces, {pids} processes removed" if removed
+              else f"lab {key}: nothing to remove")
 
 
 @lab_app.command()
@@ -224,7 +231,7 @@ def _print_status(s, fabric) -> None:
         for col in ("kind", "port", "ifname", "rate"):
             f.add_column(col)
         for x in s.faults:
-            f.add_row(x.kind, f"{x.node}:{x.port}", x.ifname, x.rate or "")
+            f.add_row(x.kind, f"{x.node}:{x.port}" + (f" {x.other}" if x.other else ""), x.ifname, x.rate or "")
         out.print(f)
     out.print(styled("all sessions established, full ECMP, every rail reachable", "green") if s.ok
               else Text.assemble((f"{len(s.problems)} problems", "red"), ": " + "; ".join(s.problems[:5])))
@@ -320,13 +327,20 @@ def _reconverge(st: LabState, fabric: FabricIntent, timeout: float = 60) -> None
     out.print(f"converged again in {time.monotonic() - t0:.1f}s")
 
 
+FAULTS = ("`fault INV link DEV:PORT down|up`, `throttle DEV:PORT RATE`, `swap-cables DEV:PORT DEV:PORT`, "
+          "`cross-uplinks DEV:PORT DEV:PORT`, `pull DEV:PORT` or `clear`")
+
+
 @lab_app.command()
 def fault(inventory: InventoryArg,
-          action: Annotated[str, typer.Argument(help="link | throttle | clear")],
+          action: Annotated[str, typer.Argument(help="link | throttle | swap-cables | cross-uplinks | pull | clear")],
           args: Annotated[list[str] | None,
-                          typer.Argument(help="link DEV:PORT down|up; throttle DEV:PORT RATE")] = None,
+                          typer.Argument(help="link DEV:PORT down|up; throttle DEV:PORT RATE; swap-cables DEV:PORT "
+                                         "DEV:PORT (two host cables); cross-uplinks DEV:PORT DEV:PORT (two "
+                                         "switch-to-switch cables); pull DEV:PORT")] = None,
           ) -> None:
-    """Inject or clear faults: `link DEV:PORT down|up`, `throttle DEV:PORT RATE`, `clear` (once BGP has converged
+    """Inject or clear faults: `link DEV:PORT down|up`, `throttle DEV:PORT RATE`, cable faults `swap-cables A:PORT
+    B:PORT`, `cross-uplinks A:PORT B:PORT`, `pull DEV:PORT`; `clear` undoes them all (once BGP has converged
     again)."""
     from fabric.lab import faults
 
@@ -338,11 +352,16 @@ def fault(inventory: InventoryArg,
     elif action == "throttle" and len(args) == 2:
         f = faults.throttle(st, args[0], args[1])
         out.print(f"{args[0]} throttled to {f.rate} (tbf on {f.node}:{f.ifname})")
+    elif action in ("swap-cables", "cross-uplinks") and len(args) == 2:
+        f = faults.swap(st, fabric, action, args[0], args[1])
+        out.print(f"cables in {args[0]} and {args[1]} swapped (fault recorded)")
+    elif action == "pull" and len(args) == 1:
+        f = faults.pull(st, fabric, args[0])
+        out.print(f"cable pulled out of {args[0]} (fault recorded)")
     elif action == "clear" and not args:
-        cleared = faults.clear(st)
+        cleared = faults.clear(st, fabric)
         out.print(f"{len(cleared)} faults cleared")
-        if any(f.kind == "link" for f in cleared):  # BGP over a cable back up takes seconds: done once it has
+        if any(f.kind not in ("throttle",) for f in cleared):  # BGP over a cable back takes seconds: done once it has
             _reconverge(st, fabric)
     else:
-        raise UsageError("expected `fault INV link DEV:PORT down|up`, `fault INV throttle DEV:PORT RATE` "
-                         f"or `fault INV clear`, found {' '.join([action, *args])!r}")
+        raise UsageError(f"expected {FAULTS}, found {' '.join([action, *args])!r}")

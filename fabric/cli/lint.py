@@ -118,7 +118,7 @@ def _split(ctx: Any, early: Any, select: list[str] | None, ignore: list[str] | N
     trees (`fabric.lint.configs.Split`) and runs the config rules. The other's answers, each sent when found: the
     files equal to their render, then the intent's findings; where one is None (that step failed, or the process
     ended), this process does that part as without it.
-    tests/test_lint_configs_split.py holds the findings to those of one process."""
+    tests/cli/test_lint.py holds the findings to those of one process."""
     from fabric.fast.batch import Beside
     from fabric.lint.configs import Split, ahead_of, rendered_same
     from fabric.lint.engine import intent_findings

@@ -7,19 +7,22 @@ cable may report it; a cable is known where either does. Every link of the model
 - half-seen: one end sees the other, the other end was read and sees nothing on that port (LLDP off there);
 - missing: no neighbour on either end (cable out, or the link down);
 - miswired: an end is cabled to another port of the fabric;
-- unexpected: an end sees a device the inventory does not have, or no name, or more than one neighbour;
+- unexpected: an end sees a device the inventory does not have, no name (or a chassis ID for one), or more than one
+  neighbour;
 - unread: neither device was read.
 
-Miswires are explained as cables, anchored at the lower end (a host's NIC, a leaf's uplink, a spine's uplink):
-"gpu-su1-07 NIC 3 is in leaf-su1-r4:swp12, expected leaf-su1-r3:swp12". Two cables each in the other's port are
-one swap; a longer cycle is a rotation; a swap whose far ends share one front-panel port is a breakout's legs in
-the wrong order. A neighbour is named by its system name (or its short name, before the first dot) and its port
-by the port id, or else the port description (lldpd on a Linux host sends its MAC as port id), or the SONiC alias
-(lldpmgrd sends it as port id).
+Each link's state keeps, besides what its ends see, the port of the fabric each end is really cabled to where that
+is not the model's far end (what the picture draws). Miswires are explained as cables, anchored at the lower end (a
+host's NIC, a leaf's uplink, a spine's uplink): "gpu-su1-07 NIC 3 is in leaf-su1-r4:swp12, expected
+leaf-su1-r3:swp12". Two cables each in the other's port are one swap; a longer cycle is a rotation; a swap whose far
+ends share one front-panel port is a breakout's legs in the wrong order. A neighbour is named by its system name (or
+its short name, before the first dot) and its port by the port id, or else the port description (lldpd on a Linux
+host sends its MAC as port id), or the SONiC alias (lldpmgrd sends it as port id).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -27,8 +30,8 @@ from functools import lru_cache
 
 from pydantic import BaseModel
 
-from fabric.design.intent import FabricIntent, LinkIntent, SwitchIntent
-from fabric.design.topology import Link, Switch, Topo, port_indexes
+from fabric.design.intent import FabricIntent, Link, SwitchIntent
+from fabric.design.topology import Switch, Topo, port_indexes
 from fabric.errors import printable
 from fabric.model.platforms import PLATFORMS
 from fabric.model.ports import sonic_port_map
@@ -59,6 +62,8 @@ class LinkState:
     kind: str  # host-leaf | leaf-spine | spine-super-spine | explicit
     status: Status
     found: str = ""  # what the ends see, where not what the model has
+    a_cabled_to: str = ""  # device:port of the fabric that a's cable really reaches, where LLDP shows one not b
+    b_cabled_to: str = ""  # device:port whose cable is really in b, where LLDP shows one not a
 
 
 class Fault(BaseModel):
@@ -209,6 +214,10 @@ class Names:
         return f"{end[0]} NIC {rail}" if rail is not None else f"{end[0]}:{end[1]}"
 
 
+# a MAC address (aa:bb:cc:dd:ee:ff, aa-bb-…, or EOS' aabb.ccdd.eeff) where a system name belongs: a chassis ID
+_CHASSIS_MAC = re.compile(r"(?i)^(?:[0-9a-f]{2}[:-]){5}[0-9a-f]{2}$|^(?:[0-9a-f]{4}\.){2}[0-9a-f]{4}$")
+
+
 def _seen(names: Names, n: Neighbor) -> Seen:
     device = names.device(n.system_name) if n.system_name else None
     port = names.port(device, n.remote_ports()) if device is not None else None
@@ -218,6 +227,9 @@ def _seen(names: Names, n: Neighbor) -> Seen:
     remote = printable((n.port_id or n.port_description or "?")[:80])
     if device is not None:
         return Seen(None, f"{device} port {remote!r} (no such port of {device} in the model)")
+    if n.system_name and (n.system_name == n.chassis_id or _CHASSIS_MAC.match(n.system_name)):
+        return Seen(None, f"a neighbour named by its chassis ID {printable(n.system_name[:80])} (port {remote})",
+                    False)
     if n.system_name:
         return Seen(None, f"{printable(n.system_name[:80])}:{remote} (not in the inventory)")
     return Seen(None, f"a neighbour without a system name (chassis {printable(n.chassis_id[:80]) or '?'}, port "
@@ -258,14 +270,15 @@ class _Evidence:
 
 @dataclass(slots=True)
 class _Displaced:
-    link: Link | LinkIntent
+    link: Link
     anchor: End
     far: End
     actual: Seen | None  # what the anchor is cabled to
     at_far: Seen | None  # what the expected far end is cabled to
+    anchor_read: bool = True  # the anchor's device was read (else it sees nothing only for want of its report)
 
 
-def judge(links: Sequence[Link | LinkIntent], names: Names, reports: dict[str, Lldp]) -> Cabling:
+def judge(links: Sequence[Link], names: Names, reports: dict[str, Lldp]) -> Cabling:
     """The model's `links` against the LLDP `reports` (device → its neighbours)."""
     own = _reports(names, reports)
     ev = _Evidence(own)
@@ -298,7 +311,7 @@ def judge_topology(topo: Topo, reports: dict[str, Lldp]) -> Cabling:
     return judge(topo.links, Names.of_topology(topo), reports)
 
 
-def _quiet(half: list[tuple[Link | LinkIntent, LinkState]], ev: _Evidence, names: Names) -> list[Fault]:
+def _quiet(half: list[tuple[Link, LinkState]], ev: _Evidence, names: Names) -> list[Fault]:
     """The half-seen links, one fault per device that sees nothing where its neighbours see it (lldpd not running
     on a host shows on all its NICs at once)."""
     by_device: dict[str, list[tuple[End, End, str]]] = {}
@@ -319,11 +332,11 @@ def _quiet(half: list[tuple[Link | LinkIntent, LinkState]], ev: _Evidence, names
     return faults
 
 
-def _name(ln: Link | LinkIntent) -> str:
+def _name(ln: Link) -> str:
     return f"{ln.a}:{ln.a_port} — {ln.b}:{ln.b_port}"
 
 
-def _link(ln: Link | LinkIntent, ev: _Evidence, read: set[str], names: Names) -> tuple[LinkState, _Displaced | None,
+def _link(ln: Link, ev: _Evidence, read: set[str], names: Names) -> tuple[LinkState, _Displaced | None,
                                                                            Fault | None]:
     a, b = (ln.a, ln.a_port), (ln.b, ln.b_port)
     va, vb = ev.view(a), ev.view(b)
@@ -342,6 +355,7 @@ def _link(ln: Link | LinkIntent, ev: _Evidence, read: set[str], names: Names) ->
         return state, None, Fault(status=Status.missing, links=[_name(ln)], message=(
             f"{names.label(a)} — {names.label(b)}: no neighbour on either end (cable out, or the link down)"))
     state.found = "; ".join(f"{names.label(u)} sees {names.say(v)}" for u, v in ((a, va), (b, vb)) if v is not None)
+    state.a_cabled_to, state.b_cabled_to = _elsewhere(va, b), _elsewhere(vb, a)
     if va is not None and vb is not None and va.named and vb.named and ev.firsthand(a) and ev.firsthand(b) \
             and (va.end == b) != (vb.end == a):
         state.status = Status.unexpected
@@ -349,7 +363,12 @@ def _link(ln: Link | LinkIntent, ev: _Evidence, read: set[str], names: Names) ->
             f"{state.found}: the two ends disagree (a stale LLDP entry, or something in between)"))
     foreign = any(v is not None and v.end is None for v in (va, vb))
     state.status = Status.unexpected if foreign else Status.miswired
-    return state, _Displaced(ln, a, b, va, vb), None
+    return state, _Displaced(ln, a, b, va, vb, a[0] in read), None
+
+
+def _elsewhere(seen: Seen | None, expected: End) -> str:
+    """`device:port` of the port of the fabric an end is really cabled to, where not the `expected` one."""
+    return f"{seen.end[0]}:{seen.end[1]}" if seen is not None and seen.end is not None and seen.end != expected else ""
 
 
 def _cycles(displaced: list[_Displaced]) -> Iterator[list[_Displaced]]:
@@ -406,6 +425,9 @@ def _alone(d: _Displaced, names: Names, links: list[str]) -> Fault:
     anchor, far = names.label(d.anchor), names.label(d.far)
     if d.actual is None and d.at_far is not None:
         status = Status.unexpected if d.at_far.end is None else Status.miswired
+        if not d.anchor_read:
+            return Fault(status=status, links=links, message=f"{far} holds {names.say(d.at_far)}, expected {anchor} "
+                         f"({d.anchor[0]} not read)")
         return Fault(status=status, links=links, message=f"{anchor} sees nothing; its expected port {far} holds "
                      f"{names.say(d.at_far)}")
     if d.actual is None:
@@ -416,7 +438,7 @@ def _alone(d: _Displaced, names: Names, links: list[str]) -> Fault:
     return Fault(status=Status.miswired, links=links, message=f"{anchor} is in {names.say(d.actual)}, expected {far}")
 
 
-def _strays(own: dict[End, list[Seen]], links: Sequence[Link | LinkIntent], names: Names) -> list[Fault]:
+def _strays(own: dict[End, list[Seen]], links: Sequence[Link], names: Names) -> list[Fault]:
     """Neighbours the model has no link for: more than one on a port, or a cable between two ports the model
     leaves free (each such cable once)."""
     expected = {e for ln in links for e in ((ln.a, ln.a_port), (ln.b, ln.b_port))}

@@ -55,7 +55,7 @@ def trusted(model: type[_M], fields: dict[str, Any]) -> _M:
     model's order, the same value objects), for intents derived from values that were validated already —
     the inventory's, or those of an instance of the same shape made by `model(**fields)` (fabric.design.derive:
     thousands of hosts share all but their names and addresses). Any field missing, or an unknown one: the
-    validating constructor, with its own messages. tests/test_derive_trusted.py holds it equal to validation."""
+    validating constructor, with its own messages. tests/design/derive/test_shapes.py holds it equal to validation."""
     names = _field_names(model)
     if tuple(fields) != names:  # a field missing, an unknown one, or another order
         if fields.keys() != set(names):
@@ -353,8 +353,9 @@ class HostIntent(Model):
 
 
 @dataclass(slots=True)
-class LinkIntent:
-    """One cable (a plain dataclass: a 32k-GPU fabric has ~100,000)."""
+class Link:
+    """One cable of the fabric, as the topology lays it out and the intent carries it (a plain dataclass: a 32k-GPU
+    fabric has ~100,000). `loc`: where the inventory names it (`hosts`, `links`), for a located message."""
 
     a: str
     a_port: str
@@ -362,7 +363,8 @@ class LinkIntent:
     b_port: str
     speed: int
     cable_m: int
-    kind: str
+    kind: str  # host-leaf | leaf-spine | spine-super-spine | explicit
+    loc: tuple[Any, ...] = ()
 
 
 class K8sFacts(Model):
@@ -382,5 +384,5 @@ class FabricIntent(Model):
     rails: int
     switches: dict[str, SwitchIntent]
     hosts: dict[str, HostIntent]
-    links: list[LinkIntent]
+    links: list[Link]
     kubernetes: K8sFacts = K8sFacts()

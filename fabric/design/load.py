@@ -46,7 +46,7 @@ class Summary:
     @classmethod
     def of_topology(cls, loaded: Loaded, topo: Topo) -> Summary:
         """The same figures from the checked topology: one switch or host intent per node, one link intent per
-        link, one rail per NIC (tests/test_derive_trusted.py holds it to `of` on every inventory)."""
+        link, one rail per NIC (tests/design/derive/test_shapes.py holds it to `of` on every inventory)."""
         return cls(name=loaded.inv.fabric.name, switches=len(topo.switches), hosts=len(topo.hosts),
                    links=len(topo.links), rail_nics=sum(len(h.nics) for h in topo.hosts.values()),
                    files=len(loaded.smap.files))

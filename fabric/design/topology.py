@@ -7,6 +7,7 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any
 
+from fabric.design.intent import Link
 from fabric.errors import Problem
 from fabric.model.inventory import NAME, NEUTRAL_PORT, HostSettings, Inventory, NicDef
 from fabric.model.patterns import sysctl_interface
@@ -87,18 +88,6 @@ def _neutral(ways: int, index: int) -> str:
     """The NOS-neutral name of logical port `index`: `12/2` (front-panel port / sub-port of its breakout), `12`."""
     n, k = divmod(index, ways)
     return f"{n + 1}/{k + 1}" if ways > 1 else f"{n + 1}"
-
-
-@dataclass(slots=True)
-class Link:
-    a: str
-    a_port: str
-    b: str
-    b_port: str
-    speed: int
-    cable_m: int
-    kind: str  # host-leaf | leaf-spine | spine-super-spine | explicit
-    loc: tuple[Any, ...] = ()
 
 
 @dataclass(slots=True)

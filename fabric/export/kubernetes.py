@@ -143,3 +143,45 @@ def volcano_yaml(t: Tiers, prefix: str = DEFAULT_PREFIX) -> str:
             "# tier 1: scalable unit (rail-leaf group), tier 2: spine group, tier 3: super-spine group.\n")
     return head + yaml.safe_dump_all(hypernodes(t, prefix), sort_keys=False, default_flow_style=False,
                                      explicit_start=True)
+
+
+def _members(hn: dict, kind: str) -> list[str]:
+    """The exact names of a HyperNode's members of `kind` (Node or HyperNode); regex and label selectors name
+    no member exactly and are left to Volcano."""
+    return [m["selector"]["exactMatch"]["name"] for m in (hn.get("spec") or {}).get("members") or []
+            if m.get("type") == kind and ((m.get("selector") or {}).get("exactMatch") or {}).get("name")]
+
+
+def hypernode_problems(objs: list[dict], tier: int | None = None) -> list[str]:
+    """What makes HyperNodes (as `kubectl get hypernodes -o json` lists them, or `hypernodes` renders them) unfit
+    for a job that asks `highestTierAllowed: tier`: a HyperNode member that does not exist or is not of a lower
+    tier, a HyperNode in two parents or in a cycle (not a tree), a node in two HyperNodes of one tier, and a tier
+    the job asks for that no HyperNode has. Empty when fit."""
+    by_name = {o["metadata"]["name"]: o for o in objs}
+    tiers = {name: (o.get("spec") or {}).get("tier") for name, o in by_name.items()}
+    out: list[str] = []
+    parents: dict[str, list[str]] = {}
+    node_in: dict[tuple[object, str], list[str]] = {}
+    for name in sorted(tiers):
+        hn = by_name[name]
+        if not isinstance(tiers[name], int) or tiers[name] < 1:
+            out.append(f"HyperNode {name}: tier expected a whole number from 1, found {tiers[name]!r}")
+            continue
+        for child in _members(hn, "HyperNode"):
+            parents.setdefault(child, []).append(name)
+            if child not in tiers:
+                out.append(f"HyperNode {name} (tier {tiers[name]}): member HyperNode {child} does not exist")
+            elif isinstance(tiers[child], int) and tiers[child] >= tiers[name]:
+                out.append(f"HyperNode {name} (tier {tiers[name]}): member HyperNode {child} expected a lower "
+                           f"tier, found tier {tiers[child]} (not a tree)")
+        for node in _members(hn, "Node"):
+            node_in.setdefault((tiers[name], node), []).append(name)
+    out += [f"HyperNode {child}: in {len(ps)} parents ({', '.join(ps)}), expected one (not a tree)"
+            for child, ps in sorted(parents.items()) if len(ps) > 1]
+    out += [f"node {node}: in {len(hns)} HyperNodes of tier {t} ({', '.join(hns)}), expected one"
+            for (t, node), hns in sorted(node_in.items(), key=str) if len(hns) > 1]
+    have = sorted({t for t in tiers.values() if isinstance(t, int)})
+    if tier is not None and tier not in have:
+        out.append(f"networkTopology highestTierAllowed {tier}: no HyperNode has that tier (the cluster's tiers: "
+                   f"{', '.join(map(str, have)) or 'none'}; `fabric export --format volcano` writes them)")
+    return out

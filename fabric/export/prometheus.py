@@ -218,11 +218,12 @@ def switch_groups(fabric: FabricIntent) -> list[SwitchGroup]:
     return out
 
 
-def telemetry_gaps(fabric: FabricIntent, m: Monitoring) -> list[str]:
-    """One line per group of switches whose exporter lacks a switch series an alert reads: which switches, which
-    series, and why (the NOS's telemetry table) — the alerts then hold only the hosts' side of their cables."""
+def telemetry_gaps(groups: list[SwitchGroup], m: Monitoring) -> list[str]:
+    """One line per group of switches (`switch_groups`) whose exporter lacks a switch series an alert reads: which
+    switches, which series, and why (the NOS's telemetry table) — the alerts then hold only the hosts' side of their
+    cables."""
     lines = []
-    for g in switch_groups(fabric):
+    for g in groups:
         source = src.SWITCH_SOURCES.get(g.nos)
         wanted = [s for s in src.ALERTED if s != "optics_rx_power_dbm" or m.optics_rx_power_min_dbm is not None]
         if source is not None:
@@ -247,7 +248,7 @@ def telemetry_gaps(fabric: FabricIntent, m: Monitoring) -> list[str]:
     return lines
 
 
-def _signals(fabric: FabricIntent, m: Monitoring) -> list[Rule]:
+def _signals(fabric: FabricIntent, m: Monitoring, groups: list[SwitchGroup]) -> list[Rule]:
     w = f"{m.rate_window}s"
     prios, _tcs, _ = lossless(fabric)
     host = 'role="host"'
@@ -276,7 +277,7 @@ def _signals(fabric: FabricIntent, m: Monitoring) -> list[Rule]:
                                    ("cnp_ignored", src.IB_CNP_IGNORED), ("ecn_marked", src.IB_ECN_MARKED),
                                    ("out_of_sequence", src.IB_OUT_OF_SEQUENCE))),
         ]
-    for group in switch_groups(fabric):
+    for group in groups:
         where = (f'nos="{group.nos}",release="{group.release}",'
                  f'platform=~"{"|".join(sorted({sw.platform for sw in group.switches}))}"')
         for record, signal, fn, scale, cls in _SWITCH_RECORDS:
@@ -405,9 +406,9 @@ def _alerts(fabric: FabricIntent, m: Monitoring, records: set[str]) -> list[Rule
     return out
 
 
-def rule_groups(fabric: FabricIntent, m: Monitoring) -> dict:
-    """The rule file (as a dict) for `fabric`."""
-    signals = _signals(fabric, m)
+def rule_groups(fabric: FabricIntent, m: Monitoring, groups: list[SwitchGroup]) -> dict:
+    """The rule file (as a dict) for `fabric`, its switches grouped as `switch_groups` groups them."""
+    signals = _signals(fabric, m, groups)
     records = {r.name for r in signals}
     groups = [("topology", _topology(fabric)), ("signals", signals), ("alerts", _alerts(fabric, m, records))]
     return {"groups": [{"name": f"fabric-{fabric.name}-{name}", "rules": [r.doc() for r in rules]}
@@ -415,7 +416,8 @@ def rule_groups(fabric: FabricIntent, m: Monitoring) -> dict:
 
 
 def alert_names(fabric: FabricIntent, m: Monitoring) -> list[str]:
-    return [r["alert"] for g in rule_groups(fabric, m)["groups"] for r in g["rules"] if "alert" in r]
+    rules = rule_groups(fabric, m, switch_groups(fabric))
+    return [r["alert"] for g in rules["groups"] for r in g["rules"] if "alert" in r]
 
 
 def targets(fabric: FabricIntent, m: Monitoring) -> dict[str, list[dict]]:

@@ -11,7 +11,7 @@ import re
 
 from fabric.design.intent import FabricIntent
 from fabric.export import sources as src
-from fabric.export.prometheus import FABRIC_LABELS, INFO, lossless, port_labels, switch_groups
+from fabric.export.prometheus import FABRIC_LABELS, INFO, SwitchGroup, lossless, port_labels
 from fabric.model.inventory import Monitoring
 
 _IF = re.compile(r"\{\{ if \$labels\.(\w+) \}\}(.*?)\{\{ end \}\}")
@@ -48,8 +48,8 @@ def _flat(value: float) -> str:
     return f"{value:g}x{STEPS}"
 
 
-def unit_tests(fabric: FabricIntent, m: Monitoring, rules: dict) -> dict:
-    """The promtool test file for `rules` (rule_groups' result), rule file named `<fabric>.rules.yml`."""
+def unit_tests(fabric: FabricIntent, m: Monitoring, rules: dict, groups: list[SwitchGroup]) -> dict:
+    """The promtool test file for `rules` (rule_groups' result of `groups`), rule file named `<fabric>.rules.yml`."""
     alerts = {r["alert"]: r for g in rules["groups"] for r in g["rules"] if "alert" in r}
     info = port_labels(fabric)
     hosts = [lb for lb in info if lb["role"] == "host"]
@@ -107,7 +107,7 @@ def unit_tests(fabric: FabricIntent, m: Monitoring, rules: dict) -> dict:
     case("out of sequence: alerts without adaptive routing only", oos, "RoceOutOfSequence", exp)
     leaf_ports = [lb for lb in info if lb["role"] == "leaf" and lb["peer"] == f"{h['device']}:{h['port']}"] or \
                  [lb for lb in info if lb["role"] != "host"]
-    emits = {sw.name: g.counters for g in switch_groups(fabric) for sw in g.switches}
+    emits = {sw.name: g.counters for g in groups for sw in g.switches}
     c = emits.get(leaf_ports[0]["device"], {}).get("queue_drops") if leaf_ports else None
     if c is not None and tcs:
         lp = leaf_ports[0]

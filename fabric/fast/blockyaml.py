@@ -5,7 +5,7 @@ It reads a strict subset of YAML and answers None for anything outside it (ancho
 flow collections, block scalars, multi-line or escaped scalars, comments after values, tabs, duplicate keys,
 nesting deeper than the full loader takes, unusual characters …); the caller then reads the text with the full hardened
 loader (`fabric.model.source.load_yaml`), which says exactly what is wrong and where. Where it answers, the value
-and every key's and item's line equal the full loader's (tests/test_blockyaml.py compares both on rendered,
+and every key's and item's line equal the full loader's (tests/fast/test_blockyaml.py compares both on rendered,
 saved and mutated files). Plain scalars are resolved by PyYAML's own resolver and constructor, once per distinct
 text; one pass over the lines, no event objects: about 15× the event-driven loader on a 32k-GPU render.
 """

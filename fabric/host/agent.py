@@ -1,7 +1,7 @@
 """The single-host agent: read the live state, diff it against the host intent, apply the differences.
 
 Order: rails (netlink) → SR-IOV VFs per rail NIC (firmware limit, count, VF MTU/trust/spoof-check) → RDMA
-netns mode → sysctls → NIC QoS (mlnx_qos) → RoCE ToS → DCQCN → GID check → persistence.
+netns mode → sysctls → NIC QoS (mlnx_qos) → RoCE ToS → DCQCN → GID check → LLDP check → persistence.
 Each phase is planned from the state left by the previous one, so apply never acts on a stale diff.
 """
 
@@ -17,6 +17,7 @@ from pyroute2 import IPRoute
 
 from fabric.design.intent import HostIntent
 from fabric.host.gid import gid_table, roce_v2_ipv4_index
+from fabric.host.lldp import lldp_steps
 from fabric.host.model import AgentOptions, HostPlan, HostResult, Item
 from fabric.host.nic import MlnxQosTool, dcqcn_steps, qos_steps, roce_steps
 from fabric.host.ns import netns as enter_netns
@@ -104,6 +105,7 @@ def _run(intent: HostIntent, apply: bool, opts: AgentOptions) -> list[Item]:
                 GID_WAIT_S if apply and pending_addr else 0.0,
             )
         )
+        phases.append(lambda: lldp_steps(intent, opts.lldpctl, opts.ethtool))
         if persist_root is not None:
             from fabric.host.persist import install_steps
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -37,6 +36,7 @@ from fabric.host.pcie import (
     relaxed_ordering,
 )
 from fabric.host.sysfs import pci_address
+from fabric.host.tools import tool_output
 from fabric.parsers.lspci import Lspci, parse_lspci
 from fabric.parsers.mlxconfig import parse_mlxconfig
 from fabric.parsers.nvidia_smi import Topology, parse_topo
@@ -57,14 +57,8 @@ class Evidence:
 
 
 def _run(argv: list[str]) -> str | None:
-    exe = shutil.which(argv[0])
-    if exe is None:
-        return None
-    try:
-        proc = subprocess.run([exe, *argv[1:]], capture_output=True, text=True, timeout=60, check=False)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return proc.stdout if proc.returncode == 0 and proc.stdout.strip() else None
+    out = tool_output(argv, timeout=60)
+    return out if out and out.strip() else None
 
 
 def gather(intent: HostIntent, sysfs: Path, nccl_version: str | None = None) -> Evidence:

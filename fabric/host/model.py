@@ -14,14 +14,15 @@ from fabric.replies import json_reply, reader
 
 Status = Literal["changed", "unchanged", "skipped", "failed"]
 Section = Literal["link", "address", "route", "rule", "sriov", "rdma", "sysctl", "qos", "roce", "dcqcn", "gid",
-                  "gpudirect", "persist"]
+                  "gpudirect", "persist", "lldp"]
 
 
 @dataclass(frozen=True)
 class AgentOptions:
     """Where the agent works on this host and with which tools: the network namespace, the roots of sysfs
     and procfs (a prepared tree in tests), where boot-time files go (`persist_root`, None: not installed), and
-    `mlnx_qos`, `mlxconfig` (or `mstconfig`) and iproute2 `rdma` (None: the one on PATH)."""
+    `mlnx_qos`, `mlxconfig` (or `mstconfig`), iproute2 `rdma`, lldpd's `lldpctl` and `ethtool` (None: the one on
+    PATH)."""
 
     netns: str | None = None
     sysfs_root: Path = Path("/sys")
@@ -30,6 +31,8 @@ class AgentOptions:
     persist_root: Path | None = None
     mlxconfig: str | None = None
     rdma_tool: str | None = None
+    lldpctl: str | None = None
+    ethtool: str | None = None
 
 
 @dataclass(frozen=True)

@@ -3,24 +3,27 @@ and the K8s tests' cluster).
 
 The parts are the upstream programs built by `make k8s-bins` (tools/k8s-bins: versions in its go.mod files):
 etcd, kube-apiserver, kube-controller-manager (the MPI Operator's launcher is a batch/v1 Job), kube-scheduler
-(the default profile only), Volcano v1.10.0's scheduler and controller manager, kwok (the nodes and their
-kubelets: kwok's own "general" pod stages, less a step: a bound pod without init containers becomes Running and
-Ready at once, a pod owned by a Job Succeeded, each step 0.1-0.5 s later here (`lab_stages`), or after the pod's
-`pod-complete.stage.kwok.x-k8s.io/delay` annotation; kwok's ClusterLogs
-serves a log file as the container's log) and the MPI Operator v2 controller. Everything listens on 127.0.0.1
-on ephemeral ports; the certificates and the one admin token are made here, in a 0700 directory.
+(the default profile only), Volcano's scheduler and controller manager (v1.15.1 built from source by
+tools/k8s-bins/volcano-src.sh; v1.10.0 where that is not built), kwok (the nodes and their kubelets: kwok's own
+"general" pod stages, less a step: a bound pod without init containers becomes Running and Ready at once, a pod
+owned by a Job Succeeded, each step 0.1-0.5 s later here (`lab_stages`), or after the pod's
+`pod-complete.stage.kwok.x-k8s.io/delay` annotation; kwok's ClusterLogs serves a log file as the container's log)
+and the MPI Operator v2 controller. Everything listens on 127.0.0.1 on ephemeral ports; the MPI Operator, which
+binds :8080 whatever it is told, runs in a network namespace of its own (fabric.lab.relay), so two labs run at
+once. The certificates and the one admin token are made here, in a 0700 directory.
 
 Scheduling: pods with `schedulerName: volcano` are placed by Volcano's own scheduler (vc-scheduler) with the
-configuration v1.10.0 uses when given none (pkg/scheduler/util.go DefaultSchedulerConf: actions enqueue,
-allocate, backfill; plugins priority, gang, conformance | overcommit, drf, predicates, proportion, nodeorder),
-so the gang (PodGroup minMember: all or nothing) is enforced. v1.10.0 is the one release the Go module proxy
-serves; it predates HyperNodes (Volcano v1.11), so its PodGroup CRD has no `networkTopology` and the HyperNode
-CRD here is a copy from a later release (../shared/k8s-crds): HyperNodes are admitted and nothing reads them.
+configuration it uses when given none (pkg/scheduler/util.go DefaultSchedulerConf: actions enqueue, allocate,
+backfill; plugins priority, gang, conformance | overcommit, drf, predicates, proportion, nodeorder), so the gang
+(PodGroup minMember: all or nothing) is enforced; with v1.15.1 also the plugin network-topology-aware and the
+fabric's HyperNodes, so a PodGroup's `networkTopology` (mode hard, highestTierAllowed) is enforced. v1.10.0
+predates HyperNodes (Volcano v1.11): its PodGroup CRD has no `networkTopology` and the HyperNode CRD there is a
+copy from a later release (../shared/k8s-crds), admitted and read by nobody (`Volcano.describe` says so).
 Volcano's controller manager runs the PodGroup controller (a PodGroup for a volcano pod that names none) and
 the queue controller (Queue status); the scheduler creates the `default` Queue itself (pkg/scheduler/cache
 newDefaultQueue) and puts a PodGroup without a queue in it (setPodGroup). Not run: the webhook manager (for
 these objects it would only default the PodGroup's queue and check that a pod's PodGroup exists and its queue
-is open) and the controllers of Volcano's own Job kinds (vcjob, jobflow).
+is open), the controllers of Volcano's own Job kinds (vcjob, jobflow) and its HyperNode discovery.
 
 Node resources: `nvidia.com/gpu` = the host's GPUs; each rail's device-plugin resource counts the devices the
 plugin would advertise on that node (the NIC's VFs, or the NIC itself in PF mode; a pooled resource sums them);
@@ -40,6 +43,7 @@ import signal
 import socket
 import ssl
 import subprocess
+import sys
 import time
 import urllib.parse
 import urllib.request
@@ -51,23 +55,31 @@ from typing import Any
 import yaml
 
 from fabric.design.intent import FabricIntent
+from fabric.lab.relay import unshare_argv
 
 ROOT = Path(__file__).resolve().parents[2]
 BUILD = ROOT / "tools" / "k8s-bins" / "build.sh"
+VOLCANO_BUILD = ROOT / "tools" / "k8s-bins" / "volcano-src.sh"
 PROGRAMS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl", "kwok", "mpi-operator",
             "vc-scheduler", "vc-controller-manager")
 KWOK_ANNOTATION = "kwok.x-k8s.io/node"
 SHARED_CRDS = ROOT.parent / "shared" / "k8s-crds"
-# From the built modules (tools/k8s-bins/build.sh copies them): the MPIJob, and Volcano v1.10.0's PodGroup, Queue,
-# Command (the queue controller watches Commands) and Numatopology (the scheduler watches them: feature gate
-# ResourceTopology, on by default).
-CRDS = ("kubeflow.org_mpijobs", "scheduling.volcano.sh_podgroups", "scheduling.volcano.sh_queues",
-        "bus.volcano.sh_commands", "nodeinfo.volcano.sh_numatopologies")
-# Volcano v1.10.0's built-in configuration (pkg/scheduler/util.go DefaultSchedulerConf), written out so that the
-# lab's state directory shows what runs.
+# From the built Volcano (tools/k8s-bins copies them): its PodGroup, Queue, Command (the queue controller watches
+# Commands) and Numatopology (the scheduler watches them: feature gate ResourceTopology, on by default); from
+# v1.11 on also the HyperNode (the scheduler's cache waits for it). The MPIJob comes from the core build.
+VOLCANO_CRDS = ("scheduling.volcano.sh_podgroups", "scheduling.volcano.sh_queues", "bus.volcano.sh_commands",
+                "nodeinfo.volcano.sh_numatopologies")
+HYPERNODE_CRD = "topology.volcano.sh_hypernodes"
+HYPERNODES = "/apis/topology.volcano.sh/v1alpha1/hypernodes"
+# Volcano's built-in configuration (pkg/scheduler/util.go DefaultSchedulerConf, the same in v1.10.0 and v1.15.1),
+# written out so that the lab's state directory shows what runs. Where Volcano has HyperNodes, the plugin that
+# enforces a PodGroup's `networkTopology` is added to the second tier as Volcano's network-topology-aware
+# scheduling documents it: it gives the allocate action the HyperNodes to try, tier by tier up to the job's
+# `highestTierAllowed` (pkg/scheduler/plugins/network-topology-aware, AddHyperNodeGradientForJobFn).
 VOLCANO_CONF = {"actions": "enqueue, allocate, backfill", "tiers": [
     {"plugins": [{"name": "priority"}, {"name": "gang"}, {"name": "conformance"}]},
     {"plugins": [{"name": n} for n in ("overcommit", "drf", "predicates", "proportion", "nodeorder")]}]}
+TOPOLOGY_PLUGIN = "network-topology-aware"
 VOLCANO_CONTROLLERS = "pg-controller,queue-controller"
 # kwok v0.7.0 renews no node Lease here (its log never says "Syncing lease") and its default heartbeat-with-lease
 # stage re-posts node status every 10 min, so with the controller manager's 50 s grace every node turned NotReady
@@ -165,6 +177,55 @@ def missing_bins(bins: Path) -> list[str]:
     return [p for p in PROGRAMS if not (bins / "bin" / p).exists()]
 
 
+@dataclass(frozen=True)
+class Volcano:
+    """The Volcano a lab runs: a directory with bin/vc-scheduler, bin/vc-controller-manager and crds/."""
+
+    dir: Path
+
+    @property
+    def tiers(self) -> bool:
+        """Whether it enforces HyperNode tiers: its release has the HyperNode CRD (v1.11 on), so its PodGroup has
+        `networkTopology` and its scheduler the network-topology-aware plugin."""
+        return (self.dir / "crds" / f"{HYPERNODE_CRD}.yaml").exists()
+
+    @functools.cached_property
+    def version(self) -> str:
+        """The release its scheduler reports (`vc-scheduler --version`: `Version: v1.15.1`)."""
+        p = subprocess.run([str(self.dir / "bin" / "vc-scheduler"), "--version"], capture_output=True, text=True,
+                           timeout=30, check=False)
+        return next((line.split(":", 1)[1].strip() for line in p.stdout.splitlines() if line.startswith("Version:")),
+                    "unknown")
+
+    def conf(self) -> dict[str, Any]:
+        """The scheduler's configuration: Volcano's default, with the topology plugin where it has tiers."""
+        conf = json.loads(json.dumps(VOLCANO_CONF))
+        if self.tiers:
+            conf["tiers"][1]["plugins"].append({"name": TOPOLOGY_PLUGIN})
+        return conf
+
+    def describe(self) -> str:
+        """`Volcano v1.15.1: HyperNode tiers enforced (network-topology-aware)`, or why not."""
+        if self.tiers:
+            return f"Volcano {self.version}: HyperNode tiers enforced ({TOPOLOGY_PLUGIN})"
+        return (f"Volcano {self.version}: HyperNode tiers NOT enforced (before v1.11: a job naming a tier is "
+                "refused)")
+
+
+def volcano_dir(bins: Path) -> Volcano:
+    """The Volcano a lab runs: ROCE_FABRIC_VOLCANO_BINS, else `make k8s-bins`' build from source (v1.15.1, with
+    HyperNodes) where it is complete, else the core build's v1.10.0 (no tiers)."""
+    if env := os.environ.get("ROCE_FABRIC_VOLCANO_BINS"):
+        return Volcano(Path(env))
+    if VOLCANO_BUILD.exists():
+        p = subprocess.run(["bash", str(VOLCANO_BUILD), "--dir"], capture_output=True, text=True, timeout=60,
+                           check=False)
+        built = Path(p.stdout.strip()) if p.returncode == 0 and p.stdout.strip() else None
+        if built is not None and (built / ".complete").exists():
+            return Volcano(built)
+    return Volcano(bins)
+
+
 def _port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -215,10 +276,12 @@ class KubeLab:
 
     workdir: Path
     bins: Path
+    volcano: Volcano | None = None  # default: volcano_dir(bins)
     # where the API server listens: loopback, or the namespace lab's management bridge when real nodes (in the
     # lab's host namespaces, fabric.lab.nodes) must reach it
     address: str = "127.0.0.1"
     procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    programs: dict[str, str] = field(default_factory=dict)  # name → the program it runs (its argv[0]'s name)
     cleanups: list[Callable[[], object]] = field(default_factory=list)  # run first by stop() (real nodes)
     ports: dict[str, int] = field(default_factory=dict)
     start_s: float = 0.0
@@ -230,18 +293,23 @@ class KubeLab:
     def _bin(self, name: str) -> str:
         return str(self.bins / "bin" / name)
 
-    def _spawn(self, name: str, argv: list[str]) -> None:
+    def _spawn(self, name: str, argv: list[str], env_extra: dict[str, str] | None = None,
+               netns: bool = False) -> None:
         """Starts one program. Its environment points every client it makes at this lab: vc-scheduler v1.10.0 also
         makes one at start-up from $KUBECONFIG, else ~/.kube/config, or the in-cluster service account
         (pkg/scheduler/api/devices/nvidia/vgpu/utils.go NewClient), which must never be a user's real cluster."""
         env = {k: v for k, v in os.environ.items() if not k.startswith("KUBERNETES_SERVICE_")}
         env["KUBECONFIG"] = str(self.kubeconfig)
         env.update({k: v for k, v in GO_GC.items() if k not in env})
+        env.update(env_extra or {})
         log = open(self.workdir / f"{name}.log", "wb")  # noqa: SIM115 - the child owns it
-        self.procs[name] = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                            cwd=self.workdir, start_new_session=True, env=env)
+        self.programs[name] = Path(argv[0]).name
+        self.procs[name] = subprocess.Popen([*unshare_argv(), *argv] if netns else argv, stdout=log,
+                                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=self.workdir,
+                                            start_new_session=True, env=env)
         log.close()
-        (self.workdir / "pids").write_text(json.dumps({n: p.pid for n, p in self.procs.items()}))
+        # name → [pid, its program]: `running` knows a process by both (the relays are Python; `unshare` execs)
+        (self.workdir / "pids").write_text(json.dumps({n: [p.pid, self.programs[n]] for n, p in self.procs.items()}))
 
     def _fail(self, name: str, what: str) -> KubeLabError:
         tail = (self.workdir / f"{name}.log").read_text(errors="replace").splitlines()[-15:]
@@ -327,6 +395,10 @@ class KubeLab:
                                                                            "user": "admin"}}]}
         self.kubeconfig.write_text(yaml.safe_dump(kubeconfig))
         self.kubeconfig.chmod(0o600)
+        # the MPI Operator's, in its own network namespace: the relay's end there is on 127.0.0.1 (in the certificate)
+        kubeconfig["clusters"][0]["cluster"]["server"] = f"https://127.0.0.1:{self.ports['apiserver']}"
+        (d / "kubeconfig.netns").write_text(yaml.safe_dump(kubeconfig))
+        (d / "kubeconfig.netns").chmod(0o600)
         etcd_url = f"http://127.0.0.1:{self.ports['etcd']}"
         peer = f"http://127.0.0.1:{self.ports['etcd-peer']}"
         self._spawn("etcd", [self._bin("etcd"), "--data-dir", str(d / "etcd"), "--listen-client-urls", etcd_url,
@@ -345,8 +417,11 @@ class KubeLab:
         self._wait("etcd", lambda: socket.create_connection(("127.0.0.1", self.ports["etcd"]), 1).close() or True, 30)
         # the waits read the API in this process: a kubectl start each 0.3 s cost more CPU than the API server's
         self._wait("kube-apiserver", lambda: self.read("/readyz", timeout=5) == b"ok", timeout)
-        crds = [*(self.bins / "crds" / f"{c}.yaml" for c in CRDS),
-                *(SHARED_CRDS / f"{c}.yaml" for c in ("hypernodes", "nad-crd"))]
+        vc = self.volcano = self.volcano or volcano_dir(self.bins)
+        # a Volcano before v1.11 has no HyperNode CRD: a later release's copy, admitted and read by nobody
+        hypernodes = vc.dir / "crds" / f"{HYPERNODE_CRD}.yaml" if vc.tiers else SHARED_CRDS / "hypernodes.yaml"
+        crds = [self.bins / "crds" / "kubeflow.org_mpijobs.yaml", hypernodes, SHARED_CRDS / "nad-crd.yaml",
+                *(vc.dir / "crds" / f"{c}.yaml" for c in VOLCANO_CRDS)]
         self.kubectl("apply", "--server-side", *(a for crd in crds for a in ("-f", str(crd))))
         def established() -> bool:  # every CRD's Established condition (a CRD just created has no conditions yet)
             items = self.get("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", timeout=5)["items"]
@@ -369,13 +444,15 @@ class KubeLab:
         self._spawn("kube-scheduler", [self._bin("kube-scheduler"), "--config", str(d / "scheduler.yaml"),
                                        "--bind-address", "127.0.0.1", "--secure-port", "0"])
         # Volcano: metrics and health servers are off unless enabled (they would listen on :8080 and :11251);
-        # the cache dumper (on by default) would write to /tmp on a signal.
-        (d / "volcano-scheduler.conf").write_text(yaml.safe_dump(VOLCANO_CONF, sort_keys=False))
-        self._spawn("vc-scheduler", [self._bin("vc-scheduler"), *common, "--scheduler-conf",
+        # the cache dumper (on by default) would write to /tmp on a signal; v1.15.1's scheduler serves its log
+        # level on a Unix socket in $DEBUG_SOCKET_DIR (default /tmp/klog-socks, removed by the next one to start:
+        # pkg/util/socket.go), here the lab's own directory.
+        (d / "volcano-scheduler.conf").write_text(yaml.safe_dump(vc.conf(), sort_keys=False))
+        self._spawn("vc-scheduler", [str(vc.dir / "bin" / "vc-scheduler"), *common, "--scheduler-conf",
                                      str(d / "volcano-scheduler.conf"), "--leader-elect=false",
-                                     "--cache-dumper=false"])
-        self._spawn("vc-controller-manager", [self._bin("vc-controller-manager"), *common, "--leader-elect=false",
-                                              "--controllers", VOLCANO_CONTROLLERS])
+                                     "--cache-dumper=false"], {"DEBUG_SOCKET_DIR": str(d)})
+        self._spawn("vc-controller-manager", [str(vc.dir / "bin" / "vc-controller-manager"), *common,
+                                              "--leader-elect=false", "--controllers", VOLCANO_CONTROLLERS])
         kwok_cfg: list[dict[str, Any]] = [{"apiVersion": "config.kwok.x-k8s.io/v1alpha1",
                                            "kind": "KwokConfiguration", "options": {}}]
         if log_file is not None:  # the launchers' log: what the nccl-tests or perftest run printed
@@ -393,8 +470,16 @@ class KubeLab:
                              "--server-address", f"127.0.0.1:{self.ports['kwok']}",
                              "--tls-cert-file", str(d / "serving.crt"),
                              "--tls-private-key-file", str(d / "serving.key")])
-        self._spawn("mpi-operator", [self._bin("mpi-operator"), "--kubeConfig", str(self.kubeconfig),
-                                     "--threadiness", "4", "--kube-api-qps", "50", "--kube-api-burst", "100"])
+        # the MPI Operator in a network namespace of its own (its health check binds :8080 whatever its flags),
+        # reaching the API server through a Unix socket (fabric.lab.relay); the same kubeconfig works inside
+        sock = str(d / "apiserver.sock")
+        relay = [sys.executable, "-m", "fabric.lab.relay"]
+        self._spawn("apiserver-relay", [*relay, "unix", sock, str(self.ports["apiserver"]), self.address])
+        self._wait("apiserver-relay", lambda: Path(sock).exists(), 30)
+        self._spawn("mpi-operator", [*relay, "netns", sock, str(self.ports["apiserver"]), "--",
+                                     self._bin("mpi-operator"), "--kubeConfig", str(d / "kubeconfig.netns"),
+                                     "--threadiness", "4", "--kube-api-qps", "50", "--kube-api-burst", "100"],
+                    netns=True)
         self._wait("kube-controller-manager", lambda: self.get(
             "/api/v1/namespaces/default/serviceaccounts/default", timeout=5)["metadata"]["name"] == "default", timeout)
         # vc-scheduler creates the default Queue as it starts; the queue controller then opens it.
@@ -402,17 +487,24 @@ class KubeLab:
         self._wait("vc-scheduler", lambda: self.get(queue, timeout=5)["metadata"]["name"] == "default", timeout)
         self._wait("vc-controller-manager", lambda: self.get(queue, timeout=5).get("status", {}).get("state")
                    == "Open", timeout)
-        for name in ("kube-scheduler", "kwok", "mpi-operator"):
+        # the MPI Operator takes its leader Lease once it reaches the API server from its namespace
+        lease = "/apis/coordination.k8s.io/v1/namespaces/mpi-operator/leases/mpi-operator"
+        self._wait("mpi-operator", lambda: self.get(lease, timeout=5)["metadata"]["name"] == "mpi-operator", timeout)
+        for name in ("kube-scheduler", "kwok"):
             self._wait(name, lambda: True, 0.5)
         self.start_s = time.monotonic() - t0
         return self
 
     def add_nodes(self, fabric: FabricIntent, exclude: frozenset[str] = frozenset()) -> list[str]:
-        """One kwok node per host but those in `exclude`; waits until every node is Ready and the node controller has
-        taken its not-ready taint off (else the first pods wait for a scheduling cycle after that). One list of the
-        nodes each 0.3 s: `kubectl wait` read and watched 64 nodes one after the other, 11 s. Returns the node
-        names."""
+        """One kwok node per host but those in `exclude`, and the fabric's HyperNodes; waits until every node is Ready
+        and the node controller has taken its not-ready taint off (else the first pods wait for a scheduling cycle
+        after that). One list of the nodes each 0.3 s: `kubectl wait` read and watched 64 nodes one after the other,
+        11 s. Returns the node names."""
+        from fabric.export.kubernetes import hypernodes
+        from fabric.export.tiers import tiers
+
         objs = [o for o in node_objects(fabric) if o["metadata"]["name"] not in exclude]
+        self.apply(hypernodes(tiers(fabric)))  # the fabric's tiers, as `fabric export --format volcano` writes them
         if not objs:
             return []
         self.apply(objs)
@@ -430,7 +522,8 @@ class KubeLab:
         return names
 
     def use_nodes(self, fabric: FabricIntent) -> list[str]:
-        """Replaces the kwok nodes by `fabric`'s (one control plane, several fabrics in turn)."""
+        """Replaces the kwok nodes and HyperNodes by `fabric`'s (one control plane, several fabrics in turn)."""
+        self.delete_all(HYPERNODES)
         self.delete_all("/api/v1/nodes")
         deadline = time.monotonic() + 120
         while self.get("/api/v1/nodes")["items"]:
@@ -507,26 +600,24 @@ def state_dir(fabric_name: str) -> Path:
 
 def up(fabric: FabricIntent, bins: Path, address: str = "127.0.0.1",
        join: Callable[[KubeLab], list[str]] | None = None) -> KubeLab:
-    """The control plane for users: nodes, the fabric's namespace, rail networks and HyperNodes applied; the
+    """The control plane for users: nodes, HyperNodes, the fabric's namespace and rail networks applied; the
     processes keep running after the command (`down` ends them). `join` (fabric.lab.nodes) starts real nodes once
     the control plane runs and returns their hosts, which get no kwok node; the API server then listens on
     `address`, where those nodes reach it."""
-    from fabric.export.kubernetes import volcano_yaml
-    from fabric.export.tiers import tiers
     from fabric.render.k8s import network_attachments
 
     d = state_dir(fabric.name)
     if (d / "pids").exists() and running(fabric.name):
         raise KubeLabError(f"a control plane of {fabric.name} runs already (kubeconfig {d / 'kubeconfig'}): "
                            "`fabric lab down` first")
-    lab = KubeLab(d, bins, address)
+    lab = KubeLab(d, bins, address=address)
     try:
         lab.start()
         real = join(lab) if join else []
         lab.add_nodes(fabric, exclude=frozenset(real))
         if fabric.kubernetes.namespace != "default":
             lab.apply([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": fabric.kubernetes.namespace}}])
-        lab.apply(network_attachments(fabric) + volcano_yaml(tiers(fabric)))
+        lab.apply(network_attachments(fabric))
     except Exception:
         lab.stop()
         raise
@@ -534,17 +625,19 @@ def up(fabric: FabricIntent, bins: Path, address: str = "127.0.0.1",
 
 
 def running(fabric_name: str) -> dict[str, int]:
-    """name → pid of this fabric's control-plane processes still alive (checked by their command line)."""
+    """name → pid of this fabric's control-plane processes still alive (checked by their command line: the
+    program `KubeLab._spawn` recorded, or the name itself)."""
     f = state_dir(fabric_name) / "pids"
     try:
-        pids: dict[str, int] = json.loads(f.read_text())
+        pids: dict[str, int | list[Any]] = json.loads(f.read_text())
     except (OSError, ValueError):
         return {}
     alive = {}
-    for name, pid in pids.items():
+    for name, entry in pids.items():
+        pid, program = (entry[0], entry[1]) if isinstance(entry, list) else (entry, name)
         with contextlib.suppress(OSError):
             argv0 = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode(errors="replace")
-            if Path(argv0).name == name:
+            if Path(argv0).name == program:
                 alive[name] = pid
     return alive
 

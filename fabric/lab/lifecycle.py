@@ -7,25 +7,30 @@ StepError naming the step.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from ipaddress import IPv4Network
+from ipaddress import IPv4Interface, IPv4Network
 from pathlib import Path
 
 from fabric.design.intent import FabricIntent
 from fabric.errors import UsageError
 from fabric.lab import daemons, neigh
 from fabric.lab import qos as lab_qos
-from fabric.lab.plan import build_state, rename_ports
+from fabric.lab.plan import access_networks, build_state, rename_ports, set_access
 from fabric.lab.sh import StepError, alive, cmdline, quiet, run, terminate
-from fabric.lab.state import LabState, load_state, state_dir
+from fabric.lab.state import LabState, instance, load_state, state_dir
 from fabric.nos.frr.scripts import KEPT
 from fabric.render import render_switch
 
 WORKERS = 4  # bounded parallelism on small machines
+# Held by every `lab up` of this machine from choosing its management subnet until its bridge holds it (whatever
+# FABRIC_LAB_STATE says), so two labs coming up at once never take one subnet.
+NETWORK_LOCK = Path("/run/roce-fabric/lab-network.lock")
 
 
 def _pmap(fn: Callable[[str], object], items: list[str]) -> None:
@@ -45,19 +50,30 @@ def up(fabric: FabricIntent, *, inventory: str, prefix: str, management: IPv4Net
     if old is not None:
         raise UsageError(f"a lab for {fabric.name!r} exists ({d}/state.json, phase {old.phase}); "
                          "run `fabric lab down` first")
-    st = build_state(fabric, inventory=inventory, prefix=prefix, management=management, state_dir=str(d))
+    st = build_state(fabric, inventory=inventory, prefix=prefix, management=management, state_dir=str(d),
+                     instance=instance())
     st.qos_rate = rate
-    _preflight(st)
     t0 = time.monotonic()
-    st.save()
+    with _network_lock():
+        if st.instance:
+            set_access(st, _free_access(st, management))
+        _preflight(st)
+        st.save()
+        try:
+            _bridge(st, log)
+        except BaseException:
+            down_state(st)
+            raise
     try:
         for path, (before, after) in neigh.raise_limits(fabric).items():
             log(f"kernel neighbour table (every namespace's): {path.removeprefix('/proc/sys/')} {before} → {after}")
         _create(st, fabric, log)
         log("waiting for BGP convergence")
-        from fabric.lab.status import wait_converged
+        from fabric.lab.status import wait_converged, wait_lldp
 
         wait_converged(st, fabric, timeout=timeout)
+        log("waiting for LLDP neighbours on every cable")
+        wait_lldp(st, timeout=timeout)
         st.phase = "up"
         st.up_seconds = round(time.monotonic() - t0, 2)
         st.save()
@@ -71,12 +87,38 @@ def up(fabric: FabricIntent, *, inventory: str, prefix: str, management: IPv4Net
         raise StepError("unexpected", f"{type(exc).__name__}: {exc}") from exc
 
 
+@contextlib.contextmanager
+def _network_lock() -> Iterator[None]:
+    NETWORK_LOCK.parent.mkdir(parents=True, exist_ok=True)
+    with NETWORK_LOCK.open("a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        yield
+
+
+def _routed() -> list[IPv4Network]:
+    """Every IPv4 destination routed in the root namespace (all tables)."""
+    routes = json.loads(run(["ip", "-j", "-4", "route", "show", "table", "all"], "preflight") or "[]")
+    return [IPv4Network(r["dst"], strict=False) for r in routes if r.get("dst", "default") != "default"]
+
+
+def _free_access(st: LabState, management: IPv4Network) -> IPv4Network:
+    """The first access subnet (fabric.lab.plan.access_networks) no route of this machine touches."""
+    assert st.bridge_address
+    subnet = IPv4Interface(st.bridge_address).network
+    routed = _routed()
+    for net in access_networks(subnet, management):
+        if not any(net.overlaps(r) for r in routed):
+            return net
+    raise UsageError(f"lab instance {st.instance}: no free /{subnet.prefixlen} left for its access subnet")
+
+
 def _preflight(st: LabState) -> None:
     assert st.bridge and st.bridge_address
     net = str(IPv4Network(st.bridge_address, strict=False))
     if json.loads(run(["ip", "-j", "route", "show", "exact", net], "preflight") or "[]"):
         raise UsageError(f"management subnet {net} is already routed in the root namespace "
-                         "(another lab up, or a host network); change addressing.management")
+                         "(another lab up, or a host network); change addressing.management, or bring this lab up as "
+                         "an instance of its own (FABRIC_LAB_INSTANCE)")
     if quiet(["ip", "link", "show", st.bridge]) == 0:
         raise UsageError(f"interface {st.bridge} exists without lab state; "
                          f"remove it (ip link del {st.bridge})")
@@ -91,6 +133,16 @@ def _batch(cmds: list[str], step: str, netns: str | None = None) -> None:
         run(["ip", *(["-n", netns] if netns else []), "-batch", "-"], step, input="\n".join(cmds) + "\n")
 
 
+def _bridge(st: LabState, log: Callable[[str], None]) -> None:
+    """The management bridge in the root namespace, with the lab's address on it (its subnet's route)."""
+    assert st.bridge and st.bridge_address
+    log(f"management: bridge {st.bridge} {st.bridge_address}")
+    st.root_links = [st.bridge]
+    st.save()
+    _batch([f"link add {st.bridge} type bridge", f"link set {st.bridge} up",
+            f"addr add {st.bridge_address} dev {st.bridge}"], "management bridge")
+
+
 def _create(st: LabState, fabric: FabricIntent, log: Callable[[str], None]) -> None:
     assert st.bridge and st.bridge_address
     log(f"namespaces: {len(st.nodes)}")
@@ -101,17 +153,18 @@ def _create(st: LabState, fabric: FabricIntent, log: Callable[[str], None]) -> N
     log(f"cables: {len(st.links)} veth pairs")
     _batch([f"link add name {ln.a_ifname} netns {st.nodes[ln.a].netns} type veth peer name {ln.b_ifname} "
             f"netns {st.nodes[ln.b].netns}" for ln in st.links], "cables")
-    log(f"management: bridge {st.bridge} {st.bridge_address}")
-    cmds = [f"link add {st.bridge} type bridge", f"link set {st.bridge} up",
-            f"addr add {st.bridge_address} dev {st.bridge}"]
+    cmds = []
     for n in st.nodes.values():
         cmds += [f"link add name {n.management_veth} type veth "
                  f"peer name {n.management_ifname} netns {n.netns}",
                  f"link set {n.management_veth} master {st.bridge} up"]
     _batch(cmds, "management network")
     for n in st.nodes.values():
-        _batch(["link set lo up", f"addr add {n.management_address} dev {n.management_ifname}",
+        access = [f"addr add {n.access_address} dev {n.management_ifname}"] if n.access_address else []
+        _batch(["link set lo up", f"addr add {n.management_address} dev {n.management_ifname}", *access,
                 f"link set {n.management_ifname} up"], f"management {n.name}", netns=n.netns)
+    log("lldpd on every node")  # first: its neighbours show while the rest is set up
+    _start_each(st, "lldpd", daemons.start_lldp)
     switches = list(fabric.switches)
 
     def switch(name: str) -> None:
@@ -135,21 +188,25 @@ def _create(st: LabState, fabric: FabricIntent, log: Callable[[str], None]) -> N
         st.save()
     log(f"hosts: host agent on {len(fabric.hosts)}")
     for name, intent in fabric.hosts.items():
-        _host_agent(st, name, intent)
+        host_agent(st, name, intent)
     log("sshd on every node")
     daemons.ensure_keys(st)
     st.save()
+    _start_each(st, "sshd", daemons.start_sshd)
 
-    def sshd(name: str) -> None:
-        st.nodes[name].pids["sshd"] = daemons.start_sshd(st, name)
+
+def _start_each(st: LabState, daemon: str, start: Callable[[LabState, str], int]) -> None:
+    """Start `daemon` on every node (bounded threads), its pids recorded even when one fails."""
+    def one(name: str) -> None:
+        st.nodes[name].pids[daemon] = start(st, name)
 
     try:
-        _pmap(sshd, list(st.nodes))
+        _pmap(one, list(st.nodes))
     finally:
         st.save()
 
 
-def _host_agent(st: LabState, name: str, intent: object) -> None:
+def host_agent(st: LabState, name: str, intent: object) -> None:
     """Configure a host's rails with the host agent inside its namespace."""
     try:
         from fabric.host.agent import apply

@@ -14,6 +14,7 @@ from fabric.errors import UsageError
 
 FRR_DIR = Path("/usr/lib/frr")
 SSHD = Path("/usr/sbin/sshd")
+LLDPD = Path("/usr/sbin/lldpd")
 
 
 class StepError(Exception):
@@ -31,9 +32,10 @@ def require_root() -> None:
 
 def missing_prerequisites() -> list[str]:
     """Binaries the lab needs and does not find."""
-    need = [FRR_DIR / "zebra", FRR_DIR / "bgpd", FRR_DIR / "staticd", SSHD]
+    need = [FRR_DIR / "zebra", FRR_DIR / "bgpd", FRR_DIR / "staticd", SSHD, LLDPD]
     missing = [str(p) for p in need if not p.exists()]
-    missing += [b for b in ("ip", "vtysh", "ssh", "ssh-keygen", "ping", "fping", "tc") if not shutil.which(b)]
+    tools = ("ip", "vtysh", "ssh", "ssh-keygen", "ping", "fping", "tc", "lldpcli")
+    missing += [b for b in tools if not shutil.which(b)]
     return missing
 
 

@@ -36,7 +36,8 @@ class LabSite(Site):
         files = render_switch(self.fabric.switches[name], self.fabric)
         return SwitchEndpoint(device=name, target="frr", address=node.address, device_type="linux",
                               intended=rename_ports(files["frr.conf"], node.ifnames),
-                              options={"confdir": d, "vty_socket": d, "workdir": str(self.state.dir / "push"),
+                              options={"confdir": d, "vty_socket": d, "lldp_socket": str(self.state.lldp_socket(name)),
+                                       "workdir": str(self.state.dir / "push"),
                                        "files": {"interfaces.sh": rename_ports(files["interfaces.sh"], node.ifnames)}})
 
     def _cred(self) -> Credentials:
@@ -65,7 +66,8 @@ class VmSite(Site):
     rendered tc tree, not FRR: the FRR driver reads its counters; nothing is pushed to it."""
 
     kind = "lab"
-    rdma = False  # the hosts' rails are in their namespaces, where rxe sends nothing (docs/lab.md)
+    rdma = False  # iperf3 and ping for the congestion and latency checks, at the VM's port rate
+    soft_roce = True  # each host's rail has a Soft-RoCE device (fabric.lab.vm.soft_roce_lines): ib_write_bw
 
     def __init__(self, lab: vm.VmLab, fabric: FabricIntent):
         self.lab, self.fabric = lab, vm.realized(fabric, lab)

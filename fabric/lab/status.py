@@ -1,5 +1,5 @@
 """Observe the lab: BGP sessions and ECMP width from each FRR instance, rail reachability by real ICMP echoes
-(fping, one prober per host and rail)."""
+(fping, one prober per host and rail), the LLDP neighbours each node's lldpd sees."""
 
 from __future__ import annotations
 
@@ -13,9 +13,12 @@ from pydantic import BaseModel
 
 from fabric.design.bgp import expectation
 from fabric.design.intent import FabricIntent, HostIntent, SwitchIntent
+from fabric.errors import InputError
 from fabric.lab.sh import StepError
 from fabric.lab.state import Fault, LabState
-from fabric.parsers.frr import json_docs, route_widths
+from fabric.parsers.frr import route_widths
+from fabric.parsers.lldp import parse_lldpctl
+from fabric.replies import json_replies
 
 PROBE_WORKERS = 16  # fping processes at once, each mostly waiting for replies
 VTY_WORKERS = 4
@@ -87,7 +90,7 @@ def switch_status(st: LabState, sw: SwitchIntent, fabric: FabricIntent) -> Switc
     status = SwitchStatus(name=sw.name, role=sw.role, sessions=[])
     try:
         out = st.vtysh(sw.name, "show bgp ipv4 unicast summary json", "show ip route json")
-        docs = json_docs(out)
+        docs = json_replies(out, "vtysh")
         summary, routes = docs[0], docs[1]
     except (subprocess.TimeoutExpired, ValueError, IndexError) as exc:
         status.error = f"FRR not answering ({type(exc).__name__})"
@@ -168,3 +171,29 @@ def wait_converged(st: LabState, fabric: FabricIntent, *, timeout: float) -> lis
             more = f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""
             raise StepError("bgp convergence", f"not converged after {timeout:.0f}s: {problems[0]}{more}")
         time.sleep(1.0)
+
+
+def lldp_silent(st: LabState) -> list[str]:
+    """The cable ports (`node:port`) on which the node's lldpd sees no neighbour yet (`lldpctl -f json`)."""
+    def one(node: str) -> list[str]:
+        n = st.nodes[node]
+        done = st.run(node, ["lldpctl", "-f", "json"])
+        try:
+            seen = {x.port for x in parse_lldpctl(done.stdout, f"{node}: lldpctl -f json").neighbors}
+        except InputError:
+            seen = set()
+        return [f"{node}:{port}" for port, ifname in n.ifnames.items() if ifname not in seen]
+
+    with ThreadPoolExecutor(max_workers=VTY_WORKERS) as pool:
+        return [p for ps in pool.map(one, list(st.nodes)) for p in ps]
+
+
+def wait_lldp(st: LabState, *, timeout: float) -> None:
+    """Poll until every cable port has an LLDP neighbour (lldpd sends every second: a second or two after it
+    started), so that `lab up` hands over a lab whose cabling reads whole."""
+    deadline = time.monotonic() + timeout
+    while silent := lldp_silent(st):
+        if time.monotonic() >= deadline:
+            more = f" (+{len(silent) - 1} more)" if len(silent) > 1 else ""
+            raise StepError("lldp", f"no LLDP neighbour after {timeout:.0f}s on {silent[0]}{more}")
+        time.sleep(0.5)

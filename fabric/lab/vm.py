@@ -6,7 +6,8 @@ QEMU software emulation (`--disable-kvm`: nested KVM does not boot a guest here)
 file system, read-only, and one writable directory, the VM lab's state dir. The guest runs one sh script of ours
 (no Python: under emulation the CLI's import alone takes minutes): it builds one leaf of the fabric and up to
 four of its hosts in namespaces named after the nodes, with the `frr` target's rendered `ets` + `red … ecn`
-tree and DSCP filters on every host port (fabric.lab.qos.port_lines), then serves commands dropped into the
+tree and DSCP filters on every host port (fabric.lab.qos.port_lines), each host's rail with a Soft-RoCE device
+(`soft_roce_lines`: rxe sends from the initial namespace only), then serves commands dropped into the
 state dir (`cmd/<n>.sh` → `<n>.out`, `<n>.rc`; each as it comes, beside the ones still running) until `stop`
 appears there or its lifetime ends, and powers off. `command_argv` runs one command in a node's namespace from this
 machine (what the VM lab's Site, fabric.lab.site.VmSite, reaches hosts and the leaf with).
@@ -32,7 +33,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from fabric.design.intent import FabricIntent
+from fabric.design.intent import FabricIntent, HostIntent
 from fabric.errors import UsageError
 from fabric.lab.qos import port_lines
 from fabric.lab.sh import StepError, cmdline
@@ -46,6 +47,7 @@ MODULES = Path("/lib/modules")
 GUEST_MODULES = ["sch_tbf", "sch_ets", "sch_red", "cls_u32", "rdma_rxe"]
 PORT_RATE = "20mbit"  # the leaf ports' line rate: what iperf3 under emulation drives well past, 3 senders at a time
 MAX_HOSTS = 4
+SOFT_ROCE_GID = 1  # rxe's GID table: 0 the link-local GID from the MAC, 1 the rail's IPv4 address (RoCEv2)
 # Kernel arguments for a throwaway guest that runs only our script, under emulation where every guest cycle costs
 # host CPU: no speculative-execution mitigations (QEMU's TCG does not speculate), and none of the drivers udev would
 # load for the emulated q35 board and `-cpu max` (KVM, SATA CD-ROM, watchdogs, PS/2 mouse, SMBus, SIMD crypto):
@@ -163,11 +165,54 @@ def batch(tool: str, cmds: list[str], on_failure: str = "") -> list[str]:
     return [f"{tool} -batch - <<'EOF'{on_failure}", *cmds, "EOF"]
 
 
+def soft_roce_device(k: int) -> str:
+    """The Soft-RoCE device of the lab's k-th host (1-based): one name per host, as the guest's RDMA devices are
+    seen from every namespace (`rdma system`: netns shared, the kernel's default)."""
+    return f"rxe{k}"
+
+
+def soft_roce_netdev(k: int) -> str:
+    return f"rxe{k}n"
+
+
+def soft_roce_mac(rail: int, k: int) -> str:
+    return f"02:72:66:00:{rail:02x}:{k:02x}"
+
+
+def soft_roce_lines(rail: int, addresses: list[str], subnet: str) -> list[str]:
+    """`ip -batch` lines of the guest's initial namespace for the hosts' Soft-RoCE netdevs: Debian 6.12's rdma_rxe
+    sends and receives in the initial namespace only (its one UDP socket and its route lookups are there), so each
+    host's rail gets a macvlan there (its frames leave by the host's own rail and leaf port) with the host's rail
+    address. Each host's packets leave by its own macvlan (a rule per source address ahead of the local table; to
+    its own address they stay local), the others' addresses resolved statically: the macvlans neither answer nor
+    need ARP, so the hosts' namespaces keep their own neighbours."""
+    cmds = ["rule add pref 1000 lookup local", "rule del pref 0 lookup local"]
+    for k, address in enumerate(addresses, 1):
+        ip, dev = address.split("/")[0], soft_roce_netdev(k)
+        cmds += [f"addr add {address} dev {dev}", f"link set {dev} up",
+                 f"rule add pref 100 iif lo from {ip} to {ip} lookup local",  # to itself: not out by its rail
+                 f"rule add pref {100 + k} iif lo from {ip} lookup {100 + k}",
+                 f"route add {subnet} dev {dev} src {ip} table {100 + k}"]
+        cmds += [f"neigh add {other.split('/')[0]} lladdr {soft_roce_mac(rail, j)} dev {dev} nud permanent"
+                 for j, other in enumerate(addresses, 1) if j != k]
+    return cmds
+
+
+def soft_roce_sysctls(hosts: int) -> str:
+    """Both ends of a Soft-RoCE pair are local addresses of the initial namespace: accepted on arrival
+    (accept_local, no reverse-path filter); `arp_ignore` 8: no ARP answers from the macvlans."""
+    keys = ["net.ipv4.conf.all.rp_filter=0", "net.ipv4.conf.default.rp_filter=0"]
+    for k in range(1, hosts + 1):
+        dev = soft_roce_netdev(k)
+        keys += [f"net.ipv4.conf.{dev}.{key}" for key in ("accept_local=1", "rp_filter=0", "arp_ignore=8")]
+    return "sysctl -qw " + " ".join(keys)
+
+
 def lab_script(fabric: FabricIntent, leaf: str, rail: int, hosts: list[str], rate: str, out: Path,
                lifetime: float) -> str:
     """The guest's whole job as one sh script of our own (every value from the intent, nothing untrusted): the leaf
     and hosts in namespaces named after them, the leaf's host ports joined by its SVI bridge `br0` and queued by
-    the rendered tree, then the command loop."""
+    the rendered tree, the hosts' Soft-RoCE devices, then the command loop."""
     qos_sh = render_switch(fabric.switches[leaf], fabric)["qos.sh"]
     rails = {h: next(r for r in fabric.hosts[h].rails if r.rail == rail) for h in hosts}
     tc_lines = [ln for r in rails.values() for ln in port_lines(fabric, leaf, r.leaf_port, r.leaf_port, qos_sh, rate)]
@@ -178,16 +223,23 @@ def lab_script(fabric: FabricIntent, leaf: str, rail: int, hosts: list[str], rat
                      for h, r in rails.items()],
                   leaf: ["link add br0 type bridge", "link set br0 up"]
                   + [f"link set {r.leaf_port} master br0 up" for r in rails.values()]}
-    ip_batches |= {h: ["link set lo up", f"addr add {r.address} dev {r.ifname}", f"link set {r.ifname} up"]
-                   for h, r in rails.items()}
+    ip_batches |= {h: ["link set lo up", f"addr add {r.address} dev {r.ifname}", f"link set {r.ifname} up",
+                       f"link add link {r.ifname} name {soft_roce_netdev(k)} address {soft_roce_mac(rail, k)} "
+                       "type macvlan mode bridge", f"link set {soft_roce_netdev(k)} netns 1"]
+                   for k, (h, r) in enumerate(rails.items(), 1)}
+    # the initial namespace again, once the hosts' batches have moved their macvlans into it
+    ip_batches["init"] = soft_roce_lines(rail, [r.address for r in rails.values()], rails[hosts[0]].subnet)
     lines = ["set -u", f"O={out}", "exec >$O/guest.log 2>&1", "echo BOOTED $(date +%s.%N)", "fail() { echo \"$*\" "
              "> $O/failed; exit 1; }",
              f"modprobe -a {' '.join(GUEST_MODULES)} || fail modprobe -a {' '.join(GUEST_MODULES)}",
              "sysctl -qw net.core.rmem_max=4194304 net.core.wmem_max=4194304"]  # iperf3 -w 1M (global in 6.12)
     for n, cmds in ip_batches.items():
-        ip = "ip" if n == "root" else f"ip -n {n}"
+        ip = "ip" if n in ("root", "init") else f"ip -n {n}"
         lines += batch(ip, cmds, f" || fail {ip} -batch")
     lines += [f"ip netns exec {h} sysctl -qw net.ipv4.tcp_ecn=1" for h in hosts]
+    lines += [soft_roce_sysctls(len(hosts)) + " || fail sysctl of the Soft-RoCE netdevs"]
+    lines += [f"rdma link add {soft_roce_device(k)} type rxe netdev {soft_roce_netdev(k)} || fail rdma link add "
+              f"{soft_roce_device(k)}" for k in range(1, len(hosts) + 1)]
     first, last = rails[hosts[0]], rails[hosts[-1]]
     lines += [f"tc -n {leaf} -batch $O/leaf-tc.batch || fail tc -batch of the leaf",
               f"ip netns exec {hosts[-1]} ping -c 3 -W 5 {first.address.split('/')[0]} >/dev/null "
@@ -330,11 +382,17 @@ def command_argv(lab: VmLab, node: str, *, merged: bool = False) -> list[str]:
 
 
 def realized(fabric: FabricIntent, lab: VmLab) -> FabricIntent:
-    """The fabric as the VM lab realizes it: its leaf, its hosts with their rail on that leaf, the cables between
-    them."""
+    """The fabric as the VM lab realizes it: its leaf, its hosts with their rail on that leaf (the RDMA device its
+    Soft-RoCE, whose RoCEv2 IPv4 GID is index 1: index 0 is the link-local one rxe derives from the MAC), the cables
+    between them."""
     nodes = {lab.leaf, *lab.hosts}
-    hosts = {h: fabric.hosts[h].model_copy(update={"rails": [r for r in fabric.hosts[h].rails if r.rail == lab.rail]})
-             for h in lab.hosts}
+
+    def host(k: int, name: str) -> HostIntent:
+        h = fabric.hosts[name]
+        rails = [r.model_copy(update={"rdma": soft_roce_device(k)}) for r in h.rails if r.rail == lab.rail]
+        return h.model_copy(update={"rails": rails, "gid": h.gid.model_copy(update={"index": SOFT_ROCE_GID})})
+
+    hosts = {h: host(k, h) for k, h in enumerate(lab.hosts, 1)}
     return fabric.model_copy(update={"switches": {lab.leaf: fabric.switches[lab.leaf]}, "hosts": hosts,
                                      "links": [x for x in fabric.links if x.a in nodes and x.b in nodes]})
 

@@ -140,6 +140,146 @@ def copy_tree(value: Any) -> Any:
     return root
 
 
+_Node = tuple[Any, int, int, int]  # a completed node: its value, nodes, scalar characters, levels
+
+
+class _Composer:
+    """`_compose`'s state between events: the open mappings and sequences, the anchors, and what the file wrote
+    and its aliases expanded so far."""
+
+    def __init__(self, loader: Any, file: str, base: Loc, smap: SourceMap, problems: list[Problem]) -> None:
+        self.loader, self.file, self.base, self.smap, self.problems = loader, file, base, smap, problems
+        self.anchors: dict[str, _Anchor] = {}
+        self.stack: list[_Frame] = []
+        self.written = self.expanded = self.expanded_bytes = 0
+
+    def fail(self, event: Any, expected: str, found: str, loc: Loc | None = None) -> InputError:
+        return InputError(Problem(self.file, event.start_mark.line + 1, dotted(self.base if loc is None else loc),
+                                  expected, found))
+
+    def document(self) -> Any:
+        """The document's value, from the events up to its end."""
+        stack = self.stack
+        while True:
+            event = self.loader.get_event()
+            top = stack[-1] if stack else None
+            if isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+                done = self.close()
+                if not stack:
+                    return done.value
+                top, node = stack[-1], (done.value, done.nodes, done.bytes, done.height + 1)
+            elif top is not None and top.mapping and top.key is _NO_KEY:
+                self.key(event, top)
+                continue
+            else:
+                node = self.node(event, top)
+                if node is None:  # a mapping or sequence opened
+                    continue
+                if top is None:  # a document that is one scalar
+                    return node[0]
+            self.add(event, top, node)
+
+    def close(self) -> _Frame:
+        """The mapping or sequence just ended: its merges done, its anchor kept."""
+        done = self.stack.pop()
+        if done.merges:
+            _merge(done, self.smap)
+        if done.anchor is not None:
+            self.anchors[done.anchor] = _Anchor(done.value, done.loc, done.nodes, done.bytes, done.height + 1)
+        return done
+
+    def key(self, event: Any, top: _Frame) -> None:
+        """A key of mapping `top`: a plain scalar, each once (a duplicate is a problem and its value dropped)."""
+        if not isinstance(event, yaml.ScalarEvent):
+            raise self.fail(event, "a plain key (a name or number)",
+                            "an alias as a key" if isinstance(event, yaml.AliasEvent)
+                            else "a mapping or sequence as a key", top.loc)
+        self.written += 1
+        smap, line = self.smap, event.start_mark.line + 1
+        if _is_merge(self.loader, event):
+            top.key = _MERGE
+            smap.lines[(*top.loc, "<<")] = (self.file, line)
+            return
+        key = _scalar(self.loader, event, self.file, top.loc)
+        if key is None:
+            raise self.fail(event, "a key", "null", top.loc)
+        if not isinstance(key, str | int | float | bool):
+            key = str(key)
+        loc = (*top.loc, key)
+        if key in top.value:
+            first = smap.lines.get(loc, (self.file, 0))[1]
+            self.problems.append(Problem(self.file, line, dotted(loc),
+                                         f"each key once (first defined on line {first})", "a duplicate key"))
+            top.key = None  # the value is read and dropped
+            return
+        smap.lines[loc] = (self.file, line)
+        if isinstance(key, float):  # pydantic names a float key by its text ('1.5', 'nan') in errors
+            smap.lines[(*top.loc, str(key))] = smap.lines[loc]
+        top.key = key
+
+    def node(self, event: Any, top: _Frame | None) -> _Node | None:
+        """A value: a scalar or an alias (the node), or the start of a mapping or sequence (None: it is open)."""
+        if top is None:
+            loc = self.base
+        elif top.mapping:
+            loc = (*top.loc, "<<" if top.key is _MERGE else top.key)
+        else:
+            loc = (*top.loc, len(top.value))
+            self.smap.lines[loc] = (self.file, event.start_mark.line + 1)
+        if isinstance(event, yaml.AliasEvent):
+            return self.alias(event, loc)
+        if isinstance(event, yaml.ScalarEvent):
+            self.written += 1
+            value, size = _scalar(self.loader, event, self.file, loc), len(event.value)
+            if event.anchor is not None:
+                self.anchors[event.anchor] = _Anchor(value, loc, 1, size, 0)
+            return value, 1, size, 0
+        if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+            self.written += 1
+            if event.tag not in (None, "!", "tag:yaml.org,2002:map", "tag:yaml.org,2002:seq"):
+                raise self.fail(event, "no tags", event.tag, loc)
+            if len(self.stack) >= MAX_DEPTH:
+                raise self.fail(event, f"at most {MAX_DEPTH} levels of nesting", "deeper", loc)
+            self.stack.append(_Frame({} if isinstance(event, yaml.MappingStartEvent) else [], loc, event.anchor))
+            return None
+        raise self.fail(event, "a YAML node", type(event).__name__, loc)  # pragma: no cover - nothing else comes
+
+    def alias(self, event: Any, loc: Loc) -> _Node:
+        """An alias's node: its anchor's value, within the bounds on what aliases may build."""
+        anchor = self.anchors.get(event.anchor)
+        if anchor is None:
+            raise self.fail(event, "an alias to an anchor defined above it (&name)", f"*{event.anchor}", loc)
+        self.expanded += anchor.nodes
+        self.expanded_bytes += anchor.bytes
+        limit = ALIAS_NODES + ALIAS_RATIO * self.written
+        if self.expanded > limit or self.expanded_bytes > ALIAS_BYTES:
+            raise self.fail(event, f"aliases that build at most {limit:,} nodes "
+                            f"and {ALIAS_BYTES // 2**20} MiB of text (an alias bomb?)", f"*{event.anchor}", loc)
+        if len(self.stack) + anchor.height > MAX_DEPTH:
+            raise self.fail(event, f"at most {MAX_DEPTH} levels of nesting", f"deeper through *{event.anchor}", loc)
+        if anchor.height:
+            self.smap.lines.aliases[loc] = anchor.loc
+        return anchor.value, anchor.nodes, anchor.bytes, anchor.height
+
+    def add(self, event: Any, top: _Frame, node: _Node) -> None:
+        """A completed node into the open mapping (under its key, or to merge) or sequence `top`."""
+        value, nodes, size, height = node
+        top.nodes += nodes
+        top.bytes += size
+        top.height = max(top.height, height)
+        if not top.mapping:
+            top.value.append(value)
+            return
+        if top.key is _MERGE:
+            if not (isinstance(value, dict) or (isinstance(value, list) and value
+                                                and all(isinstance(v, dict) for v in value))):
+                raise self.fail(event, "a mapping or a list of mappings after <<", describe(value), top.loc)
+            top.merges.append((value, (*top.loc, "<<")))
+        elif top.key is not None:
+            top.value[top.key] = value
+        top.key = _NO_KEY
+
+
 def _compose(loader: Any, file: str, base: Loc, smap: SourceMap, problems: list[Problem]) -> Any:
     """Build the one document from parser events with an explicit stack (no recursion, so no RecursionError or
     C stack overflow on deep nesting), refusing non-scalar keys, tags and nesting beyond MAX_DEPTH.
@@ -149,115 +289,15 @@ def _compose(loader: Any, file: str, base: Loc, smap: SourceMap, problems: list[
     characters, and MAX_DEPTH levels after expansion; an alias shares its anchor's value, so the bound is
     checked before anything is built. A value reached through an alias is located at the anchor's text (where
     it is written); the alias itself at its use."""
-    def fail(event: Any, expected: str, found: str, loc: Loc = base) -> InputError:
-        return InputError(Problem(file, event.start_mark.line + 1, dotted(loc), expected, found))
-
-    anchors: dict[str, _Anchor] = {}
-    written = expanded = expanded_bytes = 0
     loader.get_event()  # stream start
     if loader.check_event(yaml.StreamEndEvent):
         return None
     loader.get_event()  # document start
-    stack: list[_Frame] = []
-    root: Any = None
-    while True:
-        event = loader.get_event()
-        top = stack[-1] if stack else None
-        if isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
-            done = stack.pop()
-            if done.merges:
-                _merge(done, smap)
-            if done.anchor is not None:
-                anchors[done.anchor] = _Anchor(done.value, done.loc, done.nodes, done.bytes, done.height + 1)
-            if not stack:
-                root = done.value
-                break
-            value, top, nodes, size, height = done.value, stack[-1], done.nodes, done.bytes, done.height + 1
-        elif top is not None and top.mapping and top.key is _NO_KEY:  # a key
-            if not isinstance(event, yaml.ScalarEvent):
-                raise fail(event, "a plain key (a name or number)",
-                           "an alias as a key" if isinstance(event, yaml.AliasEvent)
-                           else "a mapping or sequence as a key", top.loc)
-            written += 1
-            if _is_merge(loader, event):
-                top.key = _MERGE
-                smap.lines[(*top.loc, "<<")] = (file, event.start_mark.line + 1)
-                continue
-            key = _scalar(loader, event, file, top.loc)
-            if key is None:
-                raise fail(event, "a key", "null", top.loc)
-            if not isinstance(key, str | int | float | bool):
-                key = str(key)
-            loc = (*top.loc, key)
-            if key in top.value:
-                first = smap.lines.get(loc, (file, 0))[1]
-                problems.append(Problem(file, event.start_mark.line + 1, dotted(loc),
-                                        f"each key once (first defined on line {first})", "a duplicate key"))
-                top.key = None  # the value is read and dropped
-            else:
-                smap.lines[loc] = (file, event.start_mark.line + 1)
-                if isinstance(key, float):  # pydantic names a float key by its text ('1.5', 'nan') in errors
-                    smap.lines[(*top.loc, str(key))] = smap.lines[loc]
-                top.key = key
-            continue
-        else:
-            if top is None:
-                loc = base
-            elif top.mapping:
-                loc = (*top.loc, "<<" if top.key is _MERGE else top.key)
-            else:
-                loc = (*top.loc, len(top.value))
-                smap.lines[loc] = (file, event.start_mark.line + 1)
-            if isinstance(event, yaml.AliasEvent):
-                anchor = anchors.get(event.anchor)
-                if anchor is None:
-                    raise fail(event, "an alias to an anchor defined above it (&name)", f"*{event.anchor}", loc)
-                expanded += anchor.nodes
-                expanded_bytes += anchor.bytes
-                if expanded > ALIAS_NODES + ALIAS_RATIO * written or expanded_bytes > ALIAS_BYTES:
-                    raise fail(event, f"aliases that build at most {ALIAS_NODES + ALIAS_RATIO * written:,} nodes "
-                               f"and {ALIAS_BYTES // 2**20} MiB of text (an alias bomb?)", f"*{event.anchor}", loc)
-                if len(stack) + anchor.height > MAX_DEPTH:
-                    raise fail(event, f"at most {MAX_DEPTH} levels of nesting", f"deeper through *{event.anchor}",
-                               loc)
-                value, nodes, size, height = anchor.value, anchor.nodes, anchor.bytes, anchor.height
-                if height:
-                    smap.lines.aliases[loc] = anchor.loc
-            elif isinstance(event, yaml.ScalarEvent):
-                written += 1
-                value, nodes, size, height = _scalar(loader, event, file, loc), 1, len(event.value), 0
-                if event.anchor is not None:
-                    anchors[event.anchor] = _Anchor(value, loc, 1, size, 0)
-            elif isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
-                written += 1
-                if event.tag not in (None, "!", "tag:yaml.org,2002:map", "tag:yaml.org,2002:seq"):
-                    raise fail(event, "no tags", event.tag, loc)
-                if len(stack) >= MAX_DEPTH:
-                    raise fail(event, f"at most {MAX_DEPTH} levels of nesting", "deeper", loc)
-                stack.append(_Frame({} if isinstance(event, yaml.MappingStartEvent) else [], loc, event.anchor))
-                continue
-            else:  # pragma: no cover - the parser yields nothing else inside a document
-                raise fail(event, "a YAML node", type(event).__name__, loc)
-            if top is None:  # a document that is one scalar
-                root = value
-                break
-        top.nodes += nodes
-        top.bytes += size
-        top.height = max(top.height, height)
-        if top.mapping:
-            if top.key is _MERGE:
-                if not (isinstance(value, dict) or (isinstance(value, list) and value
-                                                    and all(isinstance(v, dict) for v in value))):
-                    raise fail(event, "a mapping or a list of mappings after <<", describe(value), top.loc)
-                top.merges.append((value, (*top.loc, "<<")))
-            elif top.key is not None:
-                top.value[top.key] = value
-            top.key = _NO_KEY
-        else:
-            top.value.append(value)
+    composer = _Composer(loader, file, base, smap, problems)
+    root = composer.document()
     loader.get_event()  # document end
     if not loader.check_event(yaml.StreamEndEvent):
-        raise fail(loader.peek_event(), "one YAML document", "another document (---)")
+        raise composer.fail(loader.peek_event(), "one YAML document", "another document (---)")
     return root
 
 

@@ -138,7 +138,7 @@ class Nos:
     never_owned: tuple[str, ...] = ()
     default_release: dict[str, str] = field(default_factory=dict)  # platform → release; others: the newest
     # rendered files the push does not apply, each with the reason (every other file is applied by the driver:
-    # tests/test_everything_pushed.py)
+    # tests/nos/test_everything_pushed.py)
     not_pushed: tuple[tuple[str, str], ...] = ()
     # ports come from the platform's own port map (SONiC `platform.json`/`port_config.ini`: lanes, index,
     # alias and the breakouts it defines), refused where the platform lacks them

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from fabric.parsers._common import Model, Skipped, capped_lines, fail, regular_file, without_long_lines
 
-if TYPE_CHECKING:  # what `__getattr__` gives, for type checkers and the import graph (tests/test_imports.py)
+if TYPE_CHECKING:  # what `__getattr__` gives, for type checkers and the import graph (tests/project/test_imports.py)
     from fabric.parsers.ethtool import EthtoolStats, ethtool_delta, parse_ethtool_stats
     from fabric.parsers.gids import (
         GidRow,

@@ -4,24 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from fabric.replies import json_replies, json_reply, reader
-
-
-def reply_json(text: str, empty: str = "{}", command: str = "a JSON reply") -> Any:
-    """One JSON document of a device's reply (`empty` where it printed nothing); anything that is not one —
-    malformed, or nested past fabric.replies.MAX_DEPTH — is a ReplyError (a ValueError) naming why and where."""
-    return json_reply(text, command, empty)
-
-
-def json_docs(text: str, command: str = "vtysh") -> list[Any]:
-    """Concatenated JSON documents (vtysh prints one per -c)."""
-    return json_replies(text, command)
+from fabric.replies import json_reply, reader
 
 
 @reader("vtysh -c 'show bgp summary json'")
 def bgp_peers(text: str) -> dict[str, str]:
     """Each BGP peer's state, over every address family (a peer Established in one counts as Established)."""
-    return bgp_peers_of(reply_json(text, command="vtysh -c 'show bgp summary json'"))
+    return bgp_peers_of(json_reply(text, "vtysh -c 'show bgp summary json'"))
 
 
 def bgp_peers_of(data: object) -> dict[str, str]:

@@ -5,8 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from fabric.parsers.frr import reply_json
-from fabric.replies import reader
+from fabric.replies import json_reply, reader
 
 
 def link_counters(link: Any) -> dict[str, int]:
@@ -86,8 +85,8 @@ def port_counters(out: str) -> dict[str, dict[str, int]]:
     belongs is a ValueError; JSON of another shape has no counters."""
     links_text, _, rest = out.partition("@@qdisc")
     qdisc_text, _, classes = rest.partition("@@class ")
-    links = reply_json(links_text, "[]")
-    qdiscs = reply_json(qdisc_text, "[]")
+    links = json_reply(links_text, "a JSON reply", "[]")
+    qdiscs = json_reply(qdisc_text, "a JSON reply", "[]")
     per_dev = {chunk.split("\n", 1)[0].strip(): chunk for chunk in ("@@class " + classes).split("@@class ")[1:]}
     return {lk["ifname"]: {**link_counters(lk), **queue_counters(per_dev.get(lk["ifname"], ""), qdiscs, lk["ifname"])}
             for lk in (links if isinstance(links, list) else [])

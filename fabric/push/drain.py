@@ -82,8 +82,8 @@ def drain(fabric: str, ep: SwitchEndpoint, cred: Credentials, opts: ApplyOptions
     before = fabric_rate(ep, cred, ports, interval)
     note(f"{ep.device}: fabric ports {fmt_rate(before)} before")
     action = "undrain" if undrain else "drain"
-    res = traffic_shift(fabric, ep, cred, opts, action) or apply_device(fabric, target, cred, opts, action=action,
-                                                                         progress=progress)
+    shifted, session = traffic_shift(fabric, target, cred, opts, action)
+    res = shifted or apply_device(fabric, target, cred, opts, action=action, progress=progress, session=session)
     out = DrainResult(result=res, ports=ports, before_bps=before)
     if res.status not in ("applied", "unchanged"):
         return out
@@ -100,18 +100,20 @@ def drain(fabric: str, ep: SwitchEndpoint, cred: Credentials, opts: ApplyOptions
 
 
 def traffic_shift(fabric: str, ep: SwitchEndpoint, cred: Credentials, opts: ApplyOptions,
-                  action: str) -> DeviceResult | None:
-    """The drain (or undrain) by the NOS's own traffic shift where the switch needs it, audited; None: the drain is
-    the intent's graceful-shutdown setting (`Driver.traffic_shift`)."""
+                  action: str) -> tuple[DeviceResult | None, Driver | None]:
+    """The drain (or undrain) by the NOS's own traffic shift where the switch needs it, audited; else no result: the
+    drain is the intent's graceful-shutdown setting (`Driver.traffic_shift`), and the session that asked, if any,
+    is handed on for that transaction (`apply_device`'s `session`: one login, and what it read, serve both)."""
     if driver_class(ep.target).traffic_shift is Driver.traffic_shift:
-        return None
+        return None, None
     t0, drv = time.monotonic(), None
     res = DeviceResult(device=ep.device, target=ep.target, status="error")
     try:
         drv = open_driver(ep, cred, timeout=opts.connect_timeout)
         shifted = drv.traffic_shift(action == "drain")
         if shifted is None:
-            return None
+            session, drv = drv, None  # handed on, not closed here
+            return None, session
         res.status, res.detail = ("applied" if shifted.changed else "unchanged"), state.scrub(shifted.detail)
     except TargetError as exc:
         res.detail = state.scrub(str(exc))
@@ -122,7 +124,7 @@ def traffic_shift(fabric: str, ep: SwitchEndpoint, cred: Credentials, opts: Appl
     res.seconds = time.monotonic() - t0
     if res.status != "unchanged":
         audit_result(fabric, ep, action, res)
-    return res
+    return res, None
 
 
 def fmt_rate(bps: float | None) -> str:

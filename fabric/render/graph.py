@@ -10,12 +10,12 @@ reaches the DOT text through `dot_id` or `html.escape`; `fabric.cli.graph` runs 
 from __future__ import annotations
 
 import html
-import re
 from collections import Counter
 from itertools import pairwise
 
 from fabric.design.cabling import Cabling, LinkState, Status
-from fabric.design.topology import Link, Topo
+from fabric.design.intent import Link
+from fabric.design.topology import Topo
 from fabric.order import natural
 from fabric.render.files import dot_id
 
@@ -29,7 +29,6 @@ HEAD = ['graph fabric {',
         'outputorder=edgesfirst, forcelabels=true];',
         '  node [fontname="Helvetica", fontsize=10, shape=box, style="rounded,filled", fillcolor=white];',
         '  edge [color="#9e9e9e", penwidth=0.8, fontname="Helvetica", fontsize=10];']
-_SEES = re.compile(r" sees ([^\s:;]+):([^\s;]+)")
 LEGEND = ((Status.ok, "ok"), (Status.miswired, "miswired: where the model has it"), (None, "miswired: where it is"),
           (Status.missing, "missing"), (Status.unexpected, "unexpected"), (Status.half_seen, "half-seen"),
           (Status.unread, "unread (neither end read)"))
@@ -149,9 +148,9 @@ def _edge(topo: Topo, ln: Link, state: LinkState | None, shown: set[str], fault:
     number = f'xlabel="{fault}", fontcolor="{colour}", fontsize=9, ' if fault else ""
     out = [f'  {dot_id(up)} -- {dot_id(down)} [color="{colour}", style={style}, penwidth=1.6, {number}'
            f"class={dot_id(state.status.value)}, tooltip={tip}];"]
-    seen = _SEES.search(state.found) if state.status == Status.miswired else None
-    if seen and seen.group(1) in shown:  # where the cable is, beside where the model has it
-        out.append(f'  {dot_id(ln.a)} -- {dot_id(seen.group(1))} [color="#c62828", penwidth=2.4, class="actual", '
+    actual = state.a_cabled_to.split(":", 1)[0] if state.status == Status.miswired else ""
+    if actual in shown:  # where the cable is, beside where the model has it
+        out.append(f'  {dot_id(ln.a)} -- {dot_id(actual)} [color="#c62828", penwidth=2.4, class="actual", '
                    f"{number}constraint=false, tooltip={dot_id(state.found)}];")
     return out
 

@@ -188,7 +188,7 @@ class Driver(ABC):
 
     def unchanged_text(self, running: str) -> DeviceDiff | None:
         """`diff_of(running)` where a saved text alone proves it empty without reading it (a NOS whose driver
-        knows; tests/test_plan_running_fast.py compares it with the full reading); None: read and diff it."""
+        knows; tests/nos/nvue/test_driver.py compares it with the full reading); None: read and diff it."""
         return None
 
     def pushed(self) -> set[str]:

@@ -82,6 +82,28 @@ def test_spine_uplinks_crossed_between_two_leaves(tmp_path: Path) -> None:
         "two cables"]
 
 
+def test_each_miswired_link_says_where_its_ends_are_cabled(tmp_path: Path) -> None:
+    """The judgement keeps, per link, the port each end's cable really reaches (what the picture draws), in the
+    model's port names: SONiC leaves, whose hosts see each port by its alias."""
+    result = swapped("sonic-example", ("leaf-su1-r2", "Ethernet0"), ("leaf-su1-r2", "Ethernet4"), tmp_path, "-f",
+                     "json")
+    links = {ln["a"]: ln for ln in json.loads(result.stdout)["links"]}
+    assert {a: (ln["b"], ln["a_cabled_to"], ln["b_cabled_to"]) for a, ln in links.items()
+            if ln["status"] == "miswired"} == {
+        "gpu-su1-01:ens1f1np1": ("leaf-su1-r2:Ethernet0", "leaf-su1-r2:Ethernet4", "gpu-su1-02:ens1f1np1"),
+        "gpu-su1-02:ens1f1np1": ("leaf-su1-r2:Ethernet4", "leaf-su1-r2:Ethernet0", "gpu-su1-01:ens1f1np1")}
+    assert (links["gpu-su1-01:ens1f0np0"]["a_cabled_to"], links["gpu-su1-01:ens1f0np0"]["b_cabled_to"]) == ("", "")
+    # a pulled cable: its end sees nothing, its expected port holds another leaf's uplink
+    t = topo("example")
+    cables = L.pull(L.hall(t), ("leaf-su1-r1", "swp5"))
+    cables[L.find(cables, ("spine1", "swp3"))] = (("leaf-su1-r3", "swp5"), ("spine1", "swp1"))
+    links = {ln["a"]: ln for ln in json.loads(run("example", cables, tmp_path / "pulled", "-f", "json").stdout)
+             ["links"]}
+    assert (links["leaf-su1-r1:swp5"]["a_cabled_to"], links["leaf-su1-r1:swp5"]["b_cabled_to"]) == \
+        ("", "leaf-su1-r3:swp5")
+    assert (links["leaf-su1-r3:swp5"]["a_cabled_to"], links["leaf-su1-r3:swp5"]["b_cabled_to"]) == ("spine1:swp1", "")
+
+
 def test_breakout_legs_in_the_wrong_order(tmp_path: Path) -> None:
     """NVUE, SN5600 broken out 2x400G: the two legs of leaf-su1-r1's port 1 reversed."""
     result = swapped("h100-400g", ("leaf-su1-r1", "swp1s0"), ("leaf-su1-r1", "swp1s1"), tmp_path, "-f", "json")
@@ -172,6 +194,15 @@ def test_bad_input_is_located(tmp_path: Path) -> None:
     assert result.returncode == 2 and "expected a saved LLDP output of a device of the model" in result.stderr
     result = fabric("cabling", inv, "--from", tmp_path / "lldp", "--format", "sarif")
     assert result.returncode == 2 and "--format: expected one of table, json, junit" in result.stderr
+
+
+def test_one_source_saved_or_the_lab(tmp_path: Path) -> None:
+    inv = ROOT / "inventories" / "example"
+    result = fabric("cabling", inv)
+    assert result.returncode == 2 and "expected one of --from DIR or --lab, found neither" in result.stderr
+    result = fabric("cabling", inv, "--from", tmp_path, "--lab")
+    assert result.returncode == 2 and "expected one of --from DIR or --lab, found both" in result.stderr
+    assert "Traceback" not in result.stderr
 
 
 @pytest.mark.parametrize("name", ["example", "h100-400g", "sonic-example", "eos-example"])

@@ -1,6 +1,6 @@
 """What switches share is kept only in the `Memo` their caller passes (`fabric.fast.memo`), never in a module of
 the renderer: the same files with it and without it, and nothing shared without it (the configs reader's:
-tests/test_lint_configs_rendered.py)."""
+tests/nos/nvue/test_configs.py)."""
 
 from __future__ import annotations
 

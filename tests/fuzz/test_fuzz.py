@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import json
 import os
 import shutil
@@ -311,7 +312,6 @@ def test_special_files_everywhere(tmp_path: Path, kind: str) -> None:
 
 
 # -- saved running configs, host and switch replies, logs handed to a scheduler -----------------
-RUNNING_INV = {"sonic": "sonic-example", "nvue": "h100-400g", "eos": "eos-example", "frr": "example"}
 RUN_STATS = Stats("running")
 
 
@@ -324,7 +324,9 @@ def running_bases() -> list[tuple[str, str, str, str]]:
     from fabric.render import render_switch
 
     out = []
-    for target, inv in RUNNING_INV.items():
+    from tests.support.nos import INVENTORY
+
+    for target, inv in INVENTORY.items():
         fabric = derive(load(ROOT / "inventories" / inv))
         sw = fabric.switches["leaf-su1-r1"]
         out.append((inv, "leaf-su1-r1", NOS[target].running_suffix, render_switch(sw, fabric)[NOS[target].intended]))
@@ -442,7 +444,7 @@ def _switch_state_replies() -> list[tuple[str, tuple[str, ...]]]:
         ("nvue-revisions", ((nv / "config-revision.json").read_text(),)),
         ("eos-bgp", (json.dumps({"vrfs": {"default": {"asn": "65101", "peers": {
             "10.0.0.1": {"peerState": "Established"}, "10.0.0.3": {"peerState": "Idle"}}}}}),)),
-        ("eos-inventory", (json.dumps({"xcvrSlots": {  # aristanetworks/anta unit data (tests/test_optics.py)
+        ("eos-inventory", (json.dumps({"xcvrSlots": {  # aristanetworks/anta unit data (tests/optics/test_optics.py)
             "1": {"mfgName": "Arista Networks", "modelName": "QSFP-100G-DR", "serialNum": "XKT203501340",
                   "hardwareRev": "21"}, "2": {"mfgName": "", "modelName": "", "serialNum": ""}}}),)),
         ("hgetall", (repr({"type": "QSFP28 or later", "manufacturer": "Mellanox", "model": "MFA1A00-C003",
@@ -546,7 +548,9 @@ def parse_reply(kind: str, parts: list[str]) -> None:
     """Parse one reply as the command that reads it does (its readers: FEEDS); raises InputError (a located problem)
     or ReplyError (a reply not in its command's form, fabric.replies) for a malformed reply, nothing else."""
     from fabric.accept.counters import rates
-    from fabric.parsers.frr import reply_json as j
+    from fabric.replies import json_reply
+
+    j = functools.partial(json_reply, command="a JSON reply")
 
     first, *more = FEEDS[kind]
     fn = reader_of(first)

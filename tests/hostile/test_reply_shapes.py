@@ -9,8 +9,9 @@ import pytest
 
 from fabric.errors import InputError
 from fabric.parsers import parse_iperf3, parse_nccl, parse_nccl_json, parse_perftest_json, switch_counters
-from fabric.parsers.frr import reply_json, route_widths
+from fabric.parsers.frr import route_widths
 from fabric.parsers.iproute import port_counters, queue_counters
+from fabric.replies import json_reply
 
 NCCL_ROW = "#  size count type redop root time algbw busbw #wrong time algbw busbw #wrong\n" \
            "  8388608  2097152  float  sum  -1  1e999  80.00  150.00  0  99.0  80.0  150.0  0\n"
@@ -71,4 +72,4 @@ def test_tc_and_link_replies_of_another_shape() -> None:
     with pytest.raises(ValueError):  # what the drivers turn into "not readable"
         port_counters("[" * 100_000)
     with pytest.raises(ValueError):
-        reply_json("{" + '"a":[' * 100_000)
+        json_reply("{" + '"a":[' * 100_000, "a JSON reply")

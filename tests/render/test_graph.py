@@ -160,3 +160,18 @@ def test_su_without_a_picture_is_refused() -> None:
                     "--su", "1")
     assert result.returncode == 2
     assert "--su: expected a picture (--format svg, dot or html), found --format table" in result.stderr
+
+
+def test_a_miswire_is_drawn_where_its_cable_is_not_where_a_neighbour_is(tmp_path: Path) -> None:
+    """leaf-su1-r1:swp5's uplink pulled and leaf-su1-r3:swp5's moved into the port it leaves free (spine1:swp1):
+    the one cable is drawn where it is (leaf-su1-r3 — spine1); the pulled one is drawn only where the model has it,
+    never towards what its expected port holds (the other leaf)."""
+    topo = load_deriver(ROOT / "inventories/example").topo
+    cables = L.pull(L.hall(topo), ("leaf-su1-r1", "swp5"))
+    cables[L.find(cables, ("spine1", "swp3"))] = (("leaf-su1-r3", "swp5"), ("spine1", "swp1"))
+    L.write(topo, cables, tmp_path / "lldp")
+    result = fabric("cabling", ROOT / "inventories/example", "--from", tmp_path / "lldp", "-o", tmp_path / "r.svg")
+    assert result.returncode == 1, result.stderr
+    g = drawn(tmp_path / "r.svg")
+    assert {title(e) for e in g["edge miswired"]} == {"spine1--leaf-su1-r1", "spine1--leaf-su1-r3"}
+    assert [title(e) for e in g["edge actual"]] == ["leaf-su1-r3--spine1"]

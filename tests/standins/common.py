@@ -9,16 +9,23 @@ import fcntl
 import json
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
+# Set where the commands run inside one serving process (tests.standins.fleet): the device a command is for, and
+# what starts a confirm timer there (a timer of that process instead of a detached one).
+DEVICE: ContextVar[Path | None] = ContextVar("DEVICE", default=None)
+TIMER: ContextVar[Callable[[str, tuple[str, ...]], None] | None] = ContextVar("TIMER", default=None)
+
+
 def dev_dir() -> Path:
-    return Path(os.environ["STANDIN_DEV"])
+    return DEVICE.get() or Path(os.environ["STANDIN_DEV"])
 
 
 @contextmanager
@@ -56,7 +63,10 @@ def tsa_enabled(config_db: dict) -> bool:
 
 
 def spawn(module: str, *args: str) -> None:
-    """A detached helper process (a confirm timer), surviving the SSH session."""
+    """A detached helper process (a confirm timer), surviving the SSH session; inside a serving process, its TIMER."""
+    if (timer := TIMER.get()) is not None:
+        timer(module, args)
+        return
     import subprocess  # here: every stand-in command imports this module, few start a process
 
     subprocess.Popen([sys.executable, "-m", module, *args], cwd=ROOT, start_new_session=True,

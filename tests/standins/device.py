@@ -35,8 +35,10 @@ esac
 
 # SONiC's `show runningconfiguration all` (read several times by every plan and apply) depends on running.json alone:
 # the answer kept in answers/ (tests.standins.sonic.show_running) carries the modification time of the running.json
-# it was read from, and is given again while running.json has that time (replaced since: Python answers anew).
+# it was read from, and is given again while running.json has that time (replaced since: Python answers anew). Each
+# read is one line of running-reads (the tests count the tool's reads, as a switch's command accounting would).
 SHOW_CACHED = """[ "$#:$1:$2" = 2:runningconfiguration:all ] && {
+  echo "$1 $2" >> "$STANDIN_DEV/running-reads"
   f="$STANDIN_DEV/answers/running" t="$STANDIN_DEV/running.json"
   [ -f "$f" ] && [ -f "$t" ] && [ ! "$f" -nt "$t" ] && [ ! "$f" -ot "$t" ] && exec cat "$f"
 }
@@ -68,17 +70,51 @@ def _install(path: str, script: str) -> None:
     os.replace(tmp, path)
 
 
-def shims(bindir: str | os.PathLike[str], kind: str, path: str | None = None) -> None:
+def served(port: int, module: str, cmd: str) -> str:
+    """A stand-in command answered by a serving process (tests.standins.fleet) on 127.0.0.1:`port` of the device's
+    namespace: bash sends the argument count, the device, the working directory, the module and the argv
+    (NUL-terminated); the answer is a `rc stdout-bytes stderr-bytes` line, then both outputs."""
+    return (f'exec 3<>/dev/tcp/127.0.0.1/{port} || exit 126\n'
+            f'printf \'%s\\0\' "$#" "$STANDIN_DEV" "$PWD" {module} {cmd} "$@" >&3\n'
+            'IFS=" " read -r rc out err <&3 || exit 126\n'
+            '[ "$out" = 0 ] || head -c "$out" <&3\n[ "$err" = 0 ] || head -c "$err" <&3 >&2\nexit "$rc"\n')
+
+
+def shims(bindir: str | os.PathLike[str], kind: str, path: str | None = None, *, port: int | None = None) -> None:
     """The stand-in commands of `kind` in `bindir`; `path`: their PYTHONPATH (`pythonpath()`; a session gets it
-    from the harness's ForceCommand)."""
+    from the harness's ForceCommand); `port`: answered by a serving process there instead (`served`)."""
     bindir = os.fspath(bindir)
     os.makedirs(bindir, exist_ok=True)
     path = path or pythonpath()
     for cmd, mod in SHIMS.get(kind, {}).items():
         cached = CACHED.get(cmd, "")
+        if port is not None:
+            if mod == "frr" and cmd != "vtysh":
+                continue  # the real iproute2 tools (a serving process plants no replies: tests.standins.frr.tool)
+            _install(os.path.join(bindir, cmd), f"#!/bin/bash\n{cached}{served(port, mod, cmd)}")
+            continue
         _install(os.path.join(bindir, cmd), f'#!/bin/sh\n{cached}PYTHONPATH={path} exec {sys.executable} -S -m '
                                             f'tests.standins.{mod} {cmd} "$@"\n')
     _install(os.path.join(bindir, "sudo"), '#!/bin/sh\n[ "$1" = "-n" ] && shift\nexec "$@"\n')
+
+
+def shell(d: str, kind: str, local: str, env: dict[str, str], *, path: str | None = None,
+          port: int | None = None) -> list[str]:
+    """argv of the interactive shell of a `sonic`, `nvue` or `frr` device; `env` is completed for it (run it in
+    `d`). `path`, `port`: the stand-in commands' PYTHONPATH, or the serving process that answers them (`shims`)."""
+    bindir = os.path.join(d, "bin")
+    shims(bindir, kind, path, port=port)
+    # the host part follows an applied hostname (NVUE: tests/standins/nvue.py writes `hostname`), as `\h` does
+    env.update(STANDIN_DEV=d, HOME=d, PATH=f"{bindir}:{env.get('PATH', '/usr/bin:/bin')}",
+               PS1=f"admin@$(cat hostname 2>/dev/null || echo {local}):~$ ", TERM="dumb")
+    if kind == "sonic":  # the device's /etc/sysctl.d (tests.standins.sonic), never the test machine's
+        os.makedirs(os.path.join(d, "sysctl.d"), exist_ok=True)
+        env["ROCE_FABRIC_SYSCTL_D"] = os.path.join(d, "sysctl.d")
+    if kind == "frr":  # the switch's /etc/frr, never the test machine's: a private mount of the device's etc-frr/
+        os.makedirs(os.path.join(d, "etc-frr"), exist_ok=True)
+        return ["unshare", "-m", "--propagation", "private", "/bin/sh", "-c",
+                'mount --bind "$0" /etc/frr && exec /bin/bash --norc --noprofile -i', os.path.join(d, "etc-frr")]
+    return ["/bin/bash", "--norc", "--noprofile", "-i"]
 
 
 def main() -> int:
@@ -92,26 +128,16 @@ def main() -> int:
     if kind == "eos":
         os.chdir(ROOT)
         os.execve(sys.executable, [sys.executable, "-m", "tests.standins.eos"], env)
-    bindir = os.path.join(d, "bin")
-    shims(bindir, kind, os.environ["PYTHONPATH"])  # the harness's: this tree and the venv's packages
-    path = f"{bindir}:{os.environ.get('PATH', '/usr/bin:/bin')}"
     if kind == "host":  # a GPU host: the command ssh was given, with the stand-in tools and sysfs first
-        env.update(PATH=path, ROCE_FABRIC_SYSFS=os.path.join(d, "sys"))
+        bindir = os.path.join(d, "bin")
+        shims(bindir, kind, os.environ["PYTHONPATH"])  # the harness's: this tree and the venv's packages
+        env.update(PATH=f"{bindir}:{os.environ.get('PATH', '/usr/bin:/bin')}", ROCE_FABRIC_SYSFS=os.path.join(d, "sys"))
         os.chdir(d)
         command = os.environ.get("SSH_ORIGINAL_COMMAND", "")
         os.execve("/bin/sh", ["sh", "-c", command] if command else ["sh"], env)
-    # the host part follows an applied hostname (NVUE: tests/standins/nvue.py writes `hostname`), as `\h` does
-    env.update(PATH=path, PS1=f"admin@$(cat hostname 2>/dev/null || echo {local}):~$ ", TERM="dumb")
-    if kind == "sonic":  # the device's /etc/sysctl.d (tests.standins.sonic), never the test machine's
-        os.makedirs(os.path.join(d, "sysctl.d"), exist_ok=True)
-        env["ROCE_FABRIC_SYSCTL_D"] = os.path.join(d, "sysctl.d")
+    argv = shell(d, kind, local, env, path=os.environ["PYTHONPATH"])  # the harness's: this tree and the venv's
     os.chdir(d)
-    if kind == "frr":  # the switch's /etc/frr, never the test machine's: a private mount of the device's etc-frr/
-        os.makedirs(os.path.join(d, "etc-frr"), exist_ok=True)
-        os.execve("/usr/bin/unshare", ["unshare", "-m", "--propagation", "private", "/bin/sh", "-c",
-                                       'mount --bind "$0" /etc/frr && exec /bin/bash --norc --noprofile -i',
-                                       os.path.join(d, "etc-frr")], env)
-    os.execve("/bin/bash", ["bash", "--norc", "--noprofile", "-i"], env)
+    os.execve(argv[0] if argv[0].startswith("/") else "/usr/bin/" + argv[0], argv, env)
     return 1
 
 

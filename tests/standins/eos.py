@@ -177,118 +177,142 @@ def expire(d: Path, name: str, secs: int) -> None:
             (d / "pending.json").unlink()
 
 
+def out(text: str) -> None:
+    sys.stdout.write(text.rstrip("\n") + "\n" if text else "")
+
+
+def show(d: Path, cmd: str, running: str) -> str | None:
+    """What a privileged `show` command prints; None: not a show command the stand-in answers."""
+    if cmd == "show running-config":
+        return running
+    if cmd.startswith("show configuration sessions"):
+        # shape: arista.com um-eos "Configure Session" / null.53bits.co.uk "Configuration Session"
+        # (`show configuration sessions` after `commit timer`); the state names are inferred
+        pend = read_json(d / "pending.json")
+        rows = [(p.stem, "pending") for p in sorted((d / "sessions").glob("*.cfg"))]
+        rows += [(pend["session"], "pending-commit-timer")] if pend else []
+        return ("Maximum number of completed sessions: 1\nMaximum number of pending sessions: 5\n\n"
+                f"  {'Name':<24} {'State':<24} {'User':<8} Terminal\n  {'-' * 24} {'-' * 24} {'-' * 8} --------\n"
+                + "".join(f"  {n:<24} {st:<24} {'admin':<8} vty3\n" for n, st in rows))
+    if cmd == "show ip bgp summary | json":
+        return json.dumps(bgp_summary(d, running), indent=2)
+    return telemetry.answer_eos(cmd, d)
+
+
+class Cli:
+    """One CLI login: privileged mode, the configuration session it is in and its configuration-mode context."""
+
+    def __init__(self, d: Path) -> None:
+        self.d = d
+        self.enabled = False
+        self.session: str | None = None
+        self.ctx: list[str] = []
+
+    def prompt(self) -> str:
+        host = hostname((self.d / "running.cfg").read_text())
+        return f"{host}(config-s-{self.session[:6]})#" if self.session else f"{host}{'#' if self.enabled else '>'}"
+
+    def typed(self, line: str) -> bool:
+        """A line typed at the prompt (blank and `!` lines do nothing), under the device's lock; False: the login
+        ends."""
+        cmd = line.strip()
+        if not cmd or cmd.startswith("!"):
+            return True
+        with locked(self.d):
+            return self.command(cmd, line)
+
+    def command(self, cmd: str, line: str) -> bool:
+        """Act on one command line (`cmd`: stripped); False: the login ends."""
+        running = (self.d / "running.cfg").read_text()
+        if (t := re.fullmatch(r"terminal width (\d+)", cmd)):
+            out(f"Width set to {t.group(1)} columns.")
+        elif cmd.startswith("terminal length"):
+            out("Pagination disabled.")
+        elif cmd == "enable":
+            self.enabled = True
+        elif cmd == "exit" and not self.session:
+            return False
+        elif not self.enabled:
+            out("% Invalid input (privileged mode required)")
+        elif (answer := show(self.d, cmd, running)) is not None:
+            out(answer)
+        elif m := re.fullmatch(r"configure session (\S+)(?: (commit|abort))?", cmd):
+            return self.configure_session(m.group(1), m.group(2), running)
+        elif self.session:
+            self.in_session(self.session, cmd, line, running)
+        else:
+            out(f"% Invalid input: {cmd}")
+        return True
+
+    def configure_session(self, name: str, action: str | None, running: str) -> bool:
+        """`configure session NAME [commit|abort]`; False: the line dropped after a commit (a fault the tests
+        inject)."""
+        d = self.d
+        pend = read_json(d / "pending.json")
+        if action == "commit":
+            if pend and pend["session"] == name:
+                (d / "pending.json").unlink()
+                if (d / "drop-after-commit").exists():  # a fault the tests inject: the line drops
+                    (d / "drop-after-commit").unlink()
+                    return False
+            else:
+                out(f"% No pending commit timer for session {name}")
+        elif action == "abort":
+            if pend and pend["session"] == name:
+                (d / "running.cfg").write_text(pend["before"])
+                (d / "pending.json").unlink()
+            (d / "sessions" / f"{name}.cfg").unlink(missing_ok=True)
+        elif pend:
+            out(f"% Session {pend['session']} has a pending commit timer")
+        else:
+            self.session, self.ctx = name, []
+            f = d / "sessions" / f"{name}.cfg"
+            if not f.exists():
+                f.write_text(running)  # a new session starts from the running-config
+        return True
+
+    def in_session(self, session: str, cmd: str, line: str, running: str) -> None:
+        """A command inside configuration session `session`: leave, diff, abort, commit (with a timer) or a
+        configuration line merged into the session's config."""
+        d, sess_file = self.d, self.d / "sessions" / f"{session}.cfg"
+        if cmd in ("end", "exit"):
+            self.session = None
+        elif cmd == "rollback clean-config":
+            sess_file.write_text("")
+        elif cmd == "show session-config diffs":
+            out(session_diff(running, shown(sess_file.read_text()), session))
+        elif cmd == "abort":
+            sess_file.unlink(missing_ok=True)
+            self.session = None
+        elif cmd == "commit":
+            (d / "running.cfg").write_text(shown(sess_file.read_text()))
+            sess_file.unlink()
+            self.session = None
+        elif (t := re.fullmatch(r"commit timer (\d\d):(\d\d):(\d\d)", cmd)):
+            secs = int(t.group(1)) * 3600 + int(t.group(2)) * 60 + int(t.group(3))
+            write_json(d / "pending.json", {"session": session, "before": running, "deadline": time.time() + secs})
+            (d / "running.cfg").write_text(shown(sess_file.read_text()))
+            spawn("tests.standins.eos", "--expire", str(d), session, str(secs))
+            sess_file.unlink()
+            self.session = None
+        else:
+            new, self.ctx, err = merge_line(sess_file.read_text(), self.ctx, line.rstrip("\n"))
+            if err:
+                out(err)
+            else:
+                sess_file.write_text(new)
+
+
 def repl(d: Path) -> None:
-    enabled = False
-    session: str | None = None
-    ctx: list[str] = []
-
-    def out(text: str) -> None:
-        sys.stdout.write(text.rstrip("\n") + "\n" if text else "")
-
+    cli = Cli(d)
     while True:
-        running = (d / "running.cfg").read_text()
-        host = hostname(running)
-        prompt = f"{host}(config-s-{session[:6]})#" if session else f"{host}{'#' if enabled else '>'}"
-        sys.stdout.write(prompt)
+        sys.stdout.write(cli.prompt())
         sys.stdout.flush()
         line = sys.stdin.readline()
         if not line:
             return
-        cmd = line.strip()
-        if not cmd or cmd.startswith("!"):
-            continue
-        with locked(d):
-            running = (d / "running.cfg").read_text()
-            sess_file = d / "sessions" / f"{session}.cfg" if session else None
-            if (t := re.fullmatch(r"terminal width (\d+)", cmd)):
-                out(f"Width set to {t.group(1)} columns.")
-                continue
-            if cmd.startswith("terminal length"):
-                out("Pagination disabled.")
-                continue
-            if cmd == "enable":
-                enabled = True
-                continue
-            if cmd == "exit" and not session:
-                return
-            if not enabled:
-                out("% Invalid input (privileged mode required)")
-                continue
-            if cmd == "show running-config":
-                out(running)
-                continue
-            if cmd.startswith("show configuration sessions"):
-                # shape: arista.com um-eos "Configure Session" / null.53bits.co.uk "Configuration Session"
-                # (`show configuration sessions` after `commit timer`); the state names are inferred
-                pend = read_json(d / "pending.json")
-                rows = [(p.stem, "pending") for p in sorted((d / "sessions").glob("*.cfg"))]
-                rows += [(pend["session"], "pending-commit-timer")] if pend else []
-                out("Maximum number of completed sessions: 1\nMaximum number of pending sessions: 5\n\n"
-                    f"  {'Name':<24} {'State':<24} {'User':<8} Terminal\n  {'-' * 24} {'-' * 24} {'-' * 8} --------\n"
-                    + "".join(f"  {n:<24} {st:<24} {'admin':<8} vty3\n" for n, st in rows))
-                continue
-            if cmd == "show ip bgp summary | json":
-                out(json.dumps(bgp_summary(d, running), indent=2))
-                continue
-            if (answer := telemetry.answer_eos(cmd, d)) is not None:
-                out(answer)
-                continue
-            m = re.fullmatch(r"configure session (\S+)(?: (commit|abort))?", cmd)
-            if m:
-                name, action = m.groups()
-                pend = read_json(d / "pending.json")
-                if action == "commit":
-                    if pend and pend["session"] == name:
-                        (d / "pending.json").unlink()
-                        if (d / "drop-after-commit").exists():  # a fault the tests inject: the line drops
-                            (d / "drop-after-commit").unlink()
-                            return
-                    else:
-                        out(f"% No pending commit timer for session {name}")
-                elif action == "abort":
-                    if pend and pend["session"] == name:
-                        (d / "running.cfg").write_text(pend["before"])
-                        (d / "pending.json").unlink()
-                    (d / "sessions" / f"{name}.cfg").unlink(missing_ok=True)
-                else:
-                    if pend:
-                        out(f"% Session {pend['session']} has a pending commit timer")
-                        continue
-                    session, ctx = name, []
-                    f = d / "sessions" / f"{name}.cfg"
-                    if not f.exists():
-                        f.write_text(running)  # a new session starts from the running-config
-                continue
-            if session and sess_file is not None:
-                if cmd in ("end", "exit"):
-                    session = None
-                elif cmd == "rollback clean-config":
-                    sess_file.write_text("")
-                elif cmd == "show session-config diffs":
-                    out(session_diff(running, shown(sess_file.read_text()), session))
-                elif cmd == "abort":
-                    sess_file.unlink(missing_ok=True)
-                    session = None
-                elif cmd == "commit":
-                    (d / "running.cfg").write_text(shown(sess_file.read_text()))
-                    sess_file.unlink()
-                    session = None
-                elif (t := re.fullmatch(r"commit timer (\d\d):(\d\d):(\d\d)", cmd)):
-                    secs = int(t.group(1)) * 3600 + int(t.group(2)) * 60 + int(t.group(3))
-                    write_json(d / "pending.json", {"session": session, "before": running,
-                                                    "deadline": time.time() + secs})
-                    (d / "running.cfg").write_text(shown(sess_file.read_text()))
-                    spawn("tests.standins.eos", "--expire", str(d), session, str(secs))
-                    sess_file.unlink()
-                    session = None
-                else:
-                    new, ctx, err = merge_line(sess_file.read_text(), ctx, line.rstrip("\n"))
-                    if err:
-                        out(err)
-                    else:
-                        sess_file.write_text(new)
-                continue
-            out(f"% Invalid input: {cmd}")
+        if not cli.typed(line):
+            return
 
 
 def main(argv: list[str]) -> int:

@@ -1,4 +1,5 @@
-"""FRR white-box stand-in for what a plan reads (the real FRR, with apply, runs in the lab: tests/test_push_frr.py).
+"""FRR white-box stand-in for what a plan reads (the real FRR, with apply, runs in the lab:
+tests/nos/frr/test_driver.py).
 
 A bash shell (netmiko `linux`, as on the switch) whose `/etc/frr` is the device's own `etc-frr/` (a private mount
 namespace: tests.standins.device), so the copies of the setup scripts the last apply kept are read where the driver

@@ -8,6 +8,7 @@ and its ForceCommand starts `tests.standins.device`. Run the tool inside the nam
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -17,9 +18,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from fabric.lab.daemons import SSHD_KEX, sshd_setenv
-from tests.standins.common import write_json
+from tests.standins.common import ROOT, write_json
 from tests.standins.device import pythonpath
 
 SSHD = "/usr/sbin/sshd"
@@ -52,8 +54,11 @@ def _remove_stale() -> None:
 
 
 @contextmanager
-def standins(tmp: Path, devices: dict[str, tuple[str, str]]) -> Iterator[StandinNet]:
-    """devices: name → (kind, management address). Yields the running StandinNet; always cleans up."""
+def standins(tmp: Path, devices: dict[str, tuple[str, str]], *,
+             server: Literal["sshd", "fleet"] = "sshd") -> Iterator[StandinNet]:
+    """devices: name → (kind, management address). Yields the running StandinNet; always cleans up.
+    `server`: OpenSSH's sshd with a process per command (tests.standins.device), or one process for them all
+    (tests.standins.fleet)."""
     ns = f"rfsi{os.getpid() % 100000}"
     root = tmp / "standins"
     root.mkdir(parents=True)
@@ -63,9 +68,9 @@ def standins(tmp: Path, devices: dict[str, tuple[str, str]]) -> Iterator[Standin
     _remove_stale()
     subprocess.run(["ip", "netns", "add", ns], check=True)
     try:
-        subprocess.run(["ip", "-n", ns, "link", "set", "lo", "up"], check=True)
+        subprocess.run(["ip", "-n", ns, "-batch", "-"], check=True, text=True, input="link set lo up\n" + "".join(
+            f"addr add {addr}/32 dev lo\n" for _kind, addr in devices.values()))
         for name, (kind, addr) in devices.items():
-            subprocess.run(["ip", "-n", ns, "addr", "add", f"{addr}/32", "dev", "lo"], check=True)
             d = root / addr
             d.mkdir()
             (d / "kind").write_text(kind)
@@ -76,24 +81,7 @@ def standins(tmp: Path, devices: dict[str, tuple[str, str]]) -> Iterator[Standin
         (tmp / "authorized_keys").write_text((tmp / "id_ed25519.pub").read_text())
         host = (tmp / "host_ed25519.pub").read_text().split()
         net.known_hosts.write_text("".join(f"{a} {host[0]} {host[1]}\n" for _k, a in devices.values()))
-        # `-S` as for the stand-in commands (tests.standins.device.pythonpath): each SSH session starts this
-        cmd = f"STANDIN_ROOT={root} PYTHONPATH={pythonpath()} exec {sys.executable} -S -m tests.standins.device"
-        cfg = tmp / "sshd_config"
-        cfg.write_text("\n".join([
-            *(f"ListenAddress {a}" for _k, a in devices.values()), "Port 22", f"HostKey {tmp / 'host_ed25519'}",
-            f"PidFile {tmp / 'sshd.pid'}", f"AuthorizedKeysFile {tmp / 'authorized_keys'}",
-            "PermitRootLogin prohibit-password", "PasswordAuthentication no", "KbdInteractiveAuthentication no",
-            "UsePAM no", "StrictModes no", "UseDNS no", "PrintMotd no", "LogLevel ERROR", "MaxStartups 64:30:128",
-            SSHD_KEX, sshd_setenv(root),
-            f"ForceCommand {cmd}", "",
-        ]))
-        Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
-        sshd = subprocess.Popen(net.argv([SSHD, "-D", "-f", str(cfg), "-E", str(tmp / "sshd.log")]))
-        deadline = time.monotonic() + 10  # sshd writes its pid file once its listening sockets are bound
-        while not (tmp / "sshd.pid").exists():
-            if time.monotonic() > deadline or sshd.poll() is not None:
-                raise TimeoutError(f"stand-in sshd did not listen; see {tmp / 'sshd.log'}")
-            time.sleep(0.02)
+        sshd = _fleet(net, tmp) if server == "fleet" else _sshd(net, tmp, devices)
         yield net
     finally:
         if sshd is not None:
@@ -104,6 +92,46 @@ def standins(tmp: Path, devices: dict[str, tuple[str, str]]) -> Iterator[Standin
         if sshd is not None:
             sshd.wait(timeout=10)
         subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+
+
+def _sshd(net: StandinNet, tmp: Path, devices: dict[str, tuple[str, str]]) -> subprocess.Popen[bytes]:
+    """OpenSSH's sshd on every address, its ForceCommand tests.standins.device."""
+    root = net.root
+    # `-S` as for the stand-in commands (tests.standins.device.pythonpath): each SSH session starts this
+    cmd = f"STANDIN_ROOT={root} PYTHONPATH={pythonpath()} exec {sys.executable} -S -m tests.standins.device"
+    cfg = tmp / "sshd_config"
+    cfg.write_text("\n".join([
+        *(f"ListenAddress {a}" for _k, a in devices.values()), "Port 22", f"HostKey {tmp / 'host_ed25519'}",
+        f"PidFile {tmp / 'sshd.pid'}", f"AuthorizedKeysFile {tmp / 'authorized_keys'}",
+        "PermitRootLogin prohibit-password", "PasswordAuthentication no", "KbdInteractiveAuthentication no",
+        "UsePAM no", "StrictModes no", "UseDNS no", "PrintMotd no", "LogLevel ERROR", "MaxStartups 64:30:128",
+        SSHD_KEX, sshd_setenv(root),
+        f"ForceCommand {cmd}", "",
+    ]))
+    Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
+    sshd = subprocess.Popen(net.argv([SSHD, "-D", "-f", str(cfg), "-E", str(tmp / "sshd.log")]))
+    deadline = time.monotonic() + 10  # sshd writes its pid file once its listening sockets are bound
+    while not (tmp / "sshd.pid").exists():
+        if time.monotonic() > deadline or sshd.poll() is not None:
+            raise TimeoutError(f"stand-in sshd did not listen; see {tmp / 'sshd.log'}")
+        time.sleep(0.02)
+    return sshd
+
+
+def _fleet(net: StandinNet, tmp: Path) -> subprocess.Popen[bytes]:
+    """tests.standins.fleet on port 22 of the namespace (its one process)."""
+    ready = tmp / "fleet.ready"
+    log = open(tmp / "fleet.log", "wb")  # noqa: SIM115 (the server's, for as long as it runs)
+    proc = subprocess.Popen(net.argv([sys.executable, "-m", "tests.standins.fleet", str(net.root),
+                                      str(tmp / "host_ed25519"), str(tmp / "authorized_keys"), str(ready)]),
+                            cwd=ROOT, stdout=log, stderr=log, env={**os.environ, "PYTHONPATH": pythonpath()})
+    log.close()
+    deadline = time.monotonic() + 30
+    while not ready.exists():
+        if time.monotonic() > deadline or proc.poll() is not None:
+            raise TimeoutError(f"stand-in fleet did not listen; see {tmp / 'fleet.log'}")
+        time.sleep(0.05)
+    return proc
 
 
 def seed(d: Path, kind: str, running: str, peers: dict[str, int]) -> None:
@@ -119,3 +147,29 @@ def seed(d: Path, kind: str, running: str, peers: dict[str, int]) -> None:
         (d / "running.cfg").write_text(running)
 
 
+
+
+def seed_render(d: Path, kind: str, intended: str, files: dict[str, str]) -> None:
+    """A device whose running configuration is its own render (`intended`, and the other rendered `files`), as
+    after an earlier apply; no BGP peer expects anything."""
+    if kind == "nvue":
+        from fabric.nos.nvue.driver import load_running
+
+        seed(d, kind, json.dumps(load_running(intended)), {})
+    elif kind == "frr":
+        (d / "running.conf").write_text(intended)
+        kept = d / "etc-frr" / "roce-fabric"  # the setup scripts an apply keeps (tests.standins.frr)
+        kept.mkdir(parents=True)
+        for script in ("interfaces.sh", "qos.sh"):
+            (kept / script).write_text(files[script])
+    elif kind == "sonic":  # CONFIG_DB, and the kernel settings an apply persists and sets (tests.standins.sonic)
+        from fabric.nos.sonic.driver import parse_sysctl
+        from tests.standins.sonic import SONIC_SYSCTL
+
+        seed(d, kind, intended, {})
+        if (text := files.get("sysctl.conf")) is not None:
+            write_json(d / "sysctl.json", {**SONIC_SYSCTL, **parse_sysctl(text)})
+            (d / "sysctl.d").mkdir(exist_ok=True)
+            (d / "sysctl.d" / "95-roce-fabric.conf").write_text(text)
+    else:
+        seed(d, kind, intended, {})

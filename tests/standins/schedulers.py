@@ -116,6 +116,7 @@ def _kubectl_parser() -> _Parser:
     ap.add_argument("-f", "--filename", action="append", required=True)
     ap.add_argument("--server-side", action="store_true")
     ap.add_argument("--force-conflicts", action="store_true")
+    ap.add_argument("--dry-run", choices=["none", "client", "server"], default="none")
     g = sub.add_parser("get")
     g.add_argument("kind", nargs="?")
     g.add_argument("name", nargs="?")
@@ -175,6 +176,8 @@ def _get(args: argparse.Namespace) -> str:
         if args.raw != "/readyz" or args.kind is not None:
             raise Refused(f"error: the server could not find the requested resource ({args.raw})")
         return "ok"
+    if args.kind is not None and args.kind.split(".")[0] in ("hypernodes", "hypernode"):  # no Volcano here
+        raise Refused(f'error: the server doesn\'t have a resource type "{args.kind}"')
     if args.kind is None or args.name is None:
         raise Refused("error: you must specify the type of resource to get")
     path = _state() / "mpijob.json"
@@ -214,7 +217,8 @@ def kubectl(argv: list[str]) -> str:
         logs = Path(os.environ.get("KUBECTL_LOGS") or _state() / "logs.txt")
         return Verbatim(logs.read_text() if logs.exists() else "")
     if args.verb == "apply":
-        return "\n".join(f"applied {f}" for f in args.filename)
+        dry = " (server dry run)" if args.dry_run == "server" else ""
+        return "\n".join(f"applied {f}{dry}" for f in args.filename)
     if args.verb == "delete":
         return ""
     return "Client Version: v1.31.0\nServer Version: v1.31.0"

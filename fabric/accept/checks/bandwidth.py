@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from typing import Literal, NamedTuple
 
 from pydantic import Field
 
@@ -26,6 +27,8 @@ class TrafficInput(Input):
     message_size: int = Field(1 << 20, description="ib_write_bw -s (large messages)")
     qps: int = Field(4, ge=1)
     rdma_cm: bool = Field(False, description="perftest -R: connect with rdma_cm, ToS by -T (else --tclass)")
+    qp_timeout: int | None = Field(None, ge=0, le=31, description="perftest -u: the QPs' ACK timeout, 4.096 µs × "
+                                   "2^value (default perftest's 14, 67 ms)")
     parallel: int = Field(16, ge=1, description="concurrent tests (bounded)")
     quick: bool | None = Field(None, description="pair every host once (default: --quick)")
     locate: bool = Field(True, description="bisect failures down to a host and rail")
@@ -37,7 +40,8 @@ def _tool(inputs: TrafficInput) -> Tool:
         raise ValueError(f"tool: expected one of {', '.join(TOOLS)}, found {inputs.tool!r}")
     cls = TOOLS[inputs.tool]
     if inputs.tool == "ib_write_bw":
-        return cls(size=inputs.message_size, qps=inputs.qps, rdma_cm=inputs.rdma_cm)  # type: ignore[call-arg]
+        return cls(size=inputs.message_size, qps=inputs.qps, rdma_cm=inputs.rdma_cm,  # type: ignore[call-arg]
+                   qp_timeout=inputs.qp_timeout)
     return cls()
 
 
@@ -92,6 +96,43 @@ def round_links(rd: dict[int, list[Pair]], ep: dict[tuple[str, int], End], direc
             for rail, ps in rd.items() for a, b in ps]
 
 
+class Judged(NamedTuple):
+    """A bandwidth check's verdict on its measurements."""
+
+    measurements: list[Measurement]  # each with its rail's threshold and whether it reached it
+    status: Literal["pass", "fail"]
+    message: str
+    failing: dict[int, list[str]]  # rail → the hosts measured on it, for each rail with a test below (to locate)
+
+
+def judge_bandwidth(measured: list[Measurement], thresholds: dict[int, float], unit: str, how: str = "") -> Judged:
+    """Each measurement against its rail's threshold (one that measured nothing fails), and the check's message:
+    the lowest result when every test reached its threshold, else the worst and how many fell short (`how`: what
+    measured, named in the message)."""
+    by = f" ({how})" if how else ""
+    ms = [m.model_copy(update={"threshold": thresholds[m.rail or 0],
+                               "ok": m.value >= thresholds[m.rail or 0] if m.value is not None else m.ok})
+          for m in measured]
+    bad = [m for m in ms if not m.ok]
+    if not bad:
+        low = min(ms, key=lambda m: m.value or 0.0)
+        return Judged(ms, "pass", f"{len(ms)} tests ≥ threshold{by}; lowest {low.value:g} {unit} "
+                                  f"({low.src}→{low.dst} rail {low.rail})", {})
+    worst = min(bad, key=lambda m: m.value or 0.0)
+    failing = {rail: sorted({h for m in ms if m.rail == rail for h in (m.src, m.dst)})
+               for rail in dict.fromkeys(m.rail or 0 for m in bad)}
+    return Judged(ms, "fail", f"Expected ≥ {worst.threshold:g} {unit} on every rail and direction{by}. Actual: "
+                              f"{len(bad)}/{len(ms)} below, worst {worst.src}→{worst.dst} rail {worst.rail} "
+                              + (f"{worst.value:g} {unit}" if worst.value is not None else worst.detail), failing)
+
+
+def add_locations(res: CheckResult, locations: list[Location], fabric: FabricIntent) -> None:
+    """A failed check's fault locations and their evidence, on its result."""
+    res.locations = locations
+    for loc in locations:
+        res.evidence += location_evidence(loc, fabric)
+
+
 class PairBandwidth(Check):
     """Shared by rail-bandwidth and cross-su-bandwidth: scheduled pairs, both directions, per rail."""
 
@@ -121,45 +162,29 @@ class PairBandwidth(Check):
         why = missing(ctx.site, tool, hosts, ctx.fabric)
         if why:
             return self.result("skipped", f"{tool.name} cannot run: {why}")
+        rails = sorted({rail for rd in rounds for rail, ps in rd.items() if ps})
+        judged = judge_bandwidth(self._measure(ctx, tool, rounds),
+                                 {rail: _threshold(inputs, ctx.fabric, rail) for rail in rails}, tool.unit,
+                                 tool.name + (" over Soft-RoCE" if tool.needs_rdma and ctx.site.soft_roce else ""))
+        ctx.traffic += judged.measurements
+        res = self.result(judged.status, judged.message, measurements=judged.measurements, rounds=len(rounds))
+        if judged.failing and inputs.locate:
+            add_locations(res, locate_rails(ctx, tool, inputs, judged.failing), ctx.fabric)
+            res.rounds += max((loc.rounds for loc in res.locations), default=0)
+            res.message += ". Located: " + "; ".join(loc.summary for loc in res.locations)
+        return res
+
+    def _measure(self, ctx: Context, tool: Tool, rounds: list[dict[int, list[Pair]]]) -> list[Measurement]:
+        """Every round's pairs, both directions, measured (not yet judged: no threshold)."""
+        inputs: TrafficInput = self.inputs  # type: ignore[assignment]
         ep = ends(ctx.fabric)
         ms: list[Measurement] = []
         for k, rd in enumerate(rounds, 1):
-            jobs = [(rail, a, b) for rail, ps in rd.items() for a, b in ps]
-            ctx.progress(f"{self.id}: round {k}/{len(rounds)}, {len(jobs)} pairs × 2 directions")
+            ctx.progress(f"{self.id}: round {k}/{len(rounds)}, {sum(map(len, rd.values()))} pairs × 2 directions")
             for direction in (0, 1):
-                links = round_links(rd, ep, direction)
-                thr = {rail: _threshold(inputs, ctx.fabric, rail) for rail, _, _ in jobs}
-                got = measure_links(ctx.site, tool, links, seconds=inputs.seconds, timeout=inputs.timeout_s,
-                                    threshold=None, workers=inputs.parallel)
-                for m in got:
-                    m.threshold = thr[m.rail or 0]
-                    if m.value is not None:
-                        m.ok = m.value >= m.threshold
-                ms += got
-        ctx.traffic += ms
-        bad = [m for m in ms if not m.ok]
-        res = self.result("pass" if not bad else "fail", measurements=ms, rounds=len(rounds))
-        if not bad:
-            low = min(ms, key=lambda m: m.value or 0.0)
-            res.message = (f"{len(ms)} tests ≥ threshold; lowest {low.value:g} {tool.unit} "
-                           f"({low.src}→{low.dst} rail {low.rail})")
-            return res
-        worst = min(bad, key=lambda m: m.value or 0.0)
-        res.message = (f"Expected ≥ {worst.threshold:g} {tool.unit} on every rail and direction. Actual: "
-                       f"{len(bad)}/{len(ms)} below, worst {worst.src}→{worst.dst} rail {worst.rail} "
-                       + (f"{worst.value:g} {tool.unit}" if worst.value is not None else worst.detail))
-        if inputs.locate:
-            failing: dict[int, list[str]] = {}
-            for m in bad:
-                failing.setdefault(m.rail or 0, [])
-            for rail in failing:
-                failing[rail] = sorted({h for m in ms if m.rail == rail for h in (m.src, m.dst)})
-            res.locations = locate_rails(ctx, tool, inputs, failing)
-            res.rounds += max((loc.rounds for loc in res.locations), default=0)
-            for loc in res.locations:
-                res.evidence += location_evidence(loc, ctx.fabric)
-            res.message += ". Located: " + "; ".join(loc.summary for loc in res.locations)
-        return res
+                ms += measure_links(ctx.site, tool, round_links(rd, ep, direction), seconds=inputs.seconds,
+                                    timeout=inputs.timeout_s, threshold=None, workers=inputs.parallel)
+        return ms
 
     def no_pairs_reason(self, ctx: Context) -> str:
         return "fewer than two hosts per rail"

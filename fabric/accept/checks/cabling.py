@@ -12,7 +12,9 @@ from pydantic import Field
 from fabric.accept import transport as tr
 from fabric.accept.checks.base import Check, Context, Input, register
 from fabric.accept.results import CheckResult, Measurement, Planned
+from fabric.access import Site
 from fabric.design.cabling import Names, judge
+from fabric.design.intent import FabricIntent
 from fabric.errors import InputError, one_line
 from fabric.nos import NOS
 from fabric.parsers.lldp import Lldp, parse_lldpctl
@@ -53,10 +55,7 @@ class Cabling(Check):
     def run(self, ctx: Context) -> CheckResult:
         inputs: CablingInput = self.inputs  # type: ignore[assignment]
         devices = sorted(ctx.fabric.switches) + (sorted(ctx.fabric.hosts) if inputs.hosts else [])
-        with ThreadPoolExecutor(max_workers=inputs.parallel) as pool:
-            read = dict(zip(devices, pool.map(lambda d: _read(ctx, inputs, d), devices), strict=True))
-        reports = {d: r for d, r in read.items() if isinstance(r, Lldp)}
-        unread = {d: r for d, r in read.items() if isinstance(r, str)}
+        reports, unread = read_lldp(ctx.site, ctx.fabric, devices, inputs)
         if not reports:
             first = next(iter(unread.values()), "no device")
             return self.result("skipped", f"no LLDP read from any of {len(devices)} devices (e.g. {first})")
@@ -73,10 +72,21 @@ class Cabling(Check):
                            measurements=ms)
 
 
-def _read(ctx: Context, inputs: CablingInput, device: str) -> Lldp | str:
+def read_lldp(site: Site, fabric: FabricIntent, devices: list[str],
+              inputs: CablingInput | None = None) -> tuple[dict[str, Lldp], dict[str, str]]:
+    """The LLDP of each device through the site (switches: their driver's `lldp()`, hosts: `lldpctl -f json`), in
+    parallel; returns (device → report, device → why it was not read)."""
+    opts = inputs or CablingInput()
+    with ThreadPoolExecutor(max_workers=opts.parallel) as pool:
+        read = dict(zip(devices, pool.map(lambda d: _read(site, fabric, opts, d), devices), strict=True))
+    return ({d: r for d, r in read.items() if isinstance(r, Lldp)},
+            {d: r for d, r in read.items() if isinstance(r, str)})
+
+
+def _read(site: Site, fabric: FabricIntent, inputs: CablingInput, device: str) -> Lldp | str:
     """A device's LLDP, or why it could not be read."""
-    if device in ctx.fabric.hosts:
-        done = tr.run(ctx.site, device, HOST_COMMAND, timeout=inputs.timeout_s)
+    if device in fabric.hosts:
+        done = tr.run(site, device, HOST_COMMAND, timeout=inputs.timeout_s)
         if done.rc != 0:
             return f"{device}: lldpctl: {done.last_error[:160]}"
         try:
@@ -84,7 +94,7 @@ def _read(ctx: Context, inputs: CablingInput, device: str) -> Lldp | str:
         except InputError as exc:
             return str(exc).splitlines()[0]
     try:
-        with session(ctx.site.switch(device), ctx.site.switch_credentials(), timeout=inputs.connect_timeout) as drv:
+        with session(site.switch(device), site.switch_credentials(), timeout=inputs.connect_timeout) as drv:
             found = drv.lldp()
     except (TargetError, ValueError, *conn_errors()) as exc:
         return f"{device}: {one_line(exc, 160)}"

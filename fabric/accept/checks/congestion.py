@@ -40,10 +40,10 @@ class CongestionInput(Input):
     rails: list[int] | None = None
 
 
-def _tool(name: str) -> Tool:
+def _tool(name: str, streams: int = 1) -> Tool:
     if name not in ("ib_write_bw", "iperf3"):
         raise ValueError(f"tool: expected ib_write_bw or iperf3, found {name!r}")
-    return TOOLS[name]()
+    return Iperf3(streams=streams) if name == "iperf3" else TOOLS[name]()
 
 
 def _port(fabric: FabricIntent, host: str, rail: int) -> tuple[str, str]:
@@ -102,13 +102,17 @@ class IncastInput(CongestionInput):
     threshold_gbps: float | None = Field(None, description="aggregate into the receiver; default fraction × link")
     fraction_of_link: float = Field(0.8, gt=0, le=1)
     expect_marks: bool = Field(True, description="CE marks on the receiver's leaf egress queue, where it counts them")
+    streams: int = Field(1, ge=1, le=16, description="iperf3 -P: TCP streams per sender (the lab's stand-in), enough "
+                         "to keep the receiver's queue above its marking threshold")
 
 
 @register
 class Incast(Check):
     """N senders → 1 receiver per rail at once, bounded: per sender its fair share and its CNPs handled, per
     receiver leaf port the CE-marked packets, drops and pauses of the RoCE queue; a slow sender or receiver
-    port is named."""
+    port is named. A sender below its fair share is measured again alone into the receiver: where its path then
+    carries the port's rate, the share it got is its congestion control's, not the fabric's, and it is reported,
+    not failed; where its path cannot, it is the located fault."""
 
     name = "incast"
     tags = ["traffic", "congestion", "ecn", "incast"]
@@ -135,13 +139,13 @@ class Incast(Check):
 
     def plan(self, ctx: Context) -> list[Planned]:
         inputs: IncastInput = self.inputs  # type: ignore[assignment]
-        ep, tool = ends(ctx.fabric), _tool(inputs.tool)
+        ep, tool = ends(ctx.fabric), _tool(inputs.tool, inputs.streams)
         return [p for k, rd in enumerate(self.rounds(ctx.fabric), 1)
                 for p in planned_links(tool, self._links(ep, rd), seconds=inputs.seconds, round_=str(k))]
 
     def run(self, ctx: Context) -> CheckResult:
         inputs: IncastInput = self.inputs  # type: ignore[assignment]
-        fabric, ep, tool = ctx.fabric, ends(ctx.fabric), _tool(inputs.tool)
+        fabric, ep, tool = ctx.fabric, ends(ctx.fabric), _tool(inputs.tool, inputs.streams)
         rounds = self.rounds(fabric)
         if not rounds:
             return self.result("skipped", "fewer than two hosts per rail")
@@ -159,8 +163,9 @@ class Incast(Check):
             judged: dict[str, list[Measurement]] = {}
             for rail, (receiver, senders) in sorted(rd.items()):
                 part = [m for m in got if m.rail == rail]
+                alone = self._alone(ctx, tool, rail, receiver, part)
                 judged.setdefault(receiver, []).extend(
-                    self._judge(fabric, d, inputs, rail, receiver, senders, part, problems, locations))
+                    self._judge(fabric, d, inputs, rail, receiver, senders, part, problems, locations, alone))
             for receiver, part in sorted(judged.items()):
                 ms += part + received_ce(d, receiver, part)
         bad = [m for m in ms if not m.ok]
@@ -187,26 +192,49 @@ class Incast(Check):
             res.message = summary
         return res
 
+    def _alone(self, ctx: Context, tool: Tool, rail: int, receiver: str, got: list[Measurement]
+               ) -> dict[str, Measurement]:
+        """Each sender of one rail's incast that got less than its fair share, measured again alone into the
+        receiver, one at a time (its path's own rate)."""
+        inputs: IncastInput = self.inputs  # type: ignore[assignment]
+        ep, fair = ends(ctx.fabric), sum(m.value or 0.0 for m in got) / max(1, len(got))
+        out = {}
+        for m in got:
+            if m.value is not None and m.value < inputs.fair_share * fair:
+                ctx.progress(f"{self.id}: {m.src} below its fair share, measured alone into {receiver}")
+                out[m.src] = measure_links(ctx.site, tool, [(ep[(m.src, rail)], ep[(receiver, rail)])],
+                                           seconds=inputs.seconds, timeout=inputs.timeout_s, threshold=None)[0]
+        return out
+
     def _judge(self, fabric: FabricIntent, d: cn.Snapshot, inputs: IncastInput, rail: int, receiver: str,
                senders: list[str], got: list[Measurement], problems: list[str],
-               locations: list[Location]) -> list[Measurement]:
+               locations: list[Location], alone: dict[str, Measurement] | None = None) -> list[Measurement]:
+        """The round's judgement on one receiver: each sender's share (`alone`: the rate of a sender below it when
+        it sent alone), the aggregate, the receiver port's queue, the CNPs."""
         out: list[Measurement] = []
         values = [m.value or 0.0 for m in got]
         total = sum(values)
         fair = total / len(got) if got else 0.0
+        speed = min(r.speed for h in (receiver, *senders) for r in fabric.hosts[h].rails if r.rail == rail)
+        floor = inputs.threshold_gbps if inputs.threshold_gbps is not None else speed * inputs.fraction_of_link
         for m in got:
             m.threshold = round(inputs.fair_share * fair, 3)
             m.ok = m.value is not None and m.value >= m.threshold
             m.detail = (m.detail + "; " if m.detail else "") + f"{len(got)}-way incast into {receiver}"
+            solo = (alone or {}).get(m.src)
+            if not m.ok and m.value is not None and solo is not None and solo.value is not None:
+                m.ok = solo.value >= floor
+                m.detail += (f"; below {inputs.fair_share:g}× its fair share, alone {solo.value:g} {solo.unit} "
+                             + (f"≥ {floor:g}: its path carries the port's rate (the senders' congestion control "
+                                "shared the port unevenly)" if m.ok else f"< {floor:g}: its path is slow"))
             if not m.ok:
                 leaf, port = _port(fabric, m.src, rail)
                 problems.append(f"{m.src}→{receiver} rail {rail} {m.value if m.value is not None else 'no result'} "
                                 f"{m.unit}, below {m.threshold:g} ({inputs.fair_share:g}× fair share)")
-                problems[-1] += f" (its port {leaf}:{port})"
+                problems[-1] += f" (its port {leaf}:{port})" + (
+                    f", alone {solo.value:g} {solo.unit} (< {floor:g})" if solo and solo.value is not None else "")
                 locations.append(Location(rail=rail, hosts=[m.src]))
         out += got
-        speed = min(r.speed for h in (receiver, *senders) for r in fabric.hosts[h].rails if r.rail == rail)
-        floor = inputs.threshold_gbps if inputs.threshold_gbps is not None else speed * inputs.fraction_of_link
         agg = Measurement(rail=rail, src=",".join(senders), dst="aggregate", value=round(total, 3),
                           unit=got[0].unit if got else "", threshold=floor, ok=total >= floor,
                           detail=f"{len(got)} senders into {receiver}")

@@ -4,16 +4,19 @@ Slurm or Kubernetes with the NCCL environment from the rendering, judged on busb
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field
 
-from fabric.accept.checks.bandwidth import TrafficInput, locate_rails, location_evidence
+from fabric.accept.checks.bandwidth import TrafficInput, add_locations, locate_rails
 from fabric.accept.checks.base import Check, Context, Input, register
 from fabric.accept.results import CheckResult, Measurement, Planned
 from fabric.accept.schedule import schedule
 from fabric.accept.tools import TOOLS, missing
 from fabric.design.intent import FabricIntent
+
+if TYPE_CHECKING:
+    from fabric.accept.launchers import RunOutput
 
 
 class NcclInput(Input):
@@ -71,6 +74,33 @@ def judge_nccl(text: str, *, expected_gbytes: float, fraction: float, largest: i
     detail = f"{source}; avg line {res.avg_busbw} GB/s (not judged)" + (f"; {wrong} wrong" if wrong else "")
     return Measurement(value=value, unit="GB/s", threshold=threshold, ok=ok, tool="all_reduce_perf",
                        detail=detail)
+
+
+def judge_run(got: RunOutput, name: str, hosts: list[str], expected_gbytes: float, inputs: NcclInput) -> Measurement:
+    """One launched run judged (`judge_nccl`): a run that failed, or whose output cannot be read, fails with why."""
+    threshold = busbw_threshold(expected_gbytes, inputs.fraction_of_line, inputs.min_busbw_gbytes)
+    if got.error:
+        m = Measurement(unit="GB/s", threshold=threshold, ok=False, tool=inputs.binary, detail=got.error)
+    else:
+        try:
+            m = judge_nccl(got.text, expected_gbytes=expected_gbytes, fraction=inputs.fraction_of_line,
+                           largest=inputs.largest_sizes, file=name, absolute=inputs.min_busbw_gbytes,
+                           json_text=got.json)
+        except Exception as exc:
+            m = Measurement(unit="GB/s", threshold=threshold, ok=False, tool=inputs.binary,
+                            detail=str(exc).splitlines()[0])
+    m.src, m.dst = hosts[0], (hosts[1] if len(hosts) == 2 else f"{len(hosts)} hosts")
+    return m
+
+
+def nccl_verdict(ms: list[Measurement], largest: int) -> tuple[Literal["pass", "fail"], str]:
+    """The check's status and message from its runs: the lowest busbw when all passed, else the first failure."""
+    bad = [m for m in ms if not m.ok]
+    if not bad:
+        return "pass", f"{len(ms)} runs; lowest busbw {min(m.value or 0 for m in ms):g} GB/s at the largest sizes"
+    w = bad[0]
+    return "fail", (f"Expected busbw ≥ {w.expected()} at the {largest} largest sizes. "
+                    f"Actual: {w.actual()} ({w.src}, {w.dst})")
 
 
 @register
@@ -137,42 +167,28 @@ class NcclAllReduce(Check):
         if runner.skip:
             return self.result("skipped", f"{inputs.launcher}: {runner.skip} (rendered {len(rendered)} files "
                                f"in {out_dir})", rendered=rendered)
-        ms: list[Measurement] = []
+        ms = []
         for j in jobs:
             ctx.progress(f"{self.id}: {j.name} ({len(j.hosts)} hosts)")
             got = runner.run(j, out_dir, inputs.timeout_s)
-            text, err = got.text, got.error
-            exp = expected_busbw(ctx.fabric, j.hosts)
-            threshold = busbw_threshold(exp, inputs.fraction_of_line, inputs.min_busbw_gbytes)
-            if err:
-                m = Measurement(unit="GB/s", threshold=threshold, ok=False, tool=inputs.binary, detail=err)
-            else:
-                try:
-                    m = judge_nccl(text, expected_gbytes=exp, fraction=inputs.fraction_of_line,
-                                   largest=inputs.largest_sizes, file=j.name, absolute=inputs.min_busbw_gbytes,
-                                   json_text=got.json)
-                except Exception as exc:
-                    m = Measurement(unit="GB/s", threshold=threshold, ok=False, tool=inputs.binary,
-                                    detail=str(exc).splitlines()[0])
-            m.src, m.dst = j.hosts[0], (j.hosts[1] if len(j.hosts) == 2 else f"{len(j.hosts)} hosts")
-            ms.append(m)
-        bad = [m for m in ms if not m.ok]
-        res = self.result("pass" if not bad else "fail", measurements=ms, rendered=rendered, rounds=len(jobs))
-        if not bad:
-            res.message = f"{len(ms)} runs; lowest busbw {min(m.value or 0 for m in ms):g} GB/s at the largest sizes"
-            return res
-        w = bad[0]
-        res.message = (f"Expected busbw ≥ {w.expected()} at the {inputs.largest_sizes} largest sizes. "
-                       f"Actual: {w.actual()} ({w.src}, {w.dst})")
-        tool_cls = TOOLS.get(inputs.locate_tool)
-        # host-side fault location needs SSH to the hosts; a Kubernetes run locates with pod-rail-bandwidth
-        if inputs.launcher != "k8s" and tool_cls is not None and not missing(ctx.site, tool_cls(), hosts[:1],
-                                                                             ctx.fabric):
-            ti = TrafficInput(tool=inputs.locate_tool, seconds=2)
-            failing = sorted({h for m in bad for h in ([m.src, m.dst] if m.dst in hosts else hosts)})
-            rails = sorted({r.rail for h in failing for r in ctx.fabric.hosts[h].rails})
-            res.locations = [loc for loc in locate_rails(ctx, tool_cls(), ti, dict.fromkeys(rails, failing))
-                             if loc.hosts or loc.between or loc.suspects]
-            for loc in res.locations:
-                res.evidence += location_evidence(loc, ctx.fabric)
+            ms.append(judge_run(got, j.name, j.hosts, expected_busbw(ctx.fabric, j.hosts), inputs))
+        status, message = nccl_verdict(ms, inputs.largest_sizes)
+        res = self.result(status, message, measurements=ms, rendered=rendered, rounds=len(jobs))
+        if status == "fail":
+            self._locate(ctx, res)
         return res
+
+    def _locate(self, ctx: Context, res: CheckResult) -> None:
+        """Fault location of a failed run on the rails of its hosts (every host where the cluster run failed), with
+        the rail tool over SSH; a Kubernetes run locates with pod-rail-bandwidth instead."""
+        inputs: NcclInput = self.inputs  # type: ignore[assignment]
+        hosts = sorted(ctx.fabric.hosts)
+        tool_cls = TOOLS.get(inputs.locate_tool)
+        if inputs.launcher == "k8s" or tool_cls is None or missing(ctx.site, tool_cls(), hosts[:1], ctx.fabric):
+            return
+        failing = sorted({h for m in res.measurements if not m.ok
+                          for h in ([m.src, m.dst] if m.dst in hosts else hosts)})
+        rails = sorted({r.rail for h in failing for r in ctx.fabric.hosts[h].rails})
+        ti = TrafficInput(tool=inputs.locate_tool, seconds=2)
+        add_locations(res, [loc for loc in locate_rails(ctx, tool_cls(), ti, dict.fromkeys(rails, failing))
+                            if loc.hosts or loc.between or loc.suspects], ctx.fabric)

@@ -40,7 +40,7 @@ launcher) and `/usr/sbin/sshd` with `ssh-keygen` (workers); rdma-core with the m
 latency); a POSIX sh, `awk`, `sort`, `wc`.
 
 The tests validate the manifests against the real CRDs and the controllers' rules (tools/k8s_crd_check.py)
-and run them through a real control plane (tests/test_k8s_cluster.py, fabric.lab.kube).
+and run them through a real control plane (tests/accept/k8s/test_cluster.py, fabric.lab.kube).
 """
 
 from __future__ import annotations

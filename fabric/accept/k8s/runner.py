@@ -11,6 +11,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 
 class K8sRunner:
     """Applies a job's manifests with kubectl, follows the MPIJob to Succeeded/Failed, returns the launcher's
@@ -50,12 +52,14 @@ class K8sRunner:
 
     def pending(self, name: str) -> str:
         """Why the job waits, in the scheduler's words: its PodGroup's Unschedulable condition where Volcano
-        wrote one (the gang's reason, with the origin: `PodGroup nccl-su1-gang NotEnoughResources: 2/5 tasks in
-        gang unschedulable: pod group is not ready, 5 Pending, 5 minAvailable; … Origin reason is …: 0/12 nodes
-        are unavailable: …`), else the unscheduled pods' PodScheduled conditions (`2 pods Pending: 0/16 nodes are
+        wrote one (the gang's reason, with the origin where Volcano names one: `PodGroup nccl-su1-gang
+        NotEnoughResources: 2/5 tasks in gang unschedulable: pod group is not ready, 5 Pending, 5 minAvailable; …
+        Origin reason is …: 0/12 nodes are unavailable: …`, and what a hard tier means where it names none),
+        else the unscheduled pods' PodScheduled conditions (`2 pods Pending: 0/16 nodes are
         available: …`); '' when none waits."""
         sel = ["-n", self.namespace, "-l", f"roce-fabric/job={name}", "-o", "json"]
         gang = [f"PodGroup {g['metadata']['name']} {c.get('reason') or 'Unschedulable'}: {c.get('message', '')}"
+                + _tier_note(g, c.get("message", ""))
                 for g in self._items(["get", "podgroups.scheduling.volcano.sh", *sel])
                 for c in g.get("status", {}).get("conditions", [])
                 if c.get("type") == "Unschedulable" and c.get("status") == "True"]
@@ -77,6 +81,24 @@ class K8sRunner:
         except json.JSONDecodeError:
             return []
 
+    def topology_problems(self, manifest: Path) -> list[str]:
+        """What in the cluster's HyperNodes keeps the job's `networkTopology` tier from meaning what it says
+        (fabric.export.kubernetes.hypernode_problems); none for a job without one, or where the HyperNodes cannot
+        be listed (no such kind, not allowed to: the tool cannot know, Volcano still enforces the tier)."""
+        from fabric.export.kubernetes import hypernode_problems
+
+        groups = [d["spec"] for d in yaml.safe_load_all(manifest.read_text())
+                  if isinstance(d, dict) and d.get("kind") == "PodGroup" and isinstance(d.get("spec"), dict)]
+        tiers = [g["networkTopology"].get("highestTierAllowed") for g in groups if g.get("networkTopology")]
+        if not tiers:
+            return []
+        p = self._k(["get", "hypernodes.topology.volcano.sh", "-o", "json"], timeout=30)
+        try:
+            listed = json.loads(p.stdout).get("items", []) if p.returncode == 0 else None
+        except json.JSONDecodeError:
+            listed = None
+        return [] if listed is None else hypernode_problems(listed, tiers[0])
+
     def logs(self, name: str) -> str:
         """The launcher's log: its container's output, as the kubelet serves it through the API server."""
         return self._k(["logs", "-n", self.namespace, f"job/{name}-launcher", "--tail=-1"], timeout=60).stdout
@@ -86,6 +108,13 @@ class K8sRunner:
         """(launcher log, error); the error is empty when the MPIJob succeeded."""
         files = [*(["-f", str(networks)] if networks else []), "-f", str(manifest)]
         try:
+            # first as the API server would take it, then the HyperNodes the job's tier needs: a refusal leaves
+            # nothing on the cluster
+            p = self._k(["apply", "--server-side", "--force-conflicts", "--dry-run=server", *files], timeout=60)
+            if p.returncode != 0:
+                return "", f"kubectl apply: {_why_refused(p.stderr.strip())}"
+            if problems := self.topology_problems(manifest):
+                return "", f"{manifest.name}: not applied: " + "; ".join(problems)
             p = self._k(["apply", "--server-side", "--force-conflicts", *files], timeout=60)
             if p.returncode != 0:
                 return "", f"kubectl apply: {_why_refused(p.stderr.strip())}"
@@ -110,6 +139,18 @@ class K8sRunner:
         finally:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self._k(["delete", "-f", str(manifest), "--ignore-not-found", "--wait=false"], timeout=60)
+
+
+def _tier_note(group: dict[str, Any], message: str) -> str:
+    """What Volcano leaves unsaid for a gang with a hard `networkTopology`: it tries the gang whole in each
+    HyperNode up to the tier, and its reason names no node (v1.15.1: `… 5 minAvailable; Pending: 5
+    Unschedulable`) or only those of the last HyperNode it tried (`Origin reason is …: In hyperNode …-su2: …`)."""
+    topo = (group.get("spec") or {}).get("networkTopology") or {}
+    if topo.get("mode") != "hard":
+        return ""
+    last = "; Volcano's origin reason is the last HyperNode it tried" if "In hyperNode" in message else ""
+    return (f" (networkTopology hard, highestTierAllowed {topo.get('highestTierAllowed')}: no HyperNode of that tier "
+            f"or below holds the whole gang{last})")
 
 
 def _why_refused(stderr: str) -> str:

@@ -15,7 +15,6 @@ from fabric.design.intent import (
     FabricIntent,
     HostIntent,
     K8sFacts,
-    LinkIntent,
     Model,
     NicQos,
     PodRail,
@@ -114,8 +113,6 @@ class Deriver(Switches, Hosts):
     def _fabric(self) -> FabricIntent:
         switches = {n: self.switch(sw) for n, sw in self.topo.switches.items()}
         hosts = {h.name: self.host(h, i) for i, h in enumerate(self.topo.hosts.values())}
-        links = [LinkIntent(ln.a, ln.a_port, ln.b, ln.b_port, ln.speed, ln.cable_m, ln.kind)  # the fields in order
-                 for ln in self.topo.links]
         k = self.inv.kubernetes
         k8s = K8sFacts(namespace=k.namespace, device_plugin_namespace=k.device_plugin_namespace,
                        resource_prefix=k.resource_prefix, resources=k.resources, network_name=k.network_name,
@@ -123,8 +120,8 @@ class Deriver(Switches, Hosts):
         # every value validated already (a host intent once per shape, fabric.design.derive.host): validating the
         # whole fabric again would run each host's own checks once more
         return trusted(FabricIntent, dict(name=self.inv.fabric.name, addressing_mode=self.addr.mode,
-                                          rails=self.inv.topology.rails, switches=switches, hosts=hosts, links=links,
-                                          kubernetes=k8s))
+                                          rails=self.inv.topology.rails, switches=switches, hosts=hosts,
+                                          links=list(self.topo.links), kubernetes=k8s))
 
 
 def derive(loaded: Loaded, target: str | None = None) -> FabricIntent:

@@ -4,7 +4,7 @@ settings of one GPU host."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from fabric.design.checks import pod_device, vf_room
 from fabric.design.derive.addressing import Addressing, dotted
@@ -171,8 +171,30 @@ class Hosts(Addressing, Shapes):
 
     def host(self, host: Host, i: int) -> HostIntent:
         s = host.settings
-        q = self.qos
-        tos = s["roce_tos"] if s["roce_tos"] is not None else (q.roce_dscp << 2) | 2
+        tos = s["roce_tos"] if s["roce_tos"] is not None else (self.qos.roce_dscp << 2) | 2
+        rails, cables = self._rail_intents(host)
+        ifnames = tuple(r.ifname for r in rails)
+        sysctls_key, sysctls = self._host_sysctls(s.get("sysctls"), ifnames)
+        gid = s.get("gid")
+        gid_i = self._by_source(("gid", gid), lambda: self.shared(
+            GidIntent, policy=gid.policy if gid else "roce-v2-ipv4", index=gid.index if gid else 3))
+        nccl_key, nccl = self._host_nccl(s, rails, tos, gid_i)
+        k8s = self.inv.kubernetes
+        # Validated once per shape: the name (a checked topology name), the SU, the management address (computed
+        # here or the inventory's) and the origins (text) are all a host adds to it.
+        shape = ("host", nccl_key, s["gpus"], s["roce_mtu"], tuple(r.netdev for r in rails), ifnames,
+                 sysctls_key)
+        return self._once(HostIntent, shape, dict(
+            name=host.name, su=host.su, gpus=s["gpus"], management_interface=s["management_interface"],
+            management_address=host.management or self.management(len(self.topo.switches) + i),
+            roce_mtu=s["roce_mtu"], rails=rails, sysctls=sysctls, nic_qos=self.nic_qos(tos),
+            dcqcn=self._dcqcn(s.get("dcqcn")), gid=gid_i, nccl_env=nccl,
+            rdma_netns=k8s.rdma_netns or ("exclusive" if any(n.vfs for n in host.nics) else None),
+            origins=self._origins_of(host, tos, cables)))
+
+    def _rail_intents(self, host: Host) -> tuple[list[RailIntent], dict[str, str]]:
+        """The host's rails in rail order, and the origin of each rail cable the inventory's `links` sets."""
+        s = host.settings
         rails: list[RailIntent] = []
         k8s = self.inv.kubernetes
         cables: dict[str, str] = {}
@@ -188,7 +210,7 @@ class Hosts(Addressing, Shapes):
             block = blocks.get((su, rail))
             if block is None:
                 block = blocks[(su, rail)] = self._block(su, rail)
-            # what host_address and subnet give (tests/test_derive_host_fast.py holds them equal)
+            # what host_address and subnet give (tests/design/derive/test_host.py holds them equal)
             if svi:
                 addr, gw, subnet = f"{dotted(block[0] + 1 + h)}{block[2]}", block[1], block[3]
             else:
@@ -213,39 +235,53 @@ class Hosts(Addressing, Shapes):
                 "leaf": nic.leaf, "leaf_port": nic.leaf_port, "cable_m": cable,
                 "pci": pci, "vf_trust": vf_trust,
                 "vf_spoof_check": vf_spoof_check, "pod": self.pod_rail(host, nic)}))
-        raw_sysctls = s.get("sysctls")
-        user_sysctls = raw_sysctls or {}
-        ifnames = tuple(r.ifname for r in rails)
-        sysctls_key = key = ("sysctls", ifnames, self._by_source(
-            ("sysctls", raw_sysctls), lambda: repr(sorted(user_sysctls.items()))))
+        return rails, cables
+
+    def _host_sysctls(self, raw: object, ifnames: tuple[str, ...]) -> tuple[tuple[object, ...], dict[str, str]]:
+        """The sysctls of a host with these rail interfaces and inventory `sysctls` (`raw`), with their key: made
+        once per key."""
+        user: dict[str, object] = raw or {}  # type: ignore[assignment]
+        key = ("sysctls", ifnames, self._by_source(("sysctls", raw), lambda: repr(sorted(user.items()))))
         sysctls = self._parts.get(key)
         if sysctls is None:
-            sysctls = self._parts[key] = self._sysctls(key[1], user_sysctls)
-        dq = s.get("dcqcn")
-        prios = (dq.priorities if dq and dq.priorities is not None else q.lossless_priorities)
-        enabled = dq.enabled if dq else True
-        gid = s.get("gid")
-        gid_i = self._by_source(("gid", gid), lambda: self.shared(
-            GidIntent, policy=gid.policy if gid else "roce-v2-ipv4", index=gid.index if gid else 3))
-        raw_env = s.get("nccl_env")
-        env = raw_env or {}
-        key = ("nccl", tuple(r.rdma for r in rails), tos, s["management_interface"], gid_i.policy, gid_i.index,
-               self._by_source(("nccl_env", raw_env), lambda: repr(list(env.items()))))
+            sysctls = self._parts[key] = self._sysctls(ifnames, user)
+        return key, sysctls  # type: ignore[return-value]
+
+    def _host_nccl(self, s: dict[str, Any], rails: list[RailIntent], tos: int,
+                   gid: GidIntent) -> tuple[tuple[object, ...], dict[str, str]]:
+        """The NCCL environment of a host with these settings, rails, ToS and GID, with its key: made once per key."""
+        raw = s.get("nccl_env")
+        env = raw or {}
+        key = ("nccl", tuple(r.rdma for r in rails), tos, s["management_interface"], gid.policy, gid.index,
+               self._by_source(("nccl_env", raw), lambda: repr(list(env.items()))))
         nccl = self._parts.get(key)
         if nccl is None:
-            nccl = self._parts[key] = self._nccl(key[1], tos, s["management_interface"], gid_i, env)
-        mgmt = host.management or self.management(len(self.topo.switches) + i)
+            nccl = self._parts[key] = self._nccl(key[1], tos, s["management_interface"], gid, env)
+        return key, nccl  # type: ignore[return-value]
+
+    def _dcqcn(self, dq: Any) -> DcqcnIntent:
+        """The host's DCQCN settings (`hosts dcqcn`), on the lossless priorities unless it names its own."""
+        prios = dq.priorities if dq and dq.priorities is not None else self.qos.lossless_priorities
+        enabled = dq.enabled if dq else True
+        return self._by_source(("dcqcn", dq, prios), lambda: self.shared(
+            DcqcnIntent, np_priorities=sorted(prios) if enabled else [],
+            rp_priorities=sorted(prios) if enabled else [],
+            cc_params=dict(sorted((dq.cc_params if dq else {}).items()))))
+
+    def _origins_of(self, host: Host, tos: int, cables: dict[str, str]) -> dict[str, str]:
+        """Where each of the host's derived values comes from (`fabric explain`): the fabric-wide strings shared."""
+        s, q = host.settings, self.qos
         c = self._host_origins()  # strings every host shares: one object each
         tos_key = ("origin-tos", s["roce_tos"] is not None, q.roce_dscp, tos)
         tos_origin = self._parts.get(tos_key)
         if tos_origin is None:
             tos_origin = self._parts[tos_key] = ("inventory: hosts roce_tos" if s["roce_tos"] is not None
                                                  else f"formula: qos.roce_dscp {q.roce_dscp} << 2 | ECT(0) 2 = {tos}")
-        origins = {
+        return {
             "rails.address": f"derived: addressing.rails {self.rails_pool} /{self.addr.rail_prefix_length} block "
                              f"per (SU, rail), mode {self.addr.mode}, host {host.h} of SU {host.su}",
             "rails.table": c["rails.table"],
-            "nic_qos.roce_tos": tos_origin,
+            "nic_qos.roce_tos": tos_origin,  # type: ignore[dict-item]
             "nccl_env.NCCL_IB_TC": c["nccl_env.NCCL_IB_TC"],
             "nccl_env.NCCL_IB_HCA": c["nccl_env.NCCL_IB_HCA"],
             "sysctls": c["sysctls"],
@@ -256,17 +292,3 @@ class Hosts(Addressing, Shapes):
             "rails.pod": c["rails.pod"],
             "rdma_netns": c["rdma_netns"],
         }
-        # Validated once per shape: the name (a checked topology name), the SU, the management address (computed
-        # here or the inventory's) and the origins (text) are all a host adds to it.
-        shape = ("host", key, s["gpus"], s["roce_mtu"], tuple(r.netdev for r in rails), ifnames,
-                 sysctls_key)
-        return self._once(HostIntent, shape, dict(
-            name=host.name, su=host.su, gpus=s["gpus"], management_interface=s["management_interface"],
-            management_address=mgmt, roce_mtu=s["roce_mtu"], rails=rails, sysctls=sysctls,
-            nic_qos=self.nic_qos(tos),
-            dcqcn=self._by_source(("dcqcn", dq, prios), lambda: self.shared(
-                DcqcnIntent, np_priorities=sorted(prios) if enabled else [],
-                rp_priorities=sorted(prios) if enabled else [],
-                cc_params=dict(sorted((dq.cc_params if dq else {}).items())))),
-            gid=gid_i, nccl_env=nccl,
-            rdma_netns=k8s.rdma_netns or ("exclusive" if any(n.vfs for n in host.nics) else None), origins=origins))

@@ -3,6 +3,7 @@ one switch."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from operator import itemgetter
 
 from fabric.design.derive.addressing import Addressing, dotted
@@ -21,7 +22,7 @@ from fabric.design.intent import (
 from fabric.design.topology import Nic, Switch, Topo
 from fabric.model.inventory import Inventory
 from fabric.model.load import Loaded
-from fabric.model.ports import sonic_port_map
+from fabric.model.ports import PortMap, sonic_port_map
 from fabric.model.qos import QosPolicy
 from fabric.nos import NOS
 from fabric.order import natural
@@ -46,6 +47,20 @@ def in_port_order(ports: list[_Port], orders: dict[tuple[str, ...], tuple[int, .
     return [ports[i] for i in order]
 
 
+@dataclass(slots=True)
+class _SwitchPorts:
+    """What `Switches._ports` gathers of one switch."""
+
+    ports: list[PortIntent] = field(default_factory=list)
+    neighbors: list[BgpNeighbor] = field(default_factory=list)
+    # (SU, rail) → its host ports, the tagged ones
+    on: dict[tuple[int, int], tuple[list[str], list[str]]] = field(default_factory=dict)
+    breakout: dict[str, str] = field(default_factory=dict)  # parent port → breakout mode
+    host_ports: int = 0
+    vfs: int = 0
+    any_ar: bool = False
+
+
 def _pow2(n: int) -> int:
     return 1 << max(0, n - 1).bit_length()
 
@@ -64,20 +79,47 @@ class Switches(Addressing, Shapes):
     nic_at: dict[tuple[str, str], Nic]  # (host, netdev) → its first NIC of that name
 
     def switch(self, sw: Switch) -> SwitchIntent:
-        inv, qos = self.inv, self.qos
+        inv = self.inv
         nos = NOS[sw.target]
         mtu = min(inv.switching.mtu, nos.mtu_max)  # a longer MTU line is refused by the NOS (and the commit with it)
         pm = sonic_port_map(sw.platform.name) if nos.platform_ports else None
-        hw_ports = pm.layout(sw.ways, sw.port_speed) if pm else None
-        breakout: dict[str, str] = {}
-        ar_on = sw.adaptive_routing if sw.adaptive_routing is not None else inv.switching.adaptive_routing.enabled
-        hr_policy = qos.headroom
         lo = self.loopback(sw.name)
-        ports: list[PortIntent] = []
-        neighbors: list[BgpNeighbor] = []
-        on: dict[tuple[int, int], tuple[list[str], list[str]]] = {}  # (SU, rail) → its host ports, the tagged ones
-        host_ports = vfs = 0
-        lossless = bool(qos.lossless_priorities)
+        sp = self._ports(sw, mtu, pm)
+        svis, networks, blackholes = self._networks(lo, sp.on)
+        needed = sp.host_ports + sp.vfs + 2 * len(sp.neighbors)
+        t3 = inv.switching.neighbor.table_size or max(4096, _pow2(2 * needed))
+        b = inv.switching.bgp
+        # Validated once per shape (its role, NOS, platform, release and MTU, and which of SU, rail and pod it has);
+        # the same shape again is trusted (fabric.design.intent.trusted): the rest are names of the checked topology,
+        # addresses and numbers computed here, and parts validated once per fabric (BGP, the neighbour table, SVIs).
+        shape = ("switch", sw.role, sw.target, sw.platform.name, sw.release, mtu, sw.su is None, sw.rail is None,
+                 sw.pod is None)
+        return self._once(SwitchIntent, shape, {
+            "name": sw.name, "role": sw.role, "target": sw.target, "platform": sw.platform.name,
+            "asic": sw.platform.asic, "release": sw.release, "su": sw.su, "rail": sw.rail, "pod": sw.pod,
+            "loopback": f"{lo}/32", "management": self.management(self.index[sw.name]), "mtu": mtu,
+            "adaptive_routing": sp.any_ar, "ports": sp.ports, "svis": svis,
+            "breakout": dict(sorted(sp.breakout.items(), key=lambda kv: natural(kv[0]))),
+            "bgp": self._once(BgpIntent, ("bgp",), {
+                "asn": self.asn[sw.name], "router_id": str(lo), "neighbors": sp.neighbors, "networks": networks,
+                "blackholes": blackholes, "max_paths": b.max_paths, "keepalive": b.keepalive, "hold": b.hold,
+                "graceful_shutdown": b.graceful_shutdown, "bfd": b.bfd, "maximum_routes": b.maximum_routes,
+                **_BFD_TIMERS}),
+            "neighbor": self._once(NeighborIntent, ("neighbor",), {
+                "aging_s": inv.switching.neighbor.aging, "gc_thresh1": t3 // 4, "gc_thresh2": t3 // 2,
+                "gc_thresh3": t3, "needed": needed}),
+            "qos": self.facts, "buffer_bytes": sw.platform.buffer_bytes,
+            "origins": self._switch_origins(sw, mtu, needed, pm)})
+
+    def _ports(self, sw: Switch, mtu: int, pm: PortMap | None) -> _SwitchPorts:
+        """The switch's ports in port order, its BGP neighbours (one per fabric port), and per (SU, rail) its host
+        ports (`on`: for the SVIs and rail subnets)."""
+        inv, hr_policy = self.inv, self.qos.headroom
+        hw_ports = pm.layout(sw.ways, sw.port_speed) if pm else None
+        ar_on = sw.adaptive_routing if sw.adaptive_routing is not None else inv.switching.adaptive_routing.enabled
+        out = _SwitchPorts()
+        ports, neighbors, on, breakout = out.ports, out.neighbors, out.on, out.breakout
+        lossless = bool(self.qos.lossless_priorities)
         pfc = tuple(self.facts.lossless_priorities)
         watchdog = self.facts.watchdog is not None
         sw_lanes, sw_speed = sw.lanes_of(), sw.port_speed
@@ -87,7 +129,6 @@ class Switches(Addressing, Shapes):
         specs: dict[tuple[int, int, int], Headroom | None] = {}
         hosts, nic_at, ar_speeds, asn = self.topo.hosts, self.nic_at, sw.platform.adaptive_routing_speeds, self.asn
         svi, vlan_base, broken_out = self.addr.mode == "svi", self.addr.vlan_base, pm is not None and sw.ways > 1
-        any_ar = False
         for port, peer, peer_port, speed, cable, kind in in_port_order(self.ports[sw.name], self._port_orders):
             hw = hw_ports.get(port) if hw_ports is not None else None
             lanes = hw.lane_count if hw is not None else max(1, sw_lanes * speed // sw_speed)
@@ -117,8 +158,8 @@ class Switches(Addressing, Shapes):
                         members[1].append(port)
                 else:
                     address = f"{self.host_address(host, nic.rail)[1]}/31"
-                host_ports += 1
-                vfs += nic.vfs
+                out.host_ports += 1
+                out.vfs += nic.vfs
                 # PortIntent's fields in order (positional: 160k ports at 32k GPUs): name, speed, lanes, mtu, cable_m,
                 # kind, peer, peer_port, description, vlan, tagged, address, unnumbered, adaptive_routing, lossless,
                 # pfc, watchdog, headroom, hw
@@ -128,13 +169,19 @@ class Switches(Addressing, Shapes):
                     hr, hw))
             else:
                 ar = ar_on and speed in ar_speeds
-                any_ar = any_ar or ar
+                out.any_ar = out.any_ar or ar
                 ports.append(PortIntent(
                     port, speed, lanes, mtu, cable, "fabric", peer, peer_port, f"{peer}:{peer_port}", None, False,
                     None, True, ar, lossless, pfc, watchdog, hr, hw))
                 neighbors.append(BgpNeighbor(port, peer, peer_port, asn[peer]))  # port, peer, peer_port, remote_asn
+        return out
+
+    def _networks(self, lo: str, on: dict[tuple[int, int], tuple[list[str], list[str]]]
+                  ) -> tuple[list[Svi], list[str], list[str]]:
+        """The SVIs (svi mode: one per (SU, rail) with host ports), the networks BGP announces (the loopback and
+        each rail subnet) and the blackholes (p2p31: each rail block, whose /31s are connected routes)."""
         svis, networks, blackholes = [], [f"{lo}/32"], []
-        for (su, rail), (names, tagged) in sorted(on.items()) if svi else ():
+        for (su, rail), (names, tagged) in sorted(on.items()) if self.addr.mode == "svi" else ():
             vid = self.addr.vlan_base + rail
             net = self.subnet(su, rail)
             gateway = f"{dotted(self.block_base(su, rail) + 1)}/{self.addr.rail_prefix_length}"
@@ -145,11 +192,12 @@ class Switches(Addressing, Shapes):
             for su, rail in sorted(on):
                 networks.append(self.subnet(su, rail))
                 blackholes.append(self.subnet(su, rail))
-        needed = host_ports + vfs + 2 * len(neighbors)
-        t3 = inv.switching.neighbor.table_size or max(4096, _pow2(2 * needed))
-        b = inv.switching.bgp
+        return svis, networks, blackholes
+
+    def _switch_origins(self, sw: Switch, mtu: int, needed: int, pm: PortMap | None) -> dict[str, str]:
+        """Where each of the switch's derived values comes from (`fabric explain`)."""
+        inv, loaded, nos, hr_policy = self.inv, self.loaded, NOS[sw.target], self.qos.headroom
         idx = self.index[sw.name]
-        loaded = self.loaded
         origins = {
             "asn": f"derived: RFC 7938 plan addressing.asn ({loaded.where('addressing')}), role {sw.role}",
             "loopback": f"derived: addressing.loopbacks {self.addr.loopbacks} + {idx + 1}",
@@ -178,22 +226,4 @@ class Switches(Addressing, Shapes):
                                    "fabric/data/sonic/SOURCE.md)")
             origins["breakout"] = origins["ports.hw"]
         origins["ports.mtu"] = origins["mtu"]
-        # Validated once per shape (its role, NOS, platform, release and MTU, and which of SU, rail and pod it has);
-        # the same shape again is trusted (fabric.design.intent.trusted): the rest are names of the checked topology,
-        # addresses and numbers computed here, and parts validated once per fabric (BGP, the neighbour table, SVIs).
-        shape = ("switch", sw.role, sw.target, sw.platform.name, sw.release, mtu, sw.su is None, sw.rail is None,
-                 sw.pod is None)
-        return self._once(SwitchIntent, shape, {
-            "name": sw.name, "role": sw.role, "target": sw.target, "platform": sw.platform.name,
-            "asic": sw.platform.asic, "release": sw.release, "su": sw.su, "rail": sw.rail, "pod": sw.pod,
-            "loopback": f"{lo}/32", "management": self.management(idx), "mtu": mtu, "adaptive_routing": any_ar,
-            "ports": ports, "svis": svis, "breakout": dict(sorted(breakout.items(), key=lambda kv: natural(kv[0]))),
-            "bgp": self._once(BgpIntent, ("bgp",), {
-                "asn": self.asn[sw.name], "router_id": str(lo), "neighbors": neighbors, "networks": networks,
-                "blackholes": blackholes, "max_paths": b.max_paths, "keepalive": b.keepalive, "hold": b.hold,
-                "graceful_shutdown": b.graceful_shutdown, "bfd": b.bfd, "maximum_routes": b.maximum_routes,
-                **_BFD_TIMERS}),
-            "neighbor": self._once(NeighborIntent, ("neighbor",), {
-                "aging_s": inv.switching.neighbor.aging, "gc_thresh1": t3 // 4, "gc_thresh2": t3 // 2,
-                "gc_thresh3": t3, "needed": needed}),
-            "qos": self.facts, "buffer_bytes": sw.platform.buffer_bytes, "origins": origins})
+        return origins

@@ -23,10 +23,9 @@ from typing import Any
 from fabric.model.running import check_reply
 from fabric.nos import row_of
 from fabric.parsers import switch_counters
-from fabric.parsers.frr import reply_json
 from fabric.parsers.lldp import Lldp
 from fabric.parsers.switch_state import eos_bgp_peers, eos_inventory
-from fabric.replies import reader
+from fabric.replies import json_reply, reader
 from fabric.targets.base import Change, Driver, Health, TargetError, Txn, lldp_reply
 from fabric.targets.owned import Leaves, Path, ScopedDiff, parse_text, text_leaves
 from fabric.targets.transceivers import eos_inventory_modules
@@ -135,7 +134,7 @@ class EosDriver(Driver):
     def _json(self, command: str) -> dict:
         self._prepare()
         try:
-            data = reply_json(self._cmd(command), command=command)
+            data = json_reply(self._cmd(command), command)
         except ValueError as exc:
             raise TargetError(f"{command}: not JSON ({exc})") from None
         return data if isinstance(data, dict) else {}

@@ -3,7 +3,7 @@
 Units: ECN thresholds are rendered in `bytes` (exact, no KB/KiB ambiguity); PFC watchdog timers are
 seconds with decimals, converted from the policy's milliseconds.
 
-Checked in meaning against Arista's pyavd rendering the same intent (tests/test_eos_pyavd.py): BGP unnumbered
+Checked in meaning against Arista's pyavd rendering the same intent (tests/nos/eos/test_render.py): BGP unnumbered
 needs `ip routing ipv6 interfaces` (which replaces `ip routing`) and `ipv6 unicast-routing`; the L3 MTU is
 capped to EOS's ceiling in derivation (fabric.nos `mtu_max`); `maximum-routes` is explicit because EOS limits
 routes per neighbour by default.

@@ -27,10 +27,10 @@ from typing import Any
 from fabric.model.running import check_reply
 from fabric.nos import row_of
 from fabric.nos.frr import scripts
-from fabric.parsers.frr import bgp_peers, bgp_peers_of, json_docs, reply_json, route_widths
+from fabric.parsers.frr import bgp_peers, bgp_peers_of, route_widths
 from fabric.parsers.iproute import port_counters
 from fabric.parsers.lldp import Lldp
-from fabric.replies import reader
+from fabric.replies import json_replies, json_reply, reader
 from fabric.targets import shell
 from fabric.targets.base import Change, DeviceDiff, Driver, Health, TargetError, Txn, lldp_reply
 from fabric.targets.owned import (
@@ -286,11 +286,11 @@ class FrrDriver(Driver):
         return Health(bgp_established=sum(s == "Established" for s in peers.values()), bgp_peers=peers)
 
     def routes(self) -> dict[str, int]:
-        return route_widths(reply_json(self._vtysh("show ip route json"), command="vtysh -c 'show ip route json'"))
+        return route_widths(json_reply(self._vtysh("show ip route json"), "vtysh -c 'show ip route json'"))
 
     def bgp_state(self) -> tuple[Health, dict[str, int] | None]:
         """Both replies from one vtysh (it prints one JSON document per `-c`)."""
-        docs = json_docs(self._vtysh("show bgp summary json", "show ip route json"),
+        docs = json_replies(self._vtysh("show bgp summary json", "show ip route json"),
                          "vtysh -c 'show bgp summary json' -c 'show ip route json'")
         if len(docs) != 2 or not all(isinstance(d, dict) for d in docs):  # one printed nothing: ask separately
             return super().bgp_state()
@@ -306,8 +306,10 @@ class FrrDriver(Driver):
         return port_counters(out)
 
     def lldp(self) -> Lldp:
-        """lldpd's `lldpctl -f json` (a Linux white box runs lldpd as Cumulus Linux does)."""
-        command = self.lldp_commands[0]
+        """lldpd's `lldpctl -f json` (a Linux white box runs lldpd as Cumulus Linux does); option `lldp_socket`:
+        the control socket of an lldpd that does not listen on the default /run/lldpd.socket."""
+        s = self.options.get("lldp_socket")
+        command = f"lldpctl -u {shell.quote(s)} -f json" if s else self.lldp_commands[0]
         return lldp_reply("lldpctl", shell.check(self.conn, command, what="lldpctl"), self.device, command)
 
     # -- optics ---------------------------------------------------------------------------------------

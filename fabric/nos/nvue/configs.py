@@ -316,7 +316,7 @@ RENDERED_HEAD = b"- set:\n"  # how a patch this tool renders starts (`render.pat
 def parse_rendered(path: Path, name: str, text: str, tree: dict[str, Any], memo: Memo | None = None
                    ) -> DeviceConfig | None:
     """`parse(path, name, text)` where `text` is byte for byte the patch rendered for the switch and `tree` the
-    renderer's own tree of it (`render.rendered_tree`), which reading the text gives (tests/test_plan_running_fast.py):
+    renderer's own tree of it (`render.rendered_tree`), which reading the text gives (tests/nos/nvue/test_driver.py):
     the few lines of QoS, BGP and ARP settings are found in the text (`_PatchLines`), those of ports and neighbours,
     which rules read only to locate a finding, by reading the text when first asked (`_LinesLater`); the text is
     not read line by line otherwise. None where the text is not as the renderer writes it: `parse` reads it.

@@ -22,14 +22,13 @@ from typing import Any
 import yaml
 
 from fabric.fast.blockyaml import load_block
-from fabric.model.running import check_reply, taken_document
+from fabric.model.running import NO_DOC, check_reply, json_document, taken_document
 from fabric.nos import row_of
 from fabric.nos.nvue.render import rendered_tree
 from fabric.parsers import switch_counters
-from fabric.parsers.frr import reply_json
 from fabric.parsers.lldp import Lldp
 from fabric.parsers.switch_state import nvue_bgp_peers, nvue_revisions, nvue_roce
-from fabric.replies import reader
+from fabric.replies import json_reply, reader
 from fabric.targets import shell
 from fabric.targets.base import DeviceDiff, Driver, Health, TargetError, Txn, lldp_reply
 from fabric.targets.owned import Leaves, Path, ScopedDiff, removal_roots, tree_leaves
@@ -42,8 +41,10 @@ def _lines(path: Path, value: object) -> tuple[str, list[str]]:
 
 
 def _yaml(text: str) -> tuple[Any, bool]:
-    """Plain block YAML in one pass (fabric.fast.blockyaml), anything else (JSON, flow style) by libyaml; and
-    whether the one-pass reader read it (then every key is a str or an int)."""
+    """Plain block YAML in one pass (fabric.fast.blockyaml), JSON by the JSON reader (fabric.model.running), anything
+    else (flow style) by libyaml; and whether every key is known to be a str or an int (the first two)."""
+    if (doc := json_document(text)) is not NO_DOC:
+        return doc, True
     try:
         return load_block(text), True
     except LookupError:
@@ -156,7 +157,7 @@ class NvueDriver(Driver):
     def diff_of(self, running: str) -> DeviceDiff:
         """`Driver.diff_of`; a device whose applied tree equals the intent's (every key a str or an int on both
         sides: the same leaves) has nothing to change and nothing unmanaged, which the leaf-by-leaf scope and diff
-        (`scoped`) would find at a hundred times the cost (tests/test_plan_running_fast.py compares both)."""
+        (`scoped`) would find at a hundred times the cost (tests/nos/nvue/test_driver.py compares both)."""
         tree, plain = _running_tree(running)
         intent, intent_plain = self._intent()
         if (self.options.get("scope") is None and tree == intent and (plain or _plain_keys(tree))
@@ -199,8 +200,8 @@ class NvueDriver(Driver):
         for head, wd in zip(chunks[1::2], chunks[2::2], strict=False):  # "<port>\n<qos json>", "<watchdog json>"
             port, _, qos = head.strip().partition("\n")
             try:
-                out.update(switch_counters.nvue(port, reply_json(qos, command=f"nv show interface {port} counters qos"),
-                                                reply_json(wd, command=f"nv show interface {port} qos pfc-watchdog")))
+                out.update(switch_counters.nvue(port, json_reply(qos, f"nv show interface {port} counters qos"),
+                                                json_reply(wd, f"nv show interface {port} qos pfc-watchdog")))
             except ValueError:
                 continue  # a port NVUE has no counters for
         return out
@@ -215,7 +216,7 @@ class NvueDriver(Driver):
         for chunk in out.split("@@@")[1:]:
             port, _, text = chunk.strip().partition("\n")
             try:
-                docs[port] = reply_json(text)
+                docs[port] = json_reply(text, "a JSON reply")
             except ValueError as exc:
                 raise TargetError(f"nv show interface {port} lldp -o json: not JSON ({exc})") from None
         return lldp_reply("lldp-nvue", json.dumps(docs), self.device, "nv show interface <swp> lldp -o json")

@@ -300,7 +300,7 @@ _LAST: list[tuple[str, Tree]] = []  # the patch rendered last and its tree (`ren
 def rendered_tree(patch: str) -> Tree | None:
     """The `set` tree of `patch` where it is the patch this process rendered last, so that the driver diffs
     the renderer's tree instead of reading its YAML again (`plan --running` renders, then diffs, each switch
-    in turn). Read-only: subtrees are shared. tests/test_plan_running_fast.py checks that reading the patch
+    in turn). Read-only: subtrees are shared. tests/nos/nvue/test_driver.py checks that reading the patch
     gives this tree, keys of str only, on every example and fixture inventory."""
     if _LAST and (_LAST[0][0] is patch or _LAST[0][0] == patch):
         return _LAST[0][1]

@@ -45,9 +45,9 @@ from fabric.model.running import check_reply
 from fabric.nos import row_of
 from fabric.nos.sonic.brownfield import adapt, preflight, replaced_pgs, runs_frrcfgd
 from fabric.parsers import switch_counters
-from fabric.parsers.frr import bgp_peers, reply_json, route_widths
+from fabric.parsers.frr import bgp_peers, route_widths
 from fabric.parsers.lldp import Lldp
-from fabric.replies import reader
+from fabric.replies import json_reply, reader
 from fabric.targets import shell
 from fabric.targets.base import DeviceDiff, Driver, Health, Shifted, TargetError, Txn, lldp_reply
 from fabric.targets.owned import (
@@ -158,8 +158,11 @@ class SonicDriver(Driver):
     def _workdir(self) -> str:
         return self.options.get("workdir") or ".roce-fabric"  # relative: the login directory
 
+    _read_ahead: dict | None = None  # CONFIG_DB as `traffic_shift` read it, for the next read on this session
+
     def _running(self) -> dict:
-        return config_db_reply(shell.check(self.conn, SHOW_RUNNING, what=SHOW_RUNNING))
+        doc, self._read_ahead = self._read_ahead, None
+        return doc if doc is not None else config_db_reply(shell.check(self.conn, SHOW_RUNNING, what=SHOW_RUNNING))
 
     def running(self) -> str:
         """CONFIG_DB, and under `sysctl.conf` the kernel settings the intent names (module docstring)."""
@@ -206,8 +209,11 @@ class SonicDriver(Driver):
         return json.dumps(data, indent=2, sort_keys=True)
 
     def traffic_shift(self, away: bool) -> Shifted | None:
-        """TSA (`away`) or TSB on a switch that runs bgpcfgd, checked with TSC (module docstring); None on frrcfgd."""
-        if runs_frrcfgd(self._running()):
+        """TSA (`away`) or TSB on a switch that runs bgpcfgd, checked with TSC (module docstring); None on frrcfgd,
+        where the drain's diff on this session comes next: it takes the running config read here (read once)."""
+        running = self._running()
+        if runs_frrcfgd(running):
+            self._read_ahead = running
             return None
         cmd, want = ("TSA", "Maintenance") if away else ("TSB", "Normal")
         before = self._system_mode()
@@ -290,8 +296,8 @@ class SonicDriver(Driver):
         return self.device_diff(self.scoped(self.running()))
 
     def routes(self) -> dict[str, int]:
-        return route_widths(reply_json(shell.check(self.conn, "vtysh -c 'show ip route json'", what="vtysh"),
-                                       command="vtysh -c 'show ip route json'"))
+        return route_widths(json_reply(shell.check(self.conn, "vtysh -c 'show ip route json'", what="vtysh"),
+                                       "vtysh -c 'show ip route json'"))
 
     def counters(self) -> dict[str, dict[str, int]]:
         """Queues (`queuestat -j`, `wredstat -j`: bytes, drops, ECN-marked), PFC frames per priority
@@ -301,7 +307,7 @@ class SonicDriver(Driver):
                           "echo '@@''@'; show pfcwd stats", what="queuestat/wredstat/pfcstat/pfcwd")
         parts = [*out.split("@@@"), "", "", ""][:4]
         try:
-            q, w = (reply_json(p, command=c) for p, c in zip(parts[:2], ("queuestat -j", "wredstat -j"), strict=True))
+            q, w = (json_reply(p, c) for p, c in zip(parts[:2], ("queuestat -j", "wredstat -j"), strict=True))
         except ValueError as exc:
             raise TargetError(f"queuestat/wredstat -j: not JSON ({exc})") from None
         return switch_counters.sonic(q, w, parts[2], parts[3])

@@ -4,7 +4,7 @@ Table and field names follow sonic-buildimage `src/sonic-yang-models/yang-models
 (`src/sonic-frr-mgmt-framework/frrcfgd/frrcfgd.py`); see shared reference switch-qos.md §1.
 Every map is explicit: SONiC's own DSCP_TO_TC_MAP sends DSCP 26 to a lossy class (§1.1). PORT entries carry the
 platform's lanes, alias, index, sub-port and FEC (PortIntent.hw, from fabric/data/sonic) and BREAKOUT_CFG the
-mode of each broken-out parent; tests/test_sonic_yang.py validates every render with SONiC's YANG models.
+mode of each broken-out parent; tests/nos/sonic/test_yang.py validates every render with SONiC's YANG models.
 
 Graceful shutdown (RFC 8326): the receiver side is a COMMUNITY_SET, a ROUTE_MAP setting local-preference 0 and
 route_map_in on every fabric neighbour; FRR sends communities by default, and a drain sets BGP_GLOBALS

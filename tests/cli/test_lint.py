@@ -1,0 +1,254 @@
+"""`lint INV --configs DIR` on both cores after deriving: a forked process renders each switch's file to
+compare it with the saved one and runs the intent's rules while this one builds the configs from the renderer's
+trees (`fabric.cli.lint._split`). The same findings, problems and outputs as one process doing it all, on renders,
+edited and malformed copies, a `fabric render` directory, a bad `--select`, and where the other process fails.
+
+A cold `fabric lint INV` (cache off, output not a terminal) imports neither the progress display
+(rich.progress), nor what `--configs` reads configs with (fabric.lint.configs, its model and the running-config
+parsers), nor multiprocessing; `lint --configs` and a display on a terminal still import what they use.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fabric.cli import lint as cli_lint
+from fabric.design.derive import derive
+from fabric.errors import InputError
+from fabric.fast import batch
+from fabric.fast.memo import Memo
+from fabric.generate import GpuRailSpec
+from fabric.generate import write as write_inventory
+from fabric.lint import configs as lint_configs
+from fabric.lint import engine, output
+from fabric.lint.core import Severity
+from fabric.model.load import load
+from fabric.nos.nvue.render import intended_text, intended_tree, render, rendered_tree
+from tests.conftest import ROOT
+
+INVENTORIES = [p for p in sorted((ROOT / "inventories").iterdir()) + sorted(
+    (ROOT / "tests" / "fixtures" / "inventories").iterdir()) if (p / "fabric.yaml").is_file()]
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("gen") / "g"
+    write_inventory(GpuRailSpec(gpus=1024, hosts_per_su=16), out)
+    return out
+
+
+def _running(generated: Path, where: Path) -> Path:
+    """Every switch's rendered patch saved as its running config, four of them edited, one foreign file."""
+    running = where / "running"
+    running.mkdir()
+    fabric = derive(load(generated))
+    for name, sw in fabric.switches.items():
+        (running / f"{name}.yaml").write_text(render(sw, fabric, extras=False)["nvue-patch.yaml"])
+    shutil.copy(running / f"{next(iter(fabric.switches))}.yaml", running / "unknown-switch.yaml")
+    files = sorted(running.glob("leaf*.yaml"))
+    files[0].write_text(files[0].read_text().replace("mtu: 9216", "mtu: 1500", 1))
+    files[1].write_text(files[1].read_text().replace("    interface:\n", "    interface:\n      swp77:\n        "
+                                                     "link:\n          mtu: 1400\n        type: swp\n", 1))
+    files[2].write_text(files[2].read_text() + "\n")  # the same tree, another text
+    files[3].write_text(files[3].read_text().replace("state: enable", "state: disable"))
+    text = files[4].read_text()
+    at = text.index("autonomous-system: ") + len("autonomous-system: ")
+    files[4].write_text(text[:at] + "1" + text[at:])  # a public ASN
+    return running
+
+
+def _both(monkeypatch: pytest.MonkeyPatch, *args: object, **kw: object) -> tuple[object, object, int]:
+    """run_lint in two processes (forced) and in one; how many second processes the first started."""
+    started: list[object] = []
+    real = batch.Beside
+
+    def counted(fn: object) -> object:
+        started.append(fn)
+        return real(fn)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(batch, "Beside", counted)
+    outcomes = []
+    for split_min in (0, 10**9):
+        monkeypatch.setattr(cli_lint, "SPLIT_MIN", split_min)
+        try:
+            outcomes.append(cli_lint.run_lint(*args, **kw))  # type: ignore[arg-type]
+        except InputError as exc:
+            outcomes.append([repr(p) for p in exc.problems])
+    return outcomes[0], outcomes[1], len(started)
+
+
+def _same_reports(split: object, one: object) -> None:
+    assert split.model_dump() == one.model_dump()  # type: ignore[attr-defined]
+    for show in (output.to_json, output.to_sarif, output.to_github, lambda r: output.to_junit(r, Severity.warning)):
+        assert show(split) == show(one)
+
+
+def test_split_lint_of_edited_renders_is_one_process_lint(generated: Path, tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    running = _running(generated, tmp_path)
+    split, one, started = _both(monkeypatch, generated, running)
+    assert started == 1
+    _same_reports(split, one)
+    rules = {f.rule for f in split.findings}  # type: ignore[attr-defined]
+    assert {"RF302", "RF307", "RF106"} <= rules, rules  # from the configs and from the intent
+    for select, ignore in ((["RF3"], None), (None, ["RF30"]), (["RF1", "RF40"], None)):
+        split, one, _ = _both(monkeypatch, generated, running, select, ignore)
+        _same_reports(split, one)
+
+
+def test_split_lint_of_a_malformed_file_and_a_bad_select(generated: Path, tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    running = _running(generated, tmp_path)
+    split, one, started = _both(monkeypatch, generated, running, ["RF9"])
+    assert started == 1 and isinstance(split, list) and split == one and "--select" in str(split)
+    bad = sorted(running.glob("spine*.yaml"))[0]
+    bad.write_text(bad.read_text().replace("    interface:\n", "    interface: [\n", 1))
+    split, one, _ = _both(monkeypatch, generated, running)
+    assert isinstance(split, list) and split == one and bad.name in str(split)
+
+
+@pytest.mark.parametrize("how", ["raises", "dies"])
+def test_split_lint_where_the_other_process_fails(generated: Path, tmp_path: Path, how: str,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its part is then done here, as without it: where its steps raise, or it ends without an answer."""
+    running = _running(generated, tmp_path)
+
+    def broken(*_a: object, **_k: object) -> object:
+        raise RuntimeError("broken")
+
+    def dies(*_a: object, **_k: object) -> object:
+        os._exit(3)
+
+    monkeypatch.setattr(lint_configs, "rendered_same", broken if how == "raises" else dies)
+    monkeypatch.setattr(engine, "intent_findings", broken)
+    split, one, started = _both(monkeypatch, generated, running)
+    assert started == 1
+    _same_reports(split, one)
+
+
+@pytest.mark.parametrize("name", ["h100-400g", "example", "sonic-example", "eos-example"])
+def test_split_lint_of_a_render_directory(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    inv = ROOT / "inventories" / name
+    out = tmp_path / "out"
+    subprocess.run([str(Path(sys.executable).parent / "fabric"), "render", str(inv), "-o", str(out)], check=True,
+                   capture_output=True)
+    split, one, started = _both(monkeypatch, inv, out)
+    assert started == 1
+    _same_reports(split, one)
+
+
+def test_intended_tree_and_text_are_the_rendered_patchs() -> None:
+    seen = 0
+    for inv in INVENTORIES:
+        try:
+            fabric = derive(load(inv), "nvue")
+        except InputError:  # a fixture that is invalid on purpose
+            continue
+        for sw in fabric.switches.values():
+            patch = render(sw, fabric, extras=False)["nvue-patch.yaml"]
+            assert intended_tree(sw, fabric) == rendered_tree(patch), sw.name
+            assert intended_text(intended_tree(sw, fabric)) == patch, sw.name
+            seen += 1
+    assert seen > 20
+
+
+def test_beside_gives_the_other_process_answers_or_its_exception() -> None:
+    here = [1, 2]
+
+    def answers() -> object:
+        yield sum(here)
+        yield os.getpid()
+
+    b = batch.Beside(answers)
+    assert b.get(0) == 3 and b.get(1) != os.getpid() and b.get(0) == 3
+    with pytest.raises(RuntimeError, match="without an answer"):
+        b.get(2)
+    b.close()
+
+    def fails() -> object:
+        yield 1
+        raise ValueError("in the other process")
+
+    b = batch.Beside(fails)
+    assert b.get(0) == 1
+    with pytest.raises(ValueError, match="in the other process"):
+        b.get(1)
+
+    def dies() -> object:
+        yield 1
+        os._exit(1)
+
+    b = batch.Beside(dies)
+    assert b.get(0) == 1
+    with pytest.raises(RuntimeError, match="without an answer"):
+        b.get(1)
+    with pytest.raises(RuntimeError, match="no answer"):
+        batch.Beside(lambda: iter([lambda: 1])).get(0)  # an answer that does not pickle
+    with pytest.raises(ZeroDivisionError):
+        batch.Beside(lambda: iter([1 // 0])).get(0)  # `fn` itself fails
+
+    def slow() -> object:
+        __import__("time").sleep(60)
+        yield 1
+
+    b = batch.Beside(slow)
+    b.close()  # before its answer: ended, not waited for
+    assert b.process is None
+
+
+def test_qos_of_a_rendered_patch_shared_is_qos_of_it(generated: Path) -> None:
+    """`_qos_of` takes a QoS tree judged before (same tree, same text) with its lines shifted: as `_Qos.of`."""
+    from fabric.lint.configs.model import DeviceConfig
+    from fabric.nos.nvue import configs as nvue_configs
+
+    fabric = derive(load(generated))
+    rendering, reading = Memo(), Memo()
+    hits = 0
+    for name, sw in fabric.switches.items():
+        patch = render(sw, fabric, extras=False, memo=rendering)["nvue-patch.yaml"]
+        tree = nvue_configs._in_yaml_order(rendered_tree(patch), reading)
+        shared, plain = (DeviceConfig(name=name, file="f", kind="nvue") for _ in range(2))
+        hits += reading.find(tree["qos"], "nvue qos judged") is not None
+        q = nvue_configs._qos_of(tree["qos"], shared, nvue_configs._PatchLines(patch, rendered_tree(patch)), reading)
+        assert q == nvue_configs._Qos.of(tree["qos"], plain, nvue_configs._PatchLines(patch, rendered_tree(patch)))
+        assert shared.lines == plain.lines and plain.lines, name
+    assert hits >= len(fabric.switches) - 4
+
+
+# -- what a cold lint imports ----------------------------------------------------------------------------------------
+NEVER = ("rich.progress", "fabric.lint.configs", "fabric.lint.configs.model", "fabric.model.running", "multiprocessing")
+
+PROBE = """
+import json, sys, contextlib, io
+sys.argv = ["fabric", *sys.argv[1:]]
+from fabric.cli.main import main
+out = io.StringIO()
+with contextlib.redirect_stdout(out), contextlib.suppress(SystemExit):
+    main()
+sys.stderr.write(json.dumps(sorted(sys.modules)))
+"""
+
+
+def _modules(*argv: str) -> set[str]:
+    p = subprocess.run([sys.executable, "-c", PROBE, *argv], capture_output=True, text=True, check=False,
+                       cwd=ROOT, stdin=subprocess.DEVNULL)
+    return set(json.loads(p.stderr.strip().splitlines()[-1]))
+
+
+def test_cold_lint_imports_only_what_it_needs() -> None:
+    mods = _modules("lint", str(ROOT / "inventories" / "example"), "--format", "json")
+    assert "fabric.lint.engine" in mods and "fabric.design.derive" in mods  # it did lint
+    assert not set(NEVER) & mods, set(NEVER) & mods
+
+
+def test_lint_configs_still_imports_them(tmp_path: Path) -> None:
+    (tmp_path / "leaf1.cfg").write_text("hostname leaf1\n")
+    mods = _modules("lint", "--configs", str(tmp_path), "--format", "json")
+    assert "fabric.lint.configs" in mods and "fabric.lint.configs.model" in mods
