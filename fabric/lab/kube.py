@@ -471,7 +471,7 @@ class KubeLab:
                              "--tls-cert-file", str(d / "serving.crt"),
                              "--tls-private-key-file", str(d / "serving.key")])
         # the MPI Operator in a network namespace of its own (its health check binds :8080 whatever its flags),
-        # reaching the API server through a Unix socket (fabric.lab.relay); the same kubeconfig works inside
+        # reaching the API server through a Unix socket (fabric.lab.relay) on 127.0.0.1 inside (kubeconfig.netns)
         sock = str(d / "apiserver.sock")
         relay = [sys.executable, "-m", "fabric.lab.relay"]
         self._spawn("apiserver-relay", [*relay, "unix", sock, str(self.ports["apiserver"]), self.address])
@@ -479,7 +479,7 @@ class KubeLab:
         self._spawn("mpi-operator", [*relay, "netns", sock, str(self.ports["apiserver"]), "--",
                                      self._bin("mpi-operator"), "--kubeConfig", str(d / "kubeconfig.netns"),
                                      "--threadiness", "4", "--kube-api-qps", "50", "--kube-api-burst", "100"],
-                    netns=True)
+                    {"KUBECONFIG": str(d / "kubeconfig.netns")}, netns=True)  # its leader election reads $KUBECONFIG
         self._wait("kube-controller-manager", lambda: self.get(
             "/api/v1/namespaces/default/serviceaccounts/default", timeout=5)["metadata"]["name"] == "default", timeout)
         # vc-scheduler creates the default Queue as it starts; the queue controller then opens it.

@@ -52,6 +52,7 @@ CNI_NEEDED = ("macvlan", "host-device", "vlan", "sbr", "ptp", "host-local", "loo
 POD_SUBNET = "10.244.{i}.0/24"  # eth0 of node i's pods (ptp + host-local); outside every lab address plan
 MULTUS_NET_D = "etc/cni/multus/net.d"
 NODES_FILE = "nodes.json"
+CAP_SYS_RESOURCE = 24  # linux/capability.h
 VLAN_PROC = Path("/proc/net/vlan")  # made by the 8021q module's init (net/8021q/vlanproc.c), built-in or loaded
 
 
@@ -175,6 +176,21 @@ def _cni_files(node: RealNode, host: HostIntent, lab: KubeLab, bins: Path) -> li
     return nets
 
 
+def can_lower_oom_score() -> bool:
+    """Whether this machine's root may set a negative oom_score_adj: only with CAP_SYS_RESOURCE (the kernel's
+    fs/proc/base.c `__set_oom_adj` answers EACCES below the task's `oom_score_adj_min` without it), which must be
+    in the bounding set. The kubelet asks for negative values (the pod sandbox -998, a Guaranteed pod's containers
+    -997: pkg/kubelet/qos/policy.go), runc then fails in `runc init` (`failed to update /proc/self/oom_score_adj:
+    Permission denied`, seen only with `--debug`; containerd reports `can't get final child's PID from pipe: EOF`),
+    and crun the same. Where the capability is missing (this Firecracker guest: CapBnd 000001fffeffffff, bit 24
+    clear), containerd's CRI option `restrict_oom_score_adj` (containerd docs/cri/config.md, made for rootless
+    set-ups that cannot lower it) raises each value to containerd's own, 0."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("CapBnd:"):
+            return bool(int(line.split()[1], 16) >> CAP_SYS_RESOURCE & 1)
+    return False
+
+
 def _containerd_config(node: RealNode) -> str:
     d = node.dir
     return "\n".join([
@@ -182,6 +198,7 @@ def _containerd_config(node: RealNode) -> str:
         "[grpc]", f'  address = "{node.socket}"',
         '[plugins."io.containerd.grpc.v1.cri"]', f'  sandbox_image = "{podimage.PAUSE_IMAGE}"',
         '  stream_server_address = "127.0.0.1"', "  enable_cdi = false",
+        f"  restrict_oom_score_adj = {'false' if can_lower_oom_score() else 'true'}",
         '[plugins."io.containerd.grpc.v1.cri".cni]', f'  bin_dir = "{d / "cni-bin"}"',
         f'  conf_dir = "{d / "cni-conf"}"', "  max_conf_num = 1",
         '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]', '  runtime_type = "io.containerd.runc.v2"',

@@ -25,7 +25,7 @@ import yaml
 
 from fabric.lab.kube import bins_dir, missing_bins
 from tests.conftest import ROOT, require
-from tests.test_lab_support import STATE_BASE
+from tests.support.lab import STATE_BASE
 
 pytestmark = [pytest.mark.lab, pytest.mark.k8s, pytest.mark.root]
 
