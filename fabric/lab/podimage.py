@@ -3,7 +3,7 @@
 An OCI image layout in one tar (the `ctr image import` input, OCI image-spec image-layout.md): `oci-layout`,
 `index.json` naming the image (`io.containerd.image.name`, which ctr reads, and `org.opencontainers.image.ref.name`),
 the manifest, the config (entrypoint a shell) and one uncompressed layer. The layer holds busybox (Debian
-`busybox-static`: sh, awk, sort, wc, sleep, printenv, the POSIX tools the pod scripts use) and the programs the
+`busybox-static`: sh, awk, sort, wc, sleep, printenv, the POSIX tools the pod scripts use, ping) and the programs the
 rendered pods run, each with the shared libraries `ldd` names and the dynamic loader: `ip` (iproute2, the pooled
 set-up), `iperf3`, perftest's `ib_write_bw`/`ib_write_lat` and `ibv_devices` with rdma-core's providers.
 Deterministic: the same binaries give the same digest. The pause image of each pod sandbox is the same busybox
@@ -24,7 +24,8 @@ IMAGE = "localhost/roce-fabric/pod:lab"
 PAUSE_IMAGE = "localhost/roce-fabric/pause:lab"
 BUSYBOX = Path("/bin/busybox")
 BUSYBOX_APPLETS = ("sh", "awk", "sort", "wc", "sleep", "printenv", "cat", "grep", "sed", "mkdir", "hostname", "ls",
-                   "true", "false", "env", "tr", "head", "tail", "cut", "uniq", "echo", "kill", "ps", "id", "test")
+                   "true", "false", "env", "tr", "head", "tail", "cut", "uniq", "echo", "kill", "ps", "id", "test",
+                   "ping")
 PROGRAMS = ("ip", "iperf3", "ib_write_bw", "ib_write_lat", "ibv_devices")
 VERBS_PROVIDERS = Path("/usr/lib/x86_64-linux-gnu/libibverbs")
 VERBS_DRIVERS = Path("/etc/libibverbs.d")

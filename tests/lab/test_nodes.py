@@ -138,29 +138,28 @@ def applied(cluster: Cluster):
     cluster.kubectl("-n", "training", "delete", "pods", "--all", "--wait=true", timeout=120)
 
 
-# runc 1.1.5 (Debian) fails every pod sandbox on these nodes after multus has attached its networks: "runc create
-# failed: unable to start container process: can't get final child's PID from pipe: EOF"; not found yet.
-SANDBOX = pytest.mark.xfail(strict=True, reason="runc cannot start the pod sandbox on the lab's nodes yet")
-
-
 @pytest.fixture(scope="module")
 def workers(cluster: Cluster, applied: list[str]):
     return _wait_running(cluster, applied)
 
 
-def test_real_nodes_run_the_kubelet_and_containerd(cluster: Cluster) -> None:
+def test_real_nodes_run_the_kubelet_and_containerd(cluster: Cluster, monkeypatch: pytest.MonkeyPatch) -> None:
     """Both hosts are real nodes of the lab's control plane: the kubelet of the same release, Debian's
-    containerd, each on its host's management address."""
+    containerd, each on the address this machine reaches its host at (the lab's management bridge)."""
     from fabric.design.load import load_fabric
+    from fabric.lab.state import load_state
 
     fabric = load_fabric(INV).intent
+    monkeypatch.setenv("FABRIC_LAB_STATE", STATE_BASE)
+    st = load_state(fabric.name)
+    assert st is not None
     nodes = json.loads(cluster.kubectl("get", "nodes", "-o", "json").stdout)["items"]
     assert sorted(n["metadata"]["name"] for n in nodes) == sorted(fabric.hosts)
     for n in nodes:
         info = n["status"]["nodeInfo"]
         assert info["kubeletVersion"] == "v1.33.13" and info["containerRuntimeVersion"].startswith("containerd://1.")
         host = fabric.hosts[n["metadata"]["name"]]
-        assert n["status"]["addresses"][0]["address"] == host.management_address.split("/")[0]
+        assert n["status"]["addresses"][0]["address"] == st.node(host.name).address
         assert n["status"]["capacity"]["nvidia.com/rail1"] == "4"  # as advertised (no device plugin)
 
 
@@ -217,7 +216,7 @@ def _pool_addresses(c: Cluster) -> dict[tuple[str, str], str]:
     return out
 
 
-@SANDBOX
+
 def test_each_pod_gets_its_rails_from_whereabouts_with_the_rendered_routes(cluster: Cluster,
                                                                          workers: dict[str, Any]) -> None:
     """Each worker has one interface per rail (named as its networks annotation names them), the address
@@ -251,7 +250,7 @@ def test_each_pod_gets_its_rails_from_whereabouts_with_the_rendered_routes(clust
     assert nodes == set(fabric.hosts)
 
 
-@SANDBOX
+
 def test_pod_entrypoint_says_no_rdma_device_without_soft_roce(cluster: Cluster, workers: dict[str, Any]) -> None:
     """The rendered pod entrypoint runs in the pod; this kernel has no rdma_rxe, so no rail interface has an RDMA
     device and the entrypoint refuses in words (NCCL would fall back to TCP) instead of exporting a NCCL_IB_HCA."""
@@ -261,35 +260,82 @@ def test_pod_entrypoint_says_no_rdma_device_without_soft_roce(cluster: Cluster, 
     assert "no RDMA device behind any interface of this pod: NCCL would fall back to TCP sockets" in r.stderr
 
 
-@SANDBOX
-def test_pod_to_pod_bandwidth_across_the_lab_fabric(cluster: Cluster, workers: dict[str, Any]) -> None:
-    """iperf3 between the two workers' rail-1 addresses (pods on different hosts, through the rail leaf), with the
-    host check's own argv (fabric.accept.tools.Iperf3) and judged by its threshold for the lab."""
-    from fabric.accept.catalog import default_catalog
-    from fabric.accept.tools import End, Iperf3
+
+def _ends(c: Cluster, workers: dict[str, Any], rail_no: int) -> list[Any]:
+    """Each worker's end on rail `rail_no`: its pod, the address whereabouts gave it, its interface in the pod."""
+    from fabric.accept.tools import End
     from fabric.design.load import load_fabric
 
     fabric = load_fabric(INV).intent
-    pools = _pool_addresses(cluster)
-    server, client = sorted(workers)
-    rail = fabric.hosts[workers[server]["spec"]["nodeName"]].rails[0]
-    dst = End(host=server, rail=1, ip=pools[(server, rail.subnet)], rdma="", netdev=rail.pod.network, gid_index=0,
-              tos=fabric.hosts[workers[server]["spec"]["nodeName"]].nic_qos.roce_tos)
-    src = End(host=client, rail=1, ip=pools[(client, rail.subnet)], rdma="", netdev=rail.pod.network, gid_index=0,
-              tos=dst.tos)
-    tool = Iperf3()
-    srv = subprocess.Popen([cluster.kubectl_bin, "--kubeconfig", cluster.kubeconfig, "-n", "training", "exec", server,
-                            "--", *tool.server(dst, 5201, 2)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                           text=True)
+    pools = _pool_addresses(c)
+    out = []
+    for pod in sorted(workers):
+        host = fabric.hosts[workers[pod]["spec"]["nodeName"]]
+        rail = next(r for r in host.rails if r.rail == rail_no)
+        out.append(End(host=pod, rail=rail_no, ip=pools[(pod, rail.subnet)], rdma="", netdev=rail.pod.network,
+                       gid_index=0, tos=host.nic_qos.roce_tos))
+    return out
+
+
+def _measure(c: Cluster, tool: Any, src: Any, dst: Any, port: int) -> Any:
+    """One pod-to-pod test with the host check's argv (fabric.accept.tools), server then client (retried until
+    the server listens, as measure_links does), run in the pods by `kubectl exec`; a Measurement, unjudged."""
+    from fabric.accept.results import Measurement
+
+    argv = tool.server(dst, port, 1)
+    srv = subprocess.Popen([c.kubectl_bin, "--kubeconfig", c.kubeconfig, "-n", "training", "exec", dst.host, "--",
+                            *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) if argv else None
     try:
         for _ in range(20):
-            out = cluster.exec(client, *tool.client(src, dst, 5201, 2), timeout=30)
-            if "unable to connect to server" not in out.stdout:
+            out = c.exec(src.host, *tool.client(src, dst, port, 1), timeout=60)
+            if srv is None or not any(w in out.stdout + out.stderr for w in tool.not_connected):
                 break
             time.sleep(0.5)
     finally:
-        srv.wait(timeout=30)
-    gbps = tool.value(out.stdout, "")
-    entry = next(e for e in default_catalog(fabric, rdma=False).entries if e.check == "rail-bandwidth")
-    threshold = entry.input["threshold_gbps"]
-    assert gbps >= threshold, f"{gbps:.3f} Gb/s < {threshold}"
+        if srv is not None:
+            srv.wait(timeout=30)
+    return Measurement(rail=src.rail, src=src.host, dst=dst.host, unit=tool.unit, tool=tool.name,
+                       value=round(tool.value(out.stdout, ""), 3))
+
+
+def test_pod_to_pod_bandwidth_across_the_lab_fabric(cluster: Cluster, workers: dict[str, Any]) -> None:
+    """iperf3 between the two workers on each rail, both directions (pods on different hosts, through the rail's
+    leaf; the RoCE ToS as the host check sets it), with the host check's argv (fabric.accept.tools.Iperf3) and
+    judged by its judge (fabric.accept.checks.bandwidth.judge_bandwidth) at the lab catalog's threshold. iperf3,
+    not perftest: this kernel has no rdma_rxe, so the pods have no RDMA device."""
+    from fabric.accept.catalog import default_catalog
+    from fabric.accept.checks.bandwidth import judge_bandwidth
+    from fabric.accept.tools import Iperf3
+    from fabric.design.load import load_fabric
+
+    fabric = load_fabric(INV).intent
+    entry = next(e for e in default_catalog(fabric, rdma=False).checks if e.check == "rail-bandwidth")
+    assert entry.input["tool"] == "iperf3"
+    tool, ms = Iperf3(), []
+    rails = sorted(r.rail for r in next(iter(fabric.hosts.values())).rails)
+    for rail in rails:
+        a, b = _ends(cluster, workers, rail)
+        ms += [_measure(cluster, tool, a, b, 5201), _measure(cluster, tool, b, a, 5202)]
+    judged = judge_bandwidth(ms, dict.fromkeys(rails, entry.input["threshold_gbps"]), tool.unit, tool.name)
+    assert judged.status == "pass", judged.message
+    assert len(judged.measurements) == 2 * len(rails)
+
+
+def test_pod_to_pod_latency_across_the_lab_fabric(cluster: Cluster, workers: dict[str, Any]) -> None:
+    """ping (busybox's, in the pod image) between the two workers on each rail, both directions, with the host
+    check's argv (fabric.accept.tools.Ping: p99 of RTT/2) and judged by rail-latency's judge at the lab
+    catalog's limit."""
+    from fabric.accept.catalog import default_catalog
+    from fabric.accept.checks.latency import judge_latency
+    from fabric.accept.tools import Ping
+    from fabric.design.load import load_fabric
+
+    fabric = load_fabric(INV).intent
+    entry = next(e for e in default_catalog(fabric, rdma=False).checks if e.check == "rail-latency")
+    assert entry.input["tool"] == "ping"
+    ms = []
+    for rail in sorted(r.rail for r in next(iter(fabric.hosts.values())).rails):
+        a, b = _ends(cluster, workers, rail)
+        ms += [_measure(cluster, Ping(), a, b, 0), _measure(cluster, Ping(), b, a, 0)]
+    status, message = judge_latency(ms, entry.input["max_p99_us"])
+    assert status == "pass", message
