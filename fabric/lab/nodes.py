@@ -51,6 +51,7 @@ CNI_PLUGINS = Path("/usr/lib/cni")  # Debian's containernetworking-plugins
 CNI_NEEDED = ("macvlan", "host-device", "vlan", "sbr", "ptp", "host-local", "loopback")
 POD_SUBNET = "10.244.{i}.0/24"  # eth0 of node i's pods (ptp + host-local); outside every lab address plan
 MULTUS_NET_D = "etc/cni/multus/net.d"
+CLUSTER_NETWORK = "lab-pods"  # each pod's eth0 (ptp, host-local on POD_SUBNET)
 NODES_FILE = "nodes.json"
 CAP_SYS_RESOURCE = 24  # linux/capability.h
 VLAN_PROC = Path("/proc/net/vlan")  # made by the 8021q module's init (net/8021q/vlanproc.c), built-in or loaded
@@ -157,8 +158,10 @@ def _cni_files(node: RealNode, host: HostIntent, lab: KubeLab, bins: Path) -> li
     wconf = d / "whereabouts.conf"
     _write_json(wconf, {"datastore": "kubernetes", "kubernetes": {"kubeconfig": str(lab.kubeconfig)},
                         "log_file": str(d / "whereabouts.log"), "log_level": "verbose"})
-    cluster = d / "cluster-network.conflist"
-    _write_json(cluster, {"cniVersion": "1.0.0", "name": "lab-pods", "plugins": [
+    # the cluster network by name from multus' confDir: given as a file path, multus v4.2.2 reads a .conflist
+    # into its typed form (k8sclient.go getNetDelegate, option 4), which keeps each plugin's IPAM type only, and
+    # CNI DEL from its cache then failed (host-local: `no IP ranges specified`), leaving every pod Terminating
+    _write_json(net_d / f"{CLUSTER_NETWORK}.conflist", {"cniVersion": "1.0.0", "name": CLUSTER_NETWORK, "plugins": [
         {"type": "ptp", "ipam": {"type": "host-local", "ranges": [[{"subnet": POD_SUBNET.format(i=node.index)}]],
                                  "routes": [{"dst": "0.0.0.0/0"}], "dataDir": str(d / "host-local")}}]})
     nets = []
@@ -172,7 +175,7 @@ def _cni_files(node: RealNode, host: HostIntent, lab: KubeLab, bins: Path) -> li
     _write_json(conf_dir / "00-multus.conf", {
         "cniVersion": "0.3.1", "name": "multus-cni-network", "type": "multus", "kubeconfig": str(lab.kubeconfig),
         "confDir": str(net_d), "cniDir": str(d / "multus-cache"), "binDir": str(bin_dir),
-        "clusterNetwork": str(cluster), "logFile": str(d / "multus.log"), "logLevel": "verbose"})
+        "clusterNetwork": CLUSTER_NETWORK, "logFile": str(d / "multus.log"), "logLevel": "verbose"})
     return nets
 
 

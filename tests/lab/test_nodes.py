@@ -339,3 +339,80 @@ def test_pod_to_pod_latency_across_the_lab_fabric(cluster: Cluster, workers: dic
         ms += [_measure(cluster, Ping(), a, b, 0), _measure(cluster, Ping(), b, a, 0)]
     status, message = judge_latency(ms, entry.input["max_p99_us"])
     assert status == "pass", message
+
+
+@pytest.fixture
+def idle(cluster: Cluster, applied: list[str]) -> Cluster:
+    """The cluster with the module's workers gone (their GPUs and rail devices free for the tool's own job)."""
+    r = cluster.kubectl("-n", "training", "delete", "pods", "--all", "--wait=true", timeout=120)
+    assert r.returncode == 0, r.stderr
+    return cluster
+
+
+def _accept(c: Cluster, image: str, out: Path) -> tuple[subprocess.CompletedProcess[str], float]:
+    """`fabric accept --lab --launcher k8s` of the pod bandwidth check against the real nodes; (result, seconds)."""
+    env = {**c.env, "KUBECONFIG": c.kubeconfig, "PATH": f"{Path(c.kubectl_bin).parent}:{c.env['PATH']}"}
+    t0 = time.monotonic()
+    r = subprocess.run([FAB, "accept", str(INV), "--lab", "--launcher", "k8s", "--image", image, "--tags",
+                        "pod-rail-bandwidth", "-o", str(out), "--format", "json"], capture_output=True, text=True,
+                       env=env, timeout=400)
+    return r, time.monotonic() - t0
+
+
+def _left_on_cluster(c: Cluster) -> list[str]:
+    """The tool's job objects and whereabouts reservations still on the cluster, once deletion has had 60 s."""
+    deadline = time.monotonic() + 60
+    while True:
+        left = c.kubectl("-n", "training", "get", "mpijobs,podgroups.scheduling.volcano.sh,pods", "-o", "name").stdout
+        names = left.split()
+        reserved = [f"{pod} {addr}" for (pod, _net), addr in _pool_addresses(c).items()]
+        if (not names and not reserved) or time.monotonic() > deadline:
+            return names + reserved
+        time.sleep(2)
+
+
+def _report_message(out: Path) -> str:
+    report = json.loads(next(out.rglob("*.json")).read_text())
+    return next(r["message"] for r in report["results"] if r["check"] == "pod-rail-bandwidth")
+
+
+def test_a_network_the_cni_rejects_stops_the_job_in_words(idle: Cluster, tmp_path: Path) -> None:
+    """A rail's NetworkAttachmentDefinition on the cluster carries a CNI config of its own, owned by another
+    manager, that the node's CNI chain rejects (a macvlan on a NIC name of another cluster, absent on these
+    hosts): the tool's pod job stops
+    at once with the pod, the node and the CNI's own words, not after the job's 30-minute limit, and leaves no
+    job object and no address reserved behind (the NAD is the cluster's: left as it is)."""
+    bad = {"apiVersion": "k8s.cni.cncf.io/v1", "kind": "NetworkAttachmentDefinition",
+           "metadata": {"name": "rail1", "namespace": "training",
+                        "annotations": {"k8s.v1.cni.cncf.io/resourceName": "nvidia.com/rail1"}},
+           "spec": {"config": json.dumps({"cniVersion": "1.0.0", "name": "rail1", "type": "macvlan",
+                                          "master": "ens9f0np0", "mode": "bridge",
+                                          "ipam": {"type": "host-local", "subnet": "10.0.0.0/24"}})}}
+    # applied by another manager (a platform team's manifests): the tool's server-side apply of its NADs, which
+    # carry no spec, leaves that manager's spec.config as it is
+    r = idle.kubectl("apply", "--server-side", "--field-manager", "platform-team", "-f", "-", stdin=json.dumps(bad))
+    assert r.returncode == 0, r.stderr
+    try:
+        got, took = _accept(idle, IMAGE, tmp_path / "out")
+        assert got.returncode == 1 and "Traceback" not in got.stderr, got.stdout + got.stderr
+        message = _report_message(tmp_path / "out")
+        assert "cannot start: pod " in message and " on node gpu-su1-0" in message, message
+        assert "the node could not create the pod sandbox" in message, message
+        assert 'error adding container to network "rail1": Link not found' in message, message  # macvlan's words
+        assert took < 240, f"{took:.0f}s"
+        assert not _left_on_cluster(idle), _left_on_cluster(idle)
+    finally:
+        idle.kubectl("replace", "-f", str(idle.render / "networks.yaml"))
+
+
+def test_an_image_missing_from_the_node_stops_the_job_in_words(idle: Cluster, tmp_path: Path) -> None:
+    """The job's image is on no node and no registry is reachable: the tool stops at once, naming the pod, the
+    node, the image and the kubelet's reason, and leaves nothing behind."""
+    missing = "localhost/roce-fabric/absent:lab"
+    got, took = _accept(idle, missing, tmp_path / "out")
+    assert got.returncode == 1 and "Traceback" not in got.stderr, got.stdout + got.stderr
+    message = _report_message(tmp_path / "out")
+    assert f"image {missing} is not on the node and was not pulled (" in message, message
+    assert "cannot start: pod " in message and " on node gpu-su1-0" in message, message
+    assert took < 240, f"{took:.0f}s"
+    assert not _left_on_cluster(idle), _left_on_cluster(idle)
