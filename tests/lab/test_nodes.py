@@ -318,6 +318,7 @@ def test_pod_to_pod_bandwidth_across_the_lab_fabric(cluster: Cluster, workers: d
         ms += [_measure(cluster, tool, a, b, 5201), _measure(cluster, tool, b, a, 5202)]
     judged = judge_bandwidth(ms, dict.fromkeys(rails, entry.input["threshold_gbps"]), tool.unit, tool.name)
     assert judged.status == "pass", judged.message
+    print(judged.message)
     assert len(judged.measurements) == 2 * len(rails)
 
 
@@ -339,6 +340,7 @@ def test_pod_to_pod_latency_across_the_lab_fabric(cluster: Cluster, workers: dic
         ms += [_measure(cluster, Ping(), a, b, 0), _measure(cluster, Ping(), b, a, 0)]
     status, message = judge_latency(ms, entry.input["max_p99_us"])
     assert status == "pass", message
+    print(message)
 
 
 @pytest.fixture
