@@ -5,7 +5,9 @@ and whereabouts, and measure the fabric pod to pod.
 The pods are the rendered perftest job's workers (`fabric accept --launcher k8s --render-only`): their
 networks annotation, rail resources, capabilities, volumes and environment as rendered; only the command is
 replaced by one that writes the pod entrypoint and waits, and they are placed by the default scheduler instead of
-Volcano's gang (whose PodGroup also counts the launcher, which needs OpenMPI in the image).
+Volcano's gang (whose PodGroup also counts the launcher, which needs OpenMPI in the image). The bad inputs go
+through `fabric accept --launcher k8s` itself (its pod bandwidth check's MPIJob, gang and all). One lab instance
+and one control plane serve the whole module (about 140 s).
 """
 
 from __future__ import annotations
