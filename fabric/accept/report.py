@@ -121,7 +121,7 @@ def to_junit(report: AcceptReport) -> str:
 def to_markdown(report: AcceptReport) -> str:
     c = report.counts()
     lines = [f"# Acceptance: {report.fabric}", "",
-             f"{report.mode} run{' (quick)' if report.quick else ''} started {report.started}, {report.seconds:.1f}s: "
+             f"{report.how}, started {report.started}, {report.seconds:.1f}s: "
              f"**{c['pass']} passed, {c['fail']} failed, {c['skipped']} skipped, {c['error']} errors**", "",
              "| check | status | rounds | result |", "| --- | --- | --- | --- |"]
     for r in report.results:
@@ -188,7 +188,7 @@ def to_html(report: AcceptReport) -> str:
     c = report.counts()
     out = ["<!DOCTYPE html>", "<html><head><meta charset='utf-8'>", f"<title>Acceptance {e(report.fabric)}</title>",
            f"<style>{_CSS}</style></head><body>", f"<h1>Acceptance: {e(report.fabric)}</h1>",
-           f"<p>{e(report.mode)} run{' (quick)' if report.quick else ''}, started {e(report.started)}, "
+           f"<p>{e(report.how)}, started {e(report.started)}, "
            f"{report.seconds:.1f}s — {c['pass']} passed, {c['fail']} failed, {c['skipped']} skipped, "
            f"{c['error']} errors</p>",
            "<table><tr><th>check</th><th>status</th><th>rounds</th><th>result</th></tr>"]
