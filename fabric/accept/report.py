@@ -180,7 +180,8 @@ def _color(value: float, threshold: float) -> str:
 _CSS = """body{font-family:system-ui,sans-serif;margin:2em;color:#222}table{border-collapse:collapse;margin:1em 0}
 td,th{border:1px solid #ccc;padding:4px 8px;text-align:left;vertical-align:top}th{background:#f3f3f3}
 .pass{color:#137333;font-weight:600}.fail{color:#c5221f;font-weight:700}.skipped{color:#b06000}.error{color:#a0a}
-.heat td{text-align:center;min-width:5em;font-variant-numeric:tabular-nums}pre{background:#f6f6f6;padding:1em}"""
+.heat td{text-align:center;min-width:5em;font-variant-numeric:tabular-nums}
+pre{background:#f6f6f6;padding:1em;white-space:pre-wrap;overflow-wrap:anywhere}td{overflow-wrap:anywhere}"""
 
 
 def to_html(report: AcceptReport) -> str:
