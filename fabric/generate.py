@@ -20,7 +20,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from fabric.errors import InputError, Problem
-from fabric.model.inventory import NAME, Target
+from fabric.model.inventory import MAX_PARALLEL_LINKS, NAME, Target
 from fabric.model.platforms import PLATFORMS
 from fabric.nos import NOS
 from fabric.safefile import kind, output_dir, status
@@ -99,8 +99,12 @@ def plan_topology(spec: GpuRailSpec) -> dict[str, Any]:
         raise _fail(f"a pod's leaves × uplinks ≤ {radix} spine ports",
                     f"{sus_per_pod} SUs × {r} rails × {u} = {sus_per_pod * r * u}")
     spine_up = radix - sus_per_pod * r * u
-    supers = spec.super_spines or max(1, math.ceil(spine_up * pods / radix))
+    # enough super-spines that a pod's spine reaches each over at most MAX_PARALLEL_LINKS links
+    supers = spec.super_spines or max(1, math.ceil(spine_up * pods / radix), math.ceil(spine_up / MAX_PARALLEL_LINKS))
     u2 = max(1, spine_up // supers)
+    if u2 > MAX_PARALLEL_LINKS:
+        raise _fail(f"links from a spine to each super-spine ≤ {MAX_PARALLEL_LINKS}",
+                    f"{spine_up} free spine ports / {supers} super-spines = {u2}; use more --super-spines")
     if pods * u2 > radix:
         raise _fail(f"pods × links per super-spine ≤ {radix} super-spine ports",
                     f"{pods} pods × {u2} = {pods * u2}; use more --super-spines")

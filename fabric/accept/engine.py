@@ -55,7 +55,8 @@ def run(site: Site, checks: list[Check], *, quick: bool = False, report_dir: Pat
     snap_after()
     return AcceptReport(fabric=site.name, mode=site.kind, quick=quick,
                         started=started, seconds=round(time.monotonic() - t0, 2), results=results,
-                        switch_counters=switch_changes(site, ctx.before, ctx.after))
+                        switch_counters=switch_changes(site, ctx.before, ctx.after),
+                        launchers=sorted({c.inputs.launcher for c in checks if hasattr(c.inputs, "launcher")}))
 
 
 SWITCH_COUNTERS = ("queue:", "pfc:", "pfcwd:")

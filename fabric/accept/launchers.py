@@ -15,10 +15,11 @@ execs the test. Kubernetes pods discover their NICs and GID themselves (fabric.a
 
 from __future__ import annotations
 
+import re
 import shlex
 import shutil
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from fabric.accept import transport as tr
@@ -42,8 +43,9 @@ class NcclJob:
 
 
 def json_path(launcher: str, name: str) -> str | None:
-    """Where rank 0 writes nccl-tests' `-J` JSON: /tmp on the head host (mpirun), the job's working directory
-    (Slurm runs it in the submit directory); Kubernetes jobs are judged on their log."""
+    """Where rank 0 writes nccl-tests' `-J` JSON: /tmp on the head host (mpirun: shown so in the rendered command;
+    a run puts it in the job's own directory, MpirunRunner), the job's working directory (Slurm runs it in the
+    submit directory); Kubernetes jobs are judged on their log."""
     return {"mpirun": f"/tmp/{name}.json", "slurm": f"{name}.json"}.get(launcher)
 
 
@@ -162,6 +164,9 @@ class Runner:
         raise NotImplementedError
 
 
+HEAD_DIR = re.compile(r"/tmp/roce-fabric-nccl\.[A-Za-z0-9]{8}")  # what `mktemp -d` made for a job on its head host
+
+
 def supports_json(help_text: str) -> bool:
     """nccl-tests ≥ 2.17 lists `-J,--output_file <file>` in its usage."""
     return "--output_file" in help_text
@@ -179,18 +184,32 @@ class MpirunRunner(Runner):
         self.json = supports_json(usage.stdout + usage.stderr)
 
     def run(self, job: NcclJob, out_dir: Path, timeout: float) -> RunOutput:
-        path = f"/tmp/{job.name}.hostfile"
-        c = tr.run(self.site, job.hosts[0], ["sh", "-c", f"cat > {path} <<'EOF'\n{hostfile(job)}EOF"], timeout=10)
+        """The job from a directory of its own on the head host (mktemp: no other run's or user's file is read,
+        followed or overwritten there), removed afterwards."""
+        made = tr.run(self.site, self.head, ["mktemp", "-d", "/tmp/roce-fabric-nccl.XXXXXXXX"], timeout=10)
+        work = made.stdout.strip()
+        if made.rc != 0 or not HEAD_DIR.fullmatch(work):
+            return RunOutput("", f"mktemp -d on {self.head}: expected a new directory /tmp/roce-fabric-nccl.*, "
+                                 f"found {made.last_error or work[:80]!r}")
+        try:
+            return self._run_in(work, job, out_dir, timeout)
+        finally:
+            tr.run(self.site, self.head, ["rm", "-rf", "--", work], timeout=10)
+
+    def _run_in(self, work: str, job: NcclJob, out_dir: Path, timeout: float) -> RunOutput:
+        path = f"{work}/{job.name}.hostfile"
+        c = tr.run(self.site, self.head, ["sh", "-c", 'cat > "$1"', "sh", path], stdin=hostfile(job), timeout=10)
         if c.rc != 0:
             return RunOutput("", f"hostfile: {c.last_error}")
-        doc = json_path("mpirun", job.name) if "-J" in job.argv else None
-        if doc:  # nccl-tests never overwrites (it writes <file>.0 instead): start clean
-            tr.run(self.site, job.hosts[0], ["rm", "-f", doc], timeout=10)
-        c = tr.run(self.site, job.hosts[0], mpirun_argv(job, path), timeout=timeout)
+        doc = f"{work}/{job.name}.json" if "-J" in job.argv else None
+        if doc:  # rank 0 writes nccl-tests' JSON into the job's directory
+            i = job.argv.index("-J")
+            job = replace(job, argv=[*job.argv[: i + 1], doc, *job.argv[i + 2:]])
+        c = tr.run(self.site, self.head, mpirun_argv(job, path), timeout=timeout)
         write_private(out_dir / f"{job.name}.out", c.stdout + c.stderr)
         if c.rc != 0:
             return RunOutput(c.stdout, f"mpirun exited {c.rc}: {c.last_error}")
-        js = tr.run(self.site, job.hosts[0], ["cat", doc], timeout=20).stdout if doc else ""
+        js = tr.run(self.site, self.head, ["cat", doc], timeout=20).stdout if doc else ""
         if js:
             write_private(out_dir / f"{job.name}.json", js)
         return RunOutput(c.stdout, json=js)

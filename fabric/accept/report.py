@@ -121,7 +121,7 @@ def to_junit(report: AcceptReport) -> str:
 def to_markdown(report: AcceptReport) -> str:
     c = report.counts()
     lines = [f"# Acceptance: {report.fabric}", "",
-             f"{report.mode} run{' (quick)' if report.quick else ''} started {report.started}, {report.seconds:.1f}s: "
+             f"{report.how}, started {report.started}, {report.seconds:.1f}s: "
              f"**{c['pass']} passed, {c['fail']} failed, {c['skipped']} skipped, {c['error']} errors**", "",
              "| check | status | rounds | result |", "| --- | --- | --- | --- |"]
     for r in report.results:
@@ -180,7 +180,8 @@ def _color(value: float, threshold: float) -> str:
 _CSS = """body{font-family:system-ui,sans-serif;margin:2em;color:#222}table{border-collapse:collapse;margin:1em 0}
 td,th{border:1px solid #ccc;padding:4px 8px;text-align:left;vertical-align:top}th{background:#f3f3f3}
 .pass{color:#137333;font-weight:600}.fail{color:#c5221f;font-weight:700}.skipped{color:#b06000}.error{color:#a0a}
-.heat td{text-align:center;min-width:5em;font-variant-numeric:tabular-nums}pre{background:#f6f6f6;padding:1em}"""
+.heat td{text-align:center;min-width:5em;font-variant-numeric:tabular-nums}
+pre{background:#f6f6f6;padding:1em;white-space:pre-wrap;overflow-wrap:anywhere}td{overflow-wrap:anywhere}"""
 
 
 def to_html(report: AcceptReport) -> str:
@@ -188,7 +189,7 @@ def to_html(report: AcceptReport) -> str:
     c = report.counts()
     out = ["<!DOCTYPE html>", "<html><head><meta charset='utf-8'>", f"<title>Acceptance {e(report.fabric)}</title>",
            f"<style>{_CSS}</style></head><body>", f"<h1>Acceptance: {e(report.fabric)}</h1>",
-           f"<p>{e(report.mode)} run{' (quick)' if report.quick else ''}, started {e(report.started)}, "
+           f"<p>{e(report.how)}, started {e(report.started)}, "
            f"{report.seconds:.1f}s — {c['pass']} passed, {c['fail']} failed, {c['skipped']} skipped, "
            f"{c['error']} errors</p>",
            "<table><tr><th>check</th><th>status</th><th>rounds</th><th>result</th></tr>"]

@@ -80,6 +80,14 @@ class AcceptReport(Model):
     seconds: float
     results: list[CheckResult]
     switch_counters: list[CounterChange] = []  # queue/PFC/watchdog counters of switch ports that moved
+    launchers: list[str] = []  # what started the run's nccl-tests jobs (mpirun, slurm, k8s), where one ran
+
+    @property
+    def how(self) -> str:
+        """The run in words for a report's header: `lab run` or `production run`, and what launched nccl-tests."""
+        words = "lab run" if self.mode == "lab" else "production run"
+        return words + (" (quick)" if self.quick else "") + (
+            f", nccl-tests through {' and '.join(self.launchers)}" if self.launchers else "")
 
     @property
     def ok(self) -> bool:

@@ -80,8 +80,9 @@ def drawn(topo: Topo, result: Cabling, fmt: str, su: int | None) -> str:
     body = image[image.index("<svg"):]  # graphviz's XML declaration and DOCTYPE stay out of the page
     faults = html.escape("".join(f"{i}  {line}\n" if i <= len(result.faults) else f"{line}\n"
                                  for i, line in enumerate(_table_text(result).splitlines(), 1)))
-    return (f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>fabric cabling</title></head><body>\n"
-            f"<pre>{faults}</pre>\n{body}</body></html>\n")
+    return (f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>fabric cabling</title>"
+            "<style>pre{white-space:pre-wrap;overflow-wrap:anywhere}svg{max-width:100%;height:auto}</style>"
+            f"</head><body>\n<pre>{faults}</pre>\n{body}</body></html>\n")
 
 
 def _live(inventory: Path) -> Cabling:

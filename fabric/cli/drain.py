@@ -32,10 +32,10 @@ def _run(inventory: Path, switch: str, *, undrain: bool, lab: bool, insecure_lab
     verb = "undrain" if undrain else "drain"
     if not yes and not typer.confirm(f"{verb} {switch}?", default=False, err=True):
         raise typer.Exit(1)
-    state.check_writable(ctx.name)
+    state.check_writable(ctx.records)
     note = (lambda s: sys.stderr.write(s + "\n")) if fmt == "table" else (lambda _s: None)
-    with state.apply_lock(ctx.name):
-        res = drain(ctx.name, ep, ctx.cred, opts, ports, release=ctx.fabric.switches[switch].release,
+    with state.apply_lock(ctx.records):
+        res = drain(ctx.records, ep, ctx.cred, opts, ports, release=ctx.fabric.switches[switch].release,
                     undrain=undrain, threshold_bps=threshold, timeout=timeout, interval=interval, note=note)
     _print(verb, res, threshold, fmt)
     ok = res.result.status in ("applied", "unchanged") and res.quiet is not False

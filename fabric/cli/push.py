@@ -21,6 +21,7 @@ from fabric.cli.progress import devices as device_progress
 from fabric.cli.progress import track
 from fabric.cli.site import none_answered, open_site
 from fabric.errors import UsageError, printable
+from fabric.lab.state import instance, instance_key
 from fabric.push import engine, state
 from fabric.secrets import MASK, mask_line
 
@@ -43,6 +44,9 @@ class Context:
         _loaded, self.site = open_site(inventory, lab=lab, insecure_lab=insecure_lab)
         self.fabric = self.site.fabric
         self.name = self.fabric.name
+        # the name its apply records, audit log, journal and lock go under: a lab's (`<fabric>+lab`, with an
+        # instance `<fabric>+<instance>+lab`) never stand for the production fabric's, nor one lab's for another's
+        self.records = f"{instance_key(self.name, instance())}+lab" if lab else self.name
         switches = list(self.fabric.switches)
         if names is not None:
             unknown = [n for n in names if n not in self.fabric.switches]
@@ -66,7 +70,7 @@ class Context:
 
     def _owned(self, ep: SwitchEndpoint) -> SwitchEndpoint:
         """The endpoint with what the last confirmed apply rendered (its removal is in the owned scope)."""
-        man = state.manifest(self.name, ep.device)
+        man = state.manifest(self.records, ep.device)
         return ep if man is None else ep.model_copy(update={"options": {**ep.options, "manifest": man}})
 
     @functools.cached_property
@@ -142,7 +146,7 @@ def online_plan(inventory: Path, limit: str | None, fmt: str, workers: int, lab:
     """Diff every selected switch against its intent; exit 1 when a device is unreachable or errs, and with
     `detailed` (`--detailed-exitcode`, as terraform plan) 3 when every switch answered and some would change."""
     ctx = Context(inventory, limit, lab=lab, insecure_lab=insecure_lab)
-    warn_interrupted(ctx.name)
+    warn_interrupted(ctx.records)
     with track("plan") as progress:
         update = device_progress(progress, f"plan {ctx.name}", len(ctx.endpoints))
         results = engine.plan_all(ctx.endpoints, ctx.cred, workers=workers, progress=update)
@@ -253,8 +257,9 @@ def apply_command(
     ctx = Context(inventory, limit, lab=lab, insecure_lab=insecure_lab)
     opts = engine.ApplyOptions(confirm_seconds=confirm_timer, postcheck_timeout=postcheck_timeout, settle=settle,
                                allow_unowned_removal=allow_unowned_removal)
-    state.check_writable(ctx.name)  # the audit log and records first: refuse before any device is touched
-    with state.apply_lock(ctx.name), engine.signals_handled(engine.Stop()) as stop, engine.kept_sessions() as sessions:
+    state.check_writable(ctx.records)  # the audit log and records first: refuse before any device is touched
+    with (state.apply_lock(ctx.records), engine.signals_handled(engine.Stop()) as stop,
+          engine.kept_sessions() as sessions):
         settled = _settle_interrupted(ctx, opts, resume=resume)
         with track("apply") as progress:
             update = device_progress(progress, f"plan {ctx.name}", len(ctx.endpoints))
@@ -279,7 +284,7 @@ def apply_command(
         eps = [ep for ep in ctx.endpoints if ep.device in changed]
         with track("apply") as progress:
             update = device_progress(progress, f"apply {ctx.name} ({len(groups)} batches)", len(eps))
-            applied = engine.rollout(ctx.name, eps, ctx.cred, opts, canary=canary, batch=batch, workers=workers,
+            applied = engine.rollout(ctx.records, eps, ctx.cred, opts, canary=canary, batch=batch, workers=workers,
                                      progress=update, rollback_on_failure=rollback_on_failure, stop=stop,
                                      sessions=sessions)
     done = {r.device: r for r in [*settled, *applied]}
@@ -293,16 +298,16 @@ def apply_command(
 
 def _settle_interrupted(ctx: Context, opts: engine.ApplyOptions, *, resume: bool) -> list[engine.DeviceResult]:
     """Refuse to start over an interrupted run's unsettled transactions, unless --resume settles them."""
-    _journal, pending = state.interrupted(ctx.name)
+    _journal, pending = state.interrupted(ctx.records)
     if not pending:
-        state.end_journal(ctx.name)  # a journal without pending transactions: nothing was mid-change
+        state.end_journal(ctx.records)  # a journal without pending transactions: nothing was mid-change
         return []
     if not resume:
-        raise UsageError(interrupted_note(ctx.name).replace("\n", " ").replace("  ", " "))
+        raise UsageError(interrupted_note(ctx.records).replace("\n", " ").replace("  ", " "))
     by_name = {ep.device: ep for ep in ctx.endpoints}
-    results = [engine.resume_device(ctx.name, by_name.get(d) or ctx.site.switch(d), ctx.cred, opts, txn, finish=True)
+    results = [engine.resume_device(ctx.records, by_name.get(d) or ctx.site.switch(d), ctx.cred, opts, txn, finish=True)
                for d, txn in pending.items()]
-    state.end_journal(ctx.name)
+    state.end_journal(ctx.records)
     return results
 
 
@@ -324,34 +329,34 @@ def rollback_command(
     ctx = Context(inventory, None, lab=lab, insecure_lab=insecure_lab, names=devices)
     eps, unsettled = [], {}
     for ep in ctx.endpoints:
-        pend = state.load_pending(ctx.name, ep.device)
-        rec = state.load_record(ctx.name, ep.device)
+        pend = state.load_pending(ctx.records, ep.device)
+        rec = state.load_record(ctx.records, ep.device)
         if pend is not None:  # an interrupted run's transaction: revert it on the device first
             unsettled[ep.device] = pend
         elif rec is None:
-            raise UsageError(f"{ep.device}: no record of an apply of {ctx.name} in {state.state_dir(ctx.name)}")
+            raise UsageError(f"{ep.device}: no record of an apply of {ctx.name} in {state.state_root(ctx.records)}")
         else:
             eps.append(engine.restore_endpoint(ep, rec))
     if not _confirm_or_refuse(yes, f"roll back {', '.join(devices)}?"):
         raise typer.Exit(1)
     opts = engine.ApplyOptions(confirm_seconds=confirm_timer, postcheck_timeout=postcheck_timeout, settle=settle)
-    state.check_writable(ctx.name)
+    state.check_writable(ctx.records)
     by_name = {ep.device: ep for ep in ctx.endpoints}
-    with state.apply_lock(ctx.name), track("rollback") as progress:
+    with state.apply_lock(ctx.records), track("rollback") as progress:
         update = device_progress(progress, f"roll back {ctx.name}", len(eps) + len(unsettled))
-        results = [engine.resume_device(ctx.name, by_name[d], ctx.cred, opts, txn, finish=False, progress=update)
+        results = [engine.resume_device(ctx.records, by_name[d], ctx.cred, opts, txn, finish=False, progress=update)
                    for d, txn in unsettled.items()]
         for r in results:  # confirmed before the interruption: restore the snapshot like any apply
             txn = unsettled[r.device]
             if r.status == "applied":
-                state.settle_record(ctx.name, r.device, applied=False)
+                state.settle_record(ctx.records, r.device, applied=False)
                 eps.append(engine.restore_endpoint(by_name[r.device], txn))
         results = [r for r in results if r.status != "applied"]
         if eps:
-            results += engine.rollout(ctx.name, eps, ctx.cred, opts, canary=0, batch=str(len(eps)), workers=workers,
+            results += engine.rollout(ctx.records, eps, ctx.cred, opts, canary=0, batch=str(len(eps)), workers=workers,
                                       action="rollback", progress=update)
-        if not state.interrupted(ctx.name)[1]:
-            state.end_journal(ctx.name)
+        if not state.interrupted(ctx.records)[1]:
+            state.end_journal(ctx.records)
     print_results(f"{ctx.name}: rollback", results, fmt, diffs=False)
     # an interrupted transaction reverted on the device (or by its timer) is a successful rollback
     ok = {d: ("applied", "unchanged", "rolled-back", "reverted-by-timer") for d in unsettled}

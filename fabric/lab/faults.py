@@ -58,10 +58,7 @@ def throttle(st: LabState, spec: str, rate: str) -> Fault:
     if not RATE.match(rate):
         raise UsageError(f"expected a tc rate such as 100mbit or 1gbit, found {rate!r}")
     node, port, ifname = _port(st, spec)
-    # from scratch: a `replace` of the switch port's root tbf (the ets+red lab) would keep its queue tree below
-    quiet(st.ns_argv(node, ["tc", "qdisc", "del", "dev", ifname, "root"]))
-    run(st.ns_argv(node, ["tc", "qdisc", "replace", "dev", ifname, "root", "tbf", "rate", rate,
-                          "burst", "64kb", "latency", "50ms"]), f"throttle {spec}")
+    _tbf(st, node, ifname, rate, f"throttle {spec}")
     st.faults = [f for f in st.faults if not (f.kind == "throttle" and f.node == node and f.port == port)]
     fault = Fault(kind="throttle", node=node, port=port, ifname=ifname, rate=rate)
     st.faults.append(fault)
@@ -69,11 +66,19 @@ def throttle(st: LabState, spec: str, rate: str) -> Fault:
     return fault
 
 
+def _tbf(st: LabState, node: str, ifname: str, rate: str, step: str) -> None:
+    # from scratch: a `replace` of the switch port's root tbf (the ets+red lab) would keep its queue tree below
+    quiet(st.ns_argv(node, ["tc", "qdisc", "del", "dev", ifname, "root"]))
+    run(st.ns_argv(node, ["tc", "qdisc", "replace", "dev", ifname, "root", "tbf", "rate", rate,
+                          "burst", "64kb", "latency", "50ms"]), step)
+
+
 def clear(st: LabState, fabric: FabricIntent | None = None) -> list[Fault]:
     """Undo every recorded fault, the latest first: cables back in their ports (configured again), links up, tbf
     qdiscs removed (a switch port gets its queues back)."""
     cleared = list(st.faults)
     for f in reversed(cleared):
+        st.faults.remove(f)  # first: a port made again below holds only the faults still recorded
         if f.was:
             _recable(st, f.now, f.was, "clear")
             _configure(st, fabric or _fabric(st), _ends(f))
@@ -187,7 +192,8 @@ def _recable(st: LabState, old: list[Cable], new: list[Cable], step: str) -> Non
 
 def _configure(st: LabState, fabric: FabricIntent, ends: list[tuple[str, str]]) -> None:
     """Configure ports whose device was made again as `lab up` did: the switch's interfaces.sh (idempotent) and
-    queues, the host agent on a host; every port up, the node's lldpd started again."""
+    queues, the host agent on a host; every port up but one a link fault holds down, a throttled port's tbf again;
+    the node's lldpd started again."""
     from fabric.lab.lifecycle import host_agent
 
     for node in sorted({n for n, _p in ends}):
@@ -202,8 +208,13 @@ def _configure(st: LabState, fabric: FabricIntent, ends: list[tuple[str, str]]) 
 
                 qos.apply(st, fabric, node, render_switch(fabric.switches[node], fabric),
                           st.qos_rate or qos.PORT_RATE, ports=ports)
-        for p in ports:
-            run(st.ns_argv(node, ["ip", "link", "set", "dev", st.nodes[node].ifnames[p], "up"]), f"{node}:{p} up")
+        for p in ports:  # a port's own recorded fault (a link down, a throttle) holds on its new device
+            held = {f.kind: f for f in st.faults if not f.was and (f.node, f.port) == (node, p)}
+            ifname = st.nodes[node].ifnames[p]
+            if "throttle" in held:
+                _tbf(st, node, ifname, held["throttle"].rate or "", f"{node}:{p} throttled again")
+            state = "down" if "link" in held else "up"
+            run(st.ns_argv(node, ["ip", "link", "set", "dev", ifname, state]), f"{node}:{p} {state}")
         daemons.restart_lldpd(st, node)
     st.save()
 

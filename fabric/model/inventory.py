@@ -34,6 +34,7 @@ from fabric.model.patterns import (
 from fabric.model.units import Bytes, Gbps, Metres, Seconds
 from fabric.nos import names as nos_names
 
+MAX_PARALLEL_LINKS = 64  # parallel links between two switches of adjacent tiers
 TEMPLATE = re.compile(r"\{[{%#]")  # Jinja syntax: never in a name of a file or host (it reaches Ansible)
 
 
@@ -135,10 +136,11 @@ class Topology(Strict):
         description="scalable units to generate (0: describe every switch, host and link explicitly)")
     hosts_per_su: int = Field(0, ge=0, le=1024, description="GPU hosts per scalable unit")
     spines: int = Field(0, ge=0, le=512, description="spines (per pod when super_spines > 0)")
-    uplinks_per_spine: int = Field(1, ge=1, le=64, description="parallel links from each leaf to each spine")
+    uplinks_per_spine: int = Field(1, ge=1, le=MAX_PARALLEL_LINKS,
+                                   description="parallel links from each leaf to each spine")
     pods: int = Field(1, ge=1, le=256, description="pods of scalable units, each with its own spines (3-tier)")
     super_spines: int = Field(0, ge=0, le=512, description="super-spines per plane; plane k joins spine k of every pod")
-    uplinks_per_super_spine: int = Field(1, ge=1, le=64,
+    uplinks_per_super_spine: int = Field(1, ge=1, le=MAX_PARALLEL_LINKS,
                                          description="parallel links from each spine to each super-spine of its plane")
     names: NamePatterns = Field(NamePatterns(), description="format strings of generated device names")
 

@@ -68,7 +68,10 @@ def _accept(net: StandinNet, tmp: Path, out: str, *args: str) -> tuple[int, dict
 
 def test_perftest_nccl_and_counters_over_ssh(fleet) -> None:
     net, tmp, fabric = fleet
+    before = set(Path("/tmp").glob("roce-fabric-nccl.*")) | set(Path("/tmp").glob("nccl-allreduce*"))
     rc, r = _accept(net, tmp, "ok")
+    # mpirun ran from a directory of its own on the head host (mktemp), removed afterwards: nothing at a fixed /tmp path
+    assert set(Path("/tmp").glob("roce-fabric-nccl.*")) | set(Path("/tmp").glob("nccl-allreduce*")) == before
     failed = [m for v in r.values() for m in v.get("measurements", []) if not m.get("ok", True)]
     assert rc == 0, ({k: (v["status"], v["message"]) for k, v in r.items() if v["status"] != "pass"}, failed)
     bw = r["rail-bandwidth"]

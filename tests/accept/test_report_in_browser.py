@@ -76,3 +76,4 @@ def test_accept_report_loads_clean_and_shows_the_results(tmp_path: Path, monkeyp
     (tmp_path / "accept.png").write_bytes(loaded.png)
     assert loaded.errors == []
     assert loaded.text > 300 and loaded.height > 300 and loaded.svg == []
+    assert loaded.width <= 1280, loaded.width  # the evidence lines wrap in the window

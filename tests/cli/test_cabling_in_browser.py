@@ -30,6 +30,7 @@ def test_cabling_report_loads_clean_and_shows_the_faults_and_the_picture(tmp_pat
     (tmp_path / "cabling.png").write_bytes(loaded.png)  # looked at by hand: docs/img/cabling-miswired.png
     assert loaded.errors == []
     assert loaded.text > 300  # the numbered faults and the counts, as text
+    assert loaded.width <= 1280, loaded.width  # the fault lines wrap in the window (they ran to 1,450 px)
     [(width, height)] = loaded.svg
     assert width > 600 and height > 300, loaded.svg
     assert loaded.height >= height and loaded.png.startswith(b"\x89PNG")

@@ -149,6 +149,23 @@ def test_generate_refuses_with_arithmetic(tmp_path: Path) -> None:
     assert "spines × uplinks ≤ 96 free leaf ports (128-port leaf − 32 hosts), found 200 × 1 = 200" in p.stderr
 
 
+def test_generate_two_pods_of_a_256_port_switch_stays_within_64_links_per_super_spine(tmp_path: Path) -> None:
+    """Two pods of linux-frr (256 ports): a spine has 224 ports up; the generator spreads them over enough super-spines
+    that each takes at most 64 parallel links (the model's limit), so the inventory it writes validates; a
+    --super-spines too few for that is refused with the arithmetic."""
+    out = tmp_path / "frr2"
+    p = fabric("generate", "gpu-rail", "--gpus", "4096", "--pods", "2", "--platform", "linux-frr", "-o", str(out))
+    assert p.returncode == 0, p.stderr
+    assert fabric("validate", str(out)).returncode == 0
+    topo = yaml.safe_load((out / "fabric.yaml").read_text())["topology"]
+    assert topo["pods"] == 2 and topo["uplinks_per_super_spine"] <= 64, topo
+    p = fabric("generate", "gpu-rail", "--gpus", "4096", "--pods", "2", "--platform", "linux-frr", "--super-spines",
+               "2", "-o", str(tmp_path / "x"))
+    assert p.returncode == 2 and p.stderr == (
+        "error: fabric generate: expected links from a spine to each super-spine ≤ 64, found 448 free spine ports / 2 "
+        "super-spines = 224; use more --super-spines\n"), p.stderr
+
+
 def test_generate_validates_before_it_writes_and_never_overwrites(tmp_path: Path) -> None:
     """Impossible input is refused with the arithmetic and leaves nothing on disk; an existing inventory
     is replaced only with --force."""

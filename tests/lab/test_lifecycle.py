@@ -305,6 +305,28 @@ def test_cable_faults_are_named_with_their_fix_and_gate_acceptance(lab: None, tm
     assert rc == 0 and data["ok"], data["problems"]
 
 
+def test_a_ports_link_and_throttle_faults_hold_when_a_cable_fault_makes_its_device_again(lab: None) -> None:
+    """A cable fault makes both ends' devices again: leaf-su1-r1:swp1, taken down before, stays down, and
+    gpu-su1-01's throttled rail1 keeps its tbf, until `clear` undoes all three (in either order of the faults)."""
+    fabric("lab", "fault", INV, "link", "leaf-su1-r1:swp1", "down", check=True)
+    fabric("lab", "fault", INV, "throttle", "gpu-su1-01:rail1", "10mbit", check=True)
+    fabric("lab", "fault", INV, "swap-cables", "gpu-su1-01:rail1", "gpu-su1-01:rail2", check=True)
+    try:
+        p = fabric("lab", "exec", INV, "leaf-su1-r1", "--", "ip", "-br", "link", "show", "swp1", check=True)
+        assert " DOWN " in f" {p.stdout} ", p.stdout
+        q = fabric("lab", "exec", INV, "gpu-su1-01", "--", "tc", "qdisc", "show", "dev", "rail1", check=True)
+        assert "tbf" in q.stdout and "10Mbit" in q.stdout, q.stdout
+    finally:
+        p = fabric("lab", "fault", INV, "clear", check=True)
+    assert "3 faults cleared" in p.stdout, p.stdout
+    p = fabric("lab", "exec", INV, "leaf-su1-r1", "--", "ip", "-br", "link", "show", "swp1", check=True)
+    assert ",UP" in p.stdout or " UP " in f" {p.stdout} ", p.stdout
+    q = fabric("lab", "exec", INV, "gpu-su1-01", "--", "tc", "qdisc", "show", "dev", "rail1", check=True)
+    assert "tbf" not in q.stdout, q.stdout
+    rc, data = status_json(INV, "--no-pings")
+    assert rc == 0 and data["ok"], data["problems"]
+
+
 def test_bad_cable_faults_are_usage_errors(lab: None) -> None:
     p = fabric("lab", "fault", INV, "swap-cables", "leaf-su1-r1:swp5", "leaf-su1-r1:swp1")
     assert p.returncode == 2 and "swap-cables: expected a host cable at leaf-su1-r1:swp5, found a cable between two " \

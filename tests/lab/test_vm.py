@@ -455,7 +455,10 @@ def test_accept_lab_runs_the_congestion_checks_in_the_vm_and_reports_them(run: R
     # a sender under its fair share passed only on its own rate alone into the receiver
     assert all(m["value"] >= m["threshold"] or "alone " in m["detail"] for m in senders), senders
     agg = next(m for m in incast if m["dst"] == "aggregate")
-    assert 0.8 * LINE_GBPS <= agg["value"] <= 1.5 * LINE_GBPS, agg  # the shaped port, full
+    # the shaped port, full; no sender above its rate. The sum of the senders' own averages passes the port's rate
+    # where an emulated guest starved of CPU starts them seconds apart (0.032 of 0.02 under the whole suite's load)
+    assert 0.8 * LINE_GBPS <= agg["value"] <= len(SENDERS) * LINE_GBPS, agg
+    assert all(m["value"] <= 1.1 * LINE_GBPS for m in senders), senders
     marks = next(m for m in incast if m["unit"] == "CE-marked packets")
     assert (marks["src"], marks["dst"]) == (LEAF, "swp1") and marks["value"] > 0, marks
     ets = res["ets"]["measurements"]

@@ -597,6 +597,8 @@ def test_accept_through_k8s_needs_no_ssh_key_and_says_what_it_expected(tmp_path:
     assert failures and not any("None" in f for f in failures), failures
     for name in ("accept.md", "accept.html"):
         assert "None" not in (out / name).read_text()
+        # the header says what ran the job (it once said "ssh run" for a run that never used SSH)
+        assert "production run, nccl-tests through k8s, started " in (out / name).read_text(), name
 
 
 def test_pod_bandwidth_check_judges_the_launcher_log(vlan16: FabricIntent, tmp_path: Path, kubectl: Path,

@@ -106,6 +106,17 @@ class IncastInput(CongestionInput):
                          "to keep the receiver's queue above its marking threshold")
 
 
+ALONE_TRIES = 2  # runs of a slow sender alone: a run starved of CPU is not the path's rate
+
+
+def _floor(fabric: FabricIntent, inputs: IncastInput, rail: int, hosts: list[str]) -> float:
+    """The aggregate's floor into a receiver on one rail, in Gb/s: the input's, or its fraction of the slowest
+    of these hosts' links on the rail (also what a sender alone into it must reach)."""
+    if inputs.threshold_gbps is not None:
+        return inputs.threshold_gbps
+    return min(r.speed for h in hosts for r in fabric.hosts[h].rails if r.rail == rail) * inputs.fraction_of_link
+
+
 @register
 class Incast(Check):
     """N senders → 1 receiver per rail at once, bounded: per sender its fair share and its CNPs handled, per
@@ -195,15 +206,24 @@ class Incast(Check):
     def _alone(self, ctx: Context, tool: Tool, rail: int, receiver: str, got: list[Measurement]
                ) -> dict[str, Measurement]:
         """Each sender of one rail's incast that got less than its fair share, measured again alone into the
-        receiver, one at a time (its path's own rate)."""
+        receiver, one at a time (its path's own rate): up to ALONE_TRIES runs, the first at the floor or else the
+        best kept, so that one run starved of CPU (an emulated host, a busy sender) does not stand for the path."""
         inputs: IncastInput = self.inputs  # type: ignore[assignment]
         ep, fair = ends(ctx.fabric), sum(m.value or 0.0 for m in got) / max(1, len(got))
-        out = {}
+        floor = _floor(ctx.fabric, inputs, rail, [receiver, *(m.src for m in got)])
+        out: dict[str, Measurement] = {}
         for m in got:
-            if m.value is not None and m.value < inputs.fair_share * fair:
-                ctx.progress(f"{self.id}: {m.src} below its fair share, measured alone into {receiver}")
-                out[m.src] = measure_links(ctx.site, tool, [(ep[(m.src, rail)], ep[(receiver, rail)])],
-                                           seconds=inputs.seconds, timeout=inputs.timeout_s, threshold=None)[0]
+            if m.value is None or m.value >= inputs.fair_share * fair:
+                continue
+            ctx.progress(f"{self.id}: {m.src} below its fair share, measured alone into {receiver}")
+            for _ in range(ALONE_TRIES):
+                solo = measure_links(ctx.site, tool, [(ep[(m.src, rail)], ep[(receiver, rail)])],
+                                     seconds=inputs.seconds, timeout=inputs.timeout_s, threshold=None)[0]
+                best = out.get(m.src)
+                if best is None or (solo.value or 0.0) > (best.value or 0.0):
+                    out[m.src] = solo
+                if (solo.value or 0.0) >= floor:
+                    break
         return out
 
     def _judge(self, fabric: FabricIntent, d: cn.Snapshot, inputs: IncastInput, rail: int, receiver: str,
@@ -215,8 +235,7 @@ class Incast(Check):
         values = [m.value or 0.0 for m in got]
         total = sum(values)
         fair = total / len(got) if got else 0.0
-        speed = min(r.speed for h in (receiver, *senders) for r in fabric.hosts[h].rails if r.rail == rail)
-        floor = inputs.threshold_gbps if inputs.threshold_gbps is not None else speed * inputs.fraction_of_link
+        floor = _floor(fabric, inputs, rail, [receiver, *senders])
         for m in got:
             m.threshold = round(inputs.fair_share * fair, 3)
             m.ok = m.value is not None and m.value >= m.threshold
@@ -226,13 +245,15 @@ class Incast(Check):
                 m.ok = solo.value >= floor
                 m.detail += (f"; below {inputs.fair_share:g}× its fair share, alone {solo.value:g} {solo.unit} "
                              + (f"≥ {floor:g}: its path carries the port's rate (the senders' congestion control "
-                                "shared the port unevenly)" if m.ok else f"< {floor:g}: its path is slow"))
+                                "shared the port unevenly)" if m.ok
+                                else f"< {floor:g} at best of {ALONE_TRIES} runs: its path is slow"))
             if not m.ok:
                 leaf, port = _port(fabric, m.src, rail)
                 problems.append(f"{m.src}→{receiver} rail {rail} {m.value if m.value is not None else 'no result'} "
                                 f"{m.unit}, below {m.threshold:g} ({inputs.fair_share:g}× fair share)")
                 problems[-1] += f" (its port {leaf}:{port})" + (
-                    f", alone {solo.value:g} {solo.unit} (< {floor:g})" if solo and solo.value is not None else "")
+                    f", alone {solo.value:g} {solo.unit} at best of {ALONE_TRIES} runs (< {floor:g})"
+                    if solo and solo.value is not None else "")
                 locations.append(Location(rail=rail, hosts=[m.src]))
         out += got
         agg = Measurement(rail=rail, src=",".join(senders), dst="aggregate", value=round(total, 3),

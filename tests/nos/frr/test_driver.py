@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from fabric.lab.state import instance, instance_key
 from fabric.replies import json_replies
 from tests.support.lab import FABRIC, ROOT, env, lab_state, require_lab
 
@@ -89,8 +90,14 @@ def wait_established(n: int, timeout: float = 40) -> int:
     return got
 
 
+def records(state: Path) -> Path:
+    """Where a lab apply keeps its records, audit log and lock: the lab's own name (this run's lab instance, `+lab`),
+    never the production fabric's."""
+    return state / f"{instance_key(NAME, instance())}+lab"
+
+
 def audit_lines(state: Path) -> list[dict]:
-    path = state / NAME / "audit.jsonl"
+    path = records(state) / "audit.jsonl"
     return [json.loads(ln) for ln in path.read_text().splitlines()] if path.exists() else []
 
 
@@ -122,7 +129,8 @@ def test_plan_shows_a_hand_change_apply_restores_it_and_the_next_plan_is_empty(l
     entries = audit_lines(state)
     assert entries[-1]["device"] == LEAF and entries[-1]["result"] == "applied"
     assert entries[-1]["diff_digest"] == dev[LEAF]["digest"] and entries[-1]["changed"] == 1
-    assert CANARY not in p.stdout + p.stderr + (state / NAME / "audit.jsonl").read_text()
+    assert CANARY not in p.stdout + p.stderr + (records(state) / "audit.jsonl").read_text()
+    assert not (state / NAME).exists()  # the production fabric's records are not the lab's
 
     # rollback restores the state recorded before that apply (the hand change), then apply again
     p = run("rollback", str(inv), LEAF, "--yes", *FAST, state=state)
