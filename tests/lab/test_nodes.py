@@ -19,6 +19,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -281,23 +282,44 @@ def _ends(c: Cluster, workers: dict[str, Any], rail_no: int) -> list[Any]:
 
 def _measure(c: Cluster, tool: Any, src: Any, dst: Any, port: int) -> Any:
     """One pod-to-pod test with the host check's argv (fabric.accept.tools), server then client (retried until
-    the server listens, as measure_links does), run in the pods by `kubectl exec`; a Measurement, unjudged."""
+    the server listens, as measure_links does), run in the pods by `kubectl exec`; a Measurement, unjudged, and
+    as there a failed measurement is a failed link (no value), never a crash."""
     from fabric.accept.results import Measurement
 
+    m = Measurement(rail=src.rail, src=src.host, dst=dst.host, unit=tool.unit, tool=tool.name)
     argv = tool.server(dst, port, 1)
     srv = subprocess.Popen([c.kubectl_bin, "--kubeconfig", c.kubeconfig, "-n", "training", "exec", dst.host, "--",
                             *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) if argv else None
+    out = None
     try:
         for _ in range(20):
             out = c.exec(src.host, *tool.client(src, dst, port, 1), timeout=60)
             if srv is None or not any(w in out.stdout + out.stderr for w in tool.not_connected):
                 break
             time.sleep(0.5)
+        m.value = round(tool.value(out.stdout, ""), 3)
+    except Exception as exc:  # as measure_links: a failed measurement is a failed link
+        m.ok, m.detail = False, f"no result: {str(exc).splitlines()[0]}"
     finally:
         if srv is not None:
-            srv.wait(timeout=30)
-    return Measurement(rail=src.rail, src=src.host, dst=dst.host, unit=tool.unit, tool=tool.name,
-                       value=round(tool.value(out.stdout, ""), 3))
+            try:
+                srv.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                srv.kill()
+                srv.wait()
+    return m
+
+
+def _once_more_if_failed(run: Callable[[], tuple[str, str]]) -> tuple[str, str]:
+    """A pod-to-pod measurement, judged; when it fails, measured once more and that run decides, as the host lab
+    test does (tests/accept/test_accept_lab.py): the veths and the pods' traffic ride this machine's two CPUs, and
+    a whole run's load (other labs, a VM booting) can stall one test of a few (the p99 of 50 pings is their
+    slowest)."""
+    status, message = run()
+    if status != "pass":
+        print(f"first run: {message}")
+        status, message = run()
+    return status, message
 
 
 def test_pod_to_pod_bandwidth_across_the_lab_fabric(cluster: Cluster, workers: dict[str, Any]) -> None:
@@ -313,15 +335,23 @@ def test_pod_to_pod_bandwidth_across_the_lab_fabric(cluster: Cluster, workers: d
     fabric = load_fabric(INV).intent
     entry = next(e for e in default_catalog(fabric, rdma=False).checks if e.check == "rail-bandwidth")
     assert entry.input["tool"] == "iperf3"
-    tool, ms = Iperf3(), []
+    tool = Iperf3()
     rails = sorted(r.rail for r in next(iter(fabric.hosts.values())).rails)
-    for rail in rails:
-        a, b = _ends(cluster, workers, rail)
-        ms += [_measure(cluster, tool, a, b, 5201), _measure(cluster, tool, b, a, 5202)]
-    judged = judge_bandwidth(ms, dict.fromkeys(rails, entry.input["threshold_gbps"]), tool.unit, tool.name)
-    assert judged.status == "pass", judged.message
-    print(judged.message)
-    assert len(judged.measurements) == 2 * len(rails)
+
+    ports = iter(range(5201, 5300))  # one per test: a server a failed run left waiting keeps its port
+
+    def run() -> tuple[str, str]:
+        ms = []
+        for rail in rails:
+            a, b = _ends(cluster, workers, rail)
+            ms += [_measure(cluster, tool, a, b, next(ports)), _measure(cluster, tool, b, a, next(ports))]
+        judged = judge_bandwidth(ms, dict.fromkeys(rails, entry.input["threshold_gbps"]), tool.unit, tool.name)
+        assert len(judged.measurements) == 2 * len(rails)
+        return judged.status, judged.message
+
+    status, message = _once_more_if_failed(run)
+    assert status == "pass", message
+    print(message)
 
 
 def test_pod_to_pod_latency_across_the_lab_fabric(cluster: Cluster, workers: dict[str, Any]) -> None:
@@ -336,11 +366,15 @@ def test_pod_to_pod_latency_across_the_lab_fabric(cluster: Cluster, workers: dic
     fabric = load_fabric(INV).intent
     entry = next(e for e in default_catalog(fabric, rdma=False).checks if e.check == "rail-latency")
     assert entry.input["tool"] == "ping"
-    ms = []
-    for rail in sorted(r.rail for r in next(iter(fabric.hosts.values())).rails):
-        a, b = _ends(cluster, workers, rail)
-        ms += [_measure(cluster, Ping(), a, b, 0), _measure(cluster, Ping(), b, a, 0)]
-    status, message = judge_latency(ms, entry.input["max_p99_us"])
+
+    def run() -> tuple[str, str]:
+        ms = []
+        for rail in sorted(r.rail for r in next(iter(fabric.hosts.values())).rails):
+            a, b = _ends(cluster, workers, rail)
+            ms += [_measure(cluster, Ping(), a, b, 0), _measure(cluster, Ping(), b, a, 0)]
+        return judge_latency(ms, entry.input["max_p99_us"])
+
+    status, message = _once_more_if_failed(run)
     assert status == "pass", message
     print(message)
 
