@@ -434,8 +434,8 @@ def test_a_network_the_cni_rejects_stops_the_job_in_words(idle: Cluster, tmp_pat
         got, took = _accept(idle, IMAGE, tmp_path / "out")
         assert got.returncode == 1 and "Traceback" not in got.stderr, got.stdout + got.stderr
         message = _report_message(tmp_path / "out")
-        assert "cannot start: pod " in message and " on node gpu-su1-0" in message, message
-        assert "the node could not create the pod sandbox" in message, message
+        assert message.startswith("MPIJob pod-rail-bandwidth cannot start: pod pod-rail-bandwidth-"), message
+        assert " on node gpu-su1-0" in message and "the node could not create the pod sandbox" in message, message
         assert 'error adding container to network "rail1": Link not found' in message, message  # macvlan's words
         assert took < 240, f"{took:.0f}s"
         assert not _left_on_cluster(idle), _left_on_cluster(idle)
@@ -450,7 +450,8 @@ def test_an_image_missing_from_the_node_stops_the_job_in_words(idle: Cluster, tm
     got, took = _accept(idle, missing, tmp_path / "out")
     assert got.returncode == 1 and "Traceback" not in got.stderr, got.stdout + got.stderr
     message = _report_message(tmp_path / "out")
+    assert message.startswith("MPIJob pod-rail-bandwidth cannot start: pod pod-rail-bandwidth-"), message
     assert f"image {missing} is not on the node and was not pulled (" in message, message
-    assert "cannot start: pod " in message and " on node gpu-su1-0" in message, message
+    assert " on node gpu-su1-0" in message, message
     assert took < 240, f"{took:.0f}s"
     assert not _left_on_cluster(idle), _left_on_cluster(idle)
