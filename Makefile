@@ -12,6 +12,8 @@ APT_PACKAGES += chromium
 # The lab's real-kernel checks (tests/lab/test_vm.py, fabric/lab/vm.py): QEMU, busybox for virtme-ng's guest, the
 # Debian 6.12 kernel (bookworm-security; sch_ets, sch_red, rdma_rxe), perftest and the RDMA tools
 APT_PACKAGES += qemu-system-x86 busybox-static linux-image-6.12-amd64 perftest rdma-core ibverbs-utils
+# Real Kubernetes nodes in the namespace lab (fabric/lab/nodes.py): the container runtime and the CNI plugins
+APT_PACKAGES += containerd runc containernetworking-plugins
 # Side venv for ../shared/tools/sonic_yang_check.py (libyang C 2 from Debian, its PyPI bindings)
 YANG_VENV := .refs/yang-venv
 
@@ -94,6 +96,7 @@ TEST_WORKERS ?= 8
 TEST_ENV = env -u PYTHONDONTWRITEBYTECODE
 test: deps venv refs
 	@$(MAKE) -s k8s-bins || echo "make test: no Kubernetes binaries: the cluster tests skip (fail with CI=true)" >&2
+	@$(MAKE) -s k8s-nodes || echo "make test: no kubelet, multus or whereabouts: the real-node tests skip" >&2
 	$(VENV)/bin/ruff check fabric tests bench tools
 	@$(MAKE) -s docs
 	$(VENV)/bin/lint-imports
@@ -118,6 +121,11 @@ fuzz: venv
 k8s-bins:
 	@$(RETRY) tools/k8s-bins/build.sh >/dev/null
 	@$(RETRY) tools/k8s-bins/volcano-src.sh >/dev/null
+
+# What the lab's real nodes run besides Debian's packages (`fabric lab up --k8s --real-nodes N`): the kubelet,
+# multus and whereabouts, from tools/k8s-nodes/*/go.mod into ~/.cache/roce-fabric/k8s-nodes/<versions-key>/.
+k8s-nodes:
+	@$(RETRY) tools/k8s-nodes/build.sh >/dev/null
 
 # The reference site (docs/, mkdocs.yml) into build/site, strict: a broken link or anchor, or a page left out of the
 # nav, fails; the pages made from the code (docs/reference/) must be current (tools/docs_reference.py).

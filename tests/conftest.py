@@ -56,14 +56,16 @@ SERIAL_GROUPS = (("lab", "lab"), ("root", "root"), ("k8s", "k8s"))
 # The push and fetch modules' labs (tests/nos/frr/test_driver.py, tests/push/test_fetch.py) have a fabric name,
 # namespace prefix and management subnet of their own, as every lab of the tests but the example's: their group runs
 # beside the lab group, whose chain was the whole run's longest (450 s of 458).
+# The real nodes' module (lab/test_nodes.py: its own lab instance and control plane, about 140 s) runs beside the
+# lab group too, which would otherwise come near the 10 minutes.
 # brownfield/test_standins.py stays in group root: as a group of its own (seven serial groups at once) the lab's
 # accept measurements were starved on two cores in two of four runs.
 OWN_GROUPS = {"lab/test_vm.py": "vm", "push/test_standins.py": "root-standins", "push/test_faults.py": "root-faults",
               "nos/frr/test_driver.py": "lab-push", "push/test_fetch.py": "lab-push",
-              "standins/test_fleet.py": "root-fleet"}
+              "standins/test_fleet.py": "root-fleet", "lab/test_nodes.py": "lab-nodes"}
 # xdist hands out its work in collection order: these groups first, the longest first (measured: docs/development.md
 # "The test suite"), each on a worker of its own from the start; then the longest CPU-bound modules, then the rest.
-FIRST = ("k8s", "lab", "lab-push", "root", "root-standins", "root-faults", "root-fleet", "vm")
+FIRST = ("k8s", "lab", "lab-push", "lab-nodes", "root", "root-standins", "root-faults", "root-fleet", "vm")
 # Within the lab group, the modules that measure the lab's bandwidth (iperf3 through veths, which moves bytes with
 # this machine's CPUs) run last: at a whole run's start the control plane's jobs and the VM's traffic (both at the
 # normal priority) took enough CPU that 2 of 48 links of the healthy lab fell under the 0.5 Gb/s floor twice in a row.

@@ -49,6 +49,9 @@ def up(inventory: InventoryArg,
        timeout: Annotated[float, typer.Option(help="seconds to wait for BGP convergence")] = 120,
        k8s: Annotated[bool, typer.Option("--k8s", help="instead: a Kubernetes control plane with one kwok node per "
                                          "host (make k8s-bins); prints its kubeconfig")] = False,
+       real_nodes: Annotated[int, typer.Option("--real-nodes", help="with --k8s: the first N hosts get a real kubelet "
+                                               "and containerd in the running namespace lab (root; make k8s-nodes)")]
+       = 0,
        kernel: Annotated[str, typer.Option(help="native: this machine's kernel; vm: one leaf and up to 4 of its "
                                            "hosts in a VM with Debian's 6.12 kernel (ets, red ecn, Soft-RoCE)")]
        = "native") -> None:
@@ -56,8 +59,10 @@ def up(inventory: InventoryArg,
     from fabric.lab.lifecycle import up as lab_up
     from fabric.lab.sh import StepError, missing_prerequisites
 
+    if real_nodes and not k8s:
+        raise UsageError("--real-nodes goes with --k8s")
     if k8s:
-        _k8s_up(inventory)
+        _k8s_up(inventory, real_nodes)
         return
     if kernel not in ("native", "vm"):
         raise UsageError(f"--kernel: expected native or vm, found {kernel!r}")
@@ -101,8 +106,8 @@ def _vm_up(inventory: Path) -> None:
               f"stop it: fabric lab down {inventory}")
 
 
-def _k8s_up(inventory: Path) -> None:
-    """`lab up --k8s`: no root needed; the control plane outlives the command."""
+def _k8s_up(inventory: Path, real_nodes: int = 0) -> None:
+    """`lab up --k8s`: no root needed (but for real nodes); the control plane outlives the command."""
     from fabric.design.load import load_fabric
     from fabric.lab import kube
 
@@ -111,13 +116,38 @@ def _k8s_up(inventory: Path) -> None:
     missing = kube.missing_bins(bins)
     if missing:
         raise UsageError(f"lab up --k8s: {', '.join(missing)} not built in {bins} (make k8s-bins)")
+    real = _real_hosts(fabric, real_nodes)
     try:
-        lab = kube.up(fabric, bins)
+        if real:
+            from fabric.lab import nodes
+
+            lab = nodes.up(fabric, bins, real, nodes.bins_dir())
+        else:
+            lab = kube.up(fabric, bins)
     except kube.KubeLabError as exc:
         raise UsageError(f"lab up --k8s: {exc}") from None
-    out.print(f"Kubernetes lab {fabric.name} up in {lab.start_s:.1f}s: {len(fabric.hosts)} kwok nodes; state "
+    kinds = f"{len(real)} real nodes ({', '.join(real)}), {len(fabric.hosts) - len(real)} kwok nodes" if real \
+        else f"{len(fabric.hosts)} kwok nodes"
+    out.print(f"Kubernetes lab {fabric.name} up in {lab.start_s:.1f}s: {kinds}; state "
               f"{lab.workdir}\n{lab.volcano.describe() if lab.volcano else ''}\nexport KUBECONFIG={lab.kubeconfig}",
               markup=False)
+
+
+def _real_hosts(fabric: FabricIntent, count: int) -> list[str]:
+    """The first `count` hosts of the inventory, for `--real-nodes`; root and the node programs checked first."""
+    if count == 0:
+        return []
+    import os
+
+    from fabric.lab import nodes
+
+    if count < 0 or count > len(fabric.hosts):
+        raise UsageError(f"--real-nodes: expected 0 to {len(fabric.hosts)} (the hosts of {fabric.name}), found {count}")
+    if os.geteuid() != 0:
+        raise UsageError("--real-nodes: a kubelet and containerd need root")
+    if lacking := nodes.missing(nodes.bins_dir()):
+        raise UsageError(f"--real-nodes: missing {', '.join(lacking)}")
+    return list(fabric.hosts)[:count]
 
 
 @lab_app.command()
@@ -129,7 +159,13 @@ def down(inventory: InventoryArg) -> None:
     from fabric.lab import kube
     from fabric.lab.lifecycle import down as lab_down
 
-    stopped = kube.down(load_fabric(inventory).intent.name)
+    name = load_fabric(inventory).intent.name
+    stopped = []
+    if os.geteuid() == 0:  # real nodes first, while the API server still runs
+        from fabric.lab import nodes
+
+        stopped = nodes.stop_all(kube.state_dir(name))
+    stopped += kube.down(name)
     if stopped:
         out.print(f"Kubernetes lab stopped: {', '.join(stopped)}")
         if os.geteuid() != 0:

@@ -47,6 +47,7 @@ import sys
 import time
 import urllib.parse
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -231,9 +232,9 @@ def _port() -> int:
         return int(s.getsockname()[1])
 
 
-def _certs(d: Path) -> None:
-    """A CA, one serving certificate for 127.0.0.1/localhost (API server and kwok's kubelet server), and the
-    service-account signing key."""
+def _certs(d: Path, address: str = "127.0.0.1") -> None:
+    """A CA, one serving certificate for 127.0.0.1/localhost and `address` (API server and kwok's kubelet server),
+    and the service-account signing key."""
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes, serialization
     from cryptography.hazmat.primitives.asymmetric import ec
@@ -253,7 +254,7 @@ def _certs(d: Path) -> None:
           .sign(ca_key, hashes.SHA256()))
     key = ec.generate_private_key(ec.SECP256R1())
     san = x509.SubjectAlternativeName([x509.DNSName("localhost"), x509.DNSName("kubernetes.default.svc"),
-                                       x509.IPAddress(ipaddress.ip_address("127.0.0.1"))])
+                                       *(x509.IPAddress(ipaddress.ip_address(a)) for a in {"127.0.0.1", address})])
     cert = (x509.CertificateBuilder()
             .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "roce-fabric-lab")]))
             .issuer_name(ca_name).public_key(key.public_key()).serial_number(x509.random_serial_number())
@@ -276,8 +277,12 @@ class KubeLab:
     workdir: Path
     bins: Path
     volcano: Volcano | None = None  # default: volcano_dir(bins)
+    # where the API server listens: loopback, or the namespace lab's management bridge when real nodes (in the
+    # lab's host namespaces, fabric.lab.nodes) must reach it
+    address: str = "127.0.0.1"
     procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
     programs: dict[str, str] = field(default_factory=dict)  # name → the program it runs (its argv[0]'s name)
+    cleanups: list[Callable[[], object]] = field(default_factory=list)  # run first by stop() (real nodes)
     ports: dict[str, int] = field(default_factory=dict)
     start_s: float = 0.0
 
@@ -375,13 +380,13 @@ class KubeLab:
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.workdir.chmod(0o700)
         d = self.workdir
-        _certs(d)
+        _certs(d, self.address)
         token = secrets.token_hex(24)
         (d / "tokens.csv").write_text(f'{token},roce-fabric-admin,roce-fabric-admin,"system:masters"\n')
         (d / "tokens.csv").chmod(0o600)
         for n in ("etcd", "etcd-peer", "apiserver", "kwok"):
             self.ports[n] = _port()
-        server = f"https://127.0.0.1:{self.ports['apiserver']}"
+        server = f"https://{self.address}:{self.ports['apiserver']}"
         kubeconfig = {"apiVersion": "v1", "kind": "Config", "current-context": "roce-fabric-lab",
                       "clusters": [{"name": "roce-fabric-lab", "cluster": {
                           "server": server, "certificate-authority": str(d / "ca.crt")}}],
@@ -390,6 +395,10 @@ class KubeLab:
                                                                            "user": "admin"}}]}
         self.kubeconfig.write_text(yaml.safe_dump(kubeconfig))
         self.kubeconfig.chmod(0o600)
+        # the MPI Operator's, in its own network namespace: the relay's end there is on 127.0.0.1 (in the certificate)
+        kubeconfig["clusters"][0]["cluster"]["server"] = f"https://127.0.0.1:{self.ports['apiserver']}"
+        (d / "kubeconfig.netns").write_text(yaml.safe_dump(kubeconfig))
+        (d / "kubeconfig.netns").chmod(0o600)
         etcd_url = f"http://127.0.0.1:{self.ports['etcd']}"
         peer = f"http://127.0.0.1:{self.ports['etcd-peer']}"
         self._spawn("etcd", [self._bin("etcd"), "--data-dir", str(d / "etcd"), "--listen-client-urls", etcd_url,
@@ -397,8 +406,8 @@ class KubeLab:
                              "--initial-advertise-peer-urls", peer, "--initial-cluster", f"default={peer}",
                              "--unsafe-no-fsync", "--log-level", "warn"])
         self._spawn("kube-apiserver", [
-            self._bin("kube-apiserver"), "--etcd-servers", etcd_url, "--bind-address", "127.0.0.1",
-            "--advertise-address", "127.0.0.1", "--secure-port", str(self.ports["apiserver"]),
+            self._bin("kube-apiserver"), "--etcd-servers", etcd_url, "--bind-address", self.address,
+            "--advertise-address", self.address, "--secure-port", str(self.ports["apiserver"]),
             "--tls-cert-file", str(d / "serving.crt"), "--tls-private-key-file", str(d / "serving.key"),
             "--token-auth-file", str(d / "tokens.csv"), "--authorization-mode", "RBAC",
             "--service-account-issuer", "https://kubernetes.default.svc", "--service-account-key-file",
@@ -462,15 +471,15 @@ class KubeLab:
                              "--tls-cert-file", str(d / "serving.crt"),
                              "--tls-private-key-file", str(d / "serving.key")])
         # the MPI Operator in a network namespace of its own (its health check binds :8080 whatever its flags),
-        # reaching the API server through a Unix socket (fabric.lab.relay); the same kubeconfig works inside
+        # reaching the API server through a Unix socket (fabric.lab.relay) on 127.0.0.1 inside (kubeconfig.netns)
         sock = str(d / "apiserver.sock")
         relay = [sys.executable, "-m", "fabric.lab.relay"]
-        self._spawn("apiserver-relay", [*relay, "unix", sock, str(self.ports["apiserver"])])
+        self._spawn("apiserver-relay", [*relay, "unix", sock, str(self.ports["apiserver"]), self.address])
         self._wait("apiserver-relay", lambda: Path(sock).exists(), 30)
         self._spawn("mpi-operator", [*relay, "netns", sock, str(self.ports["apiserver"]), "--",
-                                     self._bin("mpi-operator"), "--kubeConfig", str(self.kubeconfig),
+                                     self._bin("mpi-operator"), "--kubeConfig", str(d / "kubeconfig.netns"),
                                      "--threadiness", "4", "--kube-api-qps", "50", "--kube-api-burst", "100"],
-                    netns=True)
+                    {"KUBECONFIG": str(d / "kubeconfig.netns")}, netns=True)  # its leader election reads $KUBECONFIG
         self._wait("kube-controller-manager", lambda: self.get(
             "/api/v1/namespaces/default/serviceaccounts/default", timeout=5)["metadata"]["name"] == "default", timeout)
         # vc-scheduler creates the default Queue as it starts; the queue controller then opens it.
@@ -486,17 +495,19 @@ class KubeLab:
         self.start_s = time.monotonic() - t0
         return self
 
-    def add_nodes(self, fabric: FabricIntent) -> list[str]:
-        """One kwok node per host and the fabric's HyperNodes; waits until every node is Ready and the node controller
-        has taken its not-ready taint off (else the first pods wait for a scheduling cycle after that). One list of
-        the nodes each 0.3 s: `kubectl wait` read and watched 64 nodes one after the other, 11 s. Returns the node
-        names."""
+    def add_nodes(self, fabric: FabricIntent, exclude: frozenset[str] = frozenset()) -> list[str]:
+        """One kwok node per host but those in `exclude`, and the fabric's HyperNodes; waits until every node is Ready
+        and the node controller has taken its not-ready taint off (else the first pods wait for a scheduling cycle
+        after that). One list of the nodes each 0.3 s: `kubectl wait` read and watched 64 nodes one after the other,
+        11 s. Returns the node names."""
         from fabric.export.kubernetes import hypernodes
         from fabric.export.tiers import tiers
 
-        objs = node_objects(fabric)
-        self.apply(objs)
+        objs = [o for o in node_objects(fabric) if o["metadata"]["name"] not in exclude]
         self.apply(hypernodes(tiers(fabric)))  # the fabric's tiers, as `fabric export --format volcano` writes them
+        if not objs:
+            return []
+        self.apply(objs)
         names = [o["metadata"]["name"] for o in objs]
 
         def schedulable(node: dict[str, Any]) -> bool:
@@ -522,7 +533,9 @@ class KubeLab:
         return self.add_nodes(fabric)
 
     def stop(self) -> None:
-        """Ends every process this lab started, newest first, then forgets them."""
+        """Ends what `cleanups` name, then every process this lab started, newest first, and forgets them."""
+        while self.cleanups:
+            self.cleanups.pop()()
         for name, p in reversed(list(self.procs.items())):
             if p.poll() is None:
                 with contextlib.suppress(ProcessLookupError):
@@ -585,19 +598,23 @@ def state_dir(fabric_name: str) -> Path:
     return Path(base) / fabric_name
 
 
-def up(fabric: FabricIntent, bins: Path) -> KubeLab:
+def up(fabric: FabricIntent, bins: Path, address: str = "127.0.0.1",
+       join: Callable[[KubeLab], list[str]] | None = None) -> KubeLab:
     """The control plane for users: nodes, HyperNodes, the fabric's namespace and rail networks applied; the
-    processes keep running after the command (`down` ends them)."""
+    processes keep running after the command (`down` ends them). `join` (fabric.lab.nodes) starts real nodes once
+    the control plane runs and returns their hosts, which get no kwok node; the API server then listens on
+    `address`, where those nodes reach it."""
     from fabric.render.k8s import network_attachments
 
     d = state_dir(fabric.name)
     if (d / "pids").exists() and running(fabric.name):
         raise KubeLabError(f"a control plane of {fabric.name} runs already (kubeconfig {d / 'kubeconfig'}): "
                            "`fabric lab down` first")
-    lab = KubeLab(d, bins)
+    lab = KubeLab(d, bins, address=address)
     try:
         lab.start()
-        lab.add_nodes(fabric)
+        real = join(lab) if join else []
+        lab.add_nodes(fabric, exclude=frozenset(real))
         if fabric.kubernetes.namespace != "default":
             lab.apply([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": fabric.kubernetes.namespace}}])
         lab.apply(network_attachments(fabric))

@@ -7,7 +7,8 @@ loopback; the API server is reached through a Unix socket in the lab's state dir
 
     operator → 127.0.0.1:<API port> (inside) → `netns` relay → <state>/apiserver.sock → `unix` relay → API server
 
-`python -m fabric.lab.relay unix SOCKET PORT`: listens on SOCKET, forwards each connection to 127.0.0.1:PORT.
+`python -m fabric.lab.relay unix SOCKET PORT [HOST]`: listens on SOCKET, forwards each connection to HOST:PORT
+(default 127.0.0.1; the lab's management bridge where real nodes reach the API server there).
 `python -m fabric.lab.relay netns SOCKET PORT -- ARGV...`: inside the namespace: loopback up, listens on
 127.0.0.1:PORT, forwards each connection to SOCKET, runs ARGV and exits with its status (a TERM is passed on).
 Bytes are copied as they are (the TLS session is the client's and the API server's).
@@ -72,7 +73,7 @@ def serve(listener: socket.socket, connect: Callable[[], socket.socket]) -> None
         threading.Thread(target=_splice, args=(client, connect), daemon=True).start()
 
 
-def unix_to_tcp(path: str, port: int) -> None:
+def unix_to_tcp(path: str, port: int, host: str = "127.0.0.1") -> None:
     with contextlib.suppress(FileNotFoundError):
         os.unlink(path)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -81,7 +82,7 @@ def unix_to_tcp(path: str, port: int) -> None:
     os.umask(old)
     listener.listen(64)
     def connect() -> socket.socket:  # a bounded connect, then no time-out: a watch stays quiet for minutes
-        s = socket.create_connection(("127.0.0.1", port), timeout=10)
+        s = socket.create_connection((host, port), timeout=10)
         s.settimeout(None)
         return s
 
@@ -104,12 +105,12 @@ def netns(path: str, port: int, argv: list[str]) -> int:
 
 
 def main(args: list[str]) -> int:
-    if len(args) == 3 and args[0] == "unix":
-        unix_to_tcp(args[1], int(args[2]))
+    if len(args) in (3, 4) and args[0] == "unix":
+        unix_to_tcp(args[1], int(args[2]), *args[3:])
         return 0
     if len(args) >= 5 and args[0] == "netns" and args[3] == "--":
         return netns(args[1], int(args[2]), args[4:])
-    print("usage: python -m fabric.lab.relay unix SOCKET PORT | netns SOCKET PORT -- ARGV...", file=sys.stderr)
+    print("usage: python -m fabric.lab.relay unix SOCKET PORT [HOST] | netns SOCKET PORT -- ARGV...", file=sys.stderr)
     return 2
 
 

@@ -158,8 +158,10 @@ class PodRailLatency(PodRailBandwidth):
 
 
 def _with_error(res: CheckResult, err: str) -> CheckResult:
-    """The launcher's own error (if any) after the verdict's message, and as evidence."""
+    """The launcher's own error (if any) after the verdict's message, and as evidence; alone where nothing was
+    measured (the job never ran: its cause, not a verdict on empty results)."""
     if err:
-        res.message = (res.message + "; " if res.message else "") + err
+        measured = any(m.value is not None for m in res.measurements)
+        res.message = (res.message + "; " if res.message and measured else "") + err
         res.evidence.append(err)
     return res

@@ -1,5 +1,5 @@
 """Running a rendered job where kubectl reaches a cluster: apply, follow the MPIJob, read the launcher's log,
-say why pods wait, delete."""
+say why pods wait or cannot start (stopping at once), delete."""
 
 from __future__ import annotations
 
@@ -12,6 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
+# a container's waiting reasons for an image the node has not and cannot get (kubelet pkg/kubelet/images/types.go)
+IMAGE_WAITING = ("ErrImagePull", "ImagePullBackOff", "ErrImageNeverPull", "InvalidImageName")
 
 
 class K8sRunner:
@@ -73,6 +76,31 @@ class K8sRunner:
                     reasons[msg] = reasons.get(msg, 0) + 1
         return "; ".join(f"{n} pod{'s' * (n > 1)} Pending: {m}" for m, n in sorted(reasons.items()))
 
+    def stuck(self, name: str) -> str:
+        """Why pods of the job can never start, in the kubelet's words ('' when none is stuck): a container
+        waiting on its image (`ErrImagePull`, `ImagePullBackOff`, `ErrImageNeverPull`, `InvalidImageName`: the image
+        is not on the node and the node cannot pull it), or a pod sandbox the node failed to create (the
+        `FailedCreatePodSandBox` event: the CNI chain refused a network, e.g. multus' delegate for a rail)."""
+        pods = self._items(["get", "pods", "-n", self.namespace, "-l", f"roce-fabric/job={name}", "-o", "json"])
+        node = {p["metadata"]["name"]: p.get("spec", {}).get("nodeName", "?") for p in pods}
+        uids = {p["metadata"].get("uid") for p in pods}  # this run's pods, not an earlier job's of the same names
+        out = []
+        for p in pods:
+            for c in p.get("status", {}).get("containerStatuses", []) + p.get("status", {}).get(
+                    "initContainerStatuses", []):
+                waiting = (c.get("state") or {}).get("waiting") or {}
+                if waiting.get("reason") in IMAGE_WAITING:
+                    out.append(f"pod {p['metadata']['name']} on node {node[p['metadata']['name']]}: image "
+                               f"{c.get('image', '?')} is not on the node and was not pulled ({waiting['reason']}: "
+                               f"{waiting.get('message', '')})")
+        for e in self._items(["get", "events", "-n", self.namespace, "--field-selector",
+                              "reason=FailedCreatePodSandBox", "-o", "json"]):
+            pod = e.get("involvedObject", {}).get("name", "")
+            if e.get("involvedObject", {}).get("uid") in uids:
+                out.append(f"pod {pod} on node {node[pod]}: the node could not create the pod sandbox: "
+                           f"{e.get('message', '')}")
+        return "; ".join(dict.fromkeys(out))
+
     def _items(self, args: list[str]) -> list[dict[str, Any]]:
         """The objects `kubectl get … -o json` lists; none where it fails (e.g. no PodGroup kind: no Volcano)."""
         p = self._k(args, timeout=30)
@@ -124,6 +152,8 @@ class K8sRunner:
                 state, msg = self.status(name)
                 if state != "Running":
                     break
+                if why := self.stuck(name):
+                    return self.logs(name), f"MPIJob {name} cannot start: {why}"
                 if progress:
                     progress(f"{name}: running")
                 time.sleep(self.poll_s)
