@@ -86,10 +86,11 @@ demo: deps venv
 	  $(FABRIC) accept $(DEMO_INV) --lab --quick -o build/demo/accept; } || rc=$$?; \
 	$(FABRIC) lab down $(DEMO_INV); exit $$rc
 
-# pytest-xdist: TEST_WORKERS processes; the serial groups of tests/conftest.py (lab, four of root tests, k8s, the
-# VM) each start at once on a worker of their own, and two more workers take the CPU-bound tests from the start.
-# Eight on two cores: the group workers mostly wait on timers, daemons and SSH (and run at a higher priority).
-TEST_WORKERS ?= 8
+# pytest-xdist: TEST_WORKERS processes; the nine serial groups of tests/conftest.py (FIRST: the labs, four of root
+# tests, k8s, the real nodes, the VM) each start at once on a worker of their own, and the CPU-bound tests go to
+# the workers as their groups end. Nine on two cores: the group workers mostly wait on timers, daemons and SSH (and
+# run at a higher priority).
+TEST_WORKERS ?= 9
 # Bytecode is written even where the environment says PYTHONDONTWRITEBYTECODE: without it every worker rewrites the
 # asserts of all 90 test modules (about 5 CPU-s each) and every `fabric` process the tests start compiles the
 # package again; one collection first writes it once, before the workers read it.
