@@ -2,7 +2,7 @@
 
 For each size (GPUs; default 4,096 and 32,768) it generates a rail-optimized fabric (`fabric generate gpu-rail`),
 renders it once, saves each switch's rendered NVUE patch as its "running" config, and then times, median of
-`--runs`: `--version`, `--help`, `validate`, `lint`, `render`, `render --all`, `explain` of one leaf,
+`--runs`: `--version`, `--help`, `validate`, `lint`, `render`, `render --all`, `explain` of one leaf (JSON and table),
 `lint --configs` on the render and `plan --running` against the unchanged render. With `--baseline FABRIC` (the
 `fabric` executable of another checkout, e.g. the last release's venv) each figure is measured for both in the same
 run, alternating, so a loaded machine slows both alike, and the ratio is printed; `no-cache:FABRIC` runs a
@@ -11,8 +11,9 @@ directory. With two or more sizes, the exponent k in CPU time ∝ size^k between
 whether a command scales linearly (k ≈ 1; below 1 where start-up still weighs).
 
 Each figure is wall seconds and, in brackets, CPU seconds (user + system of the command and the processes it
-waited for) and peak RSS (of the largest of its processes): on a shared machine the CPU seconds say more. Every
-side runs from compiled bytecode in the bench's own cache (`PYTHONPYCACHEPREFIX`), compiled before the first run.
+waited for) and peak RSS (of the largest of its processes), with the load average when it ended: on a shared
+machine the CPU seconds say more. Every side runs from compiled bytecode in the bench's own cache
+(`PYTHONPYCACHEPREFIX`), compiled before the first run.
 
 `--profile N` prints each command's top N cProfile entries (bench/profile_command.py) after its timings.
 
@@ -31,7 +32,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from measure import run
+from measure import load, run
 
 HERE = Path(__file__).resolve().parent.parent
 FABRIC = str(HERE / ".venv" / "bin" / "fabric")
@@ -46,6 +47,7 @@ def commands(inv: Path, out: Path, running: Path) -> dict[str, list[str]]:
         "render": ["render", str(inv), "-o", str(out / "r")],
         "render --all": ["render", str(inv), "--all", "-o", str(out / "a")],
         "explain leaf-su1-r1": ["explain", str(inv), "leaf-su1-r1", "--format", "json"],
+        "explain (table)": ["explain", str(inv), "leaf-su1-r1"],
         "lint --configs": ["lint", str(inv), "--configs", str(running)],
         "plan --running": ["plan", str(inv), "--running", str(running)],
     }
@@ -106,7 +108,8 @@ def measure(gpus: int, runs: int, exes: list[str], work: Path, top: int = 0,
         cpu = [statistics.median(CPU[f"{gpus} {name} {i}"]) for i in range(len(exes))]
         rss = [max(RSS[f"{gpus} {name} {i}"]) for i in range(len(exes))]
         print(f"  {gpus:>6} GPUs  {name:<22} " + "  ".join(f"{m:8.2f} s ({c:.2f} CPU-s, {r:.0f} MiB)" for m, c, r in
-                                                           zip(medians[name], cpu, rss, strict=True)), flush=True)
+                                                           zip(medians[name], cpu, rss, strict=True))
+              + f"; {load()}", flush=True)
         if top and name not in ("--version", "--help"):
             profile(argv, top)
     return medians

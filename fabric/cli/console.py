@@ -30,11 +30,12 @@ TABLE_ROWS = 500  # more rows than this: aligned lines (rich lays a table out at
 FITS = 0.99  # share of a column's cells its width holds: a few longer cells (lists) push the rest of their line
 
 
-def print_table(out: Console, title: str, columns: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
+def print_table(out: Console, title: str, columns: Sequence[str], rows: Sequence[Sequence[str | Text]]) -> None:
     """`rows` under `columns` as a rich table (long cells folded) when there are at most TABLE_ROWS, else as
-    `aligned` lines: one row a line, as grep, sort and less -S want it, in a fraction of rich's time."""
+    `aligned` lines: one row a line, as grep, sort and less -S want it, in a fraction of rich's time (a styled
+    cell, `styled`, plain there)."""
     if len(rows) > TABLE_ROWS:
-        out.file.write(aligned(title, columns, rows))
+        out.file.write(aligned(title, columns, [[c if isinstance(c, str) else c.plain for c in row] for row in rows]))
         return
     from rich.table import Table
 

@@ -12,11 +12,10 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.table import Table
 from rich.text import Text
 
 from fabric.access import Credentials, SwitchEndpoint
-from fabric.cli.console import console, styled
+from fabric.cli.console import console, print_table, styled
 from fabric.cli.progress import devices as device_progress
 from fabric.cli.progress import track
 from fabric.cli.site import none_answered, open_site
@@ -107,17 +106,12 @@ def print_results(title: str, results: list[engine.DeviceResult], fmt: str, *, d
         sys.stdout.write(json.dumps({"fabric": title, "summary": counts, "masked_lines": hidden,
                                      "devices": devices}, indent=2) + "\n")
         return
-    table = Table(title=title)
-    for col in ("device", "target", "status", "+", "~", "-", "detail"):
-        table.add_column(col, overflow="fold")
     style = {"unchanged": "green", "applied": "green", "changed": "yellow", "rolled-back": "yellow",
              "skipped": "dim"}
-    for r in results:
-        table.add_row(r.device, r.target, styled(r.status, style.get(r.status, "red")),
-                      str(r.diff.added if r.diff else ""), str(r.diff.changed if r.diff else ""),
-                      str(r.diff.removed if r.diff else ""),
-                      printable(mask_line(r.detail)[0]))
-    out.print(table)
+    print_table(out, title, ("device", "target", "status", "+", "~", "-", "detail"), [
+        (r.device, r.target, styled(r.status, style.get(r.status, "red")), str(r.diff.added if r.diff else ""),
+         str(r.diff.changed if r.diff else ""), str(r.diff.removed if r.diff else ""),
+         printable(mask_line(r.detail)[0])) for r in results])
     if diffs:
         for r in results:
             if r.diff and not r.diff.empty:

@@ -62,7 +62,7 @@ def _as_rendered(kind: str, name: str, text: str, path: Path, rendered: Rendered
     got = rendered(name)
     if got is None or got[0] != kind or got[1] != text:
         return None
-    return parser.parse_rendered(path, name, text, got[2], memo)
+    return parser.parse_rendered(path, name, text, got[2], memo, _again(rendered, name))
 
 
 def _head(path: Path, kind: str | None) -> bytes | None:
@@ -91,6 +91,14 @@ def _candidate(path: Path, root: Path, targets: dict[str, str]) -> tuple[str, st
         return name, kind, read_user_file(path, "a device config file")  # type: ignore[return-value]
     except InputError:
         return None
+
+
+def _again(rendered: Rendered, name: str) -> Callable[[], str | None]:
+    """The text of `name`'s render, made again when asked (a file taken as the render: the same text)."""
+    def text() -> str | None:
+        got = rendered(name)
+        return None if got is None else got[1]
+    return text
 
 
 def _rendered_file(path: Path, root: Path, targets: dict[str, str], rendered: Rendered, memo: Memo
@@ -144,17 +152,18 @@ def _from_trees(paths: list[Path], root: Path, targets: dict[str, str], rendered
     compares the files of `split.ahead` with the render (`split.same()`) while this one builds their configs from
     the renderer's trees as though each file were the render: one that is not is then dropped, one whose config
     could not be so built is taken as `_rendered_file` takes it, as are the files not in `ahead`."""
-    ahead, built, memo = split.ahead, {}, Memo()
+    ahead, built, memo = set(split.ahead), {}, Memo()
     for p in paths:
-        if p in ahead:
-            name, kind, text, tree, _write = ahead[p]
+        if p in ahead:  # its text and tree let go once its config is built (the other process has its own)
+            name, kind, text, tree, _write = split.ahead.pop(p)
             try:
-                built[p] = NOS[kind].module("configs").parse_rendered(p, name, text, tree, memo)
+                built[p] = NOS[kind].module("configs").parse_rendered(p, name, text, tree, memo,
+                                                                      _again(rendered, name))
             except Exception:  # the file may not be the render: `_rendered_file` says, where it is
                 built[p] = _FAILED
     verdict = split.same()
     if verdict is None:  # the other process failed: compare here
-        verdict, built = set(ahead), {}
+        verdict, built = ahead, {}
     done: dict[Path, DeviceConfig] = {}
     for p in paths:
         if p in ahead and p not in verdict:

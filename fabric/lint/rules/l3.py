@@ -68,16 +68,19 @@ class LinkSpeed(Rule):
     def check_configs(self, cs: ConfigSet) -> Iterator[Finding]:
         if cs.intent is None:
             return
-        by_dev = {d.name: d for d in cs.devices}
+        by_dev = {d.name: d for d in cs.devices}  # the last of a name wins, as before
+        # per device, each port's speed where the config sets one (C loops): no device and port looked up per link
+        speeds = {name: {k: p.speed for k, p in d.ports.items() if p.speed} for name, d in by_dev.items()}
+        none: dict[str, int] = {}
         for ln in cs.intent.links:
-            a, b = by_dev.get(ln.a), by_dev.get(ln.b)
-            for dev, port in ((a, ln.a_port), (b, ln.b_port)):
-                pc = dev.ports.get(port) if dev else None
-                if dev and pc and pc.speed and pc.speed != ln.speed:
+            for dev, port in ((ln.a, ln.a_port), (ln.b, ln.b_port)):
+                speed = speeds.get(dev, none).get(port)
+                if speed is not None and speed != ln.speed:
+                    d = by_dev[dev]
                     yield self.finding(
-                        dev.name,
-                        f"speed of {port}: expected {ln.speed}G (the link's), found {pc.speed}G",
-                        (dev.file, pc.line),
+                        dev,
+                        f"speed of {port}: expected {ln.speed}G (the link's), found {speed}G",
+                        (d.file, d.ports[port].line),
                         port,
                     )
 

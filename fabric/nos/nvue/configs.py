@@ -313,18 +313,19 @@ def parse(path: Path, name: str, text: str) -> DeviceConfig:
 RENDERED_HEAD = b"- set:\n"  # how a patch this tool renders starts (`render.patch_yaml`)
 
 
-def parse_rendered(path: Path, name: str, text: str, tree: dict[str, Any], memo: Memo | None = None
-                   ) -> DeviceConfig | None:
+def parse_rendered(path: Path, name: str, text: str, tree: dict[str, Any], memo: Memo | None = None,
+                   again: Callable[[], str | None] | None = None) -> DeviceConfig | None:
     """`parse(path, name, text)` where `text` is byte for byte the patch rendered for the switch and `tree` the
     renderer's own tree of it (`render.rendered_tree`), which reading the text gives (tests/nos/nvue/test_driver.py):
     the few lines of QoS, BGP and ARP settings are found in the text (`_PatchLines`), those of ports and neighbours,
     which rules read only to locate a finding, by reading the text when first asked (`_LinesLater`); the text is
     not read line by line otherwise. None where the text is not as the renderer writes it: `parse` reads it.
-    `memo`: what the patches of one directory share (their QoS tree, read once)."""
+    `memo`: what the patches of one directory share (their QoS tree, read once); `again`: the same text made once
+    more when first asked (the render of the switch), so that the config does not hold it meanwhile."""
     if not text.startswith(RENDERED_HEAD.decode()):
         return None
     try:
-        lines = _LinesLater(text, str(path))
+        lines = _LinesLater(text if again is None else again, str(path))
         return _device(path, name, _in_yaml_order(tree, memo), _PatchLines(text, tree),
                        later=lambda *key: Deferred((lines, key)), memo=memo)
     except LookupError:
@@ -358,17 +359,20 @@ def _in_yaml_order(tree: dict[str, Any], memo: Memo | None = None) -> dict[str, 
 
 
 class _LinesLater:
-    """The line of a key path under the `set` tree of a patch, read (as `parse` reads them) when first asked."""
+    """The line of a key path under the `set` tree of a patch, read (as `parse` reads them) when first asked; the
+    text, or a function that makes it (None: no line)."""
 
-    def __init__(self, text: str, file: str):
-        self.text: str | None = text
+    def __init__(self, text: str | Callable[[], str | None], file: str):
+        self.text: str | Callable[[], str | None] | None = text
         self.file = file
         self.smap = SourceMap()
 
     def __call__(self, key: tuple[Any, ...]) -> int | None:
         if self.text is not None:
             text, self.text = self.text, None
-            yaml_text(text, self.file, self.smap)
+            text = text if isinstance(text, str) else text()
+            if text is not None:
+                yaml_text(text, self.file, self.smap)
         return self.smap.where((0, "set", *key))[1]
 
 

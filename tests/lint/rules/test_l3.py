@@ -75,3 +75,28 @@ def test_rf309_per_switch_lookups_find_what_the_plain_ones_find(inv: str, mutate
     assert list(rule.check(ctx)) == list(rf309(rule, ctx))
     if mutate not in (CASES[0], _elsewhere):  # another port of the same peer can be a session back
         assert list(rule.check(ctx))
+
+
+def test_rf301_finds_a_saved_port_speed_that_is_not_its_links(tmp_path) -> None:
+    """`lint INV --configs DIR`: a saved render whose port runs at another speed than its link is one finding at
+    that port's line, on the switch whose file says so, and only there (the port's speed looked up per device)."""
+    import json
+
+    from tests import inproc
+
+    inv, out, running = tmp_path / "g512", tmp_path / "out", tmp_path / "running"
+    assert inproc.fabric("generate", "gpu-rail", "--gpus", "512", "-o", str(inv)).returncode == 0
+    assert inproc.fabric("render", str(inv), "-o", str(out)).returncode == 0
+    running.mkdir()
+    for patch in (out / "switches").glob("*/nvue-patch.yaml"):
+        (running / f"{patch.parent.name}.yaml").write_text(patch.read_text())
+    leaf = running / "leaf-su1-r1.yaml"
+    lines = leaf.read_text().splitlines(keepends=True)
+    at = next(i for i, ln in enumerate(lines) if ln.strip() == 'speed: "400G"')
+    lines[at] = lines[at].replace("400G", "200G")
+    leaf.write_text("".join(lines))
+    port = next(ln.strip().rstrip(":") for ln in reversed(lines[:at]) if ln.startswith("      swp"))
+    p = inproc.fabric("lint", str(inv), "--configs", str(running), "--select", "RF301", "--format", "json")
+    found = [(f["object"], f["message"], f["file"], f["line"]) for f in json.loads(p.stdout)["findings"]]
+    assert found == [("leaf-su1-r1", f"speed of {port}: expected 400G (the link's), found 200G", str(leaf),
+                      lines.index(f"      {port}:\n") + 1)], p.stdout

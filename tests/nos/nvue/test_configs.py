@@ -12,7 +12,10 @@ tree instead of reading it: the same configs, lines and findings as reading it.
 from __future__ import annotations
 
 import dataclasses
+import gc
 import shutil
+import types
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -26,6 +29,7 @@ from fabric.generate import GpuRailSpec
 from fabric.generate import write as write_inventory
 from fabric.lint import configs as lint_configs
 from fabric.lint import output
+from fabric.lint.context import Context
 from fabric.lint.core import Severity
 from fabric.model.load import load
 from fabric.model.source import SourceMap
@@ -99,8 +103,8 @@ def test_parse_rendered_gives_what_parse_gives(patches: list[tuple[str, str, dic
     for name, patch, tree in patches:
         path = Path(f"/x/{name}.yaml")
         full = _fields(nvue_configs.parse(path, name, patch))
-        for shared in (memo, None):
-            fast = nvue_configs.parse_rendered(path, name, patch, tree, shared)
+        for shared, again in ((memo, None), (None, None), (memo, lambda patch=patch: patch)):
+            fast = nvue_configs.parse_rendered(path, name, patch, tree, shared, again)
             assert fast is not None, name
             assert _fields(fast) == full, name
     assert nvue_configs.parse_rendered(Path("/x/s.yaml"), "s", "set:\n  a: 1\n", {"a": 1}) is None
@@ -138,9 +142,10 @@ def test_lint_of_saved_renders_is_the_lint_of_reading_them(generated: Path, tmp_
     taken: list[str] = []
     real = nvue_configs.parse_rendered
 
-    def counted(path: Path, name: str, text: str, tree: dict, memo: Memo | None = None) -> object:
+    def counted(path: Path, name: str, text: str, tree: dict, memo: Memo | None = None,
+                again: Callable[[], str | None] | None = None) -> object:
         taken.append(name)
-        return real(path, name, text, tree, memo)
+        return real(path, name, text, tree, memo, again)
 
     monkeypatch.setattr(nvue_configs, "parse_rendered", counted)
     fast = run_lint(generated, running)
@@ -153,3 +158,38 @@ def test_lint_of_saved_renders_is_the_lint_of_reading_them(generated: Path, tmp_
         assert show(fast) == show(full)
     assert fast.failed(Severity.warning) == full.failed(Severity.warning)
     assert _renderer(fabric)("no-such-switch") is None
+
+
+def _strings(root: object) -> Iterator[str]:
+    """Every string reachable from `root` (a function through its closure only, not its module)."""
+    seen: set[int] = set()
+    stack = [root]
+    while stack:
+        obj = stack.pop()
+        if id(obj) in seen or isinstance(obj, (type, types.ModuleType)):
+            continue
+        seen.add(id(obj))
+        if isinstance(obj, str):
+            yield obj
+        elif isinstance(obj, types.FunctionType):
+            stack += [c.cell_contents for c in obj.__closure__ or ()]
+        else:
+            stack += gc.get_referents(obj)
+
+
+def test_configs_of_saved_renders_hold_no_file_text(generated: Path, tmp_path: Path) -> None:
+    """A saved render's config does not keep the file's text for the lines of its ports and neighbours (a 262k-GPU
+    fabric's patches are 0.9 GB): the text is made again from the intent when a finding asks for a line."""
+    running = tmp_path / "running"
+    running.mkdir()
+    loaded = load(generated)
+    fabric = derive(loaded)
+    for name, sw in fabric.switches.items():
+        (running / f"{name}.yaml").write_text(render(sw, fabric, extras=False)["nvue-patch.yaml"])
+    cs = lint_configs.load_configs(running, Context(loaded, fabric), None, _renderer(fabric))
+    texts = {p.read_text() for p in running.iterdir()}
+    assert not texts & set(_strings(cs.devices))
+    dev = cs.devices[0]
+    read = nvue_configs.parse(Path(dev.file), dev.name, Path(dev.file).read_text())
+    assert [(p.name, p.line) for p in dev.ports.values()] == [(p.name, p.line) for p in read.ports.values()]
+    assert [(n.peer, n.line) for n in dev.neighbors] == [(n.peer, n.line) for n in read.neighbors]
