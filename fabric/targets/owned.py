@@ -304,11 +304,18 @@ def _instance(path: Path) -> Path:
 
 def _objects(leaves: Leaves, objects: Objects) -> set[tuple[Path, str]]:
     out = set()
+    compiled = _compiled(objects)
     for p in leaves:
-        for sec, key in objects:
-            if p and re.fullmatch(sec, p[0]) and (m := re.match(key, p[-1])):
+        for sec, key in compiled:
+            if p and sec(p[0]) and (m := key(p[-1])):
                 out.add((_instance(p), m.group(1)))
     return out
+
+
+@lru_cache(maxsize=16)
+def _compiled(objects: Objects) -> tuple[tuple[Callable[[str], Any], Callable[[str], Any]], ...]:
+    """Each (section regex, key regex) of `objects` compiled once: its `fullmatch` and its `match`."""
+    return tuple((re.compile(sec).fullmatch, re.compile(key).match) for sec, key in objects)
 
 
 def scope(intent: Leaves, running: Leaves, whole: tuple[str, ...] = (), manifest: Iterable[Path] = (),
