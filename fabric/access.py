@@ -222,7 +222,10 @@ def _session_failed(exc: Exception, where: str, timeout: float) -> SessionFailed
     netmiko raises its own while handling the socket's or paramiko's error, which says what happened."""
     from netmiko.exceptions import NetmikoAuthenticationException, NetmikoTimeoutException
 
-    cause = " ".join(str(exc.__context__ or "").split()).rstrip(".")
+    context = exc.__context__
+    context = next(iter((getattr(context, "errors", None) or {None: context}).values()))  # paramiko's, by address
+    said = context.strerror if isinstance(context, OSError) and context.strerror else context  # no `[Errno 111]`
+    cause = " ".join(str(said or "").split()).rstrip(".")
     if isinstance(exc, NetmikoAuthenticationException):
         return SessionFailed(f"{where} refused the SSH login ({cause or 'authentication failed'})")
     if isinstance(exc, NetmikoTimeoutException) and isinstance(exc.__context__, OSError):
