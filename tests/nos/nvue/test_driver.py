@@ -15,6 +15,7 @@
 - What a live plan reads of every NVUE switch, `nv config show -o json`, is read once by the JSON reader, not by the
   YAML loaders (ten times the cost; a plan of 1,792 switches reads 1,792 of them), and a reply that is not such JSON
   is still one located problem.
+- A live diff (`NvueDriver.diff`) gives what diffing the indented running text gives, without writing that text.
 """
 
 from __future__ import annotations
