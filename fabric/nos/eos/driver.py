@@ -193,7 +193,8 @@ class EosDriver(Driver):
     def _session(self, name: str, lines: list[str]) -> str:
         """Open a session with `lines`; returns its diffs (still in the session)."""
         self._prepare()
-        self.conn.send_command(f"configure session {name}", expect_string=r"\(config-s-[^)]*\)#\s*$")
+        self.conn.send_command(f"configure session {name}", read_timeout=60,  # as any other command (netmiko: 10)
+                               expect_string=r"\(config-s-[^)]*\)#\s*$")
         # one write for all lines (netmiko's per-line pacing costs 50 ms a line), then read until the
         # session prompt came back once per line (echoes arrive early; prompts only once processed)
         self.conn.write_channel("\n".join(lines) + "\n")
