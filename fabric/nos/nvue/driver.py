@@ -106,7 +106,7 @@ class NvueDriver(Driver):
     def diff(self) -> DeviceDiff:
         """`diff_of(running())`, the applied tree written without indentation: `diff_of` reads both texts to the
         same tree (the same keys in the same order), and only the unindented one is written by the JSON encoder's C
-        half (indented, it was most of a plan's CPU per switch)."""
+        half (indented, its Python half took a third of the CPU of reading and diffing a leaf)."""
         return self.diff_of(json.dumps(self._applied(), sort_keys=True))
 
     def saved(self) -> str:
