@@ -49,6 +49,7 @@ from tests.standins.eos import Cli
 CMD_PORT = 2200  # the commands' port on 127.0.0.1 of the namespace
 GARBAGE = "\x1b[?2004h%%\x07 �\x00$#> ~~ ;{[\n" * 3  # noise, as a console with a wrong line setting prints
 PR_SET_CHILD_SUBREAPER = 36
+EOS_TURN = 16  # EOS CLI lines one session gets done in one turn of the command thread
 
 
 class Output:
@@ -188,9 +189,10 @@ class Fleet:
             process.exit(0)
 
     async def eos(self, process: asyncssh.SSHServerProcess, d: Path) -> None:
-        """The EOS CLI of tests.standins.eos, behind what a terminal does (`Terminal`): every line typed so far in one
-        turn of the command thread (a session's lines, written at once, wait behind the other switches once, not
-        once per line); a `hang` device stops answering at its first `show`."""
+        """The EOS CLI of tests.standins.eos, behind what a terminal does (`Terminal`): the lines typed so far, up to
+        EOS_TURN of them in one turn of the command thread (a session's lines, written at once, wait behind the other
+        switches once per EOS_TURN lines, not once per line, and no switch holds the thread for a whole session); a
+        `hang` device stops answering at its first `show`."""
         cli, term = Cli(d), Terminal(process)
         (d / "sessions").mkdir(exist_ok=True)
         what = fault(d)
@@ -199,13 +201,14 @@ class Fleet:
             hung = what == "hang" and any(ln.strip().startswith("show") for ln in lines)
             if hung:
                 lines = lines[:next(i for i, ln in enumerate(lines) if ln.strip().startswith("show"))]
-            printed, goes_on = await self.loop.run_in_executor(self.work, self._eos_lines, cli, lines,
-                                                               what == "garbage")
-            term.write(printed)
+            for at in range(0, len(lines), EOS_TURN):
+                printed, goes_on = await self.loop.run_in_executor(self.work, self._eos_lines, cli,
+                                                                   lines[at:at + EOS_TURN], what == "garbage")
+                term.write(printed)
+                if not goes_on:
+                    return
             if hung:
                 await process.stdin.read()  # until the client gives up
-                return
-            if not goes_on:
                 return
 
     def _eos_lines(self, cli: Cli, lines: list[str], garbage: bool) -> tuple[str, bool]:
