@@ -14,7 +14,7 @@ of wall time from the smallest to the largest size last. `--faults P` makes P % 
 login, hang after it, or answer noise, and prints how each step reported them.
 
     sudo nice .venv/bin/python bench/fleet_live.py [--nos nvue sonic eos frr] [--switches 224 448 896 1792]
-        [--workers 64] [--faults 1] [--plan-only]
+        [--workers 64] [--faults 1] [--plan-only] [--outputs DIR]
 """
 
 from __future__ import annotations
@@ -117,6 +117,20 @@ def server_cpu(pid: int) -> float:
     return sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")
 
 
+def keep(out: Path, where: Path | None, name: str) -> None:
+    """The step's JSON output without its times (`seconds`), for a comparison with another checkout's."""
+    if where is None:
+        return
+    try:
+        doc = json.loads(out.read_text())
+    except ValueError:
+        doc = {"not JSON": out.read_text()}
+    for d in doc.get("devices", []):
+        d.pop("seconds", None)
+    where.mkdir(parents=True, exist_ok=True)
+    (where / f"{name}.json").write_text(json.dumps(doc, indent=2) + "\n")
+
+
 def step(label: str, ns: str, argv: list[str], n: int, env: dict[str, str], out: Path, server: int) -> dict[str, Any]:
     before, cpu0 = open_in(ns), server_cpu(server)
     peaks = Peaks(argv[2])
@@ -151,7 +165,8 @@ def _why(d: dict[str, Any]) -> str:
     return f"{d.get('status')}: {' '.join(str(d.get('error') or d.get('detail') or '').split())[:160]}"
 
 
-def one_size(nos: str, size: int, workers: int, faults: float, tmp: Path, *, plan_only: bool) -> dict[str, Any]:
+def one_size(nos: str, size: int, workers: int, faults: float, tmp: Path, *, plan_only: bool,
+             outputs: Path | None = None) -> dict[str, Any]:
     from tests.standins.harness import standins
 
     inv = generate(nos, size, tmp)
@@ -172,17 +187,20 @@ def one_size(nos: str, size: int, workers: int, faults: float, tmp: Path, *, pla
         res["plan"] = step("plan, nothing to change", net.netns, [FABRIC, "plan", *common, "--format", "json"], n,
                            env, out, server)
         summarize(out, planted)
+        keep(out, outputs, f"{nos}-{n}-plan")
         if plan_only:
             return res
         (inv / "qos.yaml").write_text(KNOB)
         res["plan1"] = step("plan, one knob changed", net.netns, [FABRIC, "plan", *common, "--format", "json"], n,
                             env, out, server)
         summarize(out, planted)
+        keep(out, outputs, f"{nos}-{n}-plan1")
         if nos != "frr":
             res["apply"] = step("apply --canary 1 --batch 10%", net.netns,
                                 [FABRIC, "apply", *common, "--yes", "--canary", "1", "--batch", "10%",
                                  "--format", "json", *FAST], n, env, out, server)
             summarize(out, planted)
+            keep(out, outputs, f"{nos}-{n}-apply")
     return res
 
 
@@ -199,6 +217,8 @@ def main() -> int:
     ap.add_argument("--workers", type=int, default=64)
     ap.add_argument("--faults", type=float, default=0.0, help="percent of switches for each fault")
     ap.add_argument("--plan-only", action="store_true", help="the first plan alone")
+    ap.add_argument("--outputs", type=Path, help="keep each step's JSON output here, without its times (to compare "
+                    "with another checkout's: PYTHONPATH=<its root> runs its fabric)")
     args = ap.parse_args()
     if os.geteuid() != 0:
         print("bench/fleet_live.py needs root (a network namespace)", file=sys.stderr)
@@ -208,7 +228,8 @@ def main() -> int:
         results = []
         with tempfile.TemporaryDirectory(prefix="fleet-live-") as tmp:
             for size in args.switches:
-                results.append(one_size(nos, size, args.workers, args.faults, Path(tmp), plan_only=args.plan_only))
+                results.append(one_size(nos, size, args.workers, args.faults, Path(tmp), plan_only=args.plan_only,
+                                        outputs=args.outputs))
         if len(results) > 1:
             first, last = results[0], results[-1]
             print(f"{nos}: exponent of wall time {first['n']}→{last['n']} switches: plan "

@@ -21,6 +21,7 @@ import subprocess
 import sys
 import threading
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from functools import cached_property
 from pathlib import Path
 from typing import Any, ClassVar, Literal
@@ -198,13 +199,100 @@ def connect(ep: SwitchEndpoint, cred: Credentials, *, timeout: float = 10) -> An
     conn = ConnectHandler(**netmiko_params(cred, ep, timeout=timeout), auto_connect=False)
     if cred.known_hosts:
         conn._get_ssh_client_instance = lambda: known_client(cred.known_hosts, ep.address, cred.port)
-    conn._open()
-    _closed_session_raises(conn)
+    where = f"{ep.address}:{cred.port}"
+    _timeouts_named(conn, where)
+    try:
+        conn._open()
+    except Exception as exc:
+        raise _session_failed(exc, where, timeout) or exc from None
+    _closed_session_raises(conn, where)
     return conn
 
 
-_KNOWN: dict[tuple[str, int, int], Any] = {}  # known_hosts path, mtime, size → its paramiko.HostKeys
+NO_REPLY = "no reply from "  # how a read timeout's one line begins (`_timeouts_named`)
+
+
+class SessionFailed(OSError):
+    """A switch's SSH session failed, in one line: what happened, the address, the timeout (netmiko's own messages
+    are paragraphs of advice). An OSError: a lost or refused session to every caller (`conn_errors`)."""
+
+
+def _session_failed(exc: Exception, where: str, timeout: float) -> SessionFailed | None:
+    """netmiko's failure to open a session as a SessionFailed; None: not one of netmiko's (raised as it is).
+    netmiko raises its own while handling the socket's or paramiko's error, which says what happened."""
+    from netmiko.exceptions import NetmikoAuthenticationException, NetmikoTimeoutException
+
+    context = exc.__context__
+    context = next(iter((getattr(context, "errors", None) or {None: context}).values()))  # paramiko's, by address
+    said = context.strerror if isinstance(context, OSError) and context.strerror else context  # no `[Errno 111]`
+    cause = " ".join(str(said or "").split()).rstrip(".")
+    if isinstance(exc, NetmikoAuthenticationException):
+        return SessionFailed(f"{where} refused the SSH login ({cause or 'authentication failed'})")
+    if isinstance(exc, NetmikoTimeoutException) and isinstance(exc.__context__, OSError):
+        return SessionFailed(f"TCP connection to {where} failed within {timeout:g} s ({cause or 'timed out'})")
+    if isinstance(exc, NetmikoTimeoutException):
+        return SessionFailed(f"no SSH session with {where} within {timeout:g} s ({cause or 'no reason given'})")
+    return None
+
+
+def _timeouts_named(conn: Any, where: str) -> None:
+    """A reply that does not come within its read timeout (netmiko's `send_command`, and its `read_until_pattern`,
+    which its login and the drivers' waits use; both wait 10 s unless told) raises netmiko's ReadTimeout saying so
+    in one line."""
+    from netmiko.exceptions import ReadTimeout
+
+    def named(read: Callable[..., str]) -> Callable[..., str]:
+        def reading(*args: Any, read_timeout: float = 10.0, **kwargs: Any) -> str:
+            try:
+                return read(*args, read_timeout=read_timeout, **kwargs)
+            except ReadTimeout:
+                raise ReadTimeout(f"{NO_REPLY}{where} within {read_timeout:g} s (the session stopped answering)"
+                                  ) from None
+        return reading
+
+    conn.send_command = named(conn.send_command)
+    conn.read_until_pattern = named(conn.read_until_pattern)
+
+
+_KNOWN: dict[tuple[str, int, int], Any] = {}  # known_hosts path, mtime, size → its KnownHosts
 _KNOWN_LOCK = threading.Lock()
+
+
+class KnownHosts:
+    """A known_hosts file read once, each plain host name's keys found by a dict: the key of each type from the first
+    line that names the host, as paramiko's `HostKeys.lookup` gives it. paramiko's own reading looks each line's
+    names up among the lines before (and each lookup scans every line): quadratic, 2–3 CPU-s for 1,792 switches.
+    A file with hashed names (`|1|…`, OpenSSH's HashKnownHosts) is read and looked up by paramiko itself."""
+
+    def __init__(self, path: str) -> None:
+        import paramiko
+
+        self.hashed: Any = None
+        self.keys: dict[str, dict[str, Any]] = {}
+        with open(path) as f:
+            entries = [e for n, line in enumerate(f, 1) if line.strip() and not line.lstrip().startswith("#")
+                       for e in [_entry(line.strip(), n)] if e is not None]
+        if any(h.startswith("|1|") for e in entries for h in e.hostnames):
+            self.hashed = paramiko.HostKeys(path)
+            return
+        for e in entries:
+            for name in e.hostnames:
+                self.keys.setdefault(name, {}).setdefault(e.key.get_name(), e.key)
+
+    def lookup(self, name: str) -> dict[str, Any]:
+        if self.hashed is not None:
+            return dict(self.hashed.lookup(name) or {})
+        return self.keys.get(name, {})
+
+
+def _entry(line: str, lineno: int) -> Any:
+    """One known_hosts line as paramiko reads it (a line it cannot read: None, skipped as paramiko skips it)."""
+    import paramiko
+
+    try:
+        return paramiko.hostkeys.HostKeyEntry.from_line(line, lineno)
+    except paramiko.SSHException:
+        return None
 
 
 def known_client(known_hosts: str, host: str, port: int) -> Any:
@@ -217,17 +305,17 @@ def known_client(known_hosts: str, host: str, port: int) -> Any:
     with _KNOWN_LOCK:
         keys = _KNOWN.get((known_hosts, st.st_mtime_ns, st.st_size))
         if keys is None:
-            keys = paramiko.HostKeys(known_hosts)
+            keys = KnownHosts(known_hosts)
             _KNOWN.clear()
             _KNOWN[(known_hosts, st.st_mtime_ns, st.st_size)] = keys
     client = paramiko.SSHClient()
     name = host if port == 22 else f"[{host}]:{port}"
-    for keytype, key in (keys.lookup(name) or {}).items():
+    for keytype, key in keys.lookup(name).items():
         client.get_host_keys().add(name, keytype, key)
     return client
 
 
-def _closed_session_raises(conn: Any) -> None:
+def _closed_session_raises(conn: Any, where: str) -> None:
     """netmiko reads the channel only while paramiko says data is ready, which a closed channel never says: a
     session that died while the tool waited for a reply was noticed only at that command's read timeout (60 s).
     Reading a channel that is closed or at its end, with nothing left in it, raises EOFError at once (one of
@@ -238,7 +326,7 @@ def _closed_session_raises(conn: Any) -> None:
     def read_buffer() -> str:
         out = read()
         if not out and (remote.closed or remote.eof_received) and not remote.recv_ready():
-            raise EOFError("the SSH session closed")
+            raise EOFError(f"{where} closed the SSH session")
         return out
 
     channel.read_buffer = read_buffer

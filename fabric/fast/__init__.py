@@ -8,6 +8,7 @@ same output, slower.
 - `blockyaml`: a one-pass reader of the plain block YAML that renderers and `nv config show` write; anything
   outside its subset goes to the hardened loader (`fabric.model.source`).
 - `memo`: explicit memo tables that a caller creates and passes to a renderer or reader.
+- `plain`: a deep copy of plain data (a parsed configuration) at a tenth of `copy.deepcopy`'s cost.
 
 It imports nothing of `fabric` (the bottom layer of pyproject `[tool.importlinter]`), so every layer may use it;
 the pure core (model, design, the renderers) reaches `gc`, `pickle` and `multiprocessing` only through it (a

@@ -37,10 +37,12 @@ import fnmatch
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
+
+from fabric.fast.plain import deep_copy
 
 
 class Change(BaseModel):
@@ -87,7 +89,7 @@ def tree_leaves(tree: Any, path: Path = ()) -> Leaves:
 
 def apply_leaves(tree: dict, sets: Leaves, removes: Iterable[Path]) -> dict:
     """A copy of `tree` with leaves set and removed; containers that only the removals emptied go too."""
-    out = copy.deepcopy(tree)
+    out = deep_copy(tree)
     for path in removes:
         chain = [out]
         for p in path[:-1]:
@@ -302,11 +304,18 @@ def _instance(path: Path) -> Path:
 
 def _objects(leaves: Leaves, objects: Objects) -> set[tuple[Path, str]]:
     out = set()
+    compiled = _compiled(objects)
     for p in leaves:
-        for sec, key in objects:
-            if p and re.fullmatch(sec, p[0]) and (m := re.match(key, p[-1])):
+        for sec, key in compiled:
+            if p and sec(p[0]) and (m := key(p[-1])):
                 out.add((_instance(p), m.group(1)))
     return out
+
+
+@lru_cache(maxsize=16)
+def _compiled(objects: Objects) -> tuple[tuple[Callable[[str], Any], Callable[[str], Any]], ...]:
+    """Each (section regex, key regex) of `objects` compiled once: its `fullmatch` and its `match`."""
+    return tuple((re.compile(sec).fullmatch, re.compile(key).match) for sec, key in objects)
 
 
 def scope(intent: Leaves, running: Leaves, whole: tuple[str, ...] = (), manifest: Iterable[Path] = (),
@@ -362,11 +371,24 @@ def _words(text: str) -> list[str]:
     return _WORD_SEP.split(text)
 
 
-def _refers(path: Path, value: Any, name: str) -> bool:
-    """A leaf names `name`: in a section or key of its path (`route-map FABRIC-IN permit 30`, SONiC
-    `FABRIC-IN|30`), as a word of a text line, or as a tree value (or an item of one)."""
-    if any(name in _words(e) for e in path):
-        return True
+class _Unrendered:
+    """The device leaves the tool never rendered, each with the words of its path, read once for every object a
+    namesake check looks for (`_collect`)."""
+
+    def __init__(self, running: Leaves, rendered: set[Path]) -> None:
+        self.running, self.rendered = running, rendered
+
+    @cached_property
+    def leaves(self) -> list[tuple[Path, Any, set[str]]]:
+        return [(p, v, {w for e in p for w in _words(e)}) for p, v in self.running.items() if p not in self.rendered]
+
+    def naming(self, name: str, mine: set[Path]) -> list[Path]:
+        """The leaves outside `mine` that name `name`: in a section or key of the path (`route-map FABRIC-IN
+        permit 30`, SONiC `FABRIC-IN|30`), as a word of a text line, or as a tree value (or an item of one)."""
+        return [p for p, v, words in self.leaves if p not in mine and (name in words or _names(v, name))]
+
+
+def _names(value: Any, name: str) -> bool:
     if isinstance(value, tuple):
         return any(name in ln.split() for ln in value)
     return value == name or (isinstance(value, list) and name in value)
@@ -382,7 +404,7 @@ def namesakes(intent: Leaves, running: Leaves, whole: tuple[str, ...] = (), mani
     only the tool's own configuration uses is its own (a setting of it the tool never rendered is then a marked,
     refused-by-default removal, as anywhere in the scope). Objects keyed by an inventory port are the
     inventory's and are not checked; what an earlier apply rendered (`manifest`) counts as rendered."""
-    rendered = set(intent) | set(manifest)
+    unrendered = _Unrendered(running, set(intent) | set(manifest))
     ports = _ports(intent)
     found: dict[str, list[Path]] = {}
     if objects:
@@ -390,21 +412,23 @@ def namesakes(intent: Leaves, running: Leaves, whole: tuple[str, ...] = (), mani
         for inst, name in sorted(_objects(intent, objects)):
             if name.removeprefix("interface ") not in ports:
                 mine = {p for p, obs in held.items() if (inst, name) in obs}
-                _collect(found, " / ".join((*inst, name)), name, mine, running, rendered)
+                _collect(found, " / ".join((*inst, name)), name, mine, unrendered)
+    under: dict[int, dict[Path, set[Path]]] = {}  # a prefix's length → each prefix → the device leaves under it
     for entry in sorted({pre for p in intent if (pre := _whole_prefix(p, whole)) is not None} if whole else ()):
         if (name := _entry_name(entry, ports)) is not None:
-            mine = {p for p in running if p[:len(entry)] == entry}
-            _collect(found, " / ".join(entry), name, mine, running, rendered)
+            if len(entry) not in under:
+                under[len(entry)] = {}
+                for p in running:
+                    under[len(entry)].setdefault(p[:len(entry)], set()).add(p)
+            _collect(found, " / ".join(entry), name, under[len(entry)].get(entry, set()), unrendered)
     return found
 
 
-def _collect(found: dict[str, list[Path]], label: str, name: str, mine: set[Path], running: Leaves,
-             rendered: set[Path]) -> None:
+def _collect(found: dict[str, list[Path]], label: str, name: str, mine: set[Path], unrendered: _Unrendered) -> None:
     if not mine:
         return  # the device does not hold it: the tool adds its own
-    refs = [p for p, v in running.items() if p not in mine and p not in rendered and _refers(p, v, name)]
-    if refs:
-        found[label] = sorted(refs) + sorted(p for p in mine if p not in rendered)
+    if refs := unrendered.naming(name, mine):
+        found[label] = sorted(refs) + sorted(p for p in mine if p not in unrendered.rendered)
 
 
 def namesake_error(found: dict[str, list[Path]], running: Leaves, lines: Lines,

@@ -6,7 +6,7 @@ import contextlib
 import socket
 from collections.abc import Callable, Iterator
 
-from fabric.access import Credentials, SwitchEndpoint, connect, load_netmiko
+from fabric.access import NO_REPLY, Credentials, SessionFailed, SwitchEndpoint, connect, load_netmiko
 from fabric.targets import driver
 from fabric.targets.base import Driver
 
@@ -44,9 +44,9 @@ def session(ep: SwitchEndpoint, cred: Credentials, *, timeout: float = 10) -> It
 
 
 def reason(exc: BaseException) -> str:
-    """Why a switch could not be reached, in one short line (netmiko's own message is a paragraph)."""
+    """Why a switch could not be reached, in one short line: the access layer's own (`SessionFailed`, a reply that
+    did not come, a closed session) as it is, anything else after its type."""
     text = " ".join(str(exc).split())
-    if text.startswith("TCP connection to device failed"):
-        where = text.rpartition("Device settings: ")[2].split() or ["the device"]
-        return f"TCP connection to {where[-1]} failed (no route, refused or timed out)"
+    if isinstance(exc, SessionFailed | EOFError) or text.startswith(NO_REPLY):
+        return text[:240]
     return f"{type(exc).__name__}: {text}"[:240] if text else type(exc).__name__

@@ -5,6 +5,7 @@ the machine)."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import time
@@ -56,6 +57,8 @@ def test_fetch_and_plan_say_which_switches_are_unreachable_and_fail_fast(unreach
     for sw in ("spine1", "spine2", "leaf-su1-r1", "leaf-su1-r4"):
         assert f"{sw}: unreachable" in p.stderr  # reported as it happens, display or not
         assert "TCP connection to 198.18.0." in p.stdout
+    # one line per switch: what happened, the address, the timeout
+    assert re.search(r"TCP connection to 198\.18\.0\.\d+:22 failed within 10 s \(Network is unreachable\)", p.stdout)
     assert "saved 0 of 6 running configurations" in p.stdout
     assert "error: none of the 6 switches of example answered" in p.stderr
     assert not list((tmp_path / "out").iterdir())

@@ -49,6 +49,7 @@ from tests.standins.eos import Cli
 CMD_PORT = 2200  # the commands' port on 127.0.0.1 of the namespace
 GARBAGE = "\x1b[?2004h%%\x07 �\x00$#> ~~ ;{[\n" * 3  # noise, as a console with a wrong line setting prints
 PR_SET_CHILD_SUBREAPER = 36
+EOS_TURN = 16  # EOS CLI lines one session gets done in one turn of the command thread
 
 
 class Output:
@@ -188,30 +189,41 @@ class Fleet:
             process.exit(0)
 
     async def eos(self, process: asyncssh.SSHServerProcess, d: Path) -> None:
-        """The EOS CLI of tests.standins.eos, behind what a terminal does (`Terminal`); a `hang` device stops
-        answering at its first `show`."""
+        """The EOS CLI of tests.standins.eos, behind what a terminal does (`Terminal`): the lines typed so far, up to
+        EOS_TURN of them in one turn of the command thread (a session's lines, written at once, wait behind the other
+        switches once per EOS_TURN lines, not once per line, and no switch holds the thread for a whole session); a
+        `hang` device stops answering at its first `show`."""
         cli, term = Cli(d), Terminal(process)
         (d / "sessions").mkdir(exist_ok=True)
         what = fault(d)
-        while True:
-            term.write(await self.loop.run_in_executor(self.work, cli.prompt))
-            line = await term.readline()
-            if not line:
-                return
-            if what == "hang" and line.strip().startswith("show"):
+        term.write(await self.loop.run_in_executor(self.work, cli.prompt))
+        while lines := await term.readlines():
+            hung = what == "hang" and any(ln.strip().startswith("show") for ln in lines)
+            if hung:
+                lines = lines[:next(i for i, ln in enumerate(lines) if ln.strip().startswith("show"))]
+            for at in range(0, len(lines), EOS_TURN):
+                printed, goes_on = await self.loop.run_in_executor(self.work, self._eos_lines, cli,
+                                                                   lines[at:at + EOS_TURN], what == "garbage")
+                term.write(printed)
+                if not goes_on:
+                    return
+            if hung:
                 await process.stdin.read()  # until the client gives up
                 return
-            printed = await self.loop.run_in_executor(self.work, self._eos_line, cli, line)
-            if printed is None:
-                return
-            term.write(GARBAGE if what == "garbage" and line.strip().startswith("show") else printed)
 
-    def _eos_line(self, cli: Cli, line: str) -> str | None:
-        """What the CLI prints for a typed line; None: the login ends."""
+    def _eos_lines(self, cli: Cli, lines: list[str], garbage: bool) -> tuple[str, bool]:
+        """What the CLI prints for typed lines, each followed by the next prompt (noise for a `show` where
+        `garbage`); False: the login ended (at a line, whose output and the lines after it are not printed)."""
         out = io.StringIO()
-        with self.as_device(cli.d), OUTPUT.to(out, out):
-            goes_on = cli.typed(line)
-        return out.getvalue() if goes_on else None
+        for line in lines:
+            printed = io.StringIO()
+            with self.as_device(cli.d), OUTPUT.to(printed, printed):
+                goes_on = cli.typed(line)
+            if not goes_on:
+                return out.getvalue(), False
+            out.write(GARBAGE if garbage and line.strip().startswith("show") else printed.getvalue())
+            out.write(cli.prompt())
+        return out.getvalue(), True
 
     async def shell(self, process: asyncssh.SSHServerProcess, d: Path, kind: str) -> None:
         """The device's bash (device.shell) on a pty, its bytes to and from the SSH channel."""
@@ -273,16 +285,17 @@ class Terminal:
     def write(self, text: str) -> None:
         self.process.stdout.write(text.replace("\n", "\r\n"))
 
-    async def readline(self) -> str:
+    async def readlines(self) -> list[str]:
+        """Every whole line typed so far (at least one); none: the client has gone."""
         while "\n" not in self.pending:
             data = await self.process.stdin.read(65536)
             if not data:
-                return ""
+                return []
             typed = data.replace("\r\n", "\n").replace("\r", "\n")
             self.write(typed)
             self.pending += typed
-        line, _, self.pending = self.pending.partition("\n")
-        return line + "\n"
+        *lines, self.pending = self.pending.split("\n")
+        return [ln + "\n" for ln in lines]
 
 
 def kill_session(sid: int) -> None:

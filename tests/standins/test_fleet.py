@@ -203,7 +203,8 @@ def _devices(p: subprocess.CompletedProcess[str]) -> dict[str, dict[str, Any]]:
 
 def test_fleet_faults_plan_reports_each_and_a_failed_canary_rolls_back(tmp_path: Path) -> None:
     """96 SONiC switches of a generated fabric, one refusing the login, one hanging after it, one answering noise:
-    the plan reports each as its own one-line problem within the read timeout and plans the rest; an apply whose
+    the plan reports each as its own one-line problem within the read timeout (what happened, the address, the
+    timeout) and plans the rest; an apply whose
     canary batch has a switch that refuses the patch stops there, and rolls the canaries it applied back; nothing
     is left open (processes, connections, the server's threads and descriptors)."""
     require(os.geteuid() == 0, "root (network namespaces)")
@@ -238,7 +239,10 @@ def test_fleet_faults_plan_reports_each_and_a_failed_canary_rolls_back(tmp_path:
         for name, fault in faulted.items():
             assert planned[name]["status"] in ("unreachable", "error"), (fault, planned[name])
             assert "\n" not in planned[name]["detail"] and planned[name]["detail"], (fault, planned[name])
-        assert "Authentication" in planned[names[10]]["detail"]
+        # one line each: what happened, the address, the timeout (netmiko's own messages are paragraphs of advice)
+        refused, hung = eps[names[10]].address, eps[names[40]].address
+        assert planned[names[10]]["detail"] == f"{refused}:22 refused the SSH login (Authentication failed)"
+        assert planned[names[40]]["detail"] == f"no reply from {hung}:22 within 60 s (the session stopped answering)"
         assert "expected" in planned[names[70]]["detail"]  # the noise is located and named as such
         assert {d["status"] for n, d in planned.items() if n not in faulted} == {"unchanged"}
 

@@ -96,6 +96,34 @@ def parse_session_diff(text: str) -> list[Change]:
     return changes
 
 
+_SESSION_PROMPT = re.compile(r"\(config-s-[^)]*\)#")
+
+
+class Prompts:
+    """The output of a configuration session read chunk by chunk, and how many session prompts it holds so far: a
+    prompt split between two chunks is found once the second arrives, and no character is scanned again after it
+    lies before a prompt or before the last `(` that may still open one (rescanning the whole output for each
+    chunk made a session of many lines quadratic in its output)."""
+
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+        self.seen = 0
+        self.tail = ""  # the output from where a prompt may still begin
+
+    def add(self, chunk: str) -> None:
+        if not chunk:
+            return
+        self.parts.append(chunk)
+        text, end = self.tail + chunk, 0
+        for m in _SESSION_PROMPT.finditer(text):
+            self.seen, end = self.seen + 1, m.end()
+        start = text.rfind("(", end)  # a `)` after it, not the last character: not followed by `#`, no prompt
+        self.tail = text[start:] if start >= 0 and ")" not in text[start:-1] else ""
+
+    def text(self) -> str:
+        return "".join(self.parts)
+
+
 class EosDriver(Driver):
     target = row_of(__name__).name
     has_confirm_timer = True
@@ -165,24 +193,31 @@ class EosDriver(Driver):
     def _session(self, name: str, lines: list[str]) -> str:
         """Open a session with `lines`; returns its diffs (still in the session)."""
         self._prepare()
-        self.conn.send_command(f"configure session {name}", expect_string=r"\(config-s-[^)]*\)#\s*$")
+        self.conn.send_command(f"configure session {name}", read_timeout=60,  # as any other command (netmiko: 10)
+                               expect_string=r"\(config-s-[^)]*\)#\s*$")
         # one write for all lines (netmiko's per-line pacing costs 50 ms a line), then read until the
         # session prompt came back once per line (echoes arrive early; prompts only once processed)
         self.conn.write_channel("\n".join(lines) + "\n")
-        buf, deadline = "", time.monotonic() + 120
-        while len(re.findall(r"\(config-s-[^)]*\)#", buf)) < len(lines):
-            if time.monotonic() > deadline:
-                raise TargetError(f"configure session {name}: the device did not take the configuration in time")
-            chunk = self.conn.read_channel()
-            buf += chunk
-            if not chunk:
-                time.sleep(0.02)
+        buf = self._read_prompts(name, len(lines))
         # an error line starts a line, or follows a prompt when the echoes came first (one write, many lines)
         errors = [e.strip() for e in re.findall(r"(?m)(?:^|[#>])[ \t]*(% [^\r\n]*)", buf)]
         if errors:
             self._cmd("abort")
             raise TargetError(f"configure session {name}: {errors[0]}")
         return self._cmd("show session-config diffs")
+
+    def _read_prompts(self, name: str, count: int) -> str:
+        """What the switch prints until the session prompt has come back `count` times, each chunk scanned once
+        (`Prompts`)."""
+        prompts, deadline = Prompts(), time.monotonic() + 120
+        while prompts.seen < count:
+            if time.monotonic() > deadline:
+                raise TargetError(f"configure session {name}: the device did not take the configuration in time")
+            chunk = self.conn.read_channel()
+            prompts.add(chunk)
+            if not chunk:
+                time.sleep(0.02)
+        return prompts.text()
 
     def health(self) -> Health:
         self._prepare()

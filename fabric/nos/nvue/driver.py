@@ -103,6 +103,12 @@ class NvueDriver(Driver):
     def running(self) -> str:
         return json.dumps(self._applied(), indent=2, sort_keys=True)
 
+    def diff(self) -> DeviceDiff:
+        """`diff_of(running())`, the applied tree written without indentation: `diff_of` reads both texts to the
+        same tree (the same keys in the same order), and only the unindented one is written by the JSON encoder's C
+        half (indented, its Python half took a third of the CPU of reading and diffing a leaf)."""
+        return self.diff_of(json.dumps(self._applied(), sort_keys=True))
+
     def saved(self) -> str:
         """As `nv config show -o yaml` prints the applied tree."""
         return yaml.safe_dump(self._applied(), sort_keys=True, default_flow_style=False)

@@ -41,10 +41,10 @@ routed (INTERFACE) while a VLAN or PortChannel member. Each problem names the ta
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass, field
 from typing import Any
 
+from fabric.fast.plain import deep_copy
 from fabric.targets.owned import Change
 
 Path = tuple[str, ...]
@@ -92,7 +92,7 @@ def overlapping_pgs(db: dict) -> list[tuple[str, str]]:
 def adapt(intent: dict[str, Any], running: dict[str, Any], earlier: frozenset[str] = frozenset()) -> Fitted:
     """The intent fitted to the switch whose CONFIG_DB is `running` (see the module docstring); `earlier`: the
     BUFFER_PROFILE names an earlier apply rendered (the tool's own)."""
-    fit = Fitted(copy.deepcopy(intent))
+    fit = Fitted(deep_copy(intent))
     want, have = fit.intent, running
     meta_w, meta_h = want.setdefault("DEVICE_METADATA", {}).setdefault("localhost", {}), _meta(have)
     _platform(fit, meta_w, meta_h, have)

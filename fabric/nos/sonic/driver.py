@@ -166,11 +166,14 @@ class SonicDriver(Driver):
 
     def running(self) -> str:
         """CONFIG_DB, and under `sysctl.conf` the kernel settings the intent names (module docstring)."""
+        return json.dumps(self._running_doc(), indent=2, sort_keys=True)
+
+    def _running_doc(self) -> dict:
         data = self._running()
         keys = sorted(k for k in self._intended().get(SYSCTL, {}) if k != SYSCTL_FILE)
         if keys:
             data[SYSCTL] = self._sysctl_running(keys)
-        return json.dumps(data, indent=2, sort_keys=True)
+        return data
 
     def saved(self) -> str:
         return json.dumps(self._running(), indent=2, sort_keys=True)
@@ -293,7 +296,9 @@ class SonicDriver(Driver):
         return sonic_modules(self.conn, ports, self._sudo)
 
     def diff(self) -> DeviceDiff:
-        return self.device_diff(self.scoped(self.running()))
+        """`diff_of(running())`, the document written without indentation: `scoped` reads both texts to the same
+        document, and only the unindented one is written by the JSON encoder's C half."""
+        return self.diff_of(json.dumps(self._running_doc(), sort_keys=True))
 
     def routes(self) -> dict[str, int]:
         return route_widths(json_reply(shell.check(self.conn, "vtysh -c 'show ip route json'", what="vtysh"),
