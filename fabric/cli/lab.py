@@ -130,7 +130,7 @@ def _k8s_up(inventory: Path, real_nodes: int = 0) -> None:
         else f"{len(fabric.hosts)} kwok nodes"
     out.print(f"Kubernetes lab {fabric.name} up in {lab.start_s:.1f}s: {kinds}; state "
               f"{lab.workdir}\n{lab.volcano.describe() if lab.volcano else ''}\nexport KUBECONFIG={lab.kubeconfig}",
-              markup=False)
+              markup=False, soft_wrap=True)  # the export line whole, to copy whatever the terminal's width
 
 
 def _real_hosts(fabric: FabricIntent, count: int) -> list[str]:

@@ -35,6 +35,7 @@ from __future__ import annotations
 import contextlib
 import datetime
 import functools
+import hashlib
 import ipaddress
 import json
 import os
@@ -446,11 +447,11 @@ class KubeLab:
         # Volcano: metrics and health servers are off unless enabled (they would listen on :8080 and :11251);
         # the cache dumper (on by default) would write to /tmp on a signal; v1.15.1's scheduler serves its log
         # level on a Unix socket in $DEBUG_SOCKET_DIR (default /tmp/klog-socks, removed by the next one to start:
-        # pkg/util/socket.go), here the lab's own directory.
+        # pkg/util/socket.go), here the lab's own socket directory.
         (d / "volcano-scheduler.conf").write_text(yaml.safe_dump(vc.conf(), sort_keys=False))
         self._spawn("vc-scheduler", [str(vc.dir / "bin" / "vc-scheduler"), *common, "--scheduler-conf",
                                      str(d / "volcano-scheduler.conf"), "--leader-elect=false",
-                                     "--cache-dumper=false"], {"DEBUG_SOCKET_DIR": str(d)})
+                                     "--cache-dumper=false"], {"DEBUG_SOCKET_DIR": str(socket_dir(d))})
         self._spawn("vc-controller-manager", [str(vc.dir / "bin" / "vc-controller-manager"), *common,
                                               "--leader-elect=false", "--controllers", VOLCANO_CONTROLLERS])
         kwok_cfg: list[dict[str, Any]] = [{"apiVersion": "config.kwok.x-k8s.io/v1alpha1",
@@ -472,7 +473,7 @@ class KubeLab:
                              "--tls-private-key-file", str(d / "serving.key")])
         # the MPI Operator in a network namespace of its own (its health check binds :8080 whatever its flags),
         # reaching the API server through a Unix socket (fabric.lab.relay) on 127.0.0.1 inside (kubeconfig.netns)
-        sock = str(d / "apiserver.sock")
+        sock = str(socket_dir(d) / "apiserver.sock")
         relay = [sys.executable, "-m", "fabric.lab.relay"]
         self._spawn("apiserver-relay", [*relay, "unix", sock, str(self.ports["apiserver"]), self.address])
         self._wait("apiserver-relay", lambda: Path(sock).exists(), 30)
@@ -533,7 +534,8 @@ class KubeLab:
         return self.add_nodes(fabric)
 
     def stop(self) -> None:
-        """Ends what `cleanups` name, then every process this lab started, newest first, and forgets them."""
+        """Ends what `cleanups` name, then every process this lab started, newest first, and forgets them; removes
+        its socket directory."""
         while self.cleanups:
             self.cleanups.pop()()
         for name, p in reversed(list(self.procs.items())):
@@ -547,6 +549,7 @@ class KubeLab:
                         os.killpg(p.pid, signal.SIGKILL)
                     p.wait(timeout=10)
             del self.procs[name]
+        remove_socket_dir(self.workdir)
 
     def __enter__(self) -> KubeLab:
         return self
@@ -596,6 +599,26 @@ def state_dir(fabric_name: str) -> Path:
     base = os.environ.get("FABRIC_K8S_LAB_STATE") or Path(
         os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state") / "roce-fabric" / "k8s"
     return Path(base) / fabric_name
+
+
+SOCKETS = Path("/run/roce-fabric/sockets")  # as root; another user's under /tmp/roce-fabric-<uid>/sockets
+
+
+def socket_dir(owner: Path) -> Path:
+    """A short private directory for the Unix sockets of what lives in `owner` (a lab's state directory, a real
+    node's): a socket's path holds at most 107 bytes, and containerd refuses one over 104, which a deep state
+    directory (a home, a test's temporary directory) passes. Named by a hash of `owner`'s path; removed by
+    `remove_socket_dir`."""
+    from fabric.safefile import private_dir
+
+    base = SOCKETS if os.geteuid() == 0 else Path(f"/tmp/roce-fabric-{os.geteuid()}") / "sockets"
+    return private_dir(base / hashlib.sha256(str(owner).encode()).hexdigest()[:16])
+
+
+def remove_socket_dir(owner: Path) -> None:
+    import shutil
+
+    shutil.rmtree(socket_dir(owner), ignore_errors=True)
 
 
 def up(fabric: FabricIntent, bins: Path, address: str = "127.0.0.1",
@@ -659,6 +682,7 @@ def down(fabric_name: str) -> list[str]:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(pid, signal.SIGKILL)
         removed.append(f"{name} (pid {pid})")
+    remove_socket_dir(d)
     if d.exists():
         shutil.rmtree(d)
         removed.append(str(d))

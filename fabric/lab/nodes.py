@@ -40,7 +40,15 @@ import yaml
 
 from fabric.design.intent import FabricIntent, HostIntent, RailIntent
 from fabric.lab import podimage
-from fabric.lab.kube import ROOT, KubeLab, KubeLabError, node_objects, node_resources
+from fabric.lab.kube import (
+    ROOT,
+    KubeLab,
+    KubeLabError,
+    node_objects,
+    node_resources,
+    remove_socket_dir,
+    socket_dir,
+)
 from fabric.lab.state import LabState
 
 BUILD = ROOT / "tools" / "k8s-nodes" / "build.sh"
@@ -131,7 +139,9 @@ class RealNode:
 
     @property
     def socket(self) -> Path:
-        return self.dir / "containerd.sock"
+        """containerd's, in the node's short socket directory (its `.ttrpc` sibling under a test's temporary
+        directory was refused as too long)."""
+        return socket_dir(self.dir) / "containerd.sock"
 
     def ctr(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
         return subprocess.run(["ctr", "--address", str(self.socket), "--namespace", "k8s.io", *args],
@@ -227,9 +237,9 @@ def _kubelet_config(node: RealNode) -> dict[str, Any]:
 
 # Runs in the node's mount namespace: the node's directories over the fixed paths, containerd, the images, then
 # the kubelet. Arguments only (no text from outside in the script): $1 node directory, $2 kubelet binary,
-# $3 node name, $4 node address.
+# $3 node name, $4 node address, $5 containerd's socket.
 NODE_SH = r"""set -eu
-d=$1
+d=$1 sock=$5
 mkdir -p /var/lib/kubelet "$d/kubelet"
 mount --bind "$d/kubelet" /var/lib/kubelet
 mount -t tmpfs -o mode=0755 roce-fabric-node /run/netns
@@ -237,12 +247,12 @@ for h in /sys/fs/cgroup/*/; do [ -f "$h/cgroup.procs" ] && mkdir -p "$h/roce-fab
 # a new v1 cpuset has no CPUs or memory nodes (nothing could join it): the root's
 for f in cpus mems; do cat "/sys/fs/cgroup/cpuset/cpuset.$f" > "/sys/fs/cgroup/cpuset/roce-fabric-$3/cpuset.$f"; done
 containerd --config "$d/containerd.toml" >"$d/containerd.log" 2>&1 &
-i=0; until ctr --address "$d/containerd.sock" version >/dev/null 2>&1; do
+i=0; until ctr --address "$sock" version >/dev/null 2>&1; do
   i=$((i + 1)); [ $i -lt 150 ] || { echo "containerd did not start: see $d/containerd.log" >&2; exit 1; }
   sleep 0.2
 done
 for img in "$d"/images/*.tar; do
-  ctr --address "$d/containerd.sock" --namespace k8s.io images import "$img" >/dev/null
+  ctr --address "$sock" --namespace k8s.io images import "$img" >/dev/null
 done
 exec "$2" --config "$d/kubelet.yaml" --kubeconfig "$d/kubeconfig" --hostname-override "$3" --node-ip "$4" \
   --root-dir /var/lib/kubelet
@@ -257,6 +267,7 @@ def prepare(lab: KubeLab, fabric: FabricIntent, host: str, netns: str, address: 
         shutil.rmtree(d)
     d.mkdir(parents=True)
     node = RealNode(name=host, netns=netns, address=address, dir=d, index=index)
+    remove_socket_dir(d)  # what an earlier node of this directory left
     _cni_files(node, fabric.hosts[host], lab, bins)
     (d / "containerd.toml").write_text(_containerd_config(node))
     (d / "kubelet.yaml").write_text(yaml.safe_dump(_kubelet_config(node)))
@@ -273,8 +284,8 @@ def start(node: RealNode, bins: Path) -> None:
     log = open(node.dir / "node.log", "wb")  # noqa: SIM115 - the child owns it
     p = subprocess.Popen(["unshare", "--mount", "--propagation", "slave", "nsenter", f"--net=/run/netns/{node.netns}",
                           "sh", str(node.dir / "node.sh"), str(node.dir), str(bins / "bin" / "kubelet"), node.name,
-                          node.address], stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                         start_new_session=True)
+                          node.address, str(node.socket)], stdout=log, stderr=subprocess.STDOUT,
+                         stdin=subprocess.DEVNULL, start_new_session=True)
     log.close()
     node.pid = p.pid
 
@@ -386,6 +397,7 @@ def stop(node: RealNode) -> None:
             os.kill(pid, signal.SIGKILL)
     time.sleep(0.5)
     _remove_cgroups(node.name)
+    remove_socket_dir(node.dir)
 
 
 def stop_all(workdir: Path) -> list[str]:

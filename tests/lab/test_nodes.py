@@ -79,7 +79,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory):
     require(not missing_bins(bins), f"the Kubernetes binaries in {bins}: make k8s-bins")
     require(not nodes.missing(nodes.bins_dir()), f"the node programs: {', '.join(nodes.missing(nodes.bins_dir()))}")
     tmp = tmp_path_factory.mktemp("real-nodes")
-    state = tmp / "state"
+    # a state directory as deep as an operator's or xdist's (containerd refuses a socket path over 104 bytes)
+    state = tmp / "a-state-directory-as-deep-as-a-home-directory-or-an-xdist-worker-temporary-directory"
     env = {**os.environ, "FABRIC_K8S_LAB_STATE": str(state), "FABRIC_LAB_STATE": STATE_BASE}
     try:
         up = subprocess.run([FAB, "lab", "up", str(INV)], capture_output=True, text=True, env=env, timeout=300)
