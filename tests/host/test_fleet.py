@@ -269,7 +269,7 @@ def test_hosts_plan_reports_each_faulty_host_and_plans_the_rest(tmp_path: Path) 
         assert by[names[13]]["status"] == "failed" and "Timed out after 10 second" in by[names[13]]["note"]
         garbage = by[names[23]]
         assert garbage["status"] == "failed" and "No start of json char found" in garbage["note"], garbage
-        assert garbage["note"].isprintable() and "\\x1b" in garbage["note"]  # the noise's escapes shown, not sent
+        assert garbage["note"].isprintable()  # never the noise's escape sequences
         rest = [by[n] for n in names if n not in faulted]
         assert {h["status"] for h in rest} == {"ok"} and all(h["changed"] > 0 for h in rest)
         assert [h["note"] for h in rest] == [f"lldpd not running on {h['host']}: `fabric cabling` cannot read this "
