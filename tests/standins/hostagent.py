@@ -48,24 +48,26 @@ def record(intent: str, name: str) -> Replies:
 
 
 def _leaves(a: Any, b: Any) -> Iterator[tuple[str, str]]:
-    """The string values where intents `a` and `b` differ, pairwise."""
+    """The string values of intents `a` and `b`, pairwise: those that differ, and the prefixes alike (kept whole)."""
     if isinstance(a, dict) and isinstance(b, dict):
         for k in a.keys() & b.keys():
             yield from _leaves(a[k], b[k])
     elif isinstance(a, list) and isinstance(b, list):
         for x, y in zip(a, b, strict=False):
             yield from _leaves(x, y)
-    elif isinstance(a, str) and isinstance(b, str) and a != b:
+    elif isinstance(a, str) and isinstance(b, str) and (a != b or "/" in a):
         yield a, b
-        if "/" in a and "/" in b:  # an interface address or prefix: also as the agent prints its address alone
+        if a != b and "/" in a and "/" in b:  # an interface address: also as the agent prints the address alone
             with suppress(ValueError):
-                yield str(ipaddress.ip_interface(a).ip), str(ipaddress.ip_interface(b).ip)
+                ia, ib = ipaddress.ip_interface(a), ipaddress.ip_interface(b)
+                if ia.ip != ia.network.network_address:
+                    yield str(ia.ip), str(ib.ip)
 
 
 def replies(template: str, recorded: Replies, intent: str) -> Replies:
     """`recorded` (the reports for the host of intent `template`) as the host of `intent` gets them."""
     pairs = dict(_leaves(json.loads(template), json.loads(intent)))
-    if not pairs:
+    if all(k == v for k, v in pairs.items()):
         return dict(recorded)
     # whole values only: 10.0.0.2 is not replaced inside 10.0.0.21 (the longest value first where two start alike)
     pattern = re.compile(r"(?<![\w.])(" + "|".join(re.escape(k) for k in sorted(pairs, key=len, reverse=True))
