@@ -18,8 +18,8 @@ the largest size last. `--forks` and `--strategy` take several values: each pair
 sweep) unless one pair is given. `--faults P` makes P % of the hosts each refuse the login, hang after it, or
 answer noise.
 
-    sudo nice .venv/bin/python bench/hosts_live.py [--hosts 512 1024 2048 4096] [--forks 50] [--strategy free]
-        [--faults 1] [--plan-only]
+    sudo nice .venv/bin/python bench/hosts_live.py [--hosts 512 1024 2048 4096] [--forks 50] [--strategy linear]
+        [--faults 1] [--plan-only] [--apply-max 1024]
 """
 
 from __future__ import annotations
@@ -155,9 +155,10 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--hosts", nargs="+", type=int, choices=sorted(SIZES), default=[512, 1024, 2048, 4096])
     ap.add_argument("--forks", nargs="+", type=int, default=[50])
-    ap.add_argument("--strategy", nargs="+", choices=["linear", "free"], default=["free"])
+    ap.add_argument("--strategy", nargs="+", choices=["linear", "free"], default=["linear"])
     ap.add_argument("--faults", type=float, default=0.0, help="percent of hosts for each fault")
     ap.add_argument("--plan-only", action="store_true", help="the first plan alone")
+    ap.add_argument("--apply-max", type=int, default=4096, help="the first plan alone above this many hosts")
     args = ap.parse_args()
     if os.geteuid() != 0:
         print("bench/hosts_live.py needs root (a network namespace)", file=sys.stderr)
@@ -168,7 +169,8 @@ def main() -> int:
     recorded: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="hosts-live-") as tmp:
         for size in args.hosts:
-            results.append(one_size(size, runs, args.faults, Path(tmp), recorded, plan_only=args.plan_only))
+            results.append(one_size(size, runs, args.faults, Path(tmp), recorded,
+                                    plan_only=args.plan_only or size > args.apply_max))
     if len(results) > 1:
         first, last = results[0], results[-1]
         print(f"exponent of wall time {first['n']}→{last['n']} hosts: plan {exponent(first, last, 'plan')}, apply "

@@ -260,9 +260,9 @@ def _fleet(mode: str, inventory: Path, opts: FleetOptions, out: Output, *, lab: 
 
 
 _LIMIT = typer.Option(None, "--limit", help="Ansible host pattern (e.g. su1, rail2, gpu-su1-0*).")
-_FORKS = typer.Option(10, "--forks", help="Hosts worked on in parallel.")
-_TIMEOUT = typer.Option(600, "--timeout", help="Seconds each step on a host may take before that host is reported "
-                        "failed (one that hangs).")
+_FORKS = typer.Option(50, "--forks", help="Hosts worked on in parallel (Ansible forks).")
+_TIMEOUT = typer.Option(600, "--timeout", help="Seconds a host may take (its intent shipped, the agent run) before "
+                        "it is reported failed (one that hangs).")
 _SERIAL = typer.Option(None, "--serial", help="Batch size: hosts per batch, batches one after another.")
 _INSECURE = typer.Option(False, "--insecure-lab", help="With --lab: do not verify SSH host keys.")
 _AGENT = typer.Option(None, "--agent", help="The fabric executable on the hosts (default: fabric; the lab: this one).")

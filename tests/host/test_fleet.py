@@ -280,3 +280,12 @@ def test_hosts_plan_reports_each_faulty_host_and_plans_the_rest(tmp_path: Path) 
             time.sleep(0.2)
         assert after == before
         assert set(Path(tempfile.gettempdir()).glob("fabric-hosts-*")) <= runs
+
+
+def test_host_note_shows_control_characters_as_escapes() -> None:
+    """A host's message with terminal control sequences (an agent's coloured error, a console's noise) is noted with
+    them written out, never sent to the operator's terminal."""
+    from fabric.host.fleet import _outcome
+
+    out = _outcome("gpu-su1-01", "runner_on_ok", {"rc": 2, "stdout": "", "stderr": "\x1b[31merror:\x1b[0m no\x07 \x00"})
+    assert out.status == "failed" and out.note == "\\x1b[31merror:\\x1b[0m no\\x07 \\x00", out.note
