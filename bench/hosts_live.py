@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import subprocess
 import sys
@@ -36,7 +35,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.fleet_live import FAULTS, open_in
+from bench.fleet_live import exponent, open_in, plant_faults
 from bench.measure import FABRIC, ROOT, load, run
 
 # hosts → the `fabric generate gpu-rail` arguments that give them
@@ -49,18 +48,6 @@ def generate(hosts: int, where: Path) -> Path:
     subprocess.run([FABRIC, "generate", "gpu-rail", *SIZES[hosts], "-o", str(inv), "--target", "sonic",
                     "--platform", "sn5600", "--force"], check=True, stdout=subprocess.DEVNULL)
     return inv
-
-
-def plant_faults(devices: dict[str, Path], percent: float) -> dict[str, str]:
-    """`percent` of the hosts for each fault, spread over the fleet."""
-    names = sorted(devices)
-    each = max(1, round(len(names) * percent / 100)) if percent else 0
-    step = max(1, len(names) // (each * len(FAULTS) + 1)) if each else 1
-    planted = {}
-    for i, name in enumerate(names[step::step][: each * len(FAULTS)]):
-        planted[name] = FAULTS[i % len(FAULTS)]
-        (devices[name] / "fault").write_text(planted[name])
-    return planted
 
 
 def fleet_cpu(server: int) -> float:
@@ -143,12 +130,6 @@ def one_size(hosts: int, runs: list[tuple[int, str]], faults: float, tmp: Path, 
             res["plan1"] = step("plan, nothing to change", net.netns, [*common, "plan", *opts], n, out, server)
             summarize(out, planted)
     return res
-
-
-def exponent(small: dict[str, Any], large: dict[str, Any], key: str) -> str:
-    if key not in small or key not in large:
-        return "-"
-    return f"{math.log(large[key]['wall'] / small[key]['wall']) / math.log(large['n'] / small['n']):.2f}"
 
 
 def main() -> int:
