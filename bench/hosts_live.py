@@ -94,6 +94,8 @@ def summarize(out: Path, planted: dict[str, str]) -> None:
     for name, fault in sorted(planted.items())[:6]:
         h = hosts.get(name, {})
         print(f"    {fault:<12} {name}: {h.get('status')}: {h.get('note', '')[:150]}")
+    for h in [h for name, h in hosts.items() if name not in planted and h["status"] != "ok"][:4]:
+        print(f"    no fault     {h['host']}: {h['status']}: {h['note'][:150]}")
 
 
 def one_size(hosts: int, runs: list[tuple[int, str]], faults: float, tmp: Path, recorded: dict[str, Any],
