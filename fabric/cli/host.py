@@ -226,8 +226,8 @@ def _fleet(mode: str, inventory: Path, opts: FleetOptions, out: Output, *, lab: 
     from fabric.cli.site import open_site
     from fabric.host.fleet import HostOutcome, run
 
-    if opts.forks < 1 or (opts.serial is not None and opts.serial < 1):
-        raise UsageError("--forks and --serial must be at least 1")
+    if opts.forks < 1 or opts.timeout < 1 or (opts.serial is not None and opts.serial < 1):
+        raise UsageError("--forks, --timeout and --serial must be at least 1")
     _loaded, site = open_site(inventory, lab=lab, via="ssh", insecure_lab=insecure_lab)
     fabric = site.fabric
     with track(f"hosts {mode}", total=None if opts.limit else len(fabric.hosts)) as progress:
@@ -260,7 +260,9 @@ def _fleet(mode: str, inventory: Path, opts: FleetOptions, out: Output, *, lab: 
 
 
 _LIMIT = typer.Option(None, "--limit", help="Ansible host pattern (e.g. su1, rail2, gpu-su1-0*).")
-_FORKS = typer.Option(10, "--forks", help="Hosts worked on in parallel.")
+_FORKS = typer.Option(50, "--forks", help="Hosts worked on in parallel (Ansible forks).")
+_TIMEOUT = typer.Option(600, "--timeout", help="Seconds a host may take (its intent shipped, the agent run) before "
+                        "it is reported failed (one that hangs).")
 _SERIAL = typer.Option(None, "--serial", help="Batch size: hosts per batch, batches one after another.")
 _INSECURE = typer.Option(False, "--insecure-lab", help="With --lab: do not verify SSH host keys.")
 _AGENT = typer.Option(None, "--agent", help="The fabric executable on the hosts (default: fabric; the lab: this one).")
@@ -276,6 +278,7 @@ def hosts_plan(
     limit: str | None = _LIMIT,
     forks: int = _FORKS,
     serial: int | None = _SERIAL,
+    timeout: int = _TIMEOUT,
     insecure_lab: bool = _INSECURE,
     agent: str | None = _AGENT,
     remote_dir: str = _REMOTE,
@@ -287,7 +290,7 @@ def hosts_plan(
 ) -> None:
     """Run `fabric host plan` on every host (via ansible-runner) and summarize. Exit 1 if any failed."""
     opts = FleetOptions(limit=limit, forks=forks, serial=serial, agent=agent, agent_args=["--strict"] if strict else [],
-                        remote_dir=remote_dir, become=become, python=python)
+                        remote_dir=remote_dir, become=become, python=python, timeout=timeout)
     _fleet("plan", inventory, opts, Output(strict, fmt, False), lab=lab, insecure_lab=insecure_lab)
 
 
@@ -297,6 +300,7 @@ def hosts_apply(
     limit: str | None = _LIMIT,
     forks: int = _FORKS,
     serial: int | None = _SERIAL,
+    timeout: int = _TIMEOUT,
     insecure_lab: bool = _INSECURE,
     agent: str | None = _AGENT,
     remote_dir: str = _REMOTE,
@@ -310,5 +314,5 @@ def hosts_apply(
     """Run `fabric host apply` on every host; one failing host does not stop the others. Exit 1 if any failed."""
     args = (["--strict"] if strict else []) + (["--persist"] if persist else [])
     opts = FleetOptions(limit=limit, forks=forks, serial=serial, agent=agent, agent_args=args, remote_dir=remote_dir,
-                        become=become, python=python)
+                        become=become, python=python, timeout=timeout)
     _fleet("apply", inventory, opts, Output(strict, fmt, False), lab=lab, insecure_lab=insecure_lab)

@@ -9,8 +9,9 @@ import signal
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
@@ -142,8 +143,11 @@ def _outcome(host: str, event: str, res: dict[str, Any]) -> HostOutcome:
 
 
 def _one_line(text: str) -> str:
+    """The last line of a host's message, at most 200 characters, its control characters shown as escapes (a host
+    answering noise never sends the terminal an escape sequence)."""
     lines = [ln.strip() for ln in str(text).strip().splitlines() if ln.strip()]
-    return lines[-1][:200] if lines else ""
+    line = lines[-1][:200] if lines else ""
+    return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in line)
 
 
 RUN_PREFIX = "fabric-hosts-"
@@ -198,6 +202,27 @@ def remove_stale_runs() -> None:
             shutil.rmtree(d, ignore_errors=True)
 
 
+def stop_masters(control_dir: Path, wait_s: float = 5.0) -> None:
+    """End this run's SSH multiplexing masters: ControlPersist keeps each for a minute after its last session (a
+    process and a connection per host left behind the command, more than a thousand at once on a large fleet).
+    They are the processes ssh names `ssh: <control path> [mux]`, their control paths in this run's own `control_dir`
+    (Linux /proc; elsewhere they end on their own)."""
+    prefix = f"ssh: {control_dir}{os.sep}".encode()
+    pids = []
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            if (proc / "cmdline").read_bytes().startswith(prefix):
+                pids.append(int(proc.name))
+        except OSError:
+            continue
+    for pid in pids:
+        with suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + wait_s
+    while any(Path(f"/proc/{pid}").exists() for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
 def run(site: Site, mode: Literal["plan", "apply"], opts: FleetOptions = FleetOptions(),
         on_host: Callable[[HostOutcome], None] | None = None) -> FleetResult:
     """Run playbooks/host.yml over the fleet; `on_host` is called as each host's result arrives."""
@@ -213,21 +238,21 @@ def run(site: Site, mode: Literal["plan", "apply"], opts: FleetOptions = FleetOp
     outcomes: dict[str, HostOutcome] = {}
 
     def handle(ev: dict[str, Any]) -> bool:
+        """Each host's outcome from its event; False: ansible-runner writes no event to the run's artifacts (a
+        copy of every agent report, hundreds of MB at thousands of hosts, removed unread at the end)."""
         data = ev.get("event_data") or {}
         event = ev.get("event", "")
         host = data.get("host")
         if not host or event not in ("runner_on_ok", "runner_on_failed", "runner_on_unreachable"):
-            return True
-        res = data.get("res") or {}
-        if data.get("task") == AGENT_TASK and event == "runner_on_ok":
-            pass
-        elif event == "runner_on_ok" or host in outcomes:
-            return True
-        out = _outcome(host, event, res)
+            return False
+        agent_ok = event == "runner_on_ok" and data.get("task") == AGENT_TASK
+        if not agent_ok and (event == "runner_on_ok" or host in outcomes):
+            return False
+        out = _outcome(host, event, data.get("res") or {})
         outcomes[host] = out
         if on_host:
             on_host(out)
-        return True
+        return False
 
     remove_stale_runs()
     pdd = Path(tempfile.mkdtemp(prefix=f"{RUN_PREFIX}{os.getpid()}-"))
@@ -244,6 +269,7 @@ def run(site: Site, mode: Literal["plan", "apply"], opts: FleetOptions = FleetOp
             "fabric_intent_dir": str(pdd / "intents"),
             "fabric_remote_dir": opts.remote_dir,
             "fabric_become": become,
+            "fabric_timeout": opts.timeout,
             "ansible_ssh_common_args": ansible_ssh_args(cred),
         }
         if python:
@@ -281,5 +307,6 @@ def run(site: Site, mode: Literal["plan", "apply"], opts: FleetOptions = FleetOp
             tail = _one_line(r.stdout.read() if hasattr(r.stdout, "read") else "")
             raise UsageError(f"ansible-playbook failed (rc {r.rc}): {tail or r.status}")
     finally:
+        stop_masters(pdd / "cp")
         shutil.rmtree(pdd, ignore_errors=True)
     return FleetResult(mode=mode, hosts=sorted(outcomes.values(), key=lambda o: o.host))

@@ -39,16 +39,18 @@ class AgentOptions:
 class FleetOptions:
     """How a fleet run goes: `limit` (an Ansible host pattern), `forks` hosts at once, in batches of `serial`;
     `agent` is the fabric executable on the hosts and `python` their interpreter (None: the site's), called
-    with `agent_args`; intents go to `remote_dir`; `become` sudo (None: unless the user is root)."""
+    with `agent_args`; intents go to `remote_dir`; `become` sudo (None: unless the user is root); a host may take
+    `timeout` seconds (its intent shipped, the agent run) before it is reported failed (one that hangs)."""
 
     limit: str | None = None
-    forks: int = 10
+    forks: int = 50
     serial: int | None = None
     agent: str | None = None
     agent_args: list[str] = field(default_factory=list)
     remote_dir: str = "/var/lib/roce-fabric"
     become: bool | None = None
     python: str | None = None
+    timeout: int = 600
 
 
 class Item(BaseModel):

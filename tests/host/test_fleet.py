@@ -10,9 +10,11 @@ import os
 import shutil
 import socket
 import subprocess
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -212,3 +214,78 @@ def test_fleet_plan_names_each_host_without_lldpd_and_still_succeeds(fleet: dict
         assert h["status"] == "ok" and finding in h["note"], h["note"]
         lldpd = next(i for i in h["items"] if i["section"] == "lldp" and i["target"] == "lldpd")
         assert lldpd["current"] == "not running" and lldpd["warning"].startswith(finding)
+
+
+def _open_in(net: Any, server: int) -> dict[str, int]:
+    """Processes in the stand-in fleet's namespace besides its server (and its module runner), TCP connections,
+    the server's threads and descriptors."""
+    pids = [int(p) for p in ip("netns", "pids", net.netns).split()]
+    runner = [p for p in pids if b"tests.standins.modules" in Path(f"/proc/{p}/cmdline").read_bytes()]
+    status = Path(f"/proc/{server}/status").read_text()
+    return {"processes": len(set(pids) - {server, *runner}),
+            "tcp": len(subprocess.run(net.argv(["ss", "-Htn"]), capture_output=True, text=True).stdout.splitlines()),
+            "threads": int(next(ln.split()[1] for ln in status.splitlines() if ln.startswith("Threads:"))),
+            "descriptors": len(os.listdir(f"/proc/{server}/fd"))}
+
+
+@pytest.mark.root
+def test_hosts_plan_reports_each_faulty_host_and_plans_the_rest(tmp_path: Path) -> None:
+    """32 stand-in GPU hosts (tests.standins.fleet), one refusing the login, one hanging after it, one answering
+    noise: `fabric hosts plan` reports each as one problem for that host within its --timeout, plans the other 29
+    with the agent's own reports, and leaves nothing behind (no SSH multiplexing master, process or connection
+    in the namespace, no private data directory)."""
+    need_root()
+    from tests.standins.harness import standins
+    from tests.standins.hostagent import fleet_intents, record, seed_fleet
+
+    inv = tmp_path / "inv"
+    subprocess.run([FABRIC, "generate", "gpu-rail", "--gpus", "512", "--target", "sonic", "--platform", "sn5600",
+                    "-o", str(inv)], check=True, capture_output=True)
+    intents, addresses = fleet_intents(inv)
+    names = [n for n in intents if n.startswith("gpu-su1-")]
+    faulted = {names[3]: "refuse-login", names[13]: "hang", names[23]: "garbage"}
+    template = names[0]
+    with standins(tmp_path, {n: ("host", addresses[n]) for n in names}, server="fleet") as net:
+        seed_fleet(net.devices, {n: intents[n] for n in names}, (intents[template], record(intents[template],
+                                                                                          template)))
+        for name, fault in faulted.items():
+            (net.devices[name] / "fault").write_text(fault)
+        with (inv / "fabric.yaml").open("a") as f:
+            f.write(f"access:\n  username: root\n  key_file: {net.key}\n  known_hosts: {net.known_hosts}\n")
+        server = int((tmp_path / "fleet.ready").read_text())
+        before, runs = _open_in(net, server), set(Path(tempfile.gettempdir()).glob("fabric-hosts-*"))
+        t0 = time.monotonic()
+        run = subprocess.run(net.argv([FABRIC, "hosts", "plan", str(inv), "--limit", "su1", "--forks", "16",
+                                       "--timeout", "15", "--remote-dir", str(tmp_path / "remote"), "--format",
+                                       "json"]), capture_output=True, text=True, timeout=300)
+        seconds = time.monotonic() - t0
+        assert "Traceback" not in run.stderr, run.stderr[-3000:]
+        by = {h["host"]: h for h in json.loads(run.stdout)["hosts"]}
+        assert run.returncode == 1 and set(by) == set(names) and seconds < 60
+        for name, fault in faulted.items():
+            assert by[name]["status"] != "ok" and by[name]["note"] and "\n" not in by[name]["note"], (fault, by[name])
+            assert by[name]["items"] == [], (fault, by[name])
+        assert by[names[3]]["status"] == "unreachable" and "Permission denied" in by[names[3]]["note"]
+        assert by[names[13]]["status"] == "failed" and "Timed out after 15 second" in by[names[13]]["note"]
+        garbage = by[names[23]]
+        assert garbage["status"] == "failed" and "No start of json char found" in garbage["note"], garbage
+        assert garbage["note"].isprintable()  # never the noise's escape sequences
+        rest = [by[n] for n in names if n not in faulted]
+        assert {h["status"] for h in rest} == {"ok"} and all(h["changed"] > 0 for h in rest)
+        assert [h["note"] for h in rest] == [f"lldpd not running on {h['host']}: `fabric cabling` cannot read this "
+                                             "host's end (apt install lldpd; systemctl enable --now lldpd)"
+                                             for h in rest]
+        deadline = time.monotonic() + 10
+        while (after := _open_in(net, server)) != before and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert after == before
+        assert set(Path(tempfile.gettempdir()).glob("fabric-hosts-*")) <= runs
+
+
+def test_host_note_shows_control_characters_as_escapes() -> None:
+    """A host's message with terminal control sequences (an agent's coloured error, a console's noise) is noted with
+    them written out, never sent to the operator's terminal."""
+    from fabric.host.fleet import _outcome
+
+    out = _outcome("gpu-su1-01", "runner_on_ok", {"rc": 2, "stdout": "", "stderr": "\x1b[31merror:\x1b[0m no\x07 \x00"})
+    assert out.status == "failed" and out.note == "\\x1b[31merror:\\x1b[0m no\\x07 \\x00", out.note

@@ -45,6 +45,22 @@ SHOW_CACHED = """[ "$#:$1:$2" = 2:runningconfiguration:all ] && {
 """
 CACHED = {"nv": NV_CACHED, "show": SHOW_CACHED}
 
+# `fabric host plan|apply --intent FILE --format json [--strict] [--persist]` on a GPU host: the real agent's report
+# for this host in its state (`fresh`, then `applied` once an apply ran), recorded by tests.standins.hostagent; the
+# intent must be this host's (what the fleet run ships).
+HOST_AGENT = """#!/bin/sh
+d="$STANDIN_DEV" mode="$2"
+if [ "$1 $3 $5 $6" != "host --intent --format json" ] || ! cmp -s "$4" "$d/intent.json" ||
+   [ ! -f "$d/agent/$mode-$(cat "$d/state").json" ]; then
+  echo "error: stand-in agent: expected host plan|apply --intent <this host's intent> --format json" >&2; exit 2
+fi
+state=$(cat "$d/state")
+cat "$d/agent/$mode-$state.json"
+rc=$(cat "$d/agent/$mode-$state.rc")
+[ "$mode" = apply ] && echo applied > "$d/state"
+exit "$rc"
+"""
+
 
 def pythonpath() -> str:
     """What a stand-in command runs with: `python -S` (no site: the editable install's finder alone costs more than
@@ -96,6 +112,8 @@ def shims(bindir: str | os.PathLike[str], kind: str, path: str | None = None, *,
         _install(os.path.join(bindir, cmd), f'#!/bin/sh\n{cached}PYTHONPATH={path} exec {sys.executable} -S -m '
                                             f'tests.standins.{mod} {cmd} "$@"\n')
     _install(os.path.join(bindir, "sudo"), '#!/bin/sh\n[ "$1" = "-n" ] && shift\nexec "$@"\n')
+    if kind == "host":
+        _install(os.path.join(bindir, "fabric"), HOST_AGENT)
 
 
 def shell(d: str, kind: str, local: str, env: dict[str, str], *, path: str | None = None,
@@ -117,6 +135,15 @@ def shell(d: str, kind: str, local: str, env: dict[str, str], *, path: str | Non
     return ["/bin/bash", "--norc", "--noprofile", "-i"]
 
 
+def host_env(d: str, env: dict[str, str], path: str) -> dict[str, str]:
+    """The environment of a command on GPU host `d`, completed from `env`: the stand-in tools (`path`: their
+    PYTHONPATH, the harness's) and the agent first on PATH, the host's sysfs."""
+    bindir = os.path.join(d, "bin")
+    shims(bindir, "host", path)
+    return {**env, "STANDIN_DEV": d, "HOME": d, "PATH": f"{bindir}:{env.get('PATH', '/usr/bin:/bin')}",
+            "ROCE_FABRIC_SYSFS": os.path.join(d, "sys")}
+
+
 def main() -> int:
     local = os.environ.get("SSH_CONNECTION", "").split()[2]
     d = os.path.join(os.environ["STANDIN_ROOT"], local)
@@ -129,9 +156,7 @@ def main() -> int:
         os.chdir(ROOT)
         os.execve(sys.executable, [sys.executable, "-m", "tests.standins.eos"], env)
     if kind == "host":  # a GPU host: the command ssh was given, with the stand-in tools and sysfs first
-        bindir = os.path.join(d, "bin")
-        shims(bindir, kind, os.environ["PYTHONPATH"])  # the harness's: this tree and the venv's packages
-        env.update(PATH=f"{bindir}:{os.environ.get('PATH', '/usr/bin:/bin')}", ROCE_FABRIC_SYSFS=os.path.join(d, "sys"))
+        env = host_env(d, env, os.environ["PYTHONPATH"])  # the harness's: this tree and the venv's packages
         os.chdir(d)
         command = os.environ.get("SSH_ORIGINAL_COMMAND", "")
         os.execve("/bin/sh", ["sh", "-c", command] if command else ["sh"], env)

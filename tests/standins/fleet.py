@@ -11,11 +11,15 @@ is the existing stand-ins' own code, imported, not a second implementation:
   over 127.0.0.1 (`device.served`), which runs the stand-in module's `main` for that device (common.DEVICE) and
   sends back its output and exit code. A confirm timer (common.spawn) is a timer of this process (common.TIMER).
   FRR's `ip`/`tc`/`dcb` are the real tools of the namespace, as the stand-in's without planted replies.
+* `host` — a GPU host as the sshd stand-in has it (tests.standins.device): each command ssh was given run by
+  /bin/sh in the host's directory and environment (its stand-in tools and `fabric` agent first on PATH; files are
+  put with scp, as through sshd); a pipelined Ansible module (`python3` reading the AnsiballZ payload from stdin)
+  is run by tests.standins.modules, which has Ansible's module code imported once.
 
 Faults a test plants in a device directory (`fault`, read at each login): `refuse-login` (every key and password
-refused), `hang` (the session opens, then the first stand-in command never answers), `garbage` (every stand-in
-command answers noise). Every process a session starts, and the orphans of detached device jobs (this process is
-their subreaper), are ended when the session or the server ends.
+refused), `hang` (the session opens, then the first stand-in command never answers; a host: every command),
+`garbage` (every stand-in command answers noise; a host: every command). Every process a session starts, and the
+orphans of detached device jobs (this process is their subreaper), are ended when the session or the server ends.
 
 `python -m tests.standins.fleet ROOT HOST_KEY AUTHORIZED_KEYS READY_FILE` (the harness starts it).
 """
@@ -31,8 +35,10 @@ import importlib
 import io
 import os
 import pty
+import re
 import signal
 import struct
+import subprocess
 import sys
 import termios
 import threading
@@ -50,6 +56,10 @@ CMD_PORT = 2200  # the commands' port on 127.0.0.1 of the namespace
 GARBAGE = "\x1b[?2004h%%\x07 �\x00$#> ~~ ;{[\n" * 3  # noise, as a console with a wrong line setting prints
 PR_SET_CHILD_SUBREAPER = 36
 EOS_TURN = 16  # EOS CLI lines one session gets done in one turn of the command thread
+LOGIN_ENV = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "USER": "root",
+             "LOGNAME": "root", "SHELL": "/bin/sh"}  # what sshd gives a session of root
+# how Ansible runs a pipelined module: the interpreter (discovered or given) reading the payload from stdin
+PIPELINED = re.compile(r"/bin/sh -c '(?:[A-Z_]+=\S+ )*/\S*/python[\d.]*(?: && sleep 0)?'")
 
 
 class Output:
@@ -95,8 +105,8 @@ def fault(d: Path) -> str:
 class Fleet:
     """The devices under `root` (`<address>/kind`, as the harness lays them out) and the work they share."""
 
-    def __init__(self, root: Path, authorized: list[asyncssh.SSHKey]) -> None:
-        self.root, self.authorized = root, authorized
+    def __init__(self, root: Path, authorized: list[asyncssh.SSHKey], modules: Path) -> None:
+        self.root, self.authorized, self.modules = root, authorized, modules
         self.work = started_pool(1)  # the commands, one at a time: they chdir and take stdout
         self.loop = asyncio.get_running_loop()
         self.hung: dict[Path, list[asyncio.StreamWriter]] = {}  # command connections a `hang` device never answers
@@ -180,6 +190,8 @@ class Fleet:
         try:
             if kind == "eos":
                 await self.eos(process, d)
+            elif kind == "host":
+                await self.host(process, d)
             else:
                 await self.shell(process, d, kind)
         except (asyncssh.Error, OSError, asyncio.CancelledError):
@@ -210,6 +222,67 @@ class Fleet:
             if hung:
                 await process.stdin.read()  # until the client gives up
                 return
+
+    async def host(self, process: asyncssh.SSHServerProcess, d: Path) -> None:
+        """The command ssh was given, as the sshd stand-in's ForceCommand runs it (tests.standins.device.main); its
+        exit code ends the session (`session`). A `hang` host never answers; a `garbage` host answers noise."""
+        what = fault(d)
+        if what == "hang":
+            await process.wait_closed()  # until the client gives up
+            return
+        command = process.command or ""
+        if what == "garbage":
+            process.stdout.write(GARBAGE)
+            return
+        env = device.host_env(str(d), {**LOGIN_ENV, "STANDIN_ROOT": str(self.root), "PYTHONPATH": str(common.ROOT)},
+                              os.environ["PYTHONPATH"])
+        if PIPELINED.fullmatch(command):
+            rc, out, err = await self.module(d, env, (await process.stdin.read()).encode())
+        else:
+            rc, out, err = await self.sh(process, d, env, command)
+        process.stdout.write(out.decode(errors="replace"))
+        process.stderr.write(err.decode(errors="replace"))
+        process.exit(rc)
+
+    async def sh(self, process: asyncssh.SSHServerProcess, d: Path, env: dict[str, str],
+                 command: str) -> tuple[int, bytes, bytes]:
+        """`/bin/sh -c COMMAND` in the host's directory, fed the channel's input; every process it started is
+        ended with it."""
+        pipe = asyncio.subprocess.PIPE
+        proc = await asyncio.create_subprocess_exec("/bin/sh", "-c", command, stdin=pipe, stdout=pipe, stderr=pipe,
+                                                    cwd=d, env=env, start_new_session=True)
+        self.shells.add(proc.pid)
+
+        async def feed() -> None:
+            assert proc.stdin is not None
+            with contextlib.suppress(ConnectionError):
+                while data := await process.stdin.read(65536):
+                    proc.stdin.write(data.encode())
+                    await proc.stdin.drain()
+                proc.stdin.close()
+
+        feeding = asyncio.ensure_future(feed())
+        try:
+            assert proc.stdout is not None and proc.stderr is not None
+            out, err = await asyncio.gather(proc.stdout.read(), proc.stderr.read())
+            return await proc.wait(), out, err
+        finally:
+            feeding.cancel()
+            kill_session(proc.pid)
+            await proc.wait()
+            self.shells.discard(proc.pid)
+
+    async def module(self, d: Path, env: dict[str, str], payload: bytes) -> tuple[int, bytes, bytes]:
+        """A pipelined Ansible module run by tests.standins.modules in the host's directory and environment."""
+        reader, writer = await asyncio.open_unix_connection(str(self.modules))
+        fields = [str(d).encode(), *(f"{k}={v}".encode() for k, v in env.items()), payload]
+        writer.write(f"{len(fields)}\0".encode() + b"".join(f + b"\0" for f in fields))
+        writer.write_eof()
+        try:
+            rc, n_out, n_err = (int(f) for f in (await reader.readline()).split())
+            return rc, await reader.readexactly(n_out), await reader.readexactly(n_err)
+        finally:
+            writer.close()
 
     def _eos_lines(self, cli: Cli, lines: list[str], garbage: bool) -> tuple[str, bool]:
         """What the CLI prints for typed lines, each followed by the next prompt (noise for a `show` where
@@ -362,7 +435,11 @@ async def serve(root: Path, host_key: Path, authorized_keys: Path, ready: Path,
     global OUTPUT
     OUTPUT = Output()
     asyncio.get_running_loop().set_default_executor(started_pool(2))  # asyncssh's own blocking calls
-    fleet = Fleet(root, asyncssh.load_public_keys(str(authorized_keys)))
+    modules = root.parent / "modules.sock"
+    runner = subprocess.Popen([sys.executable, "-m", "tests.standins.modules", str(modules)])
+    fleet = Fleet(root, asyncssh.load_public_keys(str(authorized_keys)), modules)
+    while not modules.exists() and runner.poll() is None:
+        await asyncio.sleep(0.02)
     commands = await asyncio.start_server(fleet.command, "127.0.0.1", CMD_PORT)
     ssh = await asyncssh.listen("", 22, server_factory=lambda: Server(fleet), server_host_keys=[str(host_key)],
                                 process_factory=fleet.session, encoding="utf-8", line_editor=False,
@@ -379,6 +456,8 @@ async def serve(root: Path, host_key: Path, authorized_keys: Path, ready: Path,
         for pid in list(fleet.shells):
             kill_session(pid)
         fleet.work.shutdown(wait=True, cancel_futures=True)
+        runner.terminate()
+        runner.wait()
         end_orphans()
 
 

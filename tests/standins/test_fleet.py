@@ -265,3 +265,59 @@ def test_fleet_faults_plan_reports_each_and_a_failed_canary_rolls_back(tmp_path:
         while (after := _census(net, server)) != before and time.monotonic() < deadline:
             time.sleep(0.5)
         assert after == before
+
+
+def _hosts_run(tmp: Path, server: str, inv: Path, intents: dict[str, str], addresses: dict[str, str],
+               recorded: tuple[str, Any]) -> dict[str, Any]:
+    """`fabric hosts plan`, `apply`, `plan` over four stand-in hosts served by `server`: the outputs, each host's
+    state and intent shipped, and its SSH sessions."""
+    from tests.standins.hostagent import seed_fleet
+
+    names = sorted(intents)
+    with standins(tmp, {n: ("host", addresses[n]) for n in names}, server=server) as net:  # type: ignore[arg-type]
+        seed_fleet(net.devices, intents, recorded)
+        site = inv.parent / f"inv-{server}"
+        site.mkdir()
+        for f in inv.iterdir():
+            (site / f.name).write_text(f.read_text())
+        with (site / "fabric.yaml").open("a") as f:
+            f.write(f"access:\n  username: root\n  key_file: {net.key}\n  known_hosts: {net.known_hosts}\n")
+        outputs = []
+        for mode in ("plan", "apply", "plan"):
+            p = subprocess.run(net.argv([str(Path(sys.executable).with_name("fabric")), "hosts", mode, str(site),
+                                         "--limit", ":".join(names), "--remote-dir", str(tmp / "remote"),
+                                         "--format", "json"]), capture_output=True, text=True, timeout=300)
+            assert "Traceback" not in p.stderr, p.stderr[-3000:]
+            outputs.append([p.returncode, json.loads(p.stdout)])
+        return {"outputs": outputs,
+                "state": {n: (d / "state").read_text() for n, d in net.devices.items()},
+                "shipped": {n: (tmp / "remote" / f"{n}.json").read_text() for n in names},
+                "sessions": {n: (d / "logins").read_text().splitlines() for n, d in net.devices.items()}}
+
+
+def test_host_fleet_answers_as_the_sshd_standin_and_the_real_agent(tmp_path: Path) -> None:
+    """Four GPU hosts of a generated fabric through the real `fabric hosts plan|apply|plan` (Ansible over SSH),
+    served once by sshd (a process per command, the host's real `python3` running each module) and once by the
+    fleet's one process: the same outputs, the same sessions, the same state and shipped intents. The agent's
+    replies a host gets from another host's recorded reports are the real agent's for that host."""
+    require(os.geteuid() == 0, "root (network namespaces)")
+    require(Path("/usr/sbin/sshd").exists(), "/usr/sbin/sshd (openssh-server)")
+    from tests.standins.hostagent import fleet_intents, record, replies
+
+    inv = tmp_path / "inv"
+    subprocess.run([str(Path(sys.executable).with_name("fabric")), "generate", "gpu-rail", "--gpus", "512",
+                    "--target", "sonic", "--platform", "sn5600", "-o", str(inv)], check=True, capture_output=True)
+    intents, addresses = fleet_intents(inv)
+    template, other = "gpu-su1-01", "gpu-su2-17"
+    recorded = (intents[template], record(intents[template], template))
+    assert replies(*recorded, intents[other]) == record(intents[other], other)
+    four = {n: intents[n] for n in ("gpu-su1-02", "gpu-su1-30", "gpu-su2-01", other)}
+    sshd = _hosts_run(tmp_path / "sshd", "sshd", inv, four, addresses, recorded)
+    fleet = _hosts_run(tmp_path / "fleet", "fleet", inv, four, addresses, recorded)
+    assert fleet["outputs"] == sshd["outputs"]
+    assert [rc for rc, _ in fleet["outputs"]] == [0, 0, 0]
+    changed = [[h["changed"] for h in out["hosts"]] for _rc, out in fleet["outputs"]]
+    assert all(c > 0 for c in changed[0] + changed[1]) and changed[2] == [0, 0, 0, 0]
+    assert fleet["state"] == sshd["state"] == dict.fromkeys(four, "applied\n")
+    assert fleet["shipped"] == sshd["shipped"] == four
+    assert fleet["sessions"] == sshd["sessions"]
