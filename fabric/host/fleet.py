@@ -194,9 +194,21 @@ def cleanup_on_signals() -> Iterator[None]:
             signal.signal(s, handler)
 
 
+# ssh binds a control socket at <dir>/<%C: 40 hex characters> plus a 17-character suffix first, in 107 bytes
+CONTROL_DIR_MAX = 107 - 1 - 40 - 17
+
+
+def run_base() -> Path:
+    """Where a run's private data dir goes: the temporary directory, or /tmp where that is too deep for ssh's
+    control sockets in the run's `cp` (a long TMPDIR left every host unreachable: ssh could not bind them)."""
+    base = Path(tempfile.gettempdir())
+    room = len(f"/{RUN_PREFIX}{os.getpid()}-xxxxxxxx/cp")
+    return base if len(str(base)) + room <= CONTROL_DIR_MAX else Path("/tmp")
+
+
 def remove_stale_runs() -> None:
     """Private data dirs left by runs that were killed (SIGKILL, OOM): their process is gone."""
-    for d in Path(tempfile.gettempdir()).glob(f"{RUN_PREFIX}*-*"):
+    for d in [d for base in {Path(tempfile.gettempdir()), run_base()} for d in base.glob(f"{RUN_PREFIX}*-*")]:
         pid = d.name.removeprefix(RUN_PREFIX).split("-", 1)[0]
         if pid.isdigit() and not Path(f"/proc/{pid}").exists():
             shutil.rmtree(d, ignore_errors=True)
@@ -255,7 +267,7 @@ def run(site: Site, mode: Literal["plan", "apply"], opts: FleetOptions = FleetOp
         return False
 
     remove_stale_runs()
-    pdd = Path(tempfile.mkdtemp(prefix=f"{RUN_PREFIX}{os.getpid()}-"))
+    pdd = Path(tempfile.mkdtemp(prefix=f"{RUN_PREFIX}{os.getpid()}-", dir=run_base()))
     try:
         (pdd / "inventory").mkdir()
         (pdd / "inventory" / "hosts.yml").write_text(inventory_yaml(site))

@@ -151,7 +151,7 @@ def fleet(tmp_path: Path) -> Iterator[dict]:
             cm.__exit__(None, None, None)  # deleting the namespace removes both veth ends and the route
 
 
-def _hosts(fleet: dict, mode: str, *extra: str) -> tuple[int, dict]:
+def _hosts(fleet: dict, mode: str, *extra: str, env: dict[str, str] | None = None) -> tuple[int, dict]:
     cmd = [
         FABRIC,
         "hosts",
@@ -167,7 +167,7 @@ def _hosts(fleet: dict, mode: str, *extra: str) -> tuple[int, dict]:
         "/usr/bin/python3",
         *extra,
     ]
-    run = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    run = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
     assert "Traceback" not in run.stderr, run.stderr
     return run.returncode, json.loads(run.stdout)
 
@@ -186,8 +186,12 @@ def test_fleet_apply_over_ssh_one_failure_does_not_stop_the_others(fleet: dict) 
         assert any(r.get("src") == rail.address.split("/")[0] and str(r["table"]) == str(rail.table) for r in rules)
     assert by["gpu-su1-03"]["changed"] > 0  # its other rails were still applied
 
-    rc, data = _hosts(fleet, "plan", "--limit", "gpu-su1-01:gpu-su1-02", "--serial", "1")
-    assert rc == 0 and data["ok"] and [h["changed"] for h in data["hosts"]] == [0, 0]
+    # from a deep TMPDIR too (the run's ssh control sockets once went past their 107 bytes: every host unreachable)
+    deep = fleet["tmp"] / "a-temporary-directory-as-deep-as-an-operators-scratch-space-or-a-ci-job-workspace"
+    deep.mkdir()
+    rc, data = _hosts(fleet, "plan", "--limit", "gpu-su1-01:gpu-su1-02", "--serial", "1",
+                      env={**os.environ, "TMPDIR": str(deep)})
+    assert rc == 0 and data["ok"] and [h["changed"] for h in data["hosts"]] == [0, 0], data
 
 
 @pytest.mark.root
