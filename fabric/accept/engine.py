@@ -56,7 +56,8 @@ def run(site: Site, checks: list[Check], *, quick: bool = False, report_dir: Pat
     return AcceptReport(fabric=site.name, mode=site.kind, quick=quick,
                         started=started, seconds=round(time.monotonic() - t0, 2), results=results,
                         switch_counters=switch_changes(site, ctx.before, ctx.after),
-                        launchers=sorted({c.inputs.launcher for c in checks if hasattr(c.inputs, "launcher")}))
+                        launchers=sorted({c.inputs.launcher for c, r in zip(ordered, results, strict=True)
+                                          if hasattr(c.inputs, "launcher") and r.status != "skipped"}))
 
 
 SWITCH_COUNTERS = ("queue:", "pfc:", "pfcwd:")

@@ -80,7 +80,7 @@ class AcceptReport(Model):
     seconds: float
     results: list[CheckResult]
     switch_counters: list[CounterChange] = []  # queue/PFC/watchdog counters of switch ports that moved
-    launchers: list[str] = []  # what started the run's nccl-tests jobs (mpirun, slurm, k8s), where one ran
+    launchers: list[str] = []  # what started the nccl-tests jobs that ran (mpirun, slurm, k8s)
 
     @property
     def how(self) -> str:

@@ -75,6 +75,8 @@ def test_healthy_lab_passes_and_skips_what_it_cannot_run(inv: str, tmp_path: Pat
     assert r["nccl-allreduce"]["rendered"]  # launcher files still written
     assert r["pfc-watchdog"]["status"] == "skipped"
     assert "heat" in (tmp_path / "accept.html").read_text()
+    assert data["launchers"] == []  # nccl-tests did not run: the header names no launcher
+    assert "<p>lab run, started " in (tmp_path / "accept.html").read_text()
     assert _leftover_tools() == []
 
 
