@@ -604,21 +604,25 @@ def state_dir(fabric_name: str) -> Path:
 SOCKETS = Path("/run/roce-fabric/sockets")  # as root; another user's under /tmp/roce-fabric-<uid>/sockets
 
 
+def socket_path(owner: Path) -> Path:
+    """Where the Unix sockets of what lives in `owner` (a lab's state directory, a real node's) go: a short
+    directory, since a socket's path holds at most 107 bytes, and containerd refuses one over 104, which a deep state
+    directory (a home, a test's temporary directory) passes. Named by a hash of `owner`'s path; nothing is made."""
+    base = SOCKETS if os.geteuid() == 0 else Path(f"/tmp/roce-fabric-{os.geteuid()}") / "sockets"
+    return base / hashlib.sha256(str(owner).encode()).hexdigest()[:16]
+
+
 def socket_dir(owner: Path) -> Path:
-    """A short private directory for the Unix sockets of what lives in `owner` (a lab's state directory, a real
-    node's): a socket's path holds at most 107 bytes, and containerd refuses one over 104, which a deep state
-    directory (a home, a test's temporary directory) passes. Named by a hash of `owner`'s path; removed by
-    `remove_socket_dir`."""
+    """`socket_path(owner)`, made private (0700); `remove_socket_dir` removes it."""
     from fabric.safefile import private_dir
 
-    base = SOCKETS if os.geteuid() == 0 else Path(f"/tmp/roce-fabric-{os.geteuid()}") / "sockets"
-    return private_dir(base / hashlib.sha256(str(owner).encode()).hexdigest()[:16])
+    return private_dir(socket_path(owner))
 
 
 def remove_socket_dir(owner: Path) -> None:
     import shutil
 
-    shutil.rmtree(socket_dir(owner), ignore_errors=True)
+    shutil.rmtree(socket_path(owner), ignore_errors=True)
 
 
 def up(fabric: FabricIntent, bins: Path, address: str = "127.0.0.1",

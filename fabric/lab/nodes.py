@@ -48,6 +48,7 @@ from fabric.lab.kube import (
     node_resources,
     remove_socket_dir,
     socket_dir,
+    socket_path,
 )
 from fabric.lab.state import LabState
 
@@ -141,7 +142,7 @@ class RealNode:
     def socket(self) -> Path:
         """containerd's, in the node's short socket directory (its `.ttrpc` sibling under a test's temporary
         directory was refused as too long)."""
-        return socket_dir(self.dir) / "containerd.sock"
+        return socket_path(self.dir) / "containerd.sock"
 
     def ctr(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
         return subprocess.run(["ctr", "--address", str(self.socket), "--namespace", "k8s.io", *args],
@@ -268,6 +269,7 @@ def prepare(lab: KubeLab, fabric: FabricIntent, host: str, netns: str, address: 
     d.mkdir(parents=True)
     node = RealNode(name=host, netns=netns, address=address, dir=d, index=index)
     remove_socket_dir(d)  # what an earlier node of this directory left
+    socket_dir(d)
     _cni_files(node, fabric.hosts[host], lab, bins)
     (d / "containerd.toml").write_text(_containerd_config(node))
     (d / "kubelet.yaml").write_text(yaml.safe_dump(_kubelet_config(node)))
