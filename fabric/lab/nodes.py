@@ -50,6 +50,7 @@ from fabric.lab.kube import (
     socket_dir,
     socket_path,
 )
+from fabric.lab.sh import cmdline
 from fabric.lab.state import LabState
 
 BUILD = ROOT / "tools" / "k8s-nodes" / "build.sh"
@@ -352,13 +353,7 @@ def load(workdir: Path) -> list[RealNode]:
 
 def _pids_of(marker: str) -> list[int]:
     """Processes whose command line names `marker` (a node's own socket or directory, so only its shims)."""
-    out = []
-    for p in Path("/proc").iterdir():
-        if p.name.isdigit():
-            with contextlib.suppress(OSError):
-                if marker in p.joinpath("cmdline").read_bytes().decode(errors="replace"):
-                    out.append(int(p.name))
-    return out
+    return [int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit() and marker in cmdline(int(p.name))]
 
 
 def _remove_cgroups(name: str) -> None:
