@@ -63,6 +63,7 @@ POD_SUBNET = "10.244.{i}.0/24"  # eth0 of node i's pods (ptp + host-local); outs
 MULTUS_NET_D = "etc/cni/multus/net.d"
 CLUSTER_NETWORK = "lab-pods"  # each pod's eth0 (ptp, host-local on POD_SUBNET)
 NODES_FILE = "nodes.json"
+KUBELET_DIR = Path("/var/lib/kubelet")  # fixed: multus reads the pod-resources socket there; each node binds its own
 CAP_SYS_RESOURCE = 24  # linux/capability.h
 VLAN_PROC = Path("/proc/net/vlan")  # made by the 8021q module's init (net/8021q/vlanproc.c), built-in or loaded
 
@@ -242,8 +243,11 @@ def _kubelet_config(node: RealNode) -> dict[str, Any]:
 # $3 node name, $4 node address, $5 containerd's socket.
 NODE_SH = r"""set -eu
 d=$1 sock=$5
-mkdir -p /var/lib/kubelet "$d/kubelet"
-mount --bind "$d/kubelet" /var/lib/kubelet
+mkdir -p "$d/kubelet"
+# the mount point is shared by every node on the machine: another lab's stop may remove it between the two steps
+i=0; until mkdir -p /var/lib/kubelet && mount --bind "$d/kubelet" /var/lib/kubelet; do
+  i=$((i + 1)); [ $i -lt 5 ] || exit 1
+done
 mount -t tmpfs -o mode=0755 roce-fabric-node /run/netns
 for h in /sys/fs/cgroup/*/; do [ -f "$h/cgroup.procs" ] && mkdir -p "$h/roce-fabric-$3"; done
 # a new v1 cpuset has no CPUs or memory nodes (nothing could join it): the root's
@@ -404,9 +408,31 @@ def stop_all(workdir: Path) -> list[str]:
         stop(n)
     with contextlib.suppress(OSError):
         (workdir / NODES_FILE).unlink()
-    with contextlib.suppress(OSError):
-        Path("/var/lib/kubelet").rmdir()  # the mount point, left empty
+    if nodes and not kubelet_dir_mounted():
+        with contextlib.suppress(OSError):
+            KUBELET_DIR.rmdir()  # the mount point, left empty
     return [f"node {n.name}" for n in nodes]
+
+
+def kubelet_dir_mounted() -> bool:
+    """Whether a node still runs anywhere on this machine: some mount namespace has a node's directory over
+    /var/lib/kubelet. Removing the mount point then would detach it under that node's kubelet (the kernel does so
+    for a mount point removed in another namespace), which would go on writing into a new /var/lib/kubelet."""
+    seen: set[str] = set()
+    for p in Path("/proc").iterdir():
+        if not p.name.isdigit():
+            continue
+        try:
+            ns = os.readlink(p / "ns" / "mnt")
+            if ns in seen:
+                continue
+            seen.add(ns)
+            mounts = (p / "mountinfo").read_text()
+        except OSError:
+            continue
+        if any(f.split()[4] == str(KUBELET_DIR) for f in mounts.splitlines()):
+            return True
+    return False
 
 
 def preflight(fabric: FabricIntent, hosts: list[str], bins: Path) -> LabState:

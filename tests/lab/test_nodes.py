@@ -16,6 +16,7 @@ import copy
 import ipaddress
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -27,6 +28,7 @@ import pytest
 import yaml
 
 from fabric.lab.kube import bins_dir, missing_bins
+from fabric.lab.sh import cmdline
 from tests.conftest import ROOT, require
 from tests.support.lab import STATE_BASE
 
@@ -165,6 +167,32 @@ def test_real_nodes_run_the_kubelet_and_containerd(cluster: Cluster, monkeypatch
         host = fabric.hosts[n["metadata"]["name"]]
         assert n["status"]["addresses"][0]["address"] == st.node(host.name).address
         assert n["status"]["capacity"]["nvidia.com/rail1"] == "4"  # as advertised (no device plugin)
+
+
+def _kubelet_pids(c: Cluster) -> list[int]:
+    state = c.env["FABRIC_K8S_LAB_STATE"]
+    return [int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit() and state in cmdline(int(p.name))
+            and "kubelet.yaml" in cmdline(int(p.name))]
+
+
+def test_another_labs_down_leaves_each_kubelet_its_own_directory(cluster: Cluster, applied: list[str],
+                                                                 tmp_path: Path) -> None:
+    """`fabric lab down` of another fabric while the nodes run: each kubelet keeps its node's directory over
+    /var/lib/kubelet, and the machine's own /var/lib/kubelet stays an empty mount point (removing it would detach
+    the nodes' mounts, and each kubelet would write its state into a new /var/lib/kubelet on the machine's disk)."""
+    other = tmp_path / "other"
+    shutil.copytree(INV, other)
+    fabric_yaml = other / "fabric.yaml"
+    fabric_yaml.write_text(fabric_yaml.read_text().replace("name: k8s-lab2", "name: k8s-lab2-other", 1))
+    down = subprocess.run([FAB, "lab", "down", str(other)], capture_output=True, text=True, env=cluster.env,
+                          timeout=120)
+    assert down.returncode == 0, down.stderr
+    pids = _kubelet_pids(cluster)
+    assert len(pids) == 2, pids
+    for pid in pids:
+        mounts = Path(f"/proc/{pid}/mountinfo").read_text().splitlines()
+        assert any(m.split()[4] == "/var/lib/kubelet" for m in mounts), f"kubelet {pid} lost its directory"
+    assert Path("/var/lib/kubelet").is_dir() and not list(Path("/var/lib/kubelet").iterdir())
 
 
 def test_multus_attaches_each_rail_with_a_whereabouts_address(cluster: Cluster, applied: list[str]) -> None:
