@@ -33,7 +33,11 @@ COMMANDS = {
               "sonic-db-cli STATE_DB HGETALL 'TRANSCEIVER_INFO|Ethernet0'"],
     "nvue": ["nv config show -o json", "nv config revision -o json", "nv show vrf default router bgp neighbor -o json",
              "nv config diff", "nv config history", "nv bogus"],
-    "eos": ["show running-config", "show configuration sessions", "show ip bgp summary | json", "show bogus"],
+    "eos": ["show running-config", "show configuration sessions", "show ip bgp summary | json", "show bogus",
+            # a session left pending with its lines (one refused), then listed and entered again
+            "configure session probe", "interface Ethernet1/1", "   no mtu 1500", "   mtu 9300", "   mtu 9100",
+            "   description probe", "end", "show configuration sessions", "configure session probe",
+            "show session-config diffs", "end"],
     "frr": ["vtysh -c 'show running-config'", "vtysh -c 'show bgp summary json'", "vtysh -c 'bogus'",
             "ip -o link show lo"],
 }
@@ -87,7 +91,7 @@ def _state(d: Path, kind: str) -> Any:
                 "confirm": bool(meta["confirm"]), "history": [(h["rev"], h["how"]) for h in meta["history"]]}
     if kind == "eos":
         return {"running": (d / "running.cfg").read_text(), "pending": (d / "pending.json").exists(),
-                "sessions": sorted(p.name for p in (d / "sessions").glob("*.cfg"))}
+                "sessions": {p.name: p.read_text() for p in sorted((d / "sessions").glob("*.cfg"))}}
     return {"running": (d / "running.conf").read_text()}
 
 
