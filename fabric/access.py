@@ -244,7 +244,8 @@ def _timeouts_named(conn: Any, where: str, longest: float | None = None) -> None
 
     def named(read: Callable[..., str]) -> Callable[..., str]:
         def reading(*args: Any, read_timeout: float = 10.0, **kwargs: Any) -> str:
-            read_timeout = min(read_timeout, longest or read_timeout)
+            if longest is not None:
+                read_timeout = min(read_timeout, longest)
             try:
                 return read(*args, read_timeout=read_timeout, **kwargs)
             except ReadTimeout:
