@@ -14,6 +14,7 @@ import io
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -41,8 +42,6 @@ def _typed(cli: Cli, line: str) -> str:
 
 def _render(knob: str = "") -> str:
     """The rendered config of leaf-su1-r1 of inventories/eos-example (`knob`: its qos.yaml instead)."""
-    import tempfile
-
     from fabric.access import InventorySite
     from fabric.design.derive import derive
     from fabric.model.inventory import Access
