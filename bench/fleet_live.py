@@ -9,9 +9,9 @@ network namespace, seeded with its own render. The real CLI runs there, as a use
    plan` again, then `fabric apply --yes --canary 1 --batch 10%` (not FRR: its stand-in has no frr-reload.py).
 
 Printed per step: wall and CPU seconds, the tool's peak RSS, threads and open descriptors, the cost per switch, and
-what is open in the namespace (processes besides the fleet's server, TCP connections) before and after; the exponent
-of wall time from the smallest to the largest size last. `--faults P` makes P % of the switches each refuse the
-login, hang after it, or answer noise, and prints how each step reported them.
+what is open in the namespace (processes besides the fleet's server, TCP connections) before and after; the exponents
+of wall time and of the tool's CPU from the smallest to the largest size last. `--faults P` makes P % of the switches
+each refuse the login, hang after it, or answer noise, and prints how each step reported them.
 
     sudo nice .venv/bin/python bench/fleet_live.py [--nos nvue sonic eos frr] [--switches 224 448 896 1792]
         [--workers 64] [--faults 1] [--plan-only] [--outputs DIR]
@@ -204,10 +204,11 @@ def one_size(nos: str, size: int, workers: int, faults: float, tmp: Path, *, pla
     return res
 
 
-def exponent(small: dict[str, Any], large: dict[str, Any], key: str) -> str:
+def exponent(small: dict[str, Any], large: dict[str, Any], key: str, figure: str = "wall") -> str:
+    """How `figure` (wall, cpu) of step `key` grows with the switches: the exponent of a power law through both."""
     if key not in small or key not in large:
         return "-"
-    return f"{math.log(large[key]['wall'] / small[key]['wall']) / math.log(large['n'] / small['n']):.2f}"
+    return f"{math.log(large[key][figure] / small[key][figure]) / math.log(large['n'] / small['n']):.2f}"
 
 
 def main() -> int:
@@ -232,9 +233,10 @@ def main() -> int:
                                         outputs=args.outputs))
         if len(results) > 1:
             first, last = results[0], results[-1]
-            print(f"{nos}: exponent of wall time {first['n']}→{last['n']} switches: plan "
-                  f"{exponent(first, last, 'plan')}, changed plan {exponent(first, last, 'plan1')}, apply "
-                  f"{exponent(first, last, 'apply')}", flush=True)
+            for figure, what in (("wall", "wall time"), ("cpu", "the tool's CPU")):
+                plan, plan1, apply = (exponent(first, last, key, figure) for key in ("plan", "plan1", "apply"))
+                print(f"{nos}: exponent of {what} {first['n']}→{last['n']} switches: plan {plan}, changed plan "
+                      f"{plan1}, apply {apply}", flush=True)
     return 0
 
 

@@ -47,6 +47,7 @@ class Credentials(BaseModel):
     use_agent: bool = False
     known_hosts: str | None = None  # None: host keys not verified (a lab's own nodes with --insecure-lab only)
     port: int = 22
+    reply_timeout: float | None = None  # the longest wait for a reply to one command (None: each command's own)
 
 
 class SwitchEndpoint(BaseModel):
@@ -200,7 +201,7 @@ def connect(ep: SwitchEndpoint, cred: Credentials, *, timeout: float = 10) -> An
     if cred.known_hosts:
         conn._get_ssh_client_instance = lambda: known_client(cred.known_hosts, ep.address, cred.port)
     where = f"{ep.address}:{cred.port}"
-    _timeouts_named(conn, where)
+    _timeouts_named(conn, where, cred.reply_timeout)
     try:
         conn._open()
     except Exception as exc:
@@ -235,14 +236,16 @@ def _session_failed(exc: Exception, where: str, timeout: float) -> SessionFailed
     return None
 
 
-def _timeouts_named(conn: Any, where: str) -> None:
+def _timeouts_named(conn: Any, where: str, longest: float | None = None) -> None:
     """A reply that does not come within its read timeout (netmiko's `send_command`, and its `read_until_pattern`,
-    which its login and the drivers' waits use; both wait 10 s unless told) raises netmiko's ReadTimeout saying so
-    in one line."""
+    which its login and the drivers' waits use; both wait 10 s unless told; at most `longest`) raises netmiko's
+    ReadTimeout saying so in one line."""
     from netmiko.exceptions import ReadTimeout
 
     def named(read: Callable[..., str]) -> Callable[..., str]:
         def reading(*args: Any, read_timeout: float = 10.0, **kwargs: Any) -> str:
+            if longest is not None:
+                read_timeout = min(read_timeout, longest)
             try:
                 return read(*args, read_timeout=read_timeout, **kwargs)
             except ReadTimeout:

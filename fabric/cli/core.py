@@ -109,6 +109,9 @@ def plan(inventory: InventoryArg,
          detailed_exitcode: Annotated[bool, typer.Option(
              "--detailed-exitcode", help="exit 0 in sync, 3 changes pending, 1 a switch unreachable or failed, "
                                          "2 bad input (without it: 0 unless something failed)")] = False,
+         timeout: Annotated[float | None, typer.Option(
+             "--timeout", min=1, max=60, help="seconds a switch may take to answer one command before it is "
+                                               "reported (default: each command's own wait, up to 60)")] = None,
          ) -> None:
     """Diff every switch's running configuration against its intent (--offline: summarize the intent).
 
@@ -122,7 +125,7 @@ def plan(inventory: InventoryArg,
     if not offline:
         from fabric.cli.push import online_plan
 
-        raise typer.Exit(online_plan(inventory, limit, fmt, workers, lab, insecure_lab, detailed_exitcode))
+        raise typer.Exit(online_plan(inventory, limit, fmt, workers, lab, insecure_lab, detailed_exitcode, timeout))
     if detailed_exitcode:
         raise UsageError("--detailed-exitcode: expected a plan against the switches, found --offline "
                          "(it contacts nothing, so nothing can be in sync or pending)")

@@ -29,6 +29,9 @@ err = console(stderr=True)
 
 LimitOpt = Annotated[str | None, typer.Option("--limit", help="switch name glob(s), comma-separated")]
 WorkersOpt = Annotated[int, typer.Option("--workers", min=1, help="devices contacted at the same time")]
+TimeoutOpt = Annotated[float | None, typer.Option(
+    "--timeout", min=1, max=60, help="seconds a switch may take to answer one command before it is reported "
+                                     "(default: each command's own wait, up to 60)")]
 InsecureOpt = Annotated[bool, typer.Option("--insecure-lab", help="with --lab: do not verify SSH host keys")]
 LabOpt = Annotated[bool, typer.Option("--lab", help="the running lab of this inventory (FRR in namespaces)")]
 FormatOpt = Annotated[str, typer.Option("--format", help="table or json")]
@@ -39,8 +42,9 @@ class Context:
     """The site (the inventory's switches, or the lab's with --lab), the selected switches and credentials."""
 
     def __init__(self, inventory: Path, limit: str | None, *, lab: bool, insecure_lab: bool,
-                 names: list[str] | None = None):
+                 names: list[str] | None = None, reply_timeout: float | None = None):
         _loaded, self.site = open_site(inventory, lab=lab, insecure_lab=insecure_lab)
+        self.reply_timeout = reply_timeout  # --timeout
         self.fabric = self.site.fabric
         self.name = self.fabric.name
         # the name its apply records, audit log, journal and lock go under: a lab's (`<fabric>+lab`, with an
@@ -75,7 +79,7 @@ class Context:
     @functools.cached_property
     def cred(self) -> Credentials:
         """Resolved on first use (after the apply lock is taken)."""
-        cred = self.site.switch_credentials()
+        cred = self.site.switch_credentials().model_copy(update={"reply_timeout": self.reply_timeout})
         if cred.password is not None:
             state.register_secret(cred.password.get_secret_value())
         return cred
@@ -136,10 +140,10 @@ def print_results(title: str, results: list[engine.DeviceResult], fmt: str, *, d
 
 
 def online_plan(inventory: Path, limit: str | None, fmt: str, workers: int, lab: bool, insecure_lab: bool,
-                detailed: bool = False) -> int:
+                detailed: bool = False, timeout: float | None = None) -> int:
     """Diff every selected switch against its intent; exit 1 when a device is unreachable or errs, and with
     `detailed` (`--detailed-exitcode`, as terraform plan) 3 when every switch answered and some would change."""
-    ctx = Context(inventory, limit, lab=lab, insecure_lab=insecure_lab)
+    ctx = Context(inventory, limit, lab=lab, insecure_lab=insecure_lab, reply_timeout=timeout)
     warn_interrupted(ctx.records)
     with track("plan") as progress:
         update = device_progress(progress, f"plan {ctx.name}", len(ctx.endpoints))
@@ -226,6 +230,7 @@ def apply_command(
     yes: Annotated[bool, typer.Option("--yes", "-y", help="do not ask for confirmation")] = False,
     lab: LabOpt = False,
     insecure_lab: InsecureOpt = False,
+    timeout: TimeoutOpt = None,
     confirm_timer: Annotated[int, typer.Option(help="seconds the device waits for confirmation")] = 300,
     postcheck_timeout: Annotated[float, typer.Option(help="seconds for BGP to recover after a change")] = 60,
     settle: Annotated[float, typer.Option(help="seconds to wait before the post-check")] = 5,
@@ -248,7 +253,7 @@ def apply_command(
         raise UsageError(f"--batch: expected a device count N or a percentage P%, found {batch!r}")
     _check_timers(confirm_timer, postcheck_timeout, settle)
     _require_tty(yes, "apply")
-    ctx = Context(inventory, limit, lab=lab, insecure_lab=insecure_lab)
+    ctx = Context(inventory, limit, lab=lab, insecure_lab=insecure_lab, reply_timeout=timeout)
     opts = engine.ApplyOptions(confirm_seconds=confirm_timer, postcheck_timeout=postcheck_timeout, settle=settle,
                                allow_unowned_removal=allow_unowned_removal)
     state.check_writable(ctx.records)  # the audit log and records first: refuse before any device is touched

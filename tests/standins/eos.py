@@ -1,11 +1,12 @@
 """Arista EOS stand-in: an interactive CLI with configuration sessions and timed commits.
 
-State: `running.cfg`, `sessions/<name>.cfg`, `pending.json` (a `commit timer` waiting for
+State: `running.cfg`, `sessions/<name>.cfg` (a pending session: made when it starts, its lines written when
+its login leaves it or ends; `Cli`), `pending.json` (a `commit timer` waiting for
 `configure session <name> commit`: the session, the configuration before it, the deadline). A
 detached timer process restores the configuration before the commit when the timer expires;
 `configure session <name> abort` does that at once. See the package docstring.
 
-A session starts as a copy of the running-config (as on EOS) and each line is merged into it by mode:
+A session starts as a copy of the running-config (as on EOS) and each line is merged into it by mode (`Config`):
 a line at the indentation of a section enters that section (creating it), `no <line>` / `default
 <line>` remove the matching setting, any other line is added where it is not already — a new value of a
 setting the session took out goes where the old one was, so a configuration that a session changes and a
@@ -22,8 +23,10 @@ from __future__ import annotations
 import difflib
 import json
 import re
+import signal
 import sys
 import time
+from collections.abc import Iterable
 from pathlib import Path
 
 from tests.standins import telemetry
@@ -69,31 +72,142 @@ def _key(line: str) -> str:
     return " ".join(words[:-1]) if len(words) > 1 else rest
 
 
-def _tree(text: str) -> list:
-    """[line, children] nodes by indentation; `!` separators and `end` are nodes too, so that an untouched
-    configuration prints back byte for byte (EOS prints its running-config in one canonical form)."""
-    root: list = []
-    stack: list[tuple[int, list]] = [(-1, root)]
-    for raw in text.splitlines():
-        s = raw.strip()
-        if not s:
-            continue
-        indent = len(raw) - len(raw.lstrip())
-        while stack[-1][0] >= indent:
-            stack.pop()
-        node = [s, []]
-        stack[-1][1].append(node)
-        stack.append((indent, node[1]))
-    return root
+class Node:
+    """One configuration line and the mode it opens (the lines under it)."""
+
+    __slots__ = ("line", "mode")
+
+    def __init__(self, line: str) -> None:
+        self.line, self.mode = line, Mode()
 
 
-def _text(nodes: list, depth: int = 0) -> str:
-    out = []
-    for line, children in nodes:
-        out.append("   " * depth + line)
-        if children:
-            out.append(_text(children, depth + 1).rstrip("\n"))
-    return "\n".join(out) + "\n"
+class Mode:
+    """The lines of one configuration mode in order, the first node of each text found without a scan (a mode of a
+    few hundred interfaces is entered once per typed interface line)."""
+
+    __slots__ = ("_first", "nodes")
+
+    def __init__(self) -> None:
+        self.nodes: list[Node] = []
+        self._first: dict[str, Node] | None = None  # built at a lookup, kept while lines are only added
+
+    def find(self, line: str) -> Node | None:
+        """The first node of text `line`."""
+        if self._first is None:
+            self._first = {}
+            for n in self.nodes:
+                self._first.setdefault(n.line, n)
+        return self._first.get(line)
+
+    def insert(self, at: int, node: Node) -> None:
+        self.nodes.insert(at, node)
+        if self._first is not None and node.line not in self._first:
+            self._first[node.line] = node
+        else:
+            self._first = None  # another of that text: which comes first is looked up anew
+
+    def append(self, node: Node) -> None:
+        self.insert(len(self.nodes), node)
+
+    def replace(self, old: Node, new: Node) -> None:
+        self.nodes[self.nodes.index(old)] = new
+        self._first = None
+
+    def remove(self, node: Node) -> None:
+        self.nodes.remove(node)
+        self._first = None
+
+
+class Config:
+    """A session's configuration: its lines as nodes by indentation, `!` separators and `end` nodes too, so that an
+    untouched configuration prints back byte for byte (EOS prints its running-config in one canonical form). The text
+    it was read from is its text until a line is merged into it (then the tree is printed in the canonical form)."""
+
+    def __init__(self, text: str) -> None:
+        self.raw: str | None = text
+        self.top = Mode()
+        stack: list[tuple[int, Mode]] = [(-1, self.top)]
+        for raw in text.splitlines():
+            s = raw.strip()
+            if not s:
+                continue
+            indent = len(raw) - len(raw.lstrip())
+            while stack[-1][0] >= indent:
+                stack.pop()
+            node = Node(s)
+            stack[-1][1].append(node)
+            stack.append((indent, node.mode))
+
+    def text(self) -> str:
+        """The session's text as kept in its file (with its holes)."""
+        if self.raw is not None:
+            return self.raw
+        out: list[str] = []
+        todo: list[tuple[int, Node]] = [(0, n) for n in reversed(self.top.nodes)]
+        while todo:
+            depth, node = todo.pop()
+            out.append("   " * depth + node.line)
+            todo += [(depth + 1, n) for n in reversed(node.mode.nodes)]
+        return "\n".join(out) + "\n"
+
+    def shown(self) -> str:
+        """The configuration the session holds (no holes)."""
+        return shown(self.text())
+
+    def merge(self, ctx: list[str], raw: str) -> tuple[list[str], str]:
+        """Apply one session line typed in context `ctx` (the section lines entered): (the new context, an error or
+        '')."""
+        line = raw.strip()
+        words = line.split()
+        if words[0] not in KNOWN:
+            return ctx, f"% Invalid input (at token 0: '{words[0]}')"
+        if words[0] == "mtu" and len(words) == 2 and words[1].isdigit() and not 68 <= int(words[1]) <= MTU_MAX:
+            return ctx, f"% Invalid input (at token 1: '{words[1]}')"
+        ctx = ctx[:(len(raw) - len(raw.lstrip())) // 3]
+        mode = self.top
+        for sec in ctx:
+            node = mode.find(sec)
+            if node is None:
+                return ctx, "% Invalid input (not in that mode)"
+            mode = node.mode
+        if not ctx and line.startswith("router bgp ") and (other := self._other_bgp(line)):
+            return ctx, f"% BGP is already running with AS number {other.split()[2]}"
+        self.raw = None
+        if mode.find(line) is None:
+            if words[0] not in ("no", "default"):
+                _add(mode, ctx, line)
+            elif len(words) > 1:
+                _take_out(mode, ctx, words, line)
+        return [*ctx, line], ""
+
+    def _other_bgp(self, line: str) -> str | None:
+        return next((n.line for n in self.top.nodes if n.line.startswith("router bgp ") and n.line != line), None)
+
+
+def _take_out(mode: Mode, ctx: list[str], words: list[str], line: str) -> None:
+    """`no X` takes a configured X out; of a setting that is on by default it is itself the setting and shows as
+    `no X` (`no switchport`, `no priority`, `no autostate`); `default X` takes out both forms."""
+    verb, rest = words[0], " ".join(words[1:])
+    key = _key(rest)
+    hit = [n for n in mode.nodes if n.line == rest] or [n for n in mode.nodes if _key(n.line) == key
+                                                        and (verb == "default" or not n.line.startswith("no "))]
+    for i, n in enumerate(hit):
+        if i == 0 and not n.mode.nodes:
+            mode.replace(n, Node(HOLE + key))
+        else:
+            mode.remove(n)
+    if not hit and verb == "no":
+        _add(mode, ctx, line)
+
+
+def _add(mode: Mode, ctx: list[str], line: str) -> None:
+    hole = mode.find(HOLE + _key(line))
+    if hole is not None:  # a new value of a setting the session took out: in its place, as EOS prints it
+        mode.replace(hole, Node(line))
+    elif not ctx and mode.nodes and mode.nodes[-1].line == "end":  # a new section: before `end`
+        mode.insert(len(mode.nodes) - 1, Node(line))
+    else:
+        mode.append(Node(line))
 
 
 def shown(text: str) -> str:
@@ -101,57 +215,12 @@ def shown(text: str) -> str:
     return "".join(ln + "\n" for ln in text.splitlines() if not ln.lstrip().startswith(HOLE))
 
 
-def merge_line(cfg: str, ctx: list[str], raw: str) -> tuple[str, list[str], str]:
-    """Apply one session line: (new config text, new context, error or '')."""
-    line = raw.strip()
-    words = line.split()
-    if words[0] not in KNOWN:
-        return cfg, ctx, f"% Invalid input (at token 0: '{words[0]}')"
-    if words[0] == "mtu" and len(words) == 2 and words[1].isdigit() and not 68 <= int(words[1]) <= MTU_MAX:
-        return cfg, ctx, f"% Invalid input (at token 1: '{words[1]}')"
-    depth = (len(raw) - len(raw.lstrip())) // 3
-    ctx = ctx[:depth]
-    nodes = _tree(cfg)
-    siblings = nodes
-    for sec in ctx:
-        node = next((n for n in siblings if n[0] == sec), None)
-        if node is None:
-            return cfg, ctx, "% Invalid input (not in that mode)"
-        siblings = node[1]
-    other = next((n[0] for n in nodes if n[0].startswith("router bgp ") and n[0] != line), None)
-    if not ctx and line.startswith("router bgp ") and other:
-        return cfg, ctx, f"% BGP is already running with AS number {other.split()[2]}"
-    rest = " ".join(words[1:])
-    if words[0] in ("no", "default") and len(words) > 1 and not any(n[0] == line for n in siblings):
-        # `no X` takes a configured X out; of a setting that is on by default it is itself the setting and
-        # shows as `no X` (`no switchport`, `no priority`, `no autostate`); `default X` takes out both forms
-        hit = [n for n in siblings if n[0] == rest] or [n for n in siblings if _key(n[0]) == _key(rest)
-                                                        and (words[0] == "default" or not n[0].startswith("no "))]
-        for i, n in enumerate(hit):
-            if i == 0 and not n[1]:
-                siblings[siblings.index(n)] = [HOLE + _key(rest), []]
-            else:
-                siblings.remove(n)
-        if not hit and words[0] == "no":
-            _add(siblings, ctx, line)
-    elif words[0] not in ("no", "default") and not any(n[0] == line for n in siblings):
-        _add(siblings, ctx, line)
-    return _text(nodes), [*ctx, line], ""
-
-
-def _add(siblings: list, ctx: list[str], line: str) -> None:
-    hole = next((i for i, n in enumerate(siblings) if n[0] == HOLE + _key(line)), None)
-    if hole is not None:  # a new value of a setting the session took out: in its place, as EOS prints it
-        siblings[hole] = [line, []]
-    elif not ctx and siblings and siblings[-1][0] == "end":  # a new section: before `end`
-        siblings.insert(len(siblings) - 1, [line, []])
-    else:
-        siblings.append([line, []])
-
-
-def hostname(text: str) -> str:
-    m = re.search(r"^hostname (\S+)", text, re.M)
-    return m.group(1) if m else "switch"
+def hostname(lines: Iterable[str]) -> str:
+    """The configuration's hostname (its lines read only as far as the `hostname` line)."""
+    for ln in lines:
+        if m := re.match(r"hostname (\S+)", ln):
+            return m.group(1)
+    return "switch"
 
 
 def session_diff(running: str, session: str, name: str) -> str:
@@ -181,10 +250,12 @@ def out(text: str) -> None:
     sys.stdout.write(text.rstrip("\n") + "\n" if text else "")
 
 
-def show(d: Path, cmd: str, running: str) -> str | None:
+def show(d: Path, cmd: str) -> str | None:
     """What a privileged `show` command prints; None: not a show command the stand-in answers."""
+    if not cmd.startswith("show "):
+        return None
     if cmd == "show running-config":
-        return running
+        return (d / "running.cfg").read_text()
     if cmd.startswith("show configuration sessions"):
         # shape: arista.com um-eos "Configure Session" / null.53bits.co.uk "Configuration Session"
         # (`show configuration sessions` after `commit timer`); the state names are inferred
@@ -195,21 +266,27 @@ def show(d: Path, cmd: str, running: str) -> str | None:
                 f"  {'Name':<24} {'State':<24} {'User':<8} Terminal\n  {'-' * 24} {'-' * 24} {'-' * 8} --------\n"
                 + "".join(f"  {n:<24} {st:<24} {'admin':<8} vty3\n" for n, st in rows))
     if cmd == "show ip bgp summary | json":
-        return json.dumps(bgp_summary(d, running), indent=2)
+        return json.dumps(bgp_summary(d, (d / "running.cfg").read_text()), indent=2)
     return telemetry.answer_eos(cmd, d)
 
 
 class Cli:
-    """One CLI login: privileged mode, the configuration session it is in and its configuration-mode context."""
+    """One CLI login: privileged mode, the configuration session it is in with that session's configuration, and the
+    configuration-mode context. The session's configuration is kept here while the login is in it (a typed line is
+    merged into it, not into its file: a session's work grows with its lines, not with lines times the configuration)
+    and written to `sessions/<name>.cfg` when the login leaves the session (`end`, `exit`, another `configure
+    session`) or ends (`close`); its file is made when the session starts, so that it is listed at once."""
 
     def __init__(self, d: Path) -> None:
         self.d = d
         self.enabled = False
         self.session: str | None = None
+        self.config: Config | None = None
         self.ctx: list[str] = []
 
     def prompt(self) -> str:
-        host = hostname((self.d / "running.cfg").read_text())
+        with open(self.d / "running.cfg") as f:
+            host = hostname(f)
         return f"{host}(config-s-{self.session[:6]})#" if self.session else f"{host}{'#' if self.enabled else '>'}"
 
     def typed(self, line: str) -> bool:
@@ -221,9 +298,19 @@ class Cli:
         with locked(self.d):
             return self.command(cmd, line)
 
+    def close(self) -> None:
+        """The login ends: the session it was in stays, with its lines (as EOS keeps a pending session)."""
+        with locked(self.d):
+            self.leave()
+
+    def leave(self) -> None:
+        """Out of the session, its configuration written to its file (unless another login aborted it)."""
+        if self.session and self.config and (f := self.d / "sessions" / f"{self.session}.cfg").exists():
+            f.write_text(self.config.text())
+        self.session, self.config = None, None
+
     def command(self, cmd: str, line: str) -> bool:
         """Act on one command line (`cmd`: stripped); False: the login ends."""
-        running = (self.d / "running.cfg").read_text()
         if (t := re.fullmatch(r"terminal width (\d+)", cmd)):
             out(f"Width set to {t.group(1)} columns.")
         elif cmd.startswith("terminal length"):
@@ -234,17 +321,17 @@ class Cli:
             return False
         elif not self.enabled:
             out("% Invalid input (privileged mode required)")
-        elif (answer := show(self.d, cmd, running)) is not None:
+        elif (answer := show(self.d, cmd)) is not None:
             out(answer)
         elif m := re.fullmatch(r"configure session (\S+)(?: (commit|abort))?", cmd):
-            return self.configure_session(m.group(1), m.group(2), running)
+            return self.configure_session(m.group(1), m.group(2))
         elif self.session:
-            self.in_session(self.session, cmd, line, running)
+            self.in_session(self.session, cmd, line)
         else:
             out(f"% Invalid input: {cmd}")
         return True
 
-    def configure_session(self, name: str, action: str | None, running: str) -> bool:
+    def configure_session(self, name: str, action: str | None) -> bool:
         """`configure session NAME [commit|abort]`; False: the line dropped after a commit (a fault the tests
         inject)."""
         d = self.d
@@ -265,54 +352,56 @@ class Cli:
         elif pend:
             out(f"% Session {pend['session']} has a pending commit timer")
         else:
-            self.session, self.ctx = name, []
+            self.leave()
             f = d / "sessions" / f"{name}.cfg"
             if not f.exists():
-                f.write_text(running)  # a new session starts from the running-config
+                f.write_text((d / "running.cfg").read_text())  # a new session starts from the running-config
+            self.session, self.config, self.ctx = name, Config(f.read_text()), []
         return True
 
-    def in_session(self, session: str, cmd: str, line: str, running: str) -> None:
+    def in_session(self, session: str, cmd: str, line: str) -> None:
         """A command inside configuration session `session`: leave, diff, abort, commit (with a timer) or a
         configuration line merged into the session's config."""
-        d, sess_file = self.d, self.d / "sessions" / f"{session}.cfg"
+        d, sess_file, config = self.d, self.d / "sessions" / f"{session}.cfg", self.config
+        assert config is not None
         if cmd in ("end", "exit"):
-            self.session = None
+            self.leave()
         elif cmd == "rollback clean-config":
-            sess_file.write_text("")
+            self.config = Config("")
         elif cmd == "show session-config diffs":
-            out(session_diff(running, shown(sess_file.read_text()), session))
+            out(session_diff((d / "running.cfg").read_text(), config.shown(), session))
         elif cmd == "abort":
             sess_file.unlink(missing_ok=True)
-            self.session = None
+            self.session, self.config = None, None
         elif cmd == "commit":
-            (d / "running.cfg").write_text(shown(sess_file.read_text()))
+            (d / "running.cfg").write_text(config.shown())
             sess_file.unlink()
-            self.session = None
+            self.session, self.config = None, None
         elif (t := re.fullmatch(r"commit timer (\d\d):(\d\d):(\d\d)", cmd)):
             secs = int(t.group(1)) * 3600 + int(t.group(2)) * 60 + int(t.group(3))
-            write_json(d / "pending.json", {"session": session, "before": running, "deadline": time.time() + secs})
-            (d / "running.cfg").write_text(shown(sess_file.read_text()))
+            before = (d / "running.cfg").read_text()
+            write_json(d / "pending.json", {"session": session, "before": before, "deadline": time.time() + secs})
+            (d / "running.cfg").write_text(config.shown())
             spawn("tests.standins.eos", "--expire", str(d), session, str(secs))
             sess_file.unlink()
-            self.session = None
+            self.session, self.config = None, None
         else:
-            new, self.ctx, err = merge_line(sess_file.read_text(), self.ctx, line.rstrip("\n"))
+            self.ctx, err = config.merge(self.ctx, line.rstrip("\n"))
             if err:
                 out(err)
-            else:
-                sess_file.write_text(new)
 
 
 def repl(d: Path) -> None:
     cli = Cli(d)
-    while True:
-        sys.stdout.write(cli.prompt())
-        sys.stdout.flush()
-        line = sys.stdin.readline()
-        if not line:
-            return
-        if not cli.typed(line):
-            return
+    try:
+        while True:
+            sys.stdout.write(cli.prompt())
+            sys.stdout.flush()
+            line = sys.stdin.readline()
+            if not line or not cli.typed(line):
+                return
+    finally:
+        cli.close()
 
 
 def main(argv: list[str]) -> int:
@@ -321,6 +410,8 @@ def main(argv: list[str]) -> int:
         return 0
     d = dev_dir()
     (d / "sessions").mkdir(exist_ok=True)
+    # a hung-up terminal (the client gone) ends the login at its next read, as end of input does: its session stays
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
     repl(d)
     return 0
 

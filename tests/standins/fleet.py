@@ -204,10 +204,16 @@ class Fleet:
         """The EOS CLI of tests.standins.eos, behind what a terminal does (`Terminal`): the lines typed so far, up to
         EOS_TURN of them in one turn of the command thread (a session's lines, written at once, wait behind the other
         switches once per EOS_TURN lines, not once per line, and no switch holds the thread for a whole session); a
-        `hang` device stops answering at its first `show`."""
+        `hang` device stops answering at its first `show`. When the login ends, the session it was in is kept
+        (`Cli.close`)."""
         cli, term = Cli(d), Terminal(process)
         (d / "sessions").mkdir(exist_ok=True)
-        what = fault(d)
+        try:
+            await self._eos_login(process, cli, term, fault(d))
+        finally:
+            cli.close()
+
+    async def _eos_login(self, process: asyncssh.SSHServerProcess, cli: Cli, term: Terminal, what: str) -> None:
         term.write(await self.loop.run_in_executor(self.work, cli.prompt))
         while lines := await term.readlines():
             hung = what == "hang" and any(ln.strip().startswith("show") for ln in lines)
