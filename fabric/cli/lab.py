@@ -61,11 +61,15 @@ def up(inventory: InventoryArg,
 
     if real_nodes and not k8s:
         raise UsageError("--real-nodes goes with --k8s")
+    if kernel not in ("native", "vm"):
+        raise UsageError(f"--kernel: expected native or vm, found {kernel!r}")
+    if k8s and kernel == "vm":
+        raise UsageError("--kernel vm goes without --k8s: the control plane and its real nodes run on this machine's "
+                         "kernel, in the namespace lab; the VM lab's emulated guest carries no Kubernetes node "
+                         "(docs/kubernetes.md, 7. Real nodes)")
     if k8s:
         _k8s_up(inventory, real_nodes)
         return
-    if kernel not in ("native", "vm"):
-        raise UsageError(f"--kernel: expected native or vm, found {kernel!r}")
     if kernel == "vm":
         _vm_up(inventory)
         return

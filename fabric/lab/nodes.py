@@ -447,7 +447,7 @@ def preflight(fabric: FabricIntent, hosts: list[str], bins: Path) -> LabState:
     if tagged and not vlan_support():
         raise NodeError(f"{', '.join(tagged[:3])}: pods of a host-tagged rail get an 802.1Q VLAN device, and this "
                         f"kernel ({os.uname().release}) has no 802.1Q support (module 8021q neither built in nor "
-                        "loadable); the VM lab's kernel has it")
+                        "loadable); real nodes run on this machine's kernel (the VM lab's guest carries none)")
     st = load_state(fabric.name, required=False)
     if st is None or not st.bridge_address:
         raise NodeError(f"real nodes run in the namespace lab's hosts: `fabric lab up` of {fabric.name} first")
