@@ -13,9 +13,12 @@ _PLAIN = re.compile(r"^[A-Za-z_][A-Za-z0-9_./-]*$")
 _RESERVED = {"y", "n", "yes", "no", "on", "off", "true", "false", "null", "~"}
 
 
-@cache
-def _string(s: str) -> str:
+def _text(s: str) -> str:
+    """A string as YAML reads it back as that string: plain where it can be, else JSON's double quotes."""
     return s if _PLAIN.match(s) and s.lower() not in _RESERVED else _quoted(s)  # json.dumps(s), without its wrapper
+
+
+_string = cache(_text)  # keys, names and values that recur; a value of one place only (a port's description): _text
 
 
 def _scalar(v: Any) -> str:
@@ -115,14 +118,14 @@ def _entries(data: dict[Any, Any], keys: Any, indent: str, out: list[str]) -> No
             runs, own, heads = cut
             # the most common: one own text (a port's description)
             if len(own) == 1 and heads[0] is not None and type(v := value[own[0]]) is str:
-                append(f"{indent}{k}:\n{runs[0]}{heads[0]}{_string(v)}\n{runs[1]}")
+                append(f"{indent}{k}:\n{runs[0]}{heads[0]}{_text(v)}\n{runs[1]}")
                 continue
             append(f"{indent}{k}:\n")
             append(runs[0])
             for i, key2 in enumerate(own, 1):
                 v = value[key2]
                 if type(v) is str and heads[i - 1] is not None:
-                    append(f"{heads[i - 1]}{_string(v)}\n")
+                    append(f"{heads[i - 1]}{_text(v)}\n")
                 else:
                     _entries(value, (key2,), deeper, out)
                 append(runs[i])

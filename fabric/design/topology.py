@@ -45,7 +45,7 @@ class Switch:
     release: str = ""  # the NOS release its configs are written for
     release_origin: str = ""  # where the release comes from (explain)
     loc: tuple[Any, ...] = ()
-    used: dict[str, str] = field(default_factory=dict)  # port → "peer:port"
+    used: dict[str, Link] = field(default_factory=dict)  # port → the link on it (`far_end` names its other end)
     next_port: int = 0
 
     @property
@@ -136,6 +136,11 @@ class Topo:
                 if ln.b == device:
                     ends[ln.b_port] = ln
         return ends.get(port)
+
+
+def far_end(ln: Link, device: str, port: str) -> str:
+    """`peer:port`, the other end of `ln` seen from `device`'s `port`."""
+    return f"{ln.b}:{ln.b_port}" if (ln.a, ln.a_port) == (device, port) else f"{ln.a}:{ln.a_port}"
 
 
 def _ways_speed(platform: Platform, breakout: str | None) -> tuple[int, int]:
@@ -314,10 +319,10 @@ class _Builder:
         pb = self.take(b, a_name, speed, loc)
         if pa is None or pb is None:
             return None
-        if not isinstance(a, str):
-            a.used[pa] = f"{b.name}:{pb}"
-        b.used[pb] = f"{a_name}:{pa}"
         ln = Link(a_name, pa, b.name, pb, speed, cable, kind, loc)
+        if not isinstance(a, str):
+            a.used[pa] = ln
+        b.used[pb] = ln
         self.t.links.append(ln)
         return ln
 
@@ -529,7 +534,7 @@ class _Builder:
                 elif sw is None:
                     self.problem((*loc, key), "a switch of this fabric", repr(dev))
                 elif port in sw.used:
-                    self.problem((*loc, key), f"a free port ({port} is cabled to {sw.used[port]})",
+                    self.problem((*loc, key), f"a free port ({port} is cabled to {far_end(sw.used[port], dev, port)})",
                                  f"{dev}:{port} used twice")
                 else:
                     ends.append(sw)
@@ -539,8 +544,9 @@ class _Builder:
                      frozenset({"spine", "super-spine"}): "spine-super-spine"}
             kind = kinds.get(frozenset({ends[0].role, ends[1].role}), "explicit")
             cls = self.inv.cabling.leaf_spine if kind != "spine-super-spine" else self.inv.cabling.spine_super_spine
-            ends[0].used[pa], ends[1].used[pb] = f"{b}:{pb}", f"{a}:{pa}"
-            self.t.links.append(Link(a, pa, b, pb, ld.speed or cls.speed, ld.cable or cls.cable, kind, loc))
+            ln = Link(a, pa, b, pb, ld.speed or cls.speed, ld.cable or cls.cable, kind, loc)
+            ends[0].used[pa] = ends[1].used[pb] = ln
+            self.t.links.append(ln)
 
 
     def nos_port(self, device: str, port: str, loc: tuple[Any, ...]) -> str | None:

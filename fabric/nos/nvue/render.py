@@ -71,13 +71,15 @@ def _pfc(q: QosFacts, cable: int) -> Tree:
             "cable-length": cable}
 
 
-def qos_tree(sw: SwitchIntent, memo: Memo | None = None) -> Tree:
+def qos_tree(sw: SwitchIntent, memo: Memo | None = None,
+             cables: tuple[int | None, dict[str, int]] | None = None) -> Tree:
     """Every QoS object explicit. NVIDIA's `qos roce` shortcut is never used: it trusts PCP and DSCP and maps
     DSCP 24-31 to the lossless priority and 48-55 to the CNP one (paths.yaml `roce_lossless_defaults`), which no
     policy of this tool expresses (trust is dscp or pcp), so it would make AF3x/CS3 lossless on NVUE only.
 
-    Switches with the same facts, cable lengths and watchdog share one tree (and its emitted text) in `memo`."""
-    default_cable, profiles = pfc_profiles(sw)
+    Switches with the same facts, cable lengths and watchdog share one tree (and its emitted text) in `memo`;
+    `cables`: `pfc_profiles(sw)`, where the caller has it."""
+    default_cable, profiles = cables if cables is not None else pfc_profiles(sw)
     watchdog = any(p.watchdog for p in sw.ports)
     return made(memo, sw.qos, ("nvue qos", default_cable, tuple(profiles.items()), watchdog),
                 lambda: Shared(_qos_tree(sw.qos, default_cable, profiles, watchdog)))
@@ -175,7 +177,8 @@ def set_tree(sw: SwitchIntent, memo: Memo | None = None) -> Tree:
     t: Tree = {"system": {"hostname": sw.name, "global": {"arp": {"base-reachable-time": n.aging_s},
                                                           "nd": {"base-reachable-time": n.aging_s}}}}
     ifaces: Tree = {"lo": {"type": "loopback", f.ip: {"address": {sw.loopback: {}}}}}
-    _default_cable, profiles = pfc_profiles(sw)
+    cables = pfc_profiles(sw)
+    profiles = cables[1]
     by_cable = {m: name for name, m in profiles.items()}
     # The subtrees that ports have in common are built once per switch and shared (Shared: emitted once).
     links: dict[tuple[int, int], Shared] = {}
@@ -208,7 +211,7 @@ def set_tree(sw: SwitchIntent, memo: Memo | None = None) -> Tree:
     t["interface"] = ifaces
     if sw.svis:
         t["bridge"] = {"domain": {BRIDGE: {"vlan": {str(s.vlan): {} for s in sw.svis}}}}
-    t["qos"] = qos_tree(sw, memo)
+    t["qos"] = qos_tree(sw, memo, cables)
     b = sw.bgp
     router: Tree = {"bgp": {"autonomous-system": b.asn, "router-id": b.router_id}}
     if b.graceful_shutdown and b.neighbors:
