@@ -50,7 +50,7 @@ from fabric.lab.kube import (
     socket_dir,
     socket_path,
 )
-from fabric.lab.sh import cmdline
+from fabric.lab.sh import alive, cmdline
 from fabric.lab.state import LabState
 
 BUILD = ROOT / "tools" / "k8s-nodes" / "build.sh"
@@ -311,7 +311,7 @@ def wait_ready(lab: KubeLab, nodes: list[RealNode], timeout: float = 180) -> Non
     pending = {n.name: n for n in nodes}
     while pending:
         for n in list(pending.values()):
-            if not _alive(n.pid):
+            if not alive(n.pid):
                 raise _fail(n, "its kubelet or containerd exited")
             with contextlib.suppress(Exception):
                 obj = lab.get(f"/api/v1/nodes/{n.name}", timeout=5)
@@ -332,13 +332,6 @@ def label_and_advertise(lab: KubeLab, fabric: FabricIntent, names: list[str]) ->
         extra = {k: v for k, v in node_resources(fabric, name).items() if "/" in k}
         lab.kubectl("patch", "node", name, "--subresource", "status", "--type", "merge", "-p",
                     json.dumps({"status": {"capacity": extra}}))
-
-
-def _alive(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
-    except (OSError, IndexError):
-        return False
 
 
 def save(workdir: Path, nodes: list[RealNode]) -> None:
@@ -384,11 +377,11 @@ def stop(node: RealNode) -> None:
                     node.ctr("tasks", "delete", "--force", cid, timeout=30)
                 else:
                     node.ctr("containers", "delete", cid, timeout=30)
-    if node.pid and _alive(node.pid):
+    if node.pid and alive(node.pid):
         with contextlib.suppress(ProcessLookupError):
             os.killpg(node.pid, signal.SIGTERM)
         for _ in range(50):
-            if not _alive(node.pid):
+            if not alive(node.pid):
                 break
             time.sleep(0.2)
         with contextlib.suppress(ProcessLookupError):
