@@ -77,6 +77,7 @@ def fork_map(fn: Callable[[Any], Any], jobs: list[Any], workers: int, chunksize:
 
 def _answer(fn: Callable[[], Iterator[Any]], conn: Any) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle: it ends this process
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # `Beside.close` ends it, whatever handler the parent had set
 
     def each() -> Iterator[Any]:
         yield from fn()

@@ -9,12 +9,15 @@ the device cannot be reached again, a target with a confirm timer reverts by its
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
+import queue
 import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
@@ -23,7 +26,7 @@ from pydantic import BaseModel
 
 from fabric.access import Credentials, SwitchEndpoint
 from fabric.errors import InputError, ReplyError, one_line
-from fabric.fast.batch import fork_map
+from fabric.fast.batch import Beside, fork_map
 from fabric.model.running import check_running
 from fabric.model.userfile import read_user_file
 from fabric.nos import NOS
@@ -160,15 +163,98 @@ def plan_saved_all(names: list[str], endpoint: Callable[[str], SwitchEndpoint], 
         _PLAN = None
 
 
+SHARE = 32  # switches: a plan of at least twice as many is shared among processes, one per core (`plan_all`)
+
+
 def plan_all(eps: list[SwitchEndpoint], cred: Credentials, *, workers: int = 8, timeout: float = 10,
              progress: Progress = lambda _d, _s: None, keep: dict[str, Driver] | None = None) -> list[DeviceResult]:
     """Diff every endpoint, at most `workers` at a time; results in the order of `eps`. `keep` (an apply): where
     every endpoint is planned at once (no more than `workers`), the changed devices' sessions stay open there for
-    their transactions (one login per switch; `kept_sessions` closes what is left); a larger plan closes each."""
+    their transactions (one login per switch; `kept_sessions` closes what is left); a larger plan closes each.
+
+    A large plan (at least 2 × SHARE switches, sessions not kept) is shared among forked processes, one per core
+    and each with its share of the workers: a switch's diff is the tool's own CPU work (reading, scoping, diffing
+    its configuration), which one interpreter does on one core at a time."""
     keep = keep if keep is not None and len(eps) <= workers else None
+    shares = min(len(os.sched_getaffinity(0)), len(eps) // SHARE, workers) if keep is None else 1
+    if shares > 1:
+        return _plan_shared(eps, cred, workers=workers, timeout=timeout, progress=progress, shares=shares)
+    return _plan_threads(eps, cred, workers=workers, timeout=timeout, progress=progress, keep=keep)
+
+
+def _plan_threads(eps: list[SwitchEndpoint], cred: Credentials, *, workers: int, timeout: float,
+                  progress: Progress, keep: dict[str, Driver] | None = None) -> list[DeviceResult]:
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
         futs = [pool.submit(plan_device, ep, cred, timeout=timeout, progress=progress, keep=keep) for ep in eps]
         return [f.result() for f in futs]
+
+
+def _plan_shared(eps: list[SwitchEndpoint], cred: Credentials, *, workers: int, timeout: float, progress: Progress,
+                 shares: int) -> list[DeviceResult]:
+    """`plan_all` with every share but the first planned in a forked process (`Beside`, started before any of this
+    process's workers), its devices' stages and results sent back as they happen and reported here."""
+    parts = [eps[i::shares] for i in range(shares)]
+    each = max(1, workers // shares)
+    besides = [Beside(partial(_plan_events, part, cred, each, timeout)) for part in parts[1:]]
+    results: dict[str, DeviceResult] = {}
+    failures: list[BaseException] = []
+
+    def relay(beside: Beside, count: int) -> None:
+        try:
+            i = 0
+            while count:
+                device, stage, result = beside.get(i)
+                i += 1
+                if result is not None:
+                    results[device], count = result, count - 1
+                progress(device, stage)
+        except BaseException as exc:  # reported in the calling thread
+            failures.append(exc)
+
+    relays = [threading.Thread(target=relay, args=(b, len(part)), daemon=True)
+              for b, part in zip(besides, parts[1:], strict=True)]
+    try:
+        for t in relays:
+            t.start()
+        results.update((r.device, r) for r in _plan_threads(parts[0], cred, workers=each, timeout=timeout,
+                                                            progress=progress))
+        for t in relays:
+            t.join()
+    finally:
+        for b in besides:
+            b.close()
+    if failures:
+        raise failures[0]
+    return [results[ep.device] for ep in eps]
+
+
+def _plan_events(eps: list[SwitchEndpoint], cred: Credentials, workers: int,
+                 timeout: float) -> Iterator[tuple[str, str, DeviceResult | None]]:
+    """In a forked process: (device, stage, None) as each device's plan goes on, (device, "done", its result) at
+    its end; an exception that ended a device's plan (not a device's failure: a fault of the tool) ends it."""
+    gc.enable()  # `Beside` pauses the collector; SSH sessions hold cycles (paramiko's transport and channel)
+    events: queue.SimpleQueue[tuple[str, str, DeviceResult | None] | BaseException] = queue.SimpleQueue()
+
+    def stage(device: str, name: str) -> None:
+        if name != "done":  # sent with the result
+            events.put((device, name, None))
+
+    def one(ep: SwitchEndpoint) -> None:
+        try:
+            events.put((ep.device, "done", plan_device(ep, cred, timeout=timeout, progress=stage)))
+        except BaseException as exc:
+            events.put(exc)
+
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        for ep in eps:
+            pool.submit(one, ep)
+        left = len(eps)
+        while left:
+            event = events.get()
+            if isinstance(event, BaseException):
+                raise event
+            left -= event[2] is not None
+            yield event
 
 
 @contextlib.contextmanager
