@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import os
 import signal
 from collections.abc import Callable, Iterator
 from functools import partial
@@ -136,6 +137,12 @@ class Beside:
         if len(self.got) > i:
             return self.got[i]
         raise self.error  # type: ignore[misc]
+
+    def interrupt(self) -> None:
+        """SIGINT to the process, where it still runs (ignored unless `fn` handles it)."""
+        if self.process is not None and self.process.is_alive():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.process.pid, signal.SIGINT)
 
     def close(self) -> None:
         if self.process is not None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import threading
+import time
 from typing import Any
 
 import pytest
@@ -66,3 +67,30 @@ def test_a_small_plan_and_one_that_keeps_sessions_stay_in_this_process(monkeypat
     small = engine.plan_all(_eps(2 * engine.SHARE - 1), Credentials(username="u"), workers=64)
     kept = engine.plan_all(_eps(2 * engine.SHARE), Credentials(username="u"), workers=2 * engine.SHARE, keep={})
     assert {r.detail for r in small + kept} == {str(os.getpid())}
+
+
+def _applied_where(_fabric: str, ep: SwitchEndpoint, _cred: Credentials, _opts: Any, *, progress: Any,
+                   stop: engine.Stop | None = None, **_kw: Any) -> engine.DeviceResult:
+    """A transaction that waits for its post-check (at most 20 s) unless stopped, and says which process ran it."""
+    progress(ep.device, "post-check")
+    stopped = stop is not None and stop.event.wait(20)
+    status = "skipped" if stopped else "applied"
+    progress(ep.device, status)
+    return engine.DeviceResult(device=ep.device, target=ep.target, status=status, detail=str(os.getpid()))
+
+
+def test_a_large_batch_is_shared_and_a_signal_only_this_process_got_stops_every_share(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
+    """`kill PID` reaches the tool's own process: the forked share's transactions stop as this one's do."""
+    require(len(os.sched_getaffinity(0)) >= 2, "two cores")
+    monkeypatch.setattr(engine, "apply_device", _applied_where)
+    monkeypatch.setenv("FABRIC_STATE", str(tmp_path))
+    stop = engine.Stop()
+    threading.Timer(1.0, stop.event.set).start()  # as the signal handler does, in this process alone
+    t0 = time.monotonic()
+    results = engine.rollout("f", _eps(2 * engine.SHARE + 2), Credentials(username="u"), engine.ApplyOptions(),
+                             canary=0, batch="100%", workers=2 * engine.SHARE + 2, stop=stop)
+    assert time.monotonic() - t0 < 10
+    assert {r.status for r in results} == {"skipped"}
+    assert len({r.detail for r in results}) == 2  # both processes ran transactions, and both stopped
+    assert not multiprocessing.active_children()
