@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import os
 import signal
 from collections.abc import Callable, Iterator
 from functools import partial
@@ -77,6 +78,7 @@ def fork_map(fn: Callable[[Any], Any], jobs: list[Any], workers: int, chunksize:
 
 def _answer(fn: Callable[[], Iterator[Any]], conn: Any) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle: it ends this process
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # `Beside.close` ends it, whatever handler the parent had set
 
     def each() -> Iterator[Any]:
         yield from fn()
@@ -135,6 +137,12 @@ class Beside:
         if len(self.got) > i:
             return self.got[i]
         raise self.error  # type: ignore[misc]
+
+    def interrupt(self) -> None:
+        """SIGINT to the process, where it still runs (ignored unless `fn` handles it)."""
+        if self.process is not None and self.process.is_alive():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.process.pid, signal.SIGINT)
 
     def close(self) -> None:
         if self.process is not None:

@@ -9,12 +9,16 @@ the device cannot be reached again, a target with a confirm timer reverts by its
 from __future__ import annotations
 
 import contextlib
+import gc
+import itertools
 import os
+import queue
 import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
@@ -23,7 +27,7 @@ from pydantic import BaseModel
 
 from fabric.access import Credentials, SwitchEndpoint
 from fabric.errors import InputError, ReplyError, one_line
-from fabric.fast.batch import fork_map
+from fabric.fast.batch import Beside, fork_map
 from fabric.model.running import check_running
 from fabric.model.userfile import read_user_file
 from fabric.nos import NOS
@@ -160,15 +164,108 @@ def plan_saved_all(names: list[str], endpoint: Callable[[str], SwitchEndpoint], 
         _PLAN = None
 
 
+SHARE = 32  # devices: work on at least twice as many is shared among processes, one per core (`run_all`)
+Work = Callable[[SwitchEndpoint, Progress], DeviceResult]  # one device's plan or transaction, its stages reported
+
+
 def plan_all(eps: list[SwitchEndpoint], cred: Credentials, *, workers: int = 8, timeout: float = 10,
              progress: Progress = lambda _d, _s: None, keep: dict[str, Driver] | None = None) -> list[DeviceResult]:
     """Diff every endpoint, at most `workers` at a time; results in the order of `eps`. `keep` (an apply): where
     every endpoint is planned at once (no more than `workers`), the changed devices' sessions stay open there for
-    their transactions (one login per switch; `kept_sessions` closes what is left); a larger plan closes each."""
+    their transactions (one login per switch; `kept_sessions` closes what is left); a larger plan closes each and is
+    shared among processes (`run_all`)."""
     keep = keep if keep is not None and len(eps) <= workers else None
+    return run_all(eps, lambda ep, report: plan_device(ep, cred, timeout=timeout, progress=report, keep=keep),
+                   workers=workers, progress=progress, share=keep is None)
+
+
+def run_all(eps: list[SwitchEndpoint], work: Work, *, workers: int, progress: Progress, share: bool = True,
+            stop: Stop | None = None) -> list[DeviceResult]:
+    """`work` on every endpoint, at most `workers` at a time; results in the order of `eps`.
+
+    Work on at least 2 × SHARE devices (`share`) is shared among forked processes, one per core, each with its share
+    of the workers: a switch's diff is the tool's own CPU work (reading, scoping, diffing its configuration), which
+    one interpreter does on one core at a time. Each forked share (`Beside`, started before any worker here) sends its
+    devices' stages and results as they happen, reported here; `stop` (an apply's) is each process's own, set in all
+    of them by the signals that set it here."""
+    shares = min(len(os.sched_getaffinity(0)), len(eps) // SHARE, workers) if share else 1
+    if shares <= 1:
+        return _run_threads(eps, work, workers, progress)
+    parts = [eps[i::shares] for i in range(shares)]
+    each = max(1, workers // shares)
+    besides = [Beside(partial(_events, part, work, each, stop)) for part in parts[1:]]
+    results: dict[str, DeviceResult] = {}
+    failures: list[BaseException] = []
+    ended = threading.Event()
+
+    def relay(beside: Beside, count: int) -> None:
+        try:
+            for i in itertools.count():
+                if not count:
+                    return
+                device, event = beside.get(i)
+                if isinstance(event, DeviceResult):
+                    results[device], count = event, count - 1
+                else:
+                    progress(device, event)
+        except BaseException as exc:  # raised in the calling thread
+            failures.append(exc)
+
+    def forward() -> None:  # a signal this process alone got (`kill PID`), to each share
+        while stop is not None and not ended.is_set():
+            if stop.event.wait(0.2):
+                for b in besides:
+                    b.interrupt()
+                return
+
+    threads = [threading.Thread(target=relay, args=(b, len(part)), daemon=True)
+               for b, part in zip(besides, parts[1:], strict=True)]
+    try:
+        for t in [*threads, threading.Thread(target=forward, daemon=True)]:
+            t.start()
+        results.update((r.device, r) for r in _run_threads(parts[0], work, each, progress))
+        for t in threads:
+            t.join()
+    finally:
+        ended.set()
+        for b in besides:
+            b.close()
+    if failures:
+        raise failures[0]
+    return [results[ep.device] for ep in eps]
+
+
+def _run_threads(eps: list[SwitchEndpoint], work: Work, workers: int, progress: Progress) -> list[DeviceResult]:
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        futs = [pool.submit(plan_device, ep, cred, timeout=timeout, progress=progress, keep=keep) for ep in eps]
+        futs = [pool.submit(work, ep, progress) for ep in eps]
         return [f.result() for f in futs]
+
+
+def _events(eps: list[SwitchEndpoint], work: Work, workers: int,
+            stop: Stop | None) -> Iterator[tuple[str, str | DeviceResult]]:
+    """In a forked process: (device, stage) as each device's work goes on, (device, its result) at its end; an
+    exception that ended a device's work (a fault of the tool, not of the device) ends it. With `stop`, the signals
+    that set the parent's set this process's copy."""
+    gc.enable()  # `Beside` pauses the collector; SSH sessions hold cycles (paramiko's transport and channel)
+    events: queue.SimpleQueue[tuple[str, str | DeviceResult] | BaseException] = queue.SimpleQueue()
+
+    def one(ep: SwitchEndpoint) -> None:
+        try:
+            events.put((ep.device, work(ep, lambda d, s: events.put((d, s)))))
+        except BaseException as exc:
+            events.put(exc)
+
+    with signals_handled(stop) if stop is not None else contextlib.nullcontext(), \
+            ThreadPoolExecutor(max_workers=workers) as pool:
+        for ep in eps:
+            pool.submit(one, ep)
+        left = len(eps)
+        while left:
+            event = events.get()
+            if isinstance(event, BaseException):
+                raise event
+            left -= isinstance(event[1], DeviceResult)
+            yield event
 
 
 @contextlib.contextmanager
@@ -433,12 +530,15 @@ def rollout(fabric: str, eps: list[SwitchEndpoint], cred: Credentials, opts: App
     state.begin_journal(fabric, action, list(by_name))
     try:
         for i, group in enumerate(plan):
-            with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-                futs = {n: pool.submit(apply_device, fabric, by_name[n], cred, opts, action=action,
-                                       progress=progress, stop=stop, session=(sessions or {}).pop(n, None))
-                        for n in group}
-                for n, f in futs.items():
-                    results[n] = f.result()
+            kept = {n: s for n in group if (s := (sessions or {}).pop(n, None)) is not None}
+
+            def work(ep: SwitchEndpoint, report: Progress, kept: dict[str, Driver] = kept) -> DeviceResult:
+                return apply_device(fabric, ep, cred, opts, action=action, progress=report, stop=stop,
+                                    session=kept.pop(ep.device, None))
+
+            done = run_all([by_name[n] for n in group], work, workers=workers, progress=progress,
+                           share=not kept, stop=stop)  # a group with a kept session stays in this process
+            results.update((r.device, r) for r in done)
             if stop or any(results[n].status not in ("applied", "unchanged") for n in group):
                 why = f"interrupted ({stop.signal})" if stop else f"batch {i + 1} failed"
                 for later in plan[i + 1:]:
@@ -464,16 +564,14 @@ def _roll_back_applied(fabric: str, eps: list[SwitchEndpoint], cred: Credentials
             results[ep.device].detail += "; no record to roll back to"
             continue
         todo.append(restore_endpoint(ep, rec))
-    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        futs = {ep.device: pool.submit(apply_device, fabric, ep, cred, opts, action="rollback", progress=progress)
-                for ep in todo}
-        for n, f in futs.items():
-            r = f.result()
-            ok = r.status in ("applied", "unchanged")
-            results[n] = results[n].model_copy(update={
-                "status": "rolled-back" if ok else "failed",
-                "detail": f"applied, then rolled back (--rollback-on-failure): {r.status}"
-                          + (f" ({r.detail})" if r.detail and not ok else "")})
+    undone = run_all(todo, lambda ep, report: apply_device(fabric, ep, cred, opts, action="rollback", progress=report),
+                     workers=workers, progress=progress)
+    for r in undone:
+        n, ok = r.device, r.status in ("applied", "unchanged")
+        results[n] = results[n].model_copy(update={
+            "status": "rolled-back" if ok else "failed",
+            "detail": f"applied, then rolled back (--rollback-on-failure): {r.status}"
+                      + (f" ({r.detail})" if r.detail and not ok else "")})
 
 
 def restore_endpoint(ep: SwitchEndpoint, rec: Txn) -> SwitchEndpoint:
