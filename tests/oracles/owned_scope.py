@@ -104,7 +104,7 @@ def text_leaves(nodes: list[Node], path: Path = (), settings: tuple[str, ...] = 
     return out
 
 
-
+_Glob = tuple[int, tuple[Callable[[str], Any], ...]]
 
 
 @lru_cache(maxsize=64)
@@ -328,3 +328,17 @@ def owned_scope(drv: Driver, intent: Leaves, running: Leaves, lines: Lines) -> t
     owned = scope(intent, running, nos.owned_whole, manifest, nos.owned_objects, nos.owned_implied,
                   nos.never_owned)
     return owned | drv.contradicting(intent, running), intent, manifest
+
+
+def renumbered(running: str, intent: str, pattern: str) -> str | None:
+    """Why the device's one instance of `pattern` (`router bgp (\\d+)`) is not the intent's, with its line
+    in the running configuration; None when they agree or either side lacks it."""
+    want = re.search(rf"(?m)^{pattern}[ \t]*$", intent)
+    if want is None:
+        return None
+    for n, ln in enumerate(running.splitlines(), 1):
+        if (m := re.fullmatch(pattern, ln.rstrip())) and m.group(0) != want.group(0):
+            return (f"running config line {n}: `{m.group(0)}` on the device, the inventory renders `{want.group(0)}`; "
+                    "the tool never renumbers a router: correct the inventory's ASN, or renumber the switch by hand "
+                    "first")
+    return None
