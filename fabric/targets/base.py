@@ -35,10 +35,10 @@ from fabric.targets.owned import (
     Lines,
     Path,
     ScopedDiff,
-    held_objects,
     manifest_paths,
     namesake_error,
     namesakes,
+    reading,
     renumbered,
     scope,
     scoped_diff,
@@ -211,12 +211,12 @@ class Driver(ABC):
             return owned, {p: v for p, v in intent.items() if p in owned}, set()
         manifest = manifest_paths(self.options.get("manifest"))
         nos = NOS[self.target]
-        held = held_objects(running, nos.owned_objects)  # the device's objects, read once for both
-        if found := namesakes(intent, running, nos.owned_whole, manifest, nos.owned_objects, held=held):
+        read = reading(intent, running, nos.owned_whole, nos.owned_objects)  # once for both
+        if found := namesakes(intent, running, nos.owned_whole, manifest, nos.owned_objects, read=read):
             raise TargetError(namesake_error(found, running, lines,
                                              lambda sec, ln: mask_change(nos.secrets, sec, ln)[:2]))
         owned = scope(intent, running, nos.owned_whole, manifest, nos.owned_objects, nos.owned_implied,
-                      nos.never_owned, held=held)
+                      nos.never_owned, read=read)
         return owned | self.contradicting(intent, running), intent, manifest
 
     def contradicting(self, intent: Leaves, running: Leaves) -> set[Path]:

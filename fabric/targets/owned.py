@@ -352,9 +352,18 @@ def held_objects(paths: Iterable[Path], objects: Objects) -> dict[Path, set[Obje
     return out
 
 
-def _named(paths: Iterable[Path], objects: Objects) -> set[Object]:
-    """The objects of `objects` that `paths` have lines of."""
-    return set().union(*held_objects(paths, objects).values())
+@dataclass(frozen=True)
+class Reading:
+    """What `scope` and `namesakes` both read of the intent and the device (`reading`): read once per switch."""
+
+    entries: set[Path]  # the intent's entries that `whole` names
+    named: set[Object]  # the objects of `objects` the intent has lines of
+    held: dict[Path, set[Object]]  # each device leaf that is a line of objects of `objects` → those objects
+
+
+def reading(intent: Leaves, running: Leaves, whole: tuple[str, ...] = (), objects: Objects = ()) -> Reading:
+    return Reading(entries=set(whole_entries(intent, whole).values()),
+                   named=set().union(*held_objects(intent, objects).values()), held=held_objects(running, objects))
 
 
 @lru_cache(maxsize=16)
@@ -365,7 +374,7 @@ def _compiled(objects: Objects) -> tuple[tuple[Callable[[str], Any], Callable[[s
 
 def scope(intent: Leaves, running: Leaves, whole: tuple[str, ...] = (), manifest: Iterable[Path] = (),
           objects: Objects = (), implied: Implied = (), never: tuple[str, ...] = (), *,
-          held: dict[Path, set[Object]] | None = None) -> set[Path]:
+          read: Reading | None = None) -> set[Path]:
     """The leaves the tool owns on this device (see the module docstring).
 
     `objects`: text objects the tool owns whole where its render names them — a BGP neighbour or peer group
@@ -376,16 +385,14 @@ def scope(intent: Leaves, running: Leaves, whole: tuple[str, ...] = (), manifest
     (EOS: a switched port's `no switchport`, L3 `ip address`, `channel-group`, `shutdown`).
     `never`: path patterns (`owned_whole`'s form) the tool never owns, even where its render has them (FRR `log *`:
     a new switch gets the rendered line, a running one keeps its own).
-    `held`: `held_objects(running, objects)`, where the caller has read it already (for `namesakes` too)."""
+    `read`: `reading(intent, running, whole, objects)`, where the caller has it already (for `namesakes` too)."""
+    read = reading(intent, running, whole, objects) if read is None else read
     owned = set(intent) | set(manifest)
     if empty := _empty(running):
         owned |= empty & _prefixes(intent)  # an empty object it fills
-    entries = set(whole_entries(intent, whole).values())
-    owned |= {p for p, entry in whole_entries(running, whole).items() if entry in entries}
-    if objects:
-        named = _named(intent, objects)
-        held = held_objects(running, objects) if held is None else held
-        owned |= {p for p, obs in held.items() if not obs.isdisjoint(named)}
+    entry_of = whole_entries((p for p in running if p not in owned), whole)  # the device's leaves not owned yet
+    owned |= {p for p, entry in entry_of.items() if entry in read.entries}
+    owned |= {p for p, obs in read.held.items() if not obs.isdisjoint(read.named)}
     for in_section, sets_key, contradicts in _implied(implied):
         sections = {p[:-1] for p in intent if len(p) > 1 and in_section(p[-2]) and sets_key(p[-1])}
         if sections:
@@ -467,7 +474,7 @@ def _shown(value: Any) -> list[str]:
 
 
 def namesakes(intent: Leaves, running: Leaves, whole: tuple[str, ...] = (), manifest: Iterable[Path] = (),
-              objects: Objects = (), *, held: dict[Path, set[Object]] | None = None) -> dict[str, list[Path]]:
+              objects: Objects = (), *, read: Reading | None = None) -> dict[str, list[Path]]:
     """Objects the render names (a peer group, a route-map, a QoS map or profile) that the device already holds
     for someone else: the object (as `section / name`) → the device leaves that show it. Such an object is used
     by device configuration the tool never rendered (a peer group's members, the neighbours, `redistribute` or
@@ -476,26 +483,26 @@ def namesakes(intent: Leaves, running: Leaves, whole: tuple[str, ...] = (), mani
     only the tool's own configuration uses is its own (a setting of it the tool never rendered is then a marked,
     refused-by-default removal, as anywhere in the scope). Objects keyed by an inventory port are the
     inventory's and are not checked; what an earlier apply rendered (`manifest`) counts as rendered.
-    `held`: `held_objects(running, objects)`, where the caller has read it already (for `scope` too)."""
+    `read`: `reading(intent, running, whole, objects)`, where the caller has it already (for `scope` too)."""
+    read = reading(intent, running, whole, objects) if read is None else read
     unrendered = _Unrendered(running, set(intent) | set(manifest))
     ports = _ports(intent)
     found: dict[str, list[Path]] = {}
-    if objects:
-        lines: dict[Object, set[Path]] = {}  # each object the device holds → its lines
-        for p, obs in (held_objects(running, objects) if held is None else held).items():
-            for o in obs:
-                lines.setdefault(o, set()).add(p)
-        for inst, name in sorted(_named(intent, objects)):
-            if name.removeprefix("interface ") not in ports:
-                _collect(found, " / ".join((*inst, name)), name, lines.get((inst, name), set()), unrendered)
-    under: dict[int, dict[Path, set[Path]]] = {}  # a prefix's length → each prefix → the device leaves under it
-    for entry in sorted(set(whole_entries(intent, whole).values())):
-        if (name := _entry_name(entry, ports)) is not None:
-            if len(entry) not in under:
-                under[len(entry)] = {}
-                for p in running:
-                    under[len(entry)].setdefault(p[:len(entry)], set()).add(p)
-            _collect(found, " / ".join(entry), name, under[len(entry)].get(entry, set()), unrendered)
+    lines: dict[Object, set[Path]] = {}  # each object the device holds → its lines
+    for p, obs in read.held.items():
+        for o in obs:
+            lines.setdefault(o, set()).add(p)
+    for inst, name in sorted(read.named):
+        if name.removeprefix("interface ") not in ports:
+            _collect(found, " / ".join((*inst, name)), name, lines.get((inst, name), set()), unrendered)
+    names = [(entry, name) for entry in sorted(read.entries) if (name := _entry_name(entry, ports)) is not None]
+    under: dict[Path, set[Path]] = {entry: set() for entry, _ in names}  # each entry → the device leaves under it
+    for k in {len(entry) for entry in under}:
+        for p in running:
+            if (pre := p[:k]) in under:
+                under[pre].add(p)
+    for entry, name in names:
+        _collect(found, " / ".join(entry), name, under[entry], unrendered)
     return found
 
 

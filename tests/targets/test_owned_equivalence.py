@@ -107,13 +107,13 @@ def _same(monkeypatch: pytest.MonkeyPatch, drv: Driver, text: str, rng: random.R
     # an earlier apply's manifest: some of the intent's leaves and some of the device's
     manifest = set(rng.sample(sorted(intent), min(5, len(intent)))) | set(rng.sample(sorted(running),
                                                                                      min(5, len(running))))
-    held = owned.held_objects(running, nos.owned_objects)
+    read = owned.reading(intent, running, nos.owned_whole, nos.owned_objects)
     for earlier in (set(), manifest):
         args = (intent, running, nos.owned_whole, earlier, nos.owned_objects)
-        assert owned.namesakes(*args, held=held) == owned.namesakes(*args) == oracle.namesakes(*args)
+        assert owned.namesakes(*args, read=read) == owned.namesakes(*args) == oracle.namesakes(*args)
         args = (*args, nos.owned_implied, nos.never_owned)
         mine = oracle.scope(*args)
-        assert owned.scope(*args, held=held) == owned.scope(*args) == mine
+        assert owned.scope(*args, read=read) == owned.scope(*args) == mine
         lines = LINES[drv.target]
         assert _diff(owned.scoped_diff(running, intent, mine, lines, earlier=earlier)) == _diff(
             oracle.scoped_diff(running, intent, mine, lines, earlier=earlier))
