@@ -388,7 +388,7 @@ def scope(intent: Leaves, running: Leaves, whole: tuple[str, ...] = (), manifest
     `read`: `reading(intent, running, whole, objects)`, where the caller has it already (for `namesakes` too)."""
     read = reading(intent, running, whole, objects) if read is None else read
     owned = set(intent) | set(manifest)
-    if empty := _empty(running):
+    if empty := {p for p in _empty(running) if p not in owned}:
         owned |= empty & _prefixes(intent)  # an empty object it fills
     entry_of = whole_entries((p for p in running if p not in owned), whole)  # the device's leaves not owned yet
     owned |= {p for p, entry in entry_of.items() if entry in read.entries}
@@ -567,13 +567,15 @@ def scoped_diff(running: Leaves, target: Leaves, owned: set[Path], lines: Lines,
     `rendered`: what the tool rendered (default: `target` and `earlier`); a removal outside it is marked
     `foreign` (never rendered by the tool). A key on both sides whose lines differ is a change (`~`).
     """
-    earlier = set(earlier) - set(target)
-    rendered = set(target) | earlier if rendered is None else rendered
-    filled = _prefixes(target)
-    removes = {p for p in running if p in owned and p not in target and p not in filled}
-    present = _prefixes(p for p in running if p not in removes)  # objects that stay non-empty
-    sets = {p: v for p, v in target.items()
-            if p in owned and running.get(p, _MISSING) != v and not (v == {} and p in present)}
+    earlier = set(earlier).difference(target)
+    rendered = earlier.union(target) if rendered is None else rendered
+    if removes := {p for p in running if p in owned and p not in target}:
+        filled = _prefixes(target)  # an object the target fills is no removal
+        removes = {p for p in removes if p not in filled}
+    sets = {p: v for p, v in target.items() if p in owned and running.get(p, _MISSING) != v}
+    if any(v == {} for v in sets.values()):  # an empty object the device holds, non-empty, is no change
+        present = _prefixes(p for p in running if p not in removes)
+        sets = {p: v for p, v in sets.items() if not (v == {} and p in present)}
     changes: list[Change] = []
     for p in sorted(set(sets) | removes):
         sec, old = lines(p, running[p]) if p in running else ("", [])

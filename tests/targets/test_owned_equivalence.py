@@ -167,13 +167,14 @@ def _text_mutation(text: str, intended: str, nos: str, rng: random.Random) -> st
 
 def _tree_mutation(tree: dict, intended: dict, whole: tuple[str, ...], rng: random.Random) -> dict:
     """`tree` with a few random edits: leaves dropped and changed, an empty object, a foreign entry beside a rendered
-    one, a rendered entry's name as a foreign leaf's value or an item of it, another key of a rendered entry."""
+    one, a rendered entry's name as a foreign leaf's value or an item of it, another key of a rendered entry, a field
+    under an object the render keeps empty."""
     leaves = sorted(owned.tree_leaves(tree))
     mine = sorted(owned.tree_leaves(intended))
     names = sorted({entry[-1].split("|")[0] for entry in owned.whole_entries(mine, whole).values()})  # rendered objects
     sets, removes = {}, []
     for _ in range(rng.randint(1, 4)):
-        k, op = rng.randint(1, 250), rng.randrange(6)
+        k, op = rng.randint(1, 250), rng.randrange(7)
         p = rng.choice(leaves)
         if op == 0:
             removes.append(p)
@@ -189,6 +190,8 @@ def _tree_mutation(tree: dict, intended: dict, whole: tuple[str, ...], rng: rand
             q = rng.choice(mine)
             if len(q) > 2:
                 sets[(q[0], f"{q[1].split('|')[0]}|{900 + k}", q[-1])] = "foreign"
+        elif op == 6 and (bare := [q for q, v in owned.tree_leaves(intended).items() if v == {}]):
+            sets[(*rng.choice(bare), f"field-{k}")] = "foreign"  # a field under an object the render keeps empty
     return apply_leaves(tree, sets, removes)
 
 
