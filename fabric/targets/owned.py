@@ -333,7 +333,7 @@ def _instance(path: Path) -> Path:
     return tuple(p for p in path[:-1] if not p.startswith("address-family"))
 
 
-def held_objects(paths: Iterable[Path], objects: Objects) -> dict[Path, set[Object]]:
+def _held_objects(paths: Iterable[Path], objects: Objects) -> dict[Path, set[Object]]:
     """Each path that is a line of objects of `objects` → those objects; paths of none are left out. A path's
     section is matched once for all paths that share it."""
     out: dict[Path, set[Object]] = {}
@@ -362,8 +362,9 @@ class Reading:
 
 
 def reading(intent: Leaves, running: Leaves, whole: tuple[str, ...] = (), objects: Objects = ()) -> Reading:
+    """The intent's entries of `whole` and objects of `objects`, and the device leaves' objects."""
     return Reading(entries=set(whole_entries(intent, whole).values()),
-                   named=set().union(*held_objects(intent, objects).values()), held=held_objects(running, objects))
+                   named=set().union(*_held_objects(intent, objects).values()), held=_held_objects(running, objects))
 
 
 @lru_cache(maxsize=16)
