@@ -1,14 +1,14 @@
 """The owned-scope engine (fabric/targets/owned.py) and `Driver.owned_scope` (fabric/targets/base.py) as they read
 before the running side's objects and wholly owned entries were read once per leaf and shared between `scope` and
-`namesakes`, the setting regexes compiled once and the leaves built in one pass. Held against by
-tests/targets/test_owned_equivalence.py."""
+`namesakes`, the setting regexes compiled once and the leaves built in one pass (the helpers that did not change
+with it are imported). Held against by tests/targets/test_owned_equivalence.py."""
 
 from __future__ import annotations
 
 import fnmatch
 import re
-from collections.abc import Callable, Iterable
-from functools import cached_property, lru_cache
+from collections.abc import Iterable
+from functools import cached_property
 from typing import Any
 
 from fabric.nos import NOS
@@ -28,6 +28,13 @@ from fabric.targets.owned import (
     Objects,
     Path,
     ScopedDiff,
+    _collect,
+    _compiled,
+    _empty,
+    _entry_name,
+    _globs,
+    _instance,
+    _words,
     manifest_paths,
     namesake_error,
 )
@@ -42,8 +49,6 @@ def tree_leaves(tree: Any, path: Path = ()) -> Leaves:
     for k, v in tree.items():
         out.update(tree_leaves(v, (*path, str(k))))
     return out
-
-
 
 
 def parse_text(text: str) -> list[Node]:
@@ -62,8 +67,6 @@ def parse_text(text: str) -> list[Node]:
         stack[-1][1].children.append(node)
         stack.append((indent, node))
     return root.children
-
-
 
 
 def line_key(line: str, settings: tuple[str, ...] = ()) -> str:
@@ -104,22 +107,6 @@ def text_leaves(nodes: list[Node], path: Path = (), settings: tuple[str, ...] = 
     return out
 
 
-_Glob = tuple[int, tuple[Callable[[str], Any], ...]]
-
-
-@lru_cache(maxsize=64)
-def _globs(patterns: tuple[str, ...]) -> tuple[dict[str, tuple[_Glob, ...]], tuple[_Glob, ...]]:
-    """Each `a/b*/c` pattern as its length and one compiled matcher per part (fnmatchcase's own translation),
-    in order, looked up by a path's first part: (first part → the patterns that can match, those of any other)."""
-    split = [pat.split("/") for pat in patterns]
-    compiled = [(len(parts), tuple(re.compile(fnmatch.translate(q)).match for q in parts)) for parts in split]
-    literal = {parts[0] for parts in split if not any(c in parts[0] for c in "*?[")}
-    by_first = {first: tuple(g for parts, g in zip(split, compiled, strict=True) if g[1][0](first))
-                for first in literal}
-    others = tuple(g for parts, g in zip(split, compiled, strict=True) if parts[0] not in literal)
-    return by_first, others
-
-
 def _whole_prefix(path: Path, patterns: tuple[str, ...]) -> Path | None:
     if not path:
         return None
@@ -131,14 +118,6 @@ def _whole_prefix(path: Path, patterns: tuple[str, ...]) -> Path | None:
     return None
 
 
-
-
-def _instance(path: Path) -> Path:
-    """The sections a line belongs to, without address families: one BGP instance (`router bgp N`, or EOS
-    `router bgp N` / `vrf X`) holds a neighbour's lines in every address family."""
-    return tuple(p for p in path[:-1] if not p.startswith("address-family"))
-
-
 def _objects(leaves: Leaves, objects: Objects) -> set[tuple[Path, str]]:
     out = set()
     compiled = _compiled(objects)
@@ -147,12 +126,6 @@ def _objects(leaves: Leaves, objects: Objects) -> set[tuple[Path, str]]:
             if p and sec(p[0]) and (m := key(p[-1])):
                 out.add((_instance(p), m.group(1)))
     return out
-
-
-@lru_cache(maxsize=16)
-def _compiled(objects: Objects) -> tuple[tuple[Callable[[str], Any], Callable[[str], Any]], ...]:
-    """Each (section regex, key regex) of `objects` compiled once: its `fullmatch` and its `match`."""
-    return tuple((re.compile(sec).fullmatch, re.compile(key).match) for sec, key in objects)
 
 
 def scope(intent: Leaves, running: Leaves, whole: tuple[str, ...] = (), manifest: Iterable[Path] = (),
@@ -180,7 +153,6 @@ def scope(intent: Leaves, running: Leaves, whole: tuple[str, ...] = (), manifest
     return {p for p in owned if _whole_prefix(p, never) is None} if never else owned
 
 
-
 def _ports(intent: Leaves) -> set[str]:
     """The port names the render configures (`interface swp5` in text; `PORT`/`interface` entries in trees)."""
     out = set()
@@ -189,24 +161,6 @@ def _ports(intent: Leaves) -> set[str]:
         if len(p) > 1 and p[0] in ("PORT", "interface"):
             out.add(p[1])
     return out
-
-
-def _entry_name(entry: Path, ports: set[str]) -> str | None:
-    """The name the render gave a wholly owned entry (`route-map FABRIC-IN permit 10` → FABRIC-IN, SONiC
-    `FABRIC-IN|10` → FABRIC-IN, NVUE `qos/mapping/default-global` → default-global); None for an entry keyed by
-    a port (a BGP neighbour on an inventory port, an interface's tx-queue): the inventory names those."""
-    words = [w for e in entry for w in _words(e)]
-    if any(w in ports for w in words):
-        return None
-    last = entry[-1]
-    return last.split()[1] if " " in last else last.split("|")[0]
-
-
-_WORD_SEP = re.compile(r"[ |]")  # words of a text section or key, and of a SONiC `name|key`
-
-
-def _words(text: str) -> list[str]:
-    return _WORD_SEP.split(text)
 
 
 class _Unrendered:
@@ -262,15 +216,6 @@ def namesakes(intent: Leaves, running: Leaves, whole: tuple[str, ...] = (), mani
     return found
 
 
-def _collect(found: dict[str, list[Path]], label: str, name: str, mine: set[Path], unrendered: _Unrendered) -> None:
-    if not mine:
-        return  # the device does not hold it: the tool adds its own
-    if refs := unrendered.naming(name, mine):
-        found[label] = sorted(refs) + sorted(p for p in mine if p not in unrendered.rendered)
-
-
-
-
 def scoped_diff(running: Leaves, target: Leaves, owned: set[Path], lines: Lines, *,
                 earlier: Iterable[Path] = (), rendered: set[Path] | None = None) -> ScopedDiff:
     """Set the owned leaves `target` has and the device differs on; remove owned leaves `target` lacks.
@@ -308,11 +253,6 @@ _MISSING = object()
 
 def _prefixes(leaves: Leaves) -> set[Path]:
     return {p[:i] for p in leaves for i in range(1, len(p))}
-
-
-def _empty(leaves: Leaves) -> set[Path]:
-    return {p for p, v in leaves.items() if v == {}}
-
 
 
 def owned_scope(drv: Driver, intent: Leaves, running: Leaves, lines: Lines) -> tuple[set[Path], Leaves, set[Path]]:
