@@ -38,7 +38,7 @@ import operator
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from functools import cached_property, lru_cache
+from functools import lru_cache
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -435,34 +435,23 @@ def _words(text: str) -> list[str]:
     return _WORD_SEP.split(text)
 
 
-class _Unrendered:
-    """The device leaves the tool never rendered, looked up by the names they show, read once for every object a
-    namesake check looks for (`_collect`)."""
-
-    def __init__(self, running: Leaves, rendered: set[Path]) -> None:
-        self.running, self.rendered = running, rendered
-
-    @cached_property
-    def by_name(self) -> dict[str, list[Path]]:
-        """Each name a leaf shows → the leaves that show it: a word of a section or key of its path (`route-map
-        FABRIC-IN permit 30`, SONiC `FABRIC-IN|30`), a word of its text lines, its tree value or an item of it."""
-        out: dict[str, list[Path]] = {}
-        words: dict[str, list[str]] = {}  # a part of a path → its words (a section's parts recur in each leaf)
-        for p, v in self.running.items():
-            if p in self.rendered:
-                continue
-            names = set(_shown(v))
-            for part in p:
-                if (ws := words.get(part)) is None:
-                    ws = words[part] = _words(part)
-                names.update(ws)
-            for name in names:
-                out.setdefault(name, []).append(p)
-        return out
-
-    def naming(self, name: str, mine: set[Path]) -> list[Path]:
-        """The leaves outside `mine` that show `name` (`by_name`)."""
-        return [p for p in self.by_name.get(name, ()) if p not in mine]
+def _showing(running: Leaves, rendered: set[Path], names: set[str]) -> dict[str, list[Path]]:
+    """Each of `names` → the device leaves the tool never rendered that show it: as a word of a section or key of the
+    path (`route-map FABRIC-IN permit 30`, SONiC `FABRIC-IN|30`), a word of a text line, a tree value or an item of
+    one. One pass for every object a namesake check looks for."""
+    out: dict[str, list[Path]] = {}
+    words: dict[str, set[str]] = {}  # a part of a path → its words among `names` (a section's parts recur)
+    for p, v in running.items():
+        if p in rendered:
+            continue
+        shown = names.intersection(_shown(v))
+        for part in p:
+            if (ws := words.get(part)) is None:
+                ws = words[part] = names.intersection(_words(part))
+            shown |= ws
+        for name in shown:
+            out.setdefault(name, []).append(p)
+    return out
 
 
 def _shown(value: Any) -> list[str]:
@@ -486,32 +475,30 @@ def namesakes(intent: Leaves, running: Leaves, whole: tuple[str, ...] = (), mani
     inventory's and are not checked; what an earlier apply rendered (`manifest`) counts as rendered.
     `read`: `reading(intent, running, whole, objects)`, where the caller has it already (for `scope` too)."""
     read = reading(intent, running, whole, objects) if read is None else read
-    unrendered = _Unrendered(running, set(intent) | set(manifest))
     ports = _ports(intent)
-    found: dict[str, list[Path]] = {}
+    asked: list[tuple[str, str, set[Path]]] = []  # each object the render names: (label, name, its device leaves)
     lines: dict[Object, set[Path]] = {}  # each object the device holds → its lines
     for p, obs in read.held.items():
         for o in obs:
             lines.setdefault(o, set()).add(p)
     for inst, name in sorted(read.named):
         if name.removeprefix("interface ") not in ports:
-            _collect(found, " / ".join((*inst, name)), name, lines.get((inst, name), set()), unrendered)
+            asked.append((" / ".join((*inst, name)), name, lines.get((inst, name), set())))
     names = [(entry, name) for entry in sorted(read.entries) if (name := _entry_name(entry, ports)) is not None]
     under: dict[Path, set[Path]] = {entry: set() for entry, _ in names}  # each entry → the device leaves under it
     for k in {len(entry) for entry in under}:
         for p in running:
             if (pre := p[:k]) in under:
                 under[pre].add(p)
-    for entry, name in names:
-        _collect(found, " / ".join(entry), name, under[entry], unrendered)
+    asked += [(" / ".join(entry), name, under[entry]) for entry, name in names]
+    asked = [(label, name, mine) for label, name, mine in asked if mine]  # one the device lacks: the tool adds its own
+    rendered = set(intent) | set(manifest)
+    shown = _showing(running, rendered, {name for _, name, _ in asked}) if asked else {}
+    found: dict[str, list[Path]] = {}
+    for label, name, mine in asked:
+        if refs := [p for p in shown.get(name, ()) if p not in mine]:
+            found[label] = sorted(refs) + sorted(p for p in mine if p not in rendered)
     return found
-
-
-def _collect(found: dict[str, list[Path]], label: str, name: str, mine: set[Path], unrendered: _Unrendered) -> None:
-    if not mine:
-        return  # the device does not hold it: the tool adds its own
-    if refs := unrendered.naming(name, mine):
-        found[label] = sorted(refs) + sorted(p for p in mine if p not in unrendered.rendered)
 
 
 def namesake_error(found: dict[str, list[Path]], running: Leaves, lines: Lines,

@@ -28,7 +28,6 @@ from fabric.targets.owned import (
     Objects,
     Path,
     ScopedDiff,
-    _collect,
     _compiled,
     _empty,
     _entry_name,
@@ -214,6 +213,13 @@ def namesakes(intent: Leaves, running: Leaves, whole: tuple[str, ...] = (), mani
                     under[len(entry)].setdefault(p[:len(entry)], set()).add(p)
             _collect(found, " / ".join(entry), name, under[len(entry)].get(entry, set()), unrendered)
     return found
+
+
+def _collect(found: dict[str, list[Path]], label: str, name: str, mine: set[Path], unrendered: _Unrendered) -> None:
+    if not mine:
+        return  # the device does not hold it: the tool adds its own
+    if refs := unrendered.naming(name, mine):
+        found[label] = sorted(refs) + sorted(p for p in mine if p not in unrendered.rendered)
 
 
 def scoped_diff(running: Leaves, target: Leaves, owned: set[Path], lines: Lines, *,
