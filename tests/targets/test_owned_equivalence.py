@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import random
 import re
-import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -36,7 +35,7 @@ from fabric.targets.owned import ScopedDiff, apply_leaves
 from tests import inproc
 from tests.oracles import owned_scope as oracle
 from tests.support.nos import INVENTORY
-from tests.support.paths import FIXTURES
+from tests.support.paths import FIXTURES, INVENTORIES
 
 BROWNFIELD, RUNNING = FIXTURES / "brownfield", FIXTURES / "running"
 # (nos, switch, running configuration file) of each NOS's shipped inventory (tests.support.nos.INVENTORY)
@@ -212,26 +211,16 @@ def _mutations(drv: Driver, text: str, seed: int) -> list[tuple[str, random.Rand
 
 
 # -- the inputs -------------------------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def shipped(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    dst = tmp_path_factory.mktemp("shipped")
-    out = {}
-    for nos, name in INVENTORY.items():
-        out[nos] = dst / name
-        shutil.copytree(Path(__file__).resolve().parents[2] / "inventories" / name, out[nos])
-    return out
-
-
 @pytest.mark.parametrize(("nos", "switch", "path"), REAL, ids=[f"{n}:{p.parent.name}/{p.name}:{s}" for n, s, p in REAL])
 def test_real_running_configs_and_their_mutations_give_what_they_gave(
-        monkeypatch: pytest.MonkeyPatch, shipped: dict[str, Path], nos: str, switch: str, path: Path) -> None:
-    drv = _render(shipped[nos], switch)
+        monkeypatch: pytest.MonkeyPatch, nos: str, switch: str, path: Path) -> None:
+    drv = _render(INVENTORIES / INVENTORY[nos], switch)
     text = path.read_text()
     for i, (running, rng) in enumerate(_mutations(drv, text, sum(map(ord, f"{nos}{switch}{path.name}")))):
         try:
             _same(monkeypatch, drv, running, rng)
-        except AssertionError:
-            pytest.fail(f"mutation {i} of {path.name} on {switch} differs from the oracle")
+        except AssertionError as exc:
+            raise AssertionError(f"mutation {i} of {path.name} on {switch} differs from the oracle") from exc
 
 
 def _with_foreign(nos: str, intended: str) -> str:
@@ -268,14 +257,14 @@ def test_a_generated_fabric_with_foreign_configuration_gives_what_it_gave(
             for i, (text, rng) in enumerate(_mutations(drv, running, len(running))):
                 try:
                     _same(monkeypatch, drv, text, rng)
-                except AssertionError:
-                    pytest.fail(f"mutation {i} on {switch} differs from the oracle")
+                except AssertionError as exc:
+                    raise AssertionError(f"mutation {i} on {switch} differs from the oracle") from exc
 
 
-def test_a_long_list_costs_in_proportion_to_its_entries(shipped: dict[str, Path]) -> None:
+def test_a_long_list_costs_in_proportion_to_its_entries() -> None:
     """An FRR prefix-list's entries are one setting (`seq N` dropped: `ip prefix-list PL permit`): eight times as
     many entries cost about eight times as much to plan, not sixty-four (each entry copied the entries before it)."""
-    drv = _render(shipped["frr"], "leaf-su1-r1")
+    drv = _render(INVENTORIES / INVENTORY["frr"], "leaf-su1-r1")
     real = (BROWNFIELD / "frr" / "leaf-su1-r1.conf").read_text()
 
     def plan(entries: int) -> float:
