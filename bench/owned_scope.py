@@ -22,7 +22,6 @@ import contextlib
 import hashlib
 import json
 import os
-import re
 import subprocess
 import sys
 import tempfile
@@ -41,39 +40,13 @@ PHASES = ("scoped", "owned_scope", "scoped_diff")
 
 
 # -- inputs (made once, by this checkout) ----------------------------------------------------------
-def _text_running(intended: str, foreign: str) -> str:
-    """The render, then the foreign file's lines without its hostname and `end`, its `router bgp` the render's."""
-    asn = re.search(r"(?m)^router bgp (\d+)", intended)
-    foreign = re.sub(r"(?m)^(hostname .*|end)\n", "", foreign)
-    if asn:
-        foreign = re.sub(r"(?m)^router bgp \d+", f"router bgp {asn.group(1)}", foreign)
-    return re.sub(r"(?m)^end\n?\Z", "", intended).rstrip("\n") + "\n!\n" + foreign
-
-
-def _merged(mine: Any, foreign: Any) -> Any:
-    """`mine` with every key of `foreign` it lacks, recursively (the render wins where both have a value)."""
-    if not isinstance(mine, dict) or not isinstance(foreign, dict):
-        return mine
-    return {**foreign, **{k: _merged(v, foreign.get(k)) for k, v in mine.items()}}
-
-
-def _running(nos: str, role: str, intended: str) -> str:
-    foreign = (CORPUS / nos / FOREIGN[nos][role]).read_text()
-    if nos in ("eos", "frr"):
-        return _text_running(intended, foreign)
-    if nos == "nvue":
-        from fabric.nos.nvue.driver import load_running
-
-        return json.dumps(_merged(load_running(intended), load_running(foreign)))
-    return json.dumps(_merged(json.loads(intended), json.loads(foreign)))
-
-
 def make_inputs(nos_list: list[str], where: Path) -> dict[str, dict[str, dict[str, Any]]]:
     """nos → role → the switch's name, render (intended), other rendered files and brownfield running config."""
     from fabric.access import InventorySite
     from fabric.design.derive import derive
     from fabric.model.inventory import Access
     from fabric.model.load import load as load_inventory
+    from tests.support.brownfield import beside
 
     out: dict[str, dict[str, dict[str, Any]]] = {}
     for nos in nos_list:
@@ -87,8 +60,9 @@ def make_inputs(nos_list: list[str], where: Path) -> dict[str, dict[str, dict[st
         for role in ("leaf", "spine"):
             name = next(n for n in names if site.fabric.switches[n].role == role)
             ep = site.switch(name)
+            foreign = (CORPUS / nos / FOREIGN[nos][role]).read_text()
             out[nos][role] = {"name": name, "intended": ep.intended, "options": ep.options,
-                              "running": _running(nos, role, ep.intended)}
+                              "running": beside(nos, ep.intended, foreign)}
     return out
 
 
@@ -161,6 +135,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--baseline", type=Path, help="another checkout (e.g. /work/main) to compare with")
     args = ap.parse_args()
+    sys.path.insert(0, str(ROOT))  # tests.support for the inputs (the timed processes put their checkout first)
     with tempfile.TemporaryDirectory() as tmp:
         inputs = make_inputs(args.nos, Path(tmp))
         path = Path(tmp) / "inputs.json"

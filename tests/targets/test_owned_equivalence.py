@@ -34,6 +34,7 @@ from fabric.targets.base import Driver, TargetError
 from fabric.targets.owned import ScopedDiff, apply_leaves
 from tests import inproc
 from tests.oracles import owned_scope as oracle
+from tests.support.brownfield import beside
 from tests.support.nos import INVENTORY
 from tests.support.paths import FIXTURES, INVENTORIES
 
@@ -223,25 +224,6 @@ def test_real_running_configs_and_their_mutations_give_what_they_gave(
             raise AssertionError(f"mutation {i} of {path.name} on {switch} differs from the oracle") from exc
 
 
-def _with_foreign(nos: str, intended: str) -> str:
-    """The render as the device holds it after an apply, beside a real switch's own configuration (its hostname
-    dropped, its `router bgp` the render's: the tool never renumbers)."""
-    foreign = (BROWNFIELD / nos / FOREIGN[nos]).read_text()
-    if nos in ("eos", "frr"):
-        asn = re.search(r"(?m)^router bgp (\d+)", intended)
-        foreign = re.sub(r"(?m)^(hostname .*|end)\n", "", foreign)
-        foreign = re.sub(r"(?m)^router bgp \d+", f"router bgp {asn.group(1)}", foreign) if asn else foreign
-        return re.sub(r"(?m)^end\n?\Z", "", intended).rstrip("\n") + "\n!\n" + foreign
-
-    def merged(mine: Any, theirs: Any) -> Any:
-        if not isinstance(mine, dict) or not isinstance(theirs, dict):
-            return mine
-        return {**theirs, **{k: merged(v, theirs.get(k)) for k, v in mine.items()}}
-
-    load_doc = nvue_driver.load_running if nos == "nvue" else json.loads
-    return json.dumps(merged(load_doc(intended), load_doc(foreign)))
-
-
 @pytest.mark.parametrize("nos", sorted(PLATFORM))
 def test_a_generated_fabric_with_foreign_configuration_gives_what_it_gave(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path, nos: str) -> None:
@@ -253,7 +235,7 @@ def test_a_generated_fabric_with_foreign_configuration_gives_what_it_gave(
         switch = next(n for n in sorted(fab.switches) if fab.switches[n].role == role)
         drv = _render(inv, switch)
         for running in (drv.intended if nos != "nvue" else json.dumps(nvue_driver.load_running(drv.intended)),
-                        _with_foreign(nos, drv.intended)):
+                        beside(nos, drv.intended, (BROWNFIELD / nos / FOREIGN[nos]).read_text())):
             for i, (text, rng) in enumerate(_mutations(drv, running, len(running))):
                 try:
                     _same(monkeypatch, drv, text, rng)
