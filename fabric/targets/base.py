@@ -38,6 +38,7 @@ from fabric.targets.owned import (
     manifest_paths,
     namesake_error,
     namesakes,
+    reading,
     renumbered,
     scope,
     scoped_diff,
@@ -210,11 +211,12 @@ class Driver(ABC):
             return owned, {p: v for p, v in intent.items() if p in owned}, set()
         manifest = manifest_paths(self.options.get("manifest"))
         nos = NOS[self.target]
-        if found := namesakes(intent, running, nos.owned_whole, manifest, nos.owned_objects):
+        read = reading(intent, running, nos.owned_whole, nos.owned_objects)  # once for both
+        if found := namesakes(intent, running, nos.owned_whole, manifest, nos.owned_objects, read=read):
             raise TargetError(namesake_error(found, running, lines,
                                              lambda sec, ln: mask_change(nos.secrets, sec, ln)[:2]))
         owned = scope(intent, running, nos.owned_whole, manifest, nos.owned_objects, nos.owned_implied,
-                      nos.never_owned)
+                      nos.never_owned, read=read)
         return owned | self.contradicting(intent, running), intent, manifest
 
     def contradicting(self, intent: Leaves, running: Leaves) -> set[Path]:

@@ -34,10 +34,11 @@ from __future__ import annotations
 
 import copy
 import fnmatch
+import operator
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from functools import cached_property, lru_cache
+from functools import lru_cache
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -79,12 +80,20 @@ Leaves = dict[Path, Any]
 # -- trees (SONiC CONFIG_DB, NVUE) ------------------------------------------------------------------
 def tree_leaves(tree: Any, path: Path = ()) -> Leaves:
     """Leaves of a nested dict by path; an empty dict is a leaf (a SONiC key without fields, NVUE `{}`)."""
-    if not isinstance(tree, dict) or not tree:
-        return {path: tree} if path else {}
     out: Leaves = {}
-    for k, v in tree.items():
-        out.update(tree_leaves(v, (*path, str(k))))
+    if isinstance(tree, dict) and tree:
+        _tree_into(out, tree, path)
+    elif path:
+        out[path] = tree
     return out
+
+
+def _tree_into(out: Leaves, tree: dict, path: Path) -> None:
+    for k, v in tree.items():
+        if isinstance(v, dict) and v:
+            _tree_into(out, v, (*path, str(k)))
+        else:
+            out[(*path, str(k))] = v
 
 
 def apply_leaves(tree: dict, sets: Leaves, removes: Iterable[Path]) -> dict:
@@ -158,14 +167,13 @@ def parse_text(text: str) -> list[Node]:
     root = Node("")
     stack: list[tuple[int, Node]] = [(-1, root)]
     for raw in text.splitlines():
-        line = raw.rstrip()
-        s = line.strip()
-        if not s or s.startswith("!") or s in CLOSERS or s in BANNERS:
+        s = raw.strip()
+        if not s or s[0] == "!" or s in CLOSERS or s in BANNERS:
             continue
-        indent = len(line) - len(line.lstrip())
+        indent = len(raw) - len(raw.lstrip())
         while stack[-1][0] >= indent:
             stack.pop()
-        node = Node(s)
+        node = Node(s, [])
         stack[-1][1].children.append(node)
         stack.append((indent, node))
     return root.children
@@ -181,10 +189,11 @@ def line_key(line: str, settings: tuple[str, ...] = ()) -> str:
     (`timers bgp 3 9` → `timers bgp`; `ip route 192.0.2.0/24 Null0` → `ip route 192.0.2.0/24`).
     `settings`: regexes of settings whose key is the match whatever follows (EOS `maximum-paths 4 ecmp 4`
     and `maximum-paths 64` are one setting: `Nos.setting_keys`)."""
-    bare = line[3:] if line.startswith("no ") else line
-    for pat in settings:
-        if m := re.match(pat, bare):
-            return m.group(0)
+    if settings:
+        bare = line[3:] if line.startswith("no ") else line
+        for match in _matchers(settings):
+            if m := match(bare):
+                return m.group(0)
     words = line.split()
     if words and words[0] == "no" and len(words) > 1:
         words = words[1:]
@@ -194,24 +203,36 @@ def line_key(line: str, settings: tuple[str, ...] = ()) -> str:
         return " ".join(words)  # one entry of a list (`network 10.0.0.1/32`): each line its own setting
     if len(words) == 2 and not any(c.isdigit() for c in words[1]) and words[0] not in VALUED:
         return " ".join(words)  # a flag (`bgp disable-ebgp-connected-route-check`, `ipv6 enable`), not a value
-    if len(words) > 1:
-        words = words[:-1]
-        while len(words) > 1 and words[-1].isdigit():
-            words = words[:-1]
-    return " ".join(words)
+    end = len(words) - 1 if len(words) > 1 else len(words)  # without the last word and the numbers before it
+    while end > 1 and words[end - 1].isdigit():
+        end -= 1
+    return " ".join(words[:end])
+
+
+@lru_cache(maxsize=16)
+def _matchers(patterns: tuple[str, ...]) -> tuple[Callable[[str], Any], ...]:
+    """Each regex of `patterns` compiled once: its `match`."""
+    return tuple(re.compile(pat).match for pat in patterns)
 
 
 def text_leaves(nodes: list[Node], path: Path = (), settings: tuple[str, ...] = ()) -> Leaves:
     """(section lines…, key) → the lines with that key (a section with children is a path element)."""
-    out: Leaves = {}
+    lines: dict[Path, list[str]] = {}
+    _text_into(lines, {}, nodes, path, settings)
+    return {p: tuple(v) for p, v in lines.items()}
+
+
+def _text_into(lines: dict[Path, list[str]], keys: dict[str, str], nodes: list[Node], path: Path,
+               settings: tuple[str, ...]) -> None:
+    """Each line of `nodes` appended under its path; `keys`: each line's key once read (the same line recurs: each
+    port's `mtu 9214`)."""
     for n in nodes:
         if n.children:
-            for p, v in text_leaves(n.children, (*path, n.line), settings).items():
-                out[p] = out.get(p, ()) + v
-        else:
-            p = (*path, line_key(n.line, settings))
-            out[p] = (*out.get(p, ()), n.line)
-    return out
+            _text_into(lines, keys, n.children, (*path, n.line), settings)
+            continue
+        if (key := keys.get(n.line)) is None:
+            key = keys[n.line] = line_key(n.line, settings)
+        lines.setdefault((*path, key), []).append(n.line)
 
 
 def render_text(nodes: list[Node], indent: str = " ", depth: int = 0) -> str:
@@ -280,18 +301,28 @@ def _globs(patterns: tuple[str, ...]) -> tuple[dict[str, tuple[_Glob, ...]], tup
     return by_first, others
 
 
-def _whole_prefix(path: Path, patterns: tuple[str, ...]) -> Path | None:
-    if not path:
-        return None
+def whole_entries(paths: Iterable[Path], patterns: tuple[str, ...]) -> dict[Path, Path]:
+    """Each path under an entry that one of `patterns` names (`route-map *`) → that entry, by the first pattern that
+    matches it; paths under none are left out. A path's first part is matched once for all paths that share it."""
+    out: dict[Path, Path] = {}
+    if not patterns:
+        return out
     by_first, others = _globs(patterns)
-    n = len(path)
-    for k, parts in by_first.get(path[0], others):
-        if n >= k and all(m(p) for m, p in zip(parts, path, strict=False)):
-            return path[:k]
-    return None
+    candidates: dict[str, tuple[_Glob, ...]] = {}  # a first part → the patterns whose first part matches it
+    for path in paths:
+        if not path:
+            continue
+        if (globs := candidates.get(path[0])) is None:
+            globs = candidates[path[0]] = tuple(g for g in by_first.get(path[0], others) if g[1][0](path[0]))
+        for k, parts in globs:
+            if len(path) >= k and all(map(operator.call, parts[1:], path[1:k])):
+                out[path] = path[:k]
+                break
+    return out
 
 
 Objects = tuple[tuple[str, str], ...]  # (section regex, key regex whose group 1 names the object)
+Object = tuple[Path, str]  # an object of `Objects`: (the instance it is in, its name)
 Lines = Callable[[Path, Any], tuple[str, list[str]]]  # a leaf → (section, its lines as the plan prints them)
 Implied = tuple[tuple[str, str, str], ...]  # (section glob, rendered key regex, device line regex)
 
@@ -302,14 +333,38 @@ def _instance(path: Path) -> Path:
     return tuple(p for p in path[:-1] if not p.startswith("address-family"))
 
 
-def _objects(leaves: Leaves, objects: Objects) -> set[tuple[Path, str]]:
-    out = set()
+def _held_objects(paths: Iterable[Path], objects: Objects) -> dict[Path, set[Object]]:
+    """Each path that is a line of objects of `objects` → those objects; paths of none are left out. A path's
+    section is matched once for all paths that share it."""
+    out: dict[Path, set[Object]] = {}
+    if not objects:
+        return out
     compiled = _compiled(objects)
-    for p in leaves:
-        for sec, key in compiled:
-            if p and sec(p[0]) and (m := key(p[-1])):
-                out.add((_instance(p), m.group(1)))
+    keys: dict[str, tuple[Callable[[str], Any], ...]] = {}  # a section → the key regexes of the objects it holds
+    for p in paths:
+        if not p:
+            continue
+        if (matchers := keys.get(p[0])) is None:
+            matchers = keys[p[0]] = tuple(key for sec, key in compiled if sec(p[0]))
+        for key in matchers:
+            if m := key(p[-1]):
+                out.setdefault(p, set()).add((_instance(p), m.group(1)))
     return out
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What `scope` and `namesakes` both read of the intent and the device (`reading`): read once per switch."""
+
+    entries: set[Path]  # the intent's entries that `whole` names
+    named: set[Object]  # the objects of `objects` the intent has lines of
+    held: dict[Path, set[Object]]  # each device leaf that is a line of objects of `objects` → those objects
+
+
+def reading(intent: Leaves, running: Leaves, whole: tuple[str, ...] = (), objects: Objects = ()) -> Reading:
+    """The intent's entries of `whole` and objects of `objects`, and the device leaves' objects."""
+    return Reading(entries=set(whole_entries(intent, whole).values()),
+                   named=set().union(*_held_objects(intent, objects).values()), held=_held_objects(running, objects))
 
 
 @lru_cache(maxsize=16)
@@ -319,7 +374,8 @@ def _compiled(objects: Objects) -> tuple[tuple[Callable[[str], Any], Callable[[s
 
 
 def scope(intent: Leaves, running: Leaves, whole: tuple[str, ...] = (), manifest: Iterable[Path] = (),
-          objects: Objects = (), implied: Implied = (), never: tuple[str, ...] = ()) -> set[Path]:
+          objects: Objects = (), implied: Implied = (), never: tuple[str, ...] = (), *,
+          read: Reading | None = None) -> set[Path]:
     """The leaves the tool owns on this device (see the module docstring).
 
     `objects`: text objects the tool owns whole where its render names them — a BGP neighbour or peer group
@@ -329,27 +385,35 @@ def scope(intent: Leaves, running: Leaves, whole: tuple[str, ...] = (), manifest
     matching the glob where the render has a key matching the regex, every device line matching the line regex
     (EOS: a switched port's `no switchport`, L3 `ip address`, `channel-group`, `shutdown`).
     `never`: path patterns (`owned_whole`'s form) the tool never owns, even where its render has them (FRR `log *`:
-    a new switch gets the rendered line, a running one keeps its own)."""
-    entries = {pre for p in intent if (pre := _whole_prefix(p, whole)) is not None}
-    owned = set(intent) | set(manifest) | (_empty(running) & _prefixes(intent))  # an empty object it fills
-    owned |= {p for p in running if (pre := _whole_prefix(p, whole)) is not None and pre in entries}
-    if objects:
-        named = _objects(intent, objects)
-        owned |= {p for p in running if any(o in named for o in _objects({p: None}, objects))}
-    for glob, key, line in implied:
-        sections = {p[:-1] for p in intent if p[:-1] and fnmatch.fnmatchcase(p[-2], glob) and re.fullmatch(key, p[-1])}
-        owned |= {p for p, v in running.items() if p[:-1] in sections and isinstance(v, tuple)
-                  and any(re.fullmatch(line, ln) for ln in v)}
-    return {p for p in owned if _whole_prefix(p, never) is None} if never else owned
+    a new switch gets the rendered line, a running one keeps its own).
+    `read`: `reading(intent, running, whole, objects)`, where the caller has it already (for `namesakes` too)."""
+    read = reading(intent, running, whole, objects) if read is None else read
+    owned = set(intent) | set(manifest)
+    if empty := {p for p in _empty(running) if p not in owned}:
+        owned |= empty & _prefixes(intent)  # an empty object it fills
+    entry_of = whole_entries((p for p in running if p not in owned), whole)  # the device's leaves not owned yet
+    owned |= {p for p, entry in entry_of.items() if entry in read.entries}
+    owned |= {p for p, obs in read.held.items() if not obs.isdisjoint(read.named)}
+    for in_section, sets_key, contradicts in _implied(implied):
+        sections = {p[:-1] for p in intent if len(p) > 1 and in_section(p[-2]) and sets_key(p[-1])}
+        if sections:
+            owned |= {p for p, v in running.items() if p[:-1] in sections and isinstance(v, tuple)
+                      and any(contradicts(ln) for ln in v)}
+    return owned.difference(whole_entries(owned, never)) if never else owned
+
+
+@lru_cache(maxsize=16)
+def _implied(implied: Implied) -> tuple[tuple[Callable[[str], Any], Callable[[str], Any], Callable[[str], Any]], ...]:
+    """Each (section glob, key regex, line regex) of `implied` compiled once: the glob's `match` (fnmatchcase's own
+    translation), the regexes' `fullmatch`."""
+    return tuple((re.compile(fnmatch.translate(glob)).match, re.compile(key).fullmatch, re.compile(line).fullmatch)
+                 for glob, key, line in implied)
 
 
 def _ports(intent: Leaves) -> set[str]:
     """The port names the render configures (`interface swp5` in text; `PORT`/`interface` entries in trees)."""
-    out = set()
-    for p in intent:
-        out |= {e[len("interface "):] for e in p if e.startswith("interface ")}
-        if len(p) > 1 and p[0] in ("PORT", "interface"):
-            out.add(p[1])
+    out = {e[len("interface "):] for p in intent for e in p if e.startswith("interface ")}
+    out.update(p[1] for p in intent if len(p) > 1 and p[0] in ("PORT", "interface"))
     return out
 
 
@@ -371,31 +435,36 @@ def _words(text: str) -> list[str]:
     return _WORD_SEP.split(text)
 
 
-class _Unrendered:
-    """The device leaves the tool never rendered, each with the words of its path, read once for every object a
-    namesake check looks for (`_collect`)."""
+def _showing(running: Leaves, rendered: set[Path], names: set[str]) -> dict[str, list[Path]]:
+    """Each of `names` → the device leaves the tool never rendered that show it: as a word of a section or key of the
+    path (`route-map FABRIC-IN permit 30`, SONiC `FABRIC-IN|30`), a word of a text line, a tree value or an item of
+    one. One pass for every object a namesake check looks for."""
+    out: dict[str, list[Path]] = {}
+    words: dict[str, set[str]] = {}  # a part of a path → its words among `names` (a section's parts recur)
+    for p, v in running.items():
+        if p in rendered:
+            continue
+        shown = names.intersection(_shown(v))
+        for part in p:
+            if (ws := words.get(part)) is None:
+                ws = words[part] = names.intersection(_words(part))
+            shown |= ws
+        for name in shown:
+            out.setdefault(name, []).append(p)
+    return out
 
-    def __init__(self, running: Leaves, rendered: set[Path]) -> None:
-        self.running, self.rendered = running, rendered
 
-    @cached_property
-    def leaves(self) -> list[tuple[Path, Any, set[str]]]:
-        return [(p, v, {w for e in p for w in _words(e)}) for p, v in self.running.items() if p not in self.rendered]
-
-    def naming(self, name: str, mine: set[Path]) -> list[Path]:
-        """The leaves outside `mine` that name `name`: in a section or key of the path (`route-map FABRIC-IN
-        permit 30`, SONiC `FABRIC-IN|30`), as a word of a text line, or as a tree value (or an item of one)."""
-        return [p for p, v, words in self.leaves if p not in mine and (name in words or _names(v, name))]
-
-
-def _names(value: Any, name: str) -> bool:
+def _shown(value: Any) -> list[str]:
+    """The names a leaf's value shows: the words of its text lines, a tree value, the text items of a list."""
     if isinstance(value, tuple):
-        return any(name in ln.split() for ln in value)
-    return value == name or (isinstance(value, list) and name in value)
+        return [w for ln in value for w in ln.split()]
+    if isinstance(value, list):
+        return [item for item in value if isinstance(item, str)]
+    return [value] if isinstance(value, str) else []
 
 
 def namesakes(intent: Leaves, running: Leaves, whole: tuple[str, ...] = (), manifest: Iterable[Path] = (),
-              objects: Objects = ()) -> dict[str, list[Path]]:
+              objects: Objects = (), *, read: Reading | None = None) -> dict[str, list[Path]]:
     """Objects the render names (a peer group, a route-map, a QoS map or profile) that the device already holds
     for someone else: the object (as `section / name`) → the device leaves that show it. Such an object is used
     by device configuration the tool never rendered (a peer group's members, the neighbours, `redistribute` or
@@ -403,32 +472,33 @@ def namesakes(intent: Leaves, running: Leaves, whole: tuple[str, ...] = (), mani
     change what uses it. The object's own settings the tool never rendered are listed with those users. An object
     only the tool's own configuration uses is its own (a setting of it the tool never rendered is then a marked,
     refused-by-default removal, as anywhere in the scope). Objects keyed by an inventory port are the
-    inventory's and are not checked; what an earlier apply rendered (`manifest`) counts as rendered."""
-    unrendered = _Unrendered(running, set(intent) | set(manifest))
+    inventory's and are not checked; what an earlier apply rendered (`manifest`) counts as rendered.
+    `read`: `reading(intent, running, whole, objects)`, where the caller has it already (for `scope` too)."""
+    read = reading(intent, running, whole, objects) if read is None else read
     ports = _ports(intent)
+    asked: list[tuple[str, str, set[Path]]] = []  # each object the render names: (label, name, its device leaves)
+    lines: dict[Object, set[Path]] = {}  # each object the device holds → its lines
+    for p, obs in read.held.items():
+        for o in obs:
+            lines.setdefault(o, set()).add(p)
+    for inst, name in sorted(read.named):
+        if name.removeprefix("interface ") not in ports:
+            asked.append((" / ".join((*inst, name)), name, lines.get((inst, name), set())))
+    names = [(entry, name) for entry in sorted(read.entries) if (name := _entry_name(entry, ports)) is not None]
+    under: dict[Path, set[Path]] = {entry: set() for entry, _ in names}  # each entry → the device leaves under it
+    for k in {len(entry) for entry in under}:
+        for p in running:
+            if (pre := p[:k]) in under:
+                under[pre].add(p)
+    asked += [(" / ".join(entry), name, under[entry]) for entry, name in names]
+    asked = [(label, name, mine) for label, name, mine in asked if mine]  # one the device lacks: the tool adds its own
+    rendered = set(intent) | set(manifest)
+    shown = _showing(running, rendered, {name for _, name, _ in asked}) if asked else {}
     found: dict[str, list[Path]] = {}
-    if objects:
-        held = {p: _objects({p: None}, objects) for p in running}
-        for inst, name in sorted(_objects(intent, objects)):
-            if name.removeprefix("interface ") not in ports:
-                mine = {p for p, obs in held.items() if (inst, name) in obs}
-                _collect(found, " / ".join((*inst, name)), name, mine, unrendered)
-    under: dict[int, dict[Path, set[Path]]] = {}  # a prefix's length → each prefix → the device leaves under it
-    for entry in sorted({pre for p in intent if (pre := _whole_prefix(p, whole)) is not None} if whole else ()):
-        if (name := _entry_name(entry, ports)) is not None:
-            if len(entry) not in under:
-                under[len(entry)] = {}
-                for p in running:
-                    under[len(entry)].setdefault(p[:len(entry)], set()).add(p)
-            _collect(found, " / ".join(entry), name, under[len(entry)].get(entry, set()), unrendered)
+    for label, name, mine in asked:
+        if refs := [p for p in shown.get(name, ()) if p not in mine]:
+            found[label] = sorted(refs) + sorted(p for p in mine if p not in rendered)
     return found
-
-
-def _collect(found: dict[str, list[Path]], label: str, name: str, mine: set[Path], unrendered: _Unrendered) -> None:
-    if not mine:
-        return  # the device does not hold it: the tool adds its own
-    if refs := unrendered.naming(name, mine):
-        found[label] = sorted(refs) + sorted(p for p in mine if p not in unrendered.rendered)
 
 
 def namesake_error(found: dict[str, list[Path]], running: Leaves, lines: Lines,
@@ -453,8 +523,9 @@ def renumbered(running: str, intent: str, pattern: str) -> str | None:
     want = re.search(rf"(?m)^{pattern}[ \t]*$", intent)
     if want is None:
         return None
+    instance = re.compile(pattern).fullmatch
     for n, ln in enumerate(running.splitlines(), 1):
-        if (m := re.fullmatch(pattern, ln.rstrip())) and m.group(0) != want.group(0):
+        if (m := instance(ln.rstrip())) and m.group(0) != want.group(0):
             return (f"running config line {n}: `{m.group(0)}` on the device, the inventory renders `{want.group(0)}`; "
                     "the tool never renumbers a router: correct the inventory's ASN, or renumber the switch by hand "
                     "first")
@@ -484,13 +555,15 @@ def scoped_diff(running: Leaves, target: Leaves, owned: set[Path], lines: Lines,
     `rendered`: what the tool rendered (default: `target` and `earlier`); a removal outside it is marked
     `foreign` (never rendered by the tool). A key on both sides whose lines differ is a change (`~`).
     """
-    earlier = set(earlier) - set(target)
-    rendered = set(target) | earlier if rendered is None else rendered
-    filled = _prefixes(target)
-    removes = {p for p in running if p in owned and p not in target and p not in filled}
-    present = _prefixes({p: v for p, v in running.items() if p not in removes})  # objects that stay non-empty
-    sets = {p: v for p, v in target.items()
-            if p in owned and running.get(p, _MISSING) != v and not (v == {} and p in present)}
+    earlier = set(earlier).difference(target)
+    rendered = earlier.union(target) if rendered is None else rendered
+    if removes := {p for p in running if p in owned and p not in target}:
+        filled = _prefixes(target)  # an object the target fills is no removal
+        removes = {p for p in removes if p not in filled}
+    sets = {p: v for p, v in target.items() if p in owned and running.get(p, _MISSING) != v}
+    if any(v == {} for v in sets.values()):  # an empty object the device holds, non-empty, is no change
+        present = _prefixes(p for p in running if p not in removes)
+        sets = {p: v for p, v in sets.items() if not (v == {} and p in present)}
     changes: list[Change] = []
     for p in sorted(set(sets) | removes):
         sec, old = lines(p, running[p]) if p in running else ("", [])
@@ -511,8 +584,16 @@ def scoped_diff(running: Leaves, target: Leaves, owned: set[Path], lines: Lines,
 _MISSING = object()
 
 
-def _prefixes(leaves: Leaves) -> set[Path]:
-    return {p[:i] for p in leaves for i in range(1, len(p))}
+def _prefixes(paths: Iterable[Path]) -> set[Path]:
+    """Every proper prefix of `paths` (the objects that hold them), each path's from the longest down to the first
+    one already there (its shorter ones are there with it)."""
+    out: set[Path] = set()
+    for p in paths:
+        for i in range(len(p) - 1, 0, -1):
+            if (pre := p[:i]) in out:
+                break
+            out.add(pre)
+    return out
 
 
 def _empty(leaves: Leaves) -> set[Path]:
