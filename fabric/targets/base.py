@@ -22,7 +22,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, PrivateAttr
 
 from fabric.errors import InputError
 from fabric.nos import NOS
@@ -74,23 +74,34 @@ class DeviceDiff(BaseModel):
         """Removals of lines the tool never rendered (`apply` wants --allow-unowned-removal)."""
         return [c for c in self.changes if c.foreign]
 
+    _shown: tuple[list[Change], str, dict[str, list[str]], int] | None = PrivateAttr(default=None)
+
     def sections(self) -> dict[str, list[str]]:
         """Each section's `-`/`+` lines as shown everywhere (plan, audit, JSON): secrets masked by the NOS's
         structure (fabric.secrets.mask_change, the scheme its row names)."""
-        out: dict[str, list[str]] = {}
-        scheme = NOS[self.target].secrets
-        for c in self.changes:
-            section, line, _ = mask_change(scheme, c.section, c.line)
-            old = mask_change(scheme, c.section, c.old)[1] if c.old else ""
-            out.setdefault(section, []).append(c.model_copy(update={"line": line, "old": old}).text())
-        return out
+        return self._masked_view()[0]
 
     @property
     def masked(self) -> int:
         """How many lines of `sections()` had a secret masked."""
-        scheme = NOS[self.target].secrets
-        return sum(mask_change(scheme, c.section, c.line)[2] + (mask_change(scheme, c.section, c.old)[2]
-                                                                if c.old else 0) for c in self.changes)
+        return self._masked_view()[1]
+
+    def _masked_view(self) -> tuple[dict[str, list[str]], int]:
+        """`sections()` and `masked`, worked out once for this list of changes (a plan reads them several times
+        per device: its JSON, its table, the digest); a copy with other changes or another target works out its
+        own. The list is never edited in place once the diff is built."""
+        if self._shown is None or self._shown[0] is not self.changes or self._shown[1] != self.target:
+            scheme = NOS[self.target].secrets
+            out: dict[str, list[str]] = {}
+            hits = 0
+            for c in self.changes:
+                section, line, hit = mask_change(scheme, c.section, c.line)
+                old, hit_old = mask_change(scheme, c.section, c.old)[1:] if c.old else ("", False)
+                shown = c.model_copy(update={"line": line, "old": old}) if hit or hit_old else c
+                out.setdefault(section, []).append(shown.text())
+                hits += hit + hit_old
+            self._shown = (self.changes, self.target, out, hits)
+        return self._shown[2], self._shown[3]
 
     def text(self) -> str:
         """Readable, stable: each section, then its `-`/`+` lines."""
