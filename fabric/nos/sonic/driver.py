@@ -41,7 +41,7 @@ import time
 import uuid
 from typing import Any
 
-from fabric.model.running import check_reply
+from fabric.model.running import config_db_reply as checked_config_db
 from fabric.nos import row_of
 from fabric.nos.sonic.brownfield import adapt, preflight, replaced_pgs, runs_frrcfgd
 from fabric.parsers import switch_counters
@@ -139,8 +139,8 @@ SHOW_RUNNING = "show runningconfiguration all"
 
 @reader(SHOW_RUNNING)
 def config_db_reply(text: str) -> dict[str, Any]:
-    """CONFIG_DB as the switch printed it, checked as a saved config_db.json is (fabric.model.running)."""
-    return json.loads(check_reply("sonic", SHOW_RUNNING, text))
+    """CONFIG_DB as the switch printed it, checked as a saved config_db.json is (fabric.model.running), read once."""
+    return checked_config_db(SHOW_RUNNING, text)
 
 
 class SonicDriver(Driver):
@@ -323,8 +323,9 @@ class SonicDriver(Driver):
         return lldp_reply("lldp-sonic", shell.check(self.conn, command, what=command), self.device, command)
 
     def begin(self) -> Txn:
-        doc = json.loads(self.running())
-        sd = self.scoped(json.dumps(doc))
+        text = json.dumps(self._running_doc(), sort_keys=True)  # `running()`'s document, without its indentation
+        doc = json.loads(text)
+        sd = self.scoped(text)
         sys_have = doc.pop(SYSCTL, {})
         running = doc
         cfg = ({p: v for p, v in sd.sets.items() if p[0] != SYSCTL}, {p for p in sd.removes if p[0] != SYSCTL})
