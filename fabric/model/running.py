@@ -128,13 +128,28 @@ def json_document(text: str) -> Any:
     """`text` read by the JSON reader (C, ten times the YAML loaders' speed) where it is JSON that the hardened
     loader would read the same: nested at most MAX_DEPTH, each key once, no NaN/Infinity; else NO_DOC (the YAML
     reader then reads it, or locates what is wrong). `nv config show -o json`, what a plan reads of every NVUE
-    switch, is such a text."""
-    if text.lstrip()[:1] not in ("[", "{") or nesting_past(text, MAX_DEPTH) is not None:
+    switch, is such a text. Its nesting is counted on the decoded document (a text the decoder reads is no deeper
+    than the recursion limit), not by scanning the text first."""
+    if text.lstrip()[:1] not in ("[", "{"):
         return NO_DOC
     try:
-        return json.loads(text, object_pairs_hook=_unique, parse_constant=_constant)
-    except (ValueError, RecursionError):
+        doc = json.loads(text, object_pairs_hook=_unique, parse_constant=_constant)
+    except (ValueError, RecursionError):  # the C decoder stops at the interpreter's recursion limit
         return NO_DOC
+    return doc if _nested_within(doc, MAX_DEPTH) else NO_DOC
+
+
+def _nested_within(doc: Any, limit: int) -> bool:
+    """Whether a decoded document nests arrays and objects at most `limit` deep (as `nesting_past` counts the
+    brackets of its text), level by level."""
+    level, depth = [doc], 0
+    while level:
+        depth += 1
+        if depth > limit:
+            return False
+        level = [v for node in level for v in (node.values() if isinstance(node, dict) else node)
+                 if isinstance(v, (dict, list))]
+    return True
 
 
 def nvue_document(path: Path, text: str, located: bool = True) -> tuple[Any, SourceMap]:

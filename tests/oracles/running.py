@@ -1,15 +1,17 @@
-"""The check of a saved or replied SONiC CONFIG_DB (fabric.model.running `_config_db`) as it read before the C decoder
-read the text first: the nesting scan ran on every text, then the decoder, then the shape check, and a reply was
-decoded again by its reader. Held against by tests/model/test_running.py."""
+"""Readers of saved and replied running configs (fabric.model.running) as they read before the C decoder read the
+text first: the nesting scan ran on every text, then the decoder (`config_db`: then the shape check, and a reply was
+decoded again by its reader; `json_document`: NVUE's JSON). Held against by tests/model/test_running.py."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from fabric.errors import InputError, Problem
-from fabric.model.running import _SCALAR, _json_depth, _kind
-from fabric.model.source import dotted
+from fabric.model.running import _SCALAR, NO_DOC, _constant, _json_depth, _kind, _unique
+from fabric.model.source import MAX_DEPTH, dotted
+from fabric.replies import nesting_past
 
 
 def config_db(path: Path, text: str) -> dict:
@@ -34,3 +36,12 @@ def config_db(path: Path, text: str) -> dict:
                     raise InputError(Problem(str(path), None, dotted((table, key, name)),
                                              "a string or a list of strings", _kind(value)))
     return json.loads(text)
+
+
+def json_document(text: str) -> Any:
+    if text.lstrip()[:1] not in ("[", "{") or nesting_past(text, MAX_DEPTH) is not None:
+        return NO_DOC
+    try:
+        return json.loads(text, object_pairs_hook=_unique, parse_constant=_constant)
+    except (ValueError, RecursionError):
+        return NO_DOC
