@@ -193,6 +193,21 @@ class Driver(ABC):
     def diff(self) -> DeviceDiff:
         return self.diff_of(self.running())
 
+    _last_scoped: tuple[str, str, ScopedDiff] | None = None
+
+    def scoped_once(self, running: str, scoped: Callable[[str], ScopedDiff]) -> ScopedDiff:
+        """`scoped(running)` (a driver's `scoped`), worked out once while the running text and the intent stay the
+        same: an apply diffs the running config it read in its plan, again before the transaction, and again in
+        `begin`, and a switch nobody changed meanwhile answers the same text each time (a driver's options never
+        change). The last result only; none kept from a call that failed, nor read by anyone who edits it."""
+        last, self._last_scoped = self._last_scoped, None
+        if last is not None and last[0] == running and last[1] == self.intended:
+            self._last_scoped = last
+            return last[2]
+        sd = scoped(running)
+        self._last_scoped = (running, self.intended, sd)
+        return sd
+
     def diff_of(self, running: str) -> DeviceDiff:
         """The device's diff against a running configuration (live or saved): `scoped`'s, as `device_diff` gives it."""
         return self.device_diff(self.scoped(running))

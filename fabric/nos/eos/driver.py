@@ -191,6 +191,9 @@ class EosDriver(Driver):
         return running_reply(self._cmd("show running-config"))
 
     def scoped(self, running: str) -> ScopedDiff:
+        return self.scoped_once(running, self._scoped)
+
+    def _scoped(self, running: str) -> ScopedDiff:
         self.check_renumber(running, self.intended)
         return self.scoped_from(self._leaves(running), self._leaves(self.intended), _lines)
 

@@ -246,7 +246,11 @@ class SonicDriver(Driver):
 
     def scoped(self, running: str) -> ScopedDiff:
         """The diff inside the owned scope, of the intent fitted to this switch (fabric.nos.sonic.brownfield);
-        TargetError with every pre-flight problem when SONiC would refuse the patch (nothing is touched)."""
+        TargetError with every pre-flight problem when SONiC would refuse the patch (nothing is touched). Worked
+        out once for the same running text (`scoped_once`; with it the `notes` and `fitted` it set)."""
+        return self.scoped_once(running, self._scoped)
+
+    def _scoped(self, running: str) -> ScopedDiff:
         have, want = json.loads(running), self._intended()
         self.notes = []
         if SYSCTL not in have and want.pop(SYSCTL, None) is not None:

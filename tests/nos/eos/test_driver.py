@@ -113,9 +113,10 @@ class _Login:
 
 
 def test_a_transaction_reads_each_configuration_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """`begin` diffs the running config against the intent, writes the session from the running config's settings
-    and records the intent's as the next manifest: each text is parsed once (it was twice), and the transaction is
-    the one two separate readings gave."""
+    """An apply's plan diffs the running config against the intent, then `begin` diffs it again, writes the session
+    from the running config's settings and records the intent's as the next manifest: each text is parsed once (it
+    was twice) and the same running text diffed once (it was twice), and the transaction is the one separate
+    readings gave."""
     import fabric.nos.eos.driver as eos
     from fabric.design.derive import derive
     from fabric.model.load import load
@@ -129,8 +130,14 @@ def test_a_transaction_reads_each_configuration_once(tmp_path: Path, monkeypatch
     real = eos.parse_text
     monkeypatch.setattr(eos, "parse_text", lambda text: parsed.append(len(text)) or real(text))
     drv = EosDriver(_Login(tmp_path), "leaf-su1-r1", intended)
+    scopes: list[int] = []
+    real_scope = drv.scoped_from
+    monkeypatch.setattr(drv, "scoped_from", lambda *a: scopes.append(1) or real_scope(*a))
+    diff = drv.diff()  # the apply's plan, then its transaction: the same running config, diffed once
     txn = drv.begin()
-    assert sorted(parsed) == sorted([len(RUNNING.read_text()), len(intended)])
+    assert sorted(parsed) == sorted([len(RUNNING.read_text()), len(intended)]) and len(scopes) == 1
+    assert not diff.empty and drv.diff().changes == diff.changes and len(scopes) == 1
+    assert drv.scoped(RUNNING.read_text() + "!\n").changes == diff.changes and len(scopes) == 2  # another text
     sd = drv.scoped(RUNNING.read_text())
     assert txn.native["manifest"] == sorted(list(p) for p in eos.leaves(intended))
     assert txn.native["scope"] == sorted(list(p) for p in sd.owned)
