@@ -196,7 +196,8 @@ def test_text_masking_matches_every_pattern_searched(scheme: str) -> None:
 
 def test_a_diff_masks_each_line_once(monkeypatch: pytest.MonkeyPatch) -> None:
     """A plan reads a device's masked lines for its JSON, its table, its digest and its count of masked lines: the
-    lines are masked once, and a copy with other changes shows its own."""
+    lines are masked once, the diff still equals and dumps as one that never showed them, and a copy with other
+    changes shows its own."""
     import fabric.targets.base as base
 
     calls: list[str] = []
@@ -208,6 +209,8 @@ def test_a_diff_masks_each_line_once(monkeypatch: pytest.MonkeyPatch) -> None:
     assert (diff.masked, diff.text(), diff.digest, diff.sections()) == (len(CASES["eos"]), diff.text(), diff.digest,
                                                                         shown)
     assert len(calls) == len(changes) + 1  # the changed line's old value too
+    assert diff == DeviceDiff(device="sw", target="eos", changes=changes)  # what it keeps is no field
+    assert diff.model_dump() == DeviceDiff(device="sw", target="eos", changes=changes).model_dump()
     other = diff.model_copy(update={"changes": changes[-1:]})
     assert other.sections() == {"interface Ethernet1": ["~ mtu 9000 → mtu 9214"]} and other.masked == 0
     assert CANARY not in json.dumps(shown) and diff.masked == len(CASES["eos"])

@@ -15,6 +15,7 @@ commands; the rollout engine (`fabric.push`) only calls the methods below, in th
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import time
@@ -22,7 +23,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any
 
-from pydantic import BaseModel, PrivateAttr
+from pydantic import BaseModel
 
 from fabric.errors import InputError
 from fabric.nos import NOS
@@ -74,8 +75,6 @@ class DeviceDiff(BaseModel):
         """Removals of lines the tool never rendered (`apply` wants --allow-unowned-removal)."""
         return [c for c in self.changes if c.foreign]
 
-    _shown: tuple[list[Change], str, dict[str, list[str]], int] | None = PrivateAttr(default=None)
-
     def sections(self) -> dict[str, list[str]]:
         """Each section's `-`/`+` lines as shown everywhere (plan, audit, JSON): secrets masked by the NOS's
         structure (fabric.secrets.mask_change, the scheme its row names)."""
@@ -90,7 +89,8 @@ class DeviceDiff(BaseModel):
         """`sections()` and `masked`, worked out once for this list of changes (a plan reads them several times
         per device: its JSON, its table, the digest); a copy with other changes or another target works out its
         own. The list is never edited in place once the diff is built."""
-        if self._shown is None or self._shown[0] is not self.changes or self._shown[1] != self.target:
+        memo = self.masked_memo
+        if not memo or memo[0][0] is not self.changes or memo[0][1] != self.target:
             scheme = NOS[self.target].secrets
             out: dict[str, list[str]] = {}
             hits = 0
@@ -100,8 +100,13 @@ class DeviceDiff(BaseModel):
                 shown = c.model_copy(update={"line": line, "old": old}) if hit or hit_old else c
                 out.setdefault(section, []).append(shown.text())
                 hits += hit + hit_old
-            self._shown = (self.changes, self.target, out, hits)
-        return self._shown[2], self._shown[3]
+            memo[:] = [(self.changes, self.target, out, hits)]
+        return memo[0][2], memo[0][3]
+
+    @functools.cached_property
+    def masked_memo(self) -> list[tuple[list[Change], str, dict[str, list[str]], int]]:
+        """Where `_masked_view` keeps its last result: no field (never dumped, never compared)."""
+        return []
 
     def text(self) -> str:
         """Readable, stable: each section, then its `-`/`+` lines."""
