@@ -78,6 +78,12 @@ FRR_SECRET = [re.compile(p) for p in (
     r"^key-string\s+(\S+)",
     r"authentication\s+string\s+(\S+)",
 )]
+# A word every pattern of a list needs in the text it matches: a line without any of them has no secret, and is
+# passed over with one search instead of one per pattern (tests/test_secrets.py holds each pattern to it).
+EOS_NEEDS = re.compile(r"secret|password|key|snmp-server")
+FRR_NEEDS = re.compile(r"password|key|authentication")
+
+
 def secret_field(name: str) -> bool:
     """Whether a field holds a secret, by its name: a secret leaf of a NOS's structure (SONIC_FIELDS, NVUE_LEAVES)
     or a secret keyword as the whole name (`password`, `key`; not `password_env` or `key_file`, which name where a
@@ -88,7 +94,9 @@ def secret_field(name: str) -> bool:
 Masked = tuple[str, str, bool]  # (section, line, whether a secret was masked)
 
 
-def _mask_spans(line: str, patterns: list[re.Pattern[str]]) -> tuple[str, bool]:
+def _mask_spans(line: str, patterns: list[re.Pattern[str]], needs: re.Pattern[str]) -> tuple[str, bool]:
+    if needs.search(line) is None:
+        return line, False
     spans = sorted({m.span(1) for p in patterns for m in p.finditer(line)})
     if not spans:
         return line, False
@@ -100,10 +108,10 @@ def _mask_spans(line: str, patterns: list[re.Pattern[str]]) -> tuple[str, bool]:
     return "".join(out) + line[at:], True
 
 
-def _text(patterns: list[re.Pattern[str]]) -> Callable[[str, str], Masked]:
+def _text(patterns: list[re.Pattern[str]], needs: re.Pattern[str]) -> Callable[[str, str], Masked]:
     def mask_text(section: str, line: str) -> Masked:
-        sec, hit_s = _mask_spans(section, patterns)
-        ln, hit_l = _mask_spans(line, patterns)
+        sec, hit_s = _mask_spans(section, patterns, needs)
+        ln, hit_l = _mask_spans(line, patterns, needs)
         return sec, ln, hit_s or hit_l
     return mask_text
 
@@ -143,7 +151,8 @@ def _words(section: str, line: str) -> Masked:
 
 # How a config keeps its secrets; a NOS's row names its scheme (`fabric.nos.Nos.secrets`)
 SECRETS: dict[str, Callable[[str, str], Masked]] = {
-    "config_db": _config_db, "nvue": _nvue, "eos_cli": _text(EOS_SECRET), "frr_cli": _text(FRR_SECRET),
+    "config_db": _config_db, "nvue": _nvue, "eos_cli": _text(EOS_SECRET, EOS_NEEDS),
+    "frr_cli": _text(FRR_SECRET, FRR_NEEDS),
     "words": _words}
 
 

@@ -151,3 +151,66 @@ def test_plan_running_masks_the_bgp_neighbour_password(tmp_path: Path, inventory
         assert json.loads(got.out)["masked_lines"] >= 1
     else:
         assert "secret lines masked" in got.out
+
+
+# -- the text schemes: a line without a word the patterns need is passed over ------------------------------------
+FIXTURES = ROOT / "tests" / "fixtures"
+WORDS = ["secret", "password", "key", "snmp-server", "community", "user", "auth", "priv", "host", "version", "2c", "1",
+         "7", "0", "5", "8a", "sha512", "md5", "sha1", "authentication-key", "message-digest-key", "key-string",
+         "authentication", "string", "enable", "area-password", "domain-password", "clear", "ip", "ospf", "neighbor",
+         "10.0.0.1", "ro", "g", "v3", "aes", "x", "Secret", "KEY", "keyed", "passwords", "-", "\t"]
+
+
+def _real_lines() -> list[str]:
+    """The lines of real configs that hold secrets (tests/fixtures/secrets/SOURCE.md) and of the EOS fixtures."""
+    texts = [p.read_text() for p in (*sorted((FIXTURES / "secrets").glob("*.c*")),
+                                     *sorted((FIXTURES / "running" / "eos").glob("*.cfg")))]
+    return [ln.strip() for t in texts for ln in t.splitlines() if ln.strip()]
+
+
+@pytest.mark.parametrize("scheme", ["eos_cli", "frr_cli"])
+def test_text_masking_matches_every_pattern_searched(scheme: str) -> None:
+    """Each line of real configs, of the cases above and of word salads of the patterns' own words is masked as
+    searching every pattern masked it (tests/oracles/secrets.py), and every pattern masks one of those lines."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from tests.oracles import secrets as oracle
+
+    patterns = oracle.PATTERNS[scheme]
+    cases = [ln for s, ln in (EOS if scheme == "eos_cli" else FRR)] + [s for s, _ in EOS + FRR]
+    lines = _real_lines() + cases
+    assert all(any(p.search(ln) for ln in lines) for p in patterns)
+    assert sum(mask_change(scheme, "(global)", ln)[2] for ln in _real_lines()) >= 4
+    for ln in lines:
+        assert mask_change(scheme, ln, ln) == oracle.mask_text(patterns, ln, ln), ln
+
+    @settings(max_examples=3000, deadline=None, derandomize=True)
+    @given(st.lists(st.sampled_from(WORDS), max_size=9), st.booleans())
+    def same(words: list[str], lead: bool) -> None:
+        ln = (" " if lead else "") + " ".join(words)
+        assert mask_change(scheme, "(global)", ln) == oracle.mask_text(patterns, "(global)", ln), ln
+
+    same()
+
+
+def test_a_diff_masks_each_line_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A plan reads a device's masked lines for its JSON, its table, its digest and its count of masked lines: the
+    lines are masked once, the diff still equals and dumps as one that never showed them, and a copy with other
+    changes shows its own."""
+    import fabric.targets.base as base
+
+    calls: list[str] = []
+    real = base.mask_change
+    monkeypatch.setattr(base, "mask_change", lambda *a: calls.append(a[2]) or real(*a))
+    changes = [*CASES["eos"], Change(section="interface Ethernet1", op="~", old="mtu 9000", line="mtu 9214")]
+    diff = DeviceDiff(device="sw", target="eos", changes=changes)
+    shown = diff.sections()
+    assert (diff.masked, diff.text(), diff.digest, diff.sections()) == (len(CASES["eos"]), diff.text(), diff.digest,
+                                                                        shown)
+    assert len(calls) == len(changes) + 1  # the changed line's old value too
+    assert diff == DeviceDiff(device="sw", target="eos", changes=changes)  # what it keeps is no field
+    assert diff.model_dump() == DeviceDiff(device="sw", target="eos", changes=changes).model_dump()
+    other = diff.model_copy(update={"changes": changes[-1:]})
+    assert other.sections() == {"interface Ethernet1": ["~ mtu 9000 → mtu 9214"]} and other.masked == 0
+    assert CANARY not in json.dumps(shown) and diff.masked == len(CASES["eos"])

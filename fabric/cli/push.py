@@ -98,6 +98,20 @@ def _masked(r: engine.DeviceResult) -> tuple[dict[str, list[str]], int]:
     return (r.diff.sections(), r.diff.masked) if r.diff else ({}, 0)
 
 
+def _diff_lines(sections: dict[str, list[str]]) -> Text:
+    """A device's diff as the table output shows it: each section, then its lines coloured by their change; one
+    Text for the device (rich lays out each line of it as it would a Text of its own, at a fraction of the cost of
+    one print a line). Device text: control characters escaped."""
+    block = Text()
+    for section, items in sections.items():
+        block.append(f"  {printable(section)}\n")
+        for item in items:
+            block.append(f"    {printable(item)}", style={"+": "green", "~": "yellow"}.get(item[0], "red"))
+            block.append("\n")
+    block.right_crop(1)  # the last newline: print ends the block with its own
+    return block
+
+
 def print_results(title: str, results: list[engine.DeviceResult], fmt: str, *, diffs: bool = True) -> None:
     """The results as a table (with each diff) or JSON; secret lines of running configs (passwords, secrets,
     keys, communities) are masked in both, and the output says how many were."""
@@ -121,11 +135,7 @@ def print_results(title: str, results: list[engine.DeviceResult], fmt: str, *, d
             if r.diff and not r.diff.empty:
                 out.print(Text.assemble((r.device, "bold"), f" ({r.target}) {r.diff.digest}; {r.diff.unmanaged} "
                                         "settings the inventory does not render left as they are"))
-                for section, items in masked[r.device][0].items():
-                    out.print(f"  {printable(section)}")  # device text: control characters escaped
-                    for item in items:
-                        colour = {"+": "green", "~": "yellow"}.get(item[0], "red")
-                        out.print(Text(f"    {printable(item)}", style=colour))
+                out.print(_diff_lines(masked[r.device][0]))
     out.print(", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
     unmanaged = [r.diff.unmanaged for r in results if r.diff]
     if unmanaged:

@@ -40,14 +40,32 @@ def _json_depth(path: Path, text: str) -> None:
         raise InputError(Problem(str(path), _line(text, pos), "", f"at most {MAX_DEPTH} levels of nesting", "deeper"))
 
 
-def _config_db(path: Path, text: str) -> None:
-    _json_depth(path, text)
+def config_db_document(path: Path, text: str) -> dict[str, Any]:
+    """The CONFIG_DB document of `text`, checked (module docstring). The C decoder reads it first (bounded: deeper
+    than the interpreter's recursion limit is a RecursionError) and the shape check then bounds what it accepts to
+    four levels; only a text it refuses is scanned for nesting deeper than MAX_DEPTH, which is then the problem
+    reported, as when the scan came first."""
     try:
         doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(Problem(str(path), exc.lineno, "", "valid JSON", exc.msg)) from None
-    except ValueError as exc:  # an integer of more than 4,300 digits
-        raise InputError(Problem(str(path), None, "", "valid JSON", str(exc)[:120])) from None
+    except (ValueError, RecursionError) as exc:
+        _json_depth(path, text)
+        if isinstance(exc, json.JSONDecodeError):
+            raise InputError(Problem(str(path), exc.lineno, "", "valid JSON", exc.msg)) from None
+        raise InputError(Problem(str(path), None, "", "valid JSON", str(exc)[:120])) from None  # 4,300+ digits
+    try:
+        _config_db_shape(path, doc)
+    except InputError:
+        _json_depth(path, text)
+        raise
+    return doc
+
+
+def _config_db(path: Path, text: str) -> None:
+    config_db_document(path, text)
+
+
+def _config_db_shape(path: Path, doc: Any) -> None:
+    """Table → key → field → a string or a list of strings (numbers and booleans as saved by hand pass too)."""
     if not isinstance(doc, dict):
         raise InputError(Problem(str(path), None, "", "CONFIG_DB: a mapping of tables", type(doc).__name__))
     for table, entries in doc.items():
@@ -110,13 +128,28 @@ def json_document(text: str) -> Any:
     """`text` read by the JSON reader (C, ten times the YAML loaders' speed) where it is JSON that the hardened
     loader would read the same: nested at most MAX_DEPTH, each key once, no NaN/Infinity; else NO_DOC (the YAML
     reader then reads it, or locates what is wrong). `nv config show -o json`, what a plan reads of every NVUE
-    switch, is such a text."""
-    if text.lstrip()[:1] not in ("[", "{") or nesting_past(text, MAX_DEPTH) is not None:
+    switch, is such a text. Its nesting is counted on the decoded document (a text the decoder reads is no deeper
+    than the recursion limit), not by scanning the text first."""
+    if text.lstrip()[:1] not in ("[", "{"):
         return NO_DOC
     try:
-        return json.loads(text, object_pairs_hook=_unique, parse_constant=_constant)
-    except (ValueError, RecursionError):
+        doc = json.loads(text, object_pairs_hook=_unique, parse_constant=_constant)
+    except (ValueError, RecursionError):  # the C decoder stops at the interpreter's recursion limit
         return NO_DOC
+    return doc if _nested_within(doc, MAX_DEPTH) else NO_DOC
+
+
+def _nested_within(doc: Any, limit: int) -> bool:
+    """Whether a decoded document nests arrays and objects at most `limit` deep (as `nesting_past` counts the
+    brackets of its text), level by level."""
+    level, depth = [doc], 0
+    while level:
+        depth += 1
+        if depth > limit:
+            return False
+        level = [v for node in level for v in (node.values() if isinstance(node, dict) else node)
+                 if isinstance(v, (dict, list))]
+    return True
 
 
 def nvue_document(path: Path, text: str, located: bool = True) -> tuple[Any, SourceMap]:
@@ -199,6 +232,14 @@ def check_reply(target: str, command: str, text: str) -> str:
     except InputError as exc:
         raise from_input(command, exc) from None
     return text
+
+
+def config_db_reply(command: str, text: str) -> dict[str, Any]:
+    """`check_reply` of a SONiC switch's CONFIG_DB, and the document the check read (`config_db_document`)."""
+    try:
+        return config_db_document(Path(command), text)
+    except InputError as exc:
+        raise from_input(command, exc) from None
 
 
 def read_running(target: str, path: Path, located: bool = True) -> str:

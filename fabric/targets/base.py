@@ -15,6 +15,7 @@ commands; the rollout engine (`fabric.push`) only calls the methods below, in th
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import time
@@ -78,20 +79,35 @@ class DeviceDiff(BaseModel):
     def sections(self) -> dict[str, list[str]]:
         """Each section's `-`/`+` lines as shown everywhere (plan, audit, JSON): secrets masked by the NOS's
         structure (fabric.secrets.mask_change, the scheme its row names)."""
-        out: dict[str, list[str]] = {}
-        scheme = NOS[self.target].secrets
-        for c in self.changes:
-            section, line, _ = mask_change(scheme, c.section, c.line)
-            old = mask_change(scheme, c.section, c.old)[1] if c.old else ""
-            out.setdefault(section, []).append(c.model_copy(update={"line": line, "old": old}).text())
-        return out
+        return self._masked_view()[0]
 
     @property
     def masked(self) -> int:
         """How many lines of `sections()` had a secret masked."""
-        scheme = NOS[self.target].secrets
-        return sum(mask_change(scheme, c.section, c.line)[2] + (mask_change(scheme, c.section, c.old)[2]
-                                                                if c.old else 0) for c in self.changes)
+        return self._masked_view()[1]
+
+    def _masked_view(self) -> tuple[dict[str, list[str]], int]:
+        """`sections()` and `masked`, worked out once for this list of changes (a plan reads them several times
+        per device: its JSON, its table, the digest); a copy with other changes or another target works out its
+        own. The list is never edited in place once the diff is built."""
+        memo = self.masked_memo
+        if not memo or memo[0][0] is not self.changes or memo[0][1] != self.target:
+            scheme = NOS[self.target].secrets
+            out: dict[str, list[str]] = {}
+            hits = 0
+            for c in self.changes:
+                section, line, hit = mask_change(scheme, c.section, c.line)
+                old, hit_old = mask_change(scheme, c.section, c.old)[1:] if c.old else ("", False)
+                shown = c.model_copy(update={"line": line, "old": old}) if hit or hit_old else c
+                out.setdefault(section, []).append(shown.text())
+                hits += hit + hit_old
+            memo[:] = [(self.changes, self.target, out, hits)]
+        return memo[0][2], memo[0][3]
+
+    @functools.cached_property
+    def masked_memo(self) -> list[tuple[list[Change], str, dict[str, list[str]], int]]:
+        """Where `_masked_view` keeps its last result: no field (never dumped, never compared)."""
+        return []
 
     def text(self) -> str:
         """Readable, stable: each section, then its `-`/`+` lines."""
@@ -182,6 +198,21 @@ class Driver(ABC):
 
     def diff(self) -> DeviceDiff:
         return self.diff_of(self.running())
+
+    _last_scoped: tuple[str, str, ScopedDiff] | None = None
+
+    def scoped_once(self, running: str, scoped: Callable[[str], ScopedDiff]) -> ScopedDiff:
+        """`scoped(running)` (a driver's `scoped`), worked out once while the running text and the intent stay the
+        same: an apply diffs the running config it read in its plan, again before the transaction, and again in
+        `begin`, and a switch nobody changed meanwhile answers the same text each time (a driver's options never
+        change). The last result only; none kept from a call that failed, nor read by anyone who edits it."""
+        last, self._last_scoped = self._last_scoped, None
+        if last is not None and last[0] == running and last[1] == self.intended:
+            self._last_scoped = last
+            return last[2]
+        sd = scoped(running)
+        self._last_scoped = (running, self.intended, sd)
+        return sd
 
     def diff_of(self, running: str) -> DeviceDiff:
         """The device's diff against a running configuration (live or saved): `scoped`'s, as `device_diff` gives it."""

@@ -133,6 +133,10 @@ class EosDriver(Driver):
                         "show priority-flow-control counters watchdog | json")
     lldp_commands = ("show lldp neighbors detail | json",)
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._read: dict[str, Leaves] = {}  # text → its leaves (`_leaves`)
+
     @classmethod
     def drained(cls, intended: str, release: str = "") -> str:
         """EOS maintenance mode quiescing the built-in `System` unit (`maintenance` / `unit System` /
@@ -187,8 +191,20 @@ class EosDriver(Driver):
         return running_reply(self._cmd("show running-config"))
 
     def scoped(self, running: str) -> ScopedDiff:
+        return self.scoped_once(running, self._scoped)
+
+    def _scoped(self, running: str) -> ScopedDiff:
         self.check_renumber(running, self.intended)
-        return self.scoped_from(leaves(running), leaves(self.intended), _lines)
+        return self.scoped_from(self._leaves(running), self._leaves(self.intended), _lines)
+
+    def _leaves(self, text: str) -> Leaves:
+        """`leaves(text)`, read once per text on this driver: a transaction diffs, writes its session and records
+        its scope from the same two texts (the last few read are kept; nothing edits them)."""
+        if (got := self._read.get(text)) is None:
+            while len(self._read) >= 3:
+                del self._read[next(iter(self._read))]
+            got = self._read[text] = leaves(text)
+        return got
 
     def _session(self, name: str, lines: list[str]) -> str:
         """Open a session with `lines`; returns its diffs (still in the session)."""
@@ -239,13 +255,13 @@ class EosDriver(Driver):
         snapshot = self.running()
         sd = self.scoped(snapshot)
         name = f"rf-{time.strftime('%m%d%H%M%S')}-{uuid.uuid4().hex[:4]}"
-        diffs = self._session(name, session_lines(sd, leaves(snapshot)))
+        diffs = self._session(name, session_lines(sd, self._leaves(snapshot)))
         if not parse_session_diff(diffs):
             self._cmd("abort")
             raise TargetError("show session-config diffs: the session changes nothing")
         txn = Txn(device=self.device, target=self.target, started=time.time(), snapshot=snapshot,
                   native={"session": name})
-        self.record_scope(txn, sd, leaves(self.intended))
+        self.record_scope(txn, sd, self._leaves(self.intended))
         return txn
 
     def commit(self, txn: Txn, confirm_seconds: int) -> None:

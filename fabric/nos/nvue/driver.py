@@ -169,7 +169,7 @@ class NvueDriver(Driver):
         if (self.options.get("scope") is None and tree == intent and (plain or _plain_keys(tree))
                 and (intent_plain or _plain_keys(intent))):
             return DeviceDiff(device=self.device, target=self.target)
-        return self.device_diff(self._scoped_tree(tree))
+        return self.device_diff(self.scoped_once(running, lambda _text: self._scoped_tree(tree)))
 
     def unchanged_text(self, running: str) -> DeviceDiff | None:
         """The empty diff where the saved text is byte for byte the patch rendered for this switch (`plan --running`
@@ -180,7 +180,7 @@ class NvueDriver(Driver):
         return None
 
     def scoped(self, running: str) -> ScopedDiff:
-        return self._scoped_tree(load_running(running))
+        return self.scoped_once(running, lambda text: self._scoped_tree(load_running(text)))
 
     def _scoped_tree(self, tree: dict) -> ScopedDiff:
         have = ((tree.get("router") or {}).get("bgp") or {}).get("autonomous-system")
@@ -251,7 +251,7 @@ class NvueDriver(Driver):
         applied = self._applied()
         applied_revs = [r for r, v in self._revisions().items() if str(v.get("state", "")).startswith("applied")]
         previous = max(applied_revs, key=lambda r: int(r) if r.isdigit() else -1, default=None)
-        sd = self.scoped(json.dumps(applied))
+        sd = self.scoped(json.dumps(applied, sort_keys=True))  # the text `diff` diffed: diffed once (`scoped_once`)
         ops: list[dict] = [{"unset": nest(p, None)}
                            for p in removal_roots(tree_leaves(applied), sd.sets, sd.removes)]
         sets: dict = {}

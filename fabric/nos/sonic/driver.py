@@ -41,7 +41,7 @@ import time
 import uuid
 from typing import Any
 
-from fabric.model.running import check_reply
+from fabric.model.running import config_db_reply as checked_config_db
 from fabric.nos import row_of
 from fabric.nos.sonic.brownfield import adapt, preflight, replaced_pgs, runs_frrcfgd
 from fabric.parsers import switch_counters
@@ -139,8 +139,8 @@ SHOW_RUNNING = "show runningconfiguration all"
 
 @reader(SHOW_RUNNING)
 def config_db_reply(text: str) -> dict[str, Any]:
-    """CONFIG_DB as the switch printed it, checked as a saved config_db.json is (fabric.model.running)."""
-    return json.loads(check_reply("sonic", SHOW_RUNNING, text))
+    """CONFIG_DB as the switch printed it, checked as a saved config_db.json is (fabric.model.running), read once."""
+    return checked_config_db(SHOW_RUNNING, text)
 
 
 class SonicDriver(Driver):
@@ -246,7 +246,11 @@ class SonicDriver(Driver):
 
     def scoped(self, running: str) -> ScopedDiff:
         """The diff inside the owned scope, of the intent fitted to this switch (fabric.nos.sonic.brownfield);
-        TargetError with every pre-flight problem when SONiC would refuse the patch (nothing is touched)."""
+        TargetError with every pre-flight problem when SONiC would refuse the patch (nothing is touched). Worked
+        out once for the same running text (`scoped_once`; with it the `notes` and `fitted` it set)."""
+        return self.scoped_once(running, self._scoped)
+
+    def _scoped(self, running: str) -> ScopedDiff:
         have, want = json.loads(running), self._intended()
         self.notes = []
         if SYSCTL not in have and want.pop(SYSCTL, None) is not None:
@@ -323,8 +327,9 @@ class SonicDriver(Driver):
         return lldp_reply("lldp-sonic", shell.check(self.conn, command, what=command), self.device, command)
 
     def begin(self) -> Txn:
-        doc = json.loads(self.running())
-        sd = self.scoped(json.dumps(doc))
+        text = json.dumps(self._running_doc(), sort_keys=True)  # `running()`'s document, without its indentation
+        doc = json.loads(text)
+        sd = self.scoped(text)
         sys_have = doc.pop(SYSCTL, {})
         running = doc
         cfg = ({p: v for p, v in sd.sets.items() if p[0] != SYSCTL}, {p for p in sd.removes if p[0] != SYSCTL})

@@ -14,6 +14,8 @@ import re
 import time
 from pathlib import Path
 
+import pytest
+
 from fabric.nos.eos.driver import EosDriver
 from tests.conftest import ROOT
 from tests.standins.eos import Cli
@@ -86,3 +88,58 @@ def test_a_session_is_read_once_whatever_the_chunks(tmp_path: Path) -> None:
     t_short = min(_read(short, short_lines, 2)[1] for _ in range(3))
     t_long = min(_read(long, long_lines, 2)[1] for _ in range(3))
     assert t_long < 8 * t_short, f"{t_short * 1000:.0f} → {t_long * 1000:.0f} CPU-ms"
+
+
+class _Login:
+    """A netmiko connection to the EOS CLI stand-in (tests.standins.eos): each command typed, each written line's
+    output and next prompt read back."""
+
+    def __init__(self, d: Path) -> None:
+        self.cli, self.pending = Cli(d), ""
+        _typed(self.cli, "enable\n")
+
+    def check_enable_mode(self) -> bool:
+        return True
+
+    def send_command(self, command: str, **_kw: object) -> str:
+        return _typed(self.cli, command + "\n")
+
+    def write_channel(self, text: str) -> None:
+        self.pending += "".join(_typed(self.cli, ln + "\n") + self.cli.prompt() for ln in text.splitlines())
+
+    def read_channel(self) -> str:
+        out, self.pending = self.pending, ""
+        return out
+
+
+def test_a_transaction_reads_each_configuration_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An apply's plan diffs the running config against the intent, then `begin` diffs it again, writes the session
+    from the running config's settings and records the intent's as the next manifest: each text is parsed once (it
+    was twice) and the same running text diffed once (it was twice), and the transaction is the one separate
+    readings gave."""
+    import fabric.nos.eos.driver as eos
+    from fabric.design.derive import derive
+    from fabric.model.load import load
+    from fabric.render import render_switch
+
+    fabric = derive(load(ROOT / "inventories" / "eos-example"))
+    intended = render_switch(fabric.switches["leaf-su1-r1"], fabric)["running-config.cfg"]
+    seed(tmp_path, "eos", RUNNING.read_text(), {})
+    (tmp_path / "sessions").mkdir()
+    parsed: list[int] = []
+    real = eos.parse_text
+    monkeypatch.setattr(eos, "parse_text", lambda text: parsed.append(len(text)) or real(text))
+    drv = EosDriver(_Login(tmp_path), "leaf-su1-r1", intended)
+    scopes: list[int] = []
+    real_scope = drv.scoped_from
+    monkeypatch.setattr(drv, "scoped_from", lambda *a: scopes.append(1) or real_scope(*a))
+    diff = drv.diff()  # the apply's plan, then its transaction: the same running config, diffed once
+    txn = drv.begin()
+    assert sorted(parsed) == sorted([len(RUNNING.read_text()), len(intended)]) and len(scopes) == 1
+    assert not diff.empty and drv.diff().changes == diff.changes and len(scopes) == 1
+    assert drv.scoped(RUNNING.read_text() + "!\n").changes == diff.changes and len(scopes) == 2  # another text
+    sd = drv.scoped(RUNNING.read_text())
+    assert txn.native["manifest"] == sorted(list(p) for p in eos.leaves(intended))
+    assert txn.native["scope"] == sorted(list(p) for p in sd.owned)
+    diffs = eos.parse_session_diff(drv.conn.send_command("show session-config diffs"))
+    assert diffs and {c.section for c in diffs} <= {c.section.split(" / ")[0] for c in sd.changes} | {"(global)"}

@@ -327,3 +327,23 @@ def test_a_live_diff_is_the_diff_of_the_running_text_without_the_indented_text(
     t0 = time.process_time()
     assert drv.diff_of(drv.running()).empty
     assert live < 0.02 and time.process_time() - t0 < 0.05  # a few ms each: nothing read twice over
+
+
+def test_an_apply_diffs_the_same_applied_tree_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An apply diffs the applied tree in its plan, again before the transaction, and `begin` diffs the text the plan
+    diffed: one leaf-by-leaf diff for them all while the switch answers the same tree; another tree is diffed anew."""
+    from fabric.nos.nvue.driver import load_running
+
+    ep = _h100_leaf()
+    changed = load_running(ep.intended)
+    changed["system"]["hostname"] = "someone-elses"
+    drv = driver(ep.target, _Answered(_json_reply(changed)), ep.device, ep.intended, options=ep.options)
+    calls: list[int] = []
+    real = drv._scoped_tree
+    monkeypatch.setattr(drv, "_scoped_tree", lambda tree: calls.append(1) or real(tree))
+    plan, again = drv.diff(), drv.diff()
+    begin = drv.scoped(json.dumps(drv._applied(), sort_keys=True))
+    assert not plan.empty and plan.changes == again.changes == begin.changes and calls == [1]
+    other = json.loads(json.dumps(changed))
+    other["system"]["hostname"] = "another"
+    assert drv.scoped(json.dumps(other, sort_keys=True)).changes != plan.changes and calls == [1, 1]
