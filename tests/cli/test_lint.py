@@ -2,6 +2,8 @@
 compare it with the saved one and runs the intent's rules while this one builds the configs from the renderer's
 trees (`fabric.cli.lint._split`). The same findings, problems and outputs as one process doing it all, on renders,
 edited and malformed copies, a `fabric render` directory, a bad `--select`, and where the other process fails.
+`lint INV` alone of a fabric as large splits the intent's rules so (`fabric.cli.lint._rules_beside`): the same
+findings, outputs and exit codes as one process, with --select/--ignore, and where the other process fails.
 
 A cold `fabric lint INV` (cache off, output not a terminal) imports neither the progress display
 (rich.progress), nor what `--configs` reads configs with (fabric.lint.configs, its model and the running-config
@@ -117,20 +119,22 @@ def test_split_lint_of_a_malformed_file_and_a_bad_select(generated: Path, tmp_pa
     assert isinstance(split, list) and split == one and bad.name in str(split)
 
 
+def _broken(*_a: object, **_k: object) -> object:
+    raise RuntimeError("broken")
+
+
+def _dies(*_a: object, **_k: object) -> object:
+    os._exit(3)  # in the other process: it ends without an answer
+
+
 @pytest.mark.parametrize("how", ["raises", "dies"])
 def test_split_lint_where_the_other_process_fails(generated: Path, tmp_path: Path, how: str,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """Its part is then done here, as without it: where its steps raise, or it ends without an answer."""
     running = _running(generated, tmp_path)
 
-    def broken(*_a: object, **_k: object) -> object:
-        raise RuntimeError("broken")
-
-    def dies(*_a: object, **_k: object) -> object:
-        os._exit(3)
-
-    monkeypatch.setattr(lint_configs, "rendered_same", broken if how == "raises" else dies)
-    monkeypatch.setattr(engine, "intent_findings", broken)
+    monkeypatch.setattr(lint_configs, "rendered_same", _broken if how == "raises" else _dies)
+    monkeypatch.setattr(engine, "intent_findings", _broken)
     split, one, started = _both(monkeypatch, generated, running)
     assert started == 1
     _same_reports(split, one)
@@ -214,13 +218,7 @@ def test_split_plain_lint_where_the_other_process_fails(generated: Path, tmp_pat
     """Its rules are then run here: where they raise, or the process ends without an answer."""
     inv = _edited(generated, tmp_path)
 
-    def broken(*_a: object, **_k: object) -> object:
-        raise RuntimeError("broken")
-
-    def dies(*_a: object, **_k: object) -> object:
-        os._exit(3)
-
-    monkeypatch.setattr(engine, "intent_findings", broken if how == "raises" else dies)
+    monkeypatch.setattr(engine, "intent_findings", _broken if how == "raises" else _dies)
     split, one, started = _both(monkeypatch, inv, None)
     assert started == 1 and not multiprocessing.active_children()
     _same_reports(split, one)
