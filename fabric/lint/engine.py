@@ -92,10 +92,11 @@ def waive(findings: list[Finding], waivers: list[Waiver]) -> list[Finding]:
     return out
 
 
-def intent_findings(ctx: Context, select: list[str] | None = None, ignore: list[str] | None = None
-                    ) -> list[Finding]:
-    """The findings of the intent's rules that `run(ctx, …, select, ignore)` finds (before waivers), in any order."""
-    rules = selected(select, ignore)
+def intent_findings(ctx: Context, select: list[str] | None = None, ignore: list[str] | None = None,
+                    part: list[str] | None = None) -> list[Finding]:
+    """The findings of the intent's rules that `run(ctx, …, select, ignore)` finds (before waivers), in any order;
+    of those among `part` (rule ids or prefixes) where it is given."""
+    rules = [r for r in selected(select, ignore) if part is None or _matches(r.id, part)]
     ctx.reset()
     with gc_paused():
         return [f for r in rules for f in r.check(ctx)]
@@ -107,25 +108,30 @@ def run(
     select: list[str] | None = None,
     ignore: list[str] | None = None,
     checked: Callable[[], list[Finding] | None] | None = None,
+    part: list[str] | None = None,
 ) -> Result:
-    """Lint the inventory's intent, the parsed configs, or both; `checked`: the findings of the intent's rules,
-    found elsewhere (`intent_findings` of `ctx` with the same rules, in another process), asked for once the
-    config rules ran; None from it: they are found here."""
+    """Lint the inventory's intent, the parsed configs, or both; `checked`: the findings of the intent's rules
+    (of those among `part`, rule ids or prefixes, where it is given: the others are run here), found elsewhere
+    (`intent_findings` of `ctx` with the same rules and part, in another process), asked for once the rules here
+    ran; None from it: they are found here. The findings' order is their sort order, whichever process found
+    them."""
     rules = selected(select, ignore)
+    away = {r.id for r in rules if checked is not None and (part is None or _matches(r.id, part))}
     findings: list[Finding] = []
-    if ctx is not None and checked is None:
+    if ctx is not None and len(away) < len(rules):
         ctx.reset()
     with gc_paused():  # the rules' many short-lived objects would make the collector rescan the whole fabric
         for r in rules:
-            if ctx is not None and checked is None:
+            if ctx is not None and r.id not in away:
                 findings += r.check(ctx)
             if configs is not None and r.configs:
                 findings += r.check_configs(configs)
         if ctx is not None and checked is not None:
             found = checked()
             if found is None:
-                ctx.reset()
-                found = [f for r in rules for f in r.check(ctx)]
+                if len(away) == len(rules):
+                    ctx.reset()
+                found = [f for r in rules if r.id in away for f in r.check(ctx)]
             findings += found
     if ctx is not None:
         findings = waive(findings, ctx.inv.lint.waive)

@@ -2,6 +2,8 @@
 compare it with the saved one and runs the intent's rules while this one builds the configs from the renderer's
 trees (`fabric.cli.lint._split`). The same findings, problems and outputs as one process doing it all, on renders,
 edited and malformed copies, a `fabric render` directory, a bad `--select`, and where the other process fails.
+`lint INV` alone of a fabric as large splits the intent's rules so (`fabric.cli.lint._rules_beside`): the same
+findings, outputs and exit codes as one process, with --select/--ignore, and where the other process fails.
 
 A cold `fabric lint INV` (cache off, output not a terminal) imports neither the progress display
 (rich.progress), nor what `--configs` reads configs with (fabric.lint.configs, its model and the running-config
@@ -11,6 +13,7 @@ parsers), nor multiprocessing; `lint --configs` and a display on a terminal stil
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 import shutil
 import subprocess
@@ -18,6 +21,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from fabric.cli import lint as cli_lint
 from fabric.design.derive import derive
@@ -77,6 +81,7 @@ def _both(monkeypatch: pytest.MonkeyPatch, *args: object, **kw: object) -> tuple
     outcomes = []
     for split_min in (0, 10**9):
         monkeypatch.setattr(cli_lint, "SPLIT_MIN", split_min)
+        monkeypatch.setattr(cli_lint, "SPLIT_DEVICES", split_min)
         try:
             outcomes.append(cli_lint.run_lint(*args, **kw))  # type: ignore[arg-type]
         except InputError as exc:
@@ -114,20 +119,22 @@ def test_split_lint_of_a_malformed_file_and_a_bad_select(generated: Path, tmp_pa
     assert isinstance(split, list) and split == one and bad.name in str(split)
 
 
+def _broken(*_a: object, **_k: object) -> object:
+    raise RuntimeError("broken")
+
+
+def _dies(*_a: object, **_k: object) -> object:
+    os._exit(3)  # in the other process: it ends without an answer
+
+
 @pytest.mark.parametrize("how", ["raises", "dies"])
 def test_split_lint_where_the_other_process_fails(generated: Path, tmp_path: Path, how: str,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """Its part is then done here, as without it: where its steps raise, or it ends without an answer."""
     running = _running(generated, tmp_path)
 
-    def broken(*_a: object, **_k: object) -> object:
-        raise RuntimeError("broken")
-
-    def dies(*_a: object, **_k: object) -> object:
-        os._exit(3)
-
-    monkeypatch.setattr(lint_configs, "rendered_same", broken if how == "raises" else dies)
-    monkeypatch.setattr(engine, "intent_findings", broken)
+    monkeypatch.setattr(lint_configs, "rendered_same", _broken if how == "raises" else _dies)
+    monkeypatch.setattr(engine, "intent_findings", _broken)
     split, one, started = _both(monkeypatch, generated, running)
     assert started == 1
     _same_reports(split, one)
@@ -142,6 +149,80 @@ def test_split_lint_of_a_render_directory(name: str, tmp_path: Path, monkeypatch
     split, one, started = _both(monkeypatch, inv, out)
     assert started == 1
     _same_reports(split, one)
+
+
+# -- `lint INV` alone: part of the rules in a second process once the fabric is derived (`_rules_beside`) --------
+EDITS = {  # findings of rules on both sides of cli_lint.BESIDE, one of them waived for some of its hosts
+    "qos": {"dscp_to_priority": {26: 0}},  # RF101
+    "hosts": {"defaults": {"mtu": 4000, "nccl_env": {"NCCL_IB_TC": 0}}},  # RF302, RF201
+    "switching": {"neighbor": {"aging": "1200s"}},  # RF404
+    "lint": {"waive": [{"rule": "RF302", "objects": ["gpu-su1-*"], "reason": "lab hosts, jumbo frames later"}]},
+}
+
+
+def _edited(generated: Path, where: Path) -> Path:
+    """The generated inventory with EDITS deep-merged into its sections."""
+    from fabric.model.qos import merge
+
+    out = where / "inv"
+    shutil.copytree(generated, out)
+    sections = dict(EDITS)
+    for f in sorted(out.glob("*.yaml")):
+        doc = yaml.safe_load(f.read_text())
+        for key in [k for k in sections if k in doc]:
+            doc[key] = merge(doc[key], sections.pop(key))
+        f.write_text(yaml.safe_dump(doc, sort_keys=False))
+    (out / "lint.yaml").write_text(yaml.safe_dump(sections, sort_keys=False))
+    return out
+
+
+def test_split_plain_lint_is_one_process_lint(generated: Path, tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    inv = _edited(generated, tmp_path)
+    split, one, started = _both(monkeypatch, inv, None)
+    assert started == 1 and not multiprocessing.active_children()
+    _same_reports(split, one)
+    rules = {f.rule for f in split.findings}  # type: ignore[attr-defined]
+    assert {"RF101", "RF201", "RF302", "RF404"} <= rules, rules  # found beside and here
+    assert {f.waived for f in split.findings} > {None}  # type: ignore[attr-defined]
+    for select, ignore in ((["RF2"], None), (["RF3"], None), (None, ["RF30"]), (["RF1", "RF40"], ["RF101"])):
+        split, one, _ = _both(monkeypatch, inv, None, select, ignore)
+        _same_reports(split, one)
+    split, one, started = _both(monkeypatch, inv, None, ["RF9"])
+    assert started == 0 and isinstance(split, list) and split == one and "--select" in str(split)
+
+
+def test_split_plain_lint_prints_and_exits_as_one_process(generated: Path, tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from fabric.cli import app
+
+    inv = _edited(generated, tmp_path)
+    codes = set()
+    for argv in (["--format", "json"], ["--format", "table"], ["--select", "RF4", "--select", "RF30"],
+                 ["--select", "RF4", "--select", "RF308", "--format", "github"]):
+        seen = []
+        for devices in (0, 10**9):
+            monkeypatch.setattr(cli_lint, "SPLIT_DEVICES", devices)
+            res = CliRunner().invoke(app, ["lint", str(inv), *argv])
+            seen.append((res.exit_code, res.output))
+        assert seen[0] == seen[1] and seen[0][1], argv
+        codes.add(seen[0][0])
+    assert codes == {0, 1}
+
+
+@pytest.mark.parametrize("how", ["raises", "dies"])
+def test_split_plain_lint_where_the_other_process_fails(generated: Path, tmp_path: Path, how: str,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its rules are then run here: where they raise, or the process ends without an answer."""
+    inv = _edited(generated, tmp_path)
+
+    monkeypatch.setattr(engine, "intent_findings", _broken if how == "raises" else _dies)
+    split, one, started = _both(monkeypatch, inv, None)
+    assert started == 1 and not multiprocessing.active_children()
+    _same_reports(split, one)
+    assert {"RF101", "RF302"} <= {f.rule for f in split.findings}  # type: ignore[attr-defined]
 
 
 def test_intended_tree_and_text_are_the_rendered_patchs() -> None:
