@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings, strategies
 
 from fabric.design.derive import derive
 from fabric.model.load import load
@@ -151,3 +153,41 @@ def test_plan_running_says_the_scripts_are_not_compared() -> None:
     assert drv.device_diff(drv.scoped(text)).notes == [
         "interfaces.sh, qos.sh not compared: a saved frr.conf holds no Linux interface or QoS state (a plan on the "
         "switch compares them)"]
+
+
+LINE_CHARS = ["a", "0", "-", "/", " ", "\t", '"', "'", "\\", "\x0b", "\u00a0", "#", "|", ">", "&", "$"]
+
+
+@settings(max_examples=3000, deadline=None)
+@given(strategies.text(alphabet=LINE_CHARS, max_size=40))
+def test_a_line_splits_into_the_words_shlex_gives(line: str) -> None:
+    """The plain-words path and shlex agree on every line, the refusals (an open quote, a trailing backslash) too."""
+    try:
+        want = shlex.split(line)
+    except ValueError:
+        with pytest.raises(ValueError):
+            scripts.shell_words(line)
+        return
+    assert scripts.shell_words(line) == want
+
+
+@pytest.mark.parametrize("inventory", ["example", "lab-2su8r"])
+def test_every_rendered_script_reads_as_shlex_reads_it(inventory: str) -> None:
+    """Every shipped FRR render's scripts, read once (and read again from the cache), give the commands shlex gives
+    line by line; a caller's edit of the returned lists reaches no later reading."""
+    fabric = derive(load(ROOT / "inventories" / inventory))
+    for sw in fabric.switches.values():
+        files = render_switch(sw, fabric)
+        for name in (n for n in scripts.SCRIPTS if n in files):
+            want = []
+            for raw in files[name].splitlines():
+                line = raw.strip()
+                if not line or line.startswith("#") or line in ("fi", "set -eu") or line.startswith("if "):
+                    continue
+                argv = [a for a in shlex.split(line.rpartition("||")[2]) if a not in (">/dev/null", "2>&1")]
+                if argv and argv[:3] != ["ip", "link", "show"]:
+                    want.append(argv)
+            got = scripts.commands(files[name])
+            assert got == want
+            got[0].append("edited")
+            assert scripts.commands(files[name]) == want
