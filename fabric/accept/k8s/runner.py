@@ -96,8 +96,10 @@ class K8sRunner:
         for e in self._items(["get", "events", "-n", self.namespace, "--field-selector",
                               "reason=FailedCreatePodSandBox", "-o", "json"]):
             pod = e.get("involvedObject", {}).get("name", "")
-            if e.get("involvedObject", {}).get("uid") in uids:
-                out.append(f"pod {pod} on node {node[pod]}: the node could not create the pod sandbox: "
+            if e.get("involvedObject", {}).get("uid") in uids:  # the node as the kubelet that reported it names it
+                # (the pod read above may predate its binding)
+                host = (e.get("source") or {}).get("host") or e.get("reportingInstance") or node[pod]
+                out.append(f"pod {pod} on node {host}: the node could not create the pod sandbox: "
                            f"{e.get('message', '')}")
         return "; ".join(dict.fromkeys(out))
 
