@@ -5,12 +5,14 @@ with it are imported). Held against by tests/targets/test_owned_equivalence.py."
 
 from __future__ import annotations
 
+import copy
 import fnmatch
 import re
 from collections.abc import Iterable
 from functools import cached_property
 from typing import Any
 
+from fabric.fast.plain import deep_copy
 from fabric.nos import NOS
 from fabric.secrets import mask_change
 from fabric.targets.base import Driver, TargetError
@@ -288,3 +290,29 @@ def renumbered(running: str, intent: str, pattern: str) -> str | None:
                     "the tool never renumbers a router: correct the inventory's ASN, or renumber the switch by hand "
                     "first")
     return None
+
+
+def apply_leaves(tree: dict, sets: Leaves, removes: Iterable[Path]) -> dict:
+    """A copy of `tree` with leaves set and removed; containers that only the removals emptied go too."""
+    out = deep_copy(tree)
+    for path in removes:
+        chain = [out]
+        for p in path[:-1]:
+            nxt = chain[-1].get(p)
+            if not isinstance(nxt, dict):
+                break
+            chain.append(nxt)
+        else:
+            chain[-1].pop(path[-1], None)
+            for i in range(len(chain) - 1, 0, -1):  # prune what became empty
+                if chain[i]:
+                    break
+                chain[i - 1].pop(path[i - 1], None)
+    for path, value in sets.items():
+        node = out
+        for p in path[:-1]:
+            if not isinstance(node.get(p), dict):
+                node[p] = {}
+            node = node[p]
+        node[path[-1]] = copy.deepcopy(value)
+    return out

@@ -24,23 +24,26 @@ SHIMS = {"host": dict.fromkeys(HOST_TOOLS, "host"),
 
 # NVUE's per-port counter reads (`nv show interface <swp> counters qos -o json`, `… qos pfc-watchdog -o json`: a
 # drain reads every fabric port twice per sample) depend on the device's telemetry.json alone: the first answer is
-# kept in answers/ (tests.standins.nvue.nv_show) and given again by the shim while no newer telemetry.json exists.
+# kept in answers/ (tests.standins.nvue.nv_show) and given again by the shim while no newer telemetry.json exists
+# and the device has no fault planted (a serving process answers those: tests.standins.fleet).
 NV_CACHED = """case "$3" in *[!A-Za-z0-9_.-]*|"") ;; *)
   case "$#:$1:$2:$4:$5:$6:$7" in 7:show:interface:counters:qos:-o:json|7:show:interface:qos:pfc-watchdog:-o:json)
     f="$STANDIN_DEV/answers/$3.$4.$5" t="$STANDIN_DEV/telemetry.json"
-    [ -f "$f" ] && { [ ! -e "$t" ] || [ "$f" -nt "$t" ]; } && exec cat "$f";;
+    [ -f "$f" ] && [ ! -e "$STANDIN_DEV/fault" ] && { [ ! -e "$t" ] || [ "$f" -nt "$t" ]; } && exec cat "$f";;
   esac;;
 esac
 """
 
 # SONiC's `show runningconfiguration all` (read several times by every plan and apply) depends on running.json alone:
 # the answer kept in answers/ (tests.standins.sonic.show_running) carries the modification time of the running.json
-# it was read from, and is given again while running.json has that time (replaced since: Python answers anew). Each
-# read is one line of running-reads (the tests count the tool's reads, as a switch's command accounting would).
+# it was read from, and is given again while running.json has that time (replaced since, or a fault planted: Python
+# answers). Each read is one line of running-reads (the tests count the tool's reads, as a switch's command
+# accounting would).
 SHOW_CACHED = """[ "$#:$1:$2" = 2:runningconfiguration:all ] && {
   echo "$1 $2" >> "$STANDIN_DEV/running-reads"
   f="$STANDIN_DEV/answers/running" t="$STANDIN_DEV/running.json"
-  [ -f "$f" ] && [ -f "$t" ] && [ ! "$f" -nt "$t" ] && [ ! "$f" -ot "$t" ] && exec cat "$f"
+  [ -f "$f" ] && [ -f "$t" ] && [ ! -e "$STANDIN_DEV/fault" ] && [ ! "$f" -nt "$t" ] && [ ! "$f" -ot "$t" ] &&
+    exec cat "$f"
 }
 """
 CACHED = {"nv": NV_CACHED, "show": SHOW_CACHED}
@@ -70,12 +73,19 @@ def pythonpath() -> str:
     return f"{ROOT}:{sysconfig.get_paths()['purelib']}"
 
 
+_INSTALLED: dict[str, str] = {}  # path → the script this process found or wrote there
+
+
 def _install(path: str, script: str) -> None:
     """An executable script, written once and atomically: sessions of one device start at once, and a shim
-    seen half-written (empty, or not yet executable, so PATH falls through to a real tool) fails a command."""
+    seen half-written (empty, or not yet executable, so PATH falls through to a real tool) fails a command. A
+    serving process (tests.standins.fleet) reads each shim once, not at every session."""
+    if _INSTALLED.get(path) == script and os.path.exists(path):
+        return
     try:
         with open(path) as f:
             if f.read() == script:
+                _INSTALLED[path] = script
                 return
     except OSError:
         pass
@@ -84,6 +94,7 @@ def _install(path: str, script: str) -> None:
         f.write(script)
     os.chmod(tmp, 0o755)
     os.replace(tmp, path)
+    _INSTALLED[path] = script
 
 
 def served(port: int, module: str, cmd: str) -> str:
@@ -122,9 +133,10 @@ def shell(d: str, kind: str, local: str, env: dict[str, str], *, path: str | Non
     `d`). `path`, `port`: the stand-in commands' PYTHONPATH, or the serving process that answers them (`shims`)."""
     bindir = os.path.join(d, "bin")
     shims(bindir, kind, path, port=port)
-    # the host part follows an applied hostname (NVUE: tests/standins/nvue.py writes `hostname`), as `\h` does
-    env.update(STANDIN_DEV=d, HOME=d, PATH=f"{bindir}:{env.get('PATH', '/usr/bin:/bin')}",
-               PS1=f"admin@$(cat hostname 2>/dev/null || echo {local}):~$ ", TERM="dumb")
+    # the host part follows an applied hostname (NVUE: tests/standins/nvue.py writes `hostname`), as `\h` does; read
+    # before each prompt by bash itself (a `$(cat …)` in PS1 started two processes at every prompt)
+    env.update(STANDIN_DEV=d, HOME=d, PATH=f"{bindir}:{env.get('PATH', '/usr/bin:/bin')}", TERM="dumb",
+               PROMPT_COMMAND=f"_host={local}; {{ read -r _host < hostname; }} 2>/dev/null", PS1="admin@${_host}:~$ ")
     if kind == "sonic":  # the device's /etc/sysctl.d (tests.standins.sonic), never the test machine's
         os.makedirs(os.path.join(d, "sysctl.d"), exist_ok=True)
         env["ROCE_FABRIC_SYSCTL_D"] = os.path.join(d, "sysctl.d")

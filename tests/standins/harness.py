@@ -137,8 +137,11 @@ def _fleet(net: StandinNet, tmp: Path) -> subprocess.Popen[bytes]:
 def seed(d: Path, kind: str, running: str, peers: dict[str, int]) -> None:
     """Initial device state: its running configuration and what its BGP peers expect."""
     write_json(d / "peers.json", peers)
-    if kind == "sonic":
+    if kind == "sonic":  # with its `show runningconfiguration all` answer, as after the switch's first print of it
+        from tests.standins.sonic import running_answer
+
         (d / "running.json").write_text(running)
+        running_answer(d)
     elif kind == "nvue":
         (d / "revisions").mkdir(exist_ok=True)
         (d / "revisions" / "0.json").write_text(running)

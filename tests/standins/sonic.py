@@ -160,12 +160,29 @@ def _kernel(d: Path) -> dict[str, str]:
     PORTCHANNEL) gets its `net.ipv4.neigh.<if>.base_reachable_time_ms` when first seen, from `neigh.default` as
     it is then — the kernel copies the default into an interface it creates."""
     values = read_json(d / "sysctl.json", dict(SONIC_SYSCTL))
-    running = read_json(d / "running.json", {})
-    for table in ("PORT", "VLAN", "PORTCHANNEL"):
-        for name in running.get(table, {}):
-            values.setdefault(f"net.ipv4.neigh.{name}.base_reachable_time_ms",
-                              values["net.ipv4.neigh.default.base_reachable_time_ms"])
+    for name in _interfaces(d / "running.json"):
+        values.setdefault(f"net.ipv4.neigh.{name}.base_reachable_time_ms",
+                          values["net.ipv4.neigh.default.base_reachable_time_ms"])
     return values
+
+
+_SEEN: dict[str, tuple[tuple[int, int, int], tuple[str, ...]]] = {}  # running.json → (its stat, its interfaces)
+
+
+def _interfaces(path: Path) -> tuple[str, ...]:
+    """The PORT, VLAN and PORTCHANNEL names of a CONFIG_DB file, read again only when the file was replaced or
+    changed (a serving process answers every `sysctl` of a device from one read)."""
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return ()
+    key = (st.st_ino, st.st_mtime_ns, st.st_size)
+    if (seen := _SEEN.get(str(path))) is not None and seen[0] == key:
+        return seen[1]
+    running = json.loads(path.read_text())
+    names = tuple(name for table in ("PORT", "VLAN", "PORTCHANNEL") for name in running.get(table, {}))
+    _SEEN[str(path)] = (key, names)
+    return names
 
 
 def sysctl_printed(asked: str) -> str:
@@ -223,7 +240,8 @@ def sysctl(args: list[str]) -> int:
                     rc = 1
                 continue
             print(values[key] if "-n" in flags else f"{key} = {values[key]}")
-        write_json(d / "sysctl.json", values)
+        if values != read_json(d / "sysctl.json"):  # interfaces seen for the first time
+            write_json(d / "sysctl.json", values)
         return rc
 
 
@@ -277,20 +295,24 @@ def show_running(d: Path) -> int:
     """`show runningconfiguration all`: CONFIG_DB as SONiC prints it. The answer is kept in answers/ with the
     modification time of the running.json it was read from, and the shim gives it again while running.json is
     that same file (device.SHOW_CACHED): a push reads it several times between changes."""
+    sys.stdout.write(running_answer(d))
+    return 0
+
+
+def running_answer(d: Path) -> str:
+    """What `show runningconfiguration all` prints, kept in answers/ for the shim (show_running)."""
     path = d / "running.json"
     try:
         stamp = path.stat().st_mtime_ns  # before the read: a running.json replaced since has another time
     except FileNotFoundError:
-        print("{}")
-        return 0
+        return "{}\n"
     answer = json.dumps(json.loads(path.read_text()), indent=4, sort_keys=True) + "\n"
-    sys.stdout.write(answer)
     (d / "answers").mkdir(exist_ok=True)
     tmp = d / "answers" / f".running.{os.getpid()}"
     tmp.write_text(answer)
     os.utime(tmp, ns=(stamp, stamp))
     tmp.replace(d / "answers" / "running")
-    return 0
+    return answer
 
 
 def main(argv: list[str]) -> int:

@@ -56,7 +56,7 @@ MUTATIONS = 6  # seeded mutations of each input
 PLACES = [(base, n) for n in ("namesakes", "scope", "scoped_diff", "renumbered")] + [
     (eos_driver, "parse_text"), (eos_driver, "text_leaves"), (frr_driver, "parse_text"), (frr_driver, "text_leaves"),
     (frr_driver, "line_key"), (sonic_driver, "tree_leaves"), (sonic_driver, "scoped_diff"),
-    (nvue_driver, "tree_leaves")]
+    (sonic_driver, "apply_leaves"), (nvue_driver, "tree_leaves")]
 
 
 def _render(inv: Path, switch: str) -> Driver:
@@ -67,7 +67,9 @@ def _render(inv: Path, switch: str) -> Driver:
 
 
 def _outcome(drv: Driver, text: str) -> Any:
-    """`scoped`'s result as comparable values (the refusal's text where it refuses)."""
+    """`scoped`'s result as comparable values (the refusal's text where it refuses), worked out anew (not the result
+    the driver kept from the last call: Driver.scoped_once)."""
+    drv._last_scoped = None
     try:
         sd = drv.scoped(text)
     except TargetError as exc:
@@ -115,8 +117,12 @@ def _same(monkeypatch: pytest.MonkeyPatch, drv: Driver, text: str, rng: random.R
         mine = oracle.scope(*args)
         assert owned.scope(*args, read=read) == owned.scope(*args) == mine
         lines = LINES[drv.target]
-        assert _diff(owned.scoped_diff(running, intent, mine, lines, earlier=earlier)) == _diff(
-            oracle.scoped_diff(running, intent, mine, lines, earlier=earlier))
+        sd = owned.scoped_diff(running, intent, mine, lines, earlier=earlier)
+        assert _diff(sd) == _diff(oracle.scoped_diff(running, intent, mine, lines, earlier=earlier))
+        if nos.running_shape == "config_db":  # the tree a SONiC push is checked and patched with
+            tree = json.loads(text)
+            assert owned.apply_leaves(tree, sd.sets, sd.removes) == oracle.apply_leaves(tree, sd.sets, sd.removes)
+            assert tree == json.loads(text)  # shared with the result, not changed
 
 
 LINES = {"eos": eos_driver._lines, "frr": frr_driver._lines, "sonic": sonic_driver._lines, "nvue": nvue_driver._lines}
