@@ -43,8 +43,6 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from fabric.fast.plain import deep_copy
-
 
 class Change(BaseModel):
     """One line of a section-aware diff under a section path: `+` to add, `-` to remove, `~` a setting
@@ -97,15 +95,25 @@ def _tree_into(out: Leaves, tree: dict, path: Path) -> None:
 
 
 def apply_leaves(tree: dict, sets: Leaves, removes: Iterable[Path]) -> dict:
-    """A copy of `tree` with leaves set and removed; containers that only the removals emptied go too."""
-    out = deep_copy(tree)
+    """`tree` with leaves set and removed, containers that only the removals emptied gone too, as a new tree that
+    copies the containers on the changed paths and shares every other one with `tree` (read it; never change it)."""
+    out = dict(tree)
+    own = {id(out)}  # the containers this call made (each stays referenced from `out`)
+
+    def inner(node: dict, key: str) -> dict:
+        """node[key], a container, made this call's own first (node is)."""
+        child = node[key]
+        if id(child) not in own:
+            child = node[key] = dict(child)
+            own.add(id(child))
+        return child
+
     for path in removes:
         chain = [out]
         for p in path[:-1]:
-            nxt = chain[-1].get(p)
-            if not isinstance(nxt, dict):
+            if not isinstance(chain[-1].get(p), dict):
                 break
-            chain.append(nxt)
+            chain.append(inner(chain[-1], p))
         else:
             chain[-1].pop(path[-1], None)
             for i in range(len(chain) - 1, 0, -1):  # prune what became empty
@@ -117,7 +125,8 @@ def apply_leaves(tree: dict, sets: Leaves, removes: Iterable[Path]) -> dict:
         for p in path[:-1]:
             if not isinstance(node.get(p), dict):
                 node[p] = {}
-            node = node[p]
+                own.add(id(node[p]))
+            node = inner(node, p)
         node[path[-1]] = copy.deepcopy(value)
     return out
 

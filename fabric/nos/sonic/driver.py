@@ -193,12 +193,19 @@ class SonicDriver(Driver):
             data[SYSCTL_FILE] = persisted if persisted.endswith("\n") else persisted + "\n"
         return data
 
+    _intended_read: tuple[tuple[str, str | None, bool], dict] | None = None  # what _intended parsed, and from what
+
     def _intended(self) -> dict:
-        """The rendered config_db.json, and the rendered sysctl.conf under `sysctl.conf` (module docstring)."""
-        data = json.loads(self.intended)
+        """The rendered config_db.json, and the rendered sysctl.conf under `sysctl.conf` (module docstring); parsed
+        once for the same texts (a plan reads it three times): read it, never change it."""
         text = (self.options.get("files") or {}).get("sysctl.conf")
-        if text and SYSCTL not in data and self.options.get("scope") is None:
+        key = (self.intended, text, self.options.get("scope") is None)
+        if self._intended_read is not None and self._intended_read[0] == key:
+            return self._intended_read[1]
+        data = json.loads(self.intended)
+        if text and SYSCTL not in data and key[2]:
             data[SYSCTL] = {**parse_sysctl(text), SYSCTL_FILE: text}
+        self._intended_read = (key, data)
         return data
 
     def pushed(self) -> set[str]:
@@ -251,7 +258,7 @@ class SonicDriver(Driver):
         return self.scoped_once(running, self._scoped)
 
     def _scoped(self, running: str) -> ScopedDiff:
-        have, want = json.loads(running), self._intended()
+        have, want = json.loads(running), dict(self._intended())  # its top level changes below
         self.notes = []
         if SYSCTL not in have and want.pop(SYSCTL, None) is not None:
             self.notes = ["sysctl.conf not compared: a saved config_db holds no kernel settings (a plan on the "
