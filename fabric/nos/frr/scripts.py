@@ -110,10 +110,13 @@ def reads(scripts: dict[str, str], confdir: str) -> str:
              f"echo '{MARK}qdisc'; tc -j qdisc show 2>/dev/null", f"echo '{MARK}sysctl'"]
     if keys:
         parts.append(shell.sysctl_read(sorted(keys)))
-    for p in sorted(qos_ports):  # dcb only on a port the kernel has (its answer for one it lacks: nothing)
-        there = f"[ -e /sys/class/net/{q(p)} ] &&"
-        parts += [f"echo '{MARK}dcbapp {p}'; {there} dcb -N app show dev {q(p)} dscp-prio 2>/dev/null",
-                  f"echo '{MARK}dcbpfc {p}'; {there} dcb pfc show dev {q(p)} prio-pfc 2>/dev/null"]
+    if qos_ports:  # one loop, not two commands a port: the line the shell reads stays short (a spine has 128 ports);
+        # dcb only on a port the kernel has (its answer for one it lacks: nothing)
+        parts.append(f"for p in {' '.join(q(p) for p in sorted(qos_ports))}; do "
+                     f"echo \"{MARK}dcbapp $p\"; [ -e \"/sys/class/net/$p\" ] && "
+                     "dcb -N app show dev \"$p\" dscp-prio 2>/dev/null; "
+                     f"echo \"{MARK}dcbpfc $p\"; [ -e \"/sys/class/net/$p\" ] && "
+                     "dcb pfc show dev \"$p\" prio-pfc 2>/dev/null; done")
     for name in SCRIPTS:
         parts.append(f"echo '{MARK}kept {name}'; cat {q(f'{confdir}/{KEPT}/{name}')} 2>/dev/null")
     return "; ".join([*parts, "true"])  # a missing file or tool is an empty answer, not a failed read
