@@ -262,22 +262,27 @@ def render_text(nodes: list[Node], indent: str = " ", depth: int = 0) -> str:
 
 def apply_text(nodes: list[Node], sets: Leaves, removes: Iterable[Path], settings: tuple[str, ...] = (),
                key: Callable[[str], str] | None = None) -> list[Node]:
-    """A copy of the text tree with each changed key's lines replaced (or dropped), new ones appended;
-    a section that loses its last line goes too. `key`: a line's key as the leaves were made (default
-    `line_key` with `settings`)."""
+    """The text tree with each changed key's lines replaced (or dropped), new ones appended; a section that loses its
+    last line goes too. `key`: a line's key as the leaves were made (default `line_key` with `settings`). A new tree
+    that copies the sections on the changed paths and shares every other one with `nodes` (read it; never change
+    it)."""
     key = key or (lambda ln: line_key(ln, settings))
-    out = copy.deepcopy(nodes)
+    out = list(nodes)
+    own: set[int] = set()  # the sections this call made (each stays referenced from `out`)
     todo = {**{p: () for p in removes}, **sets}
     for path, lines in todo.items():
         chain: list[tuple[list[Node], Node]] = []  # (siblings, section) from the top
         siblings = out
         for sec in path[:-1]:
-            node = next((n for n in siblings if n.line == sec and n.children), None)
-            if node is None:
+            at = next((i for i, n in enumerate(siblings) if n.line == sec and n.children), None)
+            if at is None:
                 if not lines:
                     break
                 node = Node(sec)
                 siblings.append(node)
+            elif id(node := siblings[at]) not in own:
+                node = siblings[at] = Node(node.line, list(node.children))
+            own.add(id(node))
             chain.append((siblings, node))
             siblings = node.children
         else:

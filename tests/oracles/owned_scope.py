@@ -8,7 +8,7 @@ from __future__ import annotations
 import copy
 import fnmatch
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from functools import cached_property
 from typing import Any
 
@@ -315,4 +315,38 @@ def apply_leaves(tree: dict, sets: Leaves, removes: Iterable[Path]) -> dict:
                 node[p] = {}
             node = node[p]
         node[path[-1]] = copy.deepcopy(value)
+    return out
+
+
+def apply_text(nodes: list[Node], sets: Leaves, removes: Iterable[Path], settings: tuple[str, ...] = (),
+               key: Callable[[str], str] | None = None) -> list[Node]:
+    """A copy of the text tree with each changed key's lines replaced (or dropped), new ones appended;
+    a section that loses its last line goes too."""
+    from fabric.targets.owned import line_key
+
+    key = key or (lambda ln: line_key(ln, settings))
+    out = copy.deepcopy(nodes)
+    todo = {**{p: () for p in removes}, **sets}
+    for path, lines in todo.items():
+        chain: list[tuple[list[Node], Node]] = []
+        siblings = out
+        for sec in path[:-1]:
+            node = next((n for n in siblings if n.line == sec and n.children), None)
+            if node is None:
+                if not lines:
+                    break
+                node = Node(sec)
+                siblings.append(node)
+            chain.append((siblings, node))
+            siblings = node.children
+        else:
+            idx = [i for i, n in enumerate(siblings) if not n.children and key(n.line) == path[-1]]
+            at = idx[0] if idx else len(siblings)
+            for i in reversed(idx):
+                del siblings[i]
+            siblings[at:at] = [Node(ln) for ln in lines]
+            for parent, node in reversed(chain):
+                if node.children:
+                    break
+                parent.remove(node)
     return out

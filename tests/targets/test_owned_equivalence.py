@@ -123,6 +123,11 @@ def _same(monkeypatch: pytest.MonkeyPatch, drv: Driver, text: str, rng: random.R
             tree = json.loads(text)
             assert owned.apply_leaves(tree, sd.sets, sd.removes) == oracle.apply_leaves(tree, sd.sets, sd.removes)
             assert tree == json.loads(text)  # shared with the result, not changed
+        elif nos.running_shape == "text":  # the file an FRR push hands frr-reload.py
+            nodes, keys = owned.parse_text(text), nos.setting_keys
+            assert owned.render_text(owned.apply_text(nodes, sd.sets, sd.removes, keys)) == owned.render_text(
+                oracle.apply_text(nodes, sd.sets, sd.removes, keys))
+            assert nodes == owned.parse_text(text)
 
 
 LINES = {"eos": eos_driver._lines, "frr": frr_driver._lines, "sonic": sonic_driver._lines, "nvue": nvue_driver._lines}

@@ -261,11 +261,10 @@ def changes(rendered: dict[str, str], st: State) -> list[Change]:
     """Per script, the command lines the render adds and those it no longer has (vs the copy kept on the switch)."""
     out: list[Change] = []
     for name in (n for n in SCRIPTS if n in rendered):
-        new = [shlex.join(a) for a in _commands(rendered[name])]
-        old = [shlex.join(a) for a in _commands(st.installed.get(name, ""))]
-        new_set, old_set = set(new), set(old)
-        out += [Change(section=name, op="-", line=ln, earlier=True) for ln in old if ln not in new_set]
-        out += [Change(section=name, op="+", line=ln) for ln in new if ln not in old_set]
+        new, old = _commands(rendered[name]), _commands(st.installed.get(name, ""))
+        new_set, old_set = set(new), set(old)  # argv compared as the lines they join to (shlex.join is one-to-one)
+        out += [Change(section=name, op="-", line=shlex.join(a), earlier=True) for a in old if a not in new_set]
+        out += [Change(section=name, op="+", line=shlex.join(a)) for a in new if a not in old_set]
     return out
 
 
