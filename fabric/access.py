@@ -207,7 +207,16 @@ def connect(ep: SwitchEndpoint, cred: Credentials, *, timeout: float = 10) -> An
     except Exception as exc:
         raise _session_failed(exc, where, timeout) or exc from None
     _closed_session_raises(conn, where)
+    _plain_text_kept(conn)
     return conn
+
+
+def _plain_text_kept(conn: Any) -> None:
+    """netmiko strips terminal escape sequences from every read (device types that set `ansi_escape_codes`: the
+    Linux shells) with a regex pass for each sequence it knows, and each of them begins with ESC: a read without
+    an ESC, as a CONFIG_DB of a hundred kilobytes is, comes back as it was, without those 35 passes."""
+    strip = conn.strip_ansi_escape_codes
+    conn.strip_ansi_escape_codes = lambda text: strip(text) if "\x1b" in text else text
 
 
 NO_REPLY = "no reply from "  # how a read timeout's one line begins (`_timeouts_named`)

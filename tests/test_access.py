@@ -1,14 +1,16 @@
 """How the tool reaches switches (fabric.access): the known_hosts file is read once for a whole plan, and each
-connection still knows only its own switch's keys."""
+connection still knows only its own switch's keys; a read without terminal escapes is not searched for them."""
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 
 import paramiko
+import pytest
 
-from fabric.access import known_client
+from fabric.access import _plain_text_kept, known_client
 
 
 def _known_hosts(tmp: Path, switches: int) -> tuple[Path, paramiko.PKey, paramiko.PKey]:
@@ -70,3 +72,24 @@ def test_the_file_is_read_in_time_linear_in_its_lines_and_looked_up_as_paramiko_
     (tmp_path / "2000").mkdir()
     short, long = first_read(500), first_read(2000)
     assert long < 8 * short + 0.05, f"{short * 1000:.0f} → {long * 1000:.0f} CPU-ms"
+
+
+def test_a_read_is_stripped_of_escapes_as_netmiko_strips_it_and_plain_text_is_not_searched(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """What bash 5.1+ prints around a prompt (bracketed paste on and off, ESC [?2004h / l), a coloured `ls` and a
+    cursor move come back from the wrapped connection exactly as from netmiko's own method; a CONFIG_DB-sized read
+    without ESC is the same text, with none of netmiko's per-sequence regex passes run over it."""
+    from netmiko import ConnectHandler
+
+    conn = ConnectHandler(device_type="linux", host="192.0.2.1", username="admin", password="x", auto_connect=False)
+    own = conn.strip_ansi_escape_codes
+    _plain_text_kept(conn)
+    for text in ("\x1b[?2004hadmin@leaf1:~$ ", "\x1b[?2004l\r\nshow\r\n", "\x1b[0m\x1b[01;34metc\x1b[0m  x\n",
+                 "a\x1b[2Kb\x1b[12;1Hc\x1bEd"):
+        assert conn.strip_ansi_escape_codes(text) == own(text), text
+    subs = []
+    real_sub = re.sub
+    monkeypatch.setattr(re, "sub", lambda *a, **kw: subs.append(a[0]) or real_sub(*a, **kw))
+    plain = '{\n    "PORT": {\n        "Ethernet0": {"mtu": "9100"}\n    }\n}\n' * 2000
+    assert conn.strip_ansi_escape_codes(plain) == plain and subs == []
+    assert own(plain) == plain and len(subs) > 30  # netmiko's own: a pass for each sequence it knows
