@@ -8,7 +8,8 @@ and where a rule run on the switches alone reads the hosts.
 
 A cold `fabric lint INV` (cache off, output not a terminal) imports neither the progress display
 (rich.progress), nor what `--configs` reads configs with (fabric.lint.configs, its model and the running-config
-parsers), nor multiprocessing; `lint --configs` and a display on a terminal still import what they use.
+parsers), nor multiprocessing, nor the XML writer of `--format junit`; `lint --configs`, `--format junit` and a
+display on a terminal still import what they use.
 """
 
 from __future__ import annotations
@@ -319,7 +320,8 @@ def test_qos_of_a_rendered_patch_shared_is_qos_of_it(generated: Path) -> None:
 
 
 # -- what a cold lint imports ----------------------------------------------------------------------------------------
-NEVER = ("rich.progress", "fabric.lint.configs", "fabric.lint.configs.model", "fabric.model.running", "multiprocessing")
+NEVER = ("rich.progress", "fabric.lint.configs", "fabric.lint.configs.model", "fabric.model.running", "multiprocessing",
+         "xml.etree.ElementTree")
 
 PROBE = """
 import json, sys, contextlib, io
@@ -348,3 +350,5 @@ def test_lint_configs_still_imports_them(tmp_path: Path) -> None:
     (tmp_path / "leaf1.cfg").write_text("hostname leaf1\n")
     mods = _modules("lint", "--configs", str(tmp_path), "--format", "json")
     assert "fabric.lint.configs" in mods and "fabric.lint.configs.model" in mods
+    mods = _modules("lint", str(ROOT / "inventories" / "example"), "--format", "junit")
+    assert "xml.etree.ElementTree" in mods
