@@ -30,6 +30,7 @@ from fabric.order import natural
 _Port = tuple[str, str, str, int, int, str]  # port, peer, peer port, speed, cable (m), link kind
 # BgpIntent's BFD timers at their defaults, written out: every field given, a BGP intent can be trusted
 _BFD_TIMERS = {k: BgpIntent.model_fields[k].default for k in ("bfd_detect_multiplier", "bfd_interval_ms")}
+_UNSEEN = object()  # a key not in a dict whose values may be None
 
 
 def _by_port(p: tuple[str, ...]) -> tuple[str | int, ...]:
@@ -129,13 +130,15 @@ class Switches(Addressing, Shapes):
         specs: dict[tuple[int, int, int], Headroom | None] = {}
         hosts, nic_at, ar_speeds, asn = self.topo.hosts, self.nic_at, sw.platform.adaptive_routing_speeds, self.asn
         svi, vlan_base, broken_out = self.addr.mode == "svi", self.addr.vlan_base, pm is not None and sw.ways > 1
+        any_ar = False
+        lanes_at: dict[int, int] = {}  # speed → lanes of a port without a platform port
         for port, peer, peer_port, speed, cable, kind in in_port_order(self.ports[sw.name], self._port_orders):
             hw = hw_ports.get(port) if hw_ports is not None else None
-            lanes = hw.lane_count if hw is not None else max(1, sw_lanes * speed // sw_speed)
+            lanes = hw.lane_count if hw is not None else lanes_at.get(speed) or lanes_at.setdefault(
+                speed, max(1, sw_lanes * speed // sw_speed))
             key = (speed, cable, lanes)
-            if key in specs:
-                hr = specs[key]
-            else:
+            hr = specs.get(key, _UNSEEN)
+            if hr is _UNSEEN:
                 hr = specs[key] = port_headroom(
                     sw.platform.asic, speed, cable, mtu, lanes, hr_policy.lossless_mtu,
                     hr_policy.small_packet_percentage, hr_policy.shared_headroom_pool) if lossless else None
@@ -169,11 +172,12 @@ class Switches(Addressing, Shapes):
                     hr, hw))
             else:
                 ar = ar_on and speed in ar_speeds
-                out.any_ar = out.any_ar or ar
+                any_ar = any_ar or ar
                 ports.append(PortIntent(
                     port, speed, lanes, mtu, cable, "fabric", peer, peer_port, f"{peer}:{peer_port}", None, False,
                     None, True, ar, lossless, pfc, watchdog, hr, hw))
                 neighbors.append(BgpNeighbor(port, peer, peer_port, asn[peer]))  # port, peer, peer_port, remote_asn
+        out.any_ar = any_ar
         return out
 
     def _networks(self, lo: str, on: dict[tuple[int, int], tuple[list[str], list[str]]]
