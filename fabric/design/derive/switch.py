@@ -199,15 +199,30 @@ class Switches(Addressing, Shapes):
         return svis, networks, blackholes
 
     def _switch_origins(self, sw: Switch, mtu: int, needed: int, pm: PortMap | None) -> dict[str, str]:
-        """Where each of the switch's derived values comes from (`fabric explain`)."""
+        """Where each of the switch's derived values comes from (`fabric explain`): the texts of its kind (role,
+        NOS, platform, MTU) made once (`_kind_origins`), then its own numbers."""
+        key = ("switch-origins", sw.role, sw.target, sw.platform.name, mtu)
+        kind: dict[str, str] | None = self._parts.get(key)  # type: ignore[assignment]
+        if kind is None:
+            kind = self._parts[key] = self._kind_origins(sw, mtu, pm)
+        n = self.index[sw.name] + 1
+        origins = dict(kind)  # the same keys in the same order
+        origins["loopback"] += str(n)
+        origins["management"] += str(n)
+        origins["neighbor.gc_thresh3"] = (f"formula: max(4096, next power of 2 ≥ 2 × {needed} neighbors)"
+                                          " (hosts × (1+VFs) + 2 per BGP peer)")
+        origins["release"] = sw.release_origin
+        return origins
+
+    def _kind_origins(self, sw: Switch, mtu: int, pm: PortMap | None) -> dict[str, str]:
+        """`_switch_origins` of the switches of `sw`'s kind: the loopback and management texts end before the
+        switch's number, its neighbour table and release are set per switch."""
         inv, loaded, nos, hr_policy = self.inv, self.loaded, NOS[sw.target], self.qos.headroom
-        idx = self.index[sw.name]
         origins = {
             "asn": f"derived: RFC 7938 plan addressing.asn ({loaded.where('addressing')}), role {sw.role}",
-            "loopback": f"derived: addressing.loopbacks {self.addr.loopbacks} + {idx + 1}",
-            "management": f"derived: addressing.management {self.addr.management} + {idx + 1}",
-            "neighbor.gc_thresh3": f"formula: max(4096, next power of 2 ≥ 2 × {needed} neighbors)"
-                                   + " (hosts × (1+VFs) + 2 per BGP peer)",
+            "loopback": f"derived: addressing.loopbacks {self.addr.loopbacks} + ",
+            "management": f"derived: addressing.management {self.addr.management} + ",
+            "neighbor.gc_thresh3": "",
             "ports.headroom": "formula: sonic-swss buffer_headroom_mellanox.lua with "
                               f"{sw.platform.asic} cell {sw.platform.buffer.cell_size} B, port MTU {mtu}, "
                               f"lossless MTU {hr_policy.lossless_mtu}, "
@@ -216,7 +231,7 @@ class Switches(Addressing, Shapes):
                     if ("switching", "mtu") in loaded.smap.lines else "default: 9216")
             + (f", capped to {mtu}: the largest MTU {nos.title} takes (fabric.nos: {sw.target} mtu_max)"
                if mtu < inv.switching.mtu else ""),
-            "release": sw.release_origin,
+            "release": "",
             "bgp.bfd_detect_multiplier": "default: FRR bfdd's (detect-multiplier 3, 300 ms receive/transmit), what "
                                          "`bfd` runs with where the timers are not spelled out",
             "bgp.bfd_interval_ms": "default: FRR bfdd's receive and transmit interval",
