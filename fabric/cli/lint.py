@@ -111,8 +111,8 @@ FREEZE_MIN = 1000  # parsed configs from which they are kept out of the collecto
 SPLIT_MIN = 500  # files from which `lint INV --configs DIR` uses a second process after deriving (`_split`)
 SPLIT_DEVICES = LARGE  # switches and hosts from which `lint INV` runs its rules in two more processes
 # the rules that read the switches' intents alone, run in a process forked once those are derived, while this one
-# derives the hosts' (`_on_switches`): about 0.7 of the rules' 1.8 CPU-s at 131,072 GPUs (RF309 alone 0.4). One that
-# reads the hosts' raises there, and is run by this process.
+# derives the hosts' (`_on_switches`): about 0.7 of the rules' 1.8 CPU-s at 131,072 GPUs (RF309 alone 0.4). Where one
+# of them reads the hosts' intents it raises there, and this process runs them all.
 ON_SWITCHES = ["RF104", "RF105", "RF106", "RF107", "RF109", "RF111", "RF307", "RF308", "RF309", "RF310", "RF4"]
 # of the others, those a process forked once the hosts are derived runs (`_rules_beside`), rule ids or prefixes:
 # the QoS and host families and two of L3, about half of the others' time at 131,072 GPUs
@@ -210,16 +210,18 @@ def _on_switches(deriver: Any, switches: dict[str, Any], select: list[str] | Non
                  ignore: list[str] | None) -> list[Any]:
     """Of a fabric of SPLIT_DEVICES or more, once its switches are derived: a forked process that runs the rules
     among ON_SWITCHES on them (the hosts' intents raise there, `_Underived`) while this one derives the hosts'; none
-    for a smaller fabric or a bad --select/--ignore (refused later, where one process refuses it)."""
+    for a smaller fabric, none of those rules selected, or a bad --select/--ignore (refused later, where one process
+    refuses it)."""
     from fabric.errors import InputError
     from fabric.fast.batch import Beside
     from fabric.lint.context import Context
-    from fabric.lint.engine import intent_findings, selected
+    from fabric.lint.engine import intent_findings, matches, selected
 
     if len(deriver.topo.switches) + len(deriver.topo.hosts) < SPLIT_DEVICES:
         return []
     try:
-        selected(select, ignore)
+        if not any(matches(r.id, ON_SWITCHES) for r in selected(select, ignore)):
+            return []
     except InputError:
         return []
     ctx = Context(deriver.loaded, deriver.intent(switches, _Underived()), deriver)
