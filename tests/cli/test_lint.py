@@ -153,7 +153,7 @@ def test_split_lint_of_a_render_directory(name: str, tmp_path: Path, monkeypatch
     _same_reports(split, one)
 
 
-# -- `lint INV` alone: part of the rules in a second process once the fabric is derived (`_rules_beside`) --------
+# -- `lint INV` alone: rules in a process once the switches are derived, others once the hosts are ---------------
 EDITS = {  # findings of rules in each of the three processes (cli_lint.ON_SWITCHES, BESIDE, the others), one of them
     # waived for some of its hosts
     "qos": {"dscp_to_priority": {26: 0}},  # RF101
