@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -109,10 +109,14 @@ def _renderer(intent: Any) -> Callable[[str], tuple[str, str, Any] | None]:
 
 FREEZE_MIN = 1000  # parsed configs from which they are kept out of the collector's reach to the end of the process
 SPLIT_MIN = 500  # files from which `lint INV --configs DIR` uses a second process after deriving (`_split`)
-SPLIT_DEVICES = LARGE  # switches and hosts from which `lint INV` runs part of its rules in a second process
-# the rules that second process runs (`_rules_beside`), rule ids or prefixes: the QoS and host families and BGP's
-# sessions, about half of the rules' time at 131,072 GPUs (RF309 alone a quarter)
-BESIDE = ["RF1", "RF2", "RF309"]
+SPLIT_DEVICES = LARGE  # switches and hosts from which `lint INV` runs its rules in two more processes
+# the rules that read the switches' intents alone, run in a process forked once those are derived, while this one
+# derives the hosts' (`_on_switches`): about 0.7 of the rules' 1.8 CPU-s at 131,072 GPUs (RF309 alone 0.4). Where one
+# of them reads the hosts' intents it raises there, and this process runs them all.
+ON_SWITCHES = ["RF104", "RF105", "RF106", "RF107", "RF109", "RF111", "RF307", "RF308", "RF309", "RF310", "RF4"]
+# of the others, those a process forked once the hosts are derived runs (`_rules_beside`), rule ids or prefixes:
+# the QoS and host families and two of L3, about half of the others' time at 131,072 GPUs
+BESIDE = ["RF1", "RF2", "RF301", "RF302"]
 
 
 def _split(ctx: Any, early: Any, select: list[str] | None, ignore: list[str] | None) -> tuple[Any, Any]:
@@ -177,33 +181,83 @@ def run_lint(
         from fabric.lint.context import Context
         from fabric.lint.engine import run
 
-        f = load_fabric(inventory, progress=stage)
-        stage("run the rules")
-        ctx = Context(f.loaded, f.intent, f.deriver)
-        if len(f.intent.switches) + len(f.intent.hosts) < SPLIT_DEVICES:
-            return run(ctx, None, select, ignore)
-        return _rules_beside(ctx, select, ignore)
+        early: list[Any] = []  # the process running ON_SWITCHES (`_on_switches`)
+        try:
+            f = load_fabric(inventory, progress=stage,
+                            switches_derived=lambda deriver, switches: early.extend(
+                                _on_switches(deriver, switches, select, ignore)))
+            stage("run the rules")
+            ctx = Context(f.loaded, f.intent, f.deriver)
+            if not early:
+                return run(ctx, None, select, ignore)
+            return _rules_beside(ctx, select, ignore, early[0])
+        finally:
+            for beside in early:
+                beside.close()
     return _with_configs(inventory, configs, select, ignore, stage)
 
 
-def _rules_beside(ctx: Any, select: list[str] | None, ignore: list[str] | None) -> Any:
-    """The intent's rules on both cores once the fabric is derived: a forked process runs those among BESIDE
-    (`fabric.lint.engine.intent_findings`) while this one runs the others; where it gives no answer (it failed, or
-    ended), this one runs them too. tests/cli/test_lint.py holds the findings to those of one process."""
-    from fabric.fast.batch import Beside
-    from fabric.lint.engine import intent_findings, run, selected
+class _Underived(Mapping[str, Any]):
+    """The hosts' intents while they are not derived yet: reading them raises (`_on_switches`)."""
 
-    selected(select, ignore)  # a bad --select/--ignore is refused before any process is forked
+    def _unread(self, *_args: object) -> Any:
+        raise RuntimeError("the hosts' intents are not derived yet")
+
+    __getitem__ = __iter__ = __len__ = _unread
+
+
+def _on_switches(deriver: Any, switches: dict[str, Any], select: list[str] | None,
+                 ignore: list[str] | None) -> list[Any]:
+    """Of a fabric of SPLIT_DEVICES or more, once its switches are derived: a forked process that runs the rules
+    among ON_SWITCHES on them (the hosts' intents raise there, `_Underived`) while this one derives the hosts'; none
+    for a smaller fabric, none of those rules selected, or a bad --select/--ignore (refused later, where one process
+    refuses it)."""
+    from fabric.errors import InputError
+    from fabric.fast.batch import Beside
+    from fabric.lint.context import Context
+    from fabric.lint.engine import intent_findings, matches, selected
+
+    if len(deriver.topo.switches) + len(deriver.topo.hosts) < SPLIT_DEVICES:
+        return []
+    try:
+        if not any(matches(r.id, ON_SWITCHES) for r in selected(select, ignore)):
+            return []
+    except InputError:
+        return []
+    ctx = Context(deriver.loaded, deriver.intent(switches, _Underived()), deriver)
 
     def other() -> Iterator[Any]:
         try:
-            yield intent_findings(ctx, select, ignore, BESIDE)
+            yield intent_findings(ctx, select, ignore, ON_SWITCHES)
+        except Exception:  # a rule that reads the hosts: this process runs them
+            yield None
+
+    return [Beside(other)]
+
+
+def _rules_beside(ctx: Any, select: list[str] | None, ignore: list[str] | None, early: Any) -> Any:
+    """The intent's rules on both cores once the fabric is derived: a forked process runs those among BESIDE but not
+    ON_SWITCHES (`fabric.lint.engine.intent_findings`) while this one runs the others but those `early` runs
+    (`_on_switches`); where either gives no answer (it failed, or ended), this one runs their rules too.
+    tests/cli/test_lint.py holds the findings to those of one process."""
+    from fabric.fast.batch import Beside
+    from fabric.lint.engine import intent_findings, matches, run, selected
+
+    beside_ids = [r.id for r in selected(select, ignore) if matches(r.id, BESIDE) and not matches(r.id, ON_SWITCHES)]
+
+    def other() -> Iterator[Any]:
+        try:
+            yield intent_findings(ctx, select, ignore, beside_ids)
         except Exception:  # this process' own run says what went wrong
             yield None
 
+    def checked() -> Any:
+        found = [_answer(early, 0), _answer(beside, 0)]
+        return None if None in found else found[0] + found[1]
+
     beside = Beside(other)
     try:
-        return run(ctx, None, select, ignore, lambda: _answer(beside, 0), BESIDE)
+        return run(ctx, None, select, ignore, checked, [*ON_SWITCHES, *beside_ids])
     finally:
         beside.close()
 

@@ -74,15 +74,17 @@ def load_deriver(directory: Path) -> Deriver:
     return deriver
 
 
-def load_fabric(directory: Path, target: str | None = None, progress: Any = None) -> Fabric:
+def load_fabric(directory: Path, target: str | None = None, progress: Any = None,
+                switches_derived: Any = None) -> Fabric:
     """Load, validate and derive `directory` (`target` forces one NOS, as the lab does); bad input raises
-    InputError with every problem. `progress(stage)` hears the stages."""
+    InputError with every problem. `progress(stage)` hears the stages, `switches_derived` the switches' intents
+    before the hosts' are derived (`Deriver.fabric`)."""
     stage = progress or (lambda _s: None)
     stage(f"load and validate {directory}")
     with gc_paused():  # hundreds of thousands of objects that all stay: no collection while they are built
         loaded = load(directory)
         stage(f"derive {directory}")
         deriver = Deriver(loaded, target)
-        fabric = Fabric(loaded, deriver, deriver.fabric())
+        fabric = Fabric(loaded, deriver, deriver.fabric(switches_derived))
         hold(fabric, _devices(deriver.topo))
     return fabric

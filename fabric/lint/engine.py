@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel, ConfigDict
 
 from fabric.errors import InputError, Problem
-from fabric.fast.batch import gc_paused
+from fabric.fast.batch import gc_paused, hold
 from fabric.lint.context import Context
 from fabric.lint.core import Finding, Rule, Severity, group, on_many
 from fabric.lint.rules import all_rules
@@ -40,7 +40,7 @@ class Result(BaseModel):
         return out
 
 
-def _matches(rule_id: str, patterns: list[str]) -> bool:
+def matches(rule_id: str, patterns: list[str]) -> bool:
     return any(rule_id.upper().startswith(p.upper()) for p in patterns)
 
 
@@ -59,8 +59,8 @@ def selected(select: list[str] | None = None, ignore: list[str] | None = None) -
                 )
             )
     if select:
-        rules = [r for r in rules if _matches(r.id, select)]
-    return [r for r in rules if not _matches(r.id, ignore or [])]
+        rules = [r for r in rules if matches(r.id, select)]
+    return [r for r in rules if not matches(r.id, ignore or [])]
 
 
 def waive(findings: list[Finding], waivers: list[Waiver]) -> list[Finding]:
@@ -96,7 +96,7 @@ def intent_findings(ctx: Context, select: list[str] | None = None, ignore: list[
                     part: list[str] | None = None) -> list[Finding]:
     """The findings of the intent's rules that `run(ctx, …, select, ignore)` finds (before waivers), in any order;
     of those among `part` (rule ids or prefixes) where it is given."""
-    rules = [r for r in selected(select, ignore) if part is None or _matches(r.id, part)]
+    rules = [r for r in selected(select, ignore) if part is None or matches(r.id, part)]
     ctx.reset()
     with gc_paused():
         return [f for r in rules for f in r.check(ctx)]
@@ -116,7 +116,7 @@ def run(
     ran; None from it: they are found here. The findings' order is their sort order, whichever process found
     them."""
     rules = selected(select, ignore)
-    away = {r.id for r in rules if checked is not None and (part is None or _matches(r.id, part))}
+    away = {r.id for r in rules if checked is not None and (part is None or matches(r.id, part))}
     findings: list[Finding] = []
     if ctx is not None and len(away) < len(rules):
         ctx.reset()
@@ -133,6 +133,8 @@ def run(
                     ctx.reset()
                 found = [f for r in rules if r.id in away for f in r.check(ctx)]
             findings += found
+        if ctx is not None:  # the rules' lookups of a large fabric live as long as it: no collection walks them
+            hold(ctx, len(ctx.intent.switches) + len(ctx.intent.hosts))
     if ctx is not None:
         findings = waive(findings, ctx.inv.lint.waive)
     findings = sorted(set(findings), key=Finding.sort_key)

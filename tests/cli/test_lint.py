@@ -2,12 +2,14 @@
 compare it with the saved one and runs the intent's rules while this one builds the configs from the renderer's
 trees (`fabric.cli.lint._split`). The same findings, problems and outputs as one process doing it all, on renders,
 edited and malformed copies, a `fabric render` directory, a bad `--select`, and where the other process fails.
-`lint INV` alone of a fabric as large splits the intent's rules so (`fabric.cli.lint._rules_beside`): the same
-findings, outputs and exit codes as one process, with --select/--ignore, and where the other process fails.
+`lint INV` alone of a fabric as large splits the intent's rules so (`fabric.cli.lint._on_switches`, `_rules_beside`):
+the same findings, outputs and exit codes as one process, with --select/--ignore, where the other processes fail,
+and where a rule run on the switches alone reads the hosts.
 
 A cold `fabric lint INV` (cache off, output not a terminal) imports neither the progress display
 (rich.progress), nor what `--configs` reads configs with (fabric.lint.configs, its model and the running-config
-parsers), nor multiprocessing; `lint --configs` and a display on a terminal still import what they use.
+parsers), nor multiprocessing, nor the XML writer of `--format junit`; `lint --configs`, `--format junit` and a
+display on a terminal still import what they use.
 """
 
 from __future__ import annotations
@@ -151,10 +153,12 @@ def test_split_lint_of_a_render_directory(name: str, tmp_path: Path, monkeypatch
     _same_reports(split, one)
 
 
-# -- `lint INV` alone: part of the rules in a second process once the fabric is derived (`_rules_beside`) --------
-EDITS = {  # findings of rules on both sides of cli_lint.BESIDE, one of them waived for some of its hosts
+# -- `lint INV` alone: rules in a process once the switches are derived, others once the hosts are ---------------
+EDITS = {  # findings of rules in each of the three processes (cli_lint.ON_SWITCHES, BESIDE, the others), one of them
+    # waived for some of its hosts
     "qos": {"dscp_to_priority": {26: 0}},  # RF101
-    "hosts": {"defaults": {"mtu": 4000, "nccl_env": {"NCCL_IB_TC": 0}}},  # RF302, RF201
+    "hosts": {"defaults": {"mtu": 4000, "nccl_env": {"NCCL_IB_TC": 0}},  # RF302, RF201
+              "list": [{"name": "gpu-su1-01", "management": "198.18.0.1"}]},  # RF304: the first switch's
     "switching": {"neighbor": {"aging": "1200s"}},  # RF404
     "lint": {"waive": [{"rule": "RF302", "objects": ["gpu-su1-*"], "reason": "lab hosts, jumbo frames later"}]},
 }
@@ -180,10 +184,10 @@ def test_split_plain_lint_is_one_process_lint(generated: Path, tmp_path: Path,
                                              monkeypatch: pytest.MonkeyPatch) -> None:
     inv = _edited(generated, tmp_path)
     split, one, started = _both(monkeypatch, inv, None)
-    assert started == 1 and not multiprocessing.active_children()
+    assert started == 2 and not multiprocessing.active_children()
     _same_reports(split, one)
     rules = {f.rule for f in split.findings}  # type: ignore[attr-defined]
-    assert {"RF101", "RF201", "RF302", "RF404"} <= rules, rules  # found beside and here
+    assert {"RF101", "RF201", "RF302", "RF304", "RF404"} <= rules, rules  # found in each of the three
     assert {f.waived for f in split.findings} > {None}  # type: ignore[attr-defined]
     for select, ignore in ((["RF2"], None), (["RF3"], None), (None, ["RF30"]), (["RF1", "RF40"], ["RF101"])):
         split, one, _ = _both(monkeypatch, inv, None, select, ignore)
@@ -220,9 +224,21 @@ def test_split_plain_lint_where_the_other_process_fails(generated: Path, tmp_pat
 
     monkeypatch.setattr(engine, "intent_findings", _broken if how == "raises" else _dies)
     split, one, started = _both(monkeypatch, inv, None)
-    assert started == 1 and not multiprocessing.active_children()
+    assert started == 2 and not multiprocessing.active_children()
     _same_reports(split, one)
-    assert {"RF101", "RF302"} <= {f.rule for f in split.findings}  # type: ignore[attr-defined]
+    assert {"RF101", "RF302", "RF404"} <= {f.rule for f in split.findings}  # type: ignore[attr-defined]
+
+
+def test_split_plain_lint_where_a_rule_on_the_switches_reads_the_hosts(generated: Path, tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """A rule run once the switches are derived that reads the hosts' intents fails there (they are not derived
+    yet): this process runs the rules of that part, and the findings are one process's."""
+    inv = _edited(generated, tmp_path)
+    monkeypatch.setattr(cli_lint, "ON_SWITCHES", [*cli_lint.ON_SWITCHES, "RF101", "RF201"])
+    split, one, started = _both(monkeypatch, inv, None)
+    assert started == 2 and not multiprocessing.active_children()
+    _same_reports(split, one)
+    assert {"RF101", "RF201", "RF404"} <= {f.rule for f in split.findings}  # type: ignore[attr-defined]
 
 
 def test_intended_tree_and_text_are_the_rendered_patchs() -> None:
@@ -304,7 +320,8 @@ def test_qos_of_a_rendered_patch_shared_is_qos_of_it(generated: Path) -> None:
 
 
 # -- what a cold lint imports ----------------------------------------------------------------------------------------
-NEVER = ("rich.progress", "fabric.lint.configs", "fabric.lint.configs.model", "fabric.model.running", "multiprocessing")
+NEVER = ("rich.progress", "fabric.lint.configs", "fabric.lint.configs.model", "fabric.model.running", "multiprocessing",
+         "xml.etree.ElementTree")
 
 PROBE = """
 import json, sys, contextlib, io
@@ -333,3 +350,5 @@ def test_lint_configs_still_imports_them(tmp_path: Path) -> None:
     (tmp_path / "leaf1.cfg").write_text("hostname leaf1\n")
     mods = _modules("lint", "--configs", str(tmp_path), "--format", "json")
     assert "fabric.lint.configs" in mods and "fabric.lint.configs.model" in mods
+    mods = _modules("lint", str(ROOT / "inventories" / "example"), "--format", "junit")
+    assert "xml.etree.ElementTree" in mods

@@ -6,6 +6,8 @@ expanded topology they read, and puts them together (`fabric()`, or one `device(
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+
 from fabric.design.checks import capacity_problems
 from fabric.design.derive.addressing import dotted
 from fabric.design.derive.host import Hosts
@@ -106,13 +108,19 @@ class Deriver(Switches, Hosts):
         hosts = list(self.topo.hosts)
         return self.host(self.topo.hosts[name], hosts.index(name)) if name in self.topo.hosts else None
 
-    def fabric(self) -> FabricIntent:
+    def fabric(self, switches_derived: Callable[[Deriver, dict[str, SwitchIntent]], object] | None = None
+               ) -> FabricIntent:
+        """The whole fabric's intent; `switches_derived(self, switches)` hears every switch's intent before the
+        hosts' are derived (`fabric lint` starts the rules that read the switches alone there)."""
         with gc_paused():
-            return self._fabric()
+            switches = {n: self.switch(sw) for n, sw in self.topo.switches.items()}
+            if switches_derived is not None:
+                switches_derived(self, switches)
+            hosts = {h.name: self.host(h, i) for i, h in enumerate(self.topo.hosts.values())}
+            return self.intent(switches, hosts)
 
-    def _fabric(self) -> FabricIntent:
-        switches = {n: self.switch(sw) for n, sw in self.topo.switches.items()}
-        hosts = {h.name: self.host(h, i) for i, h in enumerate(self.topo.hosts.values())}
+    def intent(self, switches: dict[str, SwitchIntent], hosts: Mapping[str, HostIntent]) -> FabricIntent:
+        """The fabric's intent of these switches' and hosts' intents."""
         k = self.inv.kubernetes
         k8s = K8sFacts(namespace=k.namespace, device_plugin_namespace=k.device_plugin_namespace,
                        resource_prefix=k.resource_prefix, resources=k.resources, network_name=k.network_name,

@@ -30,6 +30,7 @@ from fabric.order import natural
 _Port = tuple[str, str, str, int, int, str]  # port, peer, peer port, speed, cable (m), link kind
 # BgpIntent's BFD timers at their defaults, written out: every field given, a BGP intent can be trusted
 _BFD_TIMERS = {k: BgpIntent.model_fields[k].default for k in ("bfd_detect_multiplier", "bfd_interval_ms")}
+_UNSEEN = object()  # a key not in a dict whose values may be None
 
 
 def _by_port(p: tuple[str, ...]) -> tuple[str | int, ...]:
@@ -129,13 +130,15 @@ class Switches(Addressing, Shapes):
         specs: dict[tuple[int, int, int], Headroom | None] = {}
         hosts, nic_at, ar_speeds, asn = self.topo.hosts, self.nic_at, sw.platform.adaptive_routing_speeds, self.asn
         svi, vlan_base, broken_out = self.addr.mode == "svi", self.addr.vlan_base, pm is not None and sw.ways > 1
+        any_ar = False
+        lanes_at: dict[int, int] = {}  # speed → lanes of a port without a platform port
         for port, peer, peer_port, speed, cable, kind in in_port_order(self.ports[sw.name], self._port_orders):
             hw = hw_ports.get(port) if hw_ports is not None else None
-            lanes = hw.lane_count if hw is not None else max(1, sw_lanes * speed // sw_speed)
+            lanes = hw.lane_count if hw is not None else lanes_at.get(speed) or lanes_at.setdefault(
+                speed, max(1, sw_lanes * speed // sw_speed))
             key = (speed, cable, lanes)
-            if key in specs:
-                hr = specs[key]
-            else:
+            hr = specs.get(key, _UNSEEN)
+            if hr is _UNSEEN:
                 hr = specs[key] = port_headroom(
                     sw.platform.asic, speed, cable, mtu, lanes, hr_policy.lossless_mtu,
                     hr_policy.small_packet_percentage, hr_policy.shared_headroom_pool) if lossless else None
@@ -169,11 +172,12 @@ class Switches(Addressing, Shapes):
                     hr, hw))
             else:
                 ar = ar_on and speed in ar_speeds
-                out.any_ar = out.any_ar or ar
+                any_ar = any_ar or ar
                 ports.append(PortIntent(
                     port, speed, lanes, mtu, cable, "fabric", peer, peer_port, f"{peer}:{peer_port}", None, False,
                     None, True, ar, lossless, pfc, watchdog, hr, hw))
                 neighbors.append(BgpNeighbor(port, peer, peer_port, asn[peer]))  # port, peer, peer_port, remote_asn
+        out.any_ar = any_ar
         return out
 
     def _networks(self, lo: str, on: dict[tuple[int, int], tuple[list[str], list[str]]]
@@ -195,15 +199,30 @@ class Switches(Addressing, Shapes):
         return svis, networks, blackholes
 
     def _switch_origins(self, sw: Switch, mtu: int, needed: int, pm: PortMap | None) -> dict[str, str]:
-        """Where each of the switch's derived values comes from (`fabric explain`)."""
+        """Where each of the switch's derived values comes from (`fabric explain`): the texts of its kind (role,
+        NOS, platform, MTU) made once (`_kind_origins`), then its own numbers."""
+        key = ("switch-origins", sw.role, sw.target, sw.platform.name, mtu)
+        kind: dict[str, str] | None = self._parts.get(key)  # type: ignore[assignment]
+        if kind is None:
+            kind = self._parts[key] = self._kind_origins(sw, mtu, pm)
+        n = self.index[sw.name] + 1
+        origins = dict(kind)  # the same keys in the same order
+        origins["loopback"] += str(n)
+        origins["management"] += str(n)
+        origins["neighbor.gc_thresh3"] = (f"formula: max(4096, next power of 2 ≥ 2 × {needed} neighbors)"
+                                          " (hosts × (1+VFs) + 2 per BGP peer)")
+        origins["release"] = sw.release_origin
+        return origins
+
+    def _kind_origins(self, sw: Switch, mtu: int, pm: PortMap | None) -> dict[str, str]:
+        """`_switch_origins` of the switches of `sw`'s kind: the loopback and management texts end before the
+        switch's number, its neighbour table and release are set per switch."""
         inv, loaded, nos, hr_policy = self.inv, self.loaded, NOS[sw.target], self.qos.headroom
-        idx = self.index[sw.name]
         origins = {
             "asn": f"derived: RFC 7938 plan addressing.asn ({loaded.where('addressing')}), role {sw.role}",
-            "loopback": f"derived: addressing.loopbacks {self.addr.loopbacks} + {idx + 1}",
-            "management": f"derived: addressing.management {self.addr.management} + {idx + 1}",
-            "neighbor.gc_thresh3": f"formula: max(4096, next power of 2 ≥ 2 × {needed} neighbors)"
-                                   + " (hosts × (1+VFs) + 2 per BGP peer)",
+            "loopback": f"derived: addressing.loopbacks {self.addr.loopbacks} + ",
+            "management": f"derived: addressing.management {self.addr.management} + ",
+            "neighbor.gc_thresh3": "",
             "ports.headroom": "formula: sonic-swss buffer_headroom_mellanox.lua with "
                               f"{sw.platform.asic} cell {sw.platform.buffer.cell_size} B, port MTU {mtu}, "
                               f"lossless MTU {hr_policy.lossless_mtu}, "
@@ -212,7 +231,7 @@ class Switches(Addressing, Shapes):
                     if ("switching", "mtu") in loaded.smap.lines else "default: 9216")
             + (f", capped to {mtu}: the largest MTU {nos.title} takes (fabric.nos: {sw.target} mtu_max)"
                if mtu < inv.switching.mtu else ""),
-            "release": sw.release_origin,
+            "release": "",
             "bgp.bfd_detect_multiplier": "default: FRR bfdd's (detect-multiplier 3, 300 ms receive/transmit), what "
                                          "`bfd` runs with where the timers are not spelled out",
             "bgp.bfd_interval_ms": "default: FRR bfdd's receive and transmit interval",

@@ -1,6 +1,7 @@
 """A switch's intent made with its ports put in order by a permutation kept per sequence of port names
-(`fabric.design.derive.switch.in_port_order`), its lanes and headroom looked up once per (speed, cable) and its
-(SU, rail) members gathered in one pass equals the intent of the code as it read before
+(`fabric.design.derive.switch.in_port_order`), its lanes and headroom looked up once per (speed, cable), its
+(SU, rail) members gathered in one pass and its origins' texts made once per kind of switch equals the intent of the
+code as it read before
 (tests/oracles/derive_switch.py) on every example and fixture inventory, a generated fabric, and switches whose ports
 are listed shuffled and named twice."""
 
