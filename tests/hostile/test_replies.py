@@ -190,7 +190,7 @@ def test_a_malformed_frr_reply_is_one_located_problem_and_the_other_switch_is_pl
             expected = (f"reply of `cat roce-fabric/qos.sh`, line {line}: expected a command line of the rendered "
                         "qos.sh (No closing quotation), found ")
         else:
-            (d / "replies").mkdir()
+            (d / "replies").mkdir(exist_ok=True)  # the harness's own `ip -j addr show` is there
             (d / "replies" / "ip -j -d link show").write_text(DEEP)
             expected = ("reply of `ip -j -d link show`, line 1: expected JSON nested at most 64 levels, found deeper "
                         "nesting")

@@ -48,6 +48,14 @@ SHOW_CACHED = """[ "$#:$1:$2" = 2:runningconfiguration:all ] && {
 """
 CACHED = {"nv": NV_CACHED, "show": SHOW_CACHED}
 
+# FRR's `ip`, `tc` and `dcb` where a serving process answers the device (tests.standins.fleet): what
+# tests.standins.frr.tool does under sshd, in bash: the device's `replies/<command line>`, else the real tool.
+FRR_TOOL = """#!/bin/bash
+f="$STANDIN_DEV/replies/${0##*/} $*"
+[ -f "$f" ] && exec cat "$f"
+PATH=${PATH#"$STANDIN_DEV/bin:"} exec "${0##*/}" "$@"
+"""
+
 # `fabric host plan|apply --intent FILE --format json [--strict] [--persist]` on a GPU host: the real agent's report
 # for this host in its state (`fresh`, then `applied` once an apply ran), recorded by tests.standins.hostagent; the
 # intent must be this host's (what the fleet run ships).
@@ -117,7 +125,8 @@ def shims(bindir: str | os.PathLike[str], kind: str, path: str | None = None, *,
         cached = CACHED.get(cmd, "")
         if port is not None:
             if mod == "frr" and cmd != "vtysh":
-                continue  # the real iproute2 tools (a serving process plants no replies: tests.standins.frr.tool)
+                _install(os.path.join(bindir, cmd), FRR_TOOL)
+                continue
             _install(os.path.join(bindir, cmd), f"#!/bin/bash\n{cached}{served(port, mod, cmd)}")
             continue
         _install(os.path.join(bindir, cmd), f'#!/bin/sh\n{cached}PYTHONPATH={path} exec {sys.executable} -S -m '

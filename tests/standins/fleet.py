@@ -10,7 +10,8 @@ is the existing stand-ins' own code, imported, not a second implementation:
   stand-in commands (`config`, `show`, `nv`, `vtysh`…) are small bash scripts that hand the argv to this process
   over 127.0.0.1 (`device.served`), which runs the stand-in module's `main` for that device (common.DEVICE) and
   sends back its output and exit code. A confirm timer (common.spawn) is a timer of this process (common.TIMER).
-  FRR's `ip`/`tc`/`dcb` are the real tools of the namespace, as the stand-in's without planted replies.
+  FRR's `ip`/`tc`/`dcb` answer as the stand-in's do, in bash (device.FRR_TOOL): a planted reply (each switch's own
+  `ip -j addr show`, from the harness), else the real tool of the namespace.
 * `host` — a GPU host as the sshd stand-in has it (tests.standins.device): each command ssh was given run by
   /bin/sh in the host's directory and environment (its stand-in tools and `fabric` agent first on PATH; files are
   put with scp, as through sshd); a pipelined Ansible module (`python3` reading the AnsiballZ payload from stdin)

@@ -10,7 +10,8 @@ reads them (`/etc/frr/roce-fabric/`). On its PATH first:
   the running config Established, in FRR's `ipv4Unicast.peers` shape; `-c 'show ip route json'` — `{}`. Several
   `-c`: one answer after another, as vtysh prints them. Any other command: `% Unknown command`, exit 1.
 * `ip`, `tc`, `dcb` — the device's `replies/<command line>` file where the test put one (a malformed reply the
-  switch gives back), else the real iproute2 tool in the stand-ins' namespace.
+  switch gives back; the harness puts each switch's own `ip -j addr show` there), else the real iproute2 tool in
+  the stand-ins' namespace.
 """
 
 from __future__ import annotations

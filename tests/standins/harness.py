@@ -76,6 +76,7 @@ def standins(tmp: Path, devices: dict[str, tuple[str, str]], *,
             (d / "kind").write_text(kind)
             (d / "name").write_text(name)
             net.devices[name] = d
+        _own_addresses(ns, {root / addr: addr for kind, addr in devices.values() if kind == "frr"})
         for key in ("id_ed25519", "host_ed25519"):
             subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(tmp / key)], check=True)
         (tmp / "authorized_keys").write_text((tmp / "id_ed25519.pub").read_text())
@@ -92,6 +93,21 @@ def standins(tmp: Path, devices: dict[str, tuple[str, str]], *,
         if sshd is not None:
             sshd.wait(timeout=10)
         subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+
+
+def _own_addresses(ns: str, frr: dict[Path, str]) -> None:
+    """Each FRR switch's `ip -j addr show` (a reply in its `replies/`, tests.standins.frr): the namespace's own
+    answer with only the switch's management address on `lo` besides the loopback's, as its own kernel shows it. All
+    the stand-ins' addresses share the namespace, and a plan of N switches would otherwise read N² of them."""
+    if not frr:
+        return
+    links = json.loads(subprocess.run(["ip", "-n", ns, "-j", "addr", "show"], check=True, capture_output=True,
+                                      text=True).stdout)
+    for d, addr in frr.items():
+        own = [{**link, "addr_info": [a for a in link.get("addr_info", []) if a.get("local") in (
+            addr, "127.0.0.1", "::1")]} for link in links]
+        (d / "replies").mkdir()
+        (d / "replies" / "ip -j addr show").write_text(json.dumps(own, separators=(",", ":")) + "\n")
 
 
 def _sshd(net: StandinNet, tmp: Path, devices: dict[str, tuple[str, str]]) -> subprocess.Popen[bytes]:
