@@ -64,15 +64,18 @@ def _commands(script: str) -> tuple[tuple[str, ...], ...]:
     return tuple(tuple(argv) for argv in _read_commands(script))
 
 
-def _read_commands(script: str) -> list[list[str]]:
+def _read_commands(script: str, named: tuple[str, ...] = ()) -> list[list[str]]:
+    """`named`: only the commands of those names (a line whose text does not hold one is not split)."""
     out = []
     for raw in script.splitlines():
         line = raw.strip()
         if not line or line.startswith("#") or line in ("fi", "set -eu") or line.startswith("if "):
             continue
-        argv = shell_words(line.rpartition("||")[2] if "||" in line else line)
-        argv = [a for a in argv if a not in (">/dev/null", "2>&1")]
-        if not argv or argv[:3] == ["ip", "link", "show"]:
+        part = line.rpartition("||")[2] if "||" in line else line
+        if named and not any(n in part for n in named):
+            continue
+        argv = [a for a in shell_words(part) if a not in (">/dev/null", "2>&1")]
+        if not argv or argv[:3] == ["ip", "link", "show"] or (named and argv[0] not in named):
             continue
         out.append(argv)
     return out
@@ -100,7 +103,7 @@ def reads(scripts: dict[str, str], confdir: str) -> str:
     """One shell command printing, after `MARK` lines, the state `parse_state` reads."""
     keys, qos_ports = set(), set()
     for text in scripts.values():
-        for argv in commands(text):
+        for argv in _read_commands(text, ("sysctl", "dcb")):
             if argv[0] == "sysctl":
                 keys |= {a.partition("=")[0] for a in argv[1:] if "=" in a}
             if argv[0] == "dcb":
@@ -260,7 +263,7 @@ def _undo_one(argv: list[str], st: State, rooted: set[str]) -> list[str]:
 def changes(rendered: dict[str, str], st: State) -> list[Change]:
     """Per script, the command lines the render adds and those it no longer has (vs the copy kept on the switch)."""
     out: list[Change] = []
-    for name in (n for n in SCRIPTS if n in rendered):
+    for name in (n for n in SCRIPTS if n in rendered and rendered[n] != st.installed.get(n, "")):
         new, old = _commands(rendered[name]), _commands(st.installed.get(name, ""))
         new_set, old_set = set(new), set(old)  # argv compared as the lines they join to (shlex.join is one-to-one)
         out += [Change(section=name, op="-", line=shlex.join(a), earlier=True) for a in old if a not in new_set]
@@ -270,5 +273,5 @@ def changes(rendered: dict[str, str], st: State) -> list[Change]:
 
 def to_run(rendered: dict[str, str], st: State) -> dict[str, str]:
     """The scripts whose rendered text differs from the copy kept on the switch (an unchanged one is not re-run)."""
-    return {n: t for n, t in rendered.items()
-            if n in SCRIPTS and _commands(t) != _commands(st.installed.get(n, ""))}
+    return {n: t for n, t in rendered.items() if n in SCRIPTS and t != st.installed.get(n, "")
+            and _commands(t) != _commands(st.installed.get(n, ""))}
