@@ -60,10 +60,6 @@ def config_db_document(path: Path, text: str) -> dict[str, Any]:
     return doc
 
 
-def _config_db(path: Path, text: str) -> None:
-    config_db_document(path, text)
-
-
 def _config_db_shape(path: Path, doc: Any) -> None:
     """Table → key → field → a string or a list of strings (numbers and booleans as saved by hand pass too)."""
     if not isinstance(doc, dict):
@@ -208,14 +204,14 @@ def _text(path: Path, text: str) -> None:
             raise InputError(Problem(str(path), n, "", f"at most {MAX_DEPTH} levels of indentation", "deeper"))
 
 
-def _always_located(check: Callable[[Path, str], None]) -> Callable[[Path, str, bool], None]:
+def _always_located(check: Callable[[Path, str], object]) -> Callable[[Path, str, bool], None]:
     """A check that reads no lines it could put off (`located` is the NVUE reader's)."""
     return lambda path, text, _located: check(path, text)
 
 
 # A NOS's row names the shape of its saved running configuration (`Nos.running_shape`)
 SHAPES: dict[str, Callable[[Path, str, bool], None]] = {
-    "config_db": _always_located(_config_db), "nvue": _nvue, "text": _always_located(_text)}
+    "config_db": _always_located(config_db_document), "nvue": _nvue, "text": _always_located(_text)}
 
 
 def check_running(target: str, path: Path, text: str, located: bool = True) -> None:

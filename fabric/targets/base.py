@@ -21,7 +21,7 @@ import json
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
@@ -166,6 +166,10 @@ def lldp_reply(kind: str, text: str, device: str, command: str) -> Lldp:
 ProgressFn = Callable[[str], None]
 
 
+T = TypeVar("T")
+READ_KEPT = 4  # the results `Driver.read_once` keeps: the intent, and the running texts of one transaction
+
+
 class Driver(ABC):
     """A switch target over one open netmiko connection."""
 
@@ -182,6 +186,18 @@ class Driver(ABC):
         self.intended = intended
         self.progress = progress
         self.options = options or {}
+        self._read: dict[tuple, Any] = {}  # `read_once`'s last results
+
+    def read_once(self, key: tuple, read: Callable[[], T]) -> T:
+        """`read()`, worked out once for `key` on this driver: a transaction reads the same rendered and running
+        texts several times (the last READ_KEPT keys are kept; nothing from a call that failed; nobody edits what
+        it returns)."""
+        if key in self._read:
+            return self._read[key]
+        while len(self._read) >= READ_KEPT:
+            del self._read[next(iter(self._read))]
+        got = self._read[key] = read()
+        return got
 
     # -- plan ---------------------------------------------------------------------------------------
     @abstractmethod

@@ -133,10 +133,6 @@ class EosDriver(Driver):
                         "show priority-flow-control counters watchdog | json")
     lldp_commands = ("show lldp neighbors detail | json",)
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._read: dict[str, Leaves] = {}  # text → its leaves (`_leaves`)
-
     @classmethod
     def drained(cls, intended: str, release: str = "") -> str:
         """EOS maintenance mode quiescing the built-in `System` unit (`maintenance` / `unit System` /
@@ -199,12 +195,8 @@ class EosDriver(Driver):
 
     def _leaves(self, text: str) -> Leaves:
         """`leaves(text)`, read once per text on this driver: a transaction diffs, writes its session and records
-        its scope from the same two texts (the last few read are kept; nothing edits them)."""
-        if (got := self._read.get(text)) is None:
-            while len(self._read) >= 3:
-                del self._read[next(iter(self._read))]
-            got = self._read[text] = leaves(text)
-        return got
+        its scope from the same two texts."""
+        return self.read_once(("leaves", text), lambda: leaves(text))
 
     def _session(self, name: str, lines: list[str]) -> str:
         """Open a session with `lines`; returns its diffs (still in the session)."""

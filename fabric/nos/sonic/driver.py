@@ -193,20 +193,19 @@ class SonicDriver(Driver):
             data[SYSCTL_FILE] = persisted if persisted.endswith("\n") else persisted + "\n"
         return data
 
-    _intended_read: tuple[tuple[str, str | None, bool], dict] | None = None  # what _intended parsed, and from what
-
     def _intended(self) -> dict:
         """The rendered config_db.json, and the rendered sysctl.conf under `sysctl.conf` (module docstring); parsed
-        once for the same texts (a plan reads it three times): read it, never change it."""
+        once for the same texts (a plan reads it three times, `read_once`): read it, never change it."""
         text = (self.options.get("files") or {}).get("sysctl.conf")
-        key = (self.intended, text, self.options.get("scope") is None)
-        if self._intended_read is not None and self._intended_read[0] == key:
-            return self._intended_read[1]
-        data = json.loads(self.intended)
-        if text and SYSCTL not in data and key[2]:
-            data[SYSCTL] = {**parse_sysctl(text), SYSCTL_FILE: text}
-        self._intended_read = (key, data)
-        return data
+        whole = self.options.get("scope") is None
+
+        def read() -> dict:
+            data = json.loads(self.intended)
+            if text and SYSCTL not in data and whole:
+                data[SYSCTL] = {**parse_sysctl(text), SYSCTL_FILE: text}
+            return data
+
+        return self.read_once(("intended", self.intended, text, whole), read)
 
     def pushed(self) -> set[str]:
         return super().pushed() | ({"sysctl.conf"} if SYSCTL in self._intended() else set())
