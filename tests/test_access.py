@@ -10,7 +10,8 @@ from pathlib import Path
 import paramiko
 import pytest
 
-from fabric.access import _plain_text_kept, known_client
+from fabric.access import _KNOWN, _plain_text_kept, known_client
+from tests.support.timing import cpu_seconds
 
 
 def _known_hosts(tmp: Path, switches: int) -> tuple[Path, paramiko.PKey, paramiko.PKey]:
@@ -64,9 +65,7 @@ def test_the_file_is_read_in_time_linear_in_its_lines_and_looked_up_as_paramiko_
 
     def first_read(lines: int) -> float:
         kh, _, _ = _known_hosts(tmp_path / str(lines), lines)
-        t0 = time.process_time()
-        known_client(str(kh), "10.0.0.1", 22)
-        return time.process_time() - t0
+        return cpu_seconds(lambda: (_KNOWN.clear(), known_client(str(kh), "10.0.0.1", 22)))  # each a first read
 
     (tmp_path / "500").mkdir()
     (tmp_path / "2000").mkdir()
