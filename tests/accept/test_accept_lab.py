@@ -13,6 +13,7 @@ from tests.support.lab import ACCEPT_LAB, fabric, lab_state
 
 pytestmark = [pytest.mark.root, pytest.mark.lab]
 NAME = ACCEPT_LAB
+TIMED = ("rail-bandwidth", "rail-latency")  # checks whose verdict is a figure this machine's load moves
 
 
 @pytest.fixture
@@ -57,13 +58,14 @@ def test_healthy_lab_passes_and_skips_what_it_cannot_run(inv: str, tmp_path: Pat
     rc, data = _accept(inv, tmp_path)
     r = _by_name(data)
     bad = [x["name"] for x in data["results"] if x["status"] not in ("pass", "skipped")]
-    slow = [m for m in r["rail-bandwidth"]["measurements"] if not m["ok"]]
-    if bad == ["rail-bandwidth"] and all(m["value"] is not None for m in slow):
-        # measured, only slower than the floor: the lab's veths move bytes with this machine's CPUs, and at the start
-        # of a whole test run (the VM booting, the control plane starting) one link in 48 fell under it in three of
-        # five runs (0.38–0.49 Gb/s); the check once more, and that run decides
-        rc, again = _accept(inv, tmp_path / "again", "--tags", "rail-bandwidth")
-        r["rail-bandwidth"] = _by_name(again)["rail-bandwidth"]
+    slow = [m for name in bad for m in r[name].get("measurements", []) if not m["ok"]]
+    if bad and set(bad) <= set(TIMED) and all(m["value"] is not None for m in slow):
+        # measured, only past the limit: the lab's veths move bytes and echo pings with this machine's two CPUs, and
+        # at the start of a whole test run (the VM booting, the control plane starting) one link in 48 fell under
+        # the bandwidth floor in three of five runs (0.38-0.49 Gb/s) and one pair in 24 over the latency limit in
+        # one CI run (5,050 us against 5,000); those checks once more, and that run decides
+        rc, again = _accept(inv, tmp_path / "again", "--tags", ",".join(bad))
+        r.update({name: _by_name(again)[name] for name in bad})
         data["results"] = [r[x["name"]] for x in data["results"]]
     assert rc == 0, [(x["name"], x["status"], x["message"]) for x in data["results"] if x["status"] != "pass"]
     for name in ("cabling", "host-config", "bgp", "rail-bandwidth", "rail-latency", "lossless-counters"):
