@@ -27,7 +27,7 @@ from pydantic import BaseModel
 
 from fabric.access import Credentials, SwitchEndpoint
 from fabric.errors import InputError, ReplyError, one_line
-from fabric.fast.batch import Beside, fork_map
+from fabric.fast.batch import Beside, fork_map, gc_sparse
 from fabric.model.running import check_running
 from fabric.model.userfile import read_user_file
 from fabric.nos import NOS
@@ -191,6 +191,12 @@ def run_all(eps: list[SwitchEndpoint], work: Work, *, workers: int, progress: Pr
     shares = min(len(os.sched_getaffinity(0)), len(eps) // SHARE, workers) if share else 1
     if shares <= 1:
         return _run_threads(eps, work, workers, progress)
+    with gc_sparse():  # a fleet: before the shares fork
+        return _run_shares(eps, work, workers, progress, shares, stop)
+
+
+def _run_shares(eps: list[SwitchEndpoint], work: Work, workers: int, progress: Progress, shares: int,
+                stop: Stop | None) -> list[DeviceResult]:
     parts = [eps[i::shares] for i in range(shares)]
     each = max(1, workers // shares)
     besides = [Beside(partial(_events, part, work, each, stop)) for part in parts[1:]]

@@ -181,12 +181,13 @@ def _lines(path: Path, value: tuple[str, ...]) -> tuple[str, list[str]]:
     return " / ".join(path[:-1]) or "(global)", list(value)
 
 
-_SEQ = re.compile(r"^((?:bgp community-list|ip prefix-list|ipv6 prefix-list) .*?) seq \d+ ")
+_LISTS = ("bgp community-list", "ip prefix-list", "ipv6 prefix-list")
+_SEQ = re.compile(rf"^((?:{'|'.join(_LISTS)}) .*?) seq \d+ ")
 
 
 def _leaves(text: str) -> Leaves:
     """Text leaves without noise lines; list entries without the `seq N` FRR numbers them with itself."""
-    text = "\n".join(_SEQ.sub(r"\1 ", ln) for ln in text.splitlines())
+    text = "\n".join(_SEQ.sub(r"\1 ", ln) if ln.startswith(_LISTS) else ln for ln in text.splitlines())
     return {p: v for p, v in text_leaves(parse_text(text)).items() if not all(ln.startswith(NOISE) for ln in v)}
 
 

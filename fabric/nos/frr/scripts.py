@@ -20,6 +20,7 @@ Device replies are data: every value read back is checked against the form the c
 
 from __future__ import annotations
 
+import contextlib
 import re
 import shlex
 from dataclasses import dataclass, field
@@ -122,7 +123,9 @@ def reads(scripts: dict[str, str], confdir: str) -> str:
                      "dcb pfc show dev \"$p\" prio-pfc 2>/dev/null; done")
     for name in SCRIPTS:
         parts.append(f"echo '{MARK}kept {name}'; cat {q(f'{confdir}/{KEPT}/{name}')} 2>/dev/null")
-    return "; ".join([*parts, "true"])  # a missing file or tool is an empty answer, not a failed read
+    # a closing mark: the last copy keeps its final newline (the reply's end is trimmed), so an unchanged copy is
+    # the rendered text itself and is not split into commands to compare (`changes`, `to_run`)
+    return "; ".join([*parts, f"echo '{MARK}end'", "true"])  # a missing file or tool is an empty answer
 
 
 @reader(READS)
@@ -160,8 +163,14 @@ def parse_state(out: str) -> State:
 
 def _kept_commands(name: str, body: str) -> None:
     """The copy of `name` kept on the switch reads as shell words line by line, each line at most MAX_LINE
-    characters (shlex takes time quadratic in a quoted word's length); else a ReplyError at its line."""
-    for n, line in enumerate(body.splitlines(), 1):
+    characters (shlex takes time quadratic in a quoted word's length); else a ReplyError at its line. Read whole
+    first (`_commands`, kept for the comparison that follows), line by line only to find the line that fails."""
+    lines = body.splitlines()
+    if all(len(line) <= MAX_LINE for line in lines):
+        with contextlib.suppress(ValueError):
+            _commands(body)
+            return
+    for n, line in enumerate(lines, 1):
         try:
             if len(line) > MAX_LINE:
                 raise ValueError(f"at most {MAX_LINE} characters")
