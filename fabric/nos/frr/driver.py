@@ -334,8 +334,9 @@ class FrrDriver(Driver):
         return super().device_diff(sd).model_copy(update={"notes": notes})
 
     def _script_state(self) -> scripts.State:
-        return scripts.parse_state(shell.check(self.conn, scripts.reads(self._rendered_scripts(), self._confdir),
-                                               what="read the state the setup scripts touch"))
+        rendered = self._rendered_scripts()
+        return scripts.parse_state(shell.check(self.conn, scripts.reads(rendered, self._confdir),
+                                               what="read the state the setup scripts touch"), rendered)
 
     def _stage_scripts(self, d: str, txn: Txn) -> None:
         """Upload the scripts to run, their undo and the copies to keep on confirm; record the undo for

@@ -129,8 +129,9 @@ def reads(scripts: dict[str, str], confdir: str) -> str:
 
 
 @reader(READS)
-def parse_state(out: str) -> State:
-    """The answer of `reads`."""
+def parse_state(out: str, rendered: dict[str, str] | None = None) -> State:
+    """The answer of `reads`; a kept copy equal to its script in `rendered` is the tool's own text, not read again
+    as commands."""
     st = State()
     chunks: dict[str, str] = {}
     for part in out.split(MARK)[1:]:
@@ -156,7 +157,8 @@ def parse_state(out: str) -> State:
         elif kind == "dcbpfc" and "prio-pfc" in words:
             st.dcb_pfc[rest] = [w for w in words[words.index("prio-pfc") + 1:] if ":" in w]
         elif kind == "kept" and body:
-            _kept_commands(rest, body)
+            if body != (rendered or {}).get(rest):
+                _kept_commands(rest, body)
             st.installed[rest] = body
     return st
 
