@@ -18,7 +18,7 @@ machine the CPU seconds say more. Every side runs from compiled bytecode in the 
 `--profile N` prints each command's top N cProfile entries (bench/profile_command.py) after its timings.
 
 Usage: `.venv/bin/python bench/commands.py [--sizes 4096,32768,65536] [--runs 3] [--baseline PATH/bin/fabric]
-[--profile 8] [--only validate,lint]`
+[--profile 8] [--only validate,lint] [--work /dev/shm]`
 """
 
 from __future__ import annotations
@@ -123,10 +123,13 @@ def main() -> None:
     ap.add_argument("--profile", type=int, default=0, metavar="N",
                     help="after each command's timings, its top N cProfile entries (new code)")
     ap.add_argument("--only", help="comma-separated command names (default: all)")
+    ap.add_argument("--work", type=Path, default=HERE / "build",
+                    help="where the fabrics and outputs go (default build/); /dev/shm takes the disk's file system out "
+                         "of the figures: ext4 creating files soon after mass deletions scans for inodes in the kernel")
     args = ap.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     exes = [FABRIC, *([args.baseline] if args.baseline else [])]
-    base = HERE / "build"
+    base = args.work
     base.mkdir(exist_ok=True)
     with tempfile.TemporaryDirectory(dir=base, prefix="bench-commands-") as tmp:
         os.environ["ROCE_FABRIC_CACHE"] = str(Path(tmp) / "cache")  # a baseline's derive cache: a fresh one
