@@ -513,6 +513,9 @@ class _Builder:
         for i, ld in enumerate(self.inv.links):
             loc = ("links", i)
             (a, pa), (b, pb) = ld.a.split(":", 1), ld.b.split(":", 1)
+            if a == b:  # a cable from a switch back to itself: no neighbour, and BGP would peer with itself
+                self.problem((*loc, "b"), f"a port of another device than {a}", f"{ld.b} (both ends on {a})")
+                continue
             pa, pb = self.nos_port(a, pa, (*loc, "a")), self.nos_port(b, pb, (*loc, "b"))
             if pa is None or pb is None:
                 continue

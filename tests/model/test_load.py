@@ -115,6 +115,16 @@ def test_port_used_twice(example_copy: Path) -> None:
                           "leaf-su1-r1:swp5), found spine1:swp1 used twice")
 
 
+@pytest.mark.parametrize("b", ["spine1:swp9", "spine1:swp1", "spine1:9"])
+def test_a_link_from_a_switch_back_to_itself_is_refused(example_copy: Path, b: str) -> None:
+    """A loop cable (another port, the same port, or the same switch by its NOS-neutral port) is a located error,
+    not a link whose BGP session peers with its own switch."""
+    (example_copy / "links.yaml").write_text(f"links:\n  - {{a: 'spine1:swp32', b: '{b}'}}\n")
+    [msg] = errors_of(example_copy)
+    assert msg.startswith(f"{example_copy}/links.yaml:2: links[0].b: expected a port of another device than spine1, "
+                          f"found {b} (both ends on spine1)"), msg
+
+
 def test_all_problems_at_once(example_copy: Path) -> None:
     edit(example_copy / "fabric.yaml", "rails: 4", "rails: four")
     edit(example_copy / "switching.yaml", "  mtu: 9216", "  mtu: 99999")
