@@ -185,8 +185,8 @@ def test_default_catalog_round_trips_and_covers_checks(example, two_su, tmp_path
     assert len({c.id for c in checks}) == len(checks)
     # a lab shaped slower (lab.port_rate, the VM under emulation) scales the stand-ins' absolute floors with it
     slow = {e.check: e.input for e in cat.default_catalog(example, rdma=False, line_gbps=0.02).checks}
-    assert slow["rail-bandwidth"]["threshold_gbps"] == 0.01 and slow["incast"]["threshold_gbps"] == 0.016
-    assert bw.input["threshold_gbps"] == 0.5
+    assert slow["rail-bandwidth"]["threshold_gbps"] == 0.005 and slow["incast"]["threshold_gbps"] == 0.016
+    assert bw.input["threshold_gbps"] == 0.25
 
 
 def test_catalog_errors_name_the_entry(tmp_path: Path) -> None:

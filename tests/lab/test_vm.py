@@ -490,7 +490,7 @@ def test_accept_lab_runs_the_congestion_checks_in_the_vm_and_reports_them(run: R
     pairs = bw["measurements"]
     assert {(m["src"], m["dst"]) for m in pairs} == {
         (a, b) for a, b in [(RECEIVER, SENDERS[0]), (SENDERS[1], SENDERS[2])] for a, b in [(a, b), (b, a)]}, bw
-    assert all(m["rail"] == RAIL and m["tool"] == "ib_write_bw" and m["threshold"] == 0.5 * LINE_GBPS
+    assert all(m["rail"] == RAIL and m["tool"] == "ib_write_bw" and m["threshold"] == 0.25 * LINE_GBPS
                and (m["value"] is None or m["value"] <= 1.1 * LINE_GBPS) for m in pairs), bw
     # rxe under emulation runs at the host CPU's pace: at load 12-23 every pair at 0.017-0.019 Gb/s (pass); at
     # 16-37 a pair now and then at 0.008 (0.016 when measured again), and once, with the whole suite on the 2 cores,
@@ -546,7 +546,7 @@ def test_rail_bandwidth_runs_the_real_ib_write_bw_with_the_roce_tclass(run: Run)
     assert any("ib_write_bw -d rxe2 -x 1 --tclass=106 -F --report_gbits" in ln for ln in rdma_rail(run.fabric, run.lab))
     text = (out / f"rdma-pair-{SENDERS[0]}.txt").read_text()
     gbps = IbWriteBw().value(text, (out / f"rdma-pair-server-{SENDERS[0]}.txt").read_text())
-    assert 0.5 * LINE_GBPS <= gbps <= 1.05 * LINE_GBPS, text  # the rail check's lab floor (0.5 × line) and the shaper
+    assert 0.25 * LINE_GBPS <= gbps <= 1.05 * LINE_GBPS, text  # the rail check's lab floor (0.25 × line), the shaper
     d = delta(out, "rdma-idle", "rdma-pair", ["swp1"])
     roce = d[LEAF]["swp1"]["queue:3:tx_bytes"]
     assert roce > 0.9 * sum(d[LEAF]["swp1"][f"queue:{t}:tx_bytes"] for t in range(8)), d
