@@ -117,10 +117,12 @@ def test_port_used_twice(example_copy: Path) -> None:
 
 @pytest.mark.parametrize("b", ["spine1:swp9", "spine1:swp1", "spine1:9"])
 def test_a_link_from_a_switch_back_to_itself_is_refused(example_copy: Path, b: str) -> None:
-    """A loop cable (another port, the same port, or the same switch by its NOS-neutral port) is a located error,
-    not a link whose BGP session peers with its own switch."""
+    """A loop cable (another port, the same port, or the same switch by its NOS-neutral port) is a located error of
+    `fabric validate`, not a link whose BGP session peers with its own switch."""
     (example_copy / "links.yaml").write_text(f"links:\n  - {{a: 'spine1:swp32', b: '{b}'}}\n")
-    [msg] = errors_of(example_copy)
+    proc = inproc.fabric("validate", str(example_copy))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    [msg] = [ln.removeprefix("error: ") for ln in proc.stderr.splitlines() if ln.startswith("error: ")]
     assert msg.startswith(f"{example_copy}/links.yaml:2: links[0].b: expected a port of another device than spine1, "
                           f"found {b} (both ends on spine1)"), msg
 
