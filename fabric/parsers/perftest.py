@@ -36,6 +36,9 @@ _ROW = re.compile(r"^\s*\d+\s+\d+\s+[-+.\d]")
 _KV = re.compile(r"([A-Za-z][\w*.\-/ ]*?)\s*:\s*(\S+)")
 _ADDR = re.compile(r"^\s*(local|remote) address:")
 _GID = re.compile(r"^\s*GID:\s*(\S+)")
+# perftest's stderr when its cycle counter would not fit the wall clock (get_clock.c, sample_get_cpu_mhz: a linear
+# fit of 200 samples, refused under r² 0.9): with -F it goes on with a clock rate of 0 (zeros for rates)
+_UNCALIBRATED = re.compile(r"^\s*Correlation coefficient r\^2: ([-+]?[\d.]+(?:e[-+]?\d+)?) < 0\.9\b")
 # Multi-word column names become one token each before the header is split on whitespace.
 _MULTIWORD = [
     (re.compile(r"BW peak\["), "bw_peak["),
@@ -288,6 +291,7 @@ class _TextReader:
         self.side = "local"
         self.fields: list[str | None] | None = None
         self.seen_header = self.seen_title = False
+        self.uncalibrated: tuple[int, str] | None = None  # the line where perftest said its clock failed, r²
 
     def read(self, line: str, stripped: str, lineno: int) -> None:
         """One non-blank line: the first step that knows it takes it; anything else is ignored."""
@@ -297,9 +301,12 @@ class _TextReader:
                 return
 
     def _note(self, line: str, stripped: str, lineno: int) -> bool:
-        """'Waiting for client' (a server) and WARNING lines."""
+        """'Waiting for client' (a server), WARNING lines, and the calibration that failed (no figure holds)."""
         if "Waiting for client" in stripped:
             self.res["server"] = True
+            return True
+        if m := _UNCALIBRATED.match(line):
+            self.uncalibrated = self.uncalibrated or (lineno, m.group(1))
             return True
         if not stripped.startswith("WARNING:"):
             return False
@@ -384,6 +391,11 @@ class _TextReader:
         res, file = self.res, self.file
         if lines.blank:
             raise fail(file, None, "", "perftest output", "empty input")
+        if self.uncalibrated:
+            line, r2 = self.uncalibrated
+            raise fail(file, line, "perftest.clock", "a run perftest could time (its cycle counter calibrated "
+                       "against the clock, r² ≥ 0.9)", f"r² {r2}: perftest went on with a clock rate of 0, so no "
+                       "figure in it is a measurement (a busy or virtual host disturbed the calibration; run it again)")
         if not self.seen_title and not self.seen_header:
             raise fail(file, None, "perftest",
                        "perftest output (a '… BW Test' / '… Latency Test' title or a '#bytes' table)",

@@ -646,6 +646,37 @@ def test_client_not_started_again_for_a_failure_after_connecting(monkeypatch) ->
     assert len(runs) == len(CONNECT_RETRIES) and not m.ok and "socket connection" in m.detail, m
 
 
+def test_a_run_perftest_could_not_time_is_no_result_not_a_slow_link(monkeypatch) -> None:
+    """perftest's client exits 0 with zeros in every column when its cycle counter would not calibrate (the CI VM
+    lab's output): the link is reported without a value, with perftest's r² and the advice to run it again, never
+    as a link measured at 0 Gb/s."""
+    from fabric.accept.tools import IbWriteBw, measure_links
+
+    runs = _connect_script(monkeypatch, [(0, (SAMPLES / "extra_ib_write_bw_clock_uncalibrated.txt").read_text(), "")])
+    [m] = measure_links(None, IbWriteBw(), _bw_link(), seconds=5, timeout=60, threshold=300)
+    assert len(runs) == 1 and not m.ok and m.value is None, m
+    assert m.detail.startswith("no result: ib_write_bw client:1: perftest.clock: expected a run perftest could time")
+    assert "found r² 0.668728" in m.detail and "run it again" in m.detail
+
+
+def test_an_incast_sender_without_a_result_is_reported_with_its_tools_error(example) -> None:
+    """A sender whose iperf3 never reached its server (the VM lab under load, 2026-11-29) is named with the
+    tool's error and its port, not as "no result Gb/s, below 0.004"; the senders that measured are judged as
+    before."""
+    from fabric.accept.checks.congestion import Incast, IncastInput
+    from fabric.accept.results import Measurement
+
+    refused = "no result: iperf3: unable to connect to server: Connection refused"
+    got = [Measurement(rail=1, src="gpu-su1-02", dst="gpu-su1-01", unit="Gb/s", tool="iperf3", detail=refused),
+           Measurement(rail=1, src="gpu-su1-03", dst="gpu-su1-01", value=0.018, unit="Gb/s", tool="iperf3")]
+    inputs, problems = IncastInput(), []
+    judged = Incast(inputs)._judge(example, {}, inputs, 1, "gpu-su1-01", ["gpu-su1-02", "gpu-su1-03"], got,
+                                   problems, [])
+    assert problems == [f"gpu-su1-02→gpu-su1-01 rail 1 {refused} (its port leaf-su1-r1:swp2)"], problems
+    assert [m.ok for m in judged[:2]] == [False, True]
+    assert judged[0].detail == f"{refused}; 2-way incast into gpu-su1-01"
+
+
 def test_incast_reports_the_receivers_kernel_ce_count_beside_the_qdisc_marks(example) -> None:
     """A real incast round in the VM lab (tests/fixtures/netstat/SOURCE.md): the receiver's leaf port's `red` counted
     73 CE marks, one per packet it queued, where the iperf3 senders' GSO batches are many wire packets each; the

@@ -46,6 +46,7 @@ from fabric.accept.results import Measurement
 from fabric.accept.tools import CONNECT_RETRIES, End, IbWriteBw, Iperf3, ends
 from fabric.design.derive import derive
 from fabric.design.intent import FabricIntent
+from fabric.errors import InputError
 from fabric.lab import vm
 from fabric.model.load import load
 from fabric.parsers.iproute import queue_backlog, queue_counters
@@ -57,6 +58,7 @@ from tests.support.paths import ROOT
 pytestmark = [pytest.mark.root, pytest.mark.lab]
 NAME = "vmlab"
 LEAF, RAIL, SECONDS = "leaf-su1-r1", 1, 5
+CLOCKSOURCE = "/sys/devices/system/clocksource/clocksource0/current_clocksource"
 RECEIVER, SENDERS = "gpu-su1-01", ["gpu-su1-02", "gpu-su1-03", "gpu-su1-04"]
 PORTS = ["swp1", "swp2", "swp3", "swp4"]  # the leaf's ports toward RECEIVER, *SENDERS
 LINE_GBPS = 0.02  # vm.PORT_RATE
@@ -216,8 +218,9 @@ def rdma_rail(fabric: FabricIntent, lab: vm.VmLab) -> list[str]:
 
     def pair(tag: str, senders: list[str]) -> list[str]:
         """The run, again (at most three times) where perftest's clock calibration failed: under emulation on a
-        loaded machine its cycle-counter samples (perftest get_clock.c) miss r² ≥ 0.9 and it reports 0 Gb/s."""
-        cmds = ["for attempt in 1 2 3; do"]
+        loaded machine its cycle-counter samples (perftest get_clock.c) miss r² ≥ 0.9 and it reports zeros. The
+        attempts' start and end by the VM's clock into $O/<tag>-clock.txt."""
+        cmds = ["t0=$(date +%s.%N)", "for attempt in 1 2 3; do"]
         for k, s in enumerate(senders):
             port = tool.base_port + k
             cmds.append(f"timeout 60 {shlex.join(tool.server(rcv, port, SECONDS))} > $O/{tag}-server-{s}.txt 2>&1 &")
@@ -225,13 +228,27 @@ def rdma_rail(fabric: FabricIntent, lab: vm.VmLab) -> list[str]:
         for k, s in enumerate(senders):
             cmds.append(f"timeout 60 {shlex.join(tool.client(ep[s], rcv, tool.base_port + k, SECONDS))} "
                         f"> $O/{tag}-{s}.txt 2>&1 &")
-        return [*cmds, "wait", f"grep -q 'Correlation coefficient' $O/{tag}-*.txt || break", "done"]
+        return [*cmds, "wait", f"grep -q 'Correlation coefficient' $O/{tag}-*.txt || break", "done",
+                f"echo \"$t0 $(date +%s.%N)\" > $O/{tag}-clock.txt"]
 
     lines += (snap_lines(lab, "rdma-idle") + pair("rdma-pair", SENDERS[:1]) + snap_lines(lab, "rdma-pair", "-")
               + pair("rdma-incast", SENDERS[:2]) + snap_lines(lab, "rdma-incast", "-"))
     lines += [f"ip netns exec {LEAF} tc -s filter show dev {port} parent 1: > $O/rdma-filter-{h}.txt"
               for h, port in zip([RECEIVER, *SENDERS[:2]], PORTS, strict=False)]
-    return [*lines, "grep . /sys/class/infiniband/rxe*/ports/1/hw_counters/* > $O/rdma-hw-counters.txt"]
+    return [*lines, "grep . /sys/class/infiniband/rxe*/ports/1/hw_counters/* > $O/rdma-hw-counters.txt",
+            f"{{ cat {CLOCKSOURCE}; dmesg | grep -i -E 'clocksource|tsc'; }} > $O/clocksource.txt"]
+
+
+def perftest_gbps(client: str, server: str, out: Path) -> float | None:
+    """The rail check's reading of one ib_write_bw run; None where perftest could not time it in three attempts
+    (its clock calibration, see rdma_rail's pair): then the tool must refuse the zeros it printed, at their line,
+    saying why (with the VM's clocksource and its kernel's words on it in the assertion's message)."""
+    try:
+        return IbWriteBw().value(client, server)
+    except InputError as exc:
+        assert "perftest.clock: expected a run perftest could time" in str(exc) and "run it again" in str(exc), (
+            str(exc), (out / "clocksource.txt").read_text())
+        return None
 
 
 def listening(port: int, seconds: int = 30) -> str:
@@ -544,14 +561,19 @@ def test_rail_bandwidth_runs_the_real_ib_write_bw_with_the_roce_tclass(run: Run)
     DSCP 26 filter into the lossless band and on the lossless queue."""
     out = run.out
     assert any("ib_write_bw -d rxe2 -x 1 --tclass=106 -F --report_gbits" in ln for ln in rdma_rail(run.fabric, run.lab))
-    text = (out / f"rdma-pair-{SENDERS[0]}.txt").read_text()
-    gbps = IbWriteBw().value(text, (out / f"rdma-pair-server-{SENDERS[0]}.txt").read_text())
-    assert 0.25 * LINE_GBPS <= gbps <= 1.05 * LINE_GBPS, text  # the rail check's lab floor (0.25 × line), the shaper
     d = delta(out, "rdma-idle", "rdma-pair", ["swp1"])
     roce = d[LEAF]["swp1"]["queue:3:tx_bytes"]
     assert roce > 0.9 * sum(d[LEAF]["swp1"][f"queue:{t}:tx_bytes"] for t in range(8)), d
-    assert roce >= gbps * 1e9 / 8 * SECONDS * 0.8  # what ib_write_bw reports is what the lossless queue sent
     assert u32_success((out / f"rdma-filter-{RECEIVER}.txt").read_text(), "1:5", 26) > 1000
+    # the leaf's own count over the attempts' wall time: never above the shaper, at least one run at the lab floor
+    start, end = map(float, (out / "rdma-pair-clock.txt").read_text().split())
+    seconds = end - start
+    assert 0.25 * LINE_GBPS * 1e9 * SECONDS <= roce * 8 <= 1.05 * LINE_GBPS * 1e9 * seconds, (roce, seconds)
+    text = (out / f"rdma-pair-{SENDERS[0]}.txt").read_text()
+    gbps = perftest_gbps(text, (out / f"rdma-pair-server-{SENDERS[0]}.txt").read_text(), out)
+    if gbps is not None:  # perftest timed its run: its figure is the rail check's (floor 0.25 × line, the shaper)
+        assert 0.25 * LINE_GBPS <= gbps <= 1.05 * LINE_GBPS, text
+        assert roce >= gbps * 1e9 / 8 * SECONDS * 0.8  # what ib_write_bw reports is what the lossless queue sent
 
 
 def test_incast_counts_ce_marks_on_the_receiver_port_and_none_on_an_idle_port(run: Run) -> None:
@@ -575,7 +597,9 @@ def test_soft_roce_incast_is_marked_and_rxe_sends_no_cnps(run: Run) -> None:
     # with a completion error (status 9, remote invalid request) that perftest reports and the parser refuses
     for s in SENDERS[:2]:
         text = (out / f"rdma-incast-{s}.txt").read_text()
-        assert "Completion with error" in text or IbWriteBw().value(text, "") > 0, text
+        if "Completion with error" not in text:
+            gbps = perftest_gbps(text, "", out)
+            assert gbps is None or gbps > 0, text
     for s in SENDERS[:2]:  # the receiver's answers toward each sender: acks (TC3), never a CNP (TC6, band 1)
         assert u32_success((out / f"rdma-filter-{s}.txt").read_text(), "1:2", 48) == 0
     hw = (out / "rdma-hw-counters.txt").read_text()

@@ -318,6 +318,10 @@ ERRORS = [
     pytest.param(parse_perftest, "extra_ib_write_bw_client_no_table.txt", None,
                  "extra_ib_write_bw_client_no_table.txt:20: perftest: expected a '#bytes' result table", "starts", "",
                  id="perftest-client-without-table"),
+    pytest.param(parse_perftest, "extra_ib_write_bw_clock_uncalibrated.txt", None,
+                 "extra_ib_write_bw_clock_uncalibrated.txt:1: perftest.clock: expected a run perftest could time (its "
+                 "cycle counter calibrated against the clock, r² ≥ 0.9), found r² 0.668728: perftest went on with a "
+                 "clock rate of 0", "starts", "run it again", id="perftest-clock-not-calibrated"),
     pytest.param(parse_perftest, "extra_ib_send_lat_fused_columns.txt", None,
                  "extra_ib_send_lat_fused_columns.txt:17: perftest.row: expected a complete result row, found 8 of 9 "
                  "columns", "starts", "", id="perftest-fused-columns-only-row"),

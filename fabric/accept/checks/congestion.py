@@ -239,6 +239,7 @@ class Incast(Check):
         for m in got:
             m.threshold = round(inputs.fair_share * fair, 3)
             m.ok = m.value is not None and m.value >= m.threshold
+            why = m.detail  # a run with no value: its tool's error
             m.detail = (m.detail + "; " if m.detail else "") + f"{len(got)}-way incast into {receiver}"
             solo = (alone or {}).get(m.src)
             if not m.ok and m.value is not None and solo is not None and solo.value is not None:
@@ -249,8 +250,9 @@ class Incast(Check):
                                 else f"< {floor:g} at best of {ALONE_TRIES} runs: its path is slow"))
             if not m.ok:
                 leaf, port = _port(fabric, m.src, rail)
-                problems.append(f"{m.src}→{receiver} rail {rail} {m.value if m.value is not None else 'no result'} "
-                                f"{m.unit}, below {m.threshold:g} ({inputs.fair_share:g}× fair share)")
+                problems.append(f"{m.src}→{receiver} rail {rail} " + (
+                    f"{m.value:g} {m.unit}, below {m.threshold:g} ({inputs.fair_share:g}× fair share)"
+                    if m.value is not None else (why or "no result")))
                 problems[-1] += f" (its port {leaf}:{port})" + (
                     f", alone {solo.value:g} {solo.unit} at best of {ALONE_TRIES} runs (< {floor:g})"
                     if solo and solo.value is not None else "")
