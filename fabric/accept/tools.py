@@ -252,8 +252,9 @@ def link_ports(tool: Tool, links: list[tuple[End, End]]) -> list[int]:
 
 
 # pauses before a client that found no server is started again (None: give up): a server started over SSH on a busy
-# host may take seconds to listen; about 7.5 s in all, within the check's timeout
-CONNECT_RETRIES = (0.3, 0.6, 1.2, 2.4, 3.0, None)
+# host may take seconds to listen, an emulated one (the VM lab on a loaded machine) more than 7.5; about 16.5 s in
+# all, within the check's timeout (the loop also stops where the next pause would pass it)
+CONNECT_RETRIES = (0.3, 0.6, 1.2, 2.4, 3.0, 3.0, 3.0, 3.0, None)
 
 
 def measure_links(site: Site, tool: Tool, links: list[tuple[End, End]], *, seconds: float,
