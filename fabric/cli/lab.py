@@ -179,7 +179,10 @@ def down(inventory: InventoryArg) -> None:
     _, fabric = _fabric(inventory)
     gone = vm.down(fabric.name)
     if gone:
-        out.print(f"VM lab {fabric.name} down: {sum(g.startswith('pid ') for g in gone)} processes stopped")
+        ended = sum(g.startswith("pid ") for g in gone)
+        what = ("the guest powered off" if "powered off" in gone else
+                f"the guest did not power off in time, {ended} processes ended" if ended else "it was not running")
+        out.print(f"VM lab {fabric.name} down: {what}")
     from fabric.lab.state import instance, instance_key
 
     removed = lab_down(fabric.name)

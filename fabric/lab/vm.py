@@ -405,7 +405,7 @@ def exec_argv(lab: VmLab, node: str, argv: list[str], *, timeout: float = 120) -
 
 def stop(lab: VmLab, *, grace: float = 30) -> list[str]:
     """Ask the guest to stop (it powers off), give it `grace` seconds, end the VM's process group, remove the state
-    dir. Idempotent; returns what went."""
+    dir. Idempotent; returns what went ("powered off" where the guest did in time, the pids ended, the dir)."""
     removed = []
     d = lab.path
     if lab.running:
@@ -414,7 +414,7 @@ def stop(lab: VmLab, *, grace: float = 30) -> list[str]:
         deadline = time.monotonic() + grace
         while time.monotonic() < deadline and lab.running:
             time.sleep(0.2)
-        removed += [f"pid {p}" for p in _group(lab.pid, lab.dir)]
+        removed += ([] if lab.running else ["powered off"]) + [f"pid {p}" for p in _group(lab.pid, lab.dir)]
         _kill_group(lab.pid)
     if d.exists():
         shutil.rmtree(d, ignore_errors=True)

@@ -608,7 +608,7 @@ def test_soft_roce_incast_is_marked_and_rxe_sends_no_cnps(run: Run) -> None:
 
 def test_lab_down_stops_the_vm_and_removes_its_state(run: Run) -> None:
     p = cli("lab", "down", str(run.inventory), timeout=120)
-    assert p.returncode == 0 and f"VM lab {NAME} down" in p.stdout, p.stdout + p.stderr
+    assert p.returncode == 0 and f"VM lab {NAME} down: the guest powered off" in p.stdout, p.stdout + p.stderr
     assert not run.lab.running and not run.lab.path.exists()
     again = cli("lab", "down", str(run.inventory))
     assert again.returncode == 0 and "nothing to remove" in again.stdout, again.stdout + again.stderr
