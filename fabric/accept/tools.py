@@ -67,6 +67,9 @@ class Tool:
     base_port = 0
     # the client's words for "no server listening yet" (nothing was measured): the client is started again
     not_connected: tuple[str, ...] = ("refused",)
+    # its words for a run that measured nothing and may if run again (perftest's clock calibration): both ends are
+    # started once more
+    unmeasured: tuple[str, ...] = ()
 
     def server(self, dst: End, port: int, seconds: float) -> list[str] | None:
         return None
@@ -111,13 +114,16 @@ class Iperf3(Tool):
 # perftest's client when its TCP rendezvous with the server fails (perftest_communication.c: "Couldn't connect to
 # <ip>:<port>", then "Unable to init the socket connection")
 PERFTEST_NOT_CONNECTED = ("Couldn't connect to", "Unable to init the socket connection")
+# perftest's stderr when its cycle counter would not calibrate on a busy or virtual host (get_clock.c); the report
+# after it holds zeros (fabric.parsers.perftest refuses it)
+PERFTEST_UNMEASURED = ("Correlation coefficient r^2:",)
 
 
 class IbWriteBw(Tool):
     """RDMA write bandwidth (perftest), Gb/s at the message size, duration mode."""
 
     name, unit, needs_rdma, base_port = "ib_write_bw", "Gb/s", True, 18515
-    not_connected = PERFTEST_NOT_CONNECTED
+    not_connected, unmeasured = PERFTEST_NOT_CONNECTED, PERFTEST_UNMEASURED
 
     def __init__(self, size: int = 1 << 20, qps: int = 4, rdma_cm: bool = False, qp_timeout: int | None = None) -> None:
         """`qp_timeout`: perftest's `-u`, the QPs' local ACK timeout, 4.096 µs × 2^value (None: perftest's 14, 67 ms,
@@ -143,7 +149,7 @@ class IbWriteLat(Tool):
     """RDMA write latency (perftest), one-way µs at the 99th percentile."""
 
     name, unit, higher_is_better, needs_rdma, base_port = "ib_write_lat", "us", False, True, 18600
-    not_connected = PERFTEST_NOT_CONNECTED
+    not_connected, unmeasured = PERFTEST_NOT_CONNECTED, PERFTEST_UNMEASURED
 
     def __init__(self, iterations: int = 5000, rdma_cm: bool = False) -> None:
         self.iterations, self.rdma_cm = iterations, rdma_cm
@@ -258,30 +264,43 @@ CONNECT_RETRIES = (0.3, 0.6, 1.2, 2.4, 3.0, 3.0, 3.0, 3.0, None)
 
 
 def measure_links(site: Site, tool: Tool, links: list[tuple[End, End]], *, seconds: float,
-                  timeout: float, threshold: float | None, workers: int = 8) -> list[Measurement]:
-    """Measure every (src, dst) link at once: all servers up, then all clients; servers always stopped.
+                  timeout: float, threshold: float | None, workers: int = 8,
+                  rerun_unmeasured: bool = True) -> list[Measurement]:
+    """Measure every (src, dst) link at once: all servers up, then all clients; servers always stopped. A link whose
+    run measured nothing (`Tool.unmeasured`) is run once more, server too, unless `rerun_unmeasured` is False (links
+    judged together, as an incast's senders are: one run later alone is no part of theirs).
 
     A host may appear once as sender and once as receiver per rail (pairs, rings)."""
     servers: list[subprocess.Popen[str] | None] = []
     ports = link_ports(tool, links)
+    server_argvs = [tool.server(dst, port, seconds) for (_src, dst), port in zip(links, ports, strict=True)]
     try:
-        for (_src, dst), port in zip(links, ports, strict=True):
-            argv = tool.server(dst, port, seconds)
+        for (_src, dst), argv in zip(links, server_argvs, strict=True):
             servers.append(tr.start(site, dst.host, argv, seconds=timeout) if argv else None)
         if any(servers):
             time.sleep(0.3)
 
-        def client(i: int) -> tuple[tr.Completed, float]:
-            src, dst = links[i]
-            argv = tool.client(src, dst, ports[i], seconds)
-            t0 = time.monotonic()
-            for pause in CONNECT_RETRIES:  # the server may not listen yet: started again, never measured twice
-                c = tr.run(site, src.host, argv, timeout=timeout)
+        def connect(i: int, argv: list[str], t0: float) -> tr.Completed:
+            for pause in CONNECT_RETRIES:  # the server may not listen yet: started again (nothing was measured)
+                c = tr.run(site, links[i][0].host, argv, timeout=timeout)
                 out = c.stdout + c.stderr
                 if (c.rc == 0 or servers[i] is None or not any(w in out for w in tool.not_connected)
                         or pause is None or time.monotonic() - t0 + pause > timeout):
                     break
                 time.sleep(pause)
+            return c
+
+        def client(i: int) -> tuple[tr.Completed, float]:
+            src, dst = links[i]
+            argv = tool.client(src, dst, ports[i], seconds)
+            t0 = time.monotonic()
+            c = connect(i, argv, t0)
+            if (rerun_unmeasured and any(w in c.stdout + c.stderr for w in tool.unmeasured)
+                    and time.monotonic() - t0 + seconds < timeout):
+                if (server := servers[i]) is not None and (again := server_argvs[i]) is not None:
+                    tr.stop(server)  # measured nothing: both ends once more
+                    servers[i] = tr.start(site, dst.host, again, seconds=timeout)
+                c = connect(i, argv, t0)
             return c, time.monotonic() - t0
 
         with ThreadPoolExecutor(max_workers=max(1, min(workers, len(links)))) as pool:

@@ -648,15 +648,30 @@ def test_client_not_started_again_for_a_failure_after_connecting(monkeypatch) ->
 
 def test_a_run_perftest_could_not_time_is_no_result_not_a_slow_link(monkeypatch) -> None:
     """perftest's client exits 0 with zeros in every column when its cycle counter would not calibrate (the CI VM
-    lab's output): the link is reported without a value, with perftest's r² and the advice to run it again, never
-    as a link measured at 0 Gb/s."""
+    lab's output): server and client are started once more; where that run could not time itself either, the link
+    is reported without a value, with perftest's r² and the advice to run it again, never as a link measured at
+    0 Gb/s."""
+    from fabric.accept import tools
     from fabric.accept.tools import IbWriteBw, measure_links
 
-    runs = _connect_script(monkeypatch, [(0, (SAMPLES / "extra_ib_write_bw_clock_uncalibrated.txt").read_text(), "")])
+    uncalibrated = (SAMPLES / "extra_ib_write_bw_clock_uncalibrated.txt").read_text()
+    runs = _connect_script(monkeypatch, [(0, uncalibrated, "")])
     [m] = measure_links(None, IbWriteBw(), _bw_link(), seconds=5, timeout=60, threshold=300)
-    assert len(runs) == 1 and not m.ok and m.value is None, m
+    assert len(runs) == 2 and not m.ok and m.value is None, m  # run once more, server too: no result either
     assert m.detail.startswith("no result: ib_write_bw client:1: perftest.clock: expected a run perftest could time")
     assert "found r² 0.668728" in m.detail and "run it again" in m.detail
+    # the run again measures: that is the link's figure
+    ok = (SAMPLES / "ib_write_bw_client_bidir_duration_newheader.txt").read_text().split("\n", 1)[1]
+    runs = _connect_script(monkeypatch, [(0, uncalibrated, ""), (0, ok, "")])
+    servers: list[list[str]] = []
+    monkeypatch.setattr(tools.tr, "start", lambda site, host, argv, seconds: servers.append(argv) or object())
+    [m] = measure_links(None, IbWriteBw(), _bw_link(), seconds=5, timeout=60, threshold=300)
+    assert len(runs) == 2 and m.value is not None and m.detail == "", m
+    assert len(servers) == 2 and servers[0] == servers[1] and servers[0][0] == "ib_write_bw"  # a new server
+    # links judged together (an incast round) are not run again one by one
+    runs = _connect_script(monkeypatch, [(0, uncalibrated, ""), (0, ok, "")])
+    [m] = measure_links(None, IbWriteBw(), _bw_link(), seconds=5, timeout=60, threshold=300, rerun_unmeasured=False)
+    assert len(runs) == 1 and m.value is None, m
 
 
 def test_an_incast_sender_without_a_result_is_reported_with_its_tools_error(example) -> None:

@@ -82,7 +82,7 @@ def _round(ctx: Context, tool: Tool, links: list[tuple[End, End]], inputs: Conge
     def go(job: tuple[Tool, list[tuple[End, End]]]) -> list[Measurement]:
         t, lk = job
         return measure_links(ctx.site, t, lk, seconds=inputs.seconds, timeout=inputs.timeout_s, threshold=None,
-                             workers=len(lk))
+                             workers=len(lk), rerun_unmeasured=False)  # the round's counters hold these runs alone
 
     jobs = [(tool, links)] + ([extra] if extra else [])
     with ThreadPoolExecutor(max_workers=len(jobs)) as pool:
