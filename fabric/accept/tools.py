@@ -22,6 +22,7 @@ from fabric.accept.results import Measurement, Planned
 from fabric.access import Site
 from fabric.design.intent import FabricIntent
 from fabric.parsers import parse_iperf3, parse_perftest, perftest_bw_gbps
+from fabric.parsers.perftest import CLOCK_FAILED
 
 
 @dataclass(frozen=True)
@@ -114,16 +115,13 @@ class Iperf3(Tool):
 # perftest's client when its TCP rendezvous with the server fails (perftest_communication.c: "Couldn't connect to
 # <ip>:<port>", then "Unable to init the socket connection")
 PERFTEST_NOT_CONNECTED = ("Couldn't connect to", "Unable to init the socket connection")
-# perftest's stderr when its cycle counter would not calibrate on a busy or virtual host (get_clock.c); the report
-# after it holds zeros (fabric.parsers.perftest refuses it)
-PERFTEST_UNMEASURED = ("Correlation coefficient r^2:",)
 
 
 class IbWriteBw(Tool):
     """RDMA write bandwidth (perftest), Gb/s at the message size, duration mode."""
 
     name, unit, needs_rdma, base_port = "ib_write_bw", "Gb/s", True, 18515
-    not_connected, unmeasured = PERFTEST_NOT_CONNECTED, PERFTEST_UNMEASURED
+    not_connected, unmeasured = PERFTEST_NOT_CONNECTED, (CLOCK_FAILED,)
 
     def __init__(self, size: int = 1 << 20, qps: int = 4, rdma_cm: bool = False, qp_timeout: int | None = None) -> None:
         """`qp_timeout`: perftest's `-u`, the QPs' local ACK timeout, 4.096 µs × 2^value (None: perftest's 14, 67 ms,
@@ -149,7 +147,7 @@ class IbWriteLat(Tool):
     """RDMA write latency (perftest), one-way µs at the 99th percentile."""
 
     name, unit, higher_is_better, needs_rdma, base_port = "ib_write_lat", "us", False, True, 18600
-    not_connected, unmeasured = PERFTEST_NOT_CONNECTED, PERFTEST_UNMEASURED
+    not_connected, unmeasured = PERFTEST_NOT_CONNECTED, (CLOCK_FAILED,)
 
     def __init__(self, iterations: int = 5000, rdma_cm: bool = False) -> None:
         self.iterations, self.rdma_cm = iterations, rdma_cm

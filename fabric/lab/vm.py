@@ -414,7 +414,7 @@ def stop(lab: VmLab, *, grace: float = 30) -> list[str]:
         deadline = time.monotonic() + grace
         while time.monotonic() < deadline and lab.running:
             time.sleep(0.2)
-        removed += ([] if lab.running else ["powered off"]) + [f"pid {p}" for p in _group(lab.pid, lab.dir)]
+        removed += [f"pid {p}" for p in _group(lab.pid, lab.dir)] or ["powered off"]
         _kill_group(lab.pid)
     if d.exists():
         shutil.rmtree(d, ignore_errors=True)

@@ -38,7 +38,8 @@ _ADDR = re.compile(r"^\s*(local|remote) address:")
 _GID = re.compile(r"^\s*GID:\s*(\S+)")
 # perftest's stderr when its cycle counter would not fit the wall clock (get_clock.c, sample_get_cpu_mhz: a linear
 # fit of 200 samples, refused under r² 0.9): with -F it goes on with a clock rate of 0 (zeros for rates)
-_UNCALIBRATED = re.compile(r"^\s*Correlation coefficient r\^2: ([-+]?[\d.]+(?:e[-+]?\d+)?) < 0\.9\b")
+CLOCK_FAILED = "Correlation coefficient r^2:"
+_UNCALIBRATED = re.compile(rf"^\s*{re.escape(CLOCK_FAILED)} ([-+]?[\d.]+(?:e[-+]?\d+)?) < 0\.9\b")
 # Multi-word column names become one token each before the header is split on whitespace.
 _MULTIWORD = [
     (re.compile(r"BW peak\["), "bw_peak["),

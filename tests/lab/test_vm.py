@@ -50,6 +50,7 @@ from fabric.errors import InputError
 from fabric.lab import vm
 from fabric.model.load import load
 from fabric.parsers.iproute import queue_backlog, queue_counters
+from fabric.parsers.perftest import CLOCK_FAILED
 from tests.conftest import require
 from tests.support.lab import STATE_BASE
 from tests.support.lab import fabric as cli
@@ -228,7 +229,7 @@ def rdma_rail(fabric: FabricIntent, lab: vm.VmLab) -> list[str]:
         for k, s in enumerate(senders):
             cmds.append(f"timeout 60 {shlex.join(tool.client(ep[s], rcv, tool.base_port + k, SECONDS))} "
                         f"> $O/{tag}-{s}.txt 2>&1 &")
-        return [*cmds, "wait", f"grep -q 'Correlation coefficient' $O/{tag}-*.txt || break", "done",
+        return [*cmds, "wait", f"grep -qF {shlex.quote(CLOCK_FAILED)} $O/{tag}-*.txt || break", "done",
                 f"echo \"$t0 $(date +%s.%N)\" > $O/{tag}-clock.txt"]
 
     lines += (snap_lines(lab, "rdma-idle") + pair("rdma-pair", SENDERS[:1]) + snap_lines(lab, "rdma-pair", "-")
