@@ -312,7 +312,9 @@ def measure_links(site: Site, tool: Tool, links: list[tuple[End, End]], *, secon
         try:
             if c.rc != 0 and tool.name != "iperf3":
                 raise RuntimeError(c.last_error)
-            m.value = round(tool.value(c.stdout, s_out), 3)
+            # a run that measured nothing says so on stderr (perftest's calibration): its reader refuses it there
+            out = c.stderr + c.stdout if any(w in c.stderr for w in tool.unmeasured) else c.stdout
+            m.value = round(tool.value(out, s_out), 3)
         except Exception as exc:  # a failed measurement is a failed link, never a crash
             m.ok, m.detail = False, f"no result: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
             if c.rc != 0 and c.last_error not in m.detail:

@@ -112,6 +112,31 @@ def test_slow_nic_located_and_pfc_storm_named(fleet) -> None:
     assert "tx_pause_storm_error_events=3" in wd["message"]
 
 
+def test_a_perftest_that_could_not_time_its_run_is_run_again_then_reported(fleet) -> None:
+    """`fabric accept` over SSH where two NICs' perftest clients fail their clock calibration (perftest's r² line,
+    then zeros): the one that fails once is run again with a new server and measures; the one that fails twice is
+    no result with perftest's r² and "run it again", never a link at 0 Gb/s."""
+    net, tmp, fabric = fleet
+    first, second = sorted(fabric.hosts)[:2]
+    nic = {h: next(r.rdma for r in fabric.hosts[h].rails if r.rail == 1) for h in (first, second)}
+    once, twice = net.root / f"uncalibrated-{first}-{nic[first]}", net.root / f"uncalibrated-{second}-{nic[second]}"
+    once.write_text("1")
+    twice.write_text("2")
+    try:
+        rc, r = _accept(net, tmp, "uncalibrated", "--tags", "rail-bandwidth")
+    finally:
+        once.unlink()
+        twice.unlink()
+    assert rc == 1 and r["rail-bandwidth"]["status"] == "fail", r
+    sent = {(m["src"], m["rail"]): m for m in r["rail-bandwidth"]["measurements"]}
+    assert sent[(first, 1)]["value"] == 392.5 and sent[(first, 1)]["ok"], sent[(first, 1)]
+    bad = sent[(second, 1)]
+    assert bad["value"] is None and not bad["ok"], bad
+    assert bad["detail"].startswith("no result: ib_write_bw client:1: perftest.clock: expected a run perftest could "
+                                    "time") and "found r² 0.668728" in bad["detail"] and "run it again" in bad["detail"]
+    assert all(m["ok"] for k, m in sent.items() if k != (second, 1)), sent
+
+
 def test_slurm_runner_submits_and_each_task_takes_its_nodes_env(tmp_path: Path) -> None:
     """`--launcher slurm` with an sbatch on PATH: the rendered script is submitted and waited for; every task
     sources its own node's NCCL variables (a mixed DGX/HGX job), rank 0's `-J` JSON is judged."""

@@ -8,7 +8,10 @@ tool's own kind of error and a non-zero exit.
 - `ib_write_bw` / `ib_write_lat`: need `-d <dev>` (the host's NIC of that rail), `-x <gid>`, the lossless
   class (`--tclass=<ToS>`, or `-R -T <ToS>`), `-p <port>`; a server waits for its client through a
   rendezvous file, a client without a server fails like perftest ("Couldn't connect").
-  `$STANDIN_ROOT/speed.json` {"<host>:<dev>": Gb/s} slows a NIC down (default 392.5).
+  `$STANDIN_ROOT/speed.json` {"<host>:<dev>": Gb/s} slows a NIC down (default 392.5);
+  `$STANDIN_ROOT/uncalibrated-<host>-<dev>` holding n: that NIC's next n client runs print what perftest prints
+  when its clock calibration fails (tests/fixtures/samples/extra_ib_write_bw_clock_uncalibrated.txt, captured in
+  the VM lab: the r² line on stderr, then zeros), exit 0.
 - `mpirun`: `-np`, `--hostfile` (slots × lines must equal -np), `--map-by ppr:<n>:node`; runs the command once
   per rank with `OMPI_COMM_WORLD_RANK` (ranks of node i are i·n … i·n+n−1, as Open MPI places them).
 - `all_reduce_perf`: `-h` lists `-J,--output_file` (nccl-tests ≥ 2.17); every rank logs its NCCL variables to
@@ -91,6 +94,13 @@ def perftest(tool: str, args: list[str]) -> int:
         print(" Unable to init the socket connection", file=sys.stderr)
         return 1
     flag.unlink(missing_ok=True)
+    uncalibrated = _root() / f"uncalibrated-{_host()}-{dev}"
+    if uncalibrated.exists() and (left := int(uncalibrated.read_text())) > 0:  # only this NIC's client writes it
+        uncalibrated.write_text(str(left - 1))
+        r2, report = (SAMPLES / "extra_ib_write_bw_clock_uncalibrated.txt").read_text().split("\n", 1)
+        print(r2, file=sys.stderr)
+        print(report.replace("rxe2", dev), end="")
+        return 0
     speed = json.loads((_root() / "speed.json").read_text()) if (_root() / "speed.json").exists() else {}
     if tool == "ib_write_bw":
         text = (SAMPLES / "ib_write_bw_client_bidir_duration_newheader.txt").read_text().split("\n", 1)[1]
