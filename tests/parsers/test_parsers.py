@@ -691,6 +691,10 @@ def test_cli_bad_input_exits_2_without_traceback() -> None:
         and "Traceback" not in proc.stderr
         and proc.stderr.startswith("error: -: perftest:")
     )
+    clock = SAMPLES / "extra_ib_write_bw_clock_uncalibrated.txt"  # perftest's zeros after its failed calibration
+    proc = run_fabric("parse", "perftest", str(clock))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr and proc.stdout == ""
+    assert proc.stderr.startswith(f"error: {clock}:1: perftest.clock: expected a run perftest could time"), proc.stderr
     proc = run_fabric("parse", "ethtool", str(SAMPLES / "does-not-exist.txt"))
     assert (
         proc.returncode == 2 and "expected a readable file" in proc.stderr and "Traceback" not in proc.stderr
