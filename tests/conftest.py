@@ -68,8 +68,8 @@ OWN_GROUPS = {"lab/test_vm.py": "vm", "push/test_standins.py": "root-standins", 
 FIRST = ("k8s", "lab", "lab-push", "lab-nodes", "root", "root-standins", "root-faults", "root-fleet", "vm")
 # Within the lab group, the modules that measure the lab's bandwidth (iperf3 through veths, which moves bytes with
 # this machine's CPUs) run last: at a whole run's start the control plane's jobs and the VM's traffic (both at the
-# normal priority) took enough CPU that 2 of 48 links of the healthy lab fell under the 0.5 Gb/s floor of then twice in
-# a row.
+# normal priority) took enough CPU that 2 of 48 links of the healthy lab fell under the floor then used (0.5 Gb/s)
+# twice in a row.
 MEASURED_LAST = ("accept/test_accept_lab.py", "accept/checks/test_congestion_lab.py")
 # (CPU seconds of each, FABRIC_TEST_CPU: docs/development.md "The test suite")
 LONG_MODULES = ("accept/test_production.py", "fuzz/test_fuzz.py", "nos/test_retarget.py", "render/test_k8s.py",
