@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 from itertools import pairwise
+from statistics import median
 
 from pydantic import Field
 
@@ -349,18 +350,22 @@ def configured_share(fabric: FabricIntent, host: str, leaf: str) -> tuple[float,
 def backlogged_share(samples: list[tuple[float, dict[str, int], dict[int, int]]], roce_tc: int, bulk_tc: int
                      ) -> tuple[float | None, float]:
     """The RoCE class's share of one port read from samples of its queue counters taken during a round, each
-    (seconds, queue_counters, queue_backlog): the `tx_bytes` deltas of both classes summed over the intervals whose
-    both ends found both classes queued. DWRR divides the port by the configured shares only while both classes
-    have packets waiting; a class alone (its flow started earlier or ended sooner) takes the whole port, which the
-    round's totals would count. Returns (share or None, seconds of the intervals used)."""
-    roce = bulk = 0
+    (seconds, queue_counters, queue_backlog): the median over the intervals whose both ends found both classes
+    queued of the class's part of the `tx_bytes` both classes sent in it. DWRR divides the port by the configured
+    shares only while both classes have packets waiting; a class alone (its flow started earlier or ended sooner)
+    takes the whole port, which the round's totals would count. A sampler that stalled gives one long interval in
+    which a class could drain and fill again unseen: the median leaves it out where a sum of the bytes would
+    count it. Returns (share or None, seconds of the intervals used)."""
+    shares: list[float] = []
     seconds = 0.0
     for (t0, c0, b0), (t1, c1, b1) in pairwise(samples):
         if min(b0.get(roce_tc, 0), b0.get(bulk_tc, 0), b1.get(roce_tc, 0), b1.get(bulk_tc, 0)) > 0:
-            roce += c1.get(f"queue:{roce_tc}:tx_bytes", 0) - c0.get(f"queue:{roce_tc}:tx_bytes", 0)
-            bulk += c1.get(f"queue:{bulk_tc}:tx_bytes", 0) - c0.get(f"queue:{bulk_tc}:tx_bytes", 0)
-            seconds += t1 - t0
-    return (roce / (roce + bulk) if roce + bulk > 0 else None), seconds
+            roce = c1.get(f"queue:{roce_tc}:tx_bytes", 0) - c0.get(f"queue:{roce_tc}:tx_bytes", 0)
+            bulk = c1.get(f"queue:{bulk_tc}:tx_bytes", 0) - c0.get(f"queue:{bulk_tc}:tx_bytes", 0)
+            if roce + bulk > 0:
+                shares.append(roce / (roce + bulk))
+                seconds += t1 - t0
+    return (median(shares) if shares else None), seconds
 
 
 @register

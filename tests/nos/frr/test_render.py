@@ -98,7 +98,8 @@ def test_nvue_counter_shapes() -> None:
 
 def test_queue_backlog_and_the_backlogged_share() -> None:
     """`backlog …b` per class is what is queued at that moment; the ets share counts only the intervals whose both
-    ends found both classes queued (a class alone takes the whole port, whatever its share)."""
+    ends found both classes queued (a class alone takes the whole port, whatever its share), and is their median
+    (one long interval of a stalled sampler, in which bulk drained unseen, does not move it)."""
     from fabric.accept.checks.congestion import backlogged_share
     from fabric.parsers.iproute import queue_backlog
 
@@ -118,3 +119,7 @@ def test_queue_backlog_and_the_backlogged_share() -> None:
            s(4, 1900, 1900, 0, 9000)]
     assert backlogged_share(got, 3, 0) == (0.5, 2.5)
     assert backlogged_share(got[:2], 3, 0) == (None, 0)
+    # the sampler stalled for 2.5 s with both classes queued at each end: bulk drained in between and RoCE took
+    # 70 % of the interval's bytes (the CI run whose byte sum read 0.589 against a configured 0.5)
+    stalled = [*got[:4], s(6, 4000, 1900, 9000, 9000), s(6.5, 4500, 2400, 9000, 9000)]
+    assert backlogged_share(stalled, 3, 0) == (0.5, 5.5)
