@@ -127,10 +127,21 @@ def ahead_of(paths: list[Path], root: Path, targets: dict[str, str], trees: Tree
     return ahead
 
 
-def rendered_same(ahead: Ahead) -> set[Path]:
-    """The files of `ahead` byte for byte their switch's render (the renderer's writer of its tree): as
-    `_rendered_file` compares them."""
-    return {p for p, (_name, _kind, text, tree, write) in ahead.items() if write(tree) == text}
+def rendered_same(ahead: Ahead) -> bytes:
+    """Which files of `ahead` are byte for byte their switch's render (the renderer's writer of its tree), as
+    `_rendered_file` compares them: a bit each, in `ahead`'s order (`same_files` reads them). The answer a forked
+    process sends: as a set of paths it took ~36 bytes a file, and past the pipe's 64 KiB the sender waited until
+    this process read it (1.4 s of 8.8 at 7,168 files, 2.8 s at 14,336)."""
+    bits = bytearray((len(ahead) + 7) // 8)
+    for i, (_name, _kind, text, tree, write) in enumerate(ahead.values()):
+        if write(tree) == text:
+            bits[i >> 3] |= 1 << (i & 7)
+    return bytes(bits)
+
+
+def same_files(files: list[Path], bits: bytes) -> set[Path]:
+    """The files `rendered_same` found equal to their render, of `files` (its `ahead`'s order)."""
+    return {p for i, p in enumerate(files) if bits[i >> 3] >> (i & 7) & 1}
 
 
 @dataclass
@@ -140,7 +151,7 @@ class Split:
     compares it with the file (`same()`: its verdict, `rendered_same(ahead)`; None where it failed)."""
 
     ahead: Ahead
-    same: Callable[[], set[Path] | None]
+    same: Callable[[], bytes | None]
 
 
 _FAILED = object()  # a file whose `parse_rendered` raised
@@ -152,7 +163,8 @@ def _from_trees(paths: list[Path], root: Path, targets: dict[str, str], rendered
     compares the files of `split.ahead` with the render (`split.same()`) while this one builds their configs from
     the renderer's trees as though each file were the render: one that is not is then dropped, one whose config
     could not be so built is taken as `_rendered_file` takes it, as are the files not in `ahead`."""
-    ahead, built, memo = set(split.ahead), {}, Memo()
+    order, built, memo = list(split.ahead), {}, Memo()
+    ahead = set(order)
     for p in paths:
         if p in ahead:  # its text and tree let go once its config is built (the other process has its own)
             name, kind, text, tree, _write = split.ahead.pop(p)
@@ -161,9 +173,11 @@ def _from_trees(paths: list[Path], root: Path, targets: dict[str, str], rendered
                                                                       _again(rendered, name))
             except Exception:  # the file may not be the render: `_rendered_file` says, where it is
                 built[p] = _FAILED
-    verdict = split.same()
-    if verdict is None:  # the other process failed: compare here
+    bits = split.same()
+    if bits is None:  # the other process failed: compare here
         verdict, built = ahead, {}
+    else:
+        verdict = same_files(order, bits)
     done: dict[Path, DeviceConfig] = {}
     for p in paths:
         if p in ahead and p not in verdict:
