@@ -120,12 +120,12 @@ BESIDE = ["RF1", "RF2", "RF301", "RF302"]
 
 
 def _split(ctx: Any, early: Any, select: list[str] | None, ignore: list[str] | None) -> tuple[Any, Any]:
-    """Both cores after deriving: the files that start as rendered are read and their switches' trees built here
-    (`fabric.lint.configs.ahead_of`); then a forked process writes each tree as text to compare it with the file
-    and runs the intent's rules (`fabric.lint.engine.intent_findings`), while this one builds the configs from the
-    trees (`fabric.lint.configs.Split`) and runs the config rules. The other's answers, each sent when found: the
-    files equal to their render, then the intent's findings; where one is None (that step failed, or the process
-    ended), this process does that part as without it.
+    """Both cores after deriving: the files that start as rendered are stamped here (`fabric.lint.configs.ahead_of`);
+    then a forked process reads each, builds its switch's tree and writes it as text to compare it with the file,
+    and runs the intent's rules (`fabric.lint.engine.intent_findings`), while this one reads each file and builds
+    its config from the tree (`fabric.lint.configs.Split`) and runs the config rules. The other's answers, each sent
+    when found: the files equal to their render, then the intent's findings; where one is None (that step failed,
+    or the process ended), this process does that part as without it.
     tests/cli/test_lint.py holds the findings to those of one process."""
     from fabric.fast.batch import Beside
     from fabric.lint.configs import Split, ahead_of, rendered_same
@@ -141,12 +141,16 @@ def _split(ctx: Any, early: Any, select: list[str] | None, ignore: list[str] | N
             return None
         return sw.target, module.intended_tree(sw, ctx.intent, memo), module.intended_text
 
+    def keeps_tree(name: str) -> bool:
+        sw = ctx.intent.switches.get(name)
+        return sw is not None and hasattr(NOS[sw.target].module("render"), "intended_tree")
+
     targets = {n: sw.target for n, sw in ctx.intent.switches.items()}
-    ahead = ahead_of(early.paths, early.root, targets, trees)  # the caller pauses the collector
+    ahead = ahead_of(early.paths, early.root, targets, keeps_tree)
 
     def other() -> Iterator[Any]:
         try:
-            yield rendered_same(ahead)
+            yield rendered_same(ahead, trees)
         except Exception:  # this process' own way says what went wrong
             yield None
         try:
@@ -155,7 +159,7 @@ def _split(ctx: Any, early: Any, select: list[str] | None, ignore: list[str] | N
             yield None
 
     beside = Beside(other)
-    return beside, Split(ahead, lambda: _answer(beside, 0))
+    return beside, Split(ahead, trees, lambda: _answer(beside, 0))
 
 
 def _answer(beside: Any, i: int) -> Any:

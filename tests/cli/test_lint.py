@@ -142,6 +142,38 @@ def test_split_lint_where_the_other_process_fails(generated: Path, tmp_path: Pat
     _same_reports(split, one)
 
 
+def test_split_lint_of_a_file_rewritten_after_it_was_stamped(generated: Path, tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each process reads a rendered file itself (`fabric.lint.configs._stamped`): one rewritten after `ahead_of`
+    stamped it, even with the same bytes, is not taken as the render by either (they might have read two versions),
+    and the report is one process' of the file as it is now."""
+    running = _running(generated, tmp_path)
+    fabric = derive(load(generated))
+    victim = sorted(running.glob("leaf*.yaml"))[6]
+    trees = {n: (sw.target, intended_tree(sw, fabric), intended_text) for n, sw in fabric.switches.items()}
+    ahead = lint_configs.ahead_of(sorted(running.iterdir()), running, {n: "nvue" for n in trees}, trees.__contains__)
+    assert victim in ahead and running / "unknown-switch.yaml" not in ahead
+    order = list(ahead)
+    assert victim in lint_configs.same_files(order, lint_configs.rendered_same(ahead, trees.get))
+    victim.write_text(victim.read_text())  # the same bytes, saved again
+    os.utime(victim, ns=(1, 1))
+    same = lint_configs.same_files(order, lint_configs.rendered_same(ahead, trees.get))
+    assert victim not in same and sorted(running.glob("leaf*.yaml"))[7] in same
+
+    real = lint_configs.ahead_of
+
+    def then_edited(*args: object, **kw: object) -> object:
+        stamped = real(*args, **kw)  # type: ignore[arg-type]
+        victim.write_text(victim.read_text().replace("mtu: 9216", "mtu: 1500", 1))
+        return stamped
+
+    monkeypatch.setattr(lint_configs, "ahead_of", then_edited)
+    split, one, started = _both(monkeypatch, generated, running)
+    assert started == 1
+    _same_reports(split, one)
+    assert any(f.rule == "RF302" and f.file == str(victim) for f in split.findings)  # type: ignore[attr-defined]
+
+
 @pytest.mark.parametrize("name", ["h100-400g", "example", "sonic-example", "eos-example"])
 def test_split_lint_of_a_render_directory(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     inv = ROOT / "inventories" / name

@@ -112,29 +112,53 @@ def _rendered_file(path: Path, root: Path, targets: dict[str, str], rendered: Re
 # a switch's name → (its target, the renderer's own tree of the file its NOS pushes, a function that writes that
 # tree as the file's text), without writing it, where its renderer keeps that tree; None otherwise
 Trees = Callable[[str], "tuple[str, Any, Callable[[Any], str]] | None"]
-Ahead = dict[Path, tuple[str, str, str, Any, Callable[[Any], str]]]  # (switch, kind, text, tree, writer) of a file
+Stamp = tuple[int, int, int]  # a file's inode, size and modification time (ns)
+Ahead = dict[Path, tuple[str, str, Stamp]]  # (switch, kind, stamp) of a file that starts as rendered
 
 
-def ahead_of(paths: list[Path], root: Path, targets: dict[str, str], trees: Trees) -> Ahead:
-    """Each file of `paths` that starts as this tool renders it, read, with its switch's tree from the renderer
-    (`trees`): what `Split` judges in two processes."""
+def _stamp(path: Path) -> Stamp | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns) if stat.S_ISREG(st.st_mode) else None
+
+
+def ahead_of(paths: list[Path], root: Path, targets: dict[str, str], keeps_tree: Callable[[str], bool]) -> Ahead:
+    """Each file of `paths` that starts as this tool renders it, of a switch whose renderer keeps the tree of that
+    file (`keeps_tree`), with its stamp: what `Split` judges in two processes, each reading the file and building
+    the tree itself (`_stamped`)."""
     ahead: Ahead = {}
     for p in paths:
-        got = _candidate(p, root, targets)
-        tree = trees(got[0]) if got is not None else None
-        if got is not None and tree is not None and tree[0] == got[1]:
-            ahead[p] = (*got, tree[1], tree[2])
+        name = device_name(p, root)
+        kind = kind_of(p, targets.get(name))
+        stamp = _stamp(p)
+        if kind is not None and kind == targets.get(name) and keeps_tree(name) and stamp is not None and _head(
+                p, kind) is not None:
+            ahead[p] = (name, kind, stamp)
     return ahead
 
 
-def rendered_same(ahead: Ahead) -> bytes:
+def _stamped(path: Path, name: str, stamp: Stamp, trees: Trees) -> tuple[str, Any, Callable[[Any], str]] | None:
+    """The text of a file of `ahead`, its switch's tree and that tree's writer; None where the file cannot be read,
+    or was changed since `ahead_of` stamped it (the two processes read it each: they judge the same bytes)."""
+    try:
+        text = read_user_file(path, "a device config file")
+    except InputError:
+        return None
+    got = trees(name) if _stamp(path) == stamp else None
+    return None if got is None else (text, got[1], got[2])
+
+
+def rendered_same(ahead: Ahead, trees: Trees) -> bytes:
     """Which files of `ahead` are byte for byte their switch's render (the renderer's writer of its tree), as
     `_rendered_file` compares them: a bit each, in `ahead`'s order (`same_files` reads them). The answer a forked
     process sends: as a set of paths it took ~36 bytes a file, and past the pipe's 64 KiB the sender waited until
     this process read it (1.4 s of 8.8 at 7,168 files, 2.8 s at 14,336)."""
     bits = bytearray((len(ahead) + 7) // 8)
-    for i, (_name, _kind, text, tree, write) in enumerate(ahead.values()):
-        if write(tree) == text:
+    for i, (p, (name, _kind, stamp)) in enumerate(ahead.items()):
+        got = _stamped(p, name, stamp, trees)
+        if got is not None and got[2](got[1]) == got[0]:
             bits[i >> 3] |= 1 << (i & 7)
     return bytes(bits)
 
@@ -147,10 +171,13 @@ def same_files(files: list[Path], bits: bytes) -> set[Path]:
 @dataclass
 class Split:
     """A directory's rendered files judged in two processes (`_from_trees`): this one builds their configs from the
-    renderer's trees (`ahead`, read before the other process started) while another writes each tree as text and
-    compares it with the file (`same()`: its verdict, `rendered_same(ahead)`; None where it failed)."""
+    renderer's trees (`trees`) while another writes each tree as text and compares it with the file (`same()`: its
+    verdict, `rendered_same(ahead, trees)`; None where it failed). Each builds a file's tree when it comes to it
+    and lets it go: held all at once before the other process started, the trees and texts were 2.3 GB at 262,144
+    GPUs, every page of them written again by both processes."""
 
     ahead: Ahead
+    trees: Trees
     same: Callable[[], bytes | None]
 
 
@@ -166,11 +193,12 @@ def _from_trees(paths: list[Path], root: Path, targets: dict[str, str], rendered
     order, built, memo = list(split.ahead), {}, Memo()
     ahead = set(order)
     for p in paths:
-        if p in ahead:  # its text and tree let go once its config is built (the other process has its own)
-            name, kind, text, tree, _write = split.ahead.pop(p)
+        if p in ahead:
+            name, kind, stamp = split.ahead[p]
+            got = _stamped(p, name, stamp, split.trees)
             try:
-                built[p] = NOS[kind].module("configs").parse_rendered(p, name, text, tree, memo,
-                                                                      _again(rendered, name))
+                built[p] = _FAILED if got is None else NOS[kind].module("configs").parse_rendered(
+                    p, name, got[0], got[1], memo, _again(rendered, name))
             except Exception:  # the file may not be the render: `_rendered_file` says, where it is
                 built[p] = _FAILED
     bits = split.same()
