@@ -692,6 +692,41 @@ def test_an_incast_sender_without_a_result_is_reported_with_its_tools_error(exam
     assert judged[0].detail == f"{refused}; 2-way incast into gpu-su1-01"
 
 
+def test_an_ets_round_whose_bulk_never_reached_its_server_is_no_share_not_a_located_port(
+        example, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The bulk TCP of an ets round that never reached its server (the VM lab under load, 2026-11-30): the RoCE
+    class had the port to itself, which says nothing of its share. The check reports the port without a share, with
+    the tool's error, and locates nothing; it read "Actual: 100%. Located: leaf-su1-r1:swp1" before."""
+    from types import SimpleNamespace
+
+    from fabric.accept.checks import congestion
+    from fabric.accept.checks.base import Context
+
+    refused = "no result: iperf3: unable to connect to server: Connection refused"
+    check = congestion.Ets(congestion.EtsInput(tool="iperf3", rails=[1]))
+    [(src, dst)], [(bulk_src, _)] = check._plan_links(example)
+
+    def measured(bulk: float | None) -> tuple[list[Measurement], list[Measurement], dict]:
+        roce = Measurement(rail=1, src=src.host, dst=dst.host, value=0.019, unit="Gb/s", tool="iperf3")
+        other = Measurement(rail=1, src=bulk_src.host, dst=dst.host, value=bulk, unit="Gb/s", tool="iperf3",
+                            detail="" if bulk is not None else refused)
+        port = {"queue:3:tx_bytes": 7909268, "queue:0:tx_bytes": 2129 if bulk is None else 7000000}
+        return [roce], [other], {"leaf-su1-r1": {"swp1": port}}
+
+    monkeypatch.setattr(congestion, "missing", lambda *_a, **_k: "")
+    ctx = Context(site=SimpleNamespace(fabric=example))  # type: ignore[arg-type]
+    monkeypatch.setattr(congestion, "_round", lambda *_a, **_k: measured(None))
+    res = check.run(ctx)
+    [m] = res.measurements
+    assert res.status == "fail" and m.value is None and not m.ok and not res.locations, res
+    assert "Located" not in res.message and refused in res.message, res.message
+    assert m.detail == f"leaf-su1-r1:swp1: bulk TC0 from {bulk_src.host} {refused}; configured 50%", m.detail
+    # with both classes measured, the port's share is judged as before
+    monkeypatch.setattr(congestion, "_round", lambda *_a, **_k: measured(0.018))
+    res = check.run(ctx)
+    assert res.status == "pass" and res.measurements[0].value == round(7909268 / 14909268, 4), res
+
+
 def test_incast_reports_the_receivers_kernel_ce_count_beside_the_qdisc_marks(example) -> None:
     """A real incast round in the VM lab (tests/fixtures/netstat/SOURCE.md): the receiver's leaf port's `red` counted
     73 CE marks, one per packet it queued, where the iperf3 senders' GSO batches are many wire packets each; the

@@ -397,11 +397,18 @@ class Ets(Check):
               window_share: float | None = None) -> Measurement:
         """The RoCE share of the receiver's leaf port against its floor: from the port's queue counters where the
         switch counts per class (`window_share`: already read over the round's backlogged window, see
-        backlogged_share; else the round's deltas in `d`), otherwise from the hosts' rates."""
+        backlogged_share; else the round's deltas in `d`), otherwise from the hosts' rates. Where either class's
+        traffic gave no result (its client never reached its server), no share: the port was not contended as the
+        check means, and the tools' errors say why."""
         inputs: EtsInput = self.inputs  # type: ignore[assignment]
         leaf, port = _port(fabric, dst.host, dst.rail)
         share, roce_tc, bulk_tc = configured_share(fabric, dst.host, leaf)
         floor = round(share * (1 - inputs.tolerance), 3)
+        lost = [f"{what} from {x.src} {x.detail}" for x, what in ((m, f"RoCE TC{roce_tc}"), (b, f"bulk TC{bulk_tc}"))
+                if x.value is None]
+        if lost:
+            return Measurement(rail=src.rail, src=leaf, dst=port, unit="RoCE share", threshold=floor, ok=False,
+                               tool=m.tool, detail=f"{leaf}:{port}: " + "; ".join(lost) + f"; configured {share:.0%}")
         rv, bv = m.value or 0.0, b.value or 0.0
         host_share = rv / (rv + bv) if rv + bv else 0.0
         q = d.get(leaf, {}).get(port, {})
@@ -409,7 +416,7 @@ class Ets(Check):
         switch_share = window_share if window_share is not None else (
             qr / (qr + qb) if qr is not None and qb is not None and qr + qb else None)
         value = switch_share if switch_share is not None else host_share
-        ok = m.value is not None and b.value is not None and value >= floor
+        ok = value >= floor
         detail = (f"{leaf}:{port}: RoCE TC{roce_tc} {rv:.3g} {m.unit} ({src.host}) vs bulk TC{bulk_tc} "
                   f"{bv:.3g} {b.unit} ({b.src}, {inputs.bulk_streams} streams); hosts {host_share:.0%}"
                   + (f", port queues {switch_share:.0%} (TC{roce_tc} +{qr} B, TC{bulk_tc} +{qb} B"
@@ -457,10 +464,15 @@ class Ets(Check):
         ctx.traffic += got
         bad = [m for m in ms if not m.ok]
         res = self.result("fail" if bad else "pass", measurements=ms, rounds=1, evidence=problems)
-        if bad:
-            res.message = (f"Expected the RoCE class ≥ {bad[0].threshold:.0%} of the port against bulk TCP. Actual: "
-                           + "; ".join(f"{m.src}:{m.dst} {m.value:.0%}" for m in bad[:4])
-                           + ". Located: " + ", ".join(f"{m.src}:{m.dst} (rail {m.rail})" for m in bad[:4]))
+        below, unmeasured = [m for m in bad if m.value is not None], [m for m in bad if m.value is None]
+        if bad:  # a port without a share is not located: nothing was measured against it
+            res.message = ". ".join(
+                ([f"Expected the RoCE class ≥ {below[0].threshold:.0%} of the port against bulk TCP. Actual: "
+                  + "; ".join(f"{m.src}:{m.dst} {m.value:.0%}" for m in below[:4])
+                  + ". Located: " + ", ".join(f"{m.src}:{m.dst} (rail {m.rail})" for m in below[:4])]
+                 if below else [])
+                + ([f"No share measured on {len(unmeasured)} port(s): " + "; ".join(m.detail for m in unmeasured[:4])]
+                   if unmeasured else []))
         else:
             low = min(ms, key=lambda m: m.value or 0.0)
             res.message = (f"{len(ms)} leaf ports keep the RoCE class share; lowest {low.value:.0%} "
