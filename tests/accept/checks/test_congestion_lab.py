@@ -3,7 +3,8 @@ rendered tree (fabric.lab.qos), iperf3 TCP with ECN carrying the RoCE ToS stands
 counters come from the FRR driver (`tc -s class`/`qdisc`) before and after each round.
 
 Faults: a sender's rail throttled (incast names it) and a leaf port whose queues are replaced by one plain tbf
-(ets names the port: the bulk flow takes the RoCE class's share)."""
+(ets names the port: the bulk flow takes the RoCE class's share); the bulk flow's server unreachable (ets has no
+share and locates nothing)."""
 
 from __future__ import annotations
 
@@ -118,3 +119,30 @@ def test_throttled_sender_and_misshaped_port_are_located(inv: str, tmp_path: Pat
     assert "leaf-su1-r3:swp3" in r["incast"]["message"]
     # clearing the fault gives the switch port its queues back
     assert "1:5 " in _tc(NAME, "leaf-su1-r2", "class", "show", "dev", "swp1")
+
+
+def test_ets_without_its_bulk_traffic_has_no_share_and_locates_nothing(inv: str, tmp_path: Path) -> None:
+    """The bulk flow's sender cannot reach the receiver (a `prohibit` rule ahead of its rails' source-routing
+    tables, in the sender's namespace):
+    `fabric accept --lab --tags ets` (rail 1, a short timeout from a catalog) finds the RoCE class alone on the leaf
+    port. It reports that port without a share, with iperf3's error, locates nothing and exits 1; it read "Actual:
+    100%. Located: leaf-su1-r1:swp1" before (the VM lab under load, 2026-11-30)."""
+    from fabric.accept.checks.congestion import Ets, EtsInput
+    from fabric.design.derive import derive
+    from fabric.model.load import load
+
+    _roce, [(sender, receiver)] = Ets(EtsInput(rails=[1]))._plan_links(derive(load(Path(inv)), target="frr"))
+    catalog = tmp_path / "catalog.yaml"
+    catalog.write_text("checks:\n- check: ets\n  input: {tool: iperf3, seconds: 2, timeout_s: 8, rails: [1]}\n")
+    rule = ["ip", "-n", lab_state(NAME).nodes[sender.host].netns, "rule"]
+    subprocess.run([*rule, "add", "to", f"{receiver.ip}/32", "prohibit", "pref", "5"], check=True, timeout=10)
+    try:
+        rc, data = _accept(inv, tmp_path / "out", "--catalog", str(catalog), "--tags", "ets")
+    finally:
+        subprocess.run([*rule, "del", "pref", "5"], check=True, timeout=10)
+    [ets] = data["results"]
+    [m] = ets["measurements"]
+    assert rc == 1 and ets["status"] == "fail" and m["value"] is None and not ets["locations"], ets
+    assert (m["src"], m["dst"]) == ("leaf-su1-r1", "swp1") and "unable to connect to server" in m["detail"], m
+    assert f"bulk TC0 from {sender.host}" in m["detail"], m
+    assert "Located" not in ets["message"] and ets["message"].startswith("No share measured on 1 port(s)"), ets
