@@ -134,19 +134,21 @@ def _split(ctx: Any, early: Any, select: list[str] | None, ignore: list[str] | N
 
     memo = Memo()
 
-    def trees(name: str) -> tuple[str, Any, Callable[[Any], str]] | None:
+    def renderer(name: str) -> Any:
+        """The render module of switch `name` where it keeps the tree of the file its NOS pushes; None otherwise."""
         sw = ctx.intent.switches.get(name)
         module = NOS[sw.target].module("render") if sw is not None else None
-        if module is None or not hasattr(module, "intended_tree"):
+        return module if module is not None and hasattr(module, "intended_tree") else None
+
+    def trees(name: str) -> tuple[str, Any, Callable[[Any], str]] | None:
+        module = renderer(name)
+        if module is None:
             return None
+        sw = ctx.intent.switches[name]
         return sw.target, module.intended_tree(sw, ctx.intent, memo), module.intended_text
 
-    def keeps_tree(name: str) -> bool:
-        sw = ctx.intent.switches.get(name)
-        return sw is not None and hasattr(NOS[sw.target].module("render"), "intended_tree")
-
     targets = {n: sw.target for n, sw in ctx.intent.switches.items()}
-    ahead = ahead_of(early.paths, early.root, targets, keeps_tree)
+    ahead = ahead_of(early.paths, early.root, targets, lambda name: renderer(name) is not None)
 
     def other() -> Iterator[Any]:
         try:

@@ -464,15 +464,17 @@ class Ets(Check):
         ctx.traffic += got
         bad = [m for m in ms if not m.ok]
         res = self.result("fail" if bad else "pass", measurements=ms, rounds=1, evidence=problems)
-        below, unmeasured = [m for m in bad if m.value is not None], [m for m in bad if m.value is None]
         if bad:  # a port without a share is not located: nothing was measured against it
-            res.message = ". ".join(
-                ([f"Expected the RoCE class ≥ {below[0].threshold:.0%} of the port against bulk TCP. Actual: "
-                  + "; ".join(f"{m.src}:{m.dst} {m.value:.0%}" for m in below[:4])
-                  + ". Located: " + ", ".join(f"{m.src}:{m.dst} (rail {m.rail})" for m in below[:4])]
-                 if below else [])
-                + ([f"No share measured on {len(unmeasured)} port(s): " + "; ".join(m.detail for m in unmeasured[:4])]
-                   if unmeasured else []))
+            below, unmeasured = [m for m in bad if m.value is not None], [m for m in bad if m.value is None]
+            parts = []
+            if below:
+                parts.append(f"Expected the RoCE class ≥ {below[0].threshold:.0%} of the port against bulk TCP. "
+                             "Actual: " + "; ".join(f"{m.src}:{m.dst} {m.value:.0%}" for m in below[:4])
+                             + ". Located: " + ", ".join(f"{m.src}:{m.dst} (rail {m.rail})" for m in below[:4]))
+            if unmeasured:
+                parts.append(f"No share measured on {len(unmeasured)} port(s): "
+                             + "; ".join(m.detail for m in unmeasured[:4]))
+            res.message = ". ".join(parts)
         else:
             low = min(ms, key=lambda m: m.value or 0.0)
             res.message = (f"{len(ms)} leaf ports keep the RoCE class share; lowest {low.value:.0%} "

@@ -190,11 +190,10 @@ def _from_trees(paths: list[Path], root: Path, targets: dict[str, str], rendered
     compares the files of `split.ahead` with the render (`split.same()`) while this one builds their configs from
     the renderer's trees as though each file were the render: one that is not is then dropped, one whose config
     could not be so built is taken as `_rendered_file` takes it, as are the files not in `ahead`."""
-    order, built, memo = list(split.ahead), {}, Memo()
-    ahead = set(order)
+    ahead, built, memo = split.ahead, {}, Memo()
     for p in paths:
         if p in ahead:
-            name, kind, stamp = split.ahead[p]
+            name, kind, stamp = ahead[p]
             got = _stamped(p, name, stamp, split.trees)
             try:
                 built[p] = _FAILED if got is None else NOS[kind].module("configs").parse_rendered(
@@ -203,9 +202,9 @@ def _from_trees(paths: list[Path], root: Path, targets: dict[str, str], rendered
                 built[p] = _FAILED
     bits = split.same()
     if bits is None:  # the other process failed: compare here
-        verdict, built = ahead, {}
+        verdict, built = set(ahead), {}
     else:
-        verdict = same_files(order, bits)
+        verdict = same_files(list(ahead), bits)
     done: dict[Path, DeviceConfig] = {}
     for p in paths:
         if p in ahead and p not in verdict:
